@@ -1,0 +1,60 @@
+"""Helpers shared by the CLI sub-commands: JSON output, number lists, error lines."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+import numpy as np
+
+from infodp.errors import ParameterError
+
+EXIT_USAGE = 2
+
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout."
+)
+
+
+def fail(message: str) -> None:
+    """Print a one-line error on stderr."""
+    click.echo(f"infodp: error: {message}", err=True)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert numpy scalars/arrays and non-finite floats into strict JSON values.
+
+    Infinity has no JSON literal: it is written as ``null`` only where the caller says so;
+    here +inf becomes the string ``"inf"`` so that it is never confused with a missing value.
+    """
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [to_jsonable(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "inf" if value > 0 else ("-inf" if value < 0 else None)
+    return value
+
+
+def emit(payload: dict[str, Any], as_json: bool, render: Callable[[dict[str, Any]], None]) -> None:
+    """Print ``payload`` as one JSON object, or hand it to ``render`` for people."""
+    if as_json:
+        sys.stdout.write(json.dumps(to_jsonable(payload), allow_nan=False) + "\n")
+    else:
+        render(payload)
+
+
+def parse_floats(name: str, text: str) -> list[float]:
+    """Parse a comma-separated list of numbers given to option ``name``."""
+    try:
+        return [float(part) for part in text.split(",") if part.strip() != ""]
+    except ValueError:
+        raise ParameterError(name, text, "a comma-separated list of numbers") from None

@@ -1,0 +1,62 @@
+"""Exceptions raised by infodp.
+
+Every error a user can cause is an :class:`InfodpError`; its message names the argument, the
+value it received and what is allowed. Private data never appears in a message.
+
+>>> try:
+...     raise ParameterError("alpha", -1.0, "a number in [0, inf]")
+... except InfodpError as err:
+...     print(err)
+alpha must be a number in [0, inf]; got -1.0.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetExceeded",
+    "InfodpError",
+    "InternalError",
+    "ParameterError",
+]
+
+
+class InfodpError(Exception):
+    """Base class of every error infodp raises on purpose."""
+
+
+class ParameterError(InfodpError, ValueError):
+    """An argument is outside its declared domain.
+
+    ``ParameterError(name, value, allowed)`` formats the message as
+    ``"{name} must be {allowed}; got {value!r}."``; a single string argument is used verbatim.
+    """
+
+    def __init__(self, name: str, value: object = None, allowed: str | None = None) -> None:
+        message = name if allowed is None else f"{name} must be {allowed}; got {_short(value)}."
+        super().__init__(message)
+        self.argument = name if allowed is not None else None
+
+
+class BudgetExceeded(InfodpError):
+    """A spend would exceed the remaining privacy budget. Nothing was released."""
+
+    def __init__(self, requested: str, remaining: str, gap: str) -> None:
+        super().__init__(
+            f"privacy budget exceeded: requested {requested}, remaining {remaining}, "
+            f"short by {gap}. Nothing was released."
+        )
+        self.requested = requested
+        self.remaining = remaining
+        self.gap = gap
+
+
+class InternalError(InfodpError, RuntimeError):
+    """A broken internal invariant: this is a bug in infodp, please report it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"internal error (this is a bug in infodp): {message}")
+
+
+def _short(value: object, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
