@@ -1,0 +1,57 @@
+"""Information measures on discrete distributions and channels, in nats.
+
+Re-exports the public API of :mod:`~infodp.information.divergence`,
+:mod:`~infodp.information.entropy` and :mod:`~infodp.information.mutual`.
+
+>>> from infodp.information import renyi_divergence
+>>> round(renyi_divergence([0.75, 0.25], [0.25, 0.75], float("inf")), 6)
+1.098612
+"""
+
+from __future__ import annotations
+
+from infodp.information.divergence import (
+    hockey_stick_divergence,
+    kl_divergence,
+    max_divergence,
+    renyi_divergence,
+    total_variation,
+)
+from infodp.information.entropy import (
+    binary_entropy,
+    binary_renyi_entropy,
+    inverse_binary_entropy,
+    min_entropy,
+    renyi_entropy,
+    shannon_entropy,
+)
+from infodp.information.mutual import (
+    conditional_mutual_information,
+    joint_mutual_information,
+    maximal_leakage,
+    min_entropy_leakage,
+    mutual_information,
+    renyi_mutual_information,
+    sibson_mutual_information,
+)
+
+__all__ = [
+    "binary_entropy",
+    "binary_renyi_entropy",
+    "conditional_mutual_information",
+    "hockey_stick_divergence",
+    "inverse_binary_entropy",
+    "joint_mutual_information",
+    "kl_divergence",
+    "max_divergence",
+    "maximal_leakage",
+    "min_entropy",
+    "min_entropy_leakage",
+    "mutual_information",
+    "renyi_divergence",
+    "renyi_entropy",
+    "renyi_mutual_information",
+    "shannon_entropy",
+    "sibson_mutual_information",
+    "total_variation",
+]
