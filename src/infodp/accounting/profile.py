@@ -1,0 +1,699 @@
+"""Privacy profiles: everything accounting needs to know about one mechanism.
+
+A :class:`PrivacyProfile` describes the privacy of one mechanism (or of a composition of
+mechanisms) with respect to one individual, under the neighbouring relation that defines the
+mechanism's sensitivity (subsampled mechanisms use add/remove-one, as dp-accounting does). It
+carries
+
+- the pure ε (``math.inf`` when the mechanism is not pure-DP),
+- an upper bound on the Rényi-DP curve ε(α), α ∈ [1, ∞] (α = 1 is the KL bound, α = ∞ pure ε),
+- zCDP ρ where it applies,
+- a pessimistic privacy loss distribution (PLD) for tight δ(ε),
+- information bounds: ``information(alpha)`` bounds the seed article's Rényi channel capacity
+  C_α (nats per individual) by the diameter, which is the RDP ε(α) (seed 000, "radius ≤ C_α ≤
+  diameter").
+
+Every query returns a certified upper bound: ``epsilon(delta)`` and ``delta(epsilon)`` take the
+minimum over the PLD, the RDP conversion and pure ε, each of which is itself an upper bound.
+
+>>> from infodp.accounting import gaussian_profile, laplace_profile
+>>> g = gaussian_profile(sigma=2.0)
+>>> round(g.rdp(2.0), 6)              # α / (2σ²)
+0.25
+>>> round(g.repeat(4).rdp(2.0), 6)     # RDP composes additively
+1.0
+>>> lap = laplace_profile(scale=1.0)
+>>> lap.pure_epsilon()
+1.0
+>>> round(lap.epsilon(0.0), 6)
+1.0
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+import math
+from dataclasses import dataclass
+from typing import overload
+
+import numpy as np
+import numpy.typing as npt
+
+from infodp._validate import (
+    as_alpha,
+    as_alphas,
+    as_nonnegative,
+    as_positive,
+    as_positive_int,
+    as_probability,
+    as_real,
+)
+from infodp.accounting import rdp as _rdp
+from infodp.accounting.pld import PrivacyLossDistribution
+from infodp.errors import ParameterError
+
+__all__ = [
+    "DEFAULT_INTERVAL",
+    "ApproximateDPProfile",
+    "ComposedProfile",
+    "DiscreteGaussianProfile",
+    "DiscreteLaplaceProfile",
+    "GaussianProfile",
+    "GroupProfile",
+    "LaplaceProfile",
+    "ParallelProfile",
+    "PrivacyProfile",
+    "PureDPProfile",
+    "RandomizedResponseProfile",
+    "SubsampledGaussianProfile",
+    "approximate_dp_profile",
+    "compose",
+    "discrete_gaussian_profile",
+    "discrete_laplace_profile",
+    "gaussian_profile",
+    "laplace_profile",
+    "parallel",
+    "post_process",
+    "pure_dp_profile",
+    "randomized_response_profile",
+    "subsampled_gaussian_profile",
+]
+
+DEFAULT_INTERVAL = 1e-4
+"""Default PLD grid (value discretisation interval, nats), as in dp-accounting."""
+
+ArrayF = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class PrivacyProfile(abc.ABC):
+    """Privacy of one mechanism (or composition) for one individual; immutable.
+
+    Subclasses implement ``_pure_epsilon``, ``_kl``, ``_rdp_orders`` (finite α > 1),
+    ``_zcdp_rho`` and ``_pld``; the public methods validate, broadcast and combine.
+    """
+
+    # ---- subclass hooks -------------------------------------------------------------------
+    @abc.abstractmethod
+    def _pure_epsilon(self) -> float: ...
+
+    @abc.abstractmethod
+    def _kl(self) -> float: ...
+
+    @abc.abstractmethod
+    def _rdp_orders(self, alphas: ArrayF) -> ArrayF: ...
+
+    def _zcdp_rho(self) -> float | None:
+        return None
+
+    @abc.abstractmethod
+    def _pld(self, interval: float) -> PrivacyLossDistribution: ...
+
+    def _group(self, k: int) -> PrivacyProfile:
+        return GroupProfile(self, k)
+
+    # ---- public queries -------------------------------------------------------------------
+    def pure_epsilon(self) -> float:
+        """The pure ε (max-divergence, RDP at α = ∞); ``math.inf`` when not pure-DP."""
+        return float(self._pure_epsilon())
+
+    @overload
+    def rdp(self, alpha: float) -> float: ...
+
+    @overload
+    def rdp(self, alpha: npt.ArrayLike) -> float | ArrayF: ...
+
+    def rdp(self, alpha: npt.ArrayLike) -> float | ArrayF:
+        """Upper bound on the Rényi-DP curve ε(α) in nats; α ∈ [1, ∞], vectorised.
+
+        α = 1 gives the KL bound and α = ∞ the pure ε (Mironov 2017, Definition 3 and
+        Proposition 1 in the limits). The result is min(curve, pure ε), since D_α ≤ D_∞.
+        """
+        a = as_alphas("alpha", alpha, minimum=1.0)
+        flat = a.reshape(-1)
+        out = np.empty(flat.shape, dtype=np.float64)
+        pure = self._pure_epsilon()
+        finite = np.isfinite(flat) & (flat > 1.0)
+        out[flat == 1.0] = self._kl()
+        out[np.isinf(flat)] = pure
+        if finite.any():
+            out[finite] = self._rdp_orders(flat[finite])
+        out = np.minimum(np.maximum(out, 0.0), pure)
+        if np.isnan(out).any():
+            raise _internal("rdp produced NaN")
+        if a.ndim == 0:
+            return float(out[0])
+        return out.reshape(a.shape)
+
+    def zcdp_rho(self) -> float | None:
+        """zCDP ρ (Bun & Steinke 2016, Definition 1.1) when the profile has one, else ``None``."""
+        rho = self._zcdp_rho()
+        return None if rho is None else float(rho)
+
+    def pld(
+        self, value_discretization_interval: float = DEFAULT_INTERVAL
+    ) -> PrivacyLossDistribution:
+        """A pessimistic privacy loss distribution on a grid of the given interval (nats)."""
+        h = as_positive("value_discretization_interval", value_discretization_interval)
+        return _cached_pld(self, h)
+
+    def delta(self, epsilon: float) -> float:
+        """Certified upper bound on δ(ε): the minimum over the PLD, RDP and pure-ε bounds."""
+        eps = as_real("epsilon", epsilon, allow_inf=True)
+        if eps >= self._pure_epsilon():
+            return 0.0
+        candidates = [1.0, self.pld().delta(eps)]
+        if eps >= 0:
+            candidates.append(_rdp.rdp_to_delta(self._rdp_grid(), _rdp.DEFAULT_ORDERS, eps))
+        return float(min(max(c, 0.0) for c in candidates))
+
+    def epsilon(self, delta: float) -> float:
+        """Certified upper bound on ε(δ): the minimum over the PLD, RDP and pure-ε bounds.
+
+        The result may be 0 (nothing leaks beyond δ) or ``math.inf``; it is never NaN.
+        """
+        d = as_probability("delta", delta)
+        candidates = [self._pure_epsilon(), self.pld().epsilon(d)]
+        if d > 0:
+            candidates.append(_rdp.rdp_to_epsilon(self._rdp_grid(), _rdp.DEFAULT_ORDERS, d))
+        return float(max(min(candidates), 0.0))
+
+    def information(self, alpha: float) -> float:
+        """Upper bound, in nats per individual, on the channel capacity C_α at level α.
+
+        Seed 000: Sibson radius ≤ C_α ≤ diameter, and the diameter (largest Rényi divergence
+        between the output distributions of two neighbouring rows) is the RDP ε(α).
+        """
+        a = as_alpha("alpha", alpha, minimum=1.0)
+        return float(self.rdp(a))
+
+    # ---- composition ----------------------------------------------------------------------
+    def compose(self, *others: PrivacyProfile) -> PrivacyProfile:
+        """Sequential (adaptive) composition with ``others``."""
+        return compose(self, *others)
+
+    def repeat(self, k: int) -> PrivacyProfile:
+        """k-fold self-composition (fast path: one FFT power for the PLD)."""
+        n = as_positive_int("k", k)
+        if n == 1:
+            return self
+        return ComposedProfile(((self, n),))
+
+    def group(self, k: int) -> PrivacyProfile:
+        """Privacy of the same mechanism for a group of k individuals (datasets at distance k)."""
+        n = as_positive_int("k", k)
+        if n == 1:
+            return self
+        return self._group(n)
+
+    # ---- helpers --------------------------------------------------------------------------
+    def _rdp_grid(self) -> ArrayF:
+        return _cached_rdp_grid(self)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_pld(profile: PrivacyProfile, interval: float) -> PrivacyLossDistribution:
+    return profile._pld(interval)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_rdp_grid(profile: PrivacyProfile) -> ArrayF:
+    values = np.asarray(profile.rdp(_rdp.DEFAULT_ORDERS), dtype=np.float64)
+    values.setflags(write=False)
+    return values
+
+
+def _internal(message: str) -> Exception:
+    from infodp.errors import InternalError
+
+    return InternalError(message)
+
+
+# ---- mechanism profiles ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LaplaceProfile(PrivacyProfile):
+    """Laplace mechanism: noise density exp(−|y|/scale)/(2·scale), L1 sensitivity."""
+
+    scale: float
+    sensitivity: float = 1.0
+
+    def _pure_epsilon(self) -> float:
+        return self.sensitivity / self.scale
+
+    def _kl(self) -> float:
+        return _rdp.laplace_rdp(self.scale / self.sensitivity, 1.0)
+
+    def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
+        return np.asarray(_rdp.laplace_rdp(self.scale / self.sensitivity, alphas))
+
+    def _pld(self, interval: float) -> PrivacyLossDistribution:
+        return PrivacyLossDistribution.from_laplace(self.scale, self.sensitivity, interval)
+
+    def _group(self, k: int) -> PrivacyProfile:
+        return LaplaceProfile(self.scale, self.sensitivity * k)
+
+
+@dataclass(frozen=True)
+class GaussianProfile(PrivacyProfile):
+    """Gaussian mechanism: noise N(0, σ²), L2 sensitivity."""
+
+    sigma: float
+    sensitivity: float = 1.0
+
+    def _pure_epsilon(self) -> float:
+        return math.inf
+
+    def _kl(self) -> float:
+        return _rdp.gaussian_rdp(self.sigma / self.sensitivity, 1.0)
+
+    def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
+        return np.asarray(_rdp.gaussian_rdp(self.sigma / self.sensitivity, alphas))
+
+    def _zcdp_rho(self) -> float | None:
+        # Bun & Steinke 2016, Proposition 1.6: ρ = Δ²/(2σ²).
+        return self.sensitivity**2 / (2.0 * self.sigma**2)
+
+    def _pld(self, interval: float) -> PrivacyLossDistribution:
+        return PrivacyLossDistribution.from_gaussian(self.sigma, self.sensitivity, interval)
+
+    def _group(self, k: int) -> PrivacyProfile:
+        return GaussianProfile(self.sigma, self.sensitivity * k)
+
+
+@dataclass(frozen=True)
+class DiscreteLaplaceProfile(PrivacyProfile):
+    """Discrete Laplace mechanism: P(k) ∝ exp(−|k|/scale) on the integers, integer sensitivity."""
+
+    scale: float
+    sensitivity: int = 1
+
+    def _pure_epsilon(self) -> float:
+        return self.sensitivity / self.scale
+
+    def _kl(self) -> float:
+        return _rdp.discrete_laplace_kl(self.scale, self.sensitivity)
+
+    def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
+        return np.asarray(_rdp.discrete_laplace_rdp(self.scale, self.sensitivity, alphas))
+
+    def _pld(self, interval: float) -> PrivacyLossDistribution:
+        return PrivacyLossDistribution.from_discrete_laplace(self.scale, self.sensitivity, interval)
+
+    def _group(self, k: int) -> PrivacyProfile:
+        return DiscreteLaplaceProfile(self.scale, self.sensitivity * k)
+
+
+@dataclass(frozen=True)
+class DiscreteGaussianProfile(PrivacyProfile):
+    """Discrete Gaussian N_Z(0, σ²) (Canonne, Kamath & Steinke 2020), integer sensitivity."""
+
+    sigma: float
+    sensitivity: int = 1
+
+    def _pure_epsilon(self) -> float:
+        return math.inf
+
+    def _kl(self) -> float:
+        return float(_rdp.discrete_gaussian_rdp(self.sigma, self.sensitivity, np.array([1.0]))[0])
+
+    def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
+        return _rdp.discrete_gaussian_rdp(self.sigma, self.sensitivity, alphas)
+
+    def _zcdp_rho(self) -> float | None:
+        # Canonne, Kamath & Steinke 2020, Theorem 4: Δ²/(2σ²)-zCDP.
+        return self.sensitivity**2 / (2.0 * self.sigma**2)
+
+    def _pld(self, interval: float) -> PrivacyLossDistribution:
+        return PrivacyLossDistribution.from_discrete_gaussian(
+            self.sigma, self.sensitivity, interval
+        )
+
+    def _group(self, k: int) -> PrivacyProfile:
+        return DiscreteGaussianProfile(self.sigma, self.sensitivity * k)
+
+
+@dataclass(frozen=True)
+class RandomizedResponseProfile(PrivacyProfile):
+    """k-ary randomized response: keep the true value w.p. e^ε/(e^ε+k−1), else uniform other."""
+
+    eps: float
+    k: int = 2
+
+    def _pure_epsilon(self) -> float:
+        return self.eps
+
+    def _kl(self) -> float:
+        return _rdp.randomized_response_rdp(self.eps, self.k, 1.0)
+
+    def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
+        return np.asarray(_rdp.randomized_response_rdp(self.eps, self.k, alphas))
+
+    def _zcdp_rho(self) -> float | None:
+        # Bun & Steinke 2016, Proposition 3.3: ε-DP implies ε²/2-zCDP.
+        return self.eps**2 / 2.0
+
+    def _pld(self, interval: float) -> PrivacyLossDistribution:
+        return PrivacyLossDistribution.from_randomized_response(self.eps, self.k, interval)
+
+    def _group(self, k: int) -> PrivacyProfile:
+        return PureDPProfile(self.eps * k)
+
+
+@dataclass(frozen=True)
+class PureDPProfile(PrivacyProfile):
+    """Any ε-DP mechanism: the tight bounds implied by ε-DP alone.
+
+    The binary randomized-response pair (e^ε/(1+e^ε), 1/(1+e^ε)) dominates every ε-DP pair
+    (Kairouz, Oh & Viswanath 2015, Theorem 2.1), so its divergences are the tight bounds:
+    KL = ε·tanh(ε/2) (Cuff & Yu 2016, Property 1) and the Rényi curve of Mironov 2017,
+    Table II.
+    """
+
+    eps: float
+
+    def _pure_epsilon(self) -> float:
+        return self.eps
+
+    def _kl(self) -> float:
+        return _rdp.randomized_response_rdp(self.eps, 2, 1.0)
+
+    def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
+        return np.asarray(_rdp.randomized_response_rdp(self.eps, 2, alphas))
+
+    def _zcdp_rho(self) -> float | None:
+        # Bun & Steinke 2016, Proposition 3.3: ε-DP implies ε²/2-zCDP.
+        return self.eps**2 / 2.0
+
+    def _pld(self, interval: float) -> PrivacyLossDistribution:
+        return PrivacyLossDistribution.from_randomized_response(self.eps, 2, interval)
+
+    def _group(self, k: int) -> PrivacyProfile:
+        # Dwork & Roth 2014, Theorem 2.2: ε-DP gives kε-DP for groups of k.
+        return PureDPProfile(self.eps * k)
+
+
+@dataclass(frozen=True)
+class SubsampledGaussianProfile(PrivacyProfile):
+    """Poisson-subsampled Gaussian (DP-SGD step), add/remove-one neighbours, sensitivity 1."""
+
+    noise_multiplier: float
+    sampling_rate: float
+
+    def _pure_epsilon(self) -> float:
+        return math.inf
+
+    def _kl(self) -> float:
+        return _rdp.subsampled_gaussian_kl(self.noise_multiplier, self.sampling_rate)
+
+    def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
+        return _rdp.subsampled_gaussian_rdp(self.noise_multiplier, self.sampling_rate, alphas)
+
+    def _pld(self, interval: float) -> PrivacyLossDistribution:
+        return PrivacyLossDistribution.from_subsampled_gaussian(
+            self.noise_multiplier, self.sampling_rate, interval
+        )
+
+
+@dataclass(frozen=True)
+class ApproximateDPProfile(PrivacyProfile):
+    """A mechanism of which only an (ε, δ)-DP guarantee is known.
+
+    Its dominating pair is the (ε, δ) randomized response of Kairouz, Oh & Viswanath 2015
+    (Theorem 2.1); with δ > 0 no Rényi divergence is bounded, so rdp and information are ∞.
+    """
+
+    eps: float
+    delta_: float
+
+    def _pure_epsilon(self) -> float:
+        return self.eps if self.delta_ == 0 else math.inf
+
+    def _kl(self) -> float:
+        return _rdp.randomized_response_rdp(self.eps, 2, 1.0) if self.delta_ == 0 else math.inf
+
+    def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
+        if self.delta_ == 0:
+            return np.asarray(_rdp.randomized_response_rdp(self.eps, 2, alphas))
+        return np.full(alphas.shape, math.inf)
+
+    def _pld(self, interval: float) -> PrivacyLossDistribution:
+        return PrivacyLossDistribution.from_privacy_parameters(self.eps, self.delta_, interval)
+
+    def _group(self, k: int) -> PrivacyProfile:
+        # Dwork & Roth 2014, Theorem 2.2 (group privacy): (kε, k·e^{(k−1)ε}·δ).
+        delta = min(1.0, k * math.exp((k - 1) * self.eps) * self.delta_) if self.delta_ else 0.0
+        return ApproximateDPProfile(self.eps * k, delta)
+
+
+# ---- combinators -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ComposedProfile(PrivacyProfile):
+    """Sequential composition: ``parts`` is a tuple of (profile, multiplicity)."""
+
+    parts: tuple[tuple[PrivacyProfile, int], ...]
+
+    def _pure_epsilon(self) -> float:
+        # Dwork & Roth 2014, Theorem 3.16 (basic composition of pure ε).
+        return float(sum(k * p._pure_epsilon() for p, k in self.parts))
+
+    def _kl(self) -> float:
+        return float(sum(k * p._kl() for p, k in self.parts))
+
+    def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
+        # Mironov 2017, Proposition 1: RDP at a fixed order adds under composition.
+        total = np.zeros(alphas.shape, dtype=np.float64)
+        for p, k in self.parts:
+            total = total + k * np.asarray(p.rdp(alphas), dtype=np.float64)
+        return total
+
+    def _zcdp_rho(self) -> float | None:
+        # Bun & Steinke 2016, Lemma 1.7: ρ adds under composition.
+        rhos = [p._zcdp_rho() for p, _ in self.parts]
+        if any(r is None for r in rhos):
+            return None
+        return float(
+            sum(k * r for (_, k), r in zip(self.parts, rhos, strict=True) if r is not None)
+        )
+
+    def _pld(self, interval: float) -> PrivacyLossDistribution:
+        result: PrivacyLossDistribution | None = None
+        for p, k in self.parts:
+            part = p.pld(interval).self_compose(k)
+            result = part if result is None else result.compose(part)
+        if result is None:
+            raise _internal("empty composition")
+        return result
+
+    def _group(self, k: int) -> PrivacyProfile:
+        # Each mechanism sees the same k-group: group privacy distributes over composition.
+        return ComposedProfile(tuple((p.group(k), m) for p, m in self.parts))
+
+
+@dataclass(frozen=True)
+class GroupProfile(PrivacyProfile):
+    """Group privacy for ``k`` individuals of a mechanism with no exact group form."""
+
+    base: PrivacyProfile
+    k: int
+
+    def _pure_epsilon(self) -> float:
+        # Dwork & Roth 2014, Theorem 2.2: kε.
+        return self.k * self.base._pure_epsilon()
+
+    def _kl(self) -> float:
+        return float(self._rdp_orders(np.array([1.0]))[0])
+
+    def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
+        return _rdp.group_rdp(self.base.rdp, self.k, alphas)
+
+    def _zcdp_rho(self) -> float | None:
+        # Bun & Steinke 2016, Proposition 1.9 (group privacy): k²ρ.
+        rho = self.base._zcdp_rho()
+        return None if rho is None else self.k**2 * rho
+
+    def _pld(self, interval: float) -> PrivacyLossDistribution:
+        return PrivacyLossDistribution.from_rdp_curve(self.rdp, self._pure_epsilon(), interval)
+
+    def _group(self, k: int) -> PrivacyProfile:
+        return GroupProfile(self.base, self.k * k)
+
+
+@dataclass(frozen=True)
+class ParallelProfile(PrivacyProfile):
+    """Parallel composition over disjoint data: each individual meets one part, so the max."""
+
+    parts: tuple[PrivacyProfile, ...]
+
+    def _pure_epsilon(self) -> float:
+        return max(p._pure_epsilon() for p in self.parts)
+
+    def _kl(self) -> float:
+        return max(p._kl() for p in self.parts)
+
+    def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
+        return np.max([np.asarray(p.rdp(alphas)) for p in self.parts], axis=0)
+
+    def _zcdp_rho(self) -> float | None:
+        rhos = [p._zcdp_rho() for p in self.parts]
+        return None if any(r is None for r in rhos) else max(r for r in rhos if r is not None)
+
+    def _pld(self, interval: float) -> PrivacyLossDistribution:
+        return PrivacyLossDistribution.maximum([p.pld(interval) for p in self.parts])
+
+    def _group(self, k: int) -> PrivacyProfile:
+        return ParallelProfile(tuple(p.group(k) for p in self.parts))
+
+
+# ---- constructors ------------------------------------------------------------------------
+
+
+def laplace_profile(scale: float, sensitivity: float = 1.0) -> PrivacyProfile:
+    """Profile of the Laplace mechanism with noise scale ``scale`` and L1 ``sensitivity``.
+
+    >>> round(laplace_profile(2.0).pure_epsilon(), 6)
+    0.5
+    """
+    return LaplaceProfile(as_positive("scale", scale), as_positive("sensitivity", sensitivity))
+
+
+def gaussian_profile(sigma: float, sensitivity: float = 1.0) -> PrivacyProfile:
+    """Profile of the Gaussian mechanism N(0, σ²) with L2 ``sensitivity``.
+
+    >>> gaussian_profile(1.0).zcdp_rho()
+    0.5
+    """
+    return GaussianProfile(as_positive("sigma", sigma), as_positive("sensitivity", sensitivity))
+
+
+def discrete_laplace_profile(scale: float, sensitivity: int = 1) -> PrivacyProfile:
+    """Profile of the discrete Laplace mechanism, P(k) ∝ exp(−|k|/scale), integer sensitivity.
+
+    >>> round(discrete_laplace_profile(2.0, 1).pure_epsilon(), 6)
+    0.5
+    """
+    return DiscreteLaplaceProfile(
+        as_positive("scale", scale), as_positive_int("sensitivity", sensitivity)
+    )
+
+
+def discrete_gaussian_profile(sigma: float, sensitivity: int = 1) -> PrivacyProfile:
+    """Profile of the discrete Gaussian mechanism (Canonne, Kamath & Steinke 2020).
+
+    >>> discrete_gaussian_profile(1.0).zcdp_rho()
+    0.5
+    """
+    return DiscreteGaussianProfile(
+        as_positive("sigma", sigma), as_positive_int("sensitivity", sensitivity)
+    )
+
+
+def randomized_response_profile(epsilon: float, k: int = 2) -> PrivacyProfile:
+    """Profile of k-ary randomized response with privacy parameter ε.
+
+    >>> round(randomized_response_profile(math.log(3)).pure_epsilon(), 6)
+    1.098612
+    """
+    return RandomizedResponseProfile(
+        as_nonnegative("epsilon", epsilon), as_positive_int("k", k, minimum=2)
+    )
+
+
+def pure_dp_profile(epsilon: float) -> PrivacyProfile:
+    """Profile of any ε-DP mechanism (exponential mechanism, report-noisy-max, staircase, …).
+
+    >>> p = pure_dp_profile(1.0)
+    >>> round(p.rdp(1.0), 6) == round(math.tanh(0.5), 6)   # KL = ε·tanh(ε/2)
+    True
+    """
+    return PureDPProfile(as_nonnegative("epsilon", epsilon))
+
+
+def subsampled_gaussian_profile(noise_multiplier: float, sampling_rate: float) -> PrivacyProfile:
+    """Profile of one Poisson-subsampled Gaussian step (DP-SGD), add/remove-one neighbours.
+
+    ``sampling_rate`` 1 is the plain Gaussian mechanism and 0 releases nothing.
+
+    >>> p = subsampled_gaussian_profile(1.0, 1.0)
+    >>> round(p.rdp(2.0), 6)
+    1.0
+    """
+    sigma = as_positive("noise_multiplier", noise_multiplier)
+    q = as_probability("sampling_rate", sampling_rate)
+    if q == 1.0:
+        return GaussianProfile(sigma, 1.0)
+    if q == 0.0:
+        return PureDPProfile(0.0)
+    return SubsampledGaussianProfile(sigma, q)
+
+
+def approximate_dp_profile(epsilon: float, delta: float) -> PrivacyProfile:
+    """Profile of a mechanism of which only (ε, δ)-DP is known.
+
+    >>> p = approximate_dp_profile(1.0, 1e-6)
+    >>> p.delta(1.0)
+    1e-06
+    """
+    return ApproximateDPProfile(as_nonnegative("epsilon", epsilon), as_probability("delta", delta))
+
+
+def compose(*profiles: PrivacyProfile) -> PrivacyProfile:
+    """Sequential (adaptive) composition of heterogeneous profiles.
+
+    Identical profiles are merged into one (profile, multiplicity) part so that the PLD uses
+    one FFT power per distinct mechanism.
+
+    >>> g, lap = gaussian_profile(1.0), laplace_profile(1.0)
+    >>> total = compose(g, g, lap).rdp(2.0)
+    >>> round(total, 6) == round(2 * g.rdp(2.0) + lap.rdp(2.0), 6)
+    True
+    """
+    if not profiles:
+        raise ParameterError("profiles", (), "at least one PrivacyProfile")
+    counts: dict[PrivacyProfile, int] = {}
+    for p in profiles:
+        if not isinstance(p, PrivacyProfile):
+            raise ParameterError("profiles", p, "PrivacyProfile instances")
+        items = p.parts if isinstance(p, ComposedProfile) else ((p, 1),)
+        for q, k in items:
+            counts[q] = counts.get(q, 0) + k
+    parts = tuple(counts.items())
+    if len(parts) == 1 and parts[0][1] == 1:
+        return parts[0][0]
+    return ComposedProfile(parts)
+
+
+def parallel(*profiles: PrivacyProfile) -> PrivacyProfile:
+    """Parallel composition over disjoint data: the worst part (max) for each individual.
+
+    >>> round(parallel(laplace_profile(1.0), laplace_profile(2.0)).pure_epsilon(), 6)
+    1.0
+    """
+    if not profiles:
+        raise ParameterError("profiles", (), "at least one PrivacyProfile")
+    for p in profiles:
+        if not isinstance(p, PrivacyProfile):
+            raise ParameterError("profiles", p, "PrivacyProfile instances")
+    if len(profiles) == 1:
+        return profiles[0]
+    return ParallelProfile(tuple(profiles))
+
+
+def post_process(profile: PrivacyProfile) -> PrivacyProfile:
+    """Post-processing leaves the profile unchanged (data processing inequality).
+
+    Every divergence in a profile is an f-divergence or Rényi divergence, which cannot grow
+    under a channel applied to the output (seed 000, data-processing inequality; Dwork & Roth
+    2014, Proposition 2.1).
+
+    >>> g = gaussian_profile(1.0)
+    >>> post_process(g) is g
+    True
+    """
+    if not isinstance(profile, PrivacyProfile):
+        raise ParameterError("profile", profile, "a PrivacyProfile")
+    return profile

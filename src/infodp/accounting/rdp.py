@@ -1,0 +1,404 @@
+"""Rényi-DP curves of the standard mechanisms and RDP → (ε, δ) conversions.
+
+All values are in nats. Orders α are floats > 1 here (α = 1 and α = ∞ are the exact special
+cases handled by :class:`~infodp.accounting.profile.PrivacyProfile`), except where a function
+says it accepts α = 1.
+
+>>> round(gaussian_rdp(1.0, 2.0), 6)            # α / (2σ²)
+1.0
+>>> round(laplace_rdp(1.0, 1.0), 6)             # Mironov 2017, Table II at α = 1
+0.367879
+>>> round(rdp_to_epsilon(np.array([1.0]), np.array([2.0]), 1e-5), 6)
+10.819778
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+from scipy import integrate, special
+
+from infodp._validate import as_alphas, as_positive, as_positive_int, as_probability, as_real
+from infodp.errors import ParameterError
+
+__all__ = [
+    "DEFAULT_ORDERS",
+    "discrete_gaussian_rdp",
+    "discrete_laplace_kl",
+    "discrete_laplace_rdp",
+    "gaussian_rdp",
+    "group_rdp",
+    "laplace_rdp",
+    "randomized_response_rdp",
+    "rdp_to_delta",
+    "rdp_to_epsilon",
+    "subsampled_gaussian_kl",
+    "subsampled_gaussian_rdp",
+]
+
+ArrayF = npt.NDArray[np.float64]
+
+DEFAULT_ORDERS: ArrayF = np.unique(
+    np.concatenate(
+        [
+            np.round(np.arange(1.05, 3.0, 0.05), 10),
+            np.round(np.arange(3.0, 12.0, 0.25), 10),
+            np.round(np.arange(12.0, 64.0, 1.0), 10),
+            np.round(np.geomspace(64.0, 4096.0, 19), 6),
+        ]
+    )
+)
+"""Orders at which RDP curves are tabulated for conversions (any order gives a valid bound)."""
+DEFAULT_ORDERS.setflags(write=False)
+
+
+def _orders(alpha: npt.ArrayLike) -> ArrayF:
+    a = as_alphas("alpha", alpha, minimum=1.0)
+    return a
+
+
+def _out(a: ArrayF, values: ArrayF) -> float | ArrayF:
+    return float(values) if a.ndim == 0 else values
+
+
+def gaussian_rdp(sigma: float, alpha: npt.ArrayLike) -> float | ArrayF:
+    """RDP of the Gaussian mechanism with noise σ per unit sensitivity: α/(2σ²).
+
+    Mironov 2017, Table II (Gaussian row); α = 1 is the KL divergence 1/(2σ²).
+
+    >>> gaussian_rdp(0.5, 1.0)
+    2.0
+    """
+    s = as_positive("sigma", sigma)
+    a = _orders(alpha)
+    return _out(a, a / (2.0 * s * s))
+
+
+def laplace_rdp(lam: float, alpha: npt.ArrayLike) -> float | ArrayF:
+    """RDP of the Laplace mechanism with scale λ per unit sensitivity (Mironov 2017, Table II).
+
+    ε(α) = 1/(α−1)·log(α/(2α−1)·e^{(α−1)/λ} + (α−1)/(2α−1)·e^{−α/λ}) for α > 1,
+    ε(1) = 1/λ + e^{−1/λ} − 1, ε(∞) = 1/λ.
+
+    >>> round(laplace_rdp(2.0, float("inf")), 6)
+    0.5
+    """
+    b = as_positive("lam", lam)
+    a = _orders(alpha)
+    flat = a.reshape(-1)
+    out = np.empty(flat.shape)
+    one = flat == 1.0
+    inf = np.isinf(flat)
+    mid = ~(one | inf)
+    out[one] = 1.0 / b + math.expm1(-1.0 / b)
+    out[inf] = 1.0 / b
+    x = flat[mid]
+    with np.errstate(divide="ignore"):
+        terms = np.logaddexp(
+            np.log(x / (2 * x - 1)) + (x - 1) / b, np.log((x - 1) / (2 * x - 1)) - x / b
+        )
+    out[mid] = terms / (x - 1)
+    return _out(a, out.reshape(a.shape))
+
+
+def randomized_response_rdp(epsilon: float, k: int, alpha: npt.ArrayLike) -> float | ArrayF:
+    """RDP of k-ary randomized response (Mironov 2017, Table II for k = 2).
+
+    The worst pair of inputs gives output distributions P = (a, b, b, …), Q = (b, a, b, …)
+    with a = e^ε/(e^ε+k−1), b = 1/(e^ε+k−1), so
+    ε(α) = 1/(α−1)·log(a^α b^{1−α} + b^α a^{1−α} + (k−2)·b); ε(1) = (a−b)·ε
+    (for k = 2 this is ε·tanh(ε/2), Cuff & Yu 2016, Property 1); ε(∞) = ε.
+
+    >>> round(randomized_response_rdp(1.0, 2, 1.0), 6) == round(math.tanh(0.5), 6)
+    True
+    """
+    eps = as_real("epsilon", epsilon)
+    if eps < 0:
+        raise ParameterError("epsilon", epsilon, "a non-negative number (>= 0)")
+    kk = as_positive_int("k", k, minimum=2)
+    a = _orders(alpha)
+    flat = a.reshape(-1)
+    out = np.empty(flat.shape)
+    if eps == 0:
+        return _out(a, np.zeros(a.shape))
+    log_b = -(eps + math.log1p((kk - 1) * math.exp(-eps)))
+    log_a = eps + log_b
+    one = flat == 1.0
+    inf = np.isinf(flat)
+    mid = ~(one | inf)
+    out[one] = (math.exp(log_a) - math.exp(log_b)) * eps
+    out[inf] = eps
+    x = flat[mid]
+    terms = [log_a + (x - 1) * eps, log_b - (x - 1) * eps]
+    if kk > 2:
+        terms.append(np.full(x.shape, math.log(kk - 2) + log_b))
+    out[mid] = special.logsumexp(np.stack(terms), axis=0) / (x - 1)
+    return _out(a, out.reshape(a.shape))
+
+
+def discrete_laplace_rdp(scale: float, sensitivity: int, alpha: npt.ArrayLike) -> float | ArrayF:
+    """RDP of the discrete Laplace mechanism P(k) ∝ r^{|k|}, r = e^{−1/scale}, shift Δ.
+
+    Closed form of Σ_k P(k)^α P(k−Δ)^{1−α} by splitting the sum at 0 and Δ (three geometric
+    series): with λ = 1/scale, s = r^{2α−1},
+    Σ = (1−r)/(1+r)·[ e^{(α−1)Δλ}/(1−r) + e^{−αΔλ}/(1−r) + e^{(α−1)Δλ}·s(1−s^{Δ−1})/(1−s) ].
+    ε(α) = log Σ/(α−1); ε(1) is :func:`discrete_laplace_kl`; ε(∞) = Δ/scale.
+
+    >>> round(discrete_laplace_rdp(1.0, 1, float("inf")), 6)
+    1.0
+    """
+    t = as_positive("scale", scale)
+    d = as_positive_int("sensitivity", sensitivity)
+    a = _orders(alpha)
+    flat = a.reshape(-1)
+    lam = 1.0 / t
+    out = np.empty(flat.shape)
+    one = flat == 1.0
+    inf = np.isinf(flat)
+    mid = ~(one | inf)
+    out[one] = discrete_laplace_kl(t, d)
+    out[inf] = d * lam
+    x = flat[mid]
+    log1mr = math.log(-math.expm1(-lam))
+    log_norm = log1mr - math.log1p(math.exp(-lam))
+    terms = [(x - 1) * d * lam - log1mr, -x * d * lam - log1mr]
+    if d >= 2:
+        log_s = -(2 * x - 1) * lam
+        with np.errstate(divide="ignore"):
+            terms.append(
+                (x - 1) * d * lam
+                + log_s
+                + np.log(-np.expm1((d - 1) * log_s))
+                - np.log(-np.expm1(log_s))
+            )
+    out[mid] = (special.logsumexp(np.stack(terms), axis=0) + log_norm) / (x - 1)
+    return _out(a, out.reshape(a.shape))
+
+
+def discrete_laplace_kl(scale: float, sensitivity: int) -> float:
+    """KL divergence of the discrete Laplace pair shifted by Δ (RDP at α = 1).
+
+    KL = λ·E[|k−Δ| − |k|] with P(k ≤ 0) = 1/(1+r), P(k ≥ Δ) = r^Δ/(1+r) and the middle terms
+    summed exactly.
+
+    >>> round(discrete_laplace_kl(1.0, 1), 6)
+    0.462117
+    """
+    t = as_positive("scale", scale)
+    d = as_positive_int("sensitivity", sensitivity)
+    lam = 1.0 / t
+    r = math.exp(-lam)
+    total = d / (1 + r) - d * r**d / (1 + r)
+    if d >= 2:
+        k = np.arange(1, d, dtype=np.float64)
+        pk = (1 - r) / (1 + r) * np.exp(-lam * k)
+        total += float(np.sum((d - 2 * k) * pk))
+    return lam * total
+
+
+def discrete_gaussian_rdp(sigma: float, sensitivity: int, alpha: npt.ArrayLike) -> ArrayF:
+    """RDP bound of the discrete Gaussian: α·Δ²/(2σ²) (Canonne, Kamath & Steinke 2020, Thm 4).
+
+    >>> discrete_gaussian_rdp(1.0, 1, np.array([2.0]))
+    array([1.])
+    """
+    s = as_positive("sigma", sigma)
+    d = as_positive_int("sensitivity", sensitivity)
+    a = _orders(alpha)
+    return np.asarray(a * d * d / (2.0 * s * s), dtype=np.float64)
+
+
+def _log_a_int(q: float, sigma: float, alpha: int) -> float:
+    # Mironov, Talwar & Zhang 2019, Section 3.3, integer α:
+    # A_α = Σ_{i=0}^{α} C(α,i) (1−q)^{α−i} q^i exp((i²−i)/(2σ²)).
+    i = np.arange(alpha + 1, dtype=np.float64)
+    log_coef = special.gammaln(alpha + 1) - special.gammaln(i + 1) - special.gammaln(alpha - i + 1)
+    terms = log_coef + i * math.log(q) + (alpha - i) * math.log1p(-q) + (i * i - i) / (2 * sigma**2)
+    return float(special.logsumexp(terms))
+
+
+def _log_a_frac(q: float, sigma: float, alpha: float) -> float:
+    # Mironov, Talwar & Zhang 2019, Section 3.3, fractional α: two convergent series
+    # A_α = Σ_i C(α,i) [ q^i (1−q)^{α−i} e^{(i²−i)/(2σ²)} Φ̄-part + symmetric part ],
+    # with z0 = σ² log(1/q − 1) + 1/2 (as in dp-accounting's _compute_log_a_frac).
+    z0 = sigma**2 * math.log(1 / q - 1) + 0.5
+    n = 64
+    while True:
+        i = np.arange(n, dtype=np.float64)
+        j = alpha - i
+        log_coef = special.gammaln(alpha + 1) - special.gammaln(i + 1) - special.gammaln(j + 1)
+        log_t0 = log_coef + i * math.log(q) + j * math.log1p(-q)
+        log_t1 = log_coef + j * math.log(q) + i * math.log1p(-q)
+        log_e0 = special.log_ndtr(-(i - z0) / sigma)
+        log_e1 = special.log_ndtr(-(z0 - j) / sigma)
+        log_s0 = log_t0 + (i * i - i) / (2 * sigma**2) + log_e0
+        log_s1 = log_t1 + (j * j - j) / (2 * sigma**2) + log_e1
+        total = float(special.logsumexp(np.concatenate([log_s0, log_s1])))
+        tail = max(float(log_s0[-1]), float(log_s1[-1]))
+        decreasing = log_s0[-1] < log_s0[-2] and log_s1[-1] < log_s1[-2]
+        if decreasing and tail < total - 40:
+            # Terms decay faster than geometrically from here; add a generous tail allowance
+            # so the truncated series stays an upper bound.
+            return total + math.exp(tail - total) * n
+        if n >= 65536:
+            return math.inf
+        n *= 2
+
+
+def subsampled_gaussian_rdp(
+    noise_multiplier: float, sampling_rate: float, alpha: npt.ArrayLike
+) -> ArrayF:
+    """RDP of the Poisson-subsampled Gaussian mechanism (Mironov, Talwar & Zhang 2019).
+
+    ε(α) = log(A_α)/(α−1) with A_α the exact sum for integer α and the convergent series of
+    Section 3.3 for fractional α (the same algorithm as dp-accounting's ``RdpAccountant``).
+    α = 1 is handled by :func:`subsampled_gaussian_kl`.
+
+    >>> r = subsampled_gaussian_rdp(1.0, 0.01, np.array([2.0, 3.0]))
+    >>> [round(v, 8) for v in r]
+    [0.00017183, 0.00034373]
+    """
+    sigma = as_positive("noise_multiplier", noise_multiplier)
+    q = as_probability("sampling_rate", sampling_rate)
+    a = _orders(alpha)
+    flat = a.reshape(-1)
+    out = np.empty(flat.shape)
+    for idx, x in enumerate(flat):
+        if q == 0:
+            out[idx] = 0.0
+        elif math.isinf(x):
+            out[idx] = math.inf
+        elif x == 1.0:
+            out[idx] = subsampled_gaussian_kl(sigma, q)
+        elif q == 1.0:
+            out[idx] = x / (2 * sigma**2)
+        elif float(x).is_integer():
+            out[idx] = _log_a_int(q, sigma, int(x)) / (x - 1)
+        else:
+            out[idx] = _log_a_frac(q, sigma, float(x)) / (x - 1)
+    # Never above the un-subsampled Gaussian (post-processing of the Gaussian mechanism).
+    out = np.minimum(np.maximum(out, 0.0), flat / (2 * sigma**2))
+    return out.reshape(a.shape)
+
+
+def subsampled_gaussian_kl(noise_multiplier: float, sampling_rate: float) -> float:
+    """KL bound of the Poisson-subsampled Gaussian: the larger of the two directions.
+
+    Computed by adaptive quadrature of E_P[log(1−q+q·e^{(2y−1)/(2σ²)})] (P the mixture) and of
+    the reverse direction; the result is rounded up by 1e-9 relative plus 1e-15 absolute to
+    cover the quadrature error estimate.
+
+    >>> round(subsampled_gaussian_kl(1.0, 1.0), 6)
+    0.5
+    """
+    sigma = as_positive("noise_multiplier", noise_multiplier)
+    q = as_probability("sampling_rate", sampling_rate)
+    if q == 0:
+        return 0.0
+    if q == 1:
+        return 1.0 / (2 * sigma**2)
+    s2 = sigma**2
+    log1mq = math.log1p(-q)
+    logq = math.log(q)
+
+    def loss(y: float) -> float:
+        # log(1 − q + q e^{(2y−1)/(2σ²)}), computed stably.
+        return float(np.logaddexp(log1mq, logq + (2 * y - 1) / (2 * s2)))
+
+    def p_mix(y: float) -> float:
+        return (1 - q) * math.exp(-y * y / (2 * s2)) / math.sqrt(2 * math.pi * s2) + q * math.exp(
+            -((y - 1) ** 2) / (2 * s2)
+        ) / math.sqrt(2 * math.pi * s2)
+
+    def p0(y: float) -> float:
+        return math.exp(-y * y / (2 * s2)) / math.sqrt(2 * math.pi * s2)
+
+    lo, hi = -40 * sigma, 1 + 40 * sigma
+    kl_a, err_a = integrate.quad(lambda y: p_mix(y) * loss(y), lo, hi, limit=400, points=[0.5])
+    kl_b, err_b = integrate.quad(lambda y: -p0(y) * loss(y), lo, hi, limit=400, points=[0.5])
+    value = max(kl_a + err_a, kl_b + err_b)
+    return float(max(value, 0.0) * (1 + 1e-9) + 1e-15)
+
+
+def group_rdp(
+    rdp: Callable[[npt.ArrayLike], float | ArrayF], k: int, alpha: npt.ArrayLike
+) -> ArrayF:
+    """RDP bound for a group of k individuals from the curve of one (Mironov 2017, Cor. 4).
+
+    With c = ⌈log2 k⌉: if the mechanism is (α, ε)-RDP and α ≥ 2^{c+1}, it is
+    (α/2^c, 3^c·ε)-RDP for datasets at distance 2^c ≥ k. So ε_k(α′) ≤ 3^c·ε(2^c·max(α′, 2))
+    (orders below 2 use monotonicity of the Rényi divergence in α).
+
+    >>> from infodp.accounting.rdp import gaussian_rdp
+    >>> group_rdp(lambda a: gaussian_rdp(1.0, a), 2, np.array([2.0]))
+    array([6.])
+    """
+    n = as_positive_int("k", k)
+    a = _orders(alpha)
+    if n == 1:
+        return np.asarray(rdp(a), dtype=np.float64)
+    c = math.ceil(math.log2(n))
+    return np.asarray(3.0**c * np.asarray(rdp((2.0**c) * np.maximum(a, 2.0))), dtype=np.float64)
+
+
+def rdp_to_epsilon(rdp: npt.ArrayLike, orders: npt.ArrayLike, delta: float) -> float:
+    """Smallest ε, over the given orders, such that RDP implies (ε, δ)-DP.
+
+    Per order α > 1, the minimum of
+    - the improved conversion ε = ε(α) + log(1 − 1/α) − (log δ + log α)/(α − 1)
+      (Canonne, Kamath & Steinke 2020, Proposition 12; Balle et al. 2020, Theorem 21), and
+    - Mironov's ε = ε(α) + log(1/δ)/(α − 1) (Mironov 2017, Proposition 3);
+    and ε = 0 when δ ≥ √(1 − e^{−ε(α)}) (Bretagnolle–Huber: TV ≤ √(1 − e^{−KL}) ≤ √(1 − e^{−D_α})).
+
+    >>> round(rdp_to_epsilon([0.5], [2.0], 0.9), 6)
+    0.0
+    """
+    r = np.asarray(rdp, dtype=np.float64).reshape(-1)
+    a = np.asarray(orders, dtype=np.float64).reshape(-1)
+    if r.shape != a.shape:
+        raise ParameterError("rdp", f"shape {r.shape}", f"the shape of orders {a.shape}")
+    d = as_probability("delta", delta)
+    if d == 0:
+        return 0.0 if bool(np.all(r == 0)) else math.inf
+    ok = np.isfinite(r) & np.isfinite(a) & (a > 1)
+    if not ok.any():
+        return math.inf
+    r, a = np.maximum(r[ok], 0.0), a[ok]
+    log_d = math.log(d)
+    improved = r + np.log1p(-1.0 / a) - (log_d + np.log(a)) / (a - 1)
+    mironov = r - log_d / (a - 1)
+    eps = np.minimum(improved, mironov)
+    eps = np.where(d * d + np.expm1(-r) >= 0, 0.0, eps)
+    return float(max(float(np.min(eps)), 0.0))
+
+
+def rdp_to_delta(rdp: npt.ArrayLike, orders: npt.ArrayLike, epsilon: float) -> float:
+    """Smallest δ, over the given orders, such that RDP implies (ε, δ)-DP.
+
+    Per order α > 1 the minimum of log δ = (α − 1)(ε(α) − ε + log(1 − 1/α)) − log α
+    (Canonne, Kamath & Steinke 2020, Proposition 12), Mironov's δ = e^{(α−1)(ε(α)−ε)}
+    (Mironov 2017, Proposition 3), and the Bretagnolle–Huber bound √(1 − e^{−ε(α)}).
+
+    >>> round(rdp_to_delta([1.0], [2.0], 10.819778), 6)
+    1e-05
+    """
+    r = np.asarray(rdp, dtype=np.float64).reshape(-1)
+    a = np.asarray(orders, dtype=np.float64).reshape(-1)
+    if r.shape != a.shape:
+        raise ParameterError("rdp", f"shape {r.shape}", f"the shape of orders {a.shape}")
+    eps = as_real("epsilon", epsilon)
+    if eps < 0:
+        raise ParameterError("epsilon", epsilon, "a non-negative number (>= 0)")
+    ok = np.isfinite(r) & np.isfinite(a) & (a > 1)
+    if not ok.any():
+        return 1.0
+    r, a = np.maximum(r[ok], 0.0), a[ok]
+    log_improved = (a - 1) * (r - eps + np.log1p(-1.0 / a)) - np.log(a)
+    log_mironov = (a - 1) * (r - eps)
+    with np.errstate(divide="ignore"):
+        log_bh = np.where(r > 0, 0.5 * np.log(-np.expm1(-np.maximum(r, 1e-300))), -np.inf)
+    best = float(np.min(np.minimum(np.minimum(log_improved, log_mironov), log_bh)))
+    return float(min(math.exp(best), 1.0))
