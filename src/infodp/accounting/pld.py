@@ -397,7 +397,9 @@ class PrivacyLossDistribution:
         cls, interval: float, lo: float, hi: float, delta_fn: Callable[[ArrayF], ArrayF]
     ) -> _PMF:
         nodes = np.arange(math.floor(lo / interval), math.ceil(hi / interval) + 1, dtype=np.int64)
-        return _connect_dots(interval, nodes, delta_fn(nodes * interval))
+        return _connect_dots(
+            interval, nodes, delta_fn(np.asarray(nodes * interval, dtype=np.float64))
+        )
 
     @classmethod
     def from_gaussian(
@@ -560,7 +562,8 @@ class PrivacyLossDistribution:
         Proposition 12); the true curve is convex in e^ε and below these points, hence below
         their lower convex envelope, through which connect-the-dots is drawn.
         """
-        from infodp.accounting.rdp import DEFAULT_ORDERS, rdp_to_delta
+        from infodp.accounting.conversions import rdp_to_delta
+        from infodp.accounting.rdp import DEFAULT_ORDERS
 
         h = as_positive("interval", interval)
         values = np.asarray(rdp(DEFAULT_ORDERS), dtype=np.float64)

@@ -49,6 +49,7 @@ from infodp._validate import (
     as_probability,
     as_real,
 )
+from infodp.accounting import conversions as _conv
 from infodp.accounting import rdp as _rdp
 from infodp.accounting.pld import PrivacyLossDistribution
 from infodp.errors import ParameterError
@@ -165,7 +166,7 @@ class PrivacyProfile(abc.ABC):
             return 0.0
         candidates = [1.0, self.pld().delta(eps)]
         if eps >= 0:
-            candidates.append(_rdp.rdp_to_delta(self._rdp_grid(), _rdp.DEFAULT_ORDERS, eps))
+            candidates.append(_conv.rdp_to_delta(self._rdp_grid(), _rdp.DEFAULT_ORDERS, eps))
         return float(min(max(c, 0.0) for c in candidates))
 
     def epsilon(self, delta: float) -> float:
@@ -176,7 +177,7 @@ class PrivacyProfile(abc.ABC):
         d = as_probability("delta", delta)
         candidates = [self._pure_epsilon(), self.pld().epsilon(d)]
         if d > 0:
-            candidates.append(_rdp.rdp_to_epsilon(self._rdp_grid(), _rdp.DEFAULT_ORDERS, d))
+            candidates.append(_conv.rdp_to_epsilon(self._rdp_grid(), _rdp.DEFAULT_ORDERS, d))
         return float(max(min(candidates), 0.0))
 
     def information(self, alpha: float) -> float:
@@ -244,7 +245,7 @@ class LaplaceProfile(PrivacyProfile):
         return self.sensitivity / self.scale
 
     def _kl(self) -> float:
-        return _rdp.laplace_rdp(self.scale / self.sensitivity, 1.0)
+        return float(_rdp.laplace_rdp(self.scale / self.sensitivity, 1.0))
 
     def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
         return np.asarray(_rdp.laplace_rdp(self.scale / self.sensitivity, alphas))
@@ -267,7 +268,7 @@ class GaussianProfile(PrivacyProfile):
         return math.inf
 
     def _kl(self) -> float:
-        return _rdp.gaussian_rdp(self.sigma / self.sensitivity, 1.0)
+        return float(_rdp.gaussian_rdp(self.sigma / self.sensitivity, 1.0))
 
     def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
         return np.asarray(_rdp.gaussian_rdp(self.sigma / self.sensitivity, alphas))
@@ -346,7 +347,7 @@ class RandomizedResponseProfile(PrivacyProfile):
         return self.eps
 
     def _kl(self) -> float:
-        return _rdp.randomized_response_rdp(self.eps, self.k, 1.0)
+        return float(_rdp.randomized_response_rdp(self.eps, self.k, 1.0))
 
     def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
         return np.asarray(_rdp.randomized_response_rdp(self.eps, self.k, alphas))
@@ -378,7 +379,7 @@ class PureDPProfile(PrivacyProfile):
         return self.eps
 
     def _kl(self) -> float:
-        return _rdp.randomized_response_rdp(self.eps, 2, 1.0)
+        return float(_rdp.randomized_response_rdp(self.eps, 2, 1.0))
 
     def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
         return np.asarray(_rdp.randomized_response_rdp(self.eps, 2, alphas))
@@ -432,7 +433,9 @@ class ApproximateDPProfile(PrivacyProfile):
         return self.eps if self.delta_ == 0 else math.inf
 
     def _kl(self) -> float:
-        return _rdp.randomized_response_rdp(self.eps, 2, 1.0) if self.delta_ == 0 else math.inf
+        return (
+            float(_rdp.randomized_response_rdp(self.eps, 2, 1.0)) if self.delta_ == 0 else math.inf
+        )
 
     def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
         if self.delta_ == 0:
@@ -536,7 +539,9 @@ class ParallelProfile(PrivacyProfile):
         return max(p._kl() for p in self.parts)
 
     def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
-        return np.max([np.asarray(p.rdp(alphas)) for p in self.parts], axis=0)
+        return np.asarray(
+            np.max([np.asarray(p.rdp(alphas)) for p in self.parts], axis=0), dtype=np.float64
+        )
 
     def _zcdp_rho(self) -> float | None:
         rhos = [p._zcdp_rho() for p in self.parts]

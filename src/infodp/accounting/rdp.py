@@ -8,8 +8,6 @@ says it accepts α = 1.
 1.0
 >>> round(laplace_rdp(1.0, 1.0), 6)             # Mironov 2017, Table II at α = 1
 0.367879
->>> round(rdp_to_epsilon(np.array([1.0]), np.array([2.0]), 1e-5), 6)
-11.126631
 """
 
 from __future__ import annotations
@@ -33,8 +31,6 @@ __all__ = [
     "group_rdp",
     "laplace_rdp",
     "randomized_response_rdp",
-    "rdp_to_delta",
-    "rdp_to_epsilon",
     "subsampled_gaussian_kl",
     "subsampled_gaussian_rdp",
 ]
@@ -342,63 +338,3 @@ def group_rdp(
         return np.asarray(rdp(a), dtype=np.float64)
     c = math.ceil(math.log2(n))
     return np.asarray(3.0**c * np.asarray(rdp((2.0**c) * np.maximum(a, 2.0))), dtype=np.float64)
-
-
-def rdp_to_epsilon(rdp: npt.ArrayLike, orders: npt.ArrayLike, delta: float) -> float:
-    """Smallest ε, over the given orders, such that RDP implies (ε, δ)-DP.
-
-    Per order α > 1, the minimum of
-    - the improved conversion ε = ε(α) + log(1 − 1/α) − (log δ + log α)/(α − 1)
-      (Canonne, Kamath & Steinke 2020, Proposition 12; Balle et al. 2020, Theorem 21), and
-    - Mironov's ε = ε(α) + log(1/δ)/(α − 1) (Mironov 2017, Proposition 3);
-    and ε = 0 when δ ≥ √(1 − e^{−ε(α)}) (Bretagnolle–Huber: TV ≤ √(1 − e^{−KL}) ≤ √(1 − e^{−D_α})).
-
-    >>> round(rdp_to_epsilon([0.5], [2.0], 0.9), 6)
-    0.0
-    """
-    r = np.asarray(rdp, dtype=np.float64).reshape(-1)
-    a = np.asarray(orders, dtype=np.float64).reshape(-1)
-    if r.shape != a.shape:
-        raise ParameterError("rdp", f"shape {r.shape}", f"the shape of orders {a.shape}")
-    d = as_probability("delta", delta)
-    if d == 0:
-        return 0.0 if bool(np.all(r == 0)) else math.inf
-    ok = np.isfinite(r) & np.isfinite(a) & (a > 1)
-    if not ok.any():
-        return math.inf
-    r, a = np.maximum(r[ok], 0.0), a[ok]
-    log_d = math.log(d)
-    improved = r + np.log1p(-1.0 / a) - (log_d + np.log(a)) / (a - 1)
-    mironov = r - log_d / (a - 1)
-    eps = np.minimum(improved, mironov)
-    eps = np.where(d * d + np.expm1(-r) >= 0, 0.0, eps)
-    return float(max(float(np.min(eps)), 0.0))
-
-
-def rdp_to_delta(rdp: npt.ArrayLike, orders: npt.ArrayLike, epsilon: float) -> float:
-    """Smallest δ, over the given orders, such that RDP implies (ε, δ)-DP.
-
-    Per order α > 1 the minimum of log δ = (α − 1)(ε(α) − ε + log(1 − 1/α)) − log α
-    (Canonne, Kamath & Steinke 2020, Proposition 12), Mironov's δ = e^{(α−1)(ε(α)−ε)}
-    (Mironov 2017, Proposition 3), and the Bretagnolle–Huber bound √(1 − e^{−ε(α)}).
-
-    >>> round(rdp_to_delta([1.0], [2.0], 11.126631), 6)
-    1e-05
-    """
-    r = np.asarray(rdp, dtype=np.float64).reshape(-1)
-    a = np.asarray(orders, dtype=np.float64).reshape(-1)
-    if r.shape != a.shape:
-        raise ParameterError("rdp", f"shape {r.shape}", f"the shape of orders {a.shape}")
-    eps = as_real("epsilon", epsilon)
-    if eps < 0:
-        raise ParameterError("epsilon", epsilon, "a non-negative number (>= 0)")
-    ok = np.isfinite(r) & np.isfinite(a) & (a > 1)
-    if not ok.any():
-        return 1.0
-    r, a = np.maximum(r[ok], 0.0), a[ok]
-    log_improved = (a - 1) * (r - eps + np.log1p(-1.0 / a)) - np.log(a)
-    log_mironov = (a - 1) * (r - eps)
-    with np.errstate(divide="ignore"):
-        log_bh = np.where(r > 0, 0.5 * np.log(-np.expm1(-np.maximum(r, 1e-300))), -np.inf)
-    best = float(np.min(np.minimum(np.minimum(log_improved, log_mironov), log_bh)))
-    return float(min(math.exp(best), 1.0))

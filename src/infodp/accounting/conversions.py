@@ -1,0 +1,311 @@
+"""Conversions between privacy notions, each with its source beside the formula.
+
+Everything is in nats. The functions take and return plain numbers; profiles use them.
+
+>>> round(pure_to_kl(1.0), 6)                 # ε·tanh(ε/2), Cuff & Yu 2016, Property 1
+0.462117
+>>> round(mi_to_delta(0.1), 6) <= round(mi_to_delta_pinsker(0.1), 6)
+True
+>>> seed_composition([1.0, 1.0], [3.0, 3.0])  # Σε at level α with 1/(α−1) = Σ 1/(α_i−1)
+(2.0, 2.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+from scipy import optimize
+
+from infodp._validate import (
+    as_alpha,
+    as_nonnegative,
+    as_positive,
+    as_positive_int,
+    as_probability,
+    as_real,
+)
+from infodp.errors import ParameterError
+from infodp.information.entropy import inverse_binary_entropy
+
+__all__ = [
+    "approx_dp_to_approx_dp",
+    "leakage_tail_bound",
+    "mi_to_delta",
+    "mi_to_delta_pinsker",
+    "pure_to_kl",
+    "pure_to_kl_seed",
+    "pure_to_rdp",
+    "rdp_to_delta",
+    "rdp_to_epsilon",
+    "seed_composition",
+    "seed_group_privacy",
+    "zcdp_to_delta",
+    "zcdp_to_epsilon",
+]
+
+
+def pure_to_kl(epsilon: float) -> float:
+    """Tight KL bound of an ε-DP mechanism: D(P‖Q) ≤ ε·tanh(ε/2) nats.
+
+    Cuff & Yu 2016, Property 1 (tight: attained by binary randomized response). Seed 004
+    (Ünsal & Önen, eq. 6) states the looser min(ε, ε²), see :func:`pure_to_kl_seed`.
+
+    >>> pure_to_kl(0.0)
+    0.0
+    """
+    eps = as_nonnegative("epsilon", epsilon, allow_inf=True)
+    if math.isinf(eps):
+        return math.inf
+    return eps * math.tanh(eps / 2)
+
+
+def pure_to_kl_seed(epsilon: float) -> float:
+    """The looser KL bound min(ε, ε²) of seed 004 (Ünsal & Önen, Property 1, eq. 6).
+
+    >>> pure_to_kl_seed(0.5)
+    0.25
+    """
+    eps = as_nonnegative("epsilon", epsilon, allow_inf=True)
+    return min(eps, eps * eps)
+
+
+def pure_to_rdp(epsilon: float, alpha: float) -> float:
+    """Tight Rényi-DP of order α implied by ε-DP: the binary randomized-response pair.
+
+    ε(α) = 1/(α−1)·log(p^α(1−p)^{1−α} + (1−p)^α p^{1−α}), p = e^ε/(1+e^ε) (Mironov 2017,
+    Table II; the pair dominates every ε-DP pair, Kairouz, Oh & Viswanath 2015, Thm 2.1).
+    It never exceeds min(ε, αε²/2) (Bun & Steinke 2016, Proposition 3.3).
+
+    >>> round(pure_to_rdp(1.0, float("inf")), 6)
+    1.0
+    """
+    from infodp.accounting.rdp import randomized_response_rdp
+
+    eps = as_nonnegative("epsilon", epsilon)
+    a = as_alpha("alpha", alpha, minimum=1.0)
+    return float(randomized_response_rdp(eps, 2, a))
+
+
+def mi_to_delta_pinsker(epsilon: float) -> float:
+    """(0, δ)-DP from ε-MI-DP by Pinsker's inequality: δ = √(2ε) (capped at 1).
+
+    With a uniform binary input, I = ½D(P₀‖M) + ½D(P₁‖M) ≥ 2·TV(P₀, M)² = TV(P₀, P₁)²/2
+    (Pinsker), so TV ≤ √(2ε) (Cuff & Yu 2016, Section 3).
+
+    >>> round(mi_to_delta_pinsker(0.02), 6)
+    0.2
+    """
+    eps = as_nonnegative("epsilon", epsilon, allow_inf=True)
+    return min(1.0, math.sqrt(2 * eps)) if math.isfinite(eps) else 1.0
+
+
+def mi_to_delta(epsilon: float) -> float:
+    """Tight (0, δ)-DP from ε-MI-DP: δ = 1 − 2·h⁻¹(ln 2 − ε), h the binary entropy (nats).
+
+    Cuff & Yu 2016, Theorem 2 (restated in seed 004); 1 when ε ≥ ln 2. Never larger than the
+    Pinsker value :func:`mi_to_delta_pinsker`.
+
+    >>> round(mi_to_delta(math.log(2)), 6)
+    1.0
+    """
+    eps = as_nonnegative("epsilon", epsilon, allow_inf=True)
+    if eps >= math.log(2):
+        return 1.0
+    p = float(inverse_binary_entropy(math.log(2) - eps))
+    return min(1.0, max(0.0, 1.0 - 2.0 * p))
+
+
+def approx_dp_to_approx_dp(epsilon: float, delta: float, epsilon_prime: float) -> float:
+    """δ′ such that (ε, δ)-DP implies (ε′, δ′)-DP (seed 004, Property 3, eq. 8).
+
+    δ′ = 1 − (e^{ε′} + 1)(1 − δ)/(e^ε + 1) for ε′ < ε, and δ′ = δ for ε′ ≥ ε. This is the
+    δ-curve of the (ε, δ) randomized response, which dominates every (ε, δ)-DP pair.
+
+    >>> round(approx_dp_to_approx_dp(1.0, 0.0, 0.0), 6)    # TV of ε-DP ≤ tanh(ε/2)
+    0.462117
+    """
+    eps = as_nonnegative("epsilon", epsilon)
+    d = as_probability("delta", delta)
+    eps2 = as_real("epsilon_prime", epsilon_prime)
+    if eps2 >= eps:
+        return d
+    # 1 − (e^{ε′}+1)(1−δ)/(e^ε+1) = [e^ε − e^{ε′} + δ(1 + e^{ε′})]/(e^ε + 1), no cancellation.
+    value = (math.exp(eps) - math.exp(eps2) + d * (1 + math.exp(eps2))) / (math.exp(eps) + 1)
+    return min(1.0, max(d, value))
+
+
+def zcdp_to_epsilon(rho: float, delta: float) -> float:
+    """ε such that ρ-zCDP implies (ε, δ)-DP: the better of two certified conversions.
+
+    - Bun & Steinke 2016, Proposition 1.3: ε = ρ + 2√(ρ·log(1/δ));
+    - the RDP curve αρ through the conversion of Canonne, Kamath & Steinke 2020,
+      Proposition 12, minimised over α > 1 (any α gives a valid bound).
+
+    >>> round(zcdp_to_epsilon(0.5, 1e-5), 4) <= round(0.5 + 2 * math.sqrt(0.5 * math.log(1e5)), 4)
+    True
+    """
+    r = as_nonnegative("rho", rho)
+    d = as_probability("delta", delta)
+    if r == 0:
+        return 0.0
+    if d == 0:
+        return math.inf
+    if d == 1:
+        return 0.0
+    bs = r + 2 * math.sqrt(r * math.log(1 / d))
+
+    def conv(log_am1: float) -> float:
+        a = 1.0 + math.exp(log_am1)
+        return rdp_to_epsilon([a * r], [a], d)
+
+    res = optimize.minimize_scalar(conv, bounds=(-12.0, 12.0), method="bounded")
+    return float(min(bs, conv(float(res.x))))
+
+
+def zcdp_to_delta(rho: float, epsilon: float) -> float:
+    """δ such that ρ-zCDP implies (ε, δ)-DP (Canonne, Kamath & Steinke 2020, Prop. 12,
+    applied to the RDP curve αρ and minimised over α > 1).
+
+    >>> round(zcdp_to_delta(0.5, zcdp_to_epsilon(0.5, 1e-5)), 8) <= 1e-5
+    True
+    """
+    r = as_nonnegative("rho", rho)
+    eps = as_nonnegative("epsilon", epsilon)
+    if r == 0:
+        return 0.0
+
+    def conv(log_am1: float) -> float:
+        a = 1.0 + math.exp(log_am1)
+        return math.log(max(rdp_to_delta([a * r], [a], eps), 1e-300))
+
+    res = optimize.minimize_scalar(conv, bounds=(-12.0, 12.0), method="bounded")
+    return float(min(1.0, math.exp(conv(float(res.x)))))
+
+
+def seed_composition(epsilons: Sequence[float], alphas: Sequence[float]) -> tuple[float, float]:
+    """The seed article's composition: Σε_i at level α with 1/(α−1) = Σ_i 1/(α_i − 1).
+
+    Seed 000, "Group Privacy and Composability" (proved with Hölder's inequality on the chain
+    rule). It holds for the privacy "at level α" (Rényi capacity), for queries conditionally
+    independent given the data (composition) or rows of one query (group privacy). Orders
+    α_i = 1 force α = 1; orders α_i = ∞ contribute 0 to the sum (α = ∞ if all are ∞).
+
+    >>> seed_composition([0.5, 0.5, 0.5], [float("inf")] * 3)
+    (1.5, inf)
+    """
+    eps = [as_nonnegative("epsilons", e, allow_inf=True) for e in epsilons]
+    als = [as_alpha("alphas", a, minimum=1.0) for a in alphas]
+    if len(eps) != len(als) or not eps:
+        raise ParameterError("epsilons", epsilons, "a non-empty list as long as alphas")
+    if any(a == 1.0 for a in als):
+        level = 1.0
+    else:
+        inv = sum(1.0 / (a - 1.0) for a in als if math.isfinite(a))
+        level = math.inf if inv == 0 else 1.0 + 1.0 / inv
+    return float(sum(eps)), level
+
+
+def seed_group_privacy(epsilon: float, alpha: float, n: int) -> tuple[float, float]:
+    """The seed article's group privacy: nε-private at level 1 + (α − 1)/n for n rows.
+
+    Seed 000, "Group privacy" (the special case of :func:`seed_composition` with n equal
+    terms). α = 1 stays 1 and α = ∞ stays ∞.
+
+    >>> seed_group_privacy(1.0, 3.0, 2)
+    (2.0, 2.0)
+    """
+    eps = as_nonnegative("epsilon", epsilon, allow_inf=True)
+    a = as_alpha("alpha", alpha, minimum=1.0)
+    k = as_positive_int("n", n)
+    return k * eps, (a if math.isinf(a) else 1.0 + (a - 1.0) / k)
+
+
+def leakage_tail_bound(epsilon: float, alpha: float, r: float) -> float:
+    """Markov bound on the leakage: P(D_α(P_{X|Y}‖P_X) ≥ R) ≤ (e^{(α−1)ε} − 1)/(e^{(α−1)R} − 1).
+
+    Seed 000, footnote 2 (Markov's inequality applied to e^{(α−1)D_α} − 1, whose mean is at
+    most e^{(α−1)ε} − 1 when the query is ε-private at level α). The exact limits are used at
+    α = 1 (ε/R) and α = ∞ (0 if R > ε, else 1). Capped at 1.
+
+    >>> round(leakage_tail_bound(0.1, 2.0, 1.0), 6)
+    0.061207
+    """
+    eps = as_nonnegative("epsilon", epsilon, allow_inf=True)
+    a = as_alpha("alpha", alpha, minimum=1.0)
+    rr = as_positive("r", r, allow_inf=True)
+    if math.isinf(eps):
+        return 1.0
+    if math.isinf(rr):
+        return 0.0
+    if a == 1.0:
+        return min(1.0, eps / rr)
+    if math.isinf(a):
+        return 0.0 if rr > eps else 1.0
+    # log of the ratio, computed with expm1 in the log domain to avoid overflow.
+    x, y = (a - 1.0) * eps, (a - 1.0) * rr
+    log_num = x + math.log(-math.expm1(-x)) if x > 0 else -math.inf
+    log_den = y + math.log(-math.expm1(-y))
+    return float(min(1.0, math.exp(log_num - log_den))) if x > 0 else 0.0
+
+
+def rdp_to_epsilon(rdp: npt.ArrayLike, orders: npt.ArrayLike, delta: float) -> float:
+    """Smallest ε, over the given orders, such that RDP implies (ε, δ)-DP.
+
+    Per order α > 1, the minimum of
+    - the improved conversion ε = ε(α) + log(1 − 1/α) − (log δ + log α)/(α − 1)
+      (Canonne, Kamath & Steinke 2020, Proposition 12; Balle et al. 2020, Theorem 21), and
+    - Mironov's ε = ε(α) + log(1/δ)/(α − 1) (Mironov 2017, Proposition 3);
+    and ε = 0 when δ ≥ √(1 − e^{−ε(α)}) (Bretagnolle–Huber: TV ≤ √(1 − e^{−KL}) ≤ √(1 − e^{−D_α})).
+
+    >>> round(rdp_to_epsilon([0.5], [2.0], 0.9), 6)
+    0.0
+    """
+    r = np.asarray(rdp, dtype=np.float64).reshape(-1)
+    a = np.asarray(orders, dtype=np.float64).reshape(-1)
+    if r.shape != a.shape:
+        raise ParameterError("rdp", f"shape {r.shape}", f"the shape of orders {a.shape}")
+    d = as_probability("delta", delta)
+    if d == 0:
+        return 0.0 if bool(np.all(r == 0)) else math.inf
+    ok = np.isfinite(r) & np.isfinite(a) & (a > 1)
+    if not ok.any():
+        return math.inf
+    r, a = np.maximum(r[ok], 0.0), a[ok]
+    log_d = math.log(d)
+    improved = r + np.log1p(-1.0 / a) - (log_d + np.log(a)) / (a - 1)
+    mironov = r - log_d / (a - 1)
+    eps = np.minimum(improved, mironov)
+    eps = np.where(d * d + np.expm1(-r) >= 0, 0.0, eps)
+    return float(max(float(np.min(eps)), 0.0))
+
+
+def rdp_to_delta(rdp: npt.ArrayLike, orders: npt.ArrayLike, epsilon: float) -> float:
+    """Smallest δ, over the given orders, such that RDP implies (ε, δ)-DP.
+
+    Per order α > 1 the minimum of log δ = (α − 1)(ε(α) − ε + log(1 − 1/α)) − log α
+    (Canonne, Kamath & Steinke 2020, Proposition 12), Mironov's δ = e^{(α−1)(ε(α)−ε)}
+    (Mironov 2017, Proposition 3), and the Bretagnolle–Huber bound √(1 − e^{−ε(α)}).
+
+    >>> round(rdp_to_delta([1.0], [2.0], 11.126631), 6)
+    1e-05
+    """
+    r = np.asarray(rdp, dtype=np.float64).reshape(-1)
+    a = np.asarray(orders, dtype=np.float64).reshape(-1)
+    if r.shape != a.shape:
+        raise ParameterError("rdp", f"shape {r.shape}", f"the shape of orders {a.shape}")
+    eps = as_real("epsilon", epsilon)
+    if eps < 0:
+        raise ParameterError("epsilon", epsilon, "a non-negative number (>= 0)")
+    ok = np.isfinite(r) & np.isfinite(a) & (a > 1)
+    if not ok.any():
+        return 1.0
+    r, a = np.maximum(r[ok], 0.0), a[ok]
+    log_improved = (a - 1) * (r - eps + np.log1p(-1.0 / a)) - np.log(a)
+    log_mironov = (a - 1) * (r - eps)
+    with np.errstate(divide="ignore"):
+        log_bh = np.where(r > 0, 0.5 * np.log(-np.expm1(-np.maximum(r, 1e-300))), -np.inf)
+    best = float(np.min(np.minimum(np.minimum(log_improved, log_mironov), log_bh)))
+    return float(min(math.exp(best), 1.0))
