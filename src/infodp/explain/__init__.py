@@ -1,0 +1,53 @@
+"""What does this ε mean? Privacy profiles turned into information and attacker terms.
+
+:func:`explain` turns any privacy profile (a mechanism, a composition, a spent budget) into an
+:class:`Explanation`: leakage per individual in nats and bits at α = 1, 2 and ∞, attacker
+odds, success probability, trade-off region, min-entropy leakage, the Markov tail of the
+leakage, releases needed to learn b bits, δ made concrete for N rows, and a group view.
+:func:`render_html` / :func:`write_html` produce a self-contained HTML report with plots.
+
+>>> from infodp.explain import explain_epsilon_delta
+>>> round(explain_epsilon_delta(1.0).bits["inf"], 2)  # seed 000: "approx. 1.44 bits per query"
+1.44
+"""
+
+from __future__ import annotations
+
+from infodp.explain.bounds import (
+    attacker_success_bound,
+    markov_tail_bound,
+    min_entropy_leakage_bound,
+    posterior_odds_bound,
+    pure_dp_divergence,
+    releases_needed,
+    seed002_success_bound,
+    tradeoff_fnr,
+)
+from infodp.explain.html import render_html, write_html
+from infodp.explain.report import (
+    DEFAULT_DELTA,
+    Explanation,
+    ProfileLike,
+    explain,
+    explain_epsilon_delta,
+    profile_tradeoff,
+)
+
+__all__ = [
+    "DEFAULT_DELTA",
+    "Explanation",
+    "ProfileLike",
+    "attacker_success_bound",
+    "explain",
+    "explain_epsilon_delta",
+    "markov_tail_bound",
+    "min_entropy_leakage_bound",
+    "posterior_odds_bound",
+    "profile_tradeoff",
+    "pure_dp_divergence",
+    "releases_needed",
+    "render_html",
+    "seed002_success_bound",
+    "tradeoff_fnr",
+    "write_html",
+]

@@ -1,0 +1,339 @@
+"""A self-contained HTML report of an :class:`~infodp.explain.Explanation`, with plots.
+
+Four matplotlib plots (Agg, no display) are embedded as PNG data URIs, so the file opens in a
+browser without network access: the Rényi curve ε(α) with the capacity bounds, the δ(ε) curve,
+the hypothesis-testing trade-off region and the Markov tail of the leakage. Bits appear only
+here, at the edge, and are labelled.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from matplotlib.figure import Figure
+
+from infodp.explain.bounds import LN2, markov_tail_bound, pure_dp_divergence
+from infodp.explain.report import LEVELS, Explanation
+
+__all__ = ["PLOT_TITLES", "render_html", "write_html"]
+
+#: Alt texts (and captions) of the four plots, in order.
+PLOT_TITLES: tuple[str, ...] = (
+    "Rényi-DP curve ε(α) and capacity bounds",
+    "δ(ε): probability mass where the privacy loss exceeds ε",
+    "Hypothesis-testing trade-off region",
+    "Leakage tail: P(one release teaches ≥ R bits)",
+)
+
+_CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;margin:2em auto;
+  padding:0 1em;color:#1d2330;line-height:1.45}
+h1{font-size:1.6em;margin-bottom:.2em}
+h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #d8dce6;padding-bottom:.2em}
+table{border-collapse:collapse;margin:.6em 0}
+td,th{border:1px solid #d8dce6;padding:.3em .7em;text-align:right}
+th{background:#f2f4f8}
+td:first-child,th:first-child{text-align:left}
+table.leak td:last-child,table.leak th:last-child{text-align:left}
+.warn{background:#fff4e5;border-left:4px solid #e8590c;padding:.5em 1em;margin:.5em 0}
+.cond{color:#5c6370;font-style:italic}
+.grid{display:grid;grid-template-columns:1fr 1fr;gap:1em}
+figure{margin:0}
+figure img{width:100%;height:auto;border:1px solid #e3e6ee}
+figcaption,.small{font-size:.9em;color:#5c6370}
+"""
+
+
+def _fmt(x: float | None, digits: int = 4) -> str:
+    if x is None:
+        return "unbounded"
+    if math.isinf(x):
+        return "∞"
+    return f"{x:.{digits}g}"
+
+
+def _png(fig: Figure) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _query(fn: Any, x: float) -> float:
+    try:
+        value = float(fn(x))
+    except NotImplementedError:
+        return math.inf
+    return value
+
+
+def _curve(fn: Any, xs: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    return np.array([_query(fn, float(x)) for x in xs], dtype=np.float64)
+
+
+def _rdp_plot(ex: Explanation) -> str:
+    fig = Figure(figsize=(6.0, 4.2))
+    ax = fig.add_subplot()
+    alphas = np.geomspace(1.0, 32.0, 48)
+    p = ex.profile
+    drawn = False
+    for label, fn, style in (
+        ("RDP ε(α) = channel diameter (upper bound on C_α)", p.rdp, "-"),
+        ("capacity bound C_α (information(α))", p.information, "--"),
+    ):
+        ys = _curve(fn, alphas)
+        ok = np.isfinite(ys)
+        if ok.any():
+            ax.plot(alphas[ok], ys[ok], style, label=label)
+            drawn = True
+    if ex.pure:
+        ax.axhline(ex.epsilon, color="k", lw=0.8, ls=":", label="pure ε (level ∞)")
+        radius = _rr_uniform_information(ex.epsilon, alphas)
+        ax.plot(alphas, radius, "-.", color="tab:green", label="randomized response, achieved")
+        drawn = True
+    if ex.conditional_nats is not None and ex.nats["1"] is None:
+        cond = np.array([pure_dp_divergence(ex.epsilon, a) for a in alphas])
+        label = f"conditional, not a guarantee (prob. 1−δ = {1 - ex.delta:.6g})"
+        ax.plot(alphas, cond, ":", color="tab:red", label=label)
+        drawn = True
+    if not drawn:
+        ax.text(0.5, 0.5, "unbounded", transform=ax.transAxes, ha="center")
+    ax.set_xscale("log")
+    ax.set_xlabel("Rényi order α")
+    ax.set_ylabel("nats per individual")
+    ax.set_title(PLOT_TITLES[0], fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _rr_uniform_information(epsilon: float, alphas: npt.NDArray[np.float64]) -> Any:
+    """I_α of binary randomized response with a uniform input: log 2 − H_α(p).
+
+    Seed 000, "Protection against B… outcomes" (binary symmetric channel, P_X = (½, ½)):
+    a mechanism that is exactly ε-DP and reaches this, so the worst case is at least it.
+    """
+    log_p = -math.log1p(math.exp(-epsilon))
+    log_q = -epsilon + log_p
+    out = []
+    for a in alphas:
+        if a == 1.0:
+            p, q = math.exp(log_p), math.exp(log_q)
+            h = -(p * log_p + q * log_q)
+        else:
+            h = -float(np.logaddexp(a * log_p, a * log_q)) / (a - 1.0)
+        out.append(max(0.0, LN2 - h))
+    return np.array(out)
+
+
+def _delta_plot(ex: Explanation) -> str:
+    fig = Figure(figsize=(6.0, 4.2))
+    ax = fig.add_subplot()
+    p = ex.profile
+    hi = ex.epsilon * 2.5 if math.isfinite(ex.epsilon) and ex.epsilon > 0 else 5.0
+    eps = np.linspace(0.0, hi, 60)
+    ds = np.clip(_curve(p.delta, eps), 0.0, 1.0)
+    ok = ds > 0
+    if ok.any():
+        ax.plot(eps[ok], ds[ok], "-", label="δ(ε) of this profile (certified upper bound)")
+    if ex.delta > 0 and math.isfinite(ex.epsilon):
+        label = f"reported (ε, δ) = ({ex.epsilon:.3g}, {ex.delta:.3g})"
+        ax.plot([ex.epsilon], [ex.delta], "o", color="tab:red", label=label)
+    ax.set_yscale("log")
+    ax.set_xlabel("ε (nats)")
+    ax.set_ylabel("δ")
+    ax.set_title(PLOT_TITLES[1], fontsize=10)
+    ax.grid(True, alpha=0.3, which="both")
+    if ex.pure:
+        ax.axvline(ex.epsilon, color="k", lw=0.8, ls=":", label="pure ε: δ = 0 from here on")
+    if not ok.any():
+        ax.text(0.5, 0.5, "δ(ε) = 0 for ε ≥ pure ε", transform=ax.transAxes, ha="center")
+        ax.set_ylim(1e-12, 1.0)
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _tradeoff_plot(ex: Explanation) -> str:
+    fig = Figure(figsize=(6.0, 4.2))
+    ax = fig.add_subplot()
+    fpr = np.linspace(0.0, 1.0, 201)
+    fnr = ex.tradeoff(fpr)
+    ax.fill_between(fpr, 0.0, fnr, color="tab:blue", alpha=0.25, label="no test can reach here")
+    ax.plot(fpr, fnr, "-", color="tab:blue", label="best attacker (this profile)")
+    ax.plot(fpr, 1.0 - fpr, ":", color="gray", label="random guessing (perfect privacy)")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_aspect("equal")
+    ax.set_xlabel("false-positive rate (says 'in' when out)")
+    ax.set_ylabel("false-negative rate")
+    ax.set_title(PLOT_TITLES[2], fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _tail_plot(ex: Explanation) -> str:
+    fig = Figure(figsize=(6.0, 4.2))
+    ax = fig.add_subplot()
+    bits = np.geomspace(0.01, 16.0, 400)
+    levels = [(key, a) for key, a in LEVELS]
+    if all(ex.tail_alpha != a for _, a in levels):
+        levels.append((f"{ex.tail_alpha:g}", ex.tail_alpha))
+    drawn = False
+    for key, alpha in levels:
+        cap = ex.nats.get(key)
+        if cap is None and key not in ex.nats:
+            cap = _capacity(ex, alpha)
+        if cap is None:
+            continue
+        ys = np.array([markov_tail_bound(cap, b * LN2, alpha) for b in bits])
+        ax.plot(bits, ys, "-", label=f"α = {key.replace('inf', '∞')}")
+        drawn = True
+    if ex.conditional_nats is not None and _capacity(ex, ex.tail_alpha) is None:
+        cond = pure_dp_divergence(ex.epsilon, ex.tail_alpha)
+        ys = np.array([markov_tail_bound(cond, b * LN2, ex.tail_alpha) for b in bits])
+        label = f"α = {ex.tail_alpha:g}, conditional (1−δ), not a guarantee"
+        ax.plot(bits, ys, ":", color="tab:red", label=label)
+        ax.axhline(ex.delta, color="tab:red", lw=0.8, label=f"δ = {ex.delta:.3g}: unbounded")
+        drawn = True
+    if not drawn:
+        ax.text(0.5, 0.5, "no bound", transform=ax.transAxes, ha="center")
+    ax.set_xscale("log")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("R (bits learned about one individual from one release)")
+    ax.set_ylabel("P(leak ≥ R) at most")
+    ax.set_title(PLOT_TITLES[3], fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _capacity(ex: Explanation, alpha: float) -> float | None:
+    value = min(_query(ex.profile.rdp, alpha), _query(ex.profile.information, alpha))
+    if ex.pure:
+        value = min(value, pure_dp_divergence(ex.epsilon, alpha))
+    return value if math.isfinite(value) else None
+
+
+def _row(cells: list[str], head: bool = False) -> str:
+    tag = "th" if head else "td"
+    return "<tr>" + "".join(f"<{tag}>{html.escape(c)}</{tag}>" for c in cells) + "</tr>"
+
+
+def _sections(ex: Explanation, heading: str) -> str:
+    parts = [f"<h2>{html.escape(heading)}</h2>"]
+    parts.append(
+        f"<p>ε = <b>{_fmt(ex.epsilon)}</b> nats, δ = <b>{_fmt(ex.delta, 3)}</b>"
+        f"{' (pure ε-DP)' if ex.pure else ''}.</p>"
+    )
+    for w in ex.warnings:
+        parts.append(f'<div class="warn">{html.escape(w)}</div>')
+    rows = [_row(["level α", "nats / individual", "bits / individual", "meaning"], head=True)]
+    meaning = {
+        "1": "Shannon: rate at which a determined attacker extracts information",
+        "2": "collision level",
+        "inf": "worst case: the most any single output can reveal",
+    }
+    for key, _ in LEVELS:
+        nats, bits = ex.nats[key], ex.bits[key]
+        rows.append(_row([key.replace("inf", "∞"), _fmt(nats), _fmt(bits), meaning[key]]))
+    parts.append('<table class="leak">' + "".join(rows) + "</table>")
+    if ex.caveat is not None:
+        parts.append(f'<p class="cond">{html.escape(ex.caveat)}</p>')
+    attack = [_row(["attacker view", "bound"], head=True)]
+    attack.append(
+        _row(["posterior odds multiplied by at most (e^ε)", _fmt(ex.posterior_odds_bound)])
+    )
+    attack.append(_row(["best success in the in/out guessing game", _fmt(ex.attacker_success_max)]))
+    attack.append(
+        _row(
+            [
+                "… from (ε, δ) alone, tight: (e^ε + δ)/(1 + e^ε)",
+                _fmt(ex.attacker_success_epsilon_delta),
+            ]
+        )
+    )
+    attack.append(_row(["… seed 002's looser ½ + ε/2", _fmt(ex.attacker_success_seed002)]))
+    attack.append(
+        _row(
+            [
+                "min-entropy leakage of a binary secret (nats)",
+                _fmt(ex.min_entropy_leakage_bound),
+            ]
+        )
+    )
+    parts.append("<table>" + "".join(attack) + "</table>")
+    rel = [_row(["bits about one individual", "releases needed (at least)"], head=True)]
+    for b, n in ex.releases_for_bits.items():
+        rel.append(_row([str(b), "1 (unbounded with prob. δ)" if n is None else _fmt(n, 6)]))
+    parts.append("<table>" + "".join(rel) + "</table>")
+    if ex.conditional_releases_for_bits is not None:
+        text = ", ".join(
+            f"{b} bits: {_fmt(n, 6)}" for b, n in ex.conditional_releases_for_bits.items()
+        )
+        parts.append(f'<p class="cond">Conditional on the 1 − δ event: {html.escape(text)}.</p>')
+    tail = [_row(["R (bits)", f"P(leak ≥ R) at most, α = {ex.tail_alpha:g}"], head=True)]
+    for r, prob in ex.tail:
+        tail.append(_row([_fmt(r / LN2, 3), _fmt(prob)]))
+    parts.append("<table>" + "".join(tail) + "</table>")
+    if ex.rows is not None:
+        parts.append(
+            f"<p>Table of N = {ex.rows} rows: expected number of individuals whose protection "
+            f"fails per release δ·N = <b>{_fmt(ex.expected_exposed_individuals)}</b>.</p>"
+        )
+    return "".join(parts)
+
+
+def render_html(ex: Explanation, *, title: str = "What does this ε mean?") -> str:
+    """The report as one self-contained HTML document (plots embedded, no network needed).
+
+    >>> from infodp.explain import explain_epsilon_delta
+    >>> page = render_html(explain_epsilon_delta(1.0, 0.01))
+    >>> page.startswith("<!DOCTYPE html>"), page.count("data:image/png;base64,")
+    (True, 4)
+    """
+    plots = (_rdp_plot(ex), _delta_plot(ex), _tradeoff_plot(ex), _tail_plot(ex))
+    figures = "".join(
+        f'<figure><img alt="{html.escape(t)}" src="{src}"><figcaption>{html.escape(t)}'
+        "</figcaption></figure>"
+        for t, src in zip(PLOT_TITLES, plots, strict=True)
+    )
+    body = _sections(ex, "One individual")
+    if ex.group is not None:
+        body += _sections(ex.group, f"A group of {ex.group_size} individuals")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1>"
+        '<p class="small">infodp report. Information is in nats (bits = nats / ln 2) per '
+        "individual per release; every figure is an upper bound on what an attacker can "
+        "achieve. Sources: seed article 000 (privacy as Rényi channel capacity), "
+        "Kairouz–Oh–Viswanath 2015, Cuff &amp; Yu 2016, Barthe &amp; Köpf 2011.</p>"
+        f'{body}<h2>Plots</h2><div class="grid">{figures}</div></body></html>\n'
+    )
+
+
+def write_html(ex: Explanation, path: str | Path, *, title: str = "What does this ε mean?") -> Path:
+    """Write :func:`render_html` to ``path`` (UTF-8) and return the path.
+
+    >>> import tempfile, pathlib
+    >>> from infodp.explain import explain_epsilon_delta
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     out = write_html(explain_epsilon_delta(0.5), pathlib.Path(d) / "r.html")
+    ...     out.stat().st_size > 10_000
+    True
+    """
+    target = Path(path)
+    target.write_text(render_html(ex, title=title), encoding="utf-8")
+    return target

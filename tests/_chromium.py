@@ -1,0 +1,212 @@
+"""Open a local HTML file in headless Chromium and report what a person would see.
+
+Talks to Chromium over the DevTools protocol on ``--remote-debugging-pipe`` (fd 3 for
+commands, fd 4 for replies, NUL-separated JSON): no websocket, no network port. Collects
+console errors, uncaught exceptions and failed loads, checks every ``<img>`` decoded with a
+non-zero size, and takes a full-page screenshot.
+
+Chromium missing is an error (the test must fail, not skip): ``scripts/test.sh`` installs
+Debian's ``chromium`` package before running pytest.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import json
+import os
+import select
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["PageReport", "open_page"]
+
+_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--remote-debugging-pipe",
+)
+
+
+@dataclass(frozen=True)
+class PageReport:
+    """What the page did: images as (complete, naturalWidth, naturalHeight, alt), errors."""
+
+    images: list[tuple[bool, int, int, str]]
+    errors: list[str]
+    title: str
+    screenshot_png: bytes
+    requested_urls: list[str]
+
+
+class _Pipe:
+    def __init__(self, write_fd: int, read_fd: int, deadline: float) -> None:
+        self.write_fd = write_fd
+        self.read_fd = read_fd
+        self.deadline = deadline
+        self.buffer = b""
+        self.next_id = 0
+        self.events: list[dict[str, Any]] = []
+
+    def _read_message(self) -> dict[str, Any]:
+        while b"\0" not in self.buffer:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("chromium did not answer in time")
+            ready, _, _ = select.select([self.read_fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(self.read_fd, 1 << 20)
+            if not chunk:
+                raise RuntimeError("chromium closed the DevTools pipe")
+            self.buffer += chunk
+        raw, self.buffer = self.buffer.split(b"\0", 1)
+        message: dict[str, Any] = json.loads(raw)
+        return message
+
+    def call(self, method: str, session: str | None = None, **params: Any) -> dict[str, Any]:
+        self.next_id += 1
+        message: dict[str, Any] = {"id": self.next_id, "method": method, "params": params}
+        if session is not None:
+            message["sessionId"] = session
+        os.write(self.write_fd, json.dumps(message).encode() + b"\0")
+        while True:
+            reply = self._read_message()
+            if reply.get("id") == self.next_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method} failed: {reply['error']}")
+                result: dict[str, Any] = reply.get("result", {})
+                return result
+            self.events.append(reply)
+
+    def wait_event(self, method: str) -> dict[str, Any]:
+        for event in self.events:
+            if event.get("method") == method:
+                return event
+        while True:
+            event = self._read_message()
+            self.events.append(event)
+            if event.get("method") == method:
+                return event
+
+
+def _errors(events: list[dict[str, Any]]) -> list[str]:
+    found: list[str] = []
+    for event in events:
+        method, params = event.get("method"), event.get("params", {})
+        if method == "Runtime.exceptionThrown":
+            found.append("exception: " + json.dumps(params.get("exceptionDetails", {}))[:500])
+        elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+            found.append("console: " + json.dumps(params.get("args", []))[:500])
+        elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
+            found.append("log: " + str(params["entry"].get("text", ""))[:500])
+        elif method == "Network.loadingFailed":
+            found.append("load failed: " + str(params.get("errorText", "")))
+    return found
+
+
+def open_page(path: Path, *, width: int = 1200, timeout: float = 60.0) -> PageReport:
+    """Load ``path`` in headless Chromium and return what happened."""
+    exe = shutil.which("chromium")
+    if exe is None:
+        raise RuntimeError(
+            "chromium is not installed; run scripts/test.sh (apt-get install -y chromium)"
+        )
+    # The child's ends are moved above fd 9 first so that bash can put them on 3 and 4
+    # without clobbering one with the other (dash only takes fds 0-9).
+    low_r, cmd_w = os.pipe()
+    res_r, low_w = os.pipe()
+    cmd_r = fcntl.fcntl(low_r, fcntl.F_DUPFD, 10)
+    res_w = fcntl.fcntl(low_w, fcntl.F_DUPFD, 10)
+    os.close(low_r)
+    os.close(low_w)
+    with (
+        tempfile.TemporaryDirectory(prefix="infodp-chromium-") as profile_dir,
+        tempfile.TemporaryFile() as log,
+    ):
+        flags = " ".join(_FLAGS)
+        script = (
+            f"exec 3<&{cmd_r} 4>&{res_w} {cmd_r}<&- {res_w}>&-; "
+            f'exec "{exe}" {flags} --user-data-dir="{profile_dir}" '
+            f"--window-size={width},900 about:blank"
+        )
+        proc = subprocess.Popen(
+            ["bash", "-c", script],
+            pass_fds=(cmd_r, res_w),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
+        os.close(cmd_r)
+        os.close(res_w)
+        pipe = _Pipe(cmd_w, res_r, time.monotonic() + timeout)
+        try:
+            target = pipe.call("Target.createTarget", url="about:blank")
+            session = pipe.call("Target.attachToTarget", targetId=target["targetId"], flatten=True)[
+                "sessionId"
+            ]
+            for domain in ("Runtime", "Log", "Page", "Network"):
+                pipe.call(f"{domain}.enable", session)
+            pipe.call(
+                "Emulation.setDeviceMetricsOverride",
+                session,
+                width=width,
+                height=900,
+                deviceScaleFactor=1,
+                mobile=False,
+            )
+            pipe.call("Page.navigate", session, url=path.resolve().as_uri())
+            pipe.wait_event("Page.loadEventFired")
+            probe = pipe.call(
+                "Runtime.evaluate",
+                session,
+                expression=(
+                    "JSON.stringify({title: document.title, images: Array.from(document.images)"
+                    ".map(i => [i.complete, i.naturalWidth, i.naturalHeight, i.alt])})"
+                ),
+                returnByValue=True,
+            )
+            seen = json.loads(probe["result"]["value"])
+            shot = pipe.call(
+                "Page.captureScreenshot", session, format="png", captureBeyondViewport=True
+            )
+            requested = [
+                str(e["params"]["request"]["url"])[:80]
+                for e in pipe.events
+                if e.get("method") == "Network.requestWillBeSent"
+            ]
+            report = PageReport(
+                images=[(bool(c), int(w), int(h), str(a)) for c, w, h, a in seen["images"]],
+                errors=_errors(pipe.events),
+                title=str(seen["title"]),
+                screenshot_png=base64.b64decode(shot["data"]),
+                requested_urls=requested,
+            )
+            with contextlib.suppress(RuntimeError, TimeoutError):
+                pipe.call("Browser.close")
+        except (RuntimeError, TimeoutError) as err:
+            log.seek(0)
+            tail = log.read()[-2000:].decode(errors="replace")
+            raise RuntimeError(f"{err}; chromium said:\n{tail}") from err
+        finally:
+            os.close(cmd_w)
+            os.close(res_r)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    return report

@@ -1,0 +1,129 @@
+"""``infodp explain``: JSON contract, human output, HTML file and one-line errors.
+
+Expected values are closed forms: KL of ε-DP = ε·tanh(ε/2) (Cuff & Yu 2016, Property 1), the
+Gaussian KL μ²/2 and RDP αμ²/2 (Mironov 2017, Prop. 7), Laplace pure ε = Δ/b per release and
+kΔ/b for k compositions (Dwork & Roth 2014, Thm 3.16), e^ε/(1+e^ε) success (KOV 2015).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infodp.cli import main
+
+LN2 = math.log(2.0)
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    assert main(["explain", *args, "--json"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    payload: dict[str, Any] = json.loads(out)
+    return payload
+
+
+def test_epsilon_delta_json(capsys: pytest.CaptureFixture[str]) -> None:
+    # The seed article's example: ε = 1, δ = 0.01 on census-like data.
+    d = run_json(capsys, "--epsilon", "1", "--delta", "0.01", "--rows", "10000")
+    assert d["epsilon"] == 1.0 and d["delta"] == 0.01
+    assert d["nats"] == {"1": None, "2": None, "inf": None}
+    assert d["bits"] == {"1": None, "2": None, "inf": None}
+    assert d["unbounded_probability"] == 0.01
+    assert d["conditional"]["bits"]["inf"] == pytest.approx(1 / LN2)  # "approx. 1.44 bits"
+    assert d["attacker_success_max"] == pytest.approx((math.e + 0.01) / (1 + math.e), rel=1e-6)
+    assert d["min_entropy_leakage_bound"] == pytest.approx(
+        math.log(2 * (math.e + 0.01) / (1 + math.e)), rel=1e-6
+    )
+    assert d["expected_exposed_individuals"] == pytest.approx(100.0)
+    assert any("1/N" in w for w in d["warnings"])
+
+
+def test_pure_epsilon_json(capsys: pytest.CaptureFixture[str]) -> None:
+    d = run_json(capsys, "--epsilon", "0.5")
+    assert d["delta"] == 0.0 and d["pure"] is True
+    assert d["nats"]["1"] == pytest.approx(0.5 * math.tanh(0.25), rel=1e-9)
+    assert d["nats"]["inf"] == pytest.approx(0.5)
+    assert d["bits"]["inf"] == pytest.approx(0.5 / LN2)
+    assert d["attacker_success_max"] == pytest.approx(math.exp(0.5) / (1 + math.exp(0.5)))
+    assert "expected_exposed_individuals" not in d
+
+
+def test_group_json(capsys: pytest.CaptureFixture[str]) -> None:
+    d = run_json(capsys, "--epsilon", "0.5", "--group", "4")
+    assert d["group"]["size"] == 4
+    assert d["group"]["nats"]["inf"] == pytest.approx(2.0)  # kε, seed 000 group privacy
+
+
+def test_gaussian_mechanism_json(capsys: pytest.CaptureFixture[str]) -> None:
+    d = run_json(
+        capsys, "--mechanism", "gaussian", "--sigma", "2", "--compositions", "4", "--delta", "1e-6"
+    )
+    # 4 compositions of σ = 2 equal one Gaussian with μ = √4/2 = 1: KL = 1/2, RDP(2) = 1.
+    assert d["nats"]["1"] == pytest.approx(0.5, rel=1e-6)
+    assert d["nats"]["2"] == pytest.approx(1.0, rel=1e-6)
+    assert d["nats"]["inf"] is None
+    assert d["delta"] == 1e-6
+    assert d["mechanism"]["name"] == "gaussian"
+
+
+def test_laplace_mechanism_json(capsys: pytest.CaptureFixture[str]) -> None:
+    d = run_json(
+        capsys, "--mechanism", "laplace", "--scale", "2", "--sensitivity", "1",
+        "--compositions", "3",
+    )  # fmt: skip
+    assert d["pure"] is True and d["delta"] == 0.0
+    assert d["epsilon"] == pytest.approx(1.5)
+    assert d["nats"]["inf"] == pytest.approx(1.5)
+
+
+def test_subsampled_gaussian_mechanism_json(capsys: pytest.CaptureFixture[str]) -> None:
+    d = run_json(
+        capsys, "--mechanism", "subsampled-gaussian", "--noise-multiplier", "1.0",
+        "--sampling-rate", "0.01", "--steps", "100", "--delta", "1e-5",
+    )  # fmt: skip
+    assert d["nats"]["1"] is not None and d["nats"]["1"] > 0
+    assert 0 < d["epsilon"] < 10
+
+
+def test_human_output_is_a_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "--epsilon", "1", "--delta", "0.01", "--rows", "1000"]) == 0
+    out = capsys.readouterr().out
+    for word in ("nats", "bits", "unbounded", "Not a guarantee", "1.443", "Warning"):
+        assert word in out
+
+
+def test_html_option_writes_a_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    target = tmp_path / "report.html"
+    d = run_json(capsys, "--epsilon", "1", "--html", str(target))
+    assert d["html"] == str(target)
+    assert target.read_text(encoding="utf-8").count("data:image/png;base64,") == 4
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--epsilon", "-1"], "epsilon"),
+        (["--epsilon", "1", "--delta", "2"], "delta"),
+        (["--epsilon", "1", "--rows", "0"], "rows"),
+        (["--delta", "0.1"], "--epsilon"),
+        (["--mechanism", "cauchy", "--scale", "1"], "--mechanism"),
+        (["--mechanism", "gaussian"], "--sigma"),
+        (["--mechanism", "gaussian", "--sigma", "1", "--scale", "2"], "--scale"),
+        (["--epsilon", "1", "--sigma", "2"], "--mechanism"),
+        (["--mechanism", "gaussian", "--sigma", "1", "--epsilon", "1", "--delta", "1e-5"], "one"),
+        (["--mechanism", "gaussian", "--sigma", "-1"], "sigma"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str], args: list[str], fragment: str
+) -> None:
+    assert main(["explain", *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and fragment in captured.err
+    assert "Traceback" not in captured.err
