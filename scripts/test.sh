@@ -6,4 +6,6 @@ cd "$(dirname "$0")/.."
 python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
 echo "== ruff"; python3 -m ruff check . && python3 -m ruff format --check .
 echo "== mypy"; python3 -m mypy
+# The HTML report tests open the report in headless Chromium (Debian's package).
+command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 echo "== pytest"; python3 -m pytest "$@"
