@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from infodp.accounting.accountant import Accountant, Budget
 from infodp.accounting.pld import PrivacyLossDistribution
 from infodp.accounting.profile import (
     PrivacyProfile,
@@ -22,8 +23,11 @@ from infodp.accounting.profile import (
     randomized_response_profile,
     subsampled_gaussian_profile,
 )
+from infodp.accounting.spec import profile_from_spec, profile_to_spec
 
 __all__ = [
+    "Accountant",
+    "Budget",
     "PrivacyLossDistribution",
     "PrivacyProfile",
     "approximate_dp_profile",
@@ -34,6 +38,8 @@ __all__ = [
     "laplace_profile",
     "parallel",
     "post_process",
+    "profile_from_spec",
+    "profile_to_spec",
     "pure_dp_profile",
     "randomized_response_profile",
     "subsampled_gaussian_profile",
