@@ -58,12 +58,18 @@ def _normalised_pair(p: Any, q: Any) -> tuple[FloatArray, FloatArray]:
 
 
 def _logsumexp(a: FloatArray) -> float:
-    """log Σ exp(a_i) over a 1-d array that may hold −inf (never +inf); −inf if empty."""
+    """log Σ exp(a_i) over a 1-d array that may hold −inf (never +inf); −inf if empty.
+
+    Written as m + log1p(Σ_{i ≠ argmax} e^{a_i − m}) so that a sum 1 + 1e-150 keeps its
+    1e-150 (plain ``log`` of the sum would round it away).
+    """
     finite = a[np.isfinite(a)]
     if finite.size == 0:
         return -math.inf
-    m = float(finite.max())
-    return m + math.log(float(np.exp(finite - m).sum()))
+    k = int(np.argmax(finite))
+    m = float(finite[k])
+    rest = np.delete(finite, k)
+    return m + math.log1p(float(np.exp(rest - m).sum()))
 
 
 def _tilted_log_mean(logw: FloatArray, L: FloatArray, t: float) -> float:
