@@ -1,0 +1,44 @@
+"""The curator: DP SQL over an embedded DuckDB store with a durable privacy ledger.
+
+SQL → immutable plan → cost → ledger reserve → bounded aggregate in DuckDB → exact discrete
+noise → answer with confidence intervals, cost and leakage (DESIGN.md). See :class:`Curator`.
+
+>>> from infodp.curator import Curator, load_schema, parse_query
+>>> s = load_schema({"table": "t", "privacy_unit": "row",
+...                  "columns": {"x": {"type": "int", "bounds": [0, 9]}}})
+>>> parse_query("SELECT COUNT(*) FROM t", s).table
+'t'
+"""
+
+from __future__ import annotations
+
+from infodp.curator.budget_info import (
+    discrete_laplace_information,
+    gaussian_information,
+    laplace_information,
+)
+from infodp.curator.engine import Curator, QueryCost, QueryResult, plan_cost
+from infodp.curator.ledger import Budget, Entry, Ledger
+from infodp.curator.plan import QueryPlan
+from infodp.curator.schema import ColumnSpec, DatasetSchema, load_schema
+from infodp.curator.sql import parse_query
+from infodp.curator.synopsis import Synopsis
+
+__all__ = [
+    "Budget",
+    "ColumnSpec",
+    "Curator",
+    "DatasetSchema",
+    "Entry",
+    "Ledger",
+    "QueryCost",
+    "QueryPlan",
+    "QueryResult",
+    "Synopsis",
+    "discrete_laplace_information",
+    "gaussian_information",
+    "laplace_information",
+    "load_schema",
+    "parse_query",
+    "plan_cost",
+]

@@ -1,0 +1,518 @@
+"""The DuckDB backend: one visitor that compiles a plan into one bounded SQL query.
+
+Contribution bounding runs *inside* DuckDB as part of the same SQL that aggregates: values are
+cleaned by their declared null policy, clamped to their declared bounds and snapped to a
+power-of-two grid (as integers), each privacy unit keeps at most ``max_rows_per_unit`` rows and
+at most ``max_groups_per_unit`` groups, rows outside the declared categories are dropped, and
+only the bounded integer aggregates leave the database.
+
+Concurrency: the store is opened read-only by queries (many processes may read at once) and
+read-write only, briefly, to register a dataset; a connection that meets another process's lock
+waits and retries with jittered exponential backoff instead of failing.
+
+>>> from infodp.curator.schema import load_schema
+>>> from infodp.curator.sql import parse_query
+>>> from infodp.curator.plan import measurements
+>>> s = load_schema({"table": "t", "privacy_unit": "row",
+...                  "columns": {"x": {"type": "int", "bounds": [0, 10]}}})
+>>> p = parse_query("SELECT SUM(x) FROM t WHERE x > 2", s)
+>>> print(compile_aggregate(p, s, measurements(p), unit_rows_ok=True).splitlines()[-1])
+SELECT sum(__v0) AS m0 FROM __src
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from infodp.curator.noise import grid_step
+from infodp.curator.plan import Measurement, Predicate, QueryPlan
+from infodp.curator.schema import ColumnSpec, DatasetSchema
+from infodp.errors import InternalError, ParameterError
+
+__all__ = [
+    "QUANTILE_BINS",
+    "ColumnGrid",
+    "DuckDBBackend",
+    "ExactAggregates",
+    "column_grid",
+    "compile_aggregate",
+    "compile_histogram",
+]
+
+#: Number of equal-width bins (candidates − 1) for quantiles of float / wide int columns.
+QUANTILE_BINS = 1024
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _lit(value: float | int | str) -> str:
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, bool):
+        raise InternalError("bool literal")
+    if isinstance(value, int):
+        return str(value)
+    if not math.isfinite(value):
+        raise ParameterError("literal", value, "a finite number")
+    return repr(float(value))
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnGrid:
+    """How a numeric column becomes integers: clamp to [low, high], divide by ``step``, round.
+
+    ``lo``/``hi`` are the integer range of one snapped value, ``center`` the snapped midpoint
+    (used by centred sums), so |v − center| ≤ ``radius`` for every snapped value v.
+    """
+
+    low: float
+    high: float
+    step: float
+    lo: int
+    hi: int
+    center: int
+
+    @property
+    def radius(self) -> int:
+        """The largest |v − center| over snapped values."""
+        return max(self.hi - self.center, self.center - self.lo)
+
+    @property
+    def magnitude(self) -> int:
+        """The largest |v| over snapped values."""
+        return max(abs(self.lo), abs(self.hi))
+
+
+def column_grid(col: ColumnSpec) -> ColumnGrid:
+    """The grid of a bounded numeric column.
+
+    >>> g = column_grid(ColumnSpec("age", "int", bounds=(0.0, 120.0)))
+    >>> (g.step, g.lo, g.hi, g.center, g.radius)
+    (1.0, 0, 120, 60, 60)
+    """
+    if col.bounds is None:
+        raise InternalError(f"column {col.name} has no bounds")
+    low, high = col.bounds
+    step = grid_step(low, high, col.type == "int")
+    lo, hi = _round_half_away(low / step), _round_half_away(high / step)
+    center = _round_half_away((low + high) / 2 / step)
+    return ColumnGrid(low, high, step, lo, hi, center)
+
+
+def _round_half_away(x: float) -> int:
+    # DuckDB's round() rounds half away from zero; mirror it for the bounds.
+    return math.floor(abs(x) + 0.5) * (1 if x >= 0 else -1)
+
+
+def _clean(col: ColumnSpec) -> str:
+    """The cleaned, clamped value of a numeric column (NULL when the policy drops it)."""
+    c = _ident(col.name)
+    if col.bounds is None:
+        raise InternalError(f"column {col.name} has no bounds")
+    low, high = col.bounds
+    repl = "NULL" if col.nulls.action != "replace" else _lit(float(col.nulls.value))  # type: ignore[arg-type]
+    return (
+        f"CASE WHEN {c} IS NULL OR NOT isfinite({c}::DOUBLE) THEN {repl} "
+        f"ELSE least(greatest({c}::DOUBLE, {_lit(low)}), {_lit(high)}) END"
+    )
+
+
+def _snapped(col: ColumnSpec) -> str:
+    grid = column_grid(col)
+    inner = _clean(col)
+    if grid.step == 1.0:
+        return f"CAST(round({inner}) AS BIGINT)"
+    return f"CAST(round(({inner}) / {_lit(grid.step)}) AS BIGINT)"
+
+
+def _category(col: ColumnSpec) -> str:
+    c = _ident(col.name)
+    if col.type == "int":
+        expr = f"CAST({c} AS BIGINT)::VARCHAR"
+    elif col.type == "float":
+        raise InternalError("float group key")
+    else:
+        expr = f"{c}::VARCHAR"
+    if col.nulls.action == "replace":
+        expr = f"coalesce({expr}, {_lit(str(col.nulls.value))})"
+    return expr
+
+
+def _predicate(p: Predicate, schema: DatasetSchema) -> str:
+    if p.op == "and":
+        return "(" + " AND ".join(_predicate(a, schema) for a in p.args) + ")"
+    if p.op == "or":
+        return "(" + " OR ".join(_predicate(a, schema) for a in p.args) + ")"
+    if p.op == "not":
+        return f"(NOT {_predicate(p.args[0], schema)})"
+    if p.column is None:
+        raise InternalError(f"predicate {p.op} without a column")
+    col = schema.column(p.column)
+    c = _ident(col.name)
+    vals: list[float | int | str] = list(p.values)
+    if col.type in ("category", "text"):
+        c = f"{c}::VARCHAR"
+        vals = [str(v) for v in p.values]
+    if p.op in ("=", "<>", "<", "<=", ">", ">="):
+        return f"({c} {p.op} {_lit(vals[0])})"
+    if p.op == "in":
+        return f"({c} IN ({', '.join(_lit(v) for v in vals)}))"
+    if p.op == "between":
+        return f"({c} BETWEEN {_lit(vals[0])} AND {_lit(vals[1])})"
+    if p.op == "is null":
+        return f"({c} IS NULL)"
+    if p.op == "is not null":
+        return f"({c} IS NOT NULL)"
+    raise InternalError(f"unknown predicate {p.op}")
+
+
+def _source_cte(
+    plan: QueryPlan,
+    schema: DatasetSchema,
+    value_columns: Sequence[str],
+    unit_rows_ok: bool,
+    extra_items: Sequence[str] = (),
+) -> str:
+    """``WITH ... __src AS (...)``: filtered, cleaned, bounded rows (one column per input)."""
+    items: list[str] = []
+    unit_needed = not schema.unit_is_row
+    if unit_needed:
+        items.append(f"{_ident(schema.privacy_unit)} AS __u")
+    for i, g in enumerate(plan.group_by):
+        items.append(f"{_category(schema.column(g.column))} AS __g{i}")
+    for i, name in enumerate(value_columns):
+        items.append(f"{_snapped(schema.column(name))} AS __v{i}")
+    items.extend(extra_items)
+    if not items:
+        items.append("1 AS __one")
+    row_filters = [] if plan.where is None else [_predicate(plan.where, schema)]
+    # Group expressions are referenced by alias: they are filtered in an outer SELECT.
+    alias_filters: list[str] = []
+    for i, g in enumerate(plan.group_by):
+        if g.categories is not None:
+            keys = ", ".join(_lit(k) for k in g.categories)
+            alias_filters.append(f"(__g{i} IN ({keys}))")
+        else:
+            alias_filters.append(f"(__g{i} IS NOT NULL)")
+    base = f"SELECT {', '.join(items)} FROM {_ident(plan.table)}"
+    if row_filters:
+        base += " WHERE " + " AND ".join(row_filters)
+    ctes = [f"__base AS ({base})"]
+    current = "__base"
+    if alias_filters:
+        ctes.append(f"__keyed AS (SELECT * FROM {current} WHERE {' AND '.join(alias_filters)})")
+        current = "__keyed"
+    if unit_needed and not unit_rows_ok:
+        m = schema.max_rows_per_unit
+        ctes.append(
+            f"__rows AS (SELECT * FROM {current} QUALIFY "
+            f"row_number() OVER (PARTITION BY __u ORDER BY random()) <= {m})"
+        )
+        current = "__rows"
+    if unit_needed and plan.group_by and schema.group_limit < schema.max_rows_per_unit:
+        keys = ", ".join(f"__g{i}" for i in range(len(plan.group_by)))
+        salt = secrets.randbits(62)
+        ctes.append(
+            f"__groups AS (SELECT * FROM {current} QUALIFY dense_rank() OVER "
+            f"(PARTITION BY __u ORDER BY hash({keys}, {salt})) <= {schema.group_limit})"
+        )
+        current = "__groups"
+    ctes.append(f"__src AS (SELECT * FROM {current})")
+    return "WITH " + ",\n".join(ctes)
+
+
+def _value_columns(ms: Sequence[Measurement]) -> list[str]:
+    cols: list[str] = []
+    for m in ms:
+        if m.column is not None and m.kind != "quantile" and m.column not in cols:
+            cols.append(m.column)
+    return cols
+
+
+def compile_aggregate(
+    plan: QueryPlan, schema: DatasetSchema, ms: Sequence[Measurement], *, unit_rows_ok: bool
+) -> str:
+    """The one SQL statement computing every non-quantile measurement per group."""
+    value_cols = _value_columns(ms)
+    exprs: list[str] = []
+    for i, m in enumerate(ms):
+        if m.kind == "quantile":
+            continue
+        if m.kind == "count_rows":
+            exprs.append(f"count(*) AS m{i}")
+            continue
+        if m.column is None:
+            raise InternalError(f"measurement {m.key} without a column")
+        v = f"__v{value_cols.index(m.column)}"
+        if m.kind == "count":
+            exprs.append(f"count({v}) AS m{i}")
+        elif m.kind == "sum":
+            exprs.append(f"sum({v}) AS m{i}")
+        elif m.kind in ("csum", "csumsq"):
+            center = column_grid(schema.column(m.column)).center
+            d = f"({v} - {center})"
+            exprs.append(f"sum({d}) AS m{i}" if m.kind == "csum" else f"sum({d} * {d}) AS m{i}")
+        else:
+            raise InternalError(f"unknown measurement {m.kind}")
+    if not exprs:
+        exprs.append("count(*) AS m_unused")
+    keys = [f"__g{i}" for i in range(len(plan.group_by))]
+    select = ", ".join([*keys, *exprs])
+    tail = f" GROUP BY {', '.join(keys)}" if keys else ""
+    return (
+        _source_cte(plan, schema, value_cols, unit_rows_ok) + f"\nSELECT {select} FROM __src{tail}"
+    )
+
+
+def quantile_bins(col: ColumnSpec) -> tuple[int, float, float]:
+    """(K, low, high): K equal bins over the bounds; integer-width bins for narrow int columns."""
+    if col.bounds is None:
+        raise InternalError(f"column {col.name} has no bounds")
+    low, high = col.bounds
+    if col.type == "int" and 0 < high - low <= QUANTILE_BINS:
+        return int(high - low), low, high
+    return (QUANTILE_BINS if high > low else 1), low, high
+
+
+def compile_histogram(
+    plan: QueryPlan, schema: DatasetSchema, column: str, *, unit_rows_ok: bool
+) -> str:
+    """SQL of the per-group histogram of ``column`` over :func:`quantile_bins` (for quantiles)."""
+    col = schema.column(column)
+    k, low, high = quantile_bins(col)
+    clean = _clean(col)
+    width = high - low
+    if width > 0:
+        bin_expr = (
+            f"least({k - 1}, greatest(0, CAST(floor((({clean}) - {_lit(low)}) * {k} / "
+            f"{_lit(width)}) AS BIGINT)))"
+        )
+    else:
+        bin_expr = "0"
+    cte = _source_cte(plan, schema, [], unit_rows_ok, extra_items=[f"{bin_expr} AS __bin"])
+    keys = [f"__g{i}" for i in range(len(plan.group_by))]
+    select = ", ".join([*keys, "__bin", "count(*) AS n"])
+    return (
+        cte
+        + f"\nSELECT {select} FROM __src WHERE __bin IS NOT NULL "
+        + f"GROUP BY {', '.join([*keys, '__bin'])}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ExactAggregates:
+    """Bounded, pre-noise integer aggregates per group (never leaves the engine).
+
+    ``values[group][i]`` is measurement i (None for quantile measurements); ``histograms``
+    maps (group, measurement index) to the bin counts.
+    """
+
+    values: dict[tuple[str, ...], tuple[int | None, ...]]
+    histograms: dict[tuple[tuple[str, ...], int], tuple[int, ...]]
+
+
+class DuckDBBackend:
+    """Datasets in one DuckDB file; read-only short-lived connections for queries."""
+
+    def __init__(self, path: str | Path, *, timeout: float = 120.0) -> None:
+        self.path = Path(path)
+        self.timeout = timeout
+
+    def connect(self, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+        """A connection, waiting (with backoff) while another process holds a conflicting lock."""
+        deadline = time.monotonic() + self.timeout
+        delay = 0.005
+        while True:
+            try:
+                if read_only and not self.path.exists():
+                    raise ParameterError(
+                        "db", str(self.path), "an existing infodp store (register a dataset first)"
+                    )
+                return duckdb.connect(str(self.path), read_only=read_only)
+            except duckdb.IOException as err:
+                if "lock" not in str(err).lower() or time.monotonic() > deadline:
+                    raise
+                time.sleep(delay + secrets.randbelow(1000) / 1e6)
+                delay = min(0.25, delay * 2)
+
+    # -- registration (data owner side) --------------------------------------------------------
+
+    def register(self, name: str, source: Any, schema: DatasetSchema) -> tuple[int, bool]:
+        """Copy the declared columns of ``source`` into table ``name``; returns (rows, unit_ok).
+
+        ``source``: a CSV or Parquet path, or a pandas / polars / Arrow frame. The data owner's
+        data are checked against the declaration (column presence and types, null policy
+        ``error``); ``unit_ok`` says whether every unit already has at most
+        ``max_rows_per_unit`` rows (then the row-limit step is the identity and is skipped).
+        """
+        con = self.connect(read_only=False)
+        try:
+            relation = self._relation(con, source)
+            available = {c.lower(): c for c in relation.columns}
+            wanted: list[tuple[str, str]] = []
+            if not schema.unit_is_row:
+                if schema.privacy_unit.lower() not in available:
+                    raise ParameterError(
+                        f"privacy_unit column {schema.privacy_unit!r} is not in the source; "
+                        f"source columns: {', '.join(relation.columns)}."
+                    )
+                if schema.privacy_unit.lower() not in {c.name.lower() for c in schema.columns}:
+                    wanted.append(
+                        (schema.privacy_unit, f"{_ident(available[schema.privacy_unit.lower()])}")
+                    )
+            for col in schema.columns:
+                if col.name.lower() not in available:
+                    raise ParameterError(
+                        f"declared column {col.name!r} is not in the source; source columns: "
+                        f"{', '.join(relation.columns)}."
+                    )
+                src = _ident(available[col.name.lower()])
+                cast = {"int": "BIGINT", "float": "DOUBLE"}.get(col.type, "VARCHAR")
+                wanted.append(
+                    (
+                        col.name,
+                        f"TRY_CAST({src} AS {cast})" if cast != "VARCHAR" else f"{src}::VARCHAR",
+                    )
+                )
+                if cast != "VARCHAR":
+                    bad = con.execute(
+                        f"SELECT count(*) FROM __source WHERE {src} IS NOT NULL "
+                        f"AND TRY_CAST({src} AS {cast}) IS NULL"
+                    ).fetchone()
+                    if bad is not None and bad[0] > 0:
+                        raise ParameterError(
+                            f"column {col.name!r} is declared {col.type} but some values are not "
+                            f"numbers of that type."
+                        )
+            if con.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE lower(table_name) = lower(?)",
+                [name],
+            ).fetchone() != (0,):
+                raise ParameterError("name", name, "a table name not yet in the store")
+            select = ", ".join(f"{expr} AS {_ident(col)}" for col, expr in wanted)
+            con.execute(f"CREATE TABLE {_ident(name)} AS SELECT {select} FROM __source")
+            try:
+                for col in schema.columns:
+                    if col.nulls.action != "error":
+                        continue
+                    c = _ident(col.name)
+                    check = f"{c} IS NULL" + (
+                        f" OR NOT isfinite({c})" if col.type == "float" else ""
+                    )
+                    row = con.execute(
+                        f"SELECT count(*) FROM {_ident(name)} WHERE {check}"
+                    ).fetchone()
+                    if row is not None and row[0] > 0:
+                        raise ParameterError(
+                            f"column {col.name!r} holds NULL, NaN or infinite values and declares "
+                            "no null policy; add 'nulls: drop' or 'nulls: {replace: VALUE}' to its "
+                            "declaration (values are never imputed silently)."
+                        )
+                unit_ok = True
+                if not schema.unit_is_row:
+                    u = _ident(schema.privacy_unit)
+                    nulls = con.execute(
+                        f"SELECT count(*) FROM {_ident(name)} WHERE {u} IS NULL"
+                    ).fetchone()
+                    if nulls is not None and nulls[0] > 0:
+                        raise ParameterError(
+                            f"privacy_unit column {schema.privacy_unit!r} holds NULL values; every "
+                            "row must belong to an individual."
+                        )
+                    most = con.execute(
+                        f"SELECT coalesce(max(n), 0) FROM "
+                        f"(SELECT count(*) AS n FROM {_ident(name)} GROUP BY {u})"
+                    ).fetchone()
+                    unit_ok = most is not None and most[0] <= schema.max_rows_per_unit
+                count = con.execute(f"SELECT count(*) FROM {_ident(name)}").fetchone()
+                rows = 0 if count is None else int(count[0])
+            except BaseException:
+                con.execute(f"DROP TABLE {_ident(name)}")
+                raise
+            con.execute("CHECKPOINT")
+            return rows, unit_ok
+        finally:
+            con.close()
+
+    @staticmethod
+    def _relation(con: duckdb.DuckDBPyConnection, source: Any) -> duckdb.DuckDBPyRelation:
+        if isinstance(source, (str, Path)):
+            path = Path(source)
+            if not path.is_file():
+                raise ParameterError("source", str(source), "an existing CSV or Parquet file")
+            suffix = path.suffix.lower()
+            if suffix == ".parquet":
+                rel = con.read_parquet(str(path))
+            elif suffix in (".csv", ".tsv", ".txt", ".gz"):
+                rel = con.read_csv(str(path))
+            else:
+                raise ParameterError("source", str(source), "a .csv or .parquet file")
+        else:
+            module = type(source).__module__.split(".")[0]
+            if module not in ("pandas", "polars", "pyarrow"):
+                raise ParameterError(
+                    "source", type(source).__name__, "a path, or a pandas / polars / Arrow frame"
+                )
+            con.register("__frame", source)
+            rel = con.table("__frame")
+        con.execute("CREATE TEMP VIEW __source AS SELECT * FROM " + _relation_sql(rel))
+        return con.table("__source")
+
+    def drop(self, name: str) -> None:
+        """Remove a table (used when a registration fails after the copy)."""
+        con = self.connect(read_only=False)
+        try:
+            con.execute(f"DROP TABLE IF EXISTS {_ident(name)}")
+        finally:
+            con.close()
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def aggregate(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        plan: QueryPlan,
+        schema: DatasetSchema,
+        ms: Sequence[Measurement],
+        *,
+        unit_rows_ok: bool,
+    ) -> ExactAggregates:
+        """Run the bounded aggregation (and quantile histograms) on an open connection."""
+        values: dict[tuple[str, ...], tuple[int | None, ...]] = {}
+        ng = len(plan.group_by)
+        if any(m.kind != "quantile" for m in ms):
+            sql = compile_aggregate(plan, schema, ms, unit_rows_ok=unit_rows_ok)
+            for row in con.execute(sql).fetchall():
+                key = tuple(str(v) for v in row[:ng])
+                it = iter(row[ng:])
+                values[key] = tuple(
+                    None if m.kind == "quantile" else int(next(it) or 0) for m in ms
+                )
+        histograms: dict[tuple[tuple[str, ...], int], tuple[int, ...]] = {}
+        for i, m in enumerate(ms):
+            if m.kind != "quantile" or m.column is None:
+                continue
+            k = quantile_bins(schema.column(m.column))[0]
+            sql = compile_histogram(plan, schema, m.column, unit_rows_ok=unit_rows_ok)
+            acc: dict[tuple[str, ...], list[int]] = {}
+            for row in con.execute(sql).fetchall():
+                key = tuple(str(v) for v in row[:ng])
+                acc.setdefault(key, [0] * k)[int(row[ng])] += int(row[ng + 1])
+            for key, counts in acc.items():
+                histograms[(key, i)] = tuple(counts)
+                values.setdefault(key, tuple(None for _ in ms))
+        return ExactAggregates(values, histograms)
+
+
+def _relation_sql(rel: duckdb.DuckDBPyRelation) -> str:
+    return "(" + rel.sql_query() + ")"

@@ -1,0 +1,729 @@
+"""The curator engine: SQL → plan → cost → ledger reserve → bounded aggregate → noise → answer.
+
+:class:`Curator` ties the pieces of DESIGN.md's picture together over one store (a DuckDB file
+plus its ledger ``<file>.ledger``):
+
+1. :func:`~infodp.curator.sql.parse_query` turns the SQL into an immutable plan (refusals and
+   bad input cost nothing);
+2. :func:`plan_cost` splits the query's ε evenly over its distinct measurements (sequential
+   composition, Dwork & Roth 2014, Thm 3.16); GROUP BY cells are disjoint, so a histogram costs
+   the same as one cell (parallel composition, McSherry 2009, Thm 4) with the L1 sensitivity
+   of the whole vector (a unit adds at most ``max_rows_per_unit`` rows in total);
+3. the ledger reserves (ε, δ) and the information cost durably (fsync'd) *before* the data is
+   touched — if opening the store fails the reservation is refunded, after that it stays spent;
+4. the backend computes the bounded integer aggregates inside DuckDB;
+5. noise: exact discrete Laplace (counts and grid-snapped sums), the exponential mechanism
+   (quantiles), DP partition selection for undeclared GROUP BY keys (Korolova et al. 2009;
+   Wilson et al. 2020, "Differentially Private SQL with Bounded User Contribution");
+6. the answer carries a confidence interval for every cell (or the quantile's rank error),
+   its cost and the :func:`infodp.explain.explain` summary of that cost.
+
+>>> import tempfile, os, pandas as pd
+>>> from infodp.mechanisms.sampling import InsecureSeededSource
+>>> d = tempfile.mkdtemp()
+>>> cur = Curator(os.path.join(d, "store.duckdb"),
+...               source=InsecureSeededSource(1, i_understand_this_is_not_private=True))
+>>> frame = pd.DataFrame({"age": [30, 40, 50, 60], "region": ["n", "s", "n", "s"]})
+>>> _ = cur.register_dataset("people", frame, {"table": "people", "privacy_unit": "row",
+...     "columns": {"age": {"type": "int", "bounds": [0, 100]},
+...                 "region": {"type": "category", "categories": ["n", "s"]}}})
+>>> _ = cur.add_analyst("alice", "people", epsilon=1.0)
+>>> r = cur.query("alice", "SELECT region, COUNT(*) FROM people GROUP BY region", epsilon=0.5)
+>>> r.columns, [row[0] for row in r.rows], float(r.remaining.remaining_epsilon)
+(('region', 'COUNT(*)'), ['n', 's'], 0.5)
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from infodp.curator.backends.duckdb import (
+    DuckDBBackend,
+    ExactAggregates,
+    column_grid,
+    quantile_bins,
+)
+from infodp.curator.budget_info import discrete_laplace_information
+from infodp.curator.ledger import Budget, Ledger
+from infodp.curator.noise import (
+    dlap_halfwidth,
+    dlap_tail,
+    exponential_mechanism,
+    release_integer,
+)
+from infodp.curator.plan import Aggregate, Measurement, QueryPlan, measurements
+from infodp.curator.schema import DatasetSchema, load_schema
+from infodp.curator.sql import parse_query, referenced_table
+from infodp.curator.synopsis import Synopsis, synopsis_keys
+from infodp.errors import InternalError, ParameterError
+from infodp.mechanisms.sampling import RandomSource, require_secure_source
+
+__all__ = [
+    "MAX_CELLS",
+    "Curator",
+    "MeasurementCost",
+    "QueryCost",
+    "QueryResult",
+    "as_budget_fraction",
+    "leakage_summary",
+    "plan_cost",
+]
+
+#: Largest number of declared GROUP BY cells a query may ask for.
+MAX_CELLS = 1_000_000
+
+
+def as_budget_fraction(name: str, value: Any, *, allow_zero: bool = False) -> Fraction:
+    """A privacy parameter as an exact fraction: "0.1" and 0.1 both give 1/10 exactly.
+
+    Floats are read through their shortest decimal repr, so the ε the ledger debits is the
+    one the user typed, and the noise is calibrated to that same exact number.
+
+    >>> as_budget_fraction("epsilon", 0.1), as_budget_fraction("epsilon", "1e-6")
+    (Fraction(1, 10), Fraction(1, 1000000))
+    >>> as_budget_fraction("epsilon", -1)
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: epsilon must be a positive finite number; got -1.
+    """
+    allowed = "a non-negative finite number" if allow_zero else "a positive finite number"
+    if isinstance(value, bool):
+        raise ParameterError(name, value, allowed)
+    if isinstance(value, Fraction):
+        frac = value
+    else:
+        try:
+            if isinstance(value, float):
+                if not math.isfinite(value):
+                    raise ValueError
+                value = repr(value)
+            dec = Decimal(str(value).strip())
+            if not dec.is_finite():
+                raise ValueError
+            frac = Fraction(dec)
+        except (ValueError, ArithmeticError):
+            raise ParameterError(name, value, allowed) from None
+    if frac < 0 or (frac == 0 and not allow_zero):
+        raise ParameterError(name, value, allowed)
+    return frac
+
+
+def _float_up(x: Fraction) -> float:
+    f = float(x)
+    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
+
+
+@dataclass(frozen=True, slots=True)
+class MeasurementCost:
+    """One noisy measurement: its ε share, integer sensitivity and noise scale (grid units)."""
+
+    measurement: Measurement
+    epsilon: Fraction
+    sensitivity: int
+    step: float
+
+    @property
+    def scale(self) -> float:
+        """Noise scale b = Δ/ε (grid units) — for the exponential mechanism 2Δ/ε."""
+        return float(Fraction(self.sensitivity) / self.epsilon)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryCost:
+    """What a query costs: (ε, δ) for the analyst, information (nats) about the whole table."""
+
+    epsilon: Fraction
+    delta: Fraction
+    parts: tuple[MeasurementCost, ...]
+    information_nats: float
+    cells: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (floats rounded up; exact fractions alongside)."""
+        return {
+            "epsilon": _float_up(self.epsilon),
+            "delta": _float_up(self.delta),
+            "epsilon_exact": str(self.epsilon),
+            "delta_exact": str(self.delta),
+            "information_nats": self.information_nats,
+            "information_bits": self.information_nats / math.log(2.0),
+            "measurements": [
+                {
+                    "measurement": p.measurement.key,
+                    "epsilon": _float_up(p.epsilon),
+                    "sensitivity": p.sensitivity * p.step,
+                    "mechanism": "exponential"
+                    if p.measurement.kind == "quantile"
+                    else "discrete_laplace",
+                    "noise_scale": p.scale * p.step,
+                }
+                for p in self.parts
+            ],
+        }
+
+
+def _cells(plan: QueryPlan) -> int:
+    n = 1
+    for g in plan.group_by:
+        if g.categories is None:
+            return -1
+        n *= len(g.categories)
+    return n
+
+
+def plan_cost(
+    plan: QueryPlan, schema: DatasetSchema, epsilon: Fraction, delta: Fraction, rows: int
+) -> QueryCost:
+    """Split ε over the plan's measurements and bound the information released.
+
+    Sensitivities (L1 over all cells, add/remove one unit with at most m rows): COUNT m;
+    SUM m·max|v|; centred sums m·r and m·r² (r = largest |v − centre|), in grid units; the
+    quantile score |#{x < t} − q·n| changes by at most m (exponential mechanism).
+
+    >>> from infodp.curator.plan import Output
+    >>> s = load_schema({"table": "t", "privacy_unit": "row",
+    ...                  "columns": {"x": {"type": "int", "bounds": [0, 10]}}})
+    >>> c = plan_cost(parse_query("SELECT AVG(x) FROM t", s), s, Fraction(1), Fraction(0), 100)
+    >>> [(p.measurement.key, str(p.epsilon), p.sensitivity) for p in c.parts]
+    [('csum(x)', '1/2', 5), ('count(x)', '1/2', 1)]
+    """
+    ms = measurements(plan)
+    share = epsilon / len(ms)
+    m = schema.max_rows_per_unit
+    parts: list[MeasurementCost] = []
+    for meas in ms:
+        step = 1.0
+        if meas.kind in ("count_rows", "count", "quantile"):
+            sens = m
+        else:
+            if meas.column is None:
+                raise InternalError(f"{meas.key} without a column")
+            grid = column_grid(schema.column(meas.column))
+            step = grid.step
+            if meas.kind == "sum":
+                sens = m * grid.magnitude
+            elif meas.kind == "csum":
+                sens = m * grid.radius
+            elif meas.kind == "csumsq":
+                sens = m * grid.radius**2
+                step = grid.step**2
+            else:
+                raise InternalError(f"unknown measurement {meas.kind}")
+        parts.append(MeasurementCost(meas, share, sens, step))
+    cells = _cells(plan)
+    if plan.needs_partition_selection:
+        if delta <= 0:
+            cols = ", ".join(g.column for g in plan.group_by if g.categories is None)
+            raise ParameterError(
+                "delta",
+                float(delta),
+                f"> 0 for GROUP BY over {cols}, which has no declared categories (DP partition "
+                "selection costs δ; or declare the column as a category)",
+            )
+        info = math.inf  # the released key set itself is not bounded by this accounting
+    else:
+        delta = Fraction(0)
+        if cells > MAX_CELLS:
+            raise ParameterError("GROUP BY", cells, f"at most {MAX_CELLS} declared cells")
+        info = 0.0
+        for p in parts:
+            info += cells * _information(p, schema, rows)
+        info = math.nextafter(info, math.inf) if info > 0 else 0.0
+    return QueryCost(epsilon, delta, tuple(parts), info, cells)
+
+
+def _information(p: MeasurementCost, schema: DatasetSchema, rows: int) -> float:
+    """Nats about the whole table released by one cell of one measurement (budget_info)."""
+    meas = p.measurement
+    if p.sensitivity == 0:
+        return 0.0
+    if meas.kind == "quantile":
+        if meas.column is None:
+            raise InternalError("quantile without a column")
+        return math.log(quantile_bins(schema.column(meas.column))[0] + 1)
+    if meas.kind in ("count_rows", "count"):
+        width = rows
+    else:
+        if meas.column is None:
+            raise InternalError(f"{meas.key} without a column")
+        g = column_grid(schema.column(meas.column))
+        per_row = {"sum": g.hi - g.lo, "csum": g.hi - g.lo, "csumsq": g.radius**2}[meas.kind]
+        width = rows * per_row
+    return discrete_laplace_information(float(width), p.scale)
+
+
+def leakage_summary(epsilon: float, delta: float, rows: int | None) -> dict[str, Any]:
+    """The :func:`infodp.explain.explain` summary of a query's cost (per individual).
+
+    >>> s = leakage_summary(1.0, 0.0, None)
+    >>> round(s["bits"]["inf"], 4), round(s["attacker_success_max"], 6)
+    (1.4427, 0.731059)
+    """
+    try:
+        from infodp.accounting import approximate_dp_profile, pure_dp_profile
+        from infodp.explain import explain
+    except ImportError:  # pragma: no cover - the explain/accounting modules are part of infodp
+        return {"epsilon": epsilon, "delta": delta, "note": "explain() unavailable"}
+    profile = pure_dp_profile(epsilon) if delta == 0 else approximate_dp_profile(epsilon, delta)
+    full = explain(profile, rows=rows).to_dict()
+    keys = (
+        "epsilon",
+        "delta",
+        "nats",
+        "bits",
+        "attacker_success_max",
+        "posterior_odds_bound",
+        "unbounded_probability",
+        "expected_exposed_individuals",
+        "warnings",
+    )
+    return {k: full[k] for k in keys if k in full}
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    """A released answer: rows, per-cell accuracy, cost, remaining budget, leakage."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    confidence_intervals: tuple[tuple[Any, ...], ...]
+    confidence: float
+    cost: QueryCost
+    remaining: Budget
+    entry_id: int
+    leakage: dict[str, Any] = field(compare=False)
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON payload of ``infodp query --json``."""
+        return {
+            "columns": list(self.columns),
+            "rows": [list(r) for r in self.rows],
+            "confidence_intervals": [list(r) for r in self.confidence_intervals],
+            "confidence": self.confidence,
+            "cost": {**self.cost.to_dict(), "leakage": self.leakage},
+            "remaining": self.remaining.to_dict(),
+            "entry": self.entry_id,
+            "notes": list(self.notes),
+        }
+
+
+Hook = Callable[[str, int], None]
+
+
+class Curator:
+    """A DP SQL curator over one store (DuckDB file + ledger).
+
+    ``source``: the randomness for releases — None (default) is the OS CSPRNG; tests may pass
+    an :class:`~infodp.mechanisms.sampling.InsecureSeededSource` (explicitly not private).
+    """
+
+    def __init__(
+        self,
+        db: str | Path,
+        *,
+        source: RandomSource | None = None,
+        timeout: float = 120.0,
+        _hook: Hook | None = None,
+    ) -> None:
+        self.db = Path(db)
+        self.ledger = Ledger(str(self.db) + ".ledger", timeout=timeout)
+        self.backend = DuckDBBackend(self.db, timeout=timeout)
+        self._source = None if source is None else require_secure_source(source)
+        self._hook = _hook
+
+    # -- administration ------------------------------------------------------------------------
+
+    def register_dataset(
+        self,
+        name: str,
+        source: Any,
+        schema: Any,
+        *,
+        info_cap_bits: float | None = None,
+    ) -> dict[str, Any]:
+        """Load ``source`` (CSV/Parquet path or frame) under ``name`` with its declared schema.
+
+        ``info_cap_bits`` optionally caps the total information (α = 1) released about the
+        table by all analysts together. The row count is recorded as public metadata.
+        """
+        parsed = load_schema(schema)
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ParameterError("name", name, "an identifier (letters, digits, _)")
+        if info_cap_bits is not None:
+            info_cap_bits = float(info_cap_bits)
+            if not (math.isfinite(info_cap_bits) and info_cap_bits >= 0):
+                raise ParameterError("info_cap_bits", info_cap_bits, "a non-negative finite number")
+        if name in {d.name for d in self.ledger.datasets()}:
+            raise ParameterError("name", name, "a dataset name not registered yet")
+        schema_for_table = DatasetSchema(
+            name,
+            parsed.privacy_unit,
+            parsed.columns,
+            parsed.max_rows_per_unit,
+            parsed.max_groups_per_unit,
+        )
+        rows, unit_ok = self.backend.register(name, source, schema_for_table)
+        try:
+            self.ledger.register_dataset(
+                name,
+                schema_for_table.to_json(),
+                rows=rows,
+                source=str(source) if isinstance(source, (str, Path)) else type(source).__name__,
+                info_cap_bits=info_cap_bits,
+                unit_rows_ok=unit_ok,
+            )
+        except BaseException:
+            self.backend.drop(name)
+            raise
+        return {
+            "name": name,
+            "rows": rows,
+            "schema": schema_for_table.to_dict(),
+            "info_cap_bits": info_cap_bits,
+        }
+
+    def add_analyst(self, name: str, dataset: str, *, epsilon: Any, delta: Any = 0) -> str:
+        """Give analyst ``name`` a budget on ``dataset``; returns their API key (shown once)."""
+        if not isinstance(name, str) or not name.strip():
+            raise ParameterError("name", name, "a non-empty analyst name")
+        eps = as_budget_fraction("epsilon", epsilon, allow_zero=True)
+        dlt = as_budget_fraction("delta", delta, allow_zero=True)
+        if dlt > 1:
+            raise ParameterError("delta", delta, "a probability in [0, 1]")
+        record = self.ledger.dataset(dataset)
+        return self.ledger.add_analyst(name, record.name, eps, dlt)
+
+    def schema(self, dataset: str) -> DatasetSchema:
+        """The declared schema of a registered dataset."""
+        return load_schema(self.ledger.dataset(dataset).schema_json)
+
+    def plan(self, sql: str) -> tuple[QueryPlan, DatasetSchema, int, bool]:
+        """(plan, schema, public row count, unit_rows_ok) for ``sql``; nothing is spent."""
+        table = referenced_table(sql)
+        record = self.ledger.dataset(table)
+        schema = load_schema(record.schema_json)
+        return parse_query(sql, schema), schema, record.rows, record.unit_rows_ok
+
+    def exact_aggregates(self, sql: str) -> ExactAggregates:
+        """The bounded pre-noise aggregates of ``sql``. NOT PRIVATE: for tests and audits only."""
+        plan, schema, _, unit_ok = self.plan(sql)
+        con = self.backend.connect(read_only=True)
+        try:
+            return self.backend.aggregate(
+                con, plan, schema, measurements(plan), unit_rows_ok=unit_ok
+            )
+        finally:
+            con.close()
+
+    # -- the query path ------------------------------------------------------------------------
+
+    def query(
+        self,
+        analyst: str,
+        sql: str,
+        *,
+        epsilon: Any,
+        delta: Any = 0,
+        confidence: float = 0.95,
+    ) -> QueryResult:
+        """Answer ``sql`` with DP noise, charging ``epsilon`` (and ``delta``) to ``analyst``.
+
+        Raises :class:`~infodp.errors.BudgetExceeded` (nothing released, nothing spent) when
+        the analyst's remaining budget or the dataset's information cap is too small.
+        """
+        eps = as_budget_fraction("epsilon", epsilon)
+        dlt = as_budget_fraction("delta", delta, allow_zero=True)
+        if dlt >= 1:
+            raise ParameterError("delta", delta, "a probability in [0, 1)")
+        if not (isinstance(confidence, float | int) and 0 < confidence < 1):
+            raise ParameterError("confidence", confidence, "a number in (0, 1)")
+        plan, schema, rows, unit_ok = self.plan(sql)
+        cost = plan_cost(plan, schema, eps, dlt, rows)
+        leak = leakage_summary(_float_up(cost.epsilon), _float_up(cost.delta), rows)
+        self.ledger.budget(analyst, plan.table)  # unknown analyst: refuse before reserving
+        entry = self.ledger.reserve(
+            analyst, plan.table, sql, cost.epsilon, cost.delta, cost.information_nats
+        )
+        self._at("reserved", entry)
+        try:
+            con = self.backend.connect(read_only=True)
+        except BaseException as err:
+            self.ledger.cancel(entry, f"store not opened: {type(err).__name__}")
+            raise
+        try:
+            try:
+                exact = self.backend.aggregate(
+                    con,
+                    plan,
+                    schema,
+                    tuple(p.measurement for p in cost.parts),
+                    unit_rows_ok=unit_ok,
+                )
+            finally:
+                con.close()
+            self._at("aggregated", entry)
+            columns, out_rows, intervals, notes = self._release(
+                plan, schema, cost, exact, 1 - confidence
+            )
+        except BaseException as err:
+            self.ledger.fail(entry, f"{type(err).__name__}: {err}"[:500])
+            raise
+        remaining = self.ledger.budget(analyst, plan.table)
+        result = QueryResult(
+            columns, out_rows, intervals, confidence, cost, remaining, entry, leak, notes
+        )
+        self.ledger.complete(entry, _jsonable(result.to_dict()))
+        return result
+
+    # -- non-interactive release ---------------------------------------------------------------
+
+    def release_synopsis(
+        self,
+        analyst: str,
+        name: str,
+        dataset: str,
+        columns: Sequence[str],
+        *,
+        epsilon: Any,
+    ) -> Synopsis:
+        """Publish a noisy histogram over ``columns`` once (cost ε), stored as ``name``.
+
+        Later :meth:`query_synopsis` calls answer from it for free (seed 002).
+        """
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ParameterError("name", name, "an identifier (letters, digits, _)")
+        if name in {s["name"] for s in self.ledger.synopses()}:
+            raise ParameterError("name", name, "a synopsis name not used yet")
+        schema = self.schema(dataset)
+        cols = [schema.column(c).name for c in columns]
+        if not cols or len(set(cols)) != len(cols):
+            raise ParameterError("columns", list(columns), "one or more distinct column names")
+        keys = synopsis_keys(schema, cols)
+        listed = ", ".join(f'"{c}"' for c in cols)
+        sql = f'SELECT {listed}, COUNT(*) AS n FROM "{schema.table}" GROUP BY {listed}'
+        result = self.query(analyst, sql, epsilon=epsilon)
+        counts = tuple(int(row[-1]) for row in result.rows)
+        if len(counts) != math.prod(len(k) for k in keys):
+            raise InternalError("synopsis cells do not match the declared keys")
+        part = result.cost.parts[0]
+        syn = Synopsis(
+            name, schema.table, tuple(cols), keys, counts, part.scale, _float_up(part.epsilon)
+        )
+        self.ledger.save_synopsis(
+            name, schema.table, analyst, result.entry_id, syn.to_spec(), {"counts": list(counts)}
+        )
+        return syn
+
+    def synopsis(self, name: str) -> Synopsis:
+        """A stored synopsis."""
+        _, _, spec, data = self.ledger.synopsis(name)
+        return Synopsis.from_stored(name, spec, data)
+
+    def query_synopsis(self, name: str, sql: str, *, confidence: float = 0.95) -> dict[str, Any]:
+        """Answer ``sql`` from synopsis ``name``: no data access, no cost (post-processing)."""
+        if not (isinstance(confidence, float | int) and 0 < confidence < 1):
+            raise ParameterError("confidence", confidence, "a number in (0, 1)")
+        syn = self.synopsis(name)
+        return syn.answer(sql, self.schema(syn.dataset), confidence)
+
+    def _at(self, stage: str, entry: int) -> None:
+        if self._hook is not None:
+            self._hook(stage, entry)
+
+    def _release(
+        self,
+        plan: QueryPlan,
+        schema: DatasetSchema,
+        cost: QueryCost,
+        exact: ExactAggregates,
+        beta: float,
+    ) -> tuple[
+        tuple[str, ...], tuple[tuple[Any, ...], ...], tuple[tuple[Any, ...], ...], tuple[str, ...]
+    ]:
+        parts = cost.parts
+        index = {p.measurement.key: i for i, p in enumerate(parts)}
+        notes: list[str] = [
+            "intervals cover the noise only: values were clamped to the declared bounds and "
+            "snapped to a grid first, and that bias is not included",
+        ]
+        # Which groups are released.
+        if plan.group_by and not plan.needs_partition_selection:
+            keys = [
+                tuple(k) for k in itertools.product(*(g.categories or () for g in plan.group_by))
+            ]
+        elif plan.group_by:
+            keys = sorted(exact.values)
+        else:
+            keys = [()]
+        zero: tuple[int | None, ...] = tuple(0 for _ in parts)
+        noisy: dict[tuple[str, ...], list[int | None]] = {}
+        for key in keys:
+            vals = exact.values.get(key, zero)
+            noisy[key] = [
+                None
+                if p.measurement.kind == "quantile"
+                else release_integer(int(vals[i] or 0), p.sensitivity, p.epsilon, self._source)
+                for i, p in enumerate(parts)
+            ]
+        if plan.needs_partition_selection:
+            sel = parts[index["count(*)"]]
+            threshold = _selection_threshold(
+                sel, schema.group_limit, schema.max_rows_per_unit, cost.delta
+            )
+            keys = [k for k in keys if (noisy[k][index["count(*)"]] or 0) >= threshold]
+            notes.append(
+                f"groups were chosen by DP partition selection: a group is released only when "
+                f"its noisy COUNT(*) is at least {threshold}"
+            )
+        # Per-measurement half-widths at level beta / (measurements an aggregate combines).
+        out_rows: list[tuple[Any, ...]] = []
+        out_cis: list[tuple[Any, ...]] = []
+        for key in keys:
+            row: list[Any] = []
+            cis: list[Any] = []
+            for out in plan.outputs:
+                if out.aggregate is None:
+                    pos = [g.column for g in plan.group_by].index(out.group_column or "")
+                    row.append(key[pos])
+                    cis.append(None)
+                    continue
+                value, ci = self._answer(
+                    out.aggregate, key, noisy[key], index, parts, schema, exact, beta
+                )
+                row.append(value)
+                cis.append(ci)
+            out_rows.append(tuple(row))
+            out_cis.append(tuple(cis))
+        return tuple(o.name for o in plan.outputs), tuple(out_rows), tuple(out_cis), tuple(notes)
+
+    def _answer(
+        self,
+        agg: Aggregate,
+        key: tuple[str, ...],
+        noisy: list[int | None],
+        index: dict[str, int],
+        parts: tuple[MeasurementCost, ...],
+        schema: DatasetSchema,
+        exact: ExactAggregates,
+        beta: float,
+    ) -> tuple[Any, Any]:
+        def get(mkey: str, level: float) -> tuple[int, int, MeasurementCost]:
+            i = index[mkey]
+            p = parts[i]
+            v = noisy[i]
+            if v is None:
+                raise InternalError(f"{mkey} has no noisy value")
+            return v, dlap_halfwidth(p.scale, level), p
+
+        if agg.func == "count":
+            mkey = "count(*)" if agg.column is None else f"count({agg.column})"
+            v, h, _ = get(mkey, beta)
+            return v, [v - h, v + h]
+        if agg.column is None:
+            raise InternalError(f"{agg.func} without a column")
+        grid = column_grid(schema.column(agg.column))
+        g = grid.step
+        if agg.func == "sum":
+            v, h, _ = get(f"sum({agg.column})", beta)
+            return v * g, [(v - h) * g, (v + h) * g]
+        if agg.func == "avg":
+            s, hs, _ = get(f"csum({agg.column})", beta / 2)
+            c, hc, _ = get(f"count({agg.column})", beta / 2)
+            low, high = grid.low, grid.high
+            centre = grid.center * g
+            point = min(high, max(low, centre + s * g / c)) if c > 0 else (low + high) / 2
+            if c - hc < 1:
+                return point, [low, high]
+            ratios = [a / b for a in (s - hs, s + hs) for b in (c - hc, c + hc)]
+            return point, [max(low, centre + min(ratios) * g), min(high, centre + max(ratios) * g)]
+        if agg.func in ("variance", "stddev"):
+            s, hs, _ = get(f"csum({agg.column})", beta / 3)
+            q, hq, _ = get(f"csumsq({agg.column})", beta / 3)
+            c, hc, _ = get(f"count({agg.column})", beta / 3)
+            r2 = float(grid.radius**2)
+            sample = not agg.population
+            if c >= 2:
+                var = min(r2, max(0.0, q / c - (s / c) ** 2))
+                if sample:
+                    var *= c / (c - 1)
+            else:
+                var = 0.0
+            if c - hc >= 2:
+                c_lo, c_hi = c - hc, c + hc
+                mean_sq_lo = max(0.0, (q - hq) / c_hi)
+                mean_sq_hi = (q + hq) / c_lo
+                m_lo, m_hi = (
+                    (s - hs) / c_lo if s - hs < 0 else (s - hs) / c_hi,
+                    ((s + hs) / c_hi if s + hs < 0 else (s + hs) / c_lo),
+                )
+                sq_hi = max(m_lo * m_lo, m_hi * m_hi)
+                sq_lo = 0.0 if m_lo <= 0 <= m_hi else min(m_lo * m_lo, m_hi * m_hi)
+                lo = max(0.0, mean_sq_lo - sq_hi)
+                hi = min(r2, mean_sq_hi - sq_lo)
+                if sample:
+                    lo *= c_hi / (c_hi - 1)
+                    hi = min(2 * r2, hi * c_lo / (c_lo - 1))
+            else:
+                lo, hi = 0.0, 2 * r2 if sample else r2
+            hi = max(hi, lo)
+            scale = g * g
+            if agg.func == "stddev":
+                return math.sqrt(var * scale), [math.sqrt(lo * scale), math.sqrt(hi * scale)]
+            return var * scale, [lo * scale, hi * scale]
+        if agg.func == "quantile":
+            i = index[f"quantile({agg.column},{agg.q})"]
+            p = parts[i]
+            col = schema.column(agg.column)
+            k, low, high = quantile_bins(col)
+            hist = exact.histograms.get((key, i), (0,) * k)
+            n = sum(hist)
+            level = agg.q if agg.q is not None else Fraction(1, 2)
+            below = [0, *itertools.accumulate(hist)]
+            scores = [abs(Fraction(b) - level * n) for b in below]
+            j = exponential_mechanism(scores, p.epsilon, Fraction(p.sensitivity), self._source)
+            value = low + (high - low) * j / k if k else low
+            if col.type == "int":
+                value = round(value)
+            # Dwork & Roth 2014, Thm 3.11: score ≤ OPT + (2Δ/ε)(ln|R| + ln(1/β)) w.p. ≥ 1 − β.
+            rank_error = float(2 * p.sensitivity / p.epsilon) * (
+                math.log(k + 1) + math.log(1 / beta)
+            )
+            return value, {
+                "rank_error": rank_error,
+                "grid": (high - low) / k if k else 0.0,
+                "note": "rank of the answer within rank_error of q·n (plus the best grid point's)",
+            }
+        raise InternalError(f"unknown aggregate {agg.func}")
+
+
+def _selection_threshold(sel: MeasurementCost, k: int, m: int, delta: Fraction) -> int:
+    """Smallest integer τ with k·P(m + Y ≥ τ) ≤ δ for Y discrete Laplace of scale b.
+
+    A unit creates at most k new groups, each with a count of at most m; a group absent from
+    the neighbour is released only if its noisy count reaches τ (Korolova et al. 2009;
+    Wilson et al. 2020, Sec. 3), so the δ of the whole selection is at most k times that
+    tail. P(Y ≥ j) = p^j/(1 + p) for j ≥ 1 (half of the two-sided tail :func:`dlap_tail`).
+    """
+    b = sel.scale
+    target = float(delta) / k
+    j = max(1, math.ceil(b * (math.log(1 / target) - math.log1p(math.exp(-1 / b)))))
+    while dlap_tail(b, j - 1) / 2 > target:
+        j += 1
+    return m + j
+
+
+def _jsonable(payload: dict[str, Any]) -> dict[str, Any]:
+    from infodp.cli._common import to_jsonable
+
+    out = to_jsonable(payload)
+    if not isinstance(out, dict):
+        raise InternalError("result is not a mapping")
+    return out

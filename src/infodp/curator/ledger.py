@@ -1,0 +1,637 @@
+"""The durable privacy ledger: the only writer of budget state.
+
+Design (issue 5, "Ledger"): budget state lives in a SQLite database next to the DuckDB store
+(``<store>.ledger``) in WAL mode with ``synchronous=FULL``, so every commit is fsync'd before
+it returns. Each write is one ``BEGIN IMMEDIATE`` transaction: the check "cost ≤ remaining" and
+the debit happen under SQLite's single-writer lock, so two processes can never overspend;
+``busy_timeout`` plus a retry loop makes a second writer wait instead of failing with a lock
+error. The DuckDB file is only ever opened for reading by queries, so it never blocks the ledger.
+
+Life of a query's entry::
+
+    reserve  -> 'reserved'   cost debited and durable, before the data is touched or noise drawn
+    cancel   -> 'cancelled'  failure *before* the data was touched: the cost is refunded
+    fail     -> 'failed'     failure after the data was touched: the cost stays spent
+    complete -> 'released'   the noisy answer left; it is stored with the entry
+
+A process killed after ``reserve`` leaves a 'reserved' entry: the budget is lost, privacy is
+not. Budgets are exact fractions (ε and δ under basic sequential composition, Dwork & Roth
+2014, Thm 3.16), stored as text "p/q", so they never drift. API keys are 256-bit secrets of
+which only a salted SHA-256 is stored (a key this long cannot be brute-forced, so a slow
+password hash would add nothing).
+
+>>> import tempfile, os
+>>> led = Ledger(os.path.join(tempfile.mkdtemp(), "s.ledger"))
+>>> led.register_dataset("t", '{"table": "t"}', rows=10, source="-")
+>>> key = led.add_analyst("alice", "t", Fraction(1), Fraction(0))
+>>> led.verify_key("alice", key)
+True
+>>> e = led.reserve("alice", "t", "SELECT COUNT(*) FROM t", Fraction(1, 4), Fraction(0), 0.5)
+>>> str(led.budget("alice", "t").remaining_epsilon)
+'3/4'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import hmac
+import json
+import math
+import os
+import secrets
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from infodp.errors import BudgetExceeded, InternalError, ParameterError
+
+__all__ = [
+    "STATUSES",
+    "Budget",
+    "DatasetRecord",
+    "Entry",
+    "Ledger",
+    "format_fraction",
+]
+
+#: Entry states (see the module docstring).
+STATUSES: tuple[str, ...] = ("reserved", "released", "failed", "cancelled")
+_SPENDING = ("reserved", "released", "failed")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS datasets (
+    name TEXT PRIMARY KEY, schema_json TEXT NOT NULL, rows INTEGER NOT NULL,
+    source TEXT NOT NULL, info_cap_bits REAL, info_spent_nats REAL NOT NULL DEFAULT 0,
+    unit_rows_ok INTEGER NOT NULL DEFAULT 0, created TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS analysts (
+    name TEXT NOT NULL, dataset TEXT NOT NULL REFERENCES datasets(name),
+    key_salt TEXT NOT NULL, key_hash TEXT NOT NULL,
+    epsilon TEXT NOT NULL, delta TEXT NOT NULL,
+    spent_epsilon TEXT NOT NULL DEFAULT '0', spent_delta TEXT NOT NULL DEFAULT '0',
+    created TEXT NOT NULL, PRIMARY KEY (name, dataset));
+CREATE TABLE IF NOT EXISTS entries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, analyst TEXT NOT NULL, dataset TEXT NOT NULL,
+    sql TEXT NOT NULL, epsilon TEXT NOT NULL, delta TEXT NOT NULL, info_nats REAL NOT NULL,
+    status TEXT NOT NULL, created TEXT NOT NULL, finished TEXT, pid INTEGER,
+    result_json TEXT, error TEXT);
+CREATE TABLE IF NOT EXISTS synopses (
+    name TEXT PRIMARY KEY, dataset TEXT NOT NULL, analyst TEXT NOT NULL,
+    entry_id INTEGER NOT NULL, spec_json TEXT NOT NULL, data_json TEXT NOT NULL,
+    created TEXT NOT NULL);
+"""
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
+
+
+def format_fraction(x: Fraction) -> str:
+    """A fraction as a short decimal when exact, else "p/q" with its decimal value.
+
+    >>> format_fraction(Fraction(1, 10)), format_fraction(Fraction(1, 3))
+    ('0.1', '1/3 (≈0.333333)')
+    """
+    if _is_decimal(x.denominator):
+        return _decimal(x)
+    return f"{x.numerator}/{x.denominator} (≈{float(x):.6g})"
+
+
+def _is_decimal(d: int) -> bool:
+    for p in (2, 5):
+        while d % p == 0:
+            d //= p
+    return d == 1
+
+
+def _decimal(x: Fraction) -> str:
+    # Exact decimal expansion of a fraction whose denominator is 2^a 5^b.
+    d = x.denominator
+    digits = 0
+    while (x * 10**digits).denominator != 1:
+        digits += 1
+    if digits == 0:
+        return str(x.numerator)
+    scaled = abs(x.numerator) * 10**digits // d
+    text = str(scaled).rjust(digits + 1, "0")
+    sign = "-" if x < 0 else ""
+    return f"{sign}{text[:-digits]}.{text[-digits:]}".rstrip("0").rstrip(".")
+
+
+def _frac(text: str) -> Fraction:
+    return Fraction(text)
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """An analyst's budget on one dataset (exact fractions)."""
+
+    analyst: str
+    dataset: str
+    epsilon: Fraction
+    delta: Fraction
+    spent_epsilon: Fraction
+    spent_delta: Fraction
+
+    @property
+    def remaining_epsilon(self) -> Fraction:
+        """ε left (never negative)."""
+        return max(Fraction(0), self.epsilon - self.spent_epsilon)
+
+    @property
+    def remaining_delta(self) -> Fraction:
+        """δ left (never negative)."""
+        return max(Fraction(0), self.delta - self.spent_delta)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready numbers (floats rounded *down* for remaining, *up* for spent)."""
+        return {
+            "analyst": self.analyst,
+            "dataset": self.dataset,
+            "epsilon": float(self.epsilon),
+            "delta": float(self.delta),
+            "spent_epsilon": _float_up(self.spent_epsilon),
+            "spent_delta": _float_up(self.spent_delta),
+            "remaining_epsilon": _float_down(self.remaining_epsilon),
+            "remaining_delta": _float_down(self.remaining_delta),
+            "exact": {
+                "epsilon": str(self.epsilon),
+                "delta": str(self.delta),
+                "spent_epsilon": str(self.spent_epsilon),
+                "spent_delta": str(self.spent_delta),
+            },
+        }
+
+
+def _float_up(x: Fraction) -> float:
+    f = float(x)
+    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
+
+
+def _float_down(x: Fraction) -> float:
+    f = float(x)
+    return f if Fraction(f) <= x else math.nextafter(f, -math.inf)
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetRecord:
+    """A registered dataset: its schema (JSON), public row count and information budget."""
+
+    name: str
+    schema_json: str
+    rows: int
+    source: str
+    info_cap_bits: float | None
+    info_spent_nats: float
+    unit_rows_ok: bool
+    created: str
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One ledger line: who asked what, when, at which cost, and what happened."""
+
+    id: int
+    analyst: str
+    dataset: str
+    sql: str
+    epsilon: Fraction
+    delta: Fraction
+    info_nats: float
+    status: str
+    created: str
+    finished: str | None
+    pid: int | None
+    result_json: str | None
+    error: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready view (cost as floats rounded up, plus exact fractions)."""
+        return {
+            "id": self.id,
+            "analyst": self.analyst,
+            "dataset": self.dataset,
+            "sql": self.sql,
+            "epsilon": _float_up(self.epsilon),
+            "delta": _float_up(self.delta),
+            "epsilon_exact": str(self.epsilon),
+            "delta_exact": str(self.delta),
+            "information_nats": self.info_nats,
+            "status": self.status,
+            "created": self.created,
+            "finished": self.finished,
+            "has_result": self.result_json is not None,
+            "error": self.error,
+        }
+
+
+class Ledger:
+    """The SQLite ledger next to a store (see the module docstring for the protocol)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 120.0) -> None:
+        self.path = Path(path)
+        self.timeout = timeout
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._transaction() as conn:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+
+    # -- connections ---------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        return conn
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One BEGIN IMMEDIATE ... COMMIT (fsync'd); waits for other writers instead of failing."""
+        deadline = time.monotonic() + self.timeout
+        delay = 0.005
+        while True:
+            try:
+                conn = self._connect()
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                except BaseException:
+                    conn.close()
+                    raise
+                break
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) and "busy" not in str(err):
+                    raise
+                if time.monotonic() > deadline:
+                    raise InternalError(
+                        f"ledger {self.path} stayed locked for {self.timeout} s"
+                    ) from err
+                time.sleep(delay + secrets.randbelow(1000) / 1e6)
+                delay = min(0.2, delay * 2)
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+        finally:
+            conn.close()
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        conn = self._connect()
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    # -- datasets ------------------------------------------------------------------------------
+
+    def register_dataset(
+        self,
+        name: str,
+        schema_json: str,
+        *,
+        rows: int,
+        source: str,
+        info_cap_bits: float | None = None,
+        unit_rows_ok: bool = False,
+    ) -> None:
+        """Record a dataset's public metadata (refuses a name already registered)."""
+        with self._transaction() as conn:
+            if conn.execute("SELECT 1 FROM datasets WHERE name = ?", (name,)).fetchone():
+                raise ParameterError("name", name, "a dataset name not registered yet")
+            conn.execute(
+                "INSERT INTO datasets (name, schema_json, rows, source, info_cap_bits, "
+                "unit_rows_ok, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (name, schema_json, int(rows), source, info_cap_bits, int(unit_rows_ok), _now()),
+            )
+
+    def dataset(self, name: str) -> DatasetRecord:
+        """The registered dataset ``name``."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT name, schema_json, rows, source, info_cap_bits, info_spent_nats, "
+                "unit_rows_ok, created "
+                "FROM datasets WHERE lower(name) = lower(?)",
+                (name,),
+            ).fetchone()
+            if row is None:
+                known = [r[0] for r in conn.execute("SELECT name FROM datasets ORDER BY name")]
+                raise ParameterError(
+                    f"unknown dataset {name!r}; registered: {', '.join(known) or 'none'}."
+                )
+        return _record(row)
+
+    def datasets(self) -> list[DatasetRecord]:
+        """Every registered dataset."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT name, schema_json, rows, source, info_cap_bits, info_spent_nats, "
+                "unit_rows_ok, created "
+                "FROM datasets ORDER BY name"
+            ).fetchall()
+        return [_record(r) for r in rows]
+
+    # -- analysts ------------------------------------------------------------------------------
+
+    def add_analyst(self, name: str, dataset: str, epsilon: Fraction, delta: Fraction) -> str:
+        """Give ``name`` a budget (ε, δ) on ``dataset``; returns the API key (shown once)."""
+        if epsilon < 0:
+            raise ParameterError("epsilon", float(epsilon), "a non-negative number (>= 0)")
+        if not 0 <= delta <= 1:
+            raise ParameterError("delta", float(delta), "a probability in [0, 1]")
+        self.dataset(dataset)
+        key = secrets.token_urlsafe(32)
+        salt = secrets.token_hex(16)
+        digest = hashlib.sha256((salt + key).encode()).hexdigest()
+        with self._transaction() as conn:
+            if conn.execute(
+                "SELECT 1 FROM analysts WHERE name = ? AND dataset = ?", (name, dataset)
+            ).fetchone():
+                raise ParameterError(
+                    "name", name, f"an analyst without a budget on {dataset!r} yet"
+                )
+            conn.execute(
+                "INSERT INTO analysts (name, dataset, key_salt, key_hash, epsilon, delta, created)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (name, dataset, salt, digest, str(epsilon), str(delta), _now()),
+            )
+        return key
+
+    def verify_key(self, name: str, key: str) -> bool:
+        """True when ``key`` is one of the API keys issued to analyst ``name``."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT key_salt, key_hash FROM analysts WHERE name = ?", (name,)
+            ).fetchall()
+        return any(
+            hmac.compare_digest(hashlib.sha256((salt + key).encode()).hexdigest(), digest)
+            for salt, digest in rows
+        )
+
+    def budget(self, analyst: str, dataset: str) -> Budget:
+        """The analyst's budget on ``dataset``."""
+        with self._read() as conn:
+            return self._budget(conn, analyst, dataset)
+
+    def budgets(self) -> list[Budget]:
+        """Every (analyst, dataset) budget."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT name, dataset, epsilon, delta, spent_epsilon, spent_delta FROM analysts "
+                "ORDER BY dataset, name"
+            ).fetchall()
+        return [Budget(r[0], r[1], *(_frac(x) for x in r[2:])) for r in rows]
+
+    @staticmethod
+    def _budget(conn: sqlite3.Connection, analyst: str, dataset: str) -> Budget:
+        row = conn.execute(
+            "SELECT epsilon, delta, spent_epsilon, spent_delta FROM analysts "
+            "WHERE name = ? AND dataset = ?",
+            (analyst, dataset),
+        ).fetchone()
+        if row is None:
+            raise ParameterError(
+                f"analyst {analyst!r} has no budget on dataset {dataset!r}; "
+                f"add one with 'infodp analyst add --name {analyst} --dataset {dataset} ...'."
+            )
+        return Budget(analyst, dataset, *(_frac(x) for x in row))
+
+    # -- the reservation protocol --------------------------------------------------------------
+
+    def reserve(
+        self,
+        analyst: str,
+        dataset: str,
+        sql: str,
+        epsilon: Fraction,
+        delta: Fraction,
+        info_nats: float,
+    ) -> int:
+        """Debit (ε, δ) and the information cost durably; returns the entry id.
+
+        Raises :class:`~infodp.errors.BudgetExceeded` (requested, remaining, gap) when the
+        analyst's budget or the dataset's information cap would be exceeded; nothing changes.
+        """
+        if epsilon < 0 or delta < 0 or not info_nats >= 0:
+            raise InternalError(f"negative cost ({epsilon}, {delta}, {info_nats})")
+        with self._transaction() as conn:
+            b = self._budget(conn, analyst, dataset)
+            short_eps = epsilon - b.remaining_epsilon
+            short_delta = delta - b.remaining_delta
+            if short_eps > 0 or short_delta > 0:
+                raise BudgetExceeded(
+                    f"epsilon={format_fraction(epsilon)}, delta={format_fraction(delta)}",
+                    f"epsilon={format_fraction(b.remaining_epsilon)}, "
+                    f"delta={format_fraction(b.remaining_delta)}",
+                    f"epsilon={format_fraction(max(short_eps, Fraction(0)))}, "
+                    f"delta={format_fraction(max(short_delta, Fraction(0)))}",
+                )
+            cap, spent = conn.execute(
+                "SELECT info_cap_bits, info_spent_nats FROM datasets WHERE name = ?", (dataset,)
+            ).fetchone()
+            new_spent = _add_up(spent, info_nats)
+            if cap is not None and new_spent > cap * math.log(2):
+                left = max(0.0, cap - spent / math.log(2))
+                raise BudgetExceeded(
+                    f"{info_nats / math.log(2):.6g} bits of information about table {dataset}",
+                    f"{left:.6g} bits (dataset cap {cap:g} bits)",
+                    f"{info_nats / math.log(2) - left:.6g} bits",
+                )
+            conn.execute(
+                "UPDATE analysts SET spent_epsilon = ?, spent_delta = ? "
+                "WHERE name = ? AND dataset = ?",
+                (str(b.spent_epsilon + epsilon), str(b.spent_delta + delta), analyst, dataset),
+            )
+            conn.execute(
+                "UPDATE datasets SET info_spent_nats = ? WHERE name = ?", (new_spent, dataset)
+            )
+            cur = conn.execute(
+                "INSERT INTO entries (analyst, dataset, sql, epsilon, delta, info_nats, status, "
+                "created, pid) VALUES (?, ?, ?, ?, ?, ?, 'reserved', ?, ?)",
+                (analyst, dataset, sql, str(epsilon), str(delta), info_nats, _now(), os.getpid()),
+            )
+            entry_id = cur.lastrowid
+        if entry_id is None:
+            raise InternalError("the ledger did not return an entry id")
+        return int(entry_id)
+
+    def cancel(self, entry_id: int, reason: str) -> None:
+        """Refund a reservation whose query failed before touching the data."""
+        with self._transaction() as conn:
+            e = self._entry(conn, entry_id)
+            if e.status != "reserved":
+                raise InternalError(f"cancel of entry {entry_id} in state {e.status}")
+            b = self._budget(conn, e.analyst, e.dataset)
+            conn.execute(
+                "UPDATE analysts SET spent_epsilon = ?, spent_delta = ? "
+                "WHERE name = ? AND dataset = ?",
+                (
+                    str(b.spent_epsilon - e.epsilon),
+                    str(b.spent_delta - e.delta),
+                    e.analyst,
+                    e.dataset,
+                ),
+            )
+            conn.execute(
+                "UPDATE datasets SET info_spent_nats = max(0, info_spent_nats - ?) WHERE name = ?",
+                (e.info_nats, e.dataset),
+            )
+            conn.execute(
+                "UPDATE entries SET status = 'cancelled', finished = ?, error = ? WHERE id = ?",
+                (_now(), reason, entry_id),
+            )
+
+    def fail(self, entry_id: int, reason: str) -> None:
+        """Mark a query that failed after touching the data: its cost stays spent."""
+        self._finish(entry_id, "failed", None, reason)
+
+    def complete(self, entry_id: int, result: dict[str, Any]) -> None:
+        """Record the released answer of a reserved entry."""
+        self._finish(entry_id, "released", json.dumps(result, allow_nan=False), None)
+
+    def _finish(
+        self, entry_id: int, status: str, result_json: str | None, error: str | None
+    ) -> None:
+        with self._transaction() as conn:
+            e = self._entry(conn, entry_id)
+            if e.status != "reserved":
+                raise InternalError(f"entry {entry_id} finished twice ({e.status} -> {status})")
+            conn.execute(
+                "UPDATE entries SET status = ?, finished = ?, result_json = ?, error = ? "
+                "WHERE id = ?",
+                (status, _now(), result_json, error, entry_id),
+            )
+
+    # -- reading -------------------------------------------------------------------------------
+
+    _ENTRY_COLUMNS = (
+        "id, analyst, dataset, sql, epsilon, delta, info_nats, status, created, finished, pid, "
+        "result_json, error"
+    )
+
+    def _entry(self, conn: sqlite3.Connection, entry_id: int) -> Entry:
+        row = conn.execute(
+            f"SELECT {self._ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,)
+        ).fetchone()
+        if row is None:
+            raise InternalError(f"no ledger entry {entry_id}")
+        return _to_entry(row)
+
+    def entry(self, entry_id: int) -> Entry:
+        """One entry by id."""
+        with self._read() as conn:
+            return self._entry(conn, entry_id)
+
+    def entries(self, analyst: str | None = None, dataset: str | None = None) -> list[Entry]:
+        """Entries, oldest first, optionally for one analyst and/or dataset."""
+        query = f"SELECT {self._ENTRY_COLUMNS} FROM entries WHERE 1=1"
+        args: list[Any] = []
+        if analyst is not None:
+            query += " AND analyst = ?"
+            args.append(analyst)
+        if dataset is not None:
+            query += " AND dataset = ?"
+            args.append(dataset)
+        with self._read() as conn:
+            rows = conn.execute(query + " ORDER BY id", args).fetchall()
+        return [_to_entry(r) for r in rows]
+
+    def check(self) -> list[str]:
+        """Consistency problems (empty when sound): stored spends equal the entries' sums."""
+        problems: list[str] = []
+        with self._read() as conn:
+            for b in self.budgets():
+                rows = conn.execute(
+                    "SELECT epsilon, delta FROM entries WHERE analyst = ? AND dataset = ? "
+                    f"AND status IN {_SPENDING}",
+                    (b.analyst, b.dataset),
+                ).fetchall()
+                eps = sum((_frac(r[0]) for r in rows), Fraction(0))
+                dlt = sum((_frac(r[1]) for r in rows), Fraction(0))
+                if eps != b.spent_epsilon or dlt != b.spent_delta:
+                    problems.append(f"{b.analyst}/{b.dataset}: spent {b.spent_epsilon} != {eps}")
+                if b.spent_epsilon > b.epsilon or b.spent_delta > b.delta:
+                    problems.append(f"{b.analyst}/{b.dataset}: overspent")
+        return problems
+
+    # -- synopses ------------------------------------------------------------------------------
+
+    def save_synopsis(
+        self,
+        name: str,
+        dataset: str,
+        analyst: str,
+        entry_id: int,
+        spec: dict[str, Any],
+        data: dict[str, Any],
+    ) -> None:
+        """Store a released synopsis (already paid for by ``entry_id``)."""
+        with self._transaction() as conn:
+            if conn.execute("SELECT 1 FROM synopses WHERE name = ?", (name,)).fetchone():
+                raise ParameterError("name", name, "a synopsis name not used yet")
+            conn.execute(
+                "INSERT INTO synopses (name, dataset, analyst, entry_id, spec_json, data_json, "
+                "created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (name, dataset, analyst, entry_id, json.dumps(spec), json.dumps(data), _now()),
+            )
+
+    def synopsis(self, name: str) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
+        """(dataset, analyst, spec, data) of a stored synopsis."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT dataset, analyst, spec_json, data_json FROM synopses WHERE name = ?",
+                (name,),
+            ).fetchone()
+            if row is None:
+                known = [r[0] for r in conn.execute("SELECT name FROM synopses ORDER BY name")]
+                raise ParameterError(
+                    f"unknown synopsis {name!r}; stored: {', '.join(known) or 'none'}."
+                )
+        return row[0], row[1], json.loads(row[2]), json.loads(row[3])
+
+    def synopses(self) -> list[dict[str, Any]]:
+        """Stored synopses (name, dataset, analyst, created)."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT name, dataset, analyst, created FROM synopses ORDER BY name"
+            ).fetchall()
+        return [dict(zip(("name", "dataset", "analyst", "created"), r, strict=True)) for r in rows]
+
+
+def _add_up(a: float, b: float) -> float:
+    """a + b rounded up (information spent is an upper bound and must not drift down)."""
+    s = a + b
+    return s if s == 0 else math.nextafter(s, math.inf)
+
+
+def _to_entry(row: Any) -> Entry:
+    return Entry(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        _frac(row[4]),
+        _frac(row[5]),
+        row[6],
+        row[7],
+        row[8],
+        row[9],
+        row[10],
+        row[11],
+        row[12],
+    )
+
+
+def _record(row: Any) -> DatasetRecord:
+    return DatasetRecord(
+        row[0], row[1], int(row[2]), row[3], row[4], float(row[5]), bool(row[6]), row[7]
+    )

@@ -1,0 +1,163 @@
+"""Immutable query plans: what a safe SQL query asks for, independent of any backend.
+
+A :class:`QueryPlan` is a frozen tree: the table, an optional filter (a tree of
+:class:`Predicate` nodes over declared columns and literals), the GROUP BY keys and the output
+items (group columns and aggregates) in SELECT order. :func:`measurements` turns the aggregates
+into the distinct noisy *measurements* the engine pays for (AVG needs a centred sum and a count,
+VARIANCE a centred sum of squares too); identical measurements are shared, so ``SUM(x), AVG(x)``
+does not pay twice for the count. Backends (``backends/duckdb.py``) compile a plan to their own
+query language; the plan never contains SQL text.
+
+>>> p = QueryPlan("people", "SELECT COUNT(*) FROM people",
+...               outputs=(Output("count", Aggregate("count")),))
+>>> [m.key for m in measurements(p)]
+['count(*)']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+__all__ = [
+    "AGGREGATES",
+    "Aggregate",
+    "GroupKey",
+    "Measurement",
+    "Output",
+    "Predicate",
+    "QueryPlan",
+    "measurements",
+]
+
+#: Aggregate functions a plan may hold.
+AGGREGATES: tuple[str, ...] = ("count", "sum", "avg", "variance", "stddev", "quantile")
+
+
+@dataclass(frozen=True, slots=True)
+class Predicate:
+    """A node of a WHERE filter.
+
+    ``op`` is one of ``and``, ``or``, ``not`` (children in ``args``), a comparison
+    ``= <> < <= > >=`` (``column`` against ``values[0]``), ``in`` / ``not in`` (``values``),
+    ``between`` (``values = (low, high)``), ``is null`` / ``is not null``.
+    """
+
+    op: str
+    column: str | None = None
+    values: tuple[float | int | str, ...] = ()
+    args: tuple[Predicate, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate:
+    """One aggregate: ``count`` (``column=None`` is COUNT(*)), ``sum``, ``avg``,
+    ``variance``/``stddev`` (``population`` for VAR_POP/STDDEV_POP), ``quantile`` (``q``).
+    """
+
+    func: str
+    column: str | None = None
+    q: Fraction | None = None
+    population: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GroupKey:
+    """A GROUP BY column; ``categories`` are its declared keys, or None (partition selection)."""
+
+    column: str
+    categories: tuple[str, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """One SELECT item: a group column (``aggregate is None``) or an aggregate."""
+
+    name: str
+    aggregate: Aggregate | None = None
+    group_column: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    """A parsed, validated query (immutable, backend-neutral)."""
+
+    table: str
+    sql: str
+    outputs: tuple[Output, ...]
+    where: Predicate | None = None
+    group_by: tuple[GroupKey, ...] = ()
+
+    @property
+    def aggregates(self) -> tuple[Aggregate, ...]:
+        """The aggregates in SELECT order."""
+        return tuple(o.aggregate for o in self.outputs if o.aggregate is not None)
+
+    @property
+    def needs_partition_selection(self) -> bool:
+        """True when a GROUP BY key has no declared categories (the key set is private)."""
+        return any(g.categories is None for g in self.group_by)
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """A bounded aggregate that receives noise: the unit the budget is split over.
+
+    ``kind``: ``count_rows`` (COUNT(*)), ``count`` (non-null values of ``column``), ``sum``
+    (clamped values), ``csum`` / ``csumsq`` (values centred at the middle of the bounds, and
+    their squares), ``quantile`` (a histogram of the column for the exponential mechanism).
+    """
+
+    kind: str
+    column: str | None = None
+    q: Fraction | None = None
+
+    @property
+    def key(self) -> str:
+        """A stable text key (used to share measurements between aggregates)."""
+        if self.kind == "count_rows":
+            return "count(*)"
+        if self.kind == "quantile":
+            return f"quantile({self.column},{self.q})"
+        return f"{self.kind}({self.column})"
+
+
+def _needs(agg: Aggregate) -> tuple[Measurement, ...]:
+    if agg.func == "count":
+        if agg.column is None:
+            return (Measurement("count_rows"),)
+        return (Measurement("count", agg.column),)
+    if agg.func == "sum":
+        return (Measurement("sum", agg.column),)
+    if agg.func == "avg":
+        return (Measurement("csum", agg.column), Measurement("count", agg.column))
+    if agg.func in ("variance", "stddev"):
+        return (
+            Measurement("csum", agg.column),
+            Measurement("csumsq", agg.column),
+            Measurement("count", agg.column),
+        )
+    if agg.func == "quantile":
+        return (Measurement("quantile", agg.column, agg.q),)
+    raise ValueError(f"unknown aggregate {agg.func!r}")
+
+
+def measurements(plan: QueryPlan) -> tuple[Measurement, ...]:
+    """The distinct measurements a plan needs, in first-use order.
+
+    Under partition selection (a GROUP BY key without declared categories) the first
+    measurement is always COUNT(*): its noisy value decides which groups are released.
+
+    >>> from fractions import Fraction
+    >>> p = QueryPlan("t", "", outputs=(Output("s", Aggregate("sum", "x")),
+    ...                                  Output("a", Aggregate("avg", "x"))))
+    >>> [m.key for m in measurements(p)]
+    ['sum(x)', 'csum(x)', 'count(x)']
+    """
+    seen: dict[str, Measurement] = {}
+    if plan.needs_partition_selection:
+        seen["count(*)"] = Measurement("count_rows")
+    for agg in plan.aggregates:
+        for m in _needs(agg):
+            seen.setdefault(m.key, m)
+    return tuple(seen.values())

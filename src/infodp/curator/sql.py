@@ -1,0 +1,362 @@
+"""Parse the safe SQL subset with a real SQL parser (sqlglot) into an immutable plan.
+
+Accepted: one ``SELECT`` over one registered table with ``COUNT(*)``, ``COUNT(col)``,
+``SUM``, ``AVG``, ``VARIANCE``/``VAR_SAMP``/``VAR_POP``, ``STDDEV``/``STDDEV_SAMP``/
+``STDDEV_POP``, ``MEDIAN`` and ``QUANTILE(col, q)`` (also ``QUANTILE_CONT``/``QUANTILE_DISC``/
+``APPROX_QUANTILE``); a ``WHERE`` filter of comparisons, ``IN``, ``BETWEEN``, ``IS [NOT] NULL``
+between declared columns and literals joined by ``AND``/``OR``/``NOT``; ``GROUP BY`` declared
+columns. Everything else is refused with a :class:`~infodp.errors.ParameterError` naming the
+construct: joins, subqueries, CTEs, set operations, window functions, raw column selection,
+``DISTINCT``, ``HAVING``, ``ORDER BY``, ``LIMIT``, multiple statements, non-SELECT statements.
+
+Aggregates over numeric columns need declared bounds; the refusal names the missing
+declaration (bounds are never computed from the private data).
+
+>>> from infodp.curator.schema import load_schema
+>>> s = load_schema({"table": "people", "privacy_unit": "row", "columns": {
+...     "age": {"type": "int", "bounds": [0, 120]},
+...     "region": {"type": "category", "categories": ["north", "south"]}}})
+>>> p = parse_query("SELECT region, COUNT(*) AS n, AVG(age) FROM people GROUP BY region", s)
+>>> [o.name for o in p.outputs], p.group_by[0].categories
+(['region', 'n', 'AVG(age)'], ('north', 'south'))
+>>> parse_query("SELECT age FROM people", s)
+Traceback (most recent call last):
+...
+infodp.errors.ParameterError: refused SQL construct: raw column selection (column 'age' is neither aggregated nor in GROUP BY); only aggregates are released.
+"""  # noqa: E501
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+
+import sqlglot
+from sqlglot import exp
+
+from infodp.curator.plan import Aggregate, GroupKey, Output, Predicate, QueryPlan
+from infodp.curator.schema import ColumnSpec, DatasetSchema
+from infodp.errors import ParameterError
+
+__all__ = ["INT_GROUP_MAX_KEYS", "parse_query", "referenced_table"]
+
+#: An int column with bounds spanning at most this many values is grouped as declared keys.
+INT_GROUP_MAX_KEYS = 10_000
+
+_COMPARISONS: dict[type[exp.Expr], str] = {
+    exp.EQ: "=",
+    exp.NEQ: "<>",
+    exp.LT: "<",
+    exp.LTE: "<=",
+    exp.GT: ">",
+    exp.GTE: ">=",
+}
+_FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def _refuse(construct: str, detail: str = "") -> ParameterError:
+    tail = f" ({detail})" if detail else ""
+    return ParameterError(f"refused SQL construct: {construct}{tail}.")
+
+
+def _statements(sql: str) -> list[exp.Expr]:
+    if not isinstance(sql, str) or not sql.strip():
+        raise ParameterError("sql", sql, "a non-empty SQL SELECT statement")
+    try:
+        parsed = sqlglot.parse(sql, read="duckdb")
+    except sqlglot.errors.ParseError as err:
+        first = str(err).splitlines()[0]
+        raise ParameterError(f"sql could not be parsed: {first}") from None
+    stmts = [s for s in parsed if s is not None]
+    if len(stmts) != 1:
+        raise _refuse("multiple statements", f"{len(stmts)} found; send one SELECT")
+    return stmts
+
+
+def referenced_table(sql: str) -> str:
+    """The single table a query reads (refusing joins, subqueries and multiple statements).
+
+    >>> referenced_table("SELECT COUNT(*) FROM people WHERE age > 3")
+    'people'
+    """
+    select = _select(_statements(sql)[0])
+    return _table(select)[0]
+
+
+def _select(stmt: exp.Expr) -> exp.Select:
+    if isinstance(stmt, (exp.Union, exp.Intersect, exp.Except)):
+        raise _refuse(f"set operation {stmt.key.upper()}")
+    if not isinstance(stmt, exp.Select):
+        raise _refuse(f"{stmt.key.upper()} statement", "only SELECT is allowed")
+    if stmt.args.get("with") or stmt.args.get("with_"):
+        raise _refuse("WITH (common table expression)")
+    for node in stmt.walk():
+        if node is stmt:
+            continue
+        if isinstance(node, (exp.Select, exp.Subquery)):
+            raise _refuse("subquery")
+        if isinstance(node, (exp.Union, exp.Intersect, exp.Except)):
+            raise _refuse(f"set operation {node.key.upper()}")
+        if isinstance(node, exp.Window):
+            raise _refuse("window function (OVER)")
+        if isinstance(node, exp.Join):
+            raise _refuse("JOIN", "queries read one registered table")
+    for key, name in (
+        ("joins", "JOIN"),
+        ("having", "HAVING"),
+        ("order", "ORDER BY"),
+        ("limit", "LIMIT"),
+        ("offset", "OFFSET"),
+        ("distinct", "DISTINCT"),
+        ("qualify", "QUALIFY"),
+        ("laterals", "LATERAL"),
+        ("pivots", "PIVOT"),
+    ):
+        if stmt.args.get(key):
+            raise _refuse(name)
+    return stmt
+
+
+def _table(select: exp.Select) -> tuple[str, set[str]]:
+    src = select.args.get("from") or select.args.get("from_")
+    if src is None:
+        raise _refuse("SELECT without FROM", "name the registered table")
+    tables = list(src.find_all(exp.Table))
+    if len(tables) != 1 or not isinstance(src.this, exp.Table):
+        raise _refuse("FROM clause with more than one table or a table function")
+    table = tables[0]
+    if table.args.get("db") or table.args.get("catalog"):
+        raise _refuse("qualified table name", f"use the registered name {table.name!r}")
+    names = {table.name.lower()}
+    if table.alias:
+        names.add(table.alias.lower())
+    return table.name, names
+
+
+def _column(node: exp.Expr, schema: DatasetSchema, qualifiers: set[str]) -> ColumnSpec:
+    if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
+        raise _refuse(f"expression {node.sql(dialect='duckdb')!r}", "only plain column names")
+    if node.table and node.table.lower() not in qualifiers:
+        raise ParameterError(f"unknown table qualifier {node.table!r} in column {node.sql()!r}.")
+    return schema.column(node.name)
+
+
+def _literal(node: exp.Expr, col: ColumnSpec) -> float | int | str:
+    negative = False
+    if isinstance(node, exp.Neg):
+        negative, node = True, node.this
+    if isinstance(node, exp.Paren):
+        return _literal(node.this, col)
+    if not isinstance(node, exp.Literal):
+        raise _refuse(
+            f"expression {node.sql(dialect='duckdb')!r} in WHERE",
+            "compare a column with a literal",
+        )
+    if col.is_numeric:
+        if node.is_string:
+            raise ParameterError(f"column {col.name} is numeric; got the string {node.this!r}.")
+        text = node.this
+        value: float | int = int(text) if text.lstrip("-").isdigit() else float(text)
+        return -value if negative else value
+    if negative:
+        return "-" + str(node.this)
+    return str(node.this)
+
+
+def _predicate(node: exp.Expr, schema: DatasetSchema, q: set[str]) -> Predicate:
+    if isinstance(node, exp.Paren):
+        return _predicate(node.this, schema, q)
+    if isinstance(node, exp.And):
+        return Predicate(
+            "and", args=(_predicate(node.this, schema, q), _predicate(node.expression, schema, q))
+        )
+    if isinstance(node, exp.Or):
+        return Predicate(
+            "or", args=(_predicate(node.this, schema, q), _predicate(node.expression, schema, q))
+        )
+    if isinstance(node, exp.Not):
+        inner = node.this
+        if isinstance(inner, exp.Is):
+            p = _predicate(inner, schema, q)
+            return Predicate("is not null", p.column)
+        return Predicate("not", args=(_predicate(inner, schema, q),))
+    op = _COMPARISONS.get(type(node))
+    if op is not None:
+        left, right = node.this, node.expression
+        if not isinstance(left, exp.Column) and isinstance(right, exp.Column):
+            left, right, op = right, left, _FLIP[op]
+        col = _column(left, schema, q)
+        return Predicate(op, col.name, (_literal(right, col),))
+    if isinstance(node, exp.In):
+        if node.args.get("query") or node.args.get("unnest"):
+            raise _refuse("subquery")
+        col = _column(node.this, schema, q)
+        return Predicate("in", col.name, tuple(_literal(v, col) for v in node.expressions))
+    if isinstance(node, exp.Between):
+        col = _column(node.this, schema, q)
+        return Predicate(
+            "between", col.name, (_literal(node.args["low"], col), _literal(node.args["high"], col))
+        )
+    if isinstance(node, exp.Is):
+        if not isinstance(node.expression, exp.Null):
+            raise _refuse(f"IS {node.expression.sql()}", "only IS [NOT] NULL")
+        col = _column(node.this, schema, q)
+        return Predicate("is null", col.name)
+    raise _refuse(f"{node.key.upper()} in WHERE ({node.sql(dialect='duckdb')!r})")
+
+
+def _quantile_arg(node: exp.Expr | None) -> Fraction:
+    if not isinstance(node, exp.Literal) or node.is_string:
+        raise ParameterError(
+            "quantile", None if node is None else node.sql(), "a number literal in [0, 1]"
+        )
+    try:
+        q = Fraction(node.this)
+    except (ValueError, ZeroDivisionError):
+        raise ParameterError("quantile", node.this, "a number literal in [0, 1]") from None
+    if not 0 <= q <= 1:
+        raise ParameterError("quantile", node.this, "a number in [0, 1]")
+    return q
+
+
+def _needs_bounds(func: str, col: ColumnSpec, table: str) -> None:
+    if not col.is_numeric:
+        raise ParameterError(
+            f"{func}({col.name}) needs a numeric column; {col.name} is declared as {col.type}."
+        )
+    if col.bounds is None:
+        raise ParameterError(
+            f"{func}({col.name}) needs declared bounds: add 'bounds: [low, high]' to column "
+            f"{col.name} in the schema of table {table} (bounds are never computed from the "
+            "private data)."
+        )
+
+
+def _aggregate(node: exp.Expr, schema: DatasetSchema, q: set[str]) -> Aggregate | None:
+    """The aggregate ``node`` denotes, or None when it is not an aggregate call."""
+    name = node.key.upper()
+    if isinstance(node, exp.Count):
+        arg = node.this
+        if isinstance(arg, exp.Distinct):
+            raise _refuse("COUNT(DISTINCT ...)")
+        if arg is None or isinstance(arg, exp.Star):
+            return Aggregate("count")
+        return Aggregate("count", _column(arg, schema, q).name)
+    simple: dict[type[exp.Expr], tuple[str, bool]] = {
+        exp.Sum: ("sum", False),
+        exp.Avg: ("avg", False),
+        exp.Variance: ("variance", False),
+        exp.VariancePop: ("variance", True),
+        exp.Stddev: ("stddev", False),
+        exp.StddevSamp: ("stddev", False),
+        exp.StddevPop: ("stddev", True),
+    }
+    for cls, (func, population) in simple.items():
+        if type(node) is cls:
+            arg = node.this
+            if isinstance(arg, exp.Distinct):
+                raise _refuse(f"{name}(DISTINCT ...)")
+            col = _column(arg, schema, q)
+            _needs_bounds(func.upper(), col, schema.table)
+            return Aggregate(func, col.name, population=population)
+    if isinstance(node, exp.Median):
+        col = _column(node.this, schema, q)
+        _needs_bounds("MEDIAN", col, schema.table)
+        return Aggregate("quantile", col.name, q=Fraction(1, 2))
+    if isinstance(node, (exp.Quantile, exp.ApproxQuantile, exp.PercentileCont, exp.PercentileDisc)):
+        col = _column(node.this, schema, q)
+        _needs_bounds("QUANTILE", col, schema.table)
+        qnode = node.args.get("quantile") or node.args.get("expression")
+        return Aggregate("quantile", col.name, q=_quantile_arg(qnode))
+    if isinstance(node, exp.AggFunc):
+        raise _refuse(
+            f"aggregate function {name}",
+            "allowed: COUNT, SUM, AVG, VARIANCE, STDDEV, MEDIAN, QUANTILE",
+        )
+    return None
+
+
+def parse_query(sql: str, schemas: DatasetSchema | Mapping[str, DatasetSchema]) -> QueryPlan:
+    """Parse ``sql`` against the declared schema(s) into an immutable :class:`QueryPlan`.
+
+    ``schemas`` is one schema or a mapping from registered table name to schema.
+
+    >>> from infodp.curator.schema import load_schema
+    >>> s = load_schema({"table": "t", "privacy_unit": "row",
+    ...                  "columns": {"x": {"type": "float"}}})
+    >>> parse_query("SELECT SUM(x) FROM t", s)
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: SUM(x) needs declared bounds: add 'bounds: [low, high]' to column x in the schema of table t (bounds are never computed from the private data).
+    """  # noqa: E501
+    select = _select(_statements(sql)[0])
+    table, qualifiers = _table(select)
+    if isinstance(schemas, DatasetSchema):
+        if schemas.table.lower() != table.lower():
+            raise ParameterError(
+                f"unknown table {table!r}; the registered table is {schemas.table!r}."
+            )
+        schema = schemas
+    else:
+        lookup = {k.lower(): v for k, v in schemas.items()}
+        if table.lower() not in lookup:
+            known = ", ".join(sorted(schemas)) or "none"
+            raise ParameterError(f"unknown table {table!r}; registered tables: {known}.")
+        schema = lookup[table.lower()]
+
+    groups: list[GroupKey] = []
+    group_node = select.args.get("group")
+    if group_node is not None:
+        for g in group_node.expressions:
+            col = _column(g, schema, qualifiers)
+            if not schema.unit_is_row and col.name.lower() == schema.privacy_unit.lower():
+                raise _refuse("GROUP BY the privacy unit", "it would release per-individual values")
+            groups.append(_group_key(col))
+        if len({g.column for g in groups}) != len(groups):
+            raise _refuse("repeated GROUP BY column")
+    grouped = {g.column.lower(): g for g in groups}
+
+    outputs: list[Output] = []
+    for item in select.expressions:
+        alias = item.alias if isinstance(item, exp.Alias) else None
+        node = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(node, exp.Star):
+            raise _refuse("raw column selection (*)", "only aggregates are released")
+        if isinstance(node, exp.Column):
+            col = _column(node, schema, qualifiers)
+            if col.name.lower() not in grouped:
+                raise _refuse(
+                    f"raw column selection (column {col.name!r} is neither aggregated nor in "
+                    "GROUP BY); only aggregates are released"
+                )
+            outputs.append(Output(alias or col.name, group_column=col.name))
+            continue
+        agg = _aggregate(node, schema, qualifiers)
+        if agg is None:
+            raise _refuse(
+                f"expression {node.sql(dialect='duckdb')!r} in SELECT",
+                "select aggregates and GROUP BY columns only",
+            )
+        outputs.append(Output(alias or node.sql(dialect="duckdb"), aggregate=agg))
+    if not any(o.aggregate is not None for o in outputs):
+        raise _refuse("SELECT without an aggregate", "only aggregates are released")
+    names = [o.name for o in outputs]
+    if len(set(names)) != len(names):
+        raise ParameterError("SELECT items must have distinct names; use AS to rename.")
+    where_node = select.args.get("where")
+    where = None if where_node is None else _predicate(where_node.this, schema, qualifiers)
+    return QueryPlan(schema.table, sql, tuple(outputs), where, tuple(groups))
+
+
+def _group_key(col: ColumnSpec) -> GroupKey:
+    if col.type == "category":
+        return GroupKey(col.name, col.categories)
+    if col.type == "int" and col.bounds is not None:
+        low, high = int(col.bounds[0]), int(col.bounds[1])
+        if high - low + 1 <= INT_GROUP_MAX_KEYS:
+            return GroupKey(col.name, tuple(str(v) for v in range(low, high + 1)))
+    if col.type == "float":
+        raise _refuse(
+            f"GROUP BY float column {col.name}",
+            "declare it as a category or an int column with bounds",
+        )
+    return GroupKey(col.name, None)
