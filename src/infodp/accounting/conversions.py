@@ -13,7 +13,7 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -119,7 +119,7 @@ def mi_to_delta(epsilon: float) -> float:
 
 
 def approx_dp_to_approx_dp(epsilon: float, delta: float, epsilon_prime: float) -> float:
-    """δ′ such that (ε, δ)-DP implies (ε′, δ′)-DP (seed 004, Property 3, eq. 8).
+    """δ′ such that (ε, δ)-DP implies (ε′, δ′)-DP, ε′ ≥ 0 (seed 004, Property 3, eq. 8).
 
     δ′ = 1 − (e^{ε′} + 1)(1 − δ)/(e^ε + 1) for ε′ < ε, and δ′ = δ for ε′ ≥ ε. This is the
     δ-curve of the (ε, δ) randomized response, which dominates every (ε, δ)-DP pair.
@@ -129,7 +129,7 @@ def approx_dp_to_approx_dp(epsilon: float, delta: float, epsilon_prime: float) -
     """
     eps = as_nonnegative("epsilon", epsilon)
     d = as_probability("delta", delta)
-    eps2 = as_real("epsilon_prime", epsilon_prime)
+    eps2 = as_nonnegative("epsilon_prime", epsilon_prime)
     if eps2 >= eps:
         return d
     # 1 − (e^{ε′}+1)(1−δ)/(e^ε+1) = [e^ε − e^{ε′} + δ(1 + e^{ε′})]/(e^ε + 1), no cancellation.
@@ -156,13 +156,8 @@ def zcdp_to_epsilon(rho: float, delta: float) -> float:
     if d == 1:
         return 0.0
     bs = r + 2 * math.sqrt(r * math.log(1 / d))
-
-    def conv(log_am1: float) -> float:
-        a = 1.0 + math.exp(log_am1)
-        return rdp_to_epsilon([a * r], [a], d)
-
-    res = optimize.minimize_scalar(conv, bounds=(-12.0, 12.0), method="bounded")
-    return float(min(bs, conv(float(res.x))))
+    best = _min_over_orders(lambda a: rdp_to_epsilon([a * r], [a], d))
+    return float(min(bs, best))
 
 
 def zcdp_to_delta(rho: float, epsilon: float) -> float:
@@ -177,12 +172,24 @@ def zcdp_to_delta(rho: float, epsilon: float) -> float:
     if r == 0:
         return 0.0
 
-    def conv(log_am1: float) -> float:
-        a = 1.0 + math.exp(log_am1)
-        return math.log(max(rdp_to_delta([a * r], [a], eps), 1e-300))
+    best = _min_over_orders(lambda a: math.log(max(rdp_to_delta([a * r], [a], eps), 1e-300)))
+    return float(min(1.0, math.exp(best)))
 
-    res = optimize.minimize_scalar(conv, bounds=(-12.0, 12.0), method="bounded")
-    return float(min(1.0, math.exp(conv(float(res.x)))))
+
+def _min_over_orders(f: Callable[[float], float]) -> float:
+    """min over α > 1 of f(α): a log-spaced grid of α − 1, then a bounded local refinement.
+
+    Every α gives a valid bound, so any α the search returns is safe; the search only
+    affects tightness.
+    """
+    log_am1 = np.linspace(-9.0, 9.0, 361)
+    values = np.array([f(1.0 + math.exp(x)) for x in log_am1])
+    i = int(np.argmin(values))
+    lo, hi = log_am1[max(i - 1, 0)], log_am1[min(i + 1, log_am1.size - 1)]
+    res = optimize.minimize_scalar(
+        lambda x: f(1.0 + math.exp(x)), bounds=(float(lo), float(hi)), method="bounded"
+    )
+    return float(min(float(values[i]), f(1.0 + math.exp(float(res.x)))))
 
 
 def seed_composition(epsilons: Sequence[float], alphas: Sequence[float]) -> tuple[float, float]:
