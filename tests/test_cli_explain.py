@@ -41,6 +41,11 @@ def test_epsilon_delta_json(capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert d["expected_exposed_individuals"] == pytest.approx(100.0)
     assert any("1/N" in w for w in d["warnings"])
+    # Trade-off region of (ε, δ)-DP (Kairouz, Oh & Viswanath 2015, Theorem 2.1).
+    for row in d["tradeoff"]:
+        a = row["false_positive_rate"]
+        kov = max(0.0, 0.99 - math.e * a, (0.99 - a) / math.e)
+        assert row["false_negative_rate_at_least"] == pytest.approx(kov, abs=1e-9)
 
 
 def test_pure_epsilon_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -68,7 +73,7 @@ def test_gaussian_mechanism_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert d["nats"]["2"] == pytest.approx(1.0, rel=1e-6)
     assert d["nats"]["inf"] is None
     assert d["delta"] == 1e-6
-    assert d["mechanism"]["name"] == "gaussian"
+    assert d["spec"] == {"mechanism": "gaussian", "sigma": 2.0, "count": 4}
 
 
 def test_laplace_mechanism_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -90,10 +95,49 @@ def test_subsampled_gaussian_mechanism_json(capsys: pytest.CaptureFixture[str]) 
     assert 0 < d["epsilon"] < 10
 
 
+def test_same_epsilon_as_infodp_account(capsys: pytest.CaptureFixture[str]) -> None:
+    flags = ["--mechanism", "gaussian", "--sigma", "2", "--compositions", "4", "--delta", "1e-5"]
+    assert main(["account", *flags, "--json"]) == 0
+    account = json.loads(capsys.readouterr().out)
+    d = run_json(capsys, *flags)
+    assert d["epsilon"] == pytest.approx(account["epsilon"], rel=1e-9)
+    # And both are at least the exact ε of a Gaussian with μ = 1 at δ = 1e-5 (Balle & Wang
+    # 2018, Theorem 8): δ(ε) = Φ(½ − ε) − e^ε Φ(−½ − ε) gives ε ≈ 3.7295.
+    from scipy import optimize, stats
+
+    def delta_of(e: float) -> float:
+        return float(stats.norm.cdf(0.5 - e) - math.exp(e) * stats.norm.cdf(-0.5 - e))
+
+    exact = optimize.brentq(lambda e: delta_of(e) - 1e-5, 0.0, 50.0, xtol=1e-12)
+    assert exact - 1e-9 <= d["epsilon"] <= exact + 5e-3
+
+
+def test_approximate_dp_mechanism_and_spec_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    d = run_json(
+        capsys, "--mechanism", "approximate-dp", "--epsilon", "1", "--delta-mechanism", "0.01"
+    )
+    assert (d["epsilon"], d["delta"]) == (1.0, pytest.approx(0.01))
+    assert d["nats"]["1"] is None and d["unbounded_probability"] == pytest.approx(0.01)
+    spec = tmp_path / "seq.json"
+    spec.write_text(
+        json.dumps(
+            [
+                {"mechanism": "laplace", "scale": 2.0, "count": 2},
+                {"mechanism": "pure-dp", "epsilon": 0.5},
+            ]
+        )
+    )
+    d = run_json(capsys, "--spec", str(spec))
+    assert d["pure"] is True and d["epsilon"] == pytest.approx(1.5)  # 2·(1/2) + 0.5
+    assert d["spec"][1]["mechanism"] == "pure-dp"
+
+
 def test_human_output_is_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", "--epsilon", "1", "--delta", "0.01", "--rows", "1000"]) == 0
     out = capsys.readouterr().out
-    for word in ("nats", "bits", "unbounded", "Not a guarantee", "1.443", "Warning"):
+    for word in ("nats", "bits", "unbounded", "Not a guarantee", "1.443", "Warning", "false-"):
         assert word in out
 
 
@@ -115,7 +159,12 @@ def test_html_option_writes_a_report(capsys: pytest.CaptureFixture[str], tmp_pat
         (["--mechanism", "gaussian"], "--sigma"),
         (["--mechanism", "gaussian", "--sigma", "1", "--scale", "2"], "--scale"),
         (["--epsilon", "1", "--sigma", "2"], "--mechanism"),
-        (["--mechanism", "gaussian", "--sigma", "1", "--epsilon", "1", "--delta", "1e-5"], "one"),
+        (["--mechanism", "gaussian", "--sigma", "1", "--epsilon", "1"], "--epsilon"),
+        (
+            ["--mechanism", "laplace", "--scale", "1", "--steps", "2", "--compositions", "3"],
+            "--steps",
+        ),
+        (["--spec", "/nonexistent/spec.json"], "--spec"),
         (["--mechanism", "gaussian", "--sigma", "-1"], "sigma"),
     ],
 )

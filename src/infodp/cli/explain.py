@@ -1,15 +1,20 @@
 """``infodp explain``: what a given ε, δ or mechanism means in nats, bits and attacker odds.
 
-Two forms::
+Three forms::
 
     infodp explain --epsilon 1 --delta 0.01 [--rows N] [--group K] [--html FILE] [--json]
     infodp explain --mechanism gaussian --sigma 2 --compositions 10 [--delta 1e-6] ...
+    infodp explain --spec sequence.json [--delta 1e-6] ...
 
-The mechanism flags are those of ``infodp account``.
+The mechanism flags and the spec file are those of ``infodp account``
+(:mod:`infodp.accounting.spec`): with a mechanism, ``--epsilon`` is the mechanism's own ε
+(randomized response, pure-dp, approximate-dp) and ``--delta`` the target δ. ``--group K``
+adds the view of a group of K individuals.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -20,74 +25,74 @@ import click
 from infodp.cli._common import emit, json_option
 from infodp.errors import ParameterError
 
-__all__ = ["COMMANDS", "MECHANISMS", "explain_command", "mechanism_profile"]
+__all__ = ["COMMANDS", "DEFAULT_TARGET_DELTA", "explain_command", "mechanism_spec"]
 
-#: Mechanisms ``--mechanism`` accepts, and the flags each one needs.
-MECHANISMS: dict[str, tuple[str, ...]] = {
-    "laplace": ("scale",),
-    "gaussian": ("sigma",),
-    "discrete-laplace": ("scale",),
-    "discrete-gaussian": ("sigma",),
-    "subsampled-gaussian": ("noise_multiplier", "sampling_rate"),
+#: Target δ with --mechanism/--spec when --delta is not given (the default of infodp account).
+DEFAULT_TARGET_DELTA = 1e-5
+
+# Flag (click parameter name) -> spec key, as in ``infodp account``.
+_SPEC_KEYS = {
+    "scale": "scale",
+    "sigma": "sigma",
+    "sensitivity": "sensitivity",
+    "noise_multiplier": "noise_multiplier",
+    "sampling_rate": "sampling_rate",
+    "epsilon": "epsilon",
+    "k": "k",
+    "mech_delta": "delta",
 }
 
 
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
+def _flag(key: str) -> str:
+    return "--delta-mechanism" if key in ("delta", "mech_delta") else "--" + key.replace("_", "-")
 
 
-def mechanism_profile(mechanism: str, **options: Any) -> Any:
-    """The privacy profile of ``--mechanism`` with its flags (as ``infodp account`` reads them).
+def mechanism_spec(mechanism: str, **options: Any) -> dict[str, Any]:
+    """The profile spec (:mod:`infodp.accounting.spec`) of ``--mechanism`` and its flags.
 
-    ``compositions`` (k-fold repetition of the whole mechanism) and, for
-    ``subsampled-gaussian``, ``steps`` multiply; unused flags are refused.
+    Flags mean what they mean for ``infodp account``; ``steps``/``compositions`` give the
+    count, and flags the mechanism does not take are refused (a typo must not change a claim).
 
-    >>> p = mechanism_profile("laplace", scale=2.0, sensitivity=1.0, compositions=3)
-    >>> round(p.pure_epsilon(), 6)
-    1.5
+    >>> mechanism_spec("laplace", scale=2.0, compositions=3)
+    {'mechanism': 'laplace', 'scale': 2.0, 'count': 3}
     """
-    from infodp import accounting
+    from infodp.accounting.spec import MECHANISMS
 
     if mechanism not in MECHANISMS:
-        raise ParameterError("--mechanism", mechanism, "one of " + ", ".join(MECHANISMS))
-    needed = MECHANISMS[mechanism]
-    for name in needed:
-        if options.get(name) is None:
-            raise ParameterError(f"{_flag(name)} is required with --mechanism {mechanism}")
-    allowed = {*needed, "compositions"}
-    if mechanism != "subsampled-gaussian":
-        allowed.add("sensitivity")
-    else:
-        allowed.add("steps")
-    for name, value in options.items():
-        if value is not None and name not in allowed:
-            raise ParameterError(f"{_flag(name)} does not apply to --mechanism {mechanism}")
-    sensitivity = options.get("sensitivity")
-    if mechanism == "laplace":
-        profile = accounting.laplace_profile(options["scale"], sensitivity or 1.0)
-    elif mechanism == "gaussian":
-        profile = accounting.gaussian_profile(options["sigma"], sensitivity or 1.0)
-    elif mechanism == "discrete-laplace":
-        profile = accounting.discrete_laplace_profile(options["scale"], _int(sensitivity))
-    elif mechanism == "discrete-gaussian":
-        profile = accounting.discrete_gaussian_profile(options["sigma"], _int(sensitivity))
-    else:
-        profile = accounting.subsampled_gaussian_profile(
-            options["noise_multiplier"], options["sampling_rate"]
-        )
-        steps = options.get("steps") or 1
-        if steps > 1:
-            profile = profile.repeat(steps)
-    k = options.get("compositions") or 1
-    return profile.repeat(k) if k > 1 else profile
+        raise ParameterError("--mechanism", mechanism, "one of " + ", ".join(sorted(MECHANISMS)))
+    _, required, optional = MECHANISMS[mechanism]
+    spec: dict[str, Any] = {"mechanism": mechanism}
+    for option, key in _SPEC_KEYS.items():
+        if options.get(option) is not None:
+            spec[key] = options[option]
+    if mechanism in ("discrete-laplace", "discrete-gaussian") and "sensitivity" in spec:
+        s = float(spec["sensitivity"])
+        if not s.is_integer():
+            raise ParameterError("--sensitivity", s, "an integer for discrete mechanisms")
+        spec["sensitivity"] = int(s)
+    missing = [k for k in required if k not in spec]
+    if missing:
+        flags = ", ".join(_flag(k) for k in missing)
+        raise ParameterError(f"--mechanism {mechanism} needs {flags}.")
+    unused = sorted(set(spec) - {"mechanism"} - set(required) - set(optional))
+    if unused:
+        flags = ", ".join(_flag(k) for k in unused)
+        raise ParameterError(f"--mechanism {mechanism} does not take {flags}.")
+    counts = {c for c in (options.get("steps"), options.get("compositions")) if c is not None}
+    if len(counts) > 1:
+        raise ParameterError("--steps/--compositions", sorted(counts), "one count (synonyms)")
+    if counts:
+        spec["count"] = counts.pop()
+    return spec
 
 
-def _int(value: float | None) -> int:
-    if value is None:
-        return 1
-    if not float(value).is_integer() or value < 1:
-        raise ParameterError("--sensitivity", value, "a positive integer for a discrete mechanism")
-    return int(value)
+def _read_spec(path: str) -> Any:
+    try:
+        return json.loads(Path(path).read_text())
+    except OSError as err:
+        raise ParameterError("--spec", path, f"a readable file ({err.strerror})") from None
+    except ValueError:
+        raise ParameterError("--spec", path, "a file holding valid JSON") from None
 
 
 def _text(x: float | None, digits: int = 4) -> str:
@@ -115,7 +120,8 @@ def _render_one(console: Any, p: dict[str, Any], heading: str) -> None:
     title = f"{heading}: ε = {_text(p['epsilon'])} nats, δ = {_text(p['delta'], 3)}" + (
         " (pure ε-DP)" if p["pure"] else ""
     )
-    leak = Table(title=title, title_justify="left")
+    console.print(f"\n[bold]{title}[/bold]")
+    leak = Table()
     for col in ("level α", "nats / individual", "bits / individual", "meaning"):
         leak.add_column(col, justify="left" if col in ("level α", "meaning") else "right")
     meanings = {
@@ -128,19 +134,16 @@ def _render_one(console: Any, p: dict[str, Any], heading: str) -> None:
             key.replace("inf", "∞"), _text(p["nats"][key]), _text(p["bits"][key]), meanings[key]
         )
     console.print(leak)
-    cond = p.get("conditional")
-    if cond is not None and any(v is None for v in p["nats"].values()):
-        console.print(
-            f"[italic]Not a guarantee: only with probability {cond['probability']:.6g} "
-            f"(1 − δ) is the leakage at most {_text(cond['nats']['1'])} nats "
-            f"({_text(cond['bits']['1'])} bits) at α = 1 and {_text(cond['nats']['inf'])} nats "
-            f"({_text(cond['bits']['inf'])} bits) in the worst case; with probability "
-            f"δ = {p['delta']:.3g} it is unbounded.[/italic]"
-        )
-    attack = Table(title="Attacker views", title_justify="left")
+    if p.get("caveat"):
+        console.print(f"[italic]{p['caveat']}[/italic]")
+    console.print("[bold]Attacker views[/bold]")
+    attack = Table()
     attack.add_column("view")
     attack.add_column("bound", justify="right")
-    attack.add_row("posterior odds multiplied by at most e^ε", _text(p["posterior_odds_bound"]))
+    odds = "posterior odds multiplied by at most e^ε"
+    attack.add_row(
+        odds + (" (on the 1 − δ event)" if p["delta"] > 0 else ""), _text(p["posterior_odds_bound"])
+    )
     attack.add_row("best success, in/out guessing game", _text(p["attacker_success_max"]))
     attack.add_row(
         "  from (ε, δ) alone: (e^ε + δ)/(1 + e^ε)", _text(p["attacker_success_epsilon_delta"])
@@ -150,16 +153,33 @@ def _render_one(console: Any, p: dict[str, Any], heading: str) -> None:
         "min-entropy leakage, binary secret (nats)", _text(p["min_entropy_leakage_bound"])
     )
     console.print(attack)
-    rates = Table(title="Releases an attacker needs (Shannon rate, at least)", title_justify="left")
+    console.print("[bold]Hypothesis test 'is this person in the data?'[/bold]")
+    test = Table()
+    test.add_column("false-positive rate", justify="right")
+    test.add_column("false-negative rate at least", justify="right")
+    for row in p["tradeoff"]:
+        test.add_row(_text(row["false_positive_rate"]), _text(row["false_negative_rate_at_least"]))
+    console.print(test)
+    console.print(
+        "[bold]Releases an attacker needs to learn b bits (Shannon rate, at least)[/bold]"
+    )
+    rates = Table()
     rates.add_column("bits about one individual", justify="right")
     rates.add_column("releases", justify="right")
+    cond_rates = (p.get("conditional") or {}).get("releases_for_bits", {})
     for bits, n in p["releases_for_bits"].items():
-        rates.add_row(bits, "1 (with prob. δ)" if n is None else _text(n, 8))
+        if n is None:
+            cell = "1 may do (prob. δ)" + (
+                f"; else ≥ {_text(cond_rates[bits], 8)}" if bits in cond_rates else ""
+            )
+        else:
+            cell = _text(n, 8)
+        rates.add_row(bits, cell)
     console.print(rates)
-    tail = Table(
-        title=f"Markov tail at α = {_text(p['tail_alpha'])}: P(one release teaches ≥ R)",
-        title_justify="left",
+    console.print(
+        f"[bold]Markov tail at α = {_text(p['tail_alpha'])}: P(one release teaches ≥ R)[/bold]"
     )
+    tail = Table()
     tail.add_column("R (bits)", justify="right")
     tail.add_column("probability at most", justify="right")
     for row in p["tail"]:
@@ -175,18 +195,23 @@ def _render_one(console: Any, p: dict[str, Any], heading: str) -> None:
 
 
 @click.command("explain")
-@click.option("--epsilon", type=float, default=None, help="ε in nats (or a target ε).")
-@click.option("--delta", type=float, default=None, help="δ (or a target δ for --mechanism).")
-@click.option("--mechanism", type=str, default=None, help="One of: " + ", ".join(MECHANISMS))
-@click.option("--scale", type=float, default=None, help="Laplace noise scale b.")
+@click.option("--epsilon", type=float, default=None, help="ε (nats); or the ε of a mechanism.")
+@click.option("--delta", type=float, default=None, help="δ; with --mechanism the target δ.")
+@click.option("--mechanism", type=str, default=None, help="A mechanism, as for infodp account.")
+@click.option("--spec", "spec_file", type=click.Path(dir_okay=False), help="JSON spec file.")
+@click.option("--scale", type=float, default=None, help="Laplace noise scale.")
+@click.option("--sigma", type=float, default=None, help="Gaussian noise σ.")
 @click.option("--sensitivity", type=float, default=None, help="Sensitivity (default 1).")
-@click.option("--sigma", type=float, default=None, help="Gaussian noise standard deviation.")
-@click.option("--noise-multiplier", type=float, default=None, help="σ / clipping norm.")
+@click.option("--noise-multiplier", type=float, default=None, help="Subsampled Gaussian σ.")
 @click.option("--sampling-rate", type=float, default=None, help="Poisson sampling rate q.")
-@click.option("--steps", type=int, default=None, help="Subsampled steps (default 1).")
-@click.option("--compositions", type=int, default=None, help="Repeat the mechanism k times.")
+@click.option("--k", type=int, default=None, help="Categories of randomized response.")
+@click.option(
+    "--delta-mechanism", "mech_delta", type=float, default=None, help="δ of approximate-dp."
+)
+@click.option("--steps", type=int, default=None, help="Runs (synonym of --compositions).")
+@click.option("--compositions", type=int, default=None, help="Runs (synonym of --steps).")
 @click.option("--rows", type=int, default=None, help="Rows N in the table (for δ·N).")
-@click.option("--group", type=int, default=1, show_default=True, help="Group size k.")
+@click.option("--group", type=int, default=1, show_default=True, help="Also explain a group of k.")
 @click.option("--tail-alpha", type=float, default=2.0, show_default=True, help="α of the tail.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None)
 @json_option
@@ -194,52 +219,51 @@ def explain_command(
     epsilon: float | None,
     delta: float | None,
     mechanism: str | None,
-    scale: float | None,
-    sensitivity: float | None,
-    sigma: float | None,
-    noise_multiplier: float | None,
-    sampling_rate: float | None,
-    steps: int | None,
-    compositions: int | None,
+    spec_file: str | None,
     rows: int | None,
     group: int,
     tail_alpha: float,
     html_path: str | None,
     as_json: bool,
+    **options: Any,
 ) -> None:
-    """Explain what an ε/δ or a mechanism leaks: nats and bits per individual, attacker odds."""
+    """Explain what ε, δ or a mechanism leaks: nats and bits per individual, attacker odds.
+
+    Without --mechanism/--spec, --epsilon and --delta (default 0) are the guarantee to explain.
+    With --mechanism (flags as for infodp account; --epsilon is then the mechanism's own ε)
+    or --spec FILE, the report is at the target --delta (default 1e-5, as infodp account).
+    """
+    from infodp.accounting.spec import profile_from_spec
     from infodp.explain import explain, explain_epsilon_delta, write_html
 
-    mech_flags = {
-        "scale": scale,
-        "sensitivity": sensitivity,
-        "sigma": sigma,
-        "noise_multiplier": noise_multiplier,
-        "sampling_rate": sampling_rate,
-        "steps": steps,
-        "compositions": compositions,
-    }
-    if mechanism is None:
-        for name, value in mech_flags.items():
-            if value is not None:
-                raise ParameterError(f"{_flag(name)} needs --mechanism")
+    given = [k for k, v in options.items() if v is not None]
+    extra: dict[str, Any] = {}
+    if mechanism is None and spec_file is None:
+        if given:
+            raise ParameterError(f"{_flag(given[0])} needs --mechanism")
         if epsilon is None:
-            raise ParameterError("--epsilon is required (or give --mechanism)")
+            raise ParameterError("--epsilon is required (or give --mechanism or --spec)")
         report = explain_epsilon_delta(
             epsilon, 0.0 if delta is None else delta, rows=rows, group=group, tail_alpha=tail_alpha
         )
     else:
-        if epsilon is not None and delta is not None:
-            raise ParameterError(
-                "give at most one of --epsilon / --delta with --mechanism (the other follows)"
-            )
-        profile = mechanism_profile(mechanism, **mech_flags)
-        report = explain(
-            profile, epsilon=epsilon, delta=delta, rows=rows, group=group, tail_alpha=tail_alpha
-        )
+        if mechanism is not None and spec_file is not None:
+            raise ParameterError("give only one of --mechanism or --spec")
+        if spec_file is not None:
+            if given or epsilon is not None:
+                raise ParameterError("--spec takes no mechanism flags (put them in the file)")
+            spec = _read_spec(spec_file)
+        else:
+            spec = mechanism_spec(str(mechanism), epsilon=epsilon, **options)
+        profile = profile_from_spec(spec, where="--spec" if spec_file else "options")
+        target: dict[str, Any] = {"delta": DEFAULT_TARGET_DELTA if delta is None else delta}
+        if isinstance(spec, dict) and spec.get("mechanism") == "approximate-dp" and delta is None:
+            # Only (ε, δ) is known: explain it at its own ε (times the count).
+            target = {"epsilon": float(spec["epsilon"]) * int(spec.get("count", 1))}
+        report = explain(profile, rows=rows, group=group, tail_alpha=tail_alpha, **target)
+        extra["spec"] = spec
     payload = report.to_dict()
-    if mechanism is not None:
-        payload["mechanism"] = {"name": mechanism, **{k: v for k, v in mech_flags.items() if v}}
+    payload.update(extra)
     if html_path is not None:
         payload["html"] = str(write_html(report, Path(html_path)))
     emit(payload, as_json, _render)

@@ -20,7 +20,7 @@ import numpy.typing as npt
 from matplotlib.figure import Figure
 
 from infodp.explain.bounds import LN2, markov_tail_bound, pure_dp_divergence
-from infodp.explain.report import LEVELS, Explanation
+from infodp.explain.report import LEVELS, TRADEOFF_FPRS, Explanation
 
 __all__ = ["PLOT_TITLES", "render_html", "write_html"]
 
@@ -225,6 +225,9 @@ def _capacity(ex: Explanation, alpha: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+_ODDS = "posterior odds multiplied by at most e^ε"
+
+
 def _row(cells: list[str], head: bool = False) -> str:
     tag = "th" if head else "td"
     return "<tr>" + "".join(f"<{tag}>{html.escape(c)}</{tag}>" for c in cells) + "</tr>"
@@ -252,7 +255,12 @@ def _sections(ex: Explanation, heading: str) -> str:
         parts.append(f'<p class="cond">{html.escape(ex.caveat)}</p>')
     attack = [_row(["attacker view", "bound"], head=True)]
     attack.append(
-        _row(["posterior odds multiplied by at most (e^ε)", _fmt(ex.posterior_odds_bound)])
+        _row(
+            [
+                _ODDS + (" (on the 1 − δ event)" if ex.delta > 0 else ""),
+                _fmt(ex.posterior_odds_bound),
+            ]
+        )
     )
     attack.append(_row(["best success in the in/out guessing game", _fmt(ex.attacker_success_max)]))
     attack.append(
@@ -273,6 +281,13 @@ def _sections(ex: Explanation, heading: str) -> str:
         )
     )
     parts.append("<table>" + "".join(attack) + "</table>")
+    test = [_row(["false-positive rate", "false-negative rate at least"], head=True)]
+    for a, b in zip(TRADEOFF_FPRS, ex.tradeoff(TRADEOFF_FPRS), strict=True):
+        test.append(_row([_fmt(a), _fmt(float(b))]))
+    parts.append(
+        "<p>Membership test (“is this person in the data?”): no test does better than</p>"
+        "<table>" + "".join(test) + "</table>"
+    )
     rel = [_row(["bits about one individual", "releases needed (at least)"], head=True)]
     for b, n in ex.releases_for_bits.items():
         rel.append(_row([str(b), "1 (unbounded with prob. δ)" if n is None else _fmt(n, 6)]))

@@ -48,6 +48,7 @@ __all__ = [
     "DEFAULT_DELTA",
     "LEVELS",
     "TAIL_LEAKS_BITS",
+    "TRADEOFF_FPRS",
     "Explanation",
     "ProfileLike",
     "explain",
@@ -57,10 +58,12 @@ __all__ = [
 
 #: The three Rényi levels every report shows: Shannon (1), collision (2), worst case (∞).
 LEVELS: tuple[tuple[str, float], ...] = (("1", 1.0), ("2", 2.0), ("inf", math.inf))
-#: Target δ used for a non-pure profile when the caller gives neither ε nor δ.
-DEFAULT_DELTA = 1e-6
+#: Target δ for a non-pure profile when the caller gives neither ε nor δ (as infodp account).
+DEFAULT_DELTA = 1e-5
 #: Amounts of information (bits) for the "releases needed" table (issue 4).
 BITS_TO_EXTRACT: tuple[int, ...] = (1, 8, 64)
+#: False-positive rates at which the JSON report lists the trade-off curve.
+TRADEOFF_FPRS: tuple[float, ...] = (0.001, 0.01, 0.05, 0.1, 0.25, 0.5)
 #: Leak sizes (bits) for the Markov tail table.
 TAIL_LEAKS_BITS: tuple[float, ...] = (0.1, 0.5, 1.0, 2.0, 4.0, 8.0)
 
@@ -239,6 +242,10 @@ class Explanation:
             "min_entropy_leakage_bound_epsilon_delta": (
                 self.min_entropy_leakage_bound_epsilon_delta
             ),
+            "tradeoff": [
+                {"false_positive_rate": a, "false_negative_rate_at_least": float(b)}
+                for a, b in zip(TRADEOFF_FPRS, self.tradeoff(TRADEOFF_FPRS), strict=True)
+            ],
             "tail_alpha": self.tail_alpha,
             "tail": [{"leak_nats": r, "probability_at_most": p} for r, p in self.tail],
             "releases_for_bits": {str(b): n for b, n in self.releases_for_bits.items()},
