@@ -25,9 +25,9 @@ def cli() -> None:
 
 def _register() -> None:
     # Each module adds its commands to ``cli``; imported here so ``infodp --help`` lists all.
-    from infodp.cli import accounting, channel, demo, explain, information, mechanisms
+    from infodp.cli import accounting, channel, curator, demo, explain, information, mechanisms
 
-    for module in (information, channel, accounting, mechanisms, explain, demo):
+    for module in (information, channel, accounting, mechanisms, explain, curator, demo):
         for command in module.COMMANDS:
             cli.add_command(command)
 

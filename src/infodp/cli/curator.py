@@ -1,0 +1,339 @@
+"""CLI of the curator: ``dataset``, ``analyst``, ``query``, ``ledger``, ``release``.
+
+The store is a DuckDB file (``--db``, default ``$INFODP_DB`` or ``infodp.duckdb``, created on
+first use) with its ledger next to it (``<db>.ledger``). A refused over-budget query exits with
+status 3 and a message giving requested, remaining and gap.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from infodp.cli._common import emit, json_option, to_jsonable
+from infodp.errors import ParameterError
+
+__all__ = ["COMMANDS"]
+
+db_option = click.option(
+    "--db",
+    "db",
+    envvar="INFODP_DB",
+    default="infodp.duckdb",
+    show_default=True,
+    type=click.Path(dir_okay=False),
+    help="The store: a DuckDB file (created on first use); the ledger is <db>.ledger.",
+)
+
+
+def _curator(db: str) -> Any:
+    from infodp.curator.engine import Curator
+
+    return Curator(db)
+
+
+def _table(columns: list[str], rows: list[list[Any]]) -> str:
+    cells = [[str(c) for c in columns]] + [[_fmt(v) for v in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v):
+        return f"[{_fmt(v[0])}, {_fmt(v[1])}]"
+    if isinstance(v, dict) and "rank_error" in v:
+        return f"rank ±{v['rank_error']:.4g}"
+    return "" if v is None else str(v)
+
+
+# -- dataset ------------------------------------------------------------------------------------
+
+
+@click.group()
+def dataset() -> None:
+    """Register and list sensitive datasets (data owner)."""
+
+
+@dataset.command("register")
+@db_option
+@click.option("--name", required=True, help="Name of the dataset (the table name in SQL).")
+@click.option("--source", required=True, help="A CSV or Parquet file.")
+@click.option("--schema", "schema_path", required=True, help="The schema (YAML or JSON file).")
+@click.option(
+    "--info-cap-bits",
+    type=float,
+    default=None,
+    help="Optional cap on the total information released about the table (bits, α = 1).",
+)
+@json_option
+def dataset_register(
+    db: str, name: str, source: str, schema_path: str, info_cap_bits: float | None, as_json: bool
+) -> None:
+    """Copy SOURCE into the store under NAME with its declared schema."""
+    from pathlib import Path
+
+    if not Path(schema_path).is_file():
+        raise ParameterError("--schema", schema_path, "an existing YAML or JSON file")
+    info = _curator(db).register_dataset(
+        name, source, Path(schema_path).read_text(), info_cap_bits=info_cap_bits
+    )
+    payload = {
+        "dataset": info["name"],
+        "rows": info["rows"],
+        "schema": info["schema"],
+        "info_cap_bits": info["info_cap_bits"],
+        "db": db,
+    }
+    emit(
+        payload,
+        as_json,
+        lambda p: click.echo(
+            f"registered {p['dataset']}: {p['rows']} rows, privacy unit "
+            f"{p['schema']['privacy_unit']} (store {p['db']})"
+        ),
+    )
+
+
+@dataset.command("list")
+@db_option
+@json_option
+def dataset_list(db: str, as_json: bool) -> None:
+    """List the registered datasets."""
+    records = _curator(db).ledger.datasets()
+    payload = {
+        "datasets": [
+            {
+                "name": r.name,
+                "rows": r.rows,
+                "schema": json.loads(r.schema_json),
+                "info_cap_bits": r.info_cap_bits,
+                "info_spent_bits": r.info_spent_nats / 0.6931471805599453,
+            }
+            for r in records
+        ]
+    }
+    emit(
+        payload,
+        as_json,
+        lambda p: click.echo(
+            "\n".join(f"{d['name']}: {d['rows']} rows" for d in p["datasets"]) or "no datasets"
+        ),
+    )
+
+
+# -- analyst ------------------------------------------------------------------------------------
+
+
+@click.group()
+def analyst() -> None:
+    """Give analysts budgets on datasets."""
+
+
+@analyst.command("add")
+@db_option
+@click.option("--name", required=True, help="The analyst's name.")
+@click.option("--dataset", "dataset_name", required=True, help="The dataset the budget is on.")
+@click.option("--epsilon", required=True, help="Total ε budget (exact decimal).")
+@click.option("--delta", default="0", show_default=True, help="Total δ budget.")
+@json_option
+def analyst_add(
+    db: str, name: str, dataset_name: str, epsilon: str, delta: str, as_json: bool
+) -> None:
+    """Add a budget for NAME on a dataset and print their API key (shown once)."""
+    cur = _curator(db)
+    key = cur.add_analyst(name, dataset_name, epsilon=epsilon, delta=delta)
+    budget = cur.ledger.budget(name, cur.ledger.dataset(dataset_name).name)
+    payload = {
+        "analyst": name,
+        "dataset": budget.dataset,
+        "api_key": key,
+        "budget": budget.to_dict(),
+    }
+    emit(
+        payload,
+        as_json,
+        lambda p: click.echo(
+            f"analyst {p['analyst']} on {p['dataset']}: epsilon={epsilon}, delta={delta}\n"
+            f"API key (shown once, store it now): {p['api_key']}"
+        ),
+    )
+
+
+@analyst.command("list")
+@db_option
+@json_option
+def analyst_list(db: str, as_json: bool) -> None:
+    """List analysts and their remaining budgets."""
+    budgets = [b.to_dict() for b in _curator(db).ledger.budgets()]
+    emit(
+        {"analysts": budgets},
+        as_json,
+        lambda p: click.echo(
+            "\n".join(
+                f"{b['analyst']} on {b['dataset']}: remaining "
+                f"epsilon={b['remaining_epsilon']:.6g}, delta={b['remaining_delta']:.3g}"
+                for b in p["analysts"]
+            )
+            or "no analysts"
+        ),
+    )
+
+
+# -- query --------------------------------------------------------------------------------------
+
+
+@click.command()
+@db_option
+@click.option("--analyst", "analyst_name", default=None, help="Who pays for the query.")
+@click.option("--epsilon", default=None, help="ε this query spends (exact decimal).")
+@click.option("--delta", default="0", show_default=True, help="δ (partition selection only).")
+@click.option("--synopsis", default=None, help="Answer from a released synopsis (free).")
+@click.option("--confidence", type=float, default=0.95, show_default=True)
+@click.argument("sql")
+@json_option
+def query(
+    db: str,
+    analyst_name: str | None,
+    epsilon: str | None,
+    delta: str,
+    synopsis: str | None,
+    confidence: float,
+    sql: str,
+    as_json: bool,
+) -> None:
+    """Answer an aggregate SQL query with differential privacy."""
+    cur = _curator(db)
+    if synopsis is not None:
+        payload = cur.query_synopsis(synopsis, sql, confidence=confidence)
+    else:
+        if analyst_name is None:
+            raise ParameterError("--analyst", None, "given (who pays for the query)")
+        if epsilon is None:
+            raise ParameterError("--epsilon", None, "given (the ε this query spends)")
+        payload = cur.query(
+            analyst_name, sql, epsilon=epsilon, delta=delta, confidence=confidence
+        ).to_dict()
+    emit(payload, as_json, _render_answer)
+
+
+def _render_answer(p: dict[str, Any]) -> None:
+    click.echo(_table(p["columns"], p["rows"]))
+    ci_cols = [f"{c} ({round(p['confidence'] * 100)}%)" for c in p["columns"]]
+    click.echo("\naccuracy (interval of each cell, or a quantile's rank error):")
+    click.echo(_table(ci_cols, p["confidence_intervals"]))
+    cost = p["cost"]
+    click.echo(
+        f"\ncost: epsilon={cost['epsilon']:.6g}, delta={cost['delta']:.3g}, "
+        f"information about the whole table <= {cost['information_nats'] / 0.6931471805599453:.4g}"
+        " bits"
+    )
+    leak = cost.get("leakage") or {}
+    if "bits" in leak:
+        bits = leak["bits"]
+        shown = ", ".join(
+            f"α={a}: {'unbounded' if v is None else f'{v:.4g} bits'}" for a, v in bits.items()
+        )
+        click.echo(f"leakage per individual: {shown}")
+    if "remaining" in p:
+        r = p["remaining"]
+        click.echo(
+            f"remaining: epsilon={r['remaining_epsilon']:.6g}, delta={r['remaining_delta']:.3g}"
+        )
+    for note in p.get("notes", []):
+        click.echo(f"note: {note}")
+
+
+# -- ledger -------------------------------------------------------------------------------------
+
+
+@click.command()
+@db_option
+@click.option("--analyst", "analyst_name", default=None, help="Only this analyst's entries.")
+@click.option("--dataset", "dataset_name", default=None, help="Only this dataset's entries.")
+@json_option
+def ledger(db: str, analyst_name: str | None, dataset_name: str | None, as_json: bool) -> None:
+    """Show the privacy ledger: budgets, every query (who, when, SQL, cost), synopses."""
+    led = _curator(db).ledger
+    payload = {
+        "budgets": [b.to_dict() for b in led.budgets()],
+        "entries": [e.to_dict() for e in led.entries(analyst_name, dataset_name)],
+        "datasets": [
+            {
+                "name": d.name,
+                "rows": d.rows,
+                "info_cap_bits": d.info_cap_bits,
+                "info_spent_bits": d.info_spent_nats / 0.6931471805599453,
+            }
+            for d in led.datasets()
+        ],
+        "synopses": led.synopses(),
+        "consistent": not led.check(),
+    }
+
+    def render(p: dict[str, Any]) -> None:
+        for b in p["budgets"]:
+            click.echo(
+                f"{b['analyst']} on {b['dataset']}: spent epsilon={b['spent_epsilon']:.6g} of "
+                f"{b['epsilon']:.6g}, delta={b['spent_delta']:.3g} of {b['delta']:.3g}"
+            )
+        for e in p["entries"]:
+            click.echo(
+                f"#{e['id']} {e['created']} {e['analyst']} {e['status']} "
+                f"epsilon={e['epsilon']:.6g} delta={e['delta']:.3g}: {e['sql']}"
+            )
+
+    emit(to_jsonable(payload), as_json, render)
+
+
+# -- release ------------------------------------------------------------------------------------
+
+
+@click.command()
+@db_option
+@click.option("--analyst", "analyst_name", required=True, help="Who pays for the release.")
+@click.option("--dataset", "dataset_name", required=True)
+@click.option("--columns", required=True, help="Comma-separated declared columns (the marginal).")
+@click.option("--epsilon", required=True, help="ε the whole synopsis costs (once).")
+@click.option("--name", required=True, help="Name of the synopsis (for query --synopsis).")
+@json_option
+def release(
+    db: str,
+    analyst_name: str,
+    dataset_name: str,
+    columns: str,
+    epsilon: str,
+    name: str,
+    as_json: bool,
+) -> None:
+    """Publish a DP histogram over COLUMNS once; query it later for free (--synopsis)."""
+    cur = _curator(db)
+    cols = [c.strip() for c in columns.split(",") if c.strip()]
+    syn = cur.release_synopsis(analyst_name, name, dataset_name, cols, epsilon=epsilon)
+    budget = cur.ledger.budget(analyst_name, syn.dataset)
+    payload = {
+        "synopsis": name,
+        "dataset": syn.dataset,
+        "columns": list(syn.columns),
+        "cells": len(syn.counts),
+        "epsilon": syn.epsilon,
+        "noise_scale": syn.scale,
+        "remaining": budget.to_dict(),
+    }
+    emit(
+        payload,
+        as_json,
+        lambda p: click.echo(
+            f"released synopsis {p['synopsis']} over {', '.join(p['columns'])} "
+            f"({p['cells']} cells, epsilon={p['epsilon']:.6g}); query it with: "
+            f"infodp query --synopsis {p['synopsis']} ..."
+        ),
+    )
+
+
+COMMANDS: list[click.Command] = [dataset, analyst, query, ledger, release]
