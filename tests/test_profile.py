@@ -1,0 +1,261 @@
+"""Privacy profiles: constructors, queries, composition laws, group privacy, information."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from dp_accounting import dp_event
+from dp_accounting.pld import pld_privacy_accountant
+from dp_accounting.rdp import rdp_privacy_accountant
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import optimize, special, stats
+
+import infodp.accounting as acc
+from infodp.accounting import profile as prof
+from infodp.errors import ParameterError
+
+_PROFILES = [
+    acc.laplace_profile(2.0),
+    acc.gaussian_profile(3.0),
+    acc.discrete_laplace_profile(1.5, 2),
+    acc.discrete_gaussian_profile(2.0),
+    acc.randomized_response_profile(1.0, 3),
+    acc.pure_dp_profile(0.7),
+    acc.subsampled_gaussian_profile(1.0, 0.05),
+    acc.approximate_dp_profile(1.0, 1e-6),
+]
+
+
+def _gauss_eps(mu: float, delta: float) -> float:
+    # Balle & Wang 2018, Theorem 8 inverted by root finding (N(0,1) vs N(μ,1)).
+    def d(e: float) -> float:
+        return float(
+            stats.norm.cdf(mu / 2 - e / mu) - math.exp(e) * stats.norm.cdf(-mu / 2 - e / mu)
+        )
+
+    return 0.0 if d(0.0) <= delta else float(optimize.brentq(lambda e: d(e) - delta, 0, 300))
+
+
+def test_all_matches_public_names() -> None:
+    for module in (acc, prof):
+        defined = {
+            n
+            for n, v in vars(module).items()
+            if not n.startswith("_") and getattr(v, "__module__", None) == module.__name__
+        }
+        assert defined <= set(module.__all__)
+        assert all(hasattr(module, n) for n in module.__all__)
+
+
+@pytest.mark.parametrize(
+    ("build", "arg"),
+    [
+        (lambda: acc.laplace_profile(-1.0), "scale"),
+        (lambda: acc.gaussian_profile(1.0, sensitivity=0.0), "sensitivity"),
+        (lambda: acc.discrete_laplace_profile(1.0, 1.5), "sensitivity"),
+        (lambda: acc.discrete_gaussian_profile(float("nan")), "sigma"),
+        (lambda: acc.randomized_response_profile(1.0, 1), "k"),
+        (lambda: acc.pure_dp_profile(-0.1), "epsilon"),
+        (lambda: acc.subsampled_gaussian_profile(1.0, 1.1), "sampling_rate"),
+        (lambda: acc.approximate_dp_profile(1.0, 2.0), "delta"),
+        (lambda: acc.compose(), "profiles"),
+        (lambda: acc.gaussian_profile(1.0).rdp(0.5), "alpha"),
+        (lambda: acc.gaussian_profile(1.0).epsilon(1.5), "delta"),
+        (lambda: acc.gaussian_profile(1.0).repeat(0), "k"),
+        (lambda: acc.gaussian_profile(1.0).group(-2), "k"),
+    ],
+)
+def test_bad_parameters_name_the_argument(build: object, arg: str) -> None:
+    with pytest.raises(ParameterError, match=arg):
+        build()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("p", _PROFILES, ids=lambda p: type(p).__name__)
+def test_queries_are_never_nan_and_ordered(p: acc.PrivacyProfile) -> None:
+    alphas = np.array([1.0, 1.5, 2.0, 10.0, math.inf])
+    curve = np.asarray(p.rdp(alphas))
+    assert not np.isnan(curve).any()
+    assert np.all(curve[1:] >= curve[:-1] - 1e-12)  # non-decreasing in α
+    assert curve[-1] == p.pure_epsilon()
+    for d in [0.0, 1e-9, 1e-3, 0.5, 1.0]:
+        e = p.epsilon(d)
+        assert not math.isnan(e)
+        assert e >= 0
+    assert p.epsilon(1.0) == 0.0
+    for e in [0.0, 0.5, 3.0]:
+        assert 0.0 <= p.delta(e) <= 1.0
+    assert p.information(1.0) == pytest.approx(float(p.rdp(1.0)))
+
+
+def test_pure_epsilons() -> None:
+    assert acc.laplace_profile(2.0, 3.0).pure_epsilon() == 1.5
+    assert acc.discrete_laplace_profile(2.0, 3).pure_epsilon() == 1.5
+    assert acc.gaussian_profile(1.0).pure_epsilon() == math.inf
+    assert acc.randomized_response_profile(math.log(3)).pure_epsilon() == pytest.approx(math.log(3))
+    assert acc.approximate_dp_profile(1.0, 0.0).pure_epsilon() == 1.0
+    assert acc.approximate_dp_profile(1.0, 1e-9).pure_epsilon() == math.inf
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 4.0])
+def test_pure_dp_kl_is_eps_tanh(eps: float) -> None:
+    # KL of the ε-DP extreme pair equals ε·tanh(ε/2) (Cuff & Yu 2016, Property 1),
+    # computed here from the pair itself.
+    pair = np.array([special.expit(eps), special.expit(-eps)])
+    kl = float(np.sum(special.rel_entr(pair, pair[::-1])))
+    assert acc.pure_dp_profile(eps).rdp(1.0) == pytest.approx(kl, rel=1e-12)
+    assert kl == pytest.approx(eps * math.tanh(eps / 2), rel=1e-12)
+
+
+def test_laplace_epsilon_delta_zero_is_pure() -> None:
+    assert acc.laplace_profile(0.5).epsilon(0.0) == pytest.approx(2.0, abs=1e-9)
+    assert acc.gaussian_profile(1.0).epsilon(0.0) == math.inf
+
+
+@pytest.mark.parametrize(("sigma", "k"), [(3.0, 10), (8.0, 50), (1.0, 1)])
+@pytest.mark.parametrize("delta", [1e-5, 1e-8])
+def test_composed_gaussians_epsilon_is_tight_and_valid(sigma: float, k: int, delta: float) -> None:
+    # k Gaussians with σ compose to one with σ/√k (exact ε by Balle & Wang's formula).
+    exact = _gauss_eps(math.sqrt(k) / sigma, delta)
+    ours = acc.gaussian_profile(sigma).repeat(k).epsilon(delta)
+    assert exact <= ours <= exact + 5e-4
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_subsampled_gaussian_profile_vs_dp_accounting(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    sigma = float(rng.uniform(0.8, 3.0))
+    q = float(10 ** rng.uniform(-2.5, -1))
+    steps = int(rng.integers(50, 3000))
+    delta = 1e-6
+    event = dp_event.SelfComposedDpEvent(
+        dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma)), steps
+    )
+    pld_acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-4)
+    pld_acc.compose(event)
+    rdp_acc = rdp_privacy_accountant.RdpAccountant()
+    rdp_acc.compose(event)
+    profile = acc.subsampled_gaussian_profile(sigma, q).repeat(steps)
+    ours = profile.epsilon(delta)
+    assert ours == pytest.approx(pld_acc.get_epsilon(delta), rel=1e-3)
+    assert ours <= rdp_acc.get_epsilon(delta) * 1.001
+
+
+def test_dp_sgd_reference_value() -> None:
+    # The issue's reference: q = 0.01, σ = 1, 10 000 steps, δ = 1e-5: tight ε ≈ 6.1877.
+    p = acc.subsampled_gaussian_profile(1.0, 0.01).repeat(10_000)
+    assert p.epsilon(1e-5) == pytest.approx(6.1877, abs=1e-3)
+
+
+def test_laplace_reference_value() -> None:
+    # The issue's reference: 1000 Laplace(10) mechanisms, δ = 1e-6: tight ε ≈ 18.950.
+    assert acc.laplace_profile(10.0).repeat(1000).epsilon(1e-6) == pytest.approx(18.950, abs=2e-3)
+
+
+@settings(max_examples=30)
+@given(
+    s1=st.floats(0.5, 20.0),
+    s2=st.floats(0.1, 10.0),
+    eps=st.floats(0.05, 3.0),
+    alpha=st.floats(1.0, 100.0),
+    k=st.integers(1, 50),
+)
+def test_rdp_is_additive_under_composition(
+    s1: float, s2: float, eps: float, alpha: float, k: int
+) -> None:
+    # Mironov 2017, Proposition 1.
+    a, b, c = acc.gaussian_profile(s1), acc.laplace_profile(s2), acc.pure_dp_profile(eps)
+    total = acc.compose(a, b, c.repeat(k)).rdp(alpha)
+    assert total == pytest.approx(a.rdp(alpha) + b.rdp(alpha) + k * c.rdp(alpha), rel=1e-9)
+
+
+@settings(max_examples=30)
+@given(scale=st.floats(0.2, 20.0), k=st.integers(1, 30), alpha=st.floats(1.0, 50.0))
+def test_group_privacy_laws(scale: float, k: int, alpha: float) -> None:
+    # Dwork & Roth 2014, Thm 2.2 (kε); Bun & Steinke 2016, Prop 1.9 (k²ρ); additive
+    # mechanisms: group of k = sensitivity k (exact).
+    lap = acc.laplace_profile(scale)
+    assert lap.group(k).pure_epsilon() == pytest.approx(k / scale)
+    g = acc.gaussian_profile(scale)
+    assert g.group(k).rdp(alpha) == pytest.approx(k * k * alpha / (2 * scale * scale))
+    rr = acc.randomized_response_profile(1.0 / scale)
+    assert rr.group(k).pure_epsilon() == pytest.approx(k / scale)
+
+
+def test_generic_group_uses_mironov_and_zcdp() -> None:
+    base = acc.subsampled_gaussian_profile(2.0, 0.1)
+    grp = base.group(4)
+    assert isinstance(grp, prof.GroupProfile)
+    alphas = np.array([1.0, 2.0, 4.0])
+    # Corollary 4 of Mironov 2017 with c = 2: 9·ε(4·max(α, 2)).
+    expected = 9 * np.asarray(base.rdp(4 * np.maximum(alphas, 2.0)))
+    np.testing.assert_allclose(np.asarray(grp.rdp(alphas)), np.minimum(expected, np.inf))
+    assert np.all(np.asarray(grp.rdp(alphas)) >= np.asarray(base.rdp(alphas)))
+    assert grp.epsilon(1e-5) >= base.epsilon(1e-5)
+    assert acc.discrete_gaussian_profile(2.0).group(3).zcdp_rho() == pytest.approx(9 / 8)
+
+
+def test_parallel_is_the_max_and_post_processing_is_identity() -> None:
+    a, b = acc.laplace_profile(1.0), acc.gaussian_profile(2.0)
+    par = acc.parallel(a, b)
+    for alpha in [1.0, 2.0, 8.0]:
+        assert par.rdp(alpha) == pytest.approx(max(a.rdp(alpha), b.rdp(alpha)))
+    assert par.pure_epsilon() == math.inf
+    assert par.epsilon(1e-6) >= max(a.epsilon(1e-6), b.epsilon(1e-6)) - 1e-9
+    assert acc.post_process(a) is a
+
+
+def test_subsampling_edge_cases() -> None:
+    assert acc.subsampled_gaussian_profile(2.0, 1.0) == acc.gaussian_profile(2.0)
+    zero = acc.subsampled_gaussian_profile(2.0, 0.0)
+    assert zero.pure_epsilon() == 0.0
+    assert zero.epsilon(0.0) == 0.0
+
+
+def test_compose_merges_identical_profiles() -> None:
+    g = acc.gaussian_profile(1.0)
+    c = acc.compose(g, g, acc.compose(g, acc.laplace_profile(1.0)))
+    assert isinstance(c, prof.ComposedProfile)
+    assert dict(c.parts)[g] == 3
+    assert g.repeat(1) is g
+    assert acc.compose(g) is g
+
+
+def test_zcdp() -> None:
+    assert acc.gaussian_profile(2.0, 3.0).zcdp_rho() == pytest.approx(9 / 8)
+    assert acc.pure_dp_profile(1.0).zcdp_rho() == 0.5
+    assert acc.compose(acc.gaussian_profile(1.0), acc.pure_dp_profile(1.0)).zcdp_rho() == 1.0
+    assert acc.compose(acc.gaussian_profile(1.0), acc.laplace_profile(1.0)).zcdp_rho() is None
+
+
+@pytest.mark.parametrize("eps", [0.2, math.log(3), 2.0])
+def test_information_bounds_binary_channel_capacity(eps: float) -> None:
+    # Randomized response is a BSC with crossover p = 1/(1+e^ε); its Shannon capacity
+    # ln 2 − h(p) (Cover & Thomas, Thm 7.1.1) must lie below the profile's information(1).
+    p = special.expit(-eps)
+    capacity = math.log(2) + p * math.log(p) + (1 - p) * math.log1p(-p)
+    profile = acc.randomized_response_profile(eps)
+    assert capacity <= profile.information(1.0)
+    assert profile.information(math.inf) == pytest.approx(eps)
+
+
+def test_approximate_dp_profile() -> None:
+    p = acc.approximate_dp_profile(1.0, 1e-6)
+    assert p.delta(1.0) == pytest.approx(1e-6)
+    assert p.epsilon(1e-6) == pytest.approx(1.0, abs=1e-3)
+    assert p.rdp(2.0) == math.inf
+    assert p.information(1.0) == math.inf
+    # Dwork & Roth 2014, Thm 2.2: group of k gives (kε, k e^{(k−1)ε} δ).
+    g = p.group(2)
+    assert g.pure_epsilon() == math.inf
+    assert g.delta(2.0) == pytest.approx(2 * math.e * 1e-6)
+
+
+@settings(max_examples=25)
+@given(d1=st.floats(1e-10, 0.9), d2=st.floats(1e-10, 0.9))
+def test_epsilon_non_increasing_in_delta(d1: float, d2: float) -> None:
+    p = acc.compose(acc.gaussian_profile(4.0).repeat(5), acc.laplace_profile(3.0))
+    lo, hi = sorted((d1, d2))
+    assert p.epsilon(hi) <= p.epsilon(lo) + 1e-12
