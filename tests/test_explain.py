@@ -211,6 +211,28 @@ def test_pure_dp_divergence_matches_direct_probabilities(eps: float, alpha: floa
     assert bounds.pure_dp_divergence(eps, alpha) == pytest.approx(_rr_renyi(eps, alpha), rel=1e-9)
 
 
+def test_huge_epsilon_does_not_overflow() -> None:
+    e = explain(PureRef(30.0))
+    assert e.attacker_success_max == pytest.approx(1.0)
+    assert bounds.attacker_success_bound(800.0, 0.0) == 1.0
+    assert bounds.posterior_odds_bound(800.0) == math.inf
+    assert bounds.min_entropy_leakage_bound(800.0) == pytest.approx(LN2)
+    np.testing.assert_allclose(bounds.tradeoff_fnr([0.0, 0.5], 800.0), [1.0, 0.0])
+
+
+@pytest.mark.parametrize("alpha", [1.5, 2.0, 10.0])
+def test_pure_dp_divergence_tiny_epsilon_keeps_precision(alpha: float) -> None:
+    # For small ε, D_α = (α/2)·Var_P[L] + O(ε³) (second-order expansion of the Rényi
+    # divergence, van Erven & Harremoës 2014), and the RR privacy loss L = ±ε has variance ≈ ε².
+    eps = 1e-6
+    assert bounds.pure_dp_divergence(eps, alpha) == pytest.approx(alpha * eps**2 / 2, rel=1e-5)
+
+
+def test_markov_tail_huge_capacity_is_one() -> None:
+    assert bounds.markov_tail_bound(800.0, 0.5, 2.0) == 1.0
+    assert bounds.markov_tail_bound(0.5, 800.0, 2.0) < 1e-300
+
+
 def test_pure_dp_divergence_huge_epsilon_is_finite() -> None:
     assert bounds.pure_dp_divergence(800.0, 2.0) == pytest.approx(800.0, rel=1e-3)
     assert bounds.pure_dp_divergence(800.0, 1.0) == pytest.approx(800.0)

@@ -69,7 +69,14 @@ def pure_dp_divergence(epsilon: Any, alpha: Any) -> float:
         # Harremoës 2014, the derivative of D_α at α = 1 is half the variance).
         variance = eps * eps * (1.0 - math.tanh(eps / 2.0) ** 2)
         return min(eps, kl + (a - 1.0) * variance / 2.0)
-    lead = float(np.logaddexp((a - 1.0) * eps, -a * eps)) - math.log1p(math.exp(-eps))
+    s = (a - 1.0) * eps
+    if s <= 1.0:
+        # Same quantity without cancellation for small ε: the sum over outputs is
+        # 1 + (expm1(s) + e^{−ε}·expm1(−s)) / (1 + e^{−ε}).
+        tail = math.exp(-eps)
+        lead = math.log1p((math.expm1(s) + tail * math.expm1(-s)) / (1.0 + tail))
+    else:
+        lead = float(np.logaddexp(s, -a * eps)) - math.log1p(math.exp(-eps))
     return max(kl, min(eps, lead / (a - 1.0)))
 
 
@@ -90,8 +97,9 @@ def attacker_success_bound(epsilon: Any, delta: Any = 0.0) -> float:
     d = as_probability("delta", delta)
     if math.isinf(eps):
         return 1.0
-    # (e^ε + δ)/(1 + e^ε) = 1 − (1 − δ)·σ(−ε), with σ the logistic function.
-    return min(1.0, 1.0 - (1.0 - d) / (1.0 + math.exp(eps)))
+    # (e^ε + δ)/(1 + e^ε) = 1 − (1 − δ)·σ(−ε), σ the logistic function (no overflow).
+    tail = math.exp(-eps)
+    return min(1.0, 1.0 - (1.0 - d) * tail / (1.0 + tail))
 
 
 def seed002_success_bound(epsilon: Any, delta: Any = 0.0) -> float:
@@ -191,7 +199,8 @@ def markov_tail_bound(capacity: Any, leak: Any, alpha: Any) -> float:
     if a == 1.0:
         return min(1.0, c / r)
     s = a - 1.0
-    return min(1.0, math.exp(_log_expm1(s * c) - _log_expm1(s * r)))
+    log_ratio = _log_expm1(s * c) - _log_expm1(s * r)
+    return 1.0 if log_ratio >= 0.0 else math.exp(log_ratio)
 
 
 def releases_needed(bits: Any, capacity: Any) -> float:

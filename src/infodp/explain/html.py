@@ -151,6 +151,7 @@ def _delta_plot(ex: Explanation) -> str:
     ax.set_ylabel("δ")
     ax.set_title(PLOT_TITLES[1], fontsize=10)
     ax.grid(True, alpha=0.3, which="both")
+    ax.set_xlim(0.0, hi)
     if ex.pure:
         ax.axvline(ex.epsilon, color="k", lw=0.8, ls=":", label="pure ε: δ = 0 from here on")
     if not ok.any():
@@ -292,7 +293,7 @@ def _sections(ex: Explanation, heading: str) -> str:
     for b, n in ex.releases_for_bits.items():
         rel.append(_row([str(b), "1 (unbounded with prob. δ)" if n is None else _fmt(n, 6)]))
     parts.append("<table>" + "".join(rel) + "</table>")
-    if ex.conditional_releases_for_bits is not None:
+    if ex.conditional_releases_for_bits is not None and ex.nats["1"] is None:
         text = ", ".join(
             f"{b} bits: {_fmt(n, 6)}" for b, n in ex.conditional_releases_for_bits.items()
         )
