@@ -1,7 +1,7 @@
 """Tests for infodp.information.entropy.
 
-References: Rényi 1961 ("On measures of entropy and information", eq. (1.20)); Cover & Thomas
-2006 ("Elements of Information Theory", eqs. (2.1), (2.5)); the seed article's binary Rényi
+References: Rényi 1961 ("On measures of entropy and information"); Cover & Thomas
+2006 ("Elements of Information Theory", eq. (2.1), Example 2.1.1); the seed article's binary Rényi
 entropy H_α(p) = −1/(α−1) log(p^α + (1−p)^α); van Erven & Harremoës 2014 [vEH14].
 Peers: scipy.stats.entropy, dit.other.renyi_entropy (bits, converted with ln 2).
 """
@@ -96,7 +96,7 @@ def test_entropy_is_log_n_minus_divergence_from_uniform(p: np.ndarray, alpha: fl
 
 @pytest.mark.parametrize("p", [0.5, 0.11, 0.25, 1e-3, 0.9])
 def test_binary_entropy_closed_form(p: float) -> None:
-    # Cover & Thomas eq. (2.5), written out.
+    # Cover & Thomas Example 2.1.1, written out.
     expected = -p * math.log(p) - (1 - p) * math.log(1 - p)
     assert binary_entropy(p) == pytest.approx(expected, rel=1e-13)
 
@@ -161,7 +161,7 @@ def test_inverse_is_the_largest_float_not_exceeding_the_target(h: float) -> None
 
 
 def test_inverse_binary_entropy_known_value_and_array() -> None:
-    # h(1/4) = log 4 − (3/4) log 3 (Cover & Thomas eq. (2.5) at p = 1/4).
+    # h(1/4) = log 4 − (3/4) log 3 (Cover & Thomas Example 2.1.1 at p = 1/4).
     h = math.log(4) - 0.75 * math.log(3)
     assert inverse_binary_entropy(h) == pytest.approx(0.25, rel=1e-14)
     out = inverse_binary_entropy([0.0, h, LN2])

@@ -5,8 +5,9 @@ References:
         (conditional MI), Thm 2.5.2 (chain rule), Thm 2.8.1 (data processing).
 [Seed]  "Differential Privacy and Information Theory" (seeds/000): I_α = D_α(P_XY‖P_X P_Y); the
         binary symmetric channel's radius log 2 − H_α(p) and Sibson's I^s_∞ = log(2 max(p, 1−p)).
-[Ver15] Verdú 2015, "α-mutual information", ITA: Sibson's closed form, I^s_α ≤ I_α-type
-        minimisation, monotonicity in α.
+[Ver15] Verdú 2015, "α-mutual information", ITA, and Esposito, Gastpar & Issa 2024
+        (arXiv:2405.08352) Sec. 3, Thm 4.1: Sibson's closed form as a minimum over Q,
+        monotonicity in α, data processing.
 [Smi09] Smith 2009, "On the foundations of quantitative information flow", FoSSaCS.
 [IWK20] Issa, Wagner & Kamath 2020, "An operational approach to information leakage".
 [BCP09] Braun, Chatzikokolakis & Palamidessi 2009, "Quantitative notions of leakage for
@@ -70,7 +71,7 @@ def prior_and_channel(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.mark.parametrize("p", [0.0, 0.01, 0.1, 0.3, 0.5])
 def test_bsc_shannon_capacity(p: float) -> None:
-    # [CT06, eq. (7.11)]: I = log 2 − h(p) at the uniform prior.
+    # [CT06, Sec. 7.1.4]: I = log 2 − h(p) at the uniform prior.
     expected = LN2 - binary_entropy(p)
     assert mutual_information([0.5, 0.5], _bsc(p)) == pytest.approx(expected, abs=1e-15)
 
@@ -116,7 +117,7 @@ def test_identity_channel_leaks_the_whole_input() -> None:
 
 def test_randomized_response_leakages() -> None:
     # ln3-RR (seeds/002): maximal leakage log(3/4 + 3/4) = log 1.5; min-entropy leakage at the
-    # uniform prior equals it [BCP09, Prop. 5.1]; at a skewed prior it is smaller.
+    # uniform prior equals it [BCP09]; at a skewed prior it is smaller.
     W = [[0.75, 0.25], [0.25, 0.75]]
     assert maximal_leakage(W) == pytest.approx(math.log(1.5), rel=1e-14)
     assert min_entropy_leakage([0.5, 0.5], W) == pytest.approx(math.log(1.5), rel=1e-14)
@@ -292,7 +293,7 @@ def test_post_processing_never_increases_information(
 def test_shannon_bounds_and_leakage_ordering(pw: tuple[np.ndarray, np.ndarray]) -> None:
     prior, W = pw
     mi = mutual_information(prior, W)
-    # 0 ≤ I(X;Y) ≤ min(H(X), log |Y|) [CT06, Thm 2.6.5 and 2.6.4].
+    # 0 ≤ I(X;Y) ≤ min(H(X), log |Y|) [CT06, eq. (2.45) and Thm 2.6.4].
     assert 0.0 <= mi <= min(shannon_entropy(prior), math.log(W.shape[1])) + 1e-9
     # Min-entropy leakage ≤ maximal leakage (min-entropy capacity) [BCP09; IWK20] and the
     # maximal leakage never exceeds the channel's pure ε (largest row max-divergence).

@@ -217,7 +217,7 @@ def hockey_stick_divergence(p: Any, q: Any, epsilon: Any) -> float | FloatArray:
     """Hockey-stick divergence E_{e^ε}(P‖Q) = Σ_i max(p_i − e^ε q_i, 0): the tight δ at ε.
 
     A pair of output distributions satisfies (ε, δ)-indistinguishability in the direction P vs
-    Q iff δ ≥ E_{e^ε}(P‖Q) (Barthe & Olmedo 2013, ICALP, Sec. 3; Balle et al. 2018, "Improving
+    Q iff δ ≥ E_{e^ε}(P‖Q) (Barthe & Olmedo 2013, ICALP; Balle et al. 2018, "Improving
     the Gaussian mechanism", Thm 5 via Lemma 1). ``epsilon`` may be any real, ±∞, scalar or
     array (vectorised). Each positive term is evaluated as p_i · (−expm1(ε − log(p_i/q_i)))
     so that e^ε never overflows and there is no cancellation; ε = +∞ gives P(q = 0).

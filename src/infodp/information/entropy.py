@@ -3,8 +3,8 @@
 Shannon, Rényi (every order α ∈ [0, ∞]) and min-entropy of a probability vector; the binary
 entropy h(p), its inverse on [0, ½] and the seed article's binary Rényi entropy H_α(p).
 
-Definitions (Rényi 1961, "On measures of entropy and information", eq. (1.20); Cover & Thomas
-2006, "Elements of Information Theory", eqs. (2.1) and (2.5)):
+Definitions (Rényi 1961, "On measures of entropy and information"; Cover & Thomas
+2006, "Elements of Information Theory", eq. (2.1) and Example 2.1.1):
 
 * H_α(P) = 1/(1−α) · log Σ_i p_i^α for α ∉ {0, 1, ∞};
 * H_0(P) = log |supp P| (Hartley), H_1(P) = −Σ p_i log p_i (Shannon),
@@ -85,7 +85,7 @@ def renyi_entropy(p: Any, alpha: Any) -> float | FloatArray:
     ``alpha`` may be a scalar or an array (vectorised). α = 0 (Hartley), 1 (Shannon) and ∞
     (min-entropy) are exact; orders near 1 are continuous with Shannon.
 
-    Source: Rényi 1961, eq. (1.20); van Erven & Harremoës 2014, Sec. I-A.
+    Source: Rényi 1961; van Erven & Harremoës 2014, Sec. I-A.
 
     >>> round(renyi_entropy([0.5, 0.25, 0.25], 2), 6)  # −log(3/8)
     0.980829
@@ -148,7 +148,7 @@ def binary_entropy(p: Any) -> float | FloatArray: ...
 def binary_entropy(p: Any) -> float | FloatArray:
     """Binary entropy h(p) = −p log p − (1−p) log(1−p) in nats, p ∈ [0, 1] (scalar or array).
 
-    Source: Cover & Thomas 2006, eq. (2.5).
+    Source: Cover & Thomas 2006, Example 2.1.1.
 
     >>> round(binary_entropy(0.5), 6)  # log 2
     0.693147
@@ -234,7 +234,7 @@ def inverse_binary_entropy(h: Any) -> float | FloatArray:
     """Inverse of the binary entropy on [0, ½]: the p ∈ [0, ½] with h(p) = h, h ∈ [0, ln 2].
 
     Needed for the MI-DP → (ε, δ) conversion δ = 1 − 2 h⁻¹(ln 2 − ε) (Cuff & Yu 2016, CCS,
-    Thm 2; restated in Ünsal & Önen's tutorial). The result is the largest float p with
+    seeds/003; restated in Ünsal & Önen's tutorial). The result is the largest float p with
     h(p) ≤ h (exact up to one ulp of h's evaluation), so 1 − 2p is never optimistic by more
     than that rounding. Targets up to 1e-12 above ln 2 are accepted as ln 2 (rounding).
     Scalar or array input.

@@ -11,8 +11,9 @@ prior P_X over the inputs where needed.
   ("Differential Privacy and Information Theory", section "Mutual information").
 * Sibson's α-mutual information I^s_α(X;Y) = min_Q D_α(P_XY ‖ P_X × Q), in closed form
   α/(α−1) · log Σ_y (Σ_x P(x) W(y|x)^α)^{1/α} (Sibson 1969; Verdú 2015, "α-mutual
-  information", ITA, eq. (29)); its supremum over priors is the channel's "radius".
-* Min-entropy leakage H_∞(X) − H_∞(X|Y) (Smith 2009, FoSSaCS, Def. 3 and Sec. 4) and maximal
+  information", ITA; Esposito, Gastpar & Issa 2024, arXiv:2405.08352, Sec. 3); its
+  supremum over priors is the channel's "radius".
+* Min-entropy leakage H_∞(X) − H_∞(X|Y) (Smith 2009, FoSSaCS) and maximal
   leakage log Σ_y max_x W(y|x) (Issa, Wagner & Kamath 2020, IEEE Trans. Inf. Theory 66(3),
   Thm 1), which equals Sibson's I^s_∞ for a prior of full support.
 
@@ -285,13 +286,13 @@ def _sibson_one(prior: FloatArray, W: FloatArray, alpha: float) -> float:
         return _shannon_mi(prior, W)  # Verdú 2015: I^s_1 = I(X;Y)
     active = prior > 0
     if alpha == math.inf:
-        # Verdú 2015, eq. (31); Issa et al. 2020, Thm 1: log Σ_y max_{x: P(x)>0} W(y|x).
+        # Verdú 2015; Issa et al. 2020, Thm 1: log Σ_y max_{x: P(x)>0} W(y|x).
         return max(0.0, math.log(float(W[active].max(axis=0).sum())))
     if alpha == 0.0:
         # α ↓ 0 limit of the closed form: −log max_y P_X({x: W(y|x) > 0}).
         reach = prior[active] @ (W[active] > 0)
         return max(0.0, -math.log(float(reach.max())))
-    # Closed form (Sibson 1969; Verdú 2015, eq. (29)):
+    # Closed form (Sibson 1969; Verdú 2015; Esposito et al. 2024, Sec. 3):
     #   I^s_α = α/(α−1) log Σ_y (Σ_x P(x) W(y|x)^α)^{1/α}.
     # Rewritten exactly, with t = α − 1, P(x|y) = P(x)W(y|x)/P_Y(y) and the tilted mean
     # T(w, L, t) = (1/t) log Σ w e^{tL}:
@@ -347,7 +348,8 @@ def sibson_mutual_information(prior: Any, channel: Any, alpha: Any) -> float | F
     limit −log max_y P_X({x: W(y|x) > 0}). Vectorised over α. Never larger than the seed
     article's I_α (it minimises over Q); its supremum over priors is the channel's "radius",
     a lower bound on C_α.
-    Source: Sibson 1969; Verdú 2015, "α-mutual information", eqs. (29)–(31); seed article,
+    Source: Sibson 1969; Verdú 2015, "α-mutual information"; Esposito, Gastpar & Issa 2024
+    (arXiv:2405.08352), Sec. 3 and Thm 4.1 (monotone in α, data processing); seed article,
     section "Sibson's definition".
 
     >>> bsc = [[0.9, 0.1], [0.1, 0.9]]
@@ -372,9 +374,9 @@ def min_entropy_leakage(prior: Any, channel: Any) -> float:
 
     = log Σ_y max_x P(x) W(y|x) − log max_x P(x): the log of how much one observation
     multiplies the attacker's chance of guessing X in one try.
-    Source: Smith 2009, "On the foundations of quantitative information flow", FoSSaCS,
-    Def. 3 and the formula for H_∞(X|Y) (Sec. 4). For a uniform prior it equals maximal
-    leakage (Braun, Chatzikokolakis & Palamidessi 2009, MFPS, Prop. 5.1).
+    Source: Smith 2009, "On the foundations of quantitative information flow", FoSSaCS
+    (vulnerability-based H_∞(X|Y)). For a uniform prior it equals maximal
+    leakage (Braun, Chatzikokolakis & Palamidessi 2009, MFPS).
 
     >>> round(min_entropy_leakage([0.5, 0.5], [[0.75, 0.25], [0.25, 0.75]]), 6)  # log 1.5
     0.405465
