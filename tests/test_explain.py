@@ -458,6 +458,24 @@ def test_explanation_is_immutable() -> None:
     e = explain(PureRef(1.0))
     with pytest.raises(AttributeError):
         e.epsilon = 2.0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        e.nats["1"] = 0.0  # type: ignore[index]
+
+
+def test_spent_budget_of_an_accountant() -> None:
+    from infodp.accounting import laplace_profile
+    from infodp.accounting.accountant import Accountant, Budget
+
+    acc = Accountant(Budget.pure(2.0))
+    for _ in range(2):
+        acc.spend(laplace_profile(scale=2.0))  # ε = 1/2 each
+    e = explain(acc.spent())
+    # Basic composition (Dwork & Roth 2014, Thm 3.16): ε = 1; KL adds, and the KL of Laplace
+    # at ε is ε + e^{−ε} − 1 (Mironov 2017, Table II at α = 1).
+    assert e.pure and e.epsilon == pytest.approx(1.0)
+    assert e.nats["1"] == pytest.approx(2 * (0.5 + math.exp(-0.5) - 1), rel=1e-6)
+    empty = explain([])
+    assert empty.nats == {"1": 0.0, "2": 0.0, "inf": 0.0}
 
 
 def test_all_lists_the_public_names() -> None:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -128,8 +129,8 @@ class Explanation:
     epsilon: float
     delta: float
     pure: bool
-    nats: dict[str, float | None]
-    conditional_nats: dict[str, float] | None
+    nats: Mapping[str, float | None]
+    conditional_nats: Mapping[str, float] | None
     unbounded_probability: float
     posterior_odds_bound: float
     attacker_success_max: float
@@ -140,8 +141,8 @@ class Explanation:
     tail_alpha: float
     tail: tuple[tuple[float, float], ...]
     conditional_tail: tuple[tuple[float, float], ...] | None
-    releases_for_bits: dict[int, float | None]
-    conditional_releases_for_bits: dict[int, float] | None
+    releases_for_bits: Mapping[int, float | None]
+    conditional_releases_for_bits: Mapping[int, float] | None
     rows: int | None
     expected_exposed_individuals: float | None
     group_size: int
@@ -289,7 +290,7 @@ def _tail(capacity: float, alpha: float) -> tuple[tuple[float, float], ...]:
 
 
 def explain(
-    profile: ProfileLike,
+    profile: ProfileLike | Sequence[ProfileLike],
     *,
     epsilon: Any = None,
     delta: Any = None,
@@ -310,10 +311,25 @@ def explain(
     (``profile.group(k)``; seed 000, "Group privacy"), at target ε = k·ε when ε was the target
     or the profile is pure.
 
+    ``profile`` may also be a sequence of profiles, e.g. a curator's spends
+    (``Accountant.spent()``): they are composed first.
+
     >>> e = explain_epsilon_delta(1.0, 0.01, rows=1000)
     >>> e.nats["1"] is None, round(e.conditional_nats["1"], 6), e.expected_exposed_individuals
     (True, 0.462117, 10.0)
+    >>> from infodp.accounting import laplace_profile
+    >>> from infodp.accounting.accountant import Accountant, Budget
+    >>> acc = Accountant(Budget.pure(2.0))
+    >>> acc.spend(laplace_profile(scale=2.0)); acc.spend(laplace_profile(scale=2.0))
+    >>> spent = explain(acc.spent())
+    >>> spent.epsilon, round(spent.bits["inf"], 4)
+    (1.0, 1.4427)
     """
+    if isinstance(profile, (list, tuple)):
+        # A sequence of spends (e.g. ``Accountant.spent()``): their sequential composition.
+        from infodp.accounting import compose, pure_dp_profile
+
+        profile = compose(*profile) if profile else pure_dp_profile(0.0)
     if not isinstance(profile, ProfileLike):
         raise ParameterError("profile", type(profile).__name__, "a privacy profile")
     eps_target = None if epsilon is None else as_nonnegative("epsilon", epsilon)
@@ -407,8 +423,8 @@ def explain(
         epsilon=eps,
         delta=dlt,
         pure=is_pure,
-        nats=nats,
-        conditional_nats=conditional,
+        nats=MappingProxyType(nats),
+        conditional_nats=None if conditional is None else MappingProxyType(conditional),
         unbounded_probability=unbounded_probability,
         posterior_odds_bound=posterior_odds_bound(eps),
         attacker_success_max=success,
@@ -421,8 +437,10 @@ def explain(
         tail_alpha=t_alpha,
         tail=tail,
         conditional_tail=conditional_tail,
-        releases_for_bits=releases,
-        conditional_releases_for_bits=conditional_releases,
+        releases_for_bits=MappingProxyType(releases),
+        conditional_releases_for_bits=(
+            None if conditional_releases is None else MappingProxyType(conditional_releases)
+        ),
         rows=n_rows,
         expected_exposed_individuals=exposed,
         group_size=k,
