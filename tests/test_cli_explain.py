@@ -34,6 +34,8 @@ def test_epsilon_delta_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert d["nats"] == {"1": None, "2": None, "inf": None}
     assert d["bits"] == {"1": None, "2": None, "inf": None}
     assert d["unbounded_probability"] == 0.01
+    assert d["posterior_odds_bound"] == pytest.approx(math.e)
+    assert d["posterior_odds_bound_probability"] == pytest.approx(0.99)
     assert d["conditional"]["bits"]["inf"] == pytest.approx(1 / LN2)  # "approx. 1.44 bits"
     assert d["attacker_success_max"] == pytest.approx((math.e + 0.01) / (1 + math.e), rel=1e-6)
     assert d["min_entropy_leakage_bound"] == pytest.approx(

@@ -197,7 +197,12 @@ def _render_one(console: Any, p: dict[str, Any], heading: str) -> None:
 @click.command("explain")
 @click.option("--epsilon", type=float, default=None, help="ε (nats); or the ε of a mechanism.")
 @click.option("--delta", type=float, default=None, help="δ; with --mechanism the target δ.")
-@click.option("--mechanism", type=str, default=None, help="A mechanism, as for infodp account.")
+@click.option(
+    "--mechanism",
+    type=str,
+    default=None,
+    help="A mechanism, as for infodp account (laplace, gaussian, …).",
+)
 @click.option("--spec", "spec_file", type=click.Path(dir_okay=False), help="JSON spec file.")
 @click.option("--scale", type=float, default=None, help="Laplace noise scale.")
 @click.option("--sigma", type=float, default=None, help="Gaussian noise σ.")
@@ -213,7 +218,13 @@ def _render_one(console: Any, p: dict[str, Any], heading: str) -> None:
 @click.option("--rows", type=int, default=None, help="Rows N in the table (for δ·N).")
 @click.option("--group", type=int, default=1, show_default=True, help="Also explain a group of k.")
 @click.option("--tail-alpha", type=float, default=2.0, show_default=True, help="α of the tail.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also write a self-contained HTML report with plots to this file.",
+)
 @json_option
 def explain_command(
     epsilon: float | None,

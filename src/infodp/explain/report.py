@@ -236,6 +236,8 @@ class Explanation:
                 ],
             },
             "posterior_odds_bound": self.posterior_odds_bound,
+            # e^ε bounds the odds only on the event of probability 1 − δ (KOV 2015, Thm 2.1).
+            "posterior_odds_bound_probability": 1.0 - self.delta,
             "attacker_success_max": self.attacker_success_max,
             "attacker_success_epsilon_delta": self.attacker_success_epsilon_delta,
             "attacker_success_seed002": self.attacker_success_seed002,
