@@ -216,32 +216,34 @@ def _log_a_int(q: float, sigma: float, alpha: int) -> float:
     return float(special.logsumexp(terms))
 
 
-def _log_a_frac(q: float, sigma: float, alpha: float) -> float:
+def _log_a_frac(q: float, sigma: float, alphas: ArrayF) -> ArrayF:
     # Mironov, Talwar & Zhang 2019, Section 3.3, fractional α: two convergent series
     # A_α = Σ_i C(α,i) [ q^i (1−q)^{α−i} e^{(i²−i)/(2σ²)} Φ̄-part + symmetric part ],
-    # with z0 = σ² log(1/q − 1) + 1/2 (as in dp-accounting's _compute_log_a_frac).
+    # with z0 = σ² log(1/q − 1) + 1/2 (as in dp-accounting's _compute_log_a_frac),
+    # vectorised over the orders; rows are extended until their terms have decayed.
     z0 = sigma**2 * math.log(1 / q - 1) + 0.5
+    out = np.full(alphas.shape, math.inf)
+    todo = np.arange(alphas.size)
     n = 64
-    while True:
-        i = np.arange(n, dtype=np.float64)
-        j = alpha - i
-        log_coef = special.gammaln(alpha + 1) - special.gammaln(i + 1) - special.gammaln(j + 1)
+    while todo.size and n <= 65536:
+        x = alphas[todo][:, None]
+        i = np.arange(n, dtype=np.float64)[None, :]
+        j = x - i
+        log_coef = special.gammaln(x + 1) - special.gammaln(i + 1) - special.gammaln(j + 1)
         log_t0 = log_coef + i * math.log(q) + j * math.log1p(-q)
         log_t1 = log_coef + j * math.log(q) + i * math.log1p(-q)
-        log_e0 = special.log_ndtr(-(i - z0) / sigma)
-        log_e1 = special.log_ndtr(-(z0 - j) / sigma)
-        log_s0 = log_t0 + (i * i - i) / (2 * sigma**2) + log_e0
-        log_s1 = log_t1 + (j * j - j) / (2 * sigma**2) + log_e1
-        total = float(special.logsumexp(np.concatenate([log_s0, log_s1])))
-        tail = max(float(log_s0[-1]), float(log_s1[-1]))
-        decreasing = log_s0[-1] < log_s0[-2] and log_s1[-1] < log_s1[-2]
-        if decreasing and tail < total - 40:
-            # Terms decay faster than geometrically from here; add a generous tail allowance
-            # so the truncated series stays an upper bound.
-            return total + math.exp(tail - total) * n
-        if n >= 65536:
-            return math.inf
+        log_s0 = log_t0 + (i * i - i) / (2 * sigma**2) + special.log_ndtr(-(i - z0) / sigma)
+        log_s1 = log_t1 + (j * j - j) / (2 * sigma**2) + special.log_ndtr(-(z0 - j) / sigma)
+        total = special.logsumexp(np.concatenate([log_s0, log_s1], axis=1), axis=1)
+        tail = np.maximum(log_s0[:, -1], log_s1[:, -1])
+        decreasing = (log_s0[:, -1] < log_s0[:, -2]) & (log_s1[:, -1] < log_s1[:, -2])
+        done = decreasing & (tail < total - 40)
+        # Terms decay faster than geometrically from here; add a generous tail allowance so
+        # the truncated series stays an upper bound.
+        out[todo[done]] = total[done] + np.exp(tail[done] - total[done]) * n
+        todo = todo[~done]
         n *= 2
+    return out
 
 
 def subsampled_gaussian_rdp(
@@ -262,6 +264,7 @@ def subsampled_gaussian_rdp(
     a = _orders(alpha)
     flat = a.reshape(-1)
     out = np.empty(flat.shape)
+    frac: list[int] = []
     for idx, x in enumerate(flat):
         if q == 0:
             out[idx] = 0.0
@@ -274,7 +277,10 @@ def subsampled_gaussian_rdp(
         elif float(x).is_integer():
             out[idx] = _log_a_int(q, sigma, int(x)) / (x - 1)
         else:
-            out[idx] = _log_a_frac(q, sigma, float(x)) / (x - 1)
+            frac.append(idx)
+    if frac:
+        xs = flat[frac]
+        out[frac] = _log_a_frac(q, sigma, xs) / (xs - 1)
     # Never above the un-subsampled Gaussian (post-processing of the Gaussian mechanism).
     out = np.minimum(np.maximum(out, 0.0), flat / (2 * sigma**2))
     return out.reshape(a.shape)
