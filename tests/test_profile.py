@@ -244,6 +244,7 @@ def test_information_bounds_binary_channel_capacity(eps: float) -> None:
 def test_approximate_dp_profile() -> None:
     p = acc.approximate_dp_profile(1.0, 1e-6)
     assert p.delta(1.0) == pytest.approx(1e-6)
+    assert p.delta(math.inf) == pytest.approx(1e-6)  # the δ mass is an infinite loss
     assert p.epsilon(1e-6) == pytest.approx(1.0, abs=1e-3)
     assert p.rdp(2.0) == math.inf
     assert p.information(1.0) == math.inf

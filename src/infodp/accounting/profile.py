@@ -162,7 +162,8 @@ class PrivacyProfile(abc.ABC):
     def delta(self, epsilon: float) -> float:
         """Certified upper bound on δ(ε): the minimum over the PLD, RDP and pure-ε bounds."""
         eps = as_real("epsilon", epsilon, allow_inf=True)
-        if eps >= self._pure_epsilon():
+        pure = self._pure_epsilon()
+        if math.isfinite(pure) and eps >= pure:
             return 0.0
         candidates = [1.0, self.pld().delta(eps)]
         if eps >= 0:
@@ -213,7 +214,8 @@ class PrivacyProfile(abc.ABC):
         return _cached_rdp_grid(self)
 
 
-@functools.lru_cache(maxsize=256)
+# PLDs can hold ~10^6 floats: keep only a few (the accountant re-queries the latest ones).
+@functools.lru_cache(maxsize=16)
 def _cached_pld(profile: PrivacyProfile, interval: float) -> PrivacyLossDistribution:
     return profile._pld(interval)
 
