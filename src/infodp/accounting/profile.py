@@ -166,7 +166,7 @@ class PrivacyProfile(abc.ABC):
         if math.isfinite(pure) and eps >= pure:
             return 0.0
         candidates = [1.0, self.pld().delta(eps)]
-        if eps >= 0:
+        if 0 <= eps < math.inf:
             candidates.append(_conv.rdp_to_delta(self._rdp_grid(), _rdp.DEFAULT_ORDERS, eps))
         return float(min(max(c, 0.0) for c in candidates))
 
