@@ -210,6 +210,16 @@ def test_large_order_close_to_max_divergence_from_below() -> None:
         assert d_inf + math.log(0.7) / (alpha - 1) - 1e-15 <= d <= d_inf + 1e-15
 
 
+@pytest.mark.parametrize("alpha", [1e100, 1e300, 1.7e308])
+def test_astronomical_orders_never_overflow(alpha: float) -> None:
+    # Same sandwich as above: at α ≥ 1e100 the gap log(p_i*)/(α−1) is below 1e-99, so D_α must
+    # equal D_∞ to rounding ([vEH14, Thm 6]); t·log(p/q) itself would overflow float64.
+    p = [1e-300, 0.3, 0.7]
+    q = [1e-250, 0.6, 0.4]
+    assert renyi_divergence(p, q, alpha) == pytest.approx(max_divergence(p, q), rel=1e-14)
+    assert renyi_divergence(q, p, alpha) == pytest.approx(max_divergence(q, p), rel=1e-14)
+
+
 @pytest.mark.parametrize("delta", [1e-12, -1e-12, 1e-9, -1e-9])
 def test_orders_within_1e_12_of_one_agree_with_kl(delta: float) -> None:
     # Continuity at α = 1 [vEH14, Thm 5]; the decimal KL is the reference; the gap
@@ -406,6 +416,7 @@ def test_hockey_stick_laws(pq: tuple[np.ndarray, np.ndarray], eps: list[float]) 
         ([0.5, 0.5], [0.5, 0.5], -1.0, "alpha"),
         ([0.5, 0.5], [0.5, 0.5], float("nan"), "alpha"),
         ([0.5, 0.5], [0.5, 0.5], "two", "alpha"),
+        ([0.5, 0.5], [0.5, 0.5], True, "alpha"),
         ([], [], 2.0, "p"),
     ],
 )

@@ -86,6 +86,16 @@ def test_special_orders_by_definition() -> None:
     assert shannon_entropy(p) == renyi_entropy(p, 1)
 
 
+@pytest.mark.parametrize("alpha", [1e6, 1e300, 1.7e308])
+def test_astronomical_orders_reach_min_entropy(alpha: float) -> None:
+    # H_α ↓ H_∞ with H_∞ ≤ H_α ≤ α/(α−1) H_∞ (Rényi entropy bounds; the upper one from
+    # Σ p^α ≥ max p^α); with 200 outcomes (α−1)·log p overflows float64 for α ≥ 1e307.
+    rng = np.random.default_rng(5)
+    p = rng.dirichlet(np.ones(200))
+    h_inf = min_entropy(p)
+    assert h_inf - 1e-15 <= renyi_entropy(p, alpha) <= alpha / (alpha - 1) * h_inf + 1e-15
+
+
 @given(probability_vectors(), renyi_orders())
 def test_entropy_is_log_n_minus_divergence_from_uniform(p: np.ndarray, alpha: float) -> None:
     # H_α(P) = log n − D_α(P‖U_n) ([vEH14], Sec. I-A): a cross-check through the divergence.

@@ -220,6 +220,16 @@ def test_sibson_with_tiny_transitions_against_decimal(alpha: float) -> None:
     assert ours == pytest.approx(_decimal_sibson(prior, W, alpha), rel=1e-9)
 
 
+@pytest.mark.parametrize("alpha", [1e100, 1e300, 1.7e308])
+def test_astronomical_orders_reach_the_infinite_order(alpha: float) -> None:
+    # I^s_α ↑ I^s_∞ and I_α ↑ I_∞ (monotone limits, [Ver15]; [vEH14, Thm 6]); at α ≥ 1e100 the
+    # gap is below rounding, and W^α underflows for every entry < 1 in a naive evaluation.
+    prior = [0.5, 0.3, 0.2]
+    W = [[1e-300, 0.5, 0.5], [0.25, 0.7, 0.05], [0.1, 0.2, 0.7]]
+    for info in (sibson_mutual_information, renyi_mutual_information):
+        assert info(prior, W, alpha) == pytest.approx(info(prior, W, math.inf), rel=1e-12)
+
+
 @pytest.mark.parametrize("delta", [1e-12, -1e-12])
 def test_orders_near_one_agree_with_shannon(delta: float) -> None:
     prior = [0.2, 0.3, 0.5]

@@ -28,7 +28,7 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from infodp._validate import as_alphas, as_probability_vector
+from infodp._validate import as_alpha, as_alphas, as_probability_vector
 from infodp.errors import ParameterError
 
 __all__ = [
@@ -57,6 +57,13 @@ def _normalised_pair(p: Any, q: Any) -> tuple[FloatArray, FloatArray]:
     return pv / pv.sum(), qv / qv.sum()
 
 
+def _as_orders(value: Any) -> FloatArray:
+    """Rényi orders in [0, ∞] as a float64 array (0-d for a scalar; bools and NaN refused)."""
+    if np.ndim(value) == 0:
+        return np.asarray(as_alpha("alpha", value), dtype=np.float64)
+    return as_alphas("alpha", value)
+
+
 def _logsumexp(a: FloatArray) -> float:
     """log Σ exp(a_i) over a 1-d array that may hold −inf (never +inf); −inf if empty.
 
@@ -82,7 +89,11 @@ def _tilted_log_mean(logw: FloatArray, L: FloatArray, t: float) -> float:
     Numerics follow the branch-by-regime habit of dp_accounting's RDP code: for |t| small the
     identity Σ w e^{tL} = 1 + Σ w expm1(tL) and ``log1p`` keep full relative accuracy, so the
     result tends to the mean Σ w L (the KL / Shannon value) as t → 0 instead of 0/0; otherwise
-    log-sum-exp in the log domain handles orders up to 1e6 and weights down to 1e-300.
+    log-sum-exp in the log domain handles any order (up to 1e300) and weights down to 1e-300.
+    When t·L could overflow (|t·L| > 600 at the extreme finite L: max for t > 0, min for
+    t < 0), the log-sum-exp is shifted by that L so that t·(L − shift) ≤ 0 with equality at
+    the dominant term; the shift is not applied otherwise because subtracting it back would
+    cancel digits of a tiny result.
     """
     if abs(t) <= _NEAR_ONE:
         w = np.exp(logw)
@@ -90,17 +101,21 @@ def _tilted_log_mean(logw: FloatArray, L: FloatArray, t: float) -> float:
             s = float(np.sum(w * np.expm1(t * L)))
         if math.isfinite(s) and s >= -0.5:
             return math.log1p(s) / t
-    with np.errstate(invalid="ignore"):
-        terms = logw + t * L
-    return _logsumexp(terms) / t
+    finite_L = L[np.isfinite(L)]
+    if finite_L.size == 0:
+        return -math.inf / t  # every term vanishes (t < 0 and L = +inf): log 0 / t
+    extreme = float(finite_L.max()) if t > 0 else float(finite_L.min())
+    shift = extreme if abs(t * extreme) > 600.0 else 0.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        terms = logw + t * (L - shift)
+    return shift + _logsumexp(terms) / t
 
 
 def _renyi_from_logs(logp: FloatArray, logq: FloatArray, alpha: float) -> float:
     """D_α(P‖Q) from log-probabilities restricted to supp P (logp finite; logq may be −inf).
 
-    The caller guarantees Σ exp(logp) = 1 and Σ_all q = 1; ``logq_rest_mass`` is not needed
-    because every formula below only involves q on supp P, except α = 0 which the caller
-    handles through :func:`_order_zero`.
+    The caller guarantees Σ exp(logp) = 1 and Σ q = 1. Every formula below involves q only on
+    supp P, except α = 0, which the caller handles through :func:`_order_zero`.
     """
     with np.errstate(invalid="ignore"):
         L = logp - logq  # log p_i/q_i on supp P; +inf where q_i = 0
@@ -154,7 +169,7 @@ def renyi_divergence(p: Any, q: Any, alpha: Any) -> float | FloatArray:
     inf
     """
     pn, qn = _normalised_pair(p, q)
-    alphas = as_alphas("alpha", alpha)
+    alphas = _as_orders(alpha)
     support = pn > 0
     with np.errstate(divide="ignore"):
         logp = np.log(pn[support])

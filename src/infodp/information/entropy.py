@@ -22,9 +22,9 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from infodp._validate import as_alphas, as_probability_vector, as_real
+from infodp._validate import as_probability_vector, as_real
 from infodp.errors import ParameterError
-from infodp.information.divergence import _tilted_log_mean
+from infodp.information.divergence import _as_orders, _tilted_log_mean
 
 __all__ = [
     "binary_entropy",
@@ -93,7 +93,7 @@ def renyi_entropy(p: Any, alpha: Any) -> float | FloatArray:
     [1.098612, 1.039721, 0.693147]
     """
     pv = as_probability_vector("p", p)
-    alphas = as_alphas("alpha", alpha)
+    alphas = _as_orders(alpha)
     logp = _log_support(pv / pv.sum())
     out = np.empty(alphas.shape, dtype=np.float64)
     for index, a in np.ndenumerate(alphas):
@@ -193,7 +193,7 @@ def binary_renyi_entropy(p: Any, alpha: Any) -> float | FloatArray:
     x = as_real("p", p)
     if not 0.0 <= x <= 1.0:
         raise ParameterError("p", p, "a probability in [0, 1]")
-    alphas = as_alphas("alpha", alpha)
+    alphas = _as_orders(alpha)
     logs = _binary_logs(x)
     out = np.empty(alphas.shape, dtype=np.float64)
     for index, a in np.ndenumerate(alphas):

@@ -30,9 +30,14 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from infodp._validate import SUM_TOLERANCE, as_alphas, as_probability_vector
+from infodp._validate import SUM_TOLERANCE, as_probability_vector
 from infodp.errors import ParameterError
-from infodp.information.divergence import _NEAR_ONE, _renyi_from_logs, _tilted_log_mean
+from infodp.information.divergence import (
+    _NEAR_ONE,
+    _as_orders,
+    _renyi_from_logs,
+    _tilted_log_mean,
+)
 
 __all__ = [
     "conditional_mutual_information",
@@ -264,7 +269,7 @@ def renyi_mutual_information(prior: Any, channel: Any, alpha: Any) -> float | Fl
     """
     W = _as_channel(channel)
     P = _as_prior(prior, W.shape[0])
-    alphas = as_alphas("alpha", alpha)
+    alphas = _as_orders(alpha)
     log_joint, log_w, log_py = _joint_logs(P, W)
     support = np.isfinite(log_joint)
     logp = log_joint[support]
@@ -296,16 +301,17 @@ def _sibson_one(prior: FloatArray, W: FloatArray, alpha: float) -> float:
     #   I^s_α = α/(α−1) log Σ_y (Σ_x P(x) W(y|x)^α)^{1/α}.
     # Rewritten exactly, with t = α − 1, P(x|y) = P(x)W(y|x)/P_Y(y) and the tilted mean
     # T(w, L, t) = (1/t) log Σ w e^{tL}:
-    #   A_y = T(P(·|y), log W(y|·), t),  C_y = (A_y − log P_Y(y)) / α,
-    #   I^s_α = α · T(P_Y, C, t),
+    #   A_y = T(P(·|y), log W(y|·), t),  I^s_α = T(P_Y, A − log P_Y, (α − 1)/α),
     # which is continuous at α = 1 (→ Shannon) and stays in the log domain for large α.
     log_joint, log_w, log_py = _joint_logs(prior, W)
     t = alpha - 1.0
     ys = np.isfinite(log_py)
     log_post = log_joint[:, ys] - log_py[None, ys]  # log P(x|y); −inf where P(x)W(y|x) = 0
     A = _tilted_log_mean_columns(log_post, log_w[:, ys], t)
-    C = (A - log_py[ys]) / alpha
-    value = alpha * _tilted_log_mean(log_py[ys], C, t)
+    # Σ_y (P_Y e^{tA})^{1/α} = Σ_y P_Y exp(u (A − log P_Y)) with u = (α − 1)/α, so
+    # I^s_α = (1/u) log Σ_y P_Y e^{u D_y} = T(P_Y, D, u), D_y = A_y − log P_Y(y).
+    u = t / alpha
+    value = _tilted_log_mean(log_py[ys], A - log_py[ys], u)
     return max(0.0, value)
 
 
@@ -326,13 +332,19 @@ def _tilted_log_mean_columns(logw: FloatArray, L: FloatArray, t: float) -> Float
         out[good] = np.log1p(s[good]) / t
     todo = np.isnan(out)
     if todo.any():
-        a = np.where(present, logw + t * safe_L, -np.inf)[:, todo]
+        # Where t·L could overflow, shift the column by its extreme L (max for t > 0, min for
+        # t < 0) so that t·(L − shift) ≤ 0; elsewhere no shift (it would cancel digits).
+        Lc = np.where(present, safe_L, -np.inf if t > 0 else np.inf)[:, todo]
+        extreme = Lc.max(axis=0) if t > 0 else Lc.min(axis=0)
+        shift = np.where(np.abs(t * extreme) > 600.0, extreme, 0.0)
+        with np.errstate(over="ignore"):
+            a = np.where(present[:, todo], logw[:, todo] + t * (safe_L[:, todo] - shift), -np.inf)
         k = np.argmax(a, axis=0)
         m = np.take_along_axis(a, k[None, :], axis=0)[0]
         np.put_along_axis(a, k[None, :], -np.inf, axis=0)
         with np.errstate(invalid="ignore"):
             rest = np.exp(a - m[None, :]).sum(axis=0)
-        out[todo] = (m + np.log1p(rest)) / t
+        out[todo] = shift + (m + np.log1p(rest)) / t
     return out
 
 
@@ -360,7 +372,7 @@ def sibson_mutual_information(prior: Any, channel: Any, alpha: Any) -> float | F
     """
     W = _as_channel(channel)
     P = _as_prior(prior, W.shape[0])
-    alphas = as_alphas("alpha", alpha)
+    alphas = _as_orders(alpha)
     out = np.empty(alphas.shape, dtype=np.float64)
     for index, a in np.ndenumerate(alphas):
         out[index] = _sibson_one(P, W, float(a))
