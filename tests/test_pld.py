@@ -251,3 +251,16 @@ def test_delta_non_increasing_and_inverse_of_epsilon(e1: float, e2: float) -> No
     if 0 < d < 1 and hi >= 0:
         # ε(δ(ε)) ≤ ε: the returned ε is the smallest certified one.
         assert _SHARED.epsilon(d) <= hi + 1e-9
+
+
+def test_compose_all_heterogeneous_matches_gaussian_closed_form() -> None:
+    # 3 × N(σ=1) and 2 × N(σ=2): one Gaussian with μ² = 3 + 2/4 (Balle & Wang 2018, Thm 8).
+    a = PrivacyLossDistribution.from_gaussian(1.0, 1.0, H)
+    b = PrivacyLossDistribution.from_gaussian(2.0, 1.0, H)
+    both = PrivacyLossDistribution.compose_all([(a, 3), (b, 2)])
+    mu = math.sqrt(3 + 2 / 4)
+    for eps in [0.5, 2.0, 4.0]:
+        assert both.delta(eps) >= _gauss_delta(mu, eps) - 1e-12
+        assert both.delta(eps) == pytest.approx(_gauss_delta(mu, eps), rel=2e-3)
+    with pytest.raises(ParameterError, match="items"):
+        PrivacyLossDistribution.compose_all([])

@@ -486,13 +486,10 @@ class ComposedProfile(PrivacyProfile):
         )
 
     def _pld(self, interval: float) -> PrivacyLossDistribution:
-        result: PrivacyLossDistribution | None = None
-        for p, k in self.parts:
-            part = p.pld(interval).self_compose(k)
-            result = part if result is None else result.compose(part)
-        if result is None:
+        if not self.parts:
             raise _internal("empty composition")
-        return result
+        # One FFT product over all distinct parts (each raised to its multiplicity).
+        return PrivacyLossDistribution.compose_all([(p.pld(interval), k) for p, k in self.parts])
 
     def _group(self, k: int) -> PrivacyProfile:
         # Each mechanism sees the same k-group: group privacy distributes over composition.
