@@ -25,8 +25,10 @@ from infodp.information import entropy
 from infodp.information.divergence import renyi_divergence
 from infodp.information.entropy import (
     binary_entropy,
+    binary_entropy_deficit,
     binary_renyi_entropy,
     inverse_binary_entropy,
+    inverse_binary_entropy_deficit,
     min_entropy,
     renyi_entropy,
     shannon_entropy,
@@ -179,6 +181,39 @@ def test_inverse_binary_entropy_known_value_and_array() -> None:
     assert out.tolist() == pytest.approx([0.0, 0.25, 0.5], rel=1e-14)
 
 
+@pytest.mark.parametrize("x", [1e-300, 1e-20, 1e-10, 1e-4, 9.99e-4, 1e-3, 0.1, 0.25, 0.4999])
+def test_binary_entropy_deficit_against_decimal(x: float) -> None:
+    # ln 2 − h(½ − x) in 700-digit decimals (½ − x formed exactly there).
+    with localcontext(_CTX):
+        X = Decimal(x)
+        a, b = Decimal(1) / 2 - X, Decimal(1) / 2 + X
+        expected = float(Decimal(2).ln() + a * a.ln() + b * b.ln())
+    assert binary_entropy_deficit(x) == pytest.approx(expected, rel=1e-13)
+
+
+@given(st.floats(min_value=0.0, max_value=LN2))
+def test_inverse_deficit_is_the_smallest_float_reaching_the_target(d: float) -> None:
+    # δ = 2x for the MI-DP → δ conversion must never be optimistic (Cuff & Yu 2016).
+    x = inverse_binary_entropy_deficit(d)
+    assert 0.0 <= x <= 0.5
+    assert binary_entropy_deficit(x) >= d
+    if x > 0:
+        assert binary_entropy_deficit(float(np.nextafter(x, 0.0))) < d
+
+
+def test_inverse_deficit_keeps_digits_that_ln2_minus_epsilon_loses() -> None:
+    # ln 2 − 1e-20 == ln 2 in float64, so h⁻¹ of it is ½; the deficit form keeps x ≈ √(d/2).
+    assert inverse_binary_entropy(LN2 - 1e-20) == 0.5
+    x = inverse_binary_entropy_deficit(1e-20)
+    assert x == pytest.approx(math.sqrt(0.5e-20), rel=1e-12)
+    # Consistency with the plain inverse where both are accurate.
+    for d in (0.01, 0.3, 0.6):
+        assert 0.5 - inverse_binary_entropy_deficit(d) == pytest.approx(
+            inverse_binary_entropy(LN2 - d), rel=1e-12
+        )
+    assert inverse_binary_entropy_deficit([0.0, LN2]).tolist() == [0.0, 0.5]
+
+
 # ------------------------------------------------------------------------------------------
 # laws
 
@@ -225,6 +260,9 @@ def test_binary_renyi_symmetric_and_bounded(p: float, alpha: float) -> None:
         (lambda: inverse_binary_entropy(0.7), "h must be"),
         (lambda: inverse_binary_entropy(-1e-3), "h must be"),
         (lambda: inverse_binary_entropy([0.1, float("nan")]), "h must be"),
+        (lambda: binary_entropy_deficit(0.6), "x must be"),
+        (lambda: inverse_binary_entropy_deficit(-1.0), "d must be"),
+        (lambda: inverse_binary_entropy_deficit(1.0), "d must be"),
     ],
 )
 def test_bad_input_raises_parameter_error(call: object, needle: str) -> None:

@@ -19,8 +19,10 @@ from infodp.information.divergence import (
 )
 from infodp.information.entropy import (
     binary_entropy,
+    binary_entropy_deficit,
     binary_renyi_entropy,
     inverse_binary_entropy,
+    inverse_binary_entropy_deficit,
     min_entropy,
     renyi_entropy,
     shannon_entropy,
@@ -37,10 +39,12 @@ from infodp.information.mutual import (
 
 __all__ = [
     "binary_entropy",
+    "binary_entropy_deficit",
     "binary_renyi_entropy",
     "conditional_mutual_information",
     "hockey_stick_divergence",
     "inverse_binary_entropy",
+    "inverse_binary_entropy_deficit",
     "joint_mutual_information",
     "kl_divergence",
     "max_divergence",

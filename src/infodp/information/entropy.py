@@ -17,6 +17,7 @@ Definitions (Rényi 1961, "On measures of entropy and information"; Cover & Thom
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, overload
 
 import numpy as np
@@ -28,8 +29,10 @@ from infodp.information.divergence import _as_orders, _tilted_log_mean
 
 __all__ = [
     "binary_entropy",
+    "binary_entropy_deficit",
     "binary_renyi_entropy",
     "inverse_binary_entropy",
+    "inverse_binary_entropy_deficit",
     "min_entropy",
     "renyi_entropy",
     "shannon_entropy",
@@ -203,27 +206,128 @@ def binary_renyi_entropy(p: Any, alpha: Any) -> float | FloatArray:
     return out
 
 
-def _inverse_binary_entropy_scalar(h: float) -> float:
-    """Largest float p ∈ [0, ½] with h(p) ≤ h, found by bisection on the float64 bit pattern.
+def _bisect_floats(ok: Callable[[float], bool], upper: float) -> tuple[float, float]:
+    """Adjacent floats lo < hi in [0, upper] with ok(lo) true and ok(hi) false.
 
-    Positive float64 values are ordered like their int64 bit patterns, so ~64 halvings reach
-    two adjacent floats; h is increasing on [0, ½]. Returning the lower end makes
-    1 − 2·h⁻¹(·) (the MI-DP → δ conversion) err on the large, conservative side.
+    ``ok`` must be true at 0, false at ``upper`` and monotone (true then false). Non-negative
+    float64 values are ordered like their int64 bit patterns, so ~64 halvings of the bit
+    pattern reach two adjacent floats, whatever the magnitude (down to subnormals).
+    """
+    lo = 0  # bit pattern of 0.0
+    hi = int(np.float64(upper).view(np.int64))
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(float(np.int64(mid).view(np.float64))):
+            lo = mid
+        else:
+            hi = mid
+    return float(np.int64(lo).view(np.float64)), float(np.int64(hi).view(np.float64))
+
+
+def _inverse_binary_entropy_scalar(h: float) -> float:
+    """Largest float p ∈ [0, ½] with h(p) ≤ h (h is increasing on [0, ½]).
+
+    Returning the lower end makes 1 − 2·h⁻¹(·) (the MI-DP → δ conversion) err on the large,
+    conservative side.
     """
     if h <= 0.0:
         return 0.0
     if h >= _LOG2:
         return 0.5
-    lo = 0  # bit pattern of 0.0
-    hi = int(np.float64(0.5).view(np.int64))
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        pm = float(np.int64(mid).view(np.float64))
-        if _binary_entropy_scalar(pm) <= h:
-            lo = mid
-        else:
-            hi = mid
-    return float(np.int64(lo).view(np.float64))
+    lo, _ = _bisect_floats(lambda p: _binary_entropy_scalar(p) <= h, 0.5)
+    return lo
+
+
+def _deficit_scalar(x: float) -> float:
+    """ln 2 − h(½ − x) for x ∈ [0, ½], accurate to a few ulps even for tiny x.
+
+    Exact identity: ln 2 − h(½ − x) = ½[(1 − 2x) log(1 − 2x) + (1 + 2x) log(1 + 2x)]
+    = Σ_{k≥1} (2x)^{2k} / (2k(2k − 1)) (Taylor series of the binary entropy about ½; Cover &
+    Thomas 2006, Example 2.1.1 differentiated). The series is used below x = 1e-3, where the
+    closed form would cancel its ±2x terms.
+    """
+    if x <= 0.0:
+        return 0.0
+    if x >= 0.5:
+        return _LOG2
+    if x < 1e-3:
+        u = (2.0 * x) ** 2
+        total, power = 0.0, 1.0
+        for k in range(1, 7):
+            power *= u
+            total += power / (2 * k * (2 * k - 1))
+        return total
+    return 0.5 * ((1.0 - 2.0 * x) * math.log1p(-2.0 * x) + (1.0 + 2.0 * x) * math.log1p(2.0 * x))
+
+
+def _inverse_deficit_scalar(d: float) -> float:
+    """Smallest float x ∈ [0, ½] with ln 2 − h(½ − x) ≥ d (conservative: x, hence δ = 2x, up)."""
+    if d <= 0.0:
+        return 0.0
+    if d >= _LOG2:
+        return 0.5
+    _, hi = _bisect_floats(lambda x: _deficit_scalar(x) < d, 0.5)
+    return hi
+
+
+@overload
+def binary_entropy_deficit(x: float | int) -> float: ...
+@overload
+def binary_entropy_deficit(x: Any) -> float | FloatArray: ...
+def binary_entropy_deficit(x: Any) -> float | FloatArray:
+    """ln 2 − h(½ − x) in nats for x ∈ [0, ½]: how far a coin with P(heads) = ½ − x is from fair.
+
+    Computed without forming ½ − x, so tiny x keep full relative accuracy (≈ 2x²).
+    Source: Cover & Thomas 2006, Example 2.1.1 (h), expanded about ½.
+
+    >>> round(binary_entropy_deficit(1e-10) / 1e-20, 12)  # 2x² to first order
+    2.0
+    >>> round(binary_entropy_deficit(0.25), 12) == round(math.log(2) - binary_entropy(0.25), 12)
+    True
+    """
+    arr, scalar = _as_unit_interval("x", x)
+    if (arr > 0.5).any():
+        raise ParameterError("x", x, "a distance from ½ in [0, 0.5]")
+    out = np.vectorize(_deficit_scalar, otypes=[np.float64])(arr)
+    if scalar:
+        return float(out)
+    return np.asarray(out, dtype=np.float64)
+
+
+@overload
+def inverse_binary_entropy_deficit(d: float | int) -> float: ...
+@overload
+def inverse_binary_entropy_deficit(d: Any) -> float | FloatArray: ...
+def inverse_binary_entropy_deficit(d: Any) -> float | FloatArray:
+    """The x ∈ [0, ½] with ln 2 − h(½ − x) = d, for d ∈ [0, ln 2]: so h⁻¹(ln 2 − d) = ½ − x.
+
+    Use this, not :func:`inverse_binary_entropy`, for the MI-DP → δ conversion
+    δ = 1 − 2 h⁻¹(ln 2 − ε) = 2x at small ε (Cuff & Yu 2016, seeds/003): ln 2 − 1e-20 rounds to
+    ln 2 in float64, so ``inverse_binary_entropy`` would give p = ½ and δ = 0, whereas the
+    true δ ≈ √(2ε) = 1.4e-10. The result is the smallest float x with deficit ≥ d, so
+    δ = 2x is never optimistic.
+
+    >>> round(inverse_binary_entropy_deficit(1e-20) / 1e-10, 9)  # x ≈ √(d/2)
+    0.707106781
+    >>> inverse_binary_entropy_deficit(math.log(2))
+    0.5
+    """
+    allowed = f"a deficit in [0, ln 2 = {_LOG2!r}] nats"
+    if np.ndim(d) == 0:
+        arr = np.asarray(as_real("d", d), dtype=np.float64)
+    else:
+        try:
+            arr = np.asarray(d, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ParameterError("d", d, allowed) from None
+        if not np.isfinite(arr).all():
+            raise ParameterError("d", d, allowed + " (finite, no NaN)")
+    if ((arr < 0) | (arr > _LOG2 + _LOG2_SLACK)).any():
+        raise ParameterError("d", d, allowed)
+    out = np.vectorize(_inverse_deficit_scalar, otypes=[np.float64])(np.minimum(arr, _LOG2))
+    if arr.ndim == 0:
+        return float(out)
+    return np.asarray(out, dtype=np.float64)
 
 
 @overload
