@@ -448,3 +448,16 @@ def test_all_matches_public_names() -> None:
         n for n in public if getattr(vars(divergence)[n], "__module__", "") == divergence.__name__
     }
     assert set(divergence.__all__) == defined_here
+
+
+def test_information_package_reexports_every_public_name() -> None:
+    # information/__init__.py is a plain re-export list of the three discrete modules.
+    import infodp.information as pkg
+    from infodp.information import entropy, mutual
+
+    for module in (divergence, entropy, mutual):
+        for name in module.__all__:
+            assert name in pkg.__all__
+            assert getattr(pkg, name) is getattr(module, name)
+    for name in pkg.__all__:
+        assert hasattr(pkg, name)
