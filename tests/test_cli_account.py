@@ -48,7 +48,9 @@ def test_dp_sgd_form(capsys: pytest.CaptureFixture[str]) -> None:
     rdp.compose(event)
     # Tight value ≈ 6.1877 (dp-accounting PLD); RDP gives ≈ 6.71.
     assert payload["epsilon"] == pytest.approx(pld.get_epsilon(1e-5), rel=1e-4)
-    assert payload["epsilon_rdp"] == pytest.approx(rdp.get_epsilon(1e-5), rel=2e-3)
+    # Our orders include dp-accounting's, so our RDP conversion is never looser than theirs.
+    assert payload["epsilon_rdp"] <= rdp.get_epsilon(1e-5) * (1 + 1e-9)
+    assert payload["epsilon_rdp"] == pytest.approx(rdp.get_epsilon(1e-5), rel=1e-6)
     assert payload["epsilon"] <= payload["epsilon_rdp"]
     assert payload["epsilon_pure"] == "inf"
 
