@@ -103,14 +103,14 @@ def probability_vectors(
 ) -> FloatArray:
     """1-d float64 probability vectors (length ``n``, or between ``min_size`` and ``max_size``).
 
-        Every entry is ≥ ``min_prob`` (0 allows exact zeros); with ``extreme`` the entries may be
-        subnormal or as small as 1e-300. The vector never has all its mass on a NaN or inf.
+    Every entry is ≥ ``min_prob`` (0 allows exact zeros); with ``extreme`` the entries may be
+    subnormal or as small as 1e-300; entries are never NaN or inf.
 
-        >>> from hypothesis import find, settings
+    >>> from hypothesis import find, settings
     >>> quiet = settings(database=None)
-        >>> p = find(probability_vectors(n=4), lambda p: (p == 0).any(), settings=quiet)
-        >>> p.shape, float(p.sum())
-        ((4,), 1.0)
+    >>> p = find(probability_vectors(n=4), lambda p: (p == 0).any(), settings=quiet)
+    >>> p.shape, float(p.sum())
+    ((4,), 1.0)
     """
     lo, hi = _check_size(n, min_size, max_size)
     m = as_real("min_prob", min_prob)
@@ -134,15 +134,15 @@ def distribution_pairs(
 ) -> tuple[FloatArray, FloatArray]:
     """Pairs (P, Q) of probability vectors of the same length.
 
-        With ``shared_support`` both have exactly the same support (so every divergence is
-        finite); otherwise supports are arbitrary, including P not absolutely continuous w.r.t. Q.
+    With ``shared_support`` both have exactly the same support (so every divergence is
+    finite); otherwise supports are arbitrary, including P not absolutely continuous w.r.t. Q.
 
-        >>> from hypothesis import find, settings
+    >>> from hypothesis import find, settings
     >>> quiet = settings(database=None)
-        >>> pairs = distribution_pairs(n=3, shared_support=True)
-        >>> p, q = find(pairs, lambda pq: (pq[0] == 0).any(), settings=quiet)
-        >>> bool(((p > 0) == (q > 0)).all())
-        True
+    >>> pairs = distribution_pairs(n=3, shared_support=True)
+    >>> p, q = find(pairs, lambda pq: (pq[0] == 0).any(), settings=quiet)
+    >>> bool(((p > 0) == (q > 0)).all())
+    True
     """
     lo, hi = _check_size(n, min_size, max_size)
     size = draw(st.integers(min_value=lo, max_value=hi))
@@ -168,13 +168,13 @@ def channels(
 ) -> FloatArray:
     """Row-stochastic matrices W[x, y] (rows = inputs, each a distribution over outputs).
 
-        Sizes are drawn between 1 and ``max_size`` unless given.
+    Sizes are drawn between 1 and ``max_size`` unless given.
 
-        >>> from hypothesis import find, settings
+    >>> from hypothesis import find, settings
     >>> quiet = settings(database=None)
-        >>> W = find(channels(3, 2), lambda W: True, settings=quiet)
-        >>> W.shape, bool(np.allclose(W.sum(axis=1), 1.0))
-        ((3, 2), True)
+    >>> W = find(channels(3, 2), lambda W: True, settings=quiet)
+    >>> W.shape, bool(np.allclose(W.sum(axis=1), 1.0))
+    ((3, 2), True)
     """
     rows = n_inputs if n_inputs is not None else draw(st.integers(1, max_size))
     cols = n_outputs if n_outputs is not None else draw(st.integers(1, max_size))
@@ -197,11 +197,11 @@ def joint_distributions(
 ) -> FloatArray:
     """Joint probability tables of a given ``shape`` (or ``ndim`` axes of up to ``max_side``).
 
-        >>> from hypothesis import find, settings
+    >>> from hypothesis import find, settings
     >>> quiet = settings(database=None)
-        >>> J = find(joint_distributions((2, 3, 2)), lambda J: True, settings=quiet)
-        >>> J.shape, round(float(J.sum()), 12)
-        ((2, 3, 2), 1.0)
+    >>> J = find(joint_distributions((2, 3, 2)), lambda J: True, settings=quiet)
+    >>> J.shape, round(float(J.sum()), 12)
+    ((2, 3, 2), 1.0)
     """
     if shape is None:
         dims = as_positive_int("ndim", ndim)
@@ -219,12 +219,12 @@ def renyi_orders(
 ) -> st.SearchStrategy[float]:
     """Rényi orders α in [``min_value``, ``max_value``]: ordinary floats plus special orders.
 
-        The special orders are 0, 1e-6, ½, 1 ± 1e-12, 1, 1 + 1e-6, 2, 1e6 and ∞ (those in range).
+    The special orders are 0, 1e-6, ½, 1 ± 1e-12, 1, 1 + 1e-6, 2, 1e6 and ∞ (those in range).
 
-        >>> from hypothesis import find, settings
+    >>> from hypothesis import find, settings
     >>> quiet = settings(database=None)
-        >>> find(renyi_orders(min_value=1.0), lambda a: a > 1e300, settings=quiet)
-        inf
+    >>> find(renyi_orders(min_value=1.0), lambda a: a > 1e300, settings=quiet)
+    inf
     """
     lo = as_real("min_value", min_value)
     hi = as_real("max_value", max_value, allow_inf=True)
