@@ -260,3 +260,20 @@ def test_epsilon_non_increasing_in_delta(d1: float, d2: float) -> None:
     p = acc.compose(acc.gaussian_profile(4.0).repeat(5), acc.laplace_profile(3.0))
     lo, hi = sorted((d1, d2))
     assert p.epsilon(hi) <= p.epsilon(lo) + 1e-12
+
+
+def test_huge_epsilon_falls_back_to_rdp_when_pld_grid_too_large() -> None:
+    from infodp.accounting.pld import PLDTooLarge
+
+    p = acc.gaussian_profile(0.01).repeat(10)
+    with pytest.raises(PLDTooLarge, match="value_discretization_interval"):
+        p.pld()
+    mu = math.sqrt(10) / 0.01
+
+    def log_gap(e: float) -> float:  # log δ(ε) − log 1e-6, Balle & Wang in the log domain
+        a, b = special.log_ndtr(mu / 2 - e / mu), e + special.log_ndtr(-mu / 2 - e / mu)
+        return float(a + math.log(-math.expm1(b - a)) - math.log(1e-6))
+
+    exact = float(optimize.brentq(log_gap, mu * mu / 2, mu * mu))
+    eps = p.epsilon(1e-6)
+    assert exact <= eps <= exact * 1.05

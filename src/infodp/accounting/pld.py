@@ -50,12 +50,32 @@ from infodp._validate import (
 )
 from infodp.errors import InternalError, ParameterError
 
-__all__ = ["TAIL_MASS", "PrivacyLossDistribution"]
+__all__ = ["MAX_POINTS", "TAIL_MASS", "PLDTooLarge", "PrivacyLossDistribution"]
 
 ArrayF = npt.NDArray[np.float64]
 
 TAIL_MASS = 1e-15
 """Largest probability mass moved to +∞ loss by one truncation (per side)."""
+
+MAX_POINTS = 2**24
+"""Largest grid (number of loss values) a PLD may use; beyond it :class:`PLDTooLarge`."""
+
+
+class PLDTooLarge(ParameterError):
+    """The PLD would need more than MAX_POINTS grid points at this interval."""
+
+    def __init__(self, points: int, interval: float) -> None:
+        super().__init__(
+            "value_discretization_interval",
+            interval,
+            f"coarser: this PLD would need {points} grid points (limit {MAX_POINTS})",
+        )
+
+
+def _check_size(points: int, interval: float) -> None:
+    if points > MAX_POINTS:
+        raise PLDTooLarge(points, interval)
+
 
 _Z_TAIL = float(-special.ndtri(1e-17))  # Gaussian quantile of the discretisation tails
 
@@ -174,6 +194,8 @@ def _pmf_from_atoms(interval: float, losses: ArrayF, masses: ArrayF, infinity_ma
     keep = masses > 0
     losses, masses = losses[keep], masses[keep]
     scaled = losses / interval
+    if scaled.size:
+        _check_size(int(np.ceil(scaled.max()) - np.floor(scaled.min())) + 1, interval)
     nodes = np.unique(np.concatenate([np.floor(scaled), np.ceil(scaled)]).astype(np.int64))
     order = np.argsort(losses)
     ls, ms = losses[order], masses[order]
@@ -240,6 +262,7 @@ def _compose_many(items: Sequence[tuple[_PMF, int]]) -> _PMF:
     if lo > full_lo:
         tail += float(np.exp(np.min(log_m_neg + ts * (lo - 1) * h)))
     width = hi - lo + 1
+    _check_size(width, h)
     size = sfft.next_fast_len(max(width, *(p.probs.size for p, _ in items)), real=True)
     log_r = np.zeros(size // 2 + 1)
     angle = np.zeros(size // 2 + 1)
@@ -266,6 +289,7 @@ def _self_compose(pmf: _PMF, k: int) -> _PMF:
 def _compose_pair(a: _PMF, b: _PMF) -> _PMF:
     if a.probs.size == 0 or b.probs.size == 0:
         return _PMF(a.interval, a.offset + b.offset, np.zeros(0), 1.0)
+    _check_size(a.probs.size + b.probs.size - 1, a.interval)
     probs = signal.fftconvolve(a.probs, b.probs)
     inf = 1.0 - (1.0 - a.infinity_mass) * (1.0 - b.infinity_mass)
     return _trim(a.interval, a.offset + b.offset, np.asarray(probs, dtype=np.float64), inf)
@@ -453,7 +477,9 @@ class PrivacyLossDistribution:
     def _from_curve(
         cls, interval: float, lo: float, hi: float, delta_fn: Callable[[ArrayF], ArrayF]
     ) -> _PMF:
-        nodes = np.arange(math.floor(lo / interval), math.ceil(hi / interval) + 1, dtype=np.int64)
+        k_lo, k_hi = math.floor(lo / interval), math.ceil(hi / interval)
+        _check_size(k_hi - k_lo + 1, interval)
+        nodes = np.arange(k_lo, k_hi + 1, dtype=np.int64)
         return _connect_dots(
             interval, nodes, delta_fn(np.asarray(nodes * interval, dtype=np.float64))
         )

@@ -34,6 +34,7 @@ from __future__ import annotations
 import abc
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import overload
 
@@ -51,7 +52,7 @@ from infodp._validate import (
 )
 from infodp.accounting import conversions as _conv
 from infodp.accounting import rdp as _rdp
-from infodp.accounting.pld import PrivacyLossDistribution
+from infodp.accounting.pld import PLDTooLarge, PrivacyLossDistribution
 from infodp.errors import ParameterError
 
 __all__ = [
@@ -165,7 +166,7 @@ class PrivacyProfile(abc.ABC):
         pure = self._pure_epsilon()
         if math.isfinite(pure) and eps >= pure:
             return 0.0
-        candidates = [1.0, self.pld().delta(eps)]
+        candidates = [1.0, self._pld_query(lambda pld: pld.delta(eps), 1.0)]
         if 0 <= eps < math.inf:
             candidates.append(_conv.rdp_to_delta(self._rdp_grid(), _rdp.DEFAULT_ORDERS, eps))
         return float(min(max(c, 0.0) for c in candidates))
@@ -176,7 +177,7 @@ class PrivacyProfile(abc.ABC):
         The result may be 0 (nothing leaks beyond δ) or ``math.inf``; it is never NaN.
         """
         d = as_probability("delta", delta)
-        candidates = [self._pure_epsilon(), self.pld().epsilon(d)]
+        candidates = [self._pure_epsilon(), self._pld_query(lambda pld: pld.epsilon(d), math.inf)]
         if d > 0:
             candidates.append(_conv.rdp_to_epsilon(self._rdp_grid(), _rdp.DEFAULT_ORDERS, d))
         return float(max(min(candidates), 0.0))
@@ -210,6 +211,16 @@ class PrivacyProfile(abc.ABC):
         return self._group(n)
 
     # ---- helpers --------------------------------------------------------------------------
+    def _pld_query(
+        self, query: Callable[[PrivacyLossDistribution], float], fallback: float
+    ) -> float:
+        # A PLD too large for the default grid (huge ε) is skipped: the RDP and pure-ε
+        # bounds still hold, they are only looser.
+        try:
+            return query(self.pld())
+        except PLDTooLarge:
+            return fallback
+
     def _rdp_grid(self) -> ArrayF:
         return _cached_rdp_grid(self)
 
