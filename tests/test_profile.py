@@ -16,6 +16,7 @@ from scipy import optimize, special, stats
 import infodp.accounting as acc
 from infodp.accounting import profile as prof
 from infodp.errors import ParameterError
+from infodp.testing import renyi_orders
 
 _PROFILES = [
     acc.laplace_profile(2.0),
@@ -277,3 +278,22 @@ def test_huge_epsilon_falls_back_to_rdp_when_pld_grid_too_large() -> None:
     exact = float(optimize.brentq(log_gap, mu * mu / 2, mu * mu))
     eps = p.epsilon(1e-6)
     assert exact <= eps <= exact * 1.05
+
+
+_EXACT_CURVES = [p for p in _PROFILES if not isinstance(p, prof.SubsampledGaussianProfile)]
+
+
+@settings(max_examples=60)
+@given(
+    index=st.integers(0, len(_EXACT_CURVES) - 1),
+    a1=renyi_orders(min_value=1.0),
+    a2=renyi_orders(min_value=1.0),
+)
+def test_rdp_non_decreasing_in_alpha_including_special_orders(
+    index: int, a1: float, a2: float
+) -> None:
+    # Rényi divergence is non-decreasing in α (van Erven & Harremoës 2014, Thm 3), also at
+    # the exact special orders 1 and ∞ and within 1e-12 of 1 (infodp.testing.renyi_orders).
+    p = _EXACT_CURVES[index]
+    lo, hi = sorted((a1, a2))
+    assert p.rdp(lo) <= p.rdp(hi) + 1e-12 * max(1.0, abs(p.rdp(lo)))

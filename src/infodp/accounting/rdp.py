@@ -64,6 +64,40 @@ def _out(a: ArrayF, values: ArrayF) -> float | ArrayF:
     return float(values) if a.ndim == 0 else values
 
 
+def _log1p_over_x(y: ArrayF) -> ArrayF:
+    """log(1 + y)/y with the limit 1 at y = 0 (series below 1e-8)."""
+    small = np.abs(y) < 1e-8
+    safe = np.where(small, 1.0, y)
+    return np.where(small, 1.0 - y / 2, np.log1p(safe) / safe)
+
+
+def _expm1_over_x(t: ArrayF) -> ArrayF:
+    """(e^t − 1)/t with the limit 1 at t = 0 (series below 1e-8)."""
+    small = np.abs(t) < 1e-8
+    safe = np.where(small, 1.0, t)
+    return np.where(small, 1.0 + t / 2, np.expm1(safe) / safe)
+
+
+def _renyi_from_losses(losses: ArrayF, masses: ArrayF, x: ArrayF) -> ArrayF:
+    """D_α = log E_P[e^{(α−1)L}]/(α−1) for a discrete privacy loss L (masses under P).
+
+    Near α = 1 it is evaluated as S·log1p(y)/y with S = Σ m_i L_i (e^{(α−1)L_i} − 1)/((α−1)L_i)
+    and y = (α−1)·S, which keeps full relative precision as α → 1 (where S → KL).
+    """
+    out = np.empty(x.shape)
+    near = x - 1 < 1e-2
+    if near.any():
+        t = (x[near] - 1)[:, None] * losses[None, :]
+        big_s = np.sum(masses[None, :] * losses[None, :] * _expm1_over_x(t), axis=1)
+        out[near] = big_s * _log1p_over_x((x[near] - 1) * big_s)
+    far = ~near
+    if far.any():
+        with np.errstate(divide="ignore"):
+            terms = np.log(masses)[None, :] + (x[far] - 1)[:, None] * losses[None, :]
+        out[far] = special.logsumexp(terms, axis=1) / (x[far] - 1)
+    return out
+
+
 def gaussian_rdp(sigma: float, alpha: npt.ArrayLike) -> float | ArrayF:
     """RDP of the Gaussian mechanism with noise σ per unit sensitivity: α/(2σ²).
 
@@ -96,11 +130,11 @@ def laplace_rdp(lam: float, alpha: npt.ArrayLike) -> float | ArrayF:
     out[one] = 1.0 / b + math.expm1(-1.0 / b)
     out[inf] = 1.0 / b
     x = flat[mid]
-    with np.errstate(divide="ignore"):
-        terms = np.logaddexp(
-            np.log(x / (2 * x - 1)) + (x - 1) / b, np.log((x - 1) / (2 * x - 1)) - x / b
-        )
-    out[mid] = terms / (x - 1)
+    # Same quantity as ε0 + log1p((α−1)c)/(α−1), c = expm1(ε0(1−2α))/(2α−1), ε0 = 1/λ
+    # (the form of dp-accounting's _laplace_rdp), evaluated stably for α near 1.
+    eps0 = 1.0 / b
+    c = np.expm1(eps0 * (1 - 2 * x)) / (2 * x - 1)
+    out[mid] = eps0 + c * _log1p_over_x((x - 1) * c)
     return _out(a, out.reshape(a.shape))
 
 
@@ -131,20 +165,19 @@ def randomized_response_rdp(epsilon: float, k: int, alpha: npt.ArrayLike) -> flo
     mid = ~(one | inf)
     out[one] = (math.exp(log_a) - math.exp(log_b)) * eps
     out[inf] = eps
-    x = flat[mid]
-    terms = [log_a + (x - 1) * eps, log_b - (x - 1) * eps]
-    if kk > 2:
-        terms.append(np.full(x.shape, math.log(kk - 2) + log_b))
-    out[mid] = special.logsumexp(np.stack(terms), axis=0) / (x - 1)
+    # Privacy loss under P: ε w.p. a, 0 w.p. (k−2)b, −ε w.p. b.
+    losses = np.array([eps, 0.0, -eps])
+    masses = np.array([math.exp(log_a), (kk - 2) * math.exp(log_b), math.exp(log_b)])
+    out[mid] = _renyi_from_losses(losses, masses, flat[mid])
     return _out(a, out.reshape(a.shape))
 
 
 def discrete_laplace_rdp(scale: float, sensitivity: int, alpha: npt.ArrayLike) -> float | ArrayF:
     """RDP of the discrete Laplace mechanism P(k) ∝ r^{|k|}, r = e^{−1/scale}, shift Δ.
 
-    Closed form of Σ_k P(k)^α P(k−Δ)^{1−α} by splitting the sum at 0 and Δ (three geometric
-    series): with λ = 1/scale, s = r^{2α−1},
-    Σ = (1−r)/(1+r)·[ e^{(α−1)Δλ}/(1−r) + e^{−αΔλ}/(1−r) + e^{(α−1)Δλ}·s(1−s^{Δ−1})/(1−s) ].
+    Σ_k P(k)^α P(k−Δ)^{1−α} summed in closed form: splitting the sum at 0 and Δ, the privacy
+    loss is Δλ on k ≤ 0 (mass 1/(1+r)), −Δλ on k ≥ Δ (mass r^Δ/(1+r)) and λ(Δ − 2k) in
+    between (λ = 1/scale), so the sum is E_P[e^{(α−1)L}] over Δ + 1 atoms.
     ε(α) = log Σ/(α−1); ε(1) is :func:`discrete_laplace_kl`; ε(∞) = Δ/scale.
 
     >>> round(discrete_laplace_rdp(1.0, 1, float("inf")), 6)
@@ -161,20 +194,15 @@ def discrete_laplace_rdp(scale: float, sensitivity: int, alpha: npt.ArrayLike) -
     mid = ~(one | inf)
     out[one] = discrete_laplace_kl(t, d)
     out[inf] = d * lam
-    x = flat[mid]
-    log1mr = math.log(-math.expm1(-lam))
-    log_norm = log1mr - math.log1p(math.exp(-lam))
-    terms = [(x - 1) * d * lam - log1mr, -x * d * lam - log1mr]
-    if d >= 2:
-        log_s = -(2 * x - 1) * lam
-        with np.errstate(divide="ignore"):
-            terms.append(
-                (x - 1) * d * lam
-                + log_s
-                + np.log(-np.expm1((d - 1) * log_s))
-                - np.log(-np.expm1(log_s))
-            )
-    out[mid] = (special.logsumexp(np.stack(terms), axis=0) + log_norm) / (x - 1)
+    # Privacy loss λ(|k−Δ| − |k|) under P: Δλ w.p. 1/(1+r), −Δλ w.p. r^Δ/(1+r) and
+    # λ(Δ−2k) w.p. P(k) for 0 < k < Δ, so Σ_k P(k)^α P(k−Δ)^{1−α} = E_P[e^{(α−1)L}].
+    r = math.exp(-lam)
+    k = np.arange(1, d, dtype=np.float64)
+    losses = np.concatenate([[d * lam, -d * lam], lam * (d - 2 * k)])
+    masses = np.concatenate(
+        [[1 / (1 + r), math.exp(-lam * d) / (1 + r)], (1 - r) / (1 + r) * np.exp(-lam * k)]
+    )
+    out[mid] = _renyi_from_losses(losses, masses, flat[mid])
     return _out(a, out.reshape(a.shape))
 
 
