@@ -245,7 +245,8 @@ def _log_a_int(q: float, sigma: float, alpha: int) -> float:
     i = np.arange(alpha + 1, dtype=np.float64)
     log_coef = special.gammaln(alpha + 1) - special.gammaln(i + 1) - special.gammaln(alpha - i + 1)
     terms = log_coef + i * math.log(q) + (alpha - i) * math.log1p(-q) + (i * i - i) / (2 * sigma**2)
-    return float(special.logsumexp(terms))
+    top = float(np.max(terms))
+    return top + math.log(float(np.sum(np.exp(terms - top))))
 
 
 def _log_a_frac(q: float, sigma: float, alphas: ArrayF) -> ArrayF:
@@ -266,7 +267,9 @@ def _log_a_frac(q: float, sigma: float, alphas: ArrayF) -> ArrayF:
         log_t1 = log_coef + j * math.log(q) + i * math.log1p(-q)
         log_s0 = log_t0 + (i * i - i) / (2 * sigma**2) + special.log_ndtr(-(i - z0) / sigma)
         log_s1 = log_t1 + (j * j - j) / (2 * sigma**2) + special.log_ndtr(-(z0 - j) / sigma)
-        total = special.logsumexp(np.concatenate([log_s0, log_s1], axis=1), axis=1)
+        both = np.concatenate([log_s0, log_s1], axis=1)
+        top = np.max(both, axis=1)
+        total = top + np.log(np.sum(np.exp(both - top[:, None]), axis=1))
         tail = np.maximum(log_s0[:, -1], log_s1[:, -1])
         decreasing = (log_s0[:, -1] < log_s0[:, -2]) & (log_s1[:, -1] < log_s1[:, -2])
         done = decreasing & (tail < total - 40)
