@@ -297,3 +297,11 @@ def test_rdp_non_decreasing_in_alpha_including_special_orders(
     p = _EXACT_CURVES[index]
     lo, hi = sorted((a1, a2))
     assert p.rdp(lo) <= p.rdp(hi) + 1e-12 * max(1.0, abs(p.rdp(lo)))
+
+
+def test_repeat_of_a_composition_multiplies_counts() -> None:
+    g, lap = acc.gaussian_profile(2.0), acc.laplace_profile(3.0)
+    twice = acc.compose(g, lap).repeat(3)
+    assert isinstance(twice, prof.ComposedProfile)
+    assert dict(twice.parts) == {g: 3, lap: 3}
+    assert twice.rdp(2.0) == pytest.approx(3 * (g.rdp(2.0) + lap.rdp(2.0)))

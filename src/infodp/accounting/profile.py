@@ -201,6 +201,8 @@ class PrivacyProfile(abc.ABC):
         n = as_positive_int("k", k)
         if n == 1:
             return self
+        if isinstance(self, ComposedProfile):
+            return ComposedProfile(tuple((p, m * n) for p, m in self.parts))
         return ComposedProfile(((self, n),))
 
     def group(self, k: int) -> PrivacyProfile:
@@ -478,7 +480,7 @@ class ComposedProfile(PrivacyProfile):
         return float(sum(k * p._pure_epsilon() for p, k in self.parts))
 
     def _kl(self) -> float:
-        return float(sum(k * p._kl() for p, k in self.parts))
+        return float(sum(k * p.rdp(1.0) for p, k in self.parts))
 
     def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
         # Mironov 2017, Proposition 1: RDP at a fixed order adds under composition.
@@ -546,7 +548,7 @@ class ParallelProfile(PrivacyProfile):
         return max(p._pure_epsilon() for p in self.parts)
 
     def _kl(self) -> float:
-        return max(p._kl() for p in self.parts)
+        return max(p.rdp(1.0) for p in self.parts)
 
     def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
         return np.asarray(
