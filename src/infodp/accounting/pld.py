@@ -116,8 +116,9 @@ class _PMF:
         losses = self.losses
         with np.errstate(over="ignore"):
             grid_delta = self.infinity_mass + a[1:] - np.exp(losses + log_b[1:])
-        # grid_delta[m] = δ(l_m), non-increasing; find the first m with δ(l_m) ≤ delta.
-        grid_delta = np.minimum.accumulate(grid_delta)
+        # grid_delta[m] = δ(l_m), non-increasing (round-off repaired upwards, pessimistic);
+        # find the first m with δ(l_m) ≤ delta.
+        grid_delta = np.maximum.accumulate(grid_delta[::-1])[::-1]
         m = int(np.searchsorted(-grid_delta, -delta, side="left"))
         if m >= losses.size:
             m = losses.size - 1
@@ -176,7 +177,8 @@ def _connect_dots(interval: float, nodes: npt.NDArray[np.int64], deltas: ArrayF)
     ``create_pmf_pessimistic_connect_dots``).
     """
     nodes = np.asarray(nodes, dtype=np.int64)
-    d = np.minimum.accumulate(np.clip(np.asarray(deltas, dtype=np.float64), 0.0, 1.0))
+    # δ is non-increasing in ε; round-off that breaks this is repaired upwards (pessimistic).
+    d = np.maximum.accumulate(np.clip(np.asarray(deltas, dtype=np.float64), 0.0, 1.0)[::-1])[::-1]
     if nodes.size == 0 or nodes.size != d.size or np.any(np.diff(nodes) <= 0):
         raise InternalError("connect-the-dots needs strictly increasing nodes with deltas")
     gaps = np.diff(nodes).astype(np.float64) * interval
