@@ -142,3 +142,13 @@ def test_bad_spec_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     path.write_text("{not json")
     assert main(["account", "--spec", str(path)]) == 2
     assert "JSON" in capsys.readouterr().err
+
+
+def test_group_and_delta_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    # Group of 3 for Laplace(2) is Laplace with sensitivity 3: pure ε = 3/2 (Dwork & Roth,
+    # Thm 2.2), which is also ε at δ = 0.
+    payload = _run_json(
+        capsys, "--mechanism", "laplace", "--scale", "2", "--group", "3", "--delta", "0"
+    )
+    assert payload["epsilon"] == pytest.approx(1.5, abs=1e-9)
+    assert payload["spec"]["group"] == 3
