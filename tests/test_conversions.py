@@ -161,3 +161,10 @@ def test_bad_input_raises() -> None:
         conv.pure_to_kl(-1.0)
     with pytest.raises(ParameterError, match="rho"):
         conv.zcdp_to_epsilon(float("nan"), 1e-5)
+
+
+@pytest.mark.parametrize("eps", [1e-30, 1e-20, 1e-17])
+def test_mi_to_delta_is_never_zero_for_tiny_information(eps: float) -> None:
+    # ln 2 − h(½ − x) = 2x² + O(x⁴) (Taylor), so δ = 2x → √(2ε) as ε → 0 (Cuff & Yu 2016,
+    # Theorem 2): a δ of 0 here would be an optimistic claim.
+    assert conv.mi_to_delta(eps) == pytest.approx(math.sqrt(2 * eps), rel=1e-9)

@@ -305,3 +305,14 @@ def test_repeat_of_a_composition_multiplies_counts() -> None:
     assert isinstance(twice, prof.ComposedProfile)
     assert dict(twice.parts) == {g: 3, lap: 3}
     assert twice.rdp(2.0) == pytest.approx(3 * (g.rdp(2.0) + lap.rdp(2.0)))
+
+
+def test_delta_one_is_no_privacy_and_composes() -> None:
+    # (ε, δ = 1) promises nothing: δ(ε') = 1 for every finite ε', and ε(δ) = ∞ for δ < 1
+    # (Kairouz, Oh & Viswanath 2015: the dominating pair reveals the input with probability δ).
+    p = acc.approximate_dp_profile(1.0, 1.0)
+    assert p.delta(50.0) == 1.0
+    assert math.isinf(p.epsilon(0.5))
+    both = acc.compose(p, acc.laplace_profile(1.0))
+    assert both.delta(10.0) == 1.0
+    assert math.isinf(both.epsilon(1e-6))

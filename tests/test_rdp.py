@@ -175,3 +175,12 @@ def test_rr_rdp_non_decreasing_and_below_pure(eps: float, a1: float, a2: float) 
     assert v_lo <= v_hi + 1e-12
     # Bun & Steinke 2016, Prop. 3.3: ε-DP ⇒ RDP ≤ min(ε, αε²/2).
     assert v_hi <= min(eps, hi * eps * eps / 2) + 1e-9
+
+
+@pytest.mark.parametrize("alpha", [1.5, 2.0, 10.0, 100.0])
+def test_tiny_randomized_response_rdp_is_not_rounded_to_zero(alpha: float) -> None:
+    # For small privacy losses D_α = α·Var_P[L]/2 + O(ε³) (second-order expansion of
+    # log E[e^{(α−1)L}]; van Erven & Harremoës 2014, Sec. III-F), and Var_P[L] → ε² for binary
+    # randomized response. Rounding this to 0 would be an optimistic claim.
+    eps = 1e-9
+    assert rdp.randomized_response_rdp(eps, 2, alpha) == pytest.approx(alpha * eps**2 / 2, rel=1e-6)

@@ -28,7 +28,7 @@ from infodp._validate import (
     as_real,
 )
 from infodp.errors import ParameterError
-from infodp.information.entropy import inverse_binary_entropy
+from infodp.information.entropy import inverse_binary_entropy_deficit
 
 __all__ = [
     "approx_dp_to_approx_dp",
@@ -114,8 +114,10 @@ def mi_to_delta(epsilon: float) -> float:
     eps = as_nonnegative("epsilon", epsilon, allow_inf=True)
     if eps >= math.log(2):
         return 1.0
-    p = float(inverse_binary_entropy(math.log(2) - eps))
-    return min(1.0, max(0.0, 1.0 - 2.0 * p))
+    # 1 − 2h⁻¹(ln 2 − ε) = 2x with ln 2 − h(½ − x) = ε. Solving for x directly keeps small ε
+    # exact: ln 2 − ε would round to ln 2 for ε < 1e-16 and give an optimistic δ = 0.
+    x = float(inverse_binary_entropy_deficit(eps))
+    return min(1.0, 2.0 * x)
 
 
 def approx_dp_to_approx_dp(epsilon: float, delta: float, epsilon_prime: float) -> float:

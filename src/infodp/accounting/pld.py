@@ -195,6 +195,11 @@ def _pmf_from_atoms(interval: float, losses: ArrayF, masses: ArrayF, infinity_ma
     """Connect-the-dots PLD of a discrete loss distribution (nodes at ⌊l/h⌋ and ⌈l/h⌉)."""
     keep = masses > 0
     losses, masses = losses[keep], masses[keep]
+    if losses.size == 0:
+        # Everything at +∞ loss (e.g. (ε, δ = 1)): no finite atoms to connect.
+        empty = np.zeros(0)
+        empty.setflags(write=False)
+        return _PMF(interval, 0, empty, min(1.0, infinity_mass))
     scaled = losses / interval
     if scaled.size:
         _check_size(int(np.ceil(scaled.max()) - np.floor(scaled.min())) + 1, interval)
