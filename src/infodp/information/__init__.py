@@ -1,7 +1,8 @@
 """Information measures on discrete distributions and channels, in nats.
 
 Re-exports the public API of :mod:`~infodp.information.divergence`,
-:mod:`~infodp.information.entropy` and :mod:`~infodp.information.mutual`.
+:mod:`~infodp.information.entropy`, :mod:`~infodp.information.mutual` and, for Laplace and
+Gaussian distributions, :mod:`~infodp.information.continuous`.
 
 >>> from infodp.information import renyi_divergence
 >>> round(renyi_divergence([0.75, 0.25], [0.25, 0.75], float("inf")), 6)
@@ -10,6 +11,12 @@ Re-exports the public API of :mod:`~infodp.information.divergence`,
 
 from __future__ import annotations
 
+from infodp.information.continuous import (
+    QuadratureResult,
+    renyi_divergence_gaussian,
+    renyi_divergence_laplace,
+    renyi_divergence_quadrature,
+)
 from infodp.information.divergence import (
     hockey_stick_divergence,
     kl_divergence,
@@ -38,6 +45,7 @@ from infodp.information.mutual import (
 )
 
 __all__ = [
+    "QuadratureResult",
     "binary_entropy",
     "binary_entropy_deficit",
     "binary_renyi_entropy",
@@ -53,6 +61,9 @@ __all__ = [
     "min_entropy_leakage",
     "mutual_information",
     "renyi_divergence",
+    "renyi_divergence_gaussian",
+    "renyi_divergence_laplace",
+    "renyi_divergence_quadrature",
     "renyi_entropy",
     "renyi_mutual_information",
     "shannon_entropy",
