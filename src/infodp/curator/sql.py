@@ -307,9 +307,13 @@ def parse_query(sql: str, schemas: DatasetSchema | Mapping[str, DatasetSchema]) 
     group_node = select.args.get("group")
     if group_node is not None:
         for g in group_node.expressions:
-            col = _column(g, schema, qualifiers)
-            if not schema.unit_is_row and col.name.lower() == schema.privacy_unit.lower():
+            if (
+                isinstance(g, exp.Column)
+                and not schema.unit_is_row
+                and g.name.lower() == schema.privacy_unit.lower()
+            ):
                 raise _refuse("GROUP BY the privacy unit", "it would release per-individual values")
+            col = _column(g, schema, qualifiers)
             groups.append(_group_key(col))
         if len({g.column for g in groups}) != len(groups):
             raise _refuse("repeated GROUP BY column")

@@ -193,6 +193,8 @@ def _source_cte(
     for i, name in enumerate(value_columns):
         items.append(f"{_snapped(schema.column(name))} AS __v{i}")
     items.extend(extra_items)
+    if unit_needed and not unit_rows_ok:
+        items.append("random() AS __r")  # which rows a unit keeps: a data-independent choice
     if not items:
         items.append("1 AS __one")
     row_filters = [] if plan.where is None else [_predicate(plan.where, schema)]
@@ -216,7 +218,7 @@ def _source_cte(
         m = schema.max_rows_per_unit
         ctes.append(
             f"__rows AS (SELECT * FROM {current} QUALIFY "
-            f"row_number() OVER (PARTITION BY __u ORDER BY random()) <= {m})"
+            f"row_number() OVER (PARTITION BY __u ORDER BY __r) <= {m})"
         )
         current = "__rows"
     if unit_needed and plan.group_by and schema.group_limit < schema.max_rows_per_unit:

@@ -1,0 +1,76 @@
+"""Dataset schemas: the issue-5 YAML form, JSON, and clear errors for bad declarations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from infodp.curator.schema import load_schema
+from infodp.errors import ParameterError
+
+ISSUE_YAML = """
+table: people
+privacy_unit: person_id      # or: row
+max_rows_per_unit: 1
+columns:
+  age:    {type: int, bounds: [0, 120]}
+  income: {type: float, bounds: [0, 500000], nulls: drop}
+  region: {type: category, categories: [north, south, east, west]}
+"""
+
+
+def test_issue_yaml_form_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "schema.yaml"
+    path.write_text(ISSUE_YAML)
+    s = load_schema(path)
+    assert s.table == "people" and s.privacy_unit == "person_id"
+    assert s.max_rows_per_unit == 1 and not s.unit_is_row
+    assert s.column("age").bounds == (0.0, 120.0)
+    assert s.column("income").nulls.action == "drop"
+    assert s.column("region").categories == ("north", "south", "east", "west")
+    # JSON round trip gives an equal (immutable) schema
+    assert load_schema(json.loads(s.to_json())) == s
+    assert load_schema(str(path)) == s
+
+
+@pytest.mark.parametrize(
+    ("patch", "needle"),
+    [
+        ({"privacy_unit": None}, "privacy_unit"),
+        ({"columns": {}}, "columns"),
+        ({"columns": {"a": {"type": "int", "bounds": [5, 1]}}}, "low <= high"),
+        ({"columns": {"a": {"type": "int", "bounds": [0, "x"]}}}, "bounds[1]"),
+        ({"columns": {"a": {"type": "float", "bounds": [0, float("nan")]}}}, "finite"),
+        ({"columns": {"a": {"type": "float", "bounds": [0, float("inf")]}}}, "finite"),
+        ({"columns": {"a": {"type": "int", "bounds": [0.5, 3]}}}, "integers"),
+        ({"columns": {"a": {"type": "category"}}}, "categories"),
+        ({"columns": {"a": {"type": "category", "categories": ["x", "x"]}}}, "duplicates"),
+        ({"columns": {"a": {"type": "int", "nulls": "guess"}}}, "nulls"),
+        ({"columns": {"a": {"type": "int", "bounds": [0, 9], "nulls": {"replace": 99}}}}, "inside"),
+        ({"columns": {"a": {"type": "int", "colour": 1}}}, "keys"),
+        ({"max_rows_per_unit": 0}, "max_rows_per_unit"),
+        ({"privacy_unit": "row", "max_rows_per_unit": 3}, "1 when privacy_unit is 'row'"),
+        ({"table": "1bad"}, "identifier"),
+    ],
+)
+def test_bad_declarations_name_the_field(patch: dict[str, object], needle: str) -> None:
+    base: dict[str, object] = {
+        "table": "t",
+        "privacy_unit": "uid",
+        "columns": {"a": {"type": "int", "bounds": [0, 9]}},
+    }
+    base.update(patch)
+    with pytest.raises(ParameterError) as info:
+        load_schema(base)
+    assert needle in str(info.value)
+
+
+def test_bad_yaml_and_missing_file() -> None:
+    with pytest.raises(ParameterError, match="YAML"):
+        load_schema("table: [unclosed\nx: 1")
+    with pytest.raises(ParameterError, match="existing"):
+        load_schema("/nonexistent/schema.yaml")
+    with pytest.raises(ParameterError, match="mapping"):
+        load_schema("- a\n- b\n")
