@@ -110,7 +110,7 @@ def test_budget_exhaustion_across_processes(tmp_path: Path) -> None:
         for _ in range(3)
     ]
     outs = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, outs, strict=True):
+    for p, (_out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err  # no lock error, no crash: every process ended cleanly
         assert "locked" not in err.lower()
     released = sum(json.loads(out)["released"] for out, _ in outs)

@@ -1,0 +1,266 @@
+"""The curator's CLI forms from issue 5, run through ``infodp.cli.main`` with capsys."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from infodp.cli import main
+
+SCHEMA_YAML = """table: people
+privacy_unit: person_id      # or: row
+max_rows_per_unit: 1
+columns:
+  age:    {type: int, bounds: [0, 120]}
+  income: {type: float, bounds: [0, 500000], nulls: drop}
+  region: {type: category, categories: [north, south, east, west]}
+"""
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[str, str, str]:
+    rng = np.random.default_rng(0)
+    n = 400
+    frame = pd.DataFrame(
+        {
+            "person_id": np.arange(n),
+            "age": rng.integers(0, 100, n),
+            "income": rng.gamma(2, 20000, n),
+            "region": rng.choice(["north", "south", "east", "west"], n),
+        }
+    )
+    frame.loc[3, "income"] = np.nan
+    csv = tmp_path / "people.csv"
+    frame.to_csv(csv, index=False)
+    schema = tmp_path / "schema.yaml"
+    schema.write_text(SCHEMA_YAML)
+    return str(tmp_path / "store.duckdb"), str(csv), str(schema)
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_issue_cli_forms(capsys: pytest.CaptureFixture[str], files: tuple[str, str, str]) -> None:
+    db, csv, schema = files
+    code, out, _ = run(
+        capsys,
+        "dataset",
+        "register",
+        "--db",
+        db,
+        "--name",
+        "people",
+        "--source",
+        csv,
+        "--schema",
+        schema,
+    )
+    assert code == 0 and "400 rows" in out
+    code, out, _ = run(
+        capsys,
+        "analyst",
+        "add",
+        "--db",
+        db,
+        "--name",
+        "ALICE",
+        "--dataset",
+        "people",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-6",
+        "--json",
+    )
+    assert code == 0
+    key = json.loads(out)["api_key"]
+    assert len(key) >= 40
+    code, out, _ = run(
+        capsys,
+        "analyst",
+        "add",
+        "--db",
+        db,
+        "--name",
+        "BOB",
+        "--dataset",
+        "people",
+        "--epsilon",
+        "1",
+    )
+    assert code == 0 and "API key" in out  # printed once, for people too
+    sql = "SELECT region, COUNT(*), AVG(income) FROM people GROUP BY region"
+    code, out, _ = run(
+        capsys, "query", "--db", db, "--analyst", "ALICE", "--epsilon", "0.1", sql, "--json"
+    )
+    assert code == 0
+    payload = json.loads(out)  # exactly one JSON object
+    assert {"columns", "rows", "confidence_intervals", "cost", "remaining"} <= set(payload)
+    assert payload["columns"] == ["region", "COUNT(*)", "AVG(income)"]
+    assert len(payload["rows"]) == 4
+    assert payload["remaining"]["exact"]["spent_epsilon"] == "1/10"
+    code, out, _ = run(capsys, "query", "--db", db, "--analyst", "ALICE", "--epsilon", "0.1", sql)
+    assert code == 0 and "leakage per individual" in out
+    # over budget: exit 3 with requested, remaining and gap
+    code, _, err = run(capsys, "query", "--db", db, "--analyst", "ALICE", "--epsilon", "0.9", sql)
+    assert code == 3
+    assert "requested epsilon=0.9" in err and "remaining epsilon=0.8" in err
+    assert "short by epsilon=0.1" in err and err.count("\n") == 1
+    code, out, _ = run(capsys, "ledger", "--db", db, "--json")
+    ledger = json.loads(out)
+    assert code == 0 and ledger["consistent"] and len(ledger["entries"]) == 2
+    assert ledger["entries"][0]["sql"] == sql and ledger["entries"][0]["analyst"] == "ALICE"
+    code, out, _ = run(capsys, "ledger", "--db", db)
+    assert code == 0 and "ALICE" in out
+
+
+def test_release_and_synopsis_query(
+    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str]
+) -> None:
+    db, csv, schema = files
+    assert (
+        run(
+            capsys,
+            "dataset",
+            "register",
+            "--db",
+            db,
+            "--name",
+            "people",
+            "--source",
+            csv,
+            "--schema",
+            schema,
+        )[0]
+        == 0
+    )
+    assert (
+        run(
+            capsys,
+            "analyst",
+            "add",
+            "--db",
+            db,
+            "--name",
+            "A",
+            "--dataset",
+            "people",
+            "--epsilon",
+            "1",
+        )[0]
+        == 0
+    )
+    code, out, _ = run(
+        capsys,
+        "release",
+        "--db",
+        db,
+        "--analyst",
+        "A",
+        "--dataset",
+        "people",
+        "--columns",
+        "age,region",
+        "--epsilon",
+        "0.5",
+        "--name",
+        "ar",
+        "--json",
+    )
+    assert code == 0 and json.loads(out)["cells"] == 121 * 4
+    for _ in range(2):
+        code, out, _ = run(
+            capsys,
+            "query",
+            "--db",
+            db,
+            "--synopsis",
+            "ar",
+            "SELECT COUNT(*) FROM people WHERE age BETWEEN 30 AND 40",
+            "--json",
+        )
+        assert code == 0 and json.loads(out)["cost"]["epsilon"] == 0.0
+    code, out, _ = run(capsys, "analyst", "list", "--db", db, "--json")
+    assert json.loads(out)["analysts"][0]["spent_epsilon"] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["query", "--analyst", "A", "--epsilon", "-1", "SELECT COUNT(*) FROM people"], "epsilon"),
+        (["query", "--analyst", "A", "--epsilon", "nan", "SELECT COUNT(*) FROM people"], "epsilon"),
+        (["query", "--analyst", "A", "--epsilon", "0.1", "SELECT age FROM people"], "raw column"),
+        (
+            ["query", "--analyst", "A", "--epsilon", "0.1", "SELECT COUNT(*) FROM x"],
+            "unknown dataset",
+        ),
+        (["query", "--analyst", "A", "--epsilon", "0.1", "SELECT SUM(zip) FROM people"], "zip"),
+        (["query", "--epsilon", "0.1", "SELECT COUNT(*) FROM people"], "--analyst"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(
+    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str], args: list[str], needle: str
+) -> None:
+    db, csv, schema = files
+    run(
+        capsys,
+        "dataset",
+        "register",
+        "--db",
+        db,
+        "--name",
+        "people",
+        "--source",
+        csv,
+        "--schema",
+        schema,
+    )
+    run(
+        capsys, "analyst", "add", "--db", db, "--name", "A", "--dataset", "people", "--epsilon", "1"
+    )
+    code, out, err = run(capsys, *args[:1], "--db", db, *args[1:])
+    assert code == 2 and out == ""
+    assert needle in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_register_refuses_missing_schema_and_nulls(
+    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str], tmp_path: Path
+) -> None:
+    db, csv, _ = files
+    code, _, err = run(
+        capsys,
+        "dataset",
+        "register",
+        "--db",
+        db,
+        "--name",
+        "people",
+        "--source",
+        csv,
+        "--schema",
+        str(tmp_path / "none.yaml"),
+    )
+    assert code == 2 and "--schema" in err
+    strict = tmp_path / "strict.yaml"
+    strict.write_text(SCHEMA_YAML.replace(", nulls: drop", ""))
+    code, _, err = run(
+        capsys,
+        "dataset",
+        "register",
+        "--db",
+        db,
+        "--name",
+        "people",
+        "--source",
+        csv,
+        "--schema",
+        str(strict),
+    )
+    assert code == 2 and "income" in err and "nulls: drop" in err

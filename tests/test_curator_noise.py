@@ -1,0 +1,167 @@
+"""Release primitives, accuracy bounds and the global information bound, against independent
+references: direct summation of the discrete Laplace pmf P(y) = (1−p)/(1+p)·p^|y|
+(Canonne–Kamath–Steinke 2020, Def. 1), numerical convolution, Blahut–Arimoto channel capacity,
+and the closed forms quoted in issue 5 (ln(1 + A/(2b)), ½ ln(1 + A²/(4σ²))).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from infodp.curator.budget_info import (
+    discrete_laplace_information,
+    gaussian_information,
+    laplace_information,
+)
+from infodp.curator.noise import (
+    dlap_abs_mean,
+    dlap_entropy,
+    dlap_halfwidth,
+    exponential_mechanism,
+    grid_step,
+    release_integer,
+)
+from infodp.curator.synopsis import chernoff_halfwidth
+from infodp.errors import ParameterError
+from infodp.mechanisms.sampling import InsecureSeededSource
+
+
+def pmf(scale: float, support: int) -> tuple[np.ndarray, np.ndarray]:
+    ys = np.arange(-support, support + 1)
+    p = math.exp(-1 / scale)
+    return ys, (1 - p) / (1 + p) * p ** np.abs(ys)
+
+
+@pytest.mark.parametrize("scale", [0.3, 1.0, 2.5, 10.0, 73.0])
+@pytest.mark.parametrize("beta", [0.05, 0.01, 0.2])
+def test_halfwidth_is_the_smallest_valid_k(scale: float, beta: float) -> None:
+    ys, w = pmf(scale, int(scale * 80) + 50)
+    k = dlap_halfwidth(scale, beta)
+    assert w[np.abs(ys) > k].sum() <= beta
+    if k > 0:
+        assert w[np.abs(ys) > k - 1].sum() > beta
+
+
+@pytest.mark.parametrize("scale", [0.5, 3.0, 40.0])
+def test_abs_mean_and_entropy_match_direct_sums(scale: float) -> None:
+    ys, w = pmf(scale, int(scale * 120) + 50)
+    assert dlap_abs_mean(scale) == pytest.approx(float((np.abs(ys) * w).sum()), rel=1e-9)
+    assert dlap_entropy(scale) == pytest.approx(float(-(w * np.log(w)).sum()), rel=1e-9)
+
+
+def test_release_integer_noise_has_the_stated_spread() -> None:
+    src = InsecureSeededSource(11, i_understand_this_is_not_private=True)
+    draws = np.array([release_integer(100, 2, Fraction(1, 2), src) - 100 for _ in range(4000)])
+    scale = 4.0  # sensitivity / epsilon
+    expected = dlap_abs_mean(scale)
+    # E|Y| within 4 standard errors (Var|Y| <= E Y^2 = 2p/(1-p)^2)
+    p = math.exp(-1 / scale)
+    se = math.sqrt(2 * p / (1 - p) ** 2 / len(draws))
+    assert abs(np.abs(draws).mean() - expected) < 4 * se
+    assert release_integer(7, 0, Fraction(1), None) == 7
+    with pytest.raises(ParameterError):
+        release_integer(1, 1, Fraction(0), src)
+
+
+def test_exponential_mechanism_frequencies() -> None:
+    # P(j) ∝ exp(-ε s_j / (2Δ)) (McSherry & Talwar 2007) with ε = 2, Δ = 1: weights e^0, e^-1, e^-3
+    src = InsecureSeededSource(5, i_understand_this_is_not_private=True)
+    scores = [Fraction(0), Fraction(1), Fraction(3)]
+    n = 6000
+    counts = np.bincount(
+        [exponential_mechanism(scores, Fraction(2), Fraction(1), src) for _ in range(n)],
+        minlength=3,
+    )
+    w = np.exp([-0.0, -1.0, -3.0])
+    expected = w / w.sum() * n
+    sd = np.sqrt(expected * (1 - w / w.sum()))
+    assert np.all(np.abs(counts - expected) < 4.5 * sd)
+
+
+def test_grid_step_is_a_power_of_two() -> None:
+    for low, high, integer in [
+        (0, 500000, False),
+        (-3.5, 2.0, False),
+        (0, 1e9, True),
+        (0, 0, False),
+    ]:
+        g = grid_step(low, high, integer)
+        assert math.log2(g).is_integer()
+        assert g <= max(abs(low), abs(high), 1) / 2**19 or g == 1.0
+
+
+def test_issue_closed_forms() -> None:
+    # issue 5: log(1 + A/(2b)) for Laplace, ½ log(1 + A²/(4σ²)) for Gaussian
+    assert laplace_information(6.0, 1.5) == pytest.approx(math.log(1 + 6 / 3))
+    assert gaussian_information(6.0, 1.5) == pytest.approx(0.5 * math.log(1 + 36 / 9))
+    with pytest.raises(ParameterError):
+        laplace_information(1.0, 0.0)
+    with pytest.raises(ParameterError):
+        gaussian_information(-1.0, 1.0)
+
+
+def blahut_arimoto(channel: np.ndarray, iterations: int = 3000) -> float:
+    """Capacity (nats) of a discrete channel P(y|x) (Blahut 1972; Arimoto 1972)."""
+    n = channel.shape[0]
+    px = np.full(n, 1.0 / n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logw = np.where(channel > 0, np.log(channel), 0.0)
+        for _ in range(iterations):
+            py = px @ channel
+            d = (channel * (logw - np.log(np.where(py > 0, py, 1.0)))).sum(axis=1)
+            px = px * np.exp(d)
+            px /= px.sum()
+        py = px @ channel
+        d = (channel * (logw - np.log(np.where(py > 0, py, 1.0)))).sum(axis=1)
+    return float(px @ d)
+
+
+@pytest.mark.parametrize(("width", "scale"), [(1, 0.5), (4, 1.0), (10, 3.0), (30, 2.0)])
+def test_information_bound_is_above_the_channel_capacity(width: int, scale: float) -> None:
+    support = width + int(scale * 60) + 20
+    ys = np.arange(-support, support + 1)
+    p = math.exp(-1 / scale)
+    rows = []
+    for x in range(width + 1):
+        rows.append((1 - p) / (1 + p) * p ** np.abs(ys - x))
+    channel = np.array(rows)
+    channel /= channel.sum(axis=1, keepdims=True)
+    capacity = blahut_arimoto(channel)
+    bound = discrete_laplace_information(width, scale)
+    assert capacity <= bound + 1e-9
+    assert bound <= math.log(width + 1) + 1e-12
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    a=st.floats(0, 1e7, allow_nan=False),
+    b=st.floats(1e-2, 1e6, allow_nan=False),
+    factor=st.floats(1.0, 10.0),
+)
+def test_information_bound_monotone(a: float, b: float, factor: float) -> None:
+    # more range can only add information; more noise can only remove it (data processing)
+    base = discrete_laplace_information(a, b)
+    assert base >= 0
+    assert discrete_laplace_information(a * factor, b) >= base - 1e-12
+    assert discrete_laplace_information(a, b * factor) <= base + 1e-12
+
+
+@pytest.mark.parametrize(("k", "scale", "beta"), [(2, 1.0, 0.05), (5, 3.0, 0.05), (20, 2.0, 0.01)])
+def test_chernoff_halfwidth_covers_exact_convolution(k: int, scale: float, beta: float) -> None:
+    support = int(scale * 60) + 30
+    _, w = pmf(scale, support)
+    total = np.array([1.0])
+    for _ in range(k):
+        total = np.convolve(total, w)
+    ys = np.arange(-(len(total) // 2), len(total) // 2 + 1)
+    h = chernoff_halfwidth([1.0] * k, scale, beta)
+    assert total[np.abs(ys) >= h].sum() <= beta
+    # and not absurdly loose: within 2x of the exact (1 - beta) half-width
+    exact = min(int(t) for t in range(len(total)) if total[np.abs(ys) > t].sum() <= beta)
+    assert h <= 2 * (exact + 1)
