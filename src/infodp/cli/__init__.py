@@ -25,9 +25,18 @@ def cli() -> None:
 
 def _register() -> None:
     # Each module adds its commands to ``cli``; imported here so ``infodp --help`` lists all.
-    from infodp.cli import accounting, channel, curator, demo, explain, information, mechanisms
+    from infodp.cli import (
+        accounting,
+        channel,
+        curator,
+        demo,
+        explain,
+        information,
+        mechanisms,
+        server,
+    )
 
-    for module in (information, channel, accounting, mechanisms, explain, curator, demo):
+    for module in (information, channel, accounting, mechanisms, explain, curator, demo, server):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -1,0 +1,176 @@
+"""CLI of the HTTP service: ``serve``, plus ``analyst key`` / ``analyst revoke`` / ``analyst keys``.
+
+Key management is admin-only and local (it needs the store files), never over HTTP:
+
+* ``infodp analyst add`` (the curator's command) prints a ledger key that the service accepts;
+* ``infodp analyst key --name ALICE`` issues a server key ``idp_<id>.<secret>`` (found by id);
+* ``infodp analyst revoke --name ALICE [--key-id ID]`` revokes keys (all of them by default,
+  the ledger key included); the running service refuses them at the next request.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from infodp.cli._common import emit, json_option
+from infodp.cli.curator import analyst as analyst_group
+from infodp.cli.curator import db_option
+from infodp.errors import ParameterError
+
+__all__ = ["COMMANDS"]
+
+
+def _existing_store(db: str) -> str:
+    if not Path(db).is_file():
+        raise ParameterError("--db", db, "an existing infodp store (register a dataset first)")
+    return db
+
+
+def _known_analyst(db: str, name: str) -> None:
+    from infodp.curator.ledger import Ledger
+
+    names = {b.analyst for b in Ledger(str(db) + ".ledger").budgets()}
+    if name not in names:
+        raise ParameterError(
+            "--name", name, "an analyst with a budget (add one with 'infodp analyst add')"
+        )
+
+
+@click.command()
+@db_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option(
+    "--rate",
+    type=float,
+    default=50.0,
+    show_default=True,
+    help="Requests per second allowed per API key (token bucket).",
+)
+@click.option("--burst", type=int, default=100, show_default=True, help="Bucket size per key.")
+@click.option(
+    "--max-body",
+    type=int,
+    default=64 * 1024,
+    show_default=True,
+    help="Largest request body in bytes (413 above).",
+)
+@click.option(
+    "--admin-token-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="File holding the admin token for /v1/admin/* (disabled without it).",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    default="info",
+    show_default=True,
+)
+def serve(
+    db: str,
+    host: str,
+    port: int,
+    rate: float,
+    burst: int,
+    max_body: int,
+    admin_token_file: str | None,
+    log_level: str,
+) -> None:
+    """Serve the curator over HTTP (FastAPI on uvicorn); OpenAPI at /v1/openapi.json."""
+    import uvicorn
+
+    from infodp._validate import as_positive, as_positive_int
+    from infodp.server.app import ServerSettings, admin_token_hash, create_app
+
+    settings = ServerSettings(
+        db=_existing_store(db),
+        rate=as_positive("--rate", rate),
+        burst=as_positive_int("--burst", burst),
+        max_body_bytes=as_positive_int("--max-body", max_body),
+        admin_token_sha256=None if admin_token_file is None else admin_token_hash(admin_token_file),
+    )
+    app = create_app(settings)
+    click.echo(f"infodp: serving {db} on http://{host}:{port}/v1 (docs at /v1/docs)", err=True)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, workers=1)
+
+
+@analyst_group.command("key")
+@db_option
+@click.option("--name", required=True, help="The analyst (must already have a budget).")
+@json_option
+def analyst_key(db: str, name: str, as_json: bool) -> None:
+    """Issue a server API key idp_<id>.<secret> for NAME (shown once)."""
+    from infodp.server.auth import KeyStore, key_store_path
+
+    _existing_store(db)
+    _known_analyst(db, name)
+    key = KeyStore(key_store_path(db)).issue(name)
+    payload = {"analyst": name, "api_key": key, "key_id": key.split(".", 1)[0][4:]}
+    emit(
+        payload,
+        as_json,
+        lambda p: click.echo(
+            f"API key for {p['analyst']} (shown once, store it now): {p['api_key']}"
+        ),
+    )
+
+
+@analyst_group.command("revoke")
+@db_option
+@click.option("--name", required=True, help="The analyst whose keys are revoked.")
+@click.option("--key-id", default=None, help="Revoke only this server key (default: all keys).")
+@json_option
+def analyst_revoke(db: str, name: str, key_id: str | None, as_json: bool) -> None:
+    """Revoke NAME's API keys (all, including the ledger key, unless --key-id is given)."""
+    from infodp.server.auth import KeyStore, key_store_path
+
+    _existing_store(db)
+    _known_analyst(db, name)
+    store = KeyStore(key_store_path(db))
+    if key_id is not None and key_id not in {k.key_id for k in store.keys(name)}:
+        raise ParameterError("--key-id", key_id, f"one of {name}'s key ids")
+    n = store.revoke(name, key_id)
+    payload: dict[str, Any] = {
+        "analyst": name,
+        "revoked_server_keys": n,
+        "ledger_key_revoked": key_id is None,
+    }
+    emit(
+        payload,
+        as_json,
+        lambda p: click.echo(
+            f"revoked {p['revoked_server_keys']} server key(s) of {p['analyst']}"
+            + (" and their ledger key" if p["ledger_key_revoked"] else "")
+        ),
+    )
+
+
+@analyst_group.command("keys")
+@db_option
+@click.option("--name", default=None, help="Only this analyst's keys.")
+@json_option
+def analyst_keys(db: str, name: str | None, as_json: bool) -> None:
+    """List issued server key ids (never the secrets)."""
+    from infodp.server.auth import KeyStore, key_store_path
+
+    _existing_store(db)
+    keys = [k.to_dict() for k in KeyStore(key_store_path(db)).keys(name)]
+    emit(
+        {"keys": keys},
+        as_json,
+        lambda p: click.echo(
+            "\n".join(
+                f"{k['key_id']} {k['analyst']} created {k['created']}"
+                + (f" revoked {k['revoked']}" if k["revoked"] else "")
+                for k in p["keys"]
+            )
+            or "no server keys"
+        ),
+    )
+
+
+COMMANDS: list[click.Command] = [serve]

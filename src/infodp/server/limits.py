@@ -1,0 +1,148 @@
+"""Request limits of the HTTP service: a per-key token-bucket rate limit and a body-size cap.
+
+The rate limit is a token bucket per key (Turner 1986; the scheme of RFC 2697's single-rate
+meter): ``burst`` tokens, refilled at ``rate`` per second; a request takes one token or is
+refused with 429 and a ``Retry-After`` in whole seconds (rounded up). The body cap refuses a
+declared ``Content-Length`` above the limit at once and counts streamed (chunked) bodies as
+they arrive, so no request can make the server buffer more than ``max_bytes``.
+
+>>> t = [0.0]
+>>> rl = RateLimiter(rate=1.0, burst=2, clock=lambda: t[0])
+>>> [rl.acquire("k") for _ in range(3)]
+[0.0, 0.0, 1.0]
+>>> t[0] = 1.0
+>>> rl.acquire("k")
+0.0
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from infodp._validate import as_positive, as_positive_int
+
+__all__ = ["BodySizeLimit", "RateLimiter", "retry_after_seconds"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class RateLimiter:
+    """Token buckets keyed by API key id; thread-safe."""
+
+    def __init__(
+        self,
+        rate: float,
+        burst: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        max_keys: int = 100_000,
+    ) -> None:
+        self.rate = as_positive("rate", rate)
+        self.burst = as_positive_int("burst", burst)
+        self._clock = clock
+        self._max_keys = max_keys
+        self._lock = threading.Lock()
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def acquire(self, key: str) -> float:
+        """Take one token for ``key``: 0.0 when allowed, else the seconds to wait (> 0)."""
+        now = self._clock()
+        with self._lock:
+            tokens, last = self._buckets.get(key, (float(self.burst), now))
+            tokens = min(float(self.burst), tokens + (now - last) * self.rate)
+            if tokens >= 1.0:
+                self._buckets[key] = (tokens - 1.0, now)
+                return 0.0
+            self._buckets[key] = (tokens, now)
+            if len(self._buckets) > self._max_keys:  # forget idle buckets (they are full again)
+                self._buckets.clear()
+            return (1.0 - tokens) / self.rate
+
+
+class BodySizeLimit:
+    """ASGI middleware: refuse request bodies larger than ``max_bytes`` with a JSON 413."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = int(max_bytes)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = -1
+                if declared < 0 or declared > self.max_bytes:
+                    await self._refuse(send, declared)
+                    return
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body = message.get("body", b"")
+            size += len(body)
+            if size > self.max_bytes:
+                await self._refuse(send, size)
+                return
+            chunks.append(body)
+            more = bool(message.get("more_body", False))
+        data = b"".join(chunks)
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": data, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, send: Send, size: int) -> None:
+        what = "an invalid Content-Length" if size < 0 else f"{size} bytes"
+        body = json.dumps(
+            {
+                "error": {
+                    "code": "payload_too_large",
+                    "message": f"request body must be at most {self.max_bytes} bytes; got {what}.",
+                }
+            }
+        ).encode()
+        status = 400 if size < 0 else 413
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def retry_after_seconds(wait: float) -> int:
+    """Whole seconds to wait, rounded up (at least 1).
+
+    >>> retry_after_seconds(0.2), retry_after_seconds(1.0)
+    (1, 1)
+    """
+    return max(1, math.ceil(wait))
