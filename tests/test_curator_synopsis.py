@@ -75,7 +75,7 @@ def test_release_once_then_answer_for_free(curator: Curator) -> None:
         assert row[1] == sum(c for (_, reg), c in counts.items() if reg == row[0])
     # answering never touched the budget
     assert curator.ledger.budget("a", "people").spent_epsilon == spent
-    assert [e.sql for e in curator.ledger.entries()][0].startswith("SELECT")
+    assert next(e.sql for e in curator.ledger.entries()).startswith("SELECT")
     assert len(curator.ledger.entries()) == 1
 
 

@@ -626,7 +626,8 @@ class Curator:
         if agg.func == "count":
             mkey = "count(*)" if agg.column is None else f"count({agg.column})"
             v, h, _ = get(mkey, beta)
-            return v, [v - h, v + h]
+            # A count is never negative: clamping at 0 is post-processing and keeps coverage.
+            return max(0, v), [max(0, v - h), max(0, v + h)]
         if agg.column is None:
             raise InternalError(f"{agg.func} without a column")
         grid = column_grid(schema.column(agg.column))
