@@ -16,6 +16,7 @@ over-budget query, and ends with the ledger.
 
 from __future__ import annotations
 
+import importlib
 import math
 import time
 from collections.abc import Callable
@@ -23,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from infodp.errors import BudgetExceeded
 
@@ -77,8 +77,9 @@ DEMO_QUERIES: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def census_frame(rows: int = CENSUS_ROWS, seed: int = 20261122) -> pd.DataFrame:
-    """A reproducible synthetic census (one row per person), vectorised numpy."""
+def census_frame(rows: int = CENSUS_ROWS, seed: int = 20261122) -> Any:
+    """A reproducible synthetic census (one row per person) as a pandas DataFrame."""
+    pd = importlib.import_module("pandas")  # optional at type-check time (no stubs)
     rng = np.random.default_rng(seed)
     age = np.clip(rng.gamma(4.0, 10.0, rows), 0, 100).astype(np.int64)
     sex = rng.choice(np.array(["F", "M"]), rows)
