@@ -162,8 +162,6 @@ def build_store(
     ``rows`` rows: age (int, 0–99) and region (4 declared categories); ``visits`` the same
     shape with half the rows.
     """
-    import pandas as pd
-
     from infodp.curator.engine import Curator
 
     db = str(Path(directory) / "store.duckdb")
@@ -174,11 +172,11 @@ def build_store(
         "region": {"type": "category", "categories": regions},
     }
     for table, n in (("people", rows), ("visits", max(1, rows // 2))):
-        frame = pd.DataFrame(
-            {"age": [i % 100 for i in range(n)], "region": [regions[i % 4] for i in range(n)]}
-        )
+        csv = Path(directory) / f"{table}.csv"
+        lines = ["age,region"] + [f"{i % 100},{regions[i % 4]}" for i in range(n)]
+        csv.write_text("\n".join(lines) + "\n")
         cur.register_dataset(
-            table, frame, {"table": table, "privacy_unit": "row", "columns": schema_cols}
+            table, str(csv), {"table": table, "privacy_unit": "row", "columns": schema_cols}
         )
     keys: dict[str, str] = {}
     for name, dataset, eps in analysts:
