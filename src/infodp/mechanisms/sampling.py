@@ -1,0 +1,378 @@
+"""Secure exact samplers, the random sources that drive them, and fast simulators.
+
+Two kinds of sampler live here and they must not be confused:
+
+* **Release samplers** (:func:`bernoulli`, :func:`bernoulli_exp`, :func:`geometric_exp`,
+  :func:`discrete_laplace`, :func:`discrete_gaussian`, :func:`uniform_int`) use integer and
+  :class:`fractions.Fraction` arithmetic only, driven by a :class:`RandomSource` that hands out
+  uniform integers. With :class:`CryptoRandomSource` (``secrets``, i.e. the operating system's
+  CSPRNG) their output distribution is *exactly* the stated one: no floating-point value is
+  ever formed, so the attack of Mironov (2012, "On significance of the least significant bits
+  for differential privacy") on textbook floating-point Laplace sampling has nothing to find.
+  The algorithms are Algorithms 1-3 of Canonne, Kamath & Steinke (2020), "The Discrete Gaussian
+  for Differential Privacy" (NeurIPS 2020, arXiv:2004.00010).
+* **Simulators** (``simulate_*``) are vectorised numpy samplers for simulation and auditing.
+  They use floating point and a seedable numpy Generator: they are *not* private and the
+  release path never calls them.
+
+A release refuses seeds: :func:`require_secure_source` accepts only a :class:`RandomSource`,
+and the one seeded source, :class:`InsecureSeededSource`, must be created with an explicit
+``i_understand_this_is_not_private=True`` opt-in (test mode).
+
+>>> from fractions import Fraction
+>>> src = InsecureSeededSource(7, i_understand_this_is_not_private=True)
+>>> x = discrete_laplace(Fraction(3, 2), src)
+>>> isinstance(x, int)
+True
+>>> isinstance(require_secure_source(None), CryptoRandomSource)
+True
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import secrets
+from abc import ABC, abstractmethod
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from infodp._validate import as_positive, as_positive_int
+from infodp.errors import ParameterError
+
+__all__ = [
+    "CryptoRandomSource",
+    "InsecureSeededSource",
+    "RandomSource",
+    "as_fraction",
+    "as_generator",
+    "bernoulli",
+    "bernoulli_exp",
+    "discrete_gaussian",
+    "discrete_laplace",
+    "geometric_exp",
+    "require_secure_source",
+    "simulate_discrete_gaussian",
+    "simulate_discrete_laplace",
+    "uniform_int",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Random sources
+# ---------------------------------------------------------------------------------------------
+
+
+class RandomSource(ABC):
+    """A source of exactly uniform integers; the only randomness the release samplers use.
+
+    Subclasses implement :meth:`randbelow`; :meth:`bernoulli` and :meth:`bernoulli_exp` have
+    exact defaults built on it, which a source may override (the tests do, to enumerate the
+    samplers' outputs with their exact probabilities).
+    """
+
+    #: True only for sources fit for releasing private values.
+    secure: bool = False
+
+    @abstractmethod
+    def randbelow(self, n: int) -> int:
+        """A uniform integer in ``{0, ..., n - 1}`` (``n >= 1``)."""
+
+    def bernoulli(self, numerator: int, denominator: int) -> bool:
+        """True with probability exactly ``numerator / denominator`` (0 <= num <= den)."""
+        return self.randbelow(denominator) < numerator
+
+    def bernoulli_exp(self, gamma: Fraction) -> bool:
+        """True with probability exactly ``exp(-gamma)`` (CKS 2020, Algorithm 1)."""
+        if gamma > 1:
+            whole = math.floor(gamma)
+            for _ in range(whole):
+                if not _bernoulli_exp_unit(Fraction(1), self):
+                    return False
+            return _bernoulli_exp_unit(gamma - whole, self)
+        return _bernoulli_exp_unit(gamma, self)
+
+
+class CryptoRandomSource(RandomSource):
+    """The cryptographic source: :func:`secrets.randbelow` (the OS CSPRNG).
+
+    >>> 0 <= CryptoRandomSource().randbelow(10) < 10
+    True
+    """
+
+    secure = True
+
+    def randbelow(self, n: int) -> int:
+        if n < 1:
+            raise ParameterError("n", n, "an integer >= 1")
+        return secrets.randbelow(n)
+
+    def __repr__(self) -> str:
+        return "CryptoRandomSource()"
+
+
+class InsecureSeededSource(RandomSource):
+    """A *seeded, non-cryptographic* source for reproducible tests only. NOT PRIVATE.
+
+    Its outputs are predictable from the seed, so a value released with it protects no one.
+    It must be opted into with ``i_understand_this_is_not_private=True``; the release path
+    accepts it only then (test mode).
+
+    >>> InsecureSeededSource(1)
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: i_understand_this_is_not_private must be True to build a seeded (predictable, non-private) source for tests; got False.
+    >>> s = InsecureSeededSource(1, i_understand_this_is_not_private=True)
+    >>> s.randbelow(6) == InsecureSeededSource(1, i_understand_this_is_not_private=True).randbelow(6)
+    True
+    """  # noqa: E501
+
+    secure = False
+
+    def __init__(self, seed: int, *, i_understand_this_is_not_private: bool = False) -> None:
+        if i_understand_this_is_not_private is not True:
+            raise ParameterError(
+                "i_understand_this_is_not_private",
+                i_understand_this_is_not_private,
+                "True to build a seeded (predictable, non-private) source for tests",
+            )
+        self._random = random.Random(seed)
+
+    def randbelow(self, n: int) -> int:
+        if n < 1:
+            raise ParameterError("n", n, "an integer >= 1")
+        return self._random.randrange(n)
+
+    def __repr__(self) -> str:
+        return "InsecureSeededSource(<seeded, not private>)"
+
+
+def require_secure_source(source: Any) -> RandomSource:
+    """The source a release may use: ``None`` means a fresh :class:`CryptoRandomSource`.
+
+    Seeds (ints) and numpy Generators are refused: a release from a known seed is not private.
+    An :class:`InsecureSeededSource` is accepted, since building one required the explicit
+    test-mode opt-in.
+
+    >>> require_secure_source(42)
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: source must be None (cryptographic randomness) or a RandomSource; a seed or numpy Generator is refused on the release path (for tests use InsecureSeededSource(seed, i_understand_this_is_not_private=True)); got 42.
+    """  # noqa: E501
+    if source is None:
+        return CryptoRandomSource()
+    if isinstance(source, RandomSource):
+        return source
+    raise ParameterError(
+        "source",
+        source,
+        "None (cryptographic randomness) or a RandomSource; a seed or numpy Generator is "
+        "refused on the release path (for tests use "
+        "InsecureSeededSource(seed, i_understand_this_is_not_private=True))",
+    )
+
+
+def as_generator(rng: Any) -> np.random.Generator:
+    """A numpy Generator from ``rng`` (a Generator, a seed, or None) for simulators.
+
+    >>> bool(as_generator(3).integers(10) == as_generator(3).integers(10))
+    True
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or (isinstance(rng, (int, np.integer)) and not isinstance(rng, bool)):
+        return np.random.default_rng(rng)
+    raise ParameterError("rng", rng, "a numpy Generator, an integer seed or None")
+
+
+def as_fraction(name: str, value: Any, *, positive: bool = False) -> Fraction:
+    """``value`` as an exact Fraction (floats convert exactly: every float is dyadic).
+
+    >>> as_fraction("x", 0.5)
+    Fraction(1, 2)
+    """
+    if isinstance(value, Fraction):
+        frac = value
+    elif isinstance(value, bool):
+        raise ParameterError(name, value, "a rational number")
+    elif isinstance(value, (int, np.integer)):
+        frac = Fraction(int(value))
+    else:
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            raise ParameterError(name, value, "a finite rational number") from None
+        if not math.isfinite(x):
+            raise ParameterError(name, value, "a finite rational number")
+        frac = Fraction(x)
+    if positive and frac <= 0:
+        raise ParameterError(name, value, "a positive number (> 0)")
+    if frac < 0:
+        raise ParameterError(name, value, "a non-negative number (>= 0)")
+    return frac
+
+
+# ---------------------------------------------------------------------------------------------
+# Exact samplers (Canonne, Kamath & Steinke 2020, arXiv:2004.00010, Algorithms 1-3)
+# ---------------------------------------------------------------------------------------------
+
+
+def uniform_int(n: int, source: RandomSource) -> int:
+    """A uniform integer in ``{0, ..., n - 1}``, exactly.
+
+    >>> uniform_int(1, CryptoRandomSource())
+    0
+    """
+    return source.randbelow(as_positive_int("n", n))
+
+
+def bernoulli(p: Fraction, source: RandomSource) -> bool:
+    """True with probability exactly ``p`` (a Fraction in [0, 1]).
+
+    >>> bernoulli(Fraction(1), CryptoRandomSource())
+    True
+    """
+    if not 0 <= p <= 1:
+        raise ParameterError("p", p, "a probability in [0, 1]")
+    return source.bernoulli(p.numerator, p.denominator)
+
+
+def bernoulli_exp(gamma: Fraction, source: RandomSource) -> bool:
+    """True with probability exactly ``exp(-gamma)`` for a rational ``gamma >= 0``.
+
+    Canonne, Kamath & Steinke (2020), Algorithm 1: for gamma in [0, 1] draw
+    A_k ~ Bernoulli(gamma / k) for k = 1, 2, ... until the first A_k = 0 and return whether
+    that K is odd (P[K odd] = exp(-gamma)); for gamma > 1 return the conjunction of
+    floor(gamma) draws of Bernoulli(exp(-1)) and one of Bernoulli(exp(-(gamma - floor(gamma)))).
+
+    >>> bernoulli_exp(Fraction(0), CryptoRandomSource())
+    True
+    """
+    if gamma < 0:
+        raise ParameterError("gamma", gamma, "a non-negative rational")
+    return source.bernoulli_exp(gamma)
+
+
+def _bernoulli_exp_unit(gamma: Fraction, source: RandomSource) -> bool:
+    # CKS 2020 Algorithm 1, case gamma in [0, 1].
+    num, den = gamma.numerator, gamma.denominator
+    k = 1
+    while source.bernoulli(num, den * k):  # A_k ~ Bernoulli(gamma / k)
+        k += 1
+    return k % 2 == 1
+
+
+def geometric_exp(gamma: Fraction, source: RandomSource) -> int:
+    """G >= 0 with P[G = k] = (1 - e^-gamma) e^(-gamma k), exactly (gamma > 0 rational).
+
+    Counts successes of Bernoulli(exp(-gamma)) before the first failure.
+
+    >>> geometric_exp(Fraction(50), CryptoRandomSource())
+    0
+    """
+    if gamma <= 0:
+        raise ParameterError("gamma", gamma, "a positive rational")
+    count = 0
+    while bernoulli_exp(gamma, source):
+        count += 1
+    return count
+
+
+def discrete_laplace(scale: Fraction, source: RandomSource) -> int:
+    """An integer Y with P[Y = y] proportional to exp(-|y| / scale), exactly.
+
+    Canonne, Kamath & Steinke (2020), Algorithm 2, with scale = t/s for integers t, s:
+    U ~ Uniform{0..t-1} accepted with probability exp(-U/t), V ~ Geometric(1 - e^-1),
+    X = U + tV, Y = floor(X/s), a fair sign, rejecting (-, 0).
+
+    >>> discrete_laplace(Fraction(1, 1000), CryptoRandomSource())
+    0
+    """
+    if scale <= 0:
+        raise ParameterError("scale", scale, "a positive rational")
+    t, s = scale.numerator, scale.denominator
+    while True:
+        u = source.randbelow(t)
+        if not bernoulli_exp(Fraction(u, t), source):
+            continue
+        v = 0
+        while source.bernoulli_exp(Fraction(1)):
+            v += 1
+        y = (u + t * v) // s
+        negative = source.bernoulli(1, 2)
+        if negative and y == 0:
+            continue
+        return -y if negative else y
+
+
+def discrete_gaussian(sigma: Fraction, source: RandomSource) -> int:
+    """An integer Y with P[Y = y] proportional to exp(-y^2 / (2 sigma^2)), exactly.
+
+    Canonne, Kamath & Steinke (2020), Algorithm 3: with t = floor(sigma) + 1 draw
+    Y ~ Lap_Z(t) and accept with probability exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2)).
+    ``sigma`` is a positive rational (so sigma^2 is rational and all arithmetic is exact).
+
+    >>> discrete_gaussian(Fraction(1, 1000), CryptoRandomSource())
+    0
+    """
+    if sigma <= 0:
+        raise ParameterError("sigma", sigma, "a positive rational")
+    sigma2 = sigma * sigma
+    t = math.floor(sigma) + 1
+    while True:
+        y = discrete_laplace(Fraction(t), source)
+        gamma = (abs(y) - sigma2 / t) ** 2 / (2 * sigma2)
+        if bernoulli_exp(gamma, source):
+            return y
+
+
+# ---------------------------------------------------------------------------------------------
+# Fast simulators (numpy, floating point, seedable): NOT for releases
+# ---------------------------------------------------------------------------------------------
+
+
+def simulate_discrete_laplace(scale: float, size: int, rng: Any = None) -> npt.NDArray[np.int64]:
+    """Simulation only (not private): ``size`` draws of the discrete Laplace, P ∝ e^(-|k|/scale).
+
+    The difference of two iid geometric variables on {0, 1, ...} with success probability
+    1 - e^(-1/scale) is discrete Laplace (Inusah & Kozubowski 2006).
+
+    >>> simulate_discrete_laplace(2.0, 5, rng=1).shape
+    (5,)
+    """
+    b = as_positive("scale", scale)
+    n = as_positive_int("size", size, minimum=0)
+    gen = as_generator(rng)
+    p = -math.expm1(-1.0 / b)
+    g1 = gen.geometric(p, size=n) - 1
+    g2 = gen.geometric(p, size=n) - 1
+    return (g1 - g2).astype(np.int64)
+
+
+def simulate_discrete_gaussian(sigma: float, size: int, rng: Any = None) -> npt.NDArray[np.int64]:
+    """Simulation only (not private): ``size`` draws of the discrete Gaussian N_Z(0, sigma^2).
+
+    Vectorised form of the rejection sampler of Canonne, Kamath & Steinke (2020),
+    Algorithm 3 (discrete Laplace proposal with scale t = floor(sigma) + 1).
+
+    >>> simulate_discrete_gaussian(3.0, 4, rng=0).dtype
+    dtype('int64')
+    """
+    s = as_positive("sigma", sigma)
+    n = as_positive_int("size", size, minimum=0)
+    gen = as_generator(rng)
+    t = math.floor(s) + 1
+    out = np.empty(n, dtype=np.int64)
+    filled = 0
+    while filled < n:
+        need = n - filled
+        batch = max(16, int(need * 1.6) + 8)
+        y = simulate_discrete_laplace(float(t), batch, gen)
+        log_accept = -((np.abs(y) - s * s / t) ** 2) / (2 * s * s)
+        keep = y[gen.random(batch) < np.exp(log_accept)][:need]
+        out[filled : filled + keep.size] = keep
+        filled += keep.size
+    return out
