@@ -322,6 +322,7 @@ class AuditResult:
     mi_lower: float
     claimed_epsilon: float | None
     claimed_delta: float
+    claimed_information: float | None
     checks: tuple[Check, ...]
     verdict: str
     dataset: Any = None
@@ -339,6 +340,7 @@ class AuditResult:
             "delta": self.delta,
             "claimed_epsilon": self.claimed_epsilon,
             "claimed_delta": self.claimed_delta,
+            "claimed_information_alpha1_nats": self.claimed_information,
             "event": self.event,
             "event_favours": self.favours,
             "p_event_lower": self.p_lower,
@@ -511,6 +513,12 @@ def audit(
     kl_lower = kl_lower_bound(k0, m0, k1, m1, confidence=c)
     mi_lower = _mi(event, train0, train1, test0, test1, c)
     checks = _checks(eps_lower, d_eps, d_lower, kl_lower, mi_lower, claimed_eps, claimed_d, profile)
+    claimed_info = profile.information(1.0) if profile is not None else None
+    if claimed_info is not None and math.isinf(claimed_info):
+        notes.append(
+            "the claim bounds no information at α = 1 (unbounded): an (ε, δ) guarantee with "
+            "δ > 0 allows any leak with probability δ (seed 000, 'Hacking (ε, δ)-privacy')"
+        )
     if claimed_eps is None and profile is None:
         verdict = "no claim"
     else:
@@ -532,6 +540,7 @@ def audit(
         mi_lower=mi_lower,
         claimed_epsilon=claimed_eps,
         claimed_delta=claimed_d,
+        claimed_information=claimed_info,
         checks=tuple(checks),
         verdict=verdict,
         dataset=_jsonable(dataset),

@@ -27,6 +27,7 @@ def _register() -> None:
     # Each module adds its commands to ``cli``; imported here so ``infodp --help`` lists all.
     from infodp.cli import (
         accounting,
+        audit,
         channel,
         curator,
         demo,
@@ -36,7 +37,17 @@ def _register() -> None:
         server,
     )
 
-    for module in (information, channel, accounting, mechanisms, explain, curator, demo, server):
+    for module in (
+        information,
+        channel,
+        accounting,
+        mechanisms,
+        explain,
+        curator,
+        audit,
+        demo,
+        server,
+    ):
         for command in module.COMMANDS:
             cli.add_command(command)
 
