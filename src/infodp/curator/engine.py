@@ -35,7 +35,9 @@ plus its ledger ``<file>.ledger``):
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -259,6 +261,11 @@ def _information(p: MeasurementCost, schema: DatasetSchema, rows: int) -> float:
     return discrete_laplace_information(float(width), p.scale)
 
 
+@functools.lru_cache(maxsize=256)
+def _leakage_cached(epsilon: float, delta: float, rows: int | None) -> str:
+    return json.dumps(_leakage(epsilon, delta, rows))
+
+
 def leakage_summary(epsilon: float, delta: float, rows: int | None) -> dict[str, Any]:
     """The :func:`infodp.explain.explain` summary of a query's cost (per individual).
 
@@ -266,6 +273,11 @@ def leakage_summary(epsilon: float, delta: float, rows: int | None) -> dict[str,
     >>> round(s["bits"]["inf"], 4), round(s["attacker_success_max"], 6)
     (1.4427, 0.731059)
     """
+    out: dict[str, Any] = json.loads(_leakage_cached(epsilon, delta, rows))
+    return out
+
+
+def _leakage(epsilon: float, delta: float, rows: int | None) -> dict[str, Any]:
     try:
         from infodp.accounting import approximate_dp_profile, pure_dp_profile
         from infodp.explain import explain
@@ -323,6 +335,10 @@ class Curator:
 
     ``source``: the randomness for releases — None (default) is the OS CSPRNG; tests may pass
     an :class:`~infodp.mechanisms.sampling.InsecureSeededSource` (explicitly not private).
+
+    ``keep_open``: keep one read-only DuckDB connection for the life of this object (a
+    long-running service); by default each query opens and closes its own so that other
+    processes can register datasets in between (a writer waits while any reader is open).
     """
 
     def __init__(
@@ -331,6 +347,7 @@ class Curator:
         *,
         source: RandomSource | None = None,
         timeout: float = 120.0,
+        keep_open: bool = False,
         _hook: Hook | None = None,
     ) -> None:
         self.db = Path(db)
@@ -338,6 +355,33 @@ class Curator:
         self.backend = DuckDBBackend(self.db, timeout=timeout)
         self._source = None if source is None else require_secure_source(source)
         self._hook = _hook
+        self._keep_open = keep_open
+        self._con: Any = None
+        self._schemas: dict[str, DatasetSchema] = {}
+
+    def _open(self) -> Any:
+        if not self._keep_open:
+            return self.backend.connect(read_only=True)
+        if self._con is None:
+            self._con = self.backend.connect(read_only=True)
+        return self._con
+
+    def _done(self, con: Any) -> None:
+        if not self._keep_open:
+            con.close()
+
+    def close(self) -> None:
+        """Close the kept DuckDB connection and the ledger connection."""
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+        self.ledger.close()
+
+    def _schema_of(self, schema_json: str) -> DatasetSchema:
+        cached = self._schemas.get(schema_json)
+        if cached is None:
+            cached = self._schemas[schema_json] = load_schema(json.loads(schema_json))
+        return cached
 
     # -- administration ------------------------------------------------------------------------
 
@@ -355,6 +399,9 @@ class Curator:
         table by all analysts together. The row count is recorded as public metadata.
         """
         parsed = load_schema(schema)
+        if self._con is not None:  # our own reader would block the write
+            self._con.close()
+            self._con = None
         if not isinstance(name, str) or not name.isidentifier():
             raise ParameterError("name", name, "an identifier (letters, digits, _)")
         if info_cap_bits is not None:
@@ -403,25 +450,25 @@ class Curator:
 
     def schema(self, dataset: str) -> DatasetSchema:
         """The declared schema of a registered dataset."""
-        return load_schema(self.ledger.dataset(dataset).schema_json)
+        return self._schema_of(self.ledger.dataset(dataset).schema_json)
 
     def plan(self, sql: str) -> tuple[QueryPlan, DatasetSchema, int, bool]:
         """(plan, schema, public row count, unit_rows_ok) for ``sql``; nothing is spent."""
         table = referenced_table(sql)
         record = self.ledger.dataset(table)
-        schema = load_schema(record.schema_json)
+        schema = self._schema_of(record.schema_json)
         return parse_query(sql, schema), schema, record.rows, record.unit_rows_ok
 
     def exact_aggregates(self, sql: str) -> ExactAggregates:
         """The bounded pre-noise aggregates of ``sql``. NOT PRIVATE: for tests and audits only."""
         plan, schema, _, unit_ok = self.plan(sql)
-        con = self.backend.connect(read_only=True)
+        con = self._open()
         try:
             return self.backend.aggregate(
                 con, plan, schema, measurements(plan), unit_rows_ok=unit_ok
             )
         finally:
-            con.close()
+            self._done(con)
 
     # -- the query path ------------------------------------------------------------------------
 
@@ -448,13 +495,12 @@ class Curator:
         plan, schema, rows, unit_ok = self.plan(sql)
         cost = plan_cost(plan, schema, eps, dlt, rows)
         leak = leakage_summary(_float_up(cost.epsilon), _float_up(cost.delta), rows)
-        self.ledger.budget(analyst, plan.table)  # unknown analyst: refuse before reserving
         entry = self.ledger.reserve(
             analyst, plan.table, sql, cost.epsilon, cost.delta, cost.information_nats
         )
         self._at("reserved", entry)
         try:
-            con = self.backend.connect(read_only=True)
+            con = self._open()
         except BaseException as err:
             self.ledger.cancel(entry, f"store not opened: {type(err).__name__}")
             raise
@@ -468,7 +514,7 @@ class Curator:
                     unit_rows_ok=unit_ok,
                 )
             finally:
-                con.close()
+                self._done(con)
             self._at("aggregated", entry)
             columns, out_rows, intervals, notes = self._release(
                 plan, schema, cost, exact, 1 - confidence

@@ -42,6 +42,7 @@ import math
 import os
 import secrets
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -237,6 +238,9 @@ class Ledger:
         self.path = Path(path)
         self.timeout = timeout
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn: sqlite3.Connection | None = None
+        self._pid = -1
+        self._lock = threading.RLock()
         with self._transaction() as conn:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
@@ -244,53 +248,68 @@ class Ledger:
 
     # -- connections ---------------------------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = FULL")
-        return conn
+    def _connection(self) -> sqlite3.Connection:
+        # One connection per process (reopened after a fork); transactions serialise writers.
+        if self._conn is None or self._pid != os.getpid():
+            conn = sqlite3.connect(
+                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+            )
+            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")
+            self._conn, self._pid = conn, os.getpid()
+        return self._conn
+
+    def close(self) -> None:
+        """Close this process's connection (it reopens on next use)."""
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """One BEGIN IMMEDIATE ... COMMIT (fsync'd); waits for other writers instead of failing."""
-        deadline = time.monotonic() + self.timeout
-        delay = 0.005
-        while True:
-            try:
-                conn = self._connect()
+    def _transaction(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """One BEGIN IMMEDIATE ... COMMIT; waits for other writers instead of failing.
+
+        ``durable`` commits with ``synchronous=FULL`` (fsync'd before returning); a
+        non-durable commit may be rolled back by a power loss, which is only used where losing
+        it is safe (marking a reserved entry as released: the cost stays spent either way).
+        """
+        with self._lock:
+            deadline = time.monotonic() + self.timeout
+            delay = 0.005
+            while True:
+                conn = self._connection()
                 try:
+                    if not durable:
+                        conn.execute("PRAGMA synchronous = NORMAL")
                     conn.execute("BEGIN IMMEDIATE")
-                except BaseException:
-                    conn.close()
-                    raise
-                break
-            except sqlite3.OperationalError as err:
-                if "locked" not in str(err) and "busy" not in str(err):
-                    raise
-                if time.monotonic() > deadline:
-                    raise InternalError(
-                        f"ledger {self.path} stayed locked for {self.timeout} s"
-                    ) from err
-                time.sleep(delay + secrets.randbelow(1000) / 1e6)
-                delay = min(0.2, delay * 2)
-        try:
-            yield conn
-            conn.execute("COMMIT")
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            raise
-        finally:
-            conn.close()
+                    break
+                except sqlite3.OperationalError as err:
+                    if "locked" not in str(err) and "busy" not in str(err):
+                        raise
+                    if time.monotonic() > deadline:
+                        raise InternalError(
+                            f"ledger {self.path} stayed locked for {self.timeout} s"
+                        ) from err
+                    time.sleep(delay + secrets.randbelow(1000) / 1e6)
+                    delay = min(0.2, delay * 2)
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise
+            finally:
+                if not durable:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("PRAGMA synchronous = FULL")
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
-        conn = self._connect()
-        try:
-            yield conn
-        finally:
-            conn.close()
+        with self._lock:
+            yield self._connection()
 
     # -- datasets ------------------------------------------------------------------------------
 
@@ -501,7 +520,8 @@ class Ledger:
     def _finish(
         self, entry_id: int, status: str, result_json: str | None, error: str | None
     ) -> None:
-        with self._transaction() as conn:
+        # Not fsync'd: if this commit is lost the entry stays 'reserved' (spent), never refunded.
+        with self._transaction(durable=False) as conn:
             e = self._entry(conn, entry_id)
             if e.status != "reserved":
                 raise InternalError(f"entry {entry_id} finished twice ({e.status} -> {status})")

@@ -27,6 +27,7 @@ infodp.errors.ParameterError: refused SQL construct: raw column selection (colum
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from fractions import Fraction
 
@@ -58,6 +59,13 @@ def _refuse(construct: str, detail: str = "") -> ParameterError:
     return ParameterError(f"refused SQL construct: {construct}{tail}.")
 
 
+@functools.lru_cache(maxsize=512)
+def _statements_cached(sql: str) -> tuple[exp.Expr, ...]:
+    # sqlglot's pure-Python tokenizer costs milliseconds; repeated queries reuse the tree
+    # (never mutated here).
+    return tuple(_statements(sql))
+
+
 def _statements(sql: str) -> list[exp.Expr]:
     if not isinstance(sql, str) or not sql.strip():
         raise ParameterError("sql", sql, "a non-empty SQL SELECT statement")
@@ -78,7 +86,9 @@ def referenced_table(sql: str) -> str:
     >>> referenced_table("SELECT COUNT(*) FROM people WHERE age > 3")
     'people'
     """
-    select = _select(_statements(sql)[0])
+    if not isinstance(sql, str):
+        raise ParameterError("sql", sql, "a non-empty SQL SELECT statement")
+    select = _select(_statements_cached(sql)[0])
     return _table(select)[0]
 
 
@@ -288,7 +298,9 @@ def parse_query(sql: str, schemas: DatasetSchema | Mapping[str, DatasetSchema]) 
     ...
     infodp.errors.ParameterError: SUM(x) needs declared bounds: add 'bounds: [low, high]' to column x in the schema of table t (bounds are never computed from the private data).
     """  # noqa: E501
-    select = _select(_statements(sql)[0])
+    if not isinstance(sql, str):
+        raise ParameterError("sql", sql, "a non-empty SQL SELECT statement")
+    select = _select(_statements_cached(sql)[0])
     table, qualifiers = _table(select)
     if isinstance(schemas, DatasetSchema):
         if schemas.table.lower() != table.lower():
