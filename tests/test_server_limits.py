@@ -1,0 +1,239 @@
+"""Limits and the one JSON error format of the HTTP service (issue 6, "Limits and errors").
+
+A real server on loopback for 413/429/400/404; the 500 path (an unexpected error must not leak
+its message) is exercised in-process with FastAPI's TestClient, because a healthy curator
+offers no way to provoke it from outside.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from infodp.server._harness import ServerProcess, build_store, get_json
+from infodp.server.auth import KeyStore, key_store_path
+from infodp.server.errors import ApiError
+from infodp.server.limits import RateLimiter, retry_after_seconds
+
+RATE = 1.0
+BURST = 3
+MAX_BODY = 2048
+
+
+@pytest.fixture(scope="module")
+def served(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ServerProcess, dict[str, str]]]:
+    d = tmp_path_factory.mktemp("limits")
+    db, keys = build_store(d, [("alice", "people", 100), ("bob", "people", 100)])
+    with ServerProcess(db, rate=RATE, burst=BURST, max_body=MAX_BODY) as server:
+        yield server, keys
+
+
+def _error(payload: dict[str, Any]) -> dict[str, Any]:
+    assert set(payload) == {"error"}, payload
+    err = payload["error"]
+    assert isinstance(err["code"], str) and isinstance(err["message"], str)
+    return dict(err)
+
+
+def test_rate_limit_is_per_key_with_retry_after(
+    served: tuple[ServerProcess, dict[str, str]],
+) -> None:
+    server, keys = served
+    statuses = []
+    headers_429: dict[str, str] = {}
+    for _ in range(BURST + 3):  # bounded: a full bucket plus three
+        status, payload, headers = get_json(server.port, "GET", "/v1/budget", key=keys["alice"])
+        statuses.append(status)
+        if status == 429:
+            assert _error(payload)["code"] == "rate_limited"
+            headers_429 = headers
+    # Token bucket (RFC 2697 single-rate meter): a burst of BURST passes, then refusals (the
+    # bucket refills at 1/s, so at most one more may slip through while we loop).
+    assert statuses[:BURST] == [200] * BURST
+    assert statuses.count(429) >= 2
+    assert int(headers_429["retry-after"]) >= 1
+    # Another key's bucket is its own.
+    other = KeyStore(key_store_path(server.db)).issue("bob")
+    assert get_json(server.port, "GET", "/v1/budget", key=other)[0] == 200
+
+
+def test_body_size_limit_is_413(served: tuple[ServerProcess, dict[str, str]]) -> None:
+    server, _ = served
+    sql = "SELECT COUNT(*) FROM people WHERE region = '" + "x" * (MAX_BODY + 10) + "'"
+    key = KeyStore(key_store_path(server.db)).issue("bob")
+    status, payload, _ = get_json(
+        server.port, "POST", "/v1/query", {"sql": sql, "epsilon": 0.1}, key=key
+    )
+    assert status == 413 and _error(payload)["code"] == "payload_too_large"
+    assert str(MAX_BODY) in payload["error"]["message"]
+
+
+def test_chunked_body_over_the_limit_is_413(served: tuple[ServerProcess, dict[str, str]]) -> None:
+    server, _ = served
+    key = KeyStore(key_store_path(server.db)).issue("bob")
+    # A chunked body declares no length: the limit must count the bytes as they arrive. The
+    # whole request goes out in one write (3 KB), so the server has read it all when it answers.
+    chunks = [b'{"sql": "', b"y" * 1500, b"z" * 1500, b'", "epsilon": 0.1}']
+    body = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks) + b"0\r\n\r\n"
+    head = (
+        "POST /v1/query HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n"
+        f"Authorization: Bearer {key}\r\nContent-Type: application/json\r\n\r\n"
+    ).encode()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+        sock.sendall(head + body)
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        assert response.status == 413
+        assert _error(json.loads(response.read()))["code"] == "payload_too_large"
+
+
+def test_unknown_route_and_method_use_the_error_format(
+    served: tuple[ServerProcess, dict[str, str]],
+) -> None:
+    server, _ = served
+    status, payload, _ = get_json(server.port, "GET", "/v1/nothing")
+    assert status == 404 and _error(payload)["code"] == "not_found"
+    status, payload, _ = get_json(server.port, "DELETE", "/v1/health")
+    assert status == 405 and _error(payload)["code"] == "method_not_allowed"
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"sql": "SELECT * FROM people", "epsilon": 0.1}, "refused SQL construct"),
+        ({"sql": "SELECT COUNT(*) FROM people", "epsilon": -1}, "epsilon"),
+        ({"sql": "SELECT COUNT(*) FROM people", "epsilon": "nan"}, "epsilon"),
+        # An astronomically large ε is refused (the curator's message names the noise scale).
+        ({"sql": "SELECT COUNT(*) FROM people", "epsilon": "1e999999"}, "must be"),
+        ({"sql": "SELECT COUNT(*) FROM nowhere", "epsilon": 0.1}, "unknown dataset"),
+        ({"sql": "SELECT SUM(secret) FROM people", "epsilon": 0.1}, "unknown column"),
+        ({"sql": "SELECT 'unterminated", "epsilon": 0.1}, "could not be parsed"),
+        ({"sql": "DROP TABLE people", "epsilon": 0.1}, "refused SQL construct"),
+        ({"sql": "SELECT COUNT(*) FROM people", "epsilon": 0.1, "confidence": 2}, "confidence"),
+        ({"sql": "SELECT COUNT(*) FROM people"}, "epsilon"),
+        ({"epsilon": 0.1}, "sql"),
+    ],
+)
+def test_bad_queries_are_400_and_spend_nothing(
+    served: tuple[ServerProcess, dict[str, str]], body: dict[str, Any], fragment: str
+) -> None:
+    server, _ = served
+    from infodp.curator.ledger import Ledger
+
+    led = Ledger(server.db + ".ledger")
+    before = led.budget("bob", "people")
+    key = KeyStore(key_store_path(server.db)).issue("bob")  # a fresh rate-limit bucket
+    status, payload, _ = get_json(server.port, "POST", "/v1/query", body, key=key)
+    assert status == 400, payload
+    err = _error(payload)
+    assert err["code"] in ("bad_query", "bad_request")
+    assert fragment in err["message"]
+    # No engine internals in the message.
+    for leak in ("Traceback", "duckdb", "sqlglot", 'File "'):
+        assert leak not in err["message"]
+    assert led.budget("bob", "people") == before
+
+
+def test_declared_length_over_the_limit_is_refused_before_the_body(
+    served: tuple[ServerProcess, dict[str, str]],
+) -> None:
+    # The body never arrives: the server must answer from the header alone (no buffering).
+    server, keys = served
+    status, payload, headers = get_json(
+        server.port,
+        "POST",
+        "/v1/query",
+        raw=b"{}",
+        key=keys["alice"],
+        headers={"Content-Length": str(10 * MAX_BODY), "Content-Type": "application/json"},
+        timeout=20.0,
+    )
+    assert status == 413 and _error(payload)["code"] == "payload_too_large"
+    assert headers.get("connection") == "close"
+
+
+# -- 500: generic message and error id, details only in the log --------------------------------
+
+
+def test_unexpected_errors_do_not_leak(tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
+    import asyncio
+
+    import httpx
+
+    from infodp.server.app import ServerSettings, create_app
+
+    db, keys = build_store(tmp_path, [("alice", "people", 10)])
+    app = create_app(ServerSettings(db))
+    secret = "row 17: alice, 42, HIV positive"
+
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(secret)
+
+    app.state.service.curator.query = boom
+
+    async def call() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await client.post(
+                "/v1/query",
+                json={"sql": "SELECT COUNT(*) FROM people", "epsilon": 0.1},
+                headers={"Authorization": f"Bearer {keys['alice']}"},
+            )
+
+    r = asyncio.run(call())
+    assert r.status_code == 500
+    err = r.json()["error"]
+    assert err["code"] == "internal_error" and len(err["error_id"]) == 16
+    assert secret not in r.text and "RuntimeError" not in r.text
+    assert err["error_id"] in err["message"]
+    # ... the details are in the server log, under the same id.
+    assert any(
+        err["error_id"] in rec.getMessage() and secret in rec.getMessage() for rec in caplog.records
+    )
+
+
+# -- the rate limiter's law -----------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rate=st.floats(0.5, 50.0),
+    burst=st.integers(1, 20),
+    gaps=st.lists(st.floats(0.0, 2.0), min_size=1, max_size=60),
+)
+def test_token_bucket_never_admits_more_than_burst_plus_rate_times_time(
+    rate: float, burst: int, gaps: list[float]
+) -> None:
+    # Token bucket (RFC 2697, single-rate meter): over any run of length T, at most
+    # burst + rate·T requests pass.
+    t = [0.0]
+    limiter = RateLimiter(rate, burst, clock=lambda: t[0])
+    admitted = 0
+    for gap in gaps:
+        t[0] += gap
+        wait = limiter.acquire("k")
+        assert wait >= 0.0
+        admitted += wait == 0.0
+    assert admitted <= burst + rate * t[0] + 1e-9
+    # A refused request is told a wait after which it passes.
+    if wait > 0:
+        t[0] += wait + 1e-9
+        assert limiter.acquire("k") == 0.0
+
+
+def test_retry_after_rounds_up() -> None:
+    assert [retry_after_seconds(x) for x in (1e-9, 0.999, 1.0, 1.0001, 7.2)] == [1, 1, 1, 2, 8]
+
+
+def test_api_error_payload_shape() -> None:
+    e = ApiError(409, "budget_exceeded", "m", extra={"gap": "epsilon=1"})
+    assert e.payload() == {"error": {"code": "budget_exceeded", "message": "m", "gap": "epsilon=1"}}
