@@ -48,7 +48,7 @@ AnyArray = npt.NDArray[Any]
 _MAX_TABLE = 256  # at most this many distinct outputs are treated as labels
 _THRESHOLDS = 1024  # candidate cut points for one-sided events
 _INTERVAL_POINTS = 64  # grid for two-sided intervals (C(64, 2) = 2016 intervals)
-_FIT_SAMPLES = 200_000  # samples used to fit the logistic classifier
+_FIT_SAMPLES = 50_000  # samples per side used to fit the logistic classifier
 
 
 def as_outputs(samples: Any) -> AnyArray:
