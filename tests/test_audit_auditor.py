@@ -10,12 +10,16 @@ seed 002, "ln 3" example); the Gaussian's (ε, δ) curve is Balle & Wang 2018, T
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
 import math
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from infodp.accounting import gaussian_profile, laplace_profile, randomized_response_profile
@@ -221,3 +225,46 @@ def test_bad_mechanisms() -> None:
         reference_mechanism("staircase")
     with pytest.raises(ParameterError, match="does not take"):
         reference_mechanism("laplace", sigma=1.0)
+
+
+@settings(max_examples=15)
+@given(st.floats(0.2, 4.0), st.integers(0, 2**16))
+def test_soundness_property_randomized_response(epsilon: float, seed: int) -> None:
+    # Law: a lower bound at 99.99% confidence never exceeds the true ε (Warner's RR is exactly
+    # ε-DP); hypothesis runs derandomized, so the examples are fixed.
+    mech, _, d0, d1 = reference_mechanism("randomized-response", epsilon=epsilon)
+    result = audit(mech, d0, d1, samples=20_000, confidence=0.9999, rng=seed)
+    assert 0.0 <= result.epsilon_lower <= epsilon
+    assert result.kl_lower <= epsilon * math.tanh(epsilon / 2) + 1e-12  # RR's exact KL
+    p = 1 / (1 + math.exp(epsilon))
+    assert result.mi_lower <= math.log(2) - float(stats.entropy([p, 1 - p]))  # BSC, seed 000
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "infodp.audit",
+        "infodp.audit.auditor",
+        "infodp.audit.estimators",
+        "infodp.audit.events",
+        "infodp.audit.information",
+        "infodp.audit.attacks",
+        "infodp.audit.attacks.averaging",
+        "infodp.audit.attacks.coding",
+        "infodp.audit.attacks.correlated",
+        "infodp.audit.attacks.epsilon_delta",
+        "infodp.audit.attacks.floating_point",
+        "infodp.cli.audit",
+    ],
+)
+def test_all_lists_the_public_names(module: str) -> None:
+    mod = importlib.import_module(module)
+    public = {
+        name
+        for name, value in vars(mod).items()
+        if not name.startswith("_")
+        and getattr(value, "__module__", None) == mod.__name__
+        and (inspect.isfunction(value) or inspect.isclass(value))
+    }
+    assert public <= set(mod.__all__)
+    assert all(hasattr(mod, name) for name in mod.__all__)

@@ -465,12 +465,15 @@ def audit(
     ``pilot_samples`` extra outputs (default ``samples // 10``) and the best is audited on
     fresh samples (the pilot never touches the held-out counts).
 
-    The claim is ``claimed_epsilon`` at ``claimed_delta`` and/or ``claimed_profile`` (then the
+    The claim is ``claimed_epsilon`` at ``claimed_delta`` and/or ``claimed_profile``; with
+    neither, an infodp mechanism's own ``profile()`` is the claim (then the
     claimed ε is ``profile.epsilon(claimed_delta)`` and the α = 1 bound ``profile.rdp(1)``
     is checked against the KL and MI lower bounds). ``delta_epsilon`` (default: the claimed
     ε) is where the δ lower bound is evaluated.
     """
     mech = as_mechanism(mechanism)
+    if claimed_epsilon is None and claimed_profile is None:
+        claimed_profile = _own_profile(mechanism)
     n = as_positive_int("samples", samples, minimum=4)
     c = as_probability("confidence", confidence, open_low=True, open_high=True)
     batch = as_positive_int("batch_size", batch_size)
@@ -548,6 +551,18 @@ def audit(
         mechanism=str(getattr(mech, "name", type(mech).__name__)),
         notes=tuple(notes),
     )
+
+
+def _own_profile(mechanism: Any) -> PrivacyProfile | None:
+    """An infodp mechanism's own claim (``profile()``), if it has one."""
+    method = getattr(mechanism, "profile", None)
+    if not callable(method):
+        return None
+    try:
+        profile = method()
+    except TypeError:
+        return None
+    return profile if isinstance(profile, PrivacyProfile) else None
 
 
 def _mi(
