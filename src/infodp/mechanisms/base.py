@@ -1,0 +1,312 @@
+"""What every mechanism shares: the interface, the release grid and the channel view.
+
+A mechanism is an immutable value. It releases through a secure path (exact discrete samplers
+on a cryptographic source, see :mod:`infodp.mechanisms.sampling`), simulates through a fast
+numpy path that is *not* private (``simulate``), and exposes two views of itself: its
+:class:`~infodp.accounting.PrivacyProfile` (``profile()``) and its channel (``channel(...)``,
+a :class:`ChannelView` wrapping a :class:`~infodp.channel.Channel`).
+
+Real-valued releases are made on a grid of spacing ``grid = 2**-k``: the true value is
+snapped to the nearest grid point and integer noise (in grid units) is added. Snapping two
+values at distance ≤ Δ gives grid points at most ``ceil(Δ/grid) + 1`` units apart (each
+snap moves a value by at most half a unit), so the noise is calibrated, and the profile
+stated, for that inflated integer sensitivity.
+
+>>> grid_sensitivity(1.0, 2.0**-10)
+1025
+>>> snap(0.3, 0.25)
+1
+>>> default_grid(1.0) == 2.0**-10
+True
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from infodp._validate import as_positive, as_real
+from infodp.errors import InternalError, ParameterError
+
+if TYPE_CHECKING:
+    from infodp.accounting import PrivacyProfile
+    from infodp.channel import Channel
+
+__all__ = [
+    "GRID_BITS",
+    "ChannelView",
+    "Mechanism",
+    "as_grid",
+    "default_grid",
+    "grid_sensitivity",
+    "lattice_channel",
+    "round_up",
+    "snap",
+]
+
+#: The default grid resolves the sensitivity into 2**GRID_BITS to 2**(GRID_BITS+1) units, so
+#: the rounding inflates the sensitivity (hence the noise) by at most 2/2**GRID_BITS ≈ 0.2%.
+GRID_BITS = 10
+
+
+class Mechanism(ABC):
+    """Interface of every mechanism (subclasses are frozen dataclasses)."""
+
+    @abstractmethod
+    def profile(self) -> PrivacyProfile:
+        """The privacy profile of :meth:`release` (what the secure release guarantees)."""
+
+    @abstractmethod
+    def release(self, value: Any, *, source: Any = None) -> Any:
+        """Release a private value (secure path; ``source`` None = cryptographic)."""
+
+    @abstractmethod
+    def simulate(self, value: Any, size: int, rng: Any = None) -> Any:
+        """Simulation only, NOT private: ``size`` fast numpy draws of the release."""
+
+
+@dataclass(frozen=True)
+class ChannelView:
+    """A mechanism's channel over a stated input set and output grid.
+
+    ``channel`` rows are the release's output distributions for each input. When outputs are
+    windowed, the mass outside the window is lumped into the two end outputs: the view is then
+    a post-processing of the release, so by the data-processing inequality (seed 000) every
+    capacity and divergence of the view is ≤ the mechanism's. ``tail_mass`` is the largest
+    mass any row had lumped (0 for an exact view) and bounds the total-variation distance
+    between a row of the view and the release's law restricted to the window.
+    """
+
+    channel: Channel
+    tail_mass: float
+    description: str
+
+
+def default_grid(sensitivity: float) -> float:
+    """The default grid: the power of two 2**(floor(log2 Δ) − GRID_BITS).
+
+    >>> default_grid(3.0) == 2.0**-9
+    True
+    """
+    d = as_positive("sensitivity", sensitivity)
+    return math.ldexp(1.0, math.frexp(d)[1] - 1 - GRID_BITS)
+
+
+def as_grid(grid: Any, sensitivity: float) -> float:
+    """Validate ``grid`` (a power of two; None → :func:`default_grid`).
+
+    >>> as_grid(0.1, 1.0)
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: grid must be a power of two (2**k for an integer k), or None for the default; got 0.1.
+    """  # noqa: E501
+    if grid is None:
+        return default_grid(sensitivity)
+    g = as_positive("grid", grid)
+    if math.frexp(g)[0] != 0.5:
+        raise ParameterError(
+            "grid", grid, "a power of two (2**k for an integer k), or None for the default"
+        )
+    return g
+
+
+def grid_sensitivity(sensitivity: float, grid: float) -> int:
+    """Sensitivity in grid units after snapping, rounded up: ceil(Δ/grid) + 1.
+
+    Exact (Fractions): |round(x/g) − round(x'/g)| ≤ |x − x'|/g + 1 ≤ Δ/g + 1.
+
+    >>> grid_sensitivity(0.75, 0.25)
+    4
+    """
+    ratio = Fraction(sensitivity) / Fraction(grid)
+    return math.ceil(ratio) + 1
+
+
+def snap(value: Any, grid: float) -> int:
+    """The nearest grid point to ``value``, in grid units (exact rational arithmetic).
+
+    >>> snap(-0.6, 0.5)
+    -1
+    """
+    x = as_real("value", value)
+    return round(Fraction(x) / Fraction(grid))
+
+
+def round_up(ok: Callable[[float], bool], value: float, name: str, *, rel: float = 0.0) -> float:
+    """The least value ≥ ``value`` found with ``ok(value)`` true: calibration rounds noise up.
+
+    Steps grow from one ulp (or ``rel``·value) geometrically, then bisect back; the result
+    always satisfies ``ok`` (``ok`` is assumed monotone: more noise never hurts privacy).
+
+    >>> round_up(lambda s: s >= 2.5, 1.0, "scale", rel=1e-3) >= 2.5
+    True
+    """
+    if ok(value):
+        return value
+    lo, step = value, max(math.ulp(value), rel * value)
+    for _ in range(400):
+        hi = value + step
+        if ok(hi):
+            for _ in range(12 if rel > 0 else 0):
+                mid = 0.5 * (lo + hi)
+                if mid in (lo, hi):
+                    break
+                if ok(mid):
+                    hi = mid
+                else:
+                    lo = mid
+            return hi
+        lo, step = hi, 2 * step
+    raise InternalError(f"calibration of {name} did not meet its target")
+
+
+def lattice_channel(
+    centers: Sequence[int],
+    pmf: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.float64]],
+    tail: Callable[[int], float],
+    *,
+    width: int,
+    unit: float,
+    inputs: Sequence[Any],
+    max_outputs: int,
+) -> ChannelView:
+    """Channel of ``center + N`` (N symmetric integer noise) over a window, tails lumped.
+
+    ``pmf(k)`` is P[N = k] (vectorised), ``tail(k)`` is P[N ≥ k] for k ≥ 1; the window is
+    [min center − width, max center + width] and its end outputs also carry the mass beyond.
+    """
+    from infodp.channel import Channel
+
+    lo = min(centers) - width
+    hi = max(centers) + width
+    n_out = hi - lo + 1
+    if n_out > max_outputs:
+        raise ParameterError(
+            "max_outputs",
+            max_outputs,
+            f"at least the {n_out} outputs this view needs; choose a coarser grid, fewer or "
+            "closer inputs, a larger tail tolerance, or raise max_outputs",
+        )
+    ys = np.arange(lo, hi + 1, dtype=np.int64)
+    rows = []
+    lumped = 0.0
+    for c in centers:
+        row = pmf(ys - c).astype(np.float64)
+        left = tail(c - lo + 1)  # P[N <= lo - c - 1] = P[N >= c - lo + 1] by symmetry
+        right = tail(hi - c + 1)
+        row[0] += left
+        row[-1] += right
+        lumped = max(lumped, left + right)
+        rows.append(row / math.fsum(row.tolist()))
+    channel = Channel(np.array(rows), inputs=list(inputs), outputs=[float(y) * unit for y in ys])
+    return ChannelView(
+        channel=channel,
+        tail_mass=lumped,
+        description=f"outputs on the grid {unit:g}·[{lo}, {hi}], tails lumped into the ends",
+    )
+
+
+class _AdditiveLattice(Mechanism):
+    """Shared release/simulate/channel code of ``value + integer noise`` on a grid.
+
+    Subclasses (frozen dataclasses) provide the unit, the sensitivity and the noise.
+    """
+
+    #: True for mechanisms on integers (unit 1, inputs must be integers, no snapping).
+    _integer: bool = False
+
+    @property
+    @abstractmethod
+    def _unit(self) -> float: ...
+
+    @property
+    @abstractmethod
+    def _sensitivity(self) -> float: ...
+
+    @abstractmethod
+    def _noise_pmf(self, k: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]: ...
+
+    @abstractmethod
+    def _noise_tail(self, k: int) -> float: ...
+
+    @abstractmethod
+    def _exact_noise(self, source: Any) -> int: ...
+
+    @abstractmethod
+    def _fast_noise(self, size: int, gen: np.random.Generator) -> npt.NDArray[np.int64]: ...
+
+    def _center(self, value: Any) -> int:
+        if self._integer:
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise ParameterError("value", value, "an integer (this mechanism works on Z)")
+            return int(value)
+        return snap(value, self._unit)
+
+    def release(self, value: Any, *, source: Any = None) -> Any:
+        """Release ``value`` privately: snap to the grid, add exact integer noise.
+
+        ``source`` must be None (the cryptographic source) or a RandomSource; a seed is
+        refused (see :func:`~infodp.mechanisms.sampling.require_secure_source`).
+        """
+        from infodp.mechanisms.sampling import require_secure_source
+
+        src = require_secure_source(source)
+        n = self._center(value) + self._exact_noise(src)
+        return n if self._integer else float(Fraction(n) * Fraction(self._unit))
+
+    def simulate(self, value: Any, size: int, rng: Any = None) -> Any:
+        """Simulation only, NOT private: ``size`` draws of the release for ``value`` (numpy)."""
+        from infodp._validate import as_positive_int
+        from infodp.mechanisms.sampling import as_generator
+
+        n = as_positive_int("size", size, minimum=0)
+        draws = self._center(value) + self._fast_noise(n, as_generator(rng))
+        return draws if self._integer else draws.astype(np.float64) * self._unit
+
+    def channel(
+        self, inputs: Sequence[Any], *, tail: float = 1e-9, max_outputs: int = 4001
+    ) -> ChannelView:
+        """The channel of the release over ``inputs`` (values at most one sensitivity apart).
+
+        Outputs are the grid points within a window whose excluded mass per side is ≤
+        ``tail``; that mass is lumped into the end outputs (``ChannelView.tail_mass``).
+        """
+        from infodp._validate import as_positive_int, as_probability
+
+        tol = as_probability("tail", tail, open_low=True, open_high=True)
+        cap = as_positive_int("max_outputs", max_outputs, minimum=2)
+        values = list(inputs)
+        if not values:
+            raise ParameterError("inputs", inputs, "a non-empty sequence of values")
+        centers = [self._center(v) for v in values]
+        spread = max(float(v) for v in values) - min(float(v) for v in values)
+        if spread > self._sensitivity:
+            raise ParameterError(
+                "inputs",
+                values,
+                f"values at most the sensitivity {self._sensitivity:g} apart (neighbouring "
+                "datasets), so that the view measures one individual's influence",
+            )
+        width = 1
+        while self._noise_tail(width + 1) > tol:
+            width *= 2
+            if width > cap:
+                raise ParameterError(
+                    "max_outputs", cap, "large enough for the noise; choose a coarser grid"
+                )
+        return lattice_channel(
+            centers,
+            self._noise_pmf,
+            self._noise_tail,
+            width=width,
+            unit=self._unit,
+            inputs=values,
+            max_outputs=cap,
+        )
