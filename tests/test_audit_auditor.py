@@ -268,3 +268,17 @@ def test_all_lists_the_public_names(module: str) -> None:
     }
     assert public <= set(mod.__all__)
     assert all(hasattr(mod, name) for name in mod.__all__)
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0])
+def test_delta_lower_bound_for_the_gaussian(epsilon: float) -> None:
+    # Exact δ(ε) of the Gaussian mechanism with μ = Δ/σ (Balle & Wang 2018, Theorem 8):
+    # Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2).
+    mu = 1.0
+    exact = stats.norm.cdf(-epsilon / mu + mu / 2) - math.exp(epsilon) * stats.norm.cdf(
+        -epsilon / mu - mu / 2
+    )
+    mech, _, d0, d1 = reference_mechanism("gaussian", sigma=1.0)
+    result = audit(mech, d0, d1, samples=400_000, delta_epsilon=epsilon, rng=12)
+    assert result.delta_lower is not None and result.delta_event is not None
+    assert 0.85 * exact <= result.delta_lower <= exact

@@ -10,11 +10,12 @@ and hence, with probability ≥ ``confidence`` *including the selection of the e
 - ``ε ≥ log((L0 − δ)/U1)`` (Dwork & Roth 2014, Definition 2.4; the method of DP-Sniper,
   Bichsel et al. 2021, and of Jagielski et al. 2020 "Auditing differentially private machine
   learning", §3);
-- ``δ(ε) ≥ L0 − e^ε U1`` at a given ε;
-- ``D_1(M(D) ‖ M(D')) ≥ kl(L0 ‖ U1)`` (data processing);
+- ``D_1(M(D) ‖ M(D')) ≥ kl(L0 ‖ U1)`` (data processing; this and the ε bound hold jointly);
+- ``δ(ε) ≥ L0' − e^ε U1'`` at a given ε, from a second event selected (on the same training
+  half) for that objective and counted on the held-out half;
 - ``I(X; Y) ≥`` the held-out cross-entropy bound of :mod:`infodp.audit.information`, for a
   uniform secret bit X choosing D or D' (each of the last two holds with ``confidence``
-  separately).
+  on its own).
 
 The verdict is ``"violation"`` when one of these lower bounds exceeds the claim (claimed ε at the
 claimed δ, or the profile's KL/information bound at α = 1), else ``"consistent"``. A
@@ -54,7 +55,7 @@ from infodp.audit.estimators import (
     epsilon_lower_bound,
     kl_lower_bound,
 )
-from infodp.audit.events import Event, as_outputs, select_event
+from infodp.audit.events import Event, as_outputs, candidate_scorers, select_event
 from infodp.audit.information import mi_lower_bound
 from infodp.errors import InternalError, ParameterError
 
@@ -302,8 +303,9 @@ class Check:
 class AuditResult:
     """The outcome of an audit (immutable). Information is in nats.
 
-    ``epsilon_lower``, ``delta_lower`` and ``kl_lower`` come from one held-out event and hold
-    jointly with probability ≥ ``confidence``; ``mi_lower`` holds with ``confidence`` on its own.
+    ``epsilon_lower`` and ``kl_lower`` come from one held-out event and hold jointly with
+    probability ≥ ``confidence``; ``delta_lower`` (from ``delta_event``) and ``mi_lower``
+    each hold with ``confidence`` on their own.
     """
 
     epsilon_lower: float
@@ -329,6 +331,7 @@ class AuditResult:
     neighbour: Any = None
     mechanism: str = ""
     notes: tuple[str, ...] = field(default=())
+    delta_event: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (nats; bits given as labelled extra keys)."""
@@ -350,6 +353,7 @@ class AuditResult:
             "heldout_samples": self.heldout_samples,
             "delta_epsilon": self.delta_epsilon,
             "delta_lower": self.delta_lower,
+            "delta_event": self.delta_event,
             "kl_lower_nats": self.kl_lower,
             "mi_lower_nats": self.mi_lower,
             "mi_lower_bits": self.mi_lower / math.log(2.0),
@@ -501,18 +505,22 @@ def audit(
     half = n // 2
     train0, test0 = out0[:half], out0[half:]
     train1, test1 = out1[:half], out1[half:]
-    event, _ = select_event(train0, train1, confidence=c, delta=claimed_d, rng=gen)
-    k0, k1 = event.count(test0), event.count(test1)
-    m0, m1 = len(test0), len(test1)
-    if event.favours == 1:
-        k0, k1, m0, m1 = k1, k0, m1, m0
+    scorers = candidate_scorers(as_outputs(train0), as_outputs(train1), rng=gen)
+    event, _ = select_event(train0, train1, confidence=c, delta=claimed_d, scorers=scorers, rng=gen)
+    k0, m0, k1, m1 = _held_out(event, test0, test1)
     eps_lower = epsilon_lower_bound(k0, m0, k1, m1, confidence=c, delta=claimed_d)
     lower0, upper1 = (float(v) for v in _joint_bounds(k0, m0, k1, m1, c))
     d_eps = delta_epsilon if delta_epsilon is not None else claimed_eps
     d_lower = None
+    d_event = None
     if d_eps is not None:
         d_eps = as_nonnegative("delta_epsilon", d_eps, allow_inf=True)
-        d_lower = delta_lower_bound(k0, m0, k1, m1, epsilon=d_eps, confidence=c)
+        # A second event, chosen on the training half for the δ objective at d_eps.
+        d_event, _ = select_event(
+            train0, train1, confidence=c, at_epsilon=d_eps, scorers=scorers, rng=gen
+        )
+        j0, n0_, j1, n1_ = _held_out(d_event, test0, test1)
+        d_lower = delta_lower_bound(j0, n0_, j1, n1_, epsilon=d_eps, confidence=c)
     kl_lower = kl_lower_bound(k0, m0, k1, m1, confidence=c)
     mi_lower = _mi(event, train0, train1, test0, test1, c)
     checks = _checks(eps_lower, d_eps, d_lower, kl_lower, mi_lower, claimed_eps, claimed_d, profile)
@@ -550,7 +558,17 @@ def audit(
         neighbour=_jsonable(neighbour),
         mechanism=str(getattr(mech, "name", type(mech).__name__)),
         notes=tuple(notes),
+        delta_event=None if d_event is None else d_event.describe(),
     )
+
+
+def _held_out(event: Event, test0: AnyArray, test1: AnyArray) -> tuple[int, int, int, int]:
+    """Held-out counts (k_favoured, n_favoured, k_other, n_other) of ``event``."""
+    k0, k1 = event.count(test0), event.count(test1)
+    m0, m1 = len(test0), len(test1)
+    if event.favours == 1:
+        return k1, m1, k0, m0
+    return k0, m0, k1, m1
 
 
 def _own_profile(mechanism: Any) -> PrivacyProfile | None:

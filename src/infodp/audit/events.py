@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from infodp._validate import as_probability
+from infodp._validate import as_probability, as_real
 from infodp.audit.estimators import _epsilon_from_bounds, _joint_bounds
 from infodp.errors import InternalError, ParameterError
 
@@ -349,9 +349,15 @@ def select_event(
     *,
     confidence: float = 0.95,
     delta: float = 0.0,
+    at_epsilon: float | None = None,
+    scorers: list[Scorer] | None = None,
     rng: np.random.Generator | None = None,
 ) -> tuple[Event, float]:
     """The event with the largest Clopper–Pearson ε lower bound on the *training* samples.
+
+    With ``at_epsilon`` the objective is instead the δ lower bound ``L0 − e^ε·U1`` at that ε
+    (the event that best refutes an (ε, δ) claim). ``scorers`` defaults to
+    :func:`candidate_scorers` of the training samples.
 
     The ranking bound is taken at level ``1 − (1 − confidence)/F`` for a family of F events
     (Bonferroni), so it holds for all candidates at once. Searches thresholds ``s ≥ t``,
@@ -368,9 +374,11 @@ def select_event(
     """
     c = as_probability("confidence", confidence, open_low=True, open_high=True)
     d = as_probability("delta", delta)
+    target = None if at_epsilon is None else as_real("at_epsilon", at_epsilon, allow_inf=True)
     t0, t1 = as_outputs(train0), as_outputs(train1)
     best: tuple[float, Event] | None = None
-    scorers = candidate_scorers(t0, t1, rng=rng)
+    if scorers is None:
+        scorers = candidate_scorers(t0, t1, rng=rng)
     # Rank events by a bound that holds uniformly over the whole family (Bonferroni over
     # 2·(2·1024 + 2080) events per score): noisy small-probability events then lose to large
     # ones, which curbs the winner's curse of picking the luckiest event on the training half.
@@ -391,9 +399,14 @@ def select_event(
             ((k0, len(s0), k1, len(s1)), (k1, len(s1), k0, len(s0)))
         ):
             lower, upper = _joint_bounds(ka, na, kb, nb, c)
-            eps = _epsilon_from_bounds(lower, upper, d)
-            idx = int(np.argmax(eps))
-            value = float(eps[idx])
+            if target is None:
+                objective = _epsilon_from_bounds(lower, upper, d)
+            elif math.isinf(target):
+                objective = np.zeros(lower.shape) if target > 0 else lower
+            else:
+                objective = lower - math.exp(min(target, 700.0)) * upper
+            idx = int(np.argmax(objective))
+            value = float(objective[idx])
             if best is None or value > best[0]:
                 best = (value, Event(scorer, float(lows[idx]), float(highs[idx]), favours))
     if best is None:
