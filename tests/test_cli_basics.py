@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
+from pathlib import Path
 
+import click
 import pytest
 
 from infodp.cli import cli, main
@@ -25,15 +28,49 @@ def test_unknown_option_is_one_line_exit_2() -> None:
     assert "--no-such-flag" in proc.stderr
 
 
-@pytest.mark.parametrize("name", sorted(cli.commands))
+def _leaf_commands(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
+    leaves: dict[str, click.Command] = {}
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            leaves.update(_leaf_commands(command, f"{prefix}{name} "))
+        else:
+            leaves[f"{prefix}{name}"] = command
+    return leaves
+
+
+LEAVES = _leaf_commands(cli)
+
+
+@pytest.mark.parametrize("name", sorted(LEAVES))
 def test_every_subcommand_accepts_json(name: str) -> None:
-    command = cli.commands[name]
-    flags = {opt for param in command.params for opt in getattr(param, "opts", [])}
+    # DESIGN.md: every CLI sub-command accepts --json and then prints one JSON object.
+    flags = {opt for param in LEAVES[name].params for opt in getattr(param, "opts", [])}
     assert "--json" in flags, f"infodp {name} lacks --json"
 
 
-def test_demo_json_is_one_object(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--json"]) == 0
+def test_demo_json_is_one_object(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    db = str(tmp_path / "demo.duckdb")
+    assert main(["demo", "--json", "--db", db, "--rows", "2000"]) == 0
     out = capsys.readouterr().out
     assert out.count("\n") == 1
-    assert isinstance(json.loads(out), dict)
+    payload = json.loads(out)
+    # Seed 002's coin-flip scheme is ε = ln 3; its Shannon capacity has the closed form
+    # log 2 − h(1/4) nats (binary symmetric channel with crossover 1/4).
+    info = payload["information"]
+    assert info["pure_epsilon"] == pytest.approx(math.log(3))
+    h = -(0.25 * math.log(0.25) + 0.75 * math.log(0.75))
+    lo, hi = info["capacity_nats"]["1"]
+    assert lo <= math.log(2) - h + 1e-12 and hi >= math.log(2) - h - 1e-12 and hi - lo <= 1e-9
+    # The curator act ends with a refused over-budget query (exit status 3 in the CLI).
+    assert payload["curator"]["refused"]["exit_status"] == 3
+
+
+def test_demo_human_output_reuses_the_cached_table(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    db = str(tmp_path / "demo.duckdb")
+    assert main(["demo", "--db", db, "--rows", "2000"]) == 0
+    first = capsys.readouterr().out
+    assert "ε is an amount of information" in first and "created the synthetic census" in first
+    assert main(["demo", "--db", db, "--rows", "2000"]) == 0
+    assert "using the cached census" in capsys.readouterr().out
