@@ -165,3 +165,27 @@ def test_chernoff_halfwidth_covers_exact_convolution(k: int, scale: float, beta:
     # and not absurdly loose: within 2x of the exact (1 - beta) half-width
     exact = min(int(t) for t in range(len(total)) if total[np.abs(ys) > t].sum() <= beta)
     assert h <= 2 * (exact + 1)
+
+
+def test_buffered_crypto_source_is_uniform_and_fork_safe() -> None:
+    import os
+
+    from infodp.curator.noise import BufferedCryptoSource
+
+    src = BufferedCryptoSource(block=64)  # tiny blocks exercise the refill path
+    n = 30000
+    counts = np.bincount([src.randbelow(6) for _ in range(n)], minlength=6)
+    sd = math.sqrt(n * (1 / 6) * (5 / 6))
+    assert np.all(np.abs(counts - n / 6) < 5 * sd)
+    assert src.randbelow(1) == 0
+    big = 2**70 + 3
+    assert all(0 <= src.randbelow(big) < big for _ in range(100))
+    # a forked child must not replay the parent's buffered bytes
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.write(write, str(src.randbelow(2**60)).encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = int(os.read(read, 64))
+    assert child != src.randbelow(2**60)

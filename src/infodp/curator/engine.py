@@ -55,6 +55,7 @@ from infodp.curator.backends.duckdb import (
 from infodp.curator.budget_info import discrete_laplace_information
 from infodp.curator.ledger import Budget, Ledger
 from infodp.curator.noise import (
+    BufferedCryptoSource,
     dlap_halfwidth,
     dlap_tail,
     exponential_mechanism,
@@ -353,7 +354,9 @@ class Curator:
         self.db = Path(db)
         self.ledger = Ledger(str(self.db) + ".ledger", timeout=timeout)
         self.backend = DuckDBBackend(self.db, timeout=timeout)
-        self._source = None if source is None else require_secure_source(source)
+        self._source: RandomSource = (
+            BufferedCryptoSource() if source is None else require_secure_source(source)
+        )
         self._hook = _hook
         self._keep_open = keep_open
         self._con: Any = None

@@ -184,6 +184,8 @@ def _parse_nulls(col: str, spec: Any, ctype: str) -> NullPolicy:
 
 def _parse_column(name: str, spec: Any) -> ColumnSpec:
     _identifier("column name", name)
+    if name.startswith("__"):
+        raise ParameterError("column name", name, "a name not starting with '__' (reserved)")
     if not isinstance(spec, Mapping):
         raise ParameterError(
             f"columns.{name}", spec, "a mapping such as {type: int, bounds: [0, 1]}"

@@ -42,6 +42,7 @@ __all__ = [
     "ColumnGrid",
     "DuckDBBackend",
     "ExactAggregates",
+    "bounded_column",
     "column_grid",
     "compile_aggregate",
     "compile_histogram",
@@ -114,11 +115,12 @@ def _round_half_away(x: float) -> int:
     return math.floor(abs(x) + 0.5) * (1 if x >= 0 else -1)
 
 
-def _clean(col: ColumnSpec) -> str:
+def _clean(col: ColumnSpec, *, assume_clean: bool = True) -> str:
     """The cleaned, clamped value of a numeric column (NULL when the policy drops it).
 
     Registration guarantees that a column with the default policy ``error`` holds no NULL,
-    NaN or ±inf, so only columns with a ``drop``/``replace`` policy pay for the CASE.
+    NaN or ±inf, so with ``assume_clean`` only columns with a ``drop``/``replace`` policy pay
+    for the CASE.
     """
     c = _ident(col.name)
     if col.bounds is None:
@@ -128,20 +130,31 @@ def _clean(col: ColumnSpec) -> str:
         clamped = f"least(greatest({c}, {int(low)}), {int(high)})"
     else:
         clamped = f"least(greatest({c}, {_lit(low)}), {_lit(high)})"
-    if col.nulls.action == "error":
+    if col.nulls.action == "error" and assume_clean:
         return clamped
     repl = "NULL" if col.nulls.action != "replace" else _lit(float(col.nulls.value))  # type: ignore[arg-type]
     bad = f"{c} IS NULL" if col.type == "int" else f"{c} IS NULL OR NOT isfinite({c})"
     return f"CASE WHEN {bad} THEN {repl} ELSE {clamped} END"
 
 
-def _snapped(col: ColumnSpec) -> str:
+def bounded_column(name: str) -> str:
+    """Name of the materialised bounded copy of numeric column ``name`` (see ``register``)."""
+    return f"__bnd_{name}"
+
+
+def _snap_expression(col: ColumnSpec) -> str:
+    """Clamp to the bounds, apply the null policy, snap to the grid, as a BIGINT (SQL)."""
     grid = column_grid(col)
-    inner = _clean(col)
+    inner = _clean(col, assume_clean=False)
     if grid.step == 1.0:
-        return inner if col.type == "int" else f"CAST(round({inner}) AS BIGINT)"
+        return f"CAST(round({inner}) AS BIGINT)"
     # g is a power of two: multiplying by 1/g is exact and faster than dividing.
     return f"CAST(round(({inner}) * {_lit(1.0 / grid.step)}) AS BIGINT)"
+
+
+def _snapped(col: ColumnSpec) -> str:
+    # The bounded copy made inside DuckDB at registration (bounds are fixed by the schema).
+    return _ident(bounded_column(col.name))
 
 
 def _category(col: ColumnSpec) -> str:
@@ -418,7 +431,19 @@ class DuckDBBackend:
             ).fetchone() != (0,):
                 raise ParameterError("name", name, "a table name not yet in the store")
             select = ", ".join(f"{expr} AS {_ident(col)}" for col, expr in wanted)
-            con.execute(f"CREATE TABLE {_ident(name)} AS SELECT {select} FROM __source")
+            con.execute(f"CREATE TEMP TABLE __typed AS SELECT {select} FROM __source")
+            # Clamping, the null policy and grid snapping of every bounded numeric column are
+            # done here, once, inside DuckDB: the declared bounds are fixed for the table's
+            # life, and queries then sum plain BIGINTs (the per-unit row and group limits stay
+            # in each query's SQL, since they depend on the query's filter and groups).
+            bounded = [
+                f"{_snap_expression(col)} AS {_ident(bounded_column(col.name))}"
+                for col in schema.columns
+                if col.is_numeric and col.bounds is not None
+            ]
+            extra = "".join(", " + b for b in bounded)
+            con.execute(f"CREATE TABLE {_ident(name)} AS SELECT *{extra} FROM __typed")
+            con.execute("DROP TABLE __typed")
             try:
                 for col in schema.columns:
                     if col.nulls.action != "error":
