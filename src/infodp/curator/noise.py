@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -56,7 +57,8 @@ class BufferedCryptoSource(RandomSource):
     integer (a release of 200 cells needs thousands of draws).
 
     ``randbelow(n)`` takes ⌈log2 n⌉ fresh bits and rejects values ≥ n, so it is exactly
-    uniform. The buffer is discarded after a fork, so two processes never share randomness.
+    uniform. The buffer is discarded after a fork and guarded by a lock, so no two processes
+    or threads are ever handed the same bytes.
 
     >>> src = BufferedCryptoSource()
     >>> all(0 <= src.randbelow(7) < 7 for _ in range(100)), src.secure
@@ -70,15 +72,18 @@ class BufferedCryptoSource(RandomSource):
         self._buffer = b""
         self._pos = 0
         self._pid = os.getpid()
+        self._lock = threading.Lock()
 
     def _take(self, nbytes: int) -> int:
-        if self._pid != os.getpid():  # forked: never reuse the parent's bytes
-            self._buffer, self._pos, self._pid = b"", 0, os.getpid()
-        if self._pos + nbytes > len(self._buffer):
-            self._buffer = os.urandom(max(self._block, nbytes))
-            self._pos = 0
-        chunk = self._buffer[self._pos : self._pos + nbytes]
-        self._pos += nbytes
+        with self._lock:  # threads must never be handed the same bytes
+            if self._pid != os.getpid():  # forked: never reuse the parent's bytes
+                self._buffer, self._pos, self._pid = b"", 0, os.getpid()
+                self._lock = threading.Lock()
+            if self._pos + nbytes > len(self._buffer):
+                self._buffer = os.urandom(max(self._block, nbytes))
+                self._pos = 0
+            chunk = self._buffer[self._pos : self._pos + nbytes]
+            self._pos += nbytes
         return int.from_bytes(chunk, "big")
 
     def randbelow(self, n: int) -> int:
