@@ -177,23 +177,23 @@ def _bit(dataset: Any) -> int:
 def reference_mechanism(
     name: str, **params: float
 ) -> tuple[VectorisedMechanism, PrivacyProfile, list[float], list[float]]:
-    """(simulator, claimed profile, D, D') for a named textbook mechanism on a sum query.
+    """(sampler, claimed profile, D, D') for a named mechanism on a sum query.
 
     ``laplace`` (scale, sensitivity), ``gaussian`` (sigma, sensitivity), ``discrete-laplace``
-    (scale, sensitivity), ``discrete-gaussian`` (sigma, sensitivity) add noise to the sum of
-    the dataset, with D = [0] and D' = [sensitivity]; ``randomized-response`` (epsilon) keeps
-    one bit with probability e^ε/(1 + e^ε), with D = [0], D' = [1]. Numpy simulators: for
-    auditing only.
+    (scale, sensitivity) and ``discrete-gaussian`` (sigma, sensitivity) are infodp's own
+    mechanisms (:mod:`infodp.mechanisms`), sampled through their fast ``simulate`` path and
+    claimed through their ``profile()`` (the secure release's guarantee, snapping included),
+    on the sum of the dataset with D = [0] and D' = [sensitivity]. ``randomized-response``
+    (epsilon) keeps one bit with probability e^ε/(1 + e^ε) (a numpy simulator), with D = [0],
+    D' = [1].
 
     >>> mech, profile, d, d2 = reference_mechanism("laplace", scale=2.0, sensitivity=1.0)
-    >>> profile.pure_epsilon(), d, d2
-    (0.5, [0.0], [1.0])
+    >>> round(profile.pure_epsilon(), 6), d, d2      # (1024 + 1)/1024 / 2: snapping charged
+    (0.500488, [0.0], [1.0])
     """
     from infodp.accounting import profile as prof
-    from infodp.mechanisms.sampling import (
-        simulate_discrete_gaussian,
-        simulate_discrete_laplace,
-    )
+    from infodp.mechanisms.gaussian import DiscreteGaussianMechanism, GaussianMechanism
+    from infodp.mechanisms.laplace import DiscreteLaplaceMechanism, LaplaceMechanism
 
     if name not in REFERENCE_MECHANISMS:
         raise ParameterError("mechanism", name, f"one of {', '.join(REFERENCE_MECHANISMS)}")
@@ -202,32 +202,37 @@ def reference_mechanism(
     if unknown:
         raise ParameterError(f"mechanism {name} does not take {', '.join(unknown)}.")
     sens = as_positive("sensitivity", params.get("sensitivity", 1.0))
+    own: Any
     if name == "laplace":
-        b = as_positive("scale", params.get("scale", 1.0))
-        mech = VectorisedMechanism(
-            lambda d, n, rng: _sum(d) + rng.laplace(0.0, b, n), f"laplace(scale={b:g})"
+        own = LaplaceMechanism(as_positive("scale", params.get("scale", 1.0)), sens)
+    elif name == "gaussian":
+        own = GaussianMechanism(as_positive("sigma", params.get("sigma", 1.0)), sens)
+    elif name == "discrete-laplace":
+        own = DiscreteLaplaceMechanism(
+            as_positive("scale", params.get("scale", 1.0)), _int_sens(sens)
         )
-        return mech, prof.laplace_profile(b, sens), [0.0], [sens]
-    if name == "gaussian":
-        s = as_positive("sigma", params.get("sigma", 1.0))
-        mech = VectorisedMechanism(
-            lambda d, n, rng: _sum(d) + rng.normal(0.0, s, n), f"gaussian(sigma={s:g})"
+    elif name == "discrete-gaussian":
+        own = DiscreteGaussianMechanism(
+            as_positive("sigma", params.get("sigma", 1.0)), _int_sens(sens)
         )
-        return mech, prof.gaussian_profile(s, sens), [0.0], [sens]
-    if name == "discrete-laplace":
-        b = as_positive("scale", params.get("scale", 1.0))
+    else:
+        own = None
+    if own is not None:
+        label = ", ".join(f"{k}={v:g}" for k, v in sorted(params.items()))
+        discrete = name.startswith("discrete")
+
+        def value(d: Any) -> float | int:
+            total = _sum(d)
+            if not discrete:
+                return total
+            if not total.is_integer():
+                raise ParameterError("dataset", d, "integers for a discrete mechanism")
+            return int(total)
+
         mech = VectorisedMechanism(
-            lambda d, n, rng: _sum(d) + simulate_discrete_laplace(b, n, rng),
-            f"discrete-laplace(scale={b:g})",
+            lambda d, n, rng: own.simulate(value(d), n, rng), f"infodp {name}({label})"
         )
-        return mech, prof.discrete_laplace_profile(b, _int_sens(sens)), [0.0], [sens]
-    if name == "discrete-gaussian":
-        s = as_positive("sigma", params.get("sigma", 1.0))
-        mech = VectorisedMechanism(
-            lambda d, n, rng: _sum(d) + simulate_discrete_gaussian(s, n, rng),
-            f"discrete-gaussian(sigma={s:g})",
-        )
-        return mech, prof.discrete_gaussian_profile(s, _int_sens(sens)), [0.0], [sens]
+        return mech, own.profile(), [0.0], [sens]
     eps = as_positive("epsilon", params.get("epsilon", 1.0))
     keep = math.exp(eps) / (1.0 + math.exp(eps)) if eps < 700 else 1.0
 

@@ -8,10 +8,10 @@ output y simply checks whether y is reachable from x and from x': an unreachable
 out with certainty, which no ε-DP mechanism allows. "A few queries" (Mironov, abstract) rule
 out the wrong input almost surely.
 
-infodp's release path has nothing to find: it snaps the value to a power-of-two grid and adds
-*exact* discrete Laplace noise (Canonne, Kamath & Steinke 2020, Algorithm 2, in
-:mod:`infodp.mechanisms.sampling`), so every grid point is reachable from every input and the
-attacker can only guess (success ≈ ½).
+infodp's release path (:class:`~infodp.mechanisms.laplace.LaplaceMechanism`) has nothing to
+find: it snaps the value to a power-of-two grid and adds *exact* discrete Laplace noise
+(Canonne, Kamath & Steinke 2020, Algorithm 2, in :mod:`infodp.mechanisms.sampling`), so every
+grid point is reachable from every input and the attacker can only guess (success ≈ ½).
 
 >>> r = floating_point_attack(epsilon=0.1, queries=5, trials=200, rng=0)
 >>> r.naive_success > r.dp_ceiling > 0.5, abs(r.infodp_success - 0.5) < 0.15
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -30,12 +29,7 @@ import numpy.typing as npt
 
 from infodp._validate import as_positive, as_positive_int, as_real
 from infodp.audit.estimators import clopper_pearson
-from infodp.mechanisms.sampling import (
-    RandomSource,
-    as_generator,
-    discrete_laplace,
-    require_secure_source,
-)
+from infodp.mechanisms.sampling import RandomSource, as_generator, require_secure_source
 
 __all__ = [
     "FloatingPointResult",
@@ -103,26 +97,23 @@ def reachable_from(outputs: Any, value: float, scale: float) -> npt.NDArray[np.b
 
 
 def snapped_laplace_release(
-    value: float, scale: float, source: RandomSource | None = None, *, grid_exponent: int = -20
+    value: float, scale: float, source: RandomSource | None = None
 ) -> float:
-    """infodp's release path for Laplace noise: snap to the grid 2^e·scale-power, add exact
-    discrete Laplace noise (CKS 2020, Algorithm 2), return a grid point.
-
-    The grid is ``2^(⌈log2 scale⌉ + grid_exponent)``; the noise is discrete Laplace with scale
-    ``scale / grid`` in grid units, sampled exactly from a cryptographic source. Every output is
-    a grid multiple, whatever the input.
+    """One release of infodp's :class:`~infodp.mechanisms.laplace.LaplaceMechanism`
+    (sensitivity 1): the value snapped to the grid 2^-10, plus exact discrete Laplace noise
+    (CKS 2020) from a cryptographic source. Every output is a grid multiple, whatever the input.
 
     >>> y = snapped_laplace_release(3.0, 1.0)
-    >>> (y / 2.0**-20).is_integer()
+    >>> (y / 2.0**-10).is_integer()
     True
     """
-    x = as_real("value", value)
-    b = as_positive("scale", scale)
-    src = require_secure_source(source)
-    grid = Fraction(2) ** (math.ceil(math.log2(b)) + grid_exponent)
-    snapped = round(Fraction(x) / grid)
-    noise = discrete_laplace(Fraction(b) / grid, src)
-    return float((snapped + noise) * grid)
+    from infodp.mechanisms.laplace import LaplaceMechanism
+
+    return float(
+        LaplaceMechanism(as_positive("scale", scale), 1.0).release(
+            as_real("value", value), source=require_secure_source(source)
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -209,7 +200,7 @@ def floating_point_attack(
     released = np.asarray(
         [[snapped_laplace_release(float(s), scale, src) for _ in range(q)] for s in secret_i]
     )
-    grid = 2.0 ** (math.ceil(math.log2(scale)) - 20)
+    grid = 2.0**-10  # LaplaceMechanism's default grid for sensitivity 1
 
     def on_grid(y: ArrayF, v: float) -> npt.NDArray[np.bool_]:
         # The release path's support is the whole grid, from either input.
