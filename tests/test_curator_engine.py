@@ -413,3 +413,44 @@ def test_result_carries_cost_leakage_and_remaining(store: tuple[Curator, pd.Data
         assert ci[2][0] >= 0 and ci[2][1] <= 1000
     entry = cur.ledger.entry(r.entry_id)
     assert entry.status == "released" and entry.result_json is not None
+
+
+def test_sources_csv_parquet_arrow_polars(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"x": [1, 2, 3, 50], "g": ["a", "b", "a", "b"]})
+    schema = {
+        "table": "t",
+        "privacy_unit": "row",
+        "columns": {
+            "x": {"type": "int", "bounds": [0, 10]},
+            "g": {"type": "category", "categories": ["a", "b"]},
+        },
+    }
+    csv = tmp_path / "t.csv"
+    frame.to_csv(csv, index=False)
+    con = duckdb.connect()
+    con.register("f", frame)
+    parquet = tmp_path / "t.parquet"
+    con.execute(f"COPY f TO '{parquet}' (FORMAT parquet)")
+    sources: list[object] = [str(csv), parquet]
+    try:
+        import pyarrow as pa
+
+        sources.append(pa.Table.from_pandas(frame))
+    except ImportError:
+        pass
+    try:
+        import polars as pl
+
+        sources.append(pl.from_dict({"x": [1, 2, 3, 50], "g": ["a", "b", "a", "b"]}))
+    except ImportError:
+        pass
+    for i, source in enumerate(sources):
+        cur = Curator(tmp_path / f"src{i}.duckdb")
+        cur.register_dataset("t", source, schema)
+        vals = cur.exact_aggregates("SELECT g, SUM(x) FROM t GROUP BY g").values
+        # clamped to [0, 10]: a -> 1 + 3, b -> 2 + 10
+        assert vals[("a",)][0] == 4 and vals[("b",)][0] == 12
+    with pytest.raises(ParameterError, match="CSV or Parquet"):
+        Curator(tmp_path / "bad.duckdb").register_dataset("t", str(tmp_path / "none.csv"), schema)
+    with pytest.raises(ParameterError, match="not in the source"):
+        Curator(tmp_path / "bad2.duckdb").register_dataset("t", frame[["x"]], schema)
