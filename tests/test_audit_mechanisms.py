@@ -54,3 +54,46 @@ def test_half_noise_laplace_mechanism_is_flagged() -> None:
     result = audit(cheat, 0.0, 1.0, samples=200_000, claimed_profile=honest.profile(), rng=6)
     assert result.verdict == "violation"
     assert math.log(2) < result.epsilon_lower <= 2.0
+
+
+def _never_above(mech: Any, d0: Any, d1: Any, delta: float = 0.0, samples: int = 200_000) -> float:
+    claim = mech.profile().epsilon(delta)
+    best = 0.0
+    for seed in (0, 1):
+        result = audit(mech, d0, d1, samples=samples, claimed_delta=delta, rng=seed)
+        assert result.epsilon_lower <= claim
+        assert result.verdict == "consistent"
+        best = max(best, result.epsilon_lower)
+    return best
+
+
+def test_gaussian_mechanisms_at_delta() -> None:
+    gaussian = pytest.importorskip("infodp.mechanisms.gaussian")
+    mech = gaussian.GaussianMechanism.calibrate(epsilon=1.0, delta=1e-3)
+    assert _never_above(mech, 0.0, 1.0, delta=1e-3) > 0.5
+    dmech = gaussian.DiscreteGaussianMechanism(2.0, 1)
+    _never_above(dmech, 0, 1, delta=1e-3)
+
+
+def test_staircase_mechanism() -> None:
+    staircase = pytest.importorskip("infodp.mechanisms.staircase")
+    mech = staircase.StaircaseMechanism.calibrate(1.0)
+    # The staircase is exactly ε-DP (Geng & Viswanath 2014): the audit gets close to 1.
+    assert _never_above(mech, 0.0, 1.0) > 0.9
+
+
+def test_randomized_response_mechanism() -> None:
+    rr = pytest.importorskip("infodp.mechanisms.randomized_response")
+    binary = rr.RandomizedResponse.calibrate(1.0)
+    assert _never_above(binary, 0, 1) > 0.95  # Warner 1965: exactly ε
+    kary = rr.RandomizedResponse(2.0, k=4)
+    assert _never_above(kary, 0, 3) > 1.9
+
+
+def test_exponential_and_report_noisy_max() -> None:
+    exp = pytest.importorskip("infodp.mechanisms.exponential")
+    # Neighbouring utility vectors differ by at most Δu = 1 in every coordinate.
+    d0, d1 = [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]
+    _never_above(exp.ExponentialMechanism(1.0), d0, d1)
+    _never_above(exp.ReportNoisyMax(1.0, noise="exponential"), d0, d1)
+    _never_above(exp.ReportNoisyMax(1.0, noise="gumbel"), d0, d1)
