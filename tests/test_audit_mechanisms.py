@@ -97,3 +97,11 @@ def test_exponential_and_report_noisy_max() -> None:
     _never_above(exp.ExponentialMechanism(1.0), d0, d1)
     _never_above(exp.ReportNoisyMax(1.0, noise="exponential"), d0, d1)
     _never_above(exp.ReportNoisyMax(1.0, noise="gumbel"), d0, d1)
+
+
+def test_subsampled_gaussian_add_remove() -> None:
+    sub = pytest.importorskip("infodp.mechanisms.subsampled")
+    mech = sub.SubsampledGaussian(1.0, 0.5, clip_norm=1.0)
+    # Add/remove-one neighbours (the relation of its profile, as in dp-accounting).
+    eps = _never_above(mech, [[0.0]], [[0.0], [1.0]], delta=1e-3)
+    assert eps > 0.3
