@@ -83,3 +83,12 @@ def test_bounds_are_not_vacuous() -> None:
     # and for randomized response the bound is tight at alpha = inf: C_inf = diameter = eps
     rr = RandomizedResponse(1.0, k=2)
     assert rr.channel().channel.diameter(INF) == pytest.approx(rr.profile().information(INF))
+
+
+def test_package_all_matches_public_names() -> None:
+    import infodp.mechanisms as pkg
+
+    exported = {n for n in dir(pkg) if not n.startswith("_")}
+    submodules = {"base", "exponential", "gaussian", "laplace", "randomized_response"}
+    submodules |= {"sampling", "staircase", "subsampled", "annotations"}
+    assert set(pkg.__all__) == exported - submodules
