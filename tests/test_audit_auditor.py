@@ -225,7 +225,7 @@ def test_bad_mechanisms() -> None:
     with pytest.raises(ParameterError, match="mechanism"):
         audit(wrong, [0], [1], samples=10)
     with pytest.raises(ParameterError, match="mechanism"):
-        reference_mechanism("staircase")
+        reference_mechanism("exponential")
     with pytest.raises(ParameterError, match="does not take"):
         reference_mechanism("laplace", sigma=1.0)
 

@@ -183,17 +183,19 @@ def reference_mechanism(
     (scale, sensitivity) and ``discrete-gaussian`` (sigma, sensitivity) are infodp's own
     mechanisms (:mod:`infodp.mechanisms`), sampled through their fast ``simulate`` path and
     claimed through their ``profile()`` (the secure release's guarantee, snapping included),
-    on the sum of the dataset with D = [0] and D' = [sensitivity]. ``randomized-response``
-    (epsilon) keeps one bit with probability e^ε/(1 + e^ε) (a numpy simulator), with D = [0],
+    on the sum of the dataset with D = [0] and D' = [sensitivity]; so is ``staircase``
+    (epsilon, sensitivity). ``randomized-response`` (epsilon) is infodp's binary
+    :class:`~infodp.mechanisms.randomized_response.RandomizedResponse` on one bit, D = [0],
     D' = [1].
 
     >>> mech, profile, d, d2 = reference_mechanism("laplace", scale=2.0, sensitivity=1.0)
     >>> round(profile.pure_epsilon(), 6), d, d2      # (1024 + 1)/1024 / 2: snapping charged
     (0.500488, [0.0], [1.0])
     """
-    from infodp.accounting import profile as prof
     from infodp.mechanisms.gaussian import DiscreteGaussianMechanism, GaussianMechanism
     from infodp.mechanisms.laplace import DiscreteLaplaceMechanism, LaplaceMechanism
+    from infodp.mechanisms.randomized_response import RandomizedResponse
+    from infodp.mechanisms.staircase import StaircaseMechanism
 
     if name not in REFERENCE_MECHANISMS:
         raise ParameterError("mechanism", name, f"one of {', '.join(REFERENCE_MECHANISMS)}")
@@ -215,8 +217,22 @@ def reference_mechanism(
         own = DiscreteGaussianMechanism(
             as_positive("sigma", params.get("sigma", 1.0)), _int_sens(sens)
         )
+    elif name == "staircase":
+        own = StaircaseMechanism(as_positive("epsilon", params.get("epsilon", 1.0)), sens)
     else:
-        own = None
+        own = RandomizedResponse(as_positive("epsilon", params.get("epsilon", 1.0)), 2)
+    if isinstance(own, RandomizedResponse):
+        rr = own
+
+        def bit(d: Any, n: int, rng: np.random.Generator) -> Any:
+            return rr.simulate(_bit(d), n, rng)
+
+        return (
+            VectorisedMechanism(bit, f"infodp randomized-response(epsilon={rr.epsilon:g})"),
+            rr.profile(),
+            [0.0],
+            [1.0],
+        )
     if own is not None:
         label = ", ".join(f"{k}={v:g}" for k, v in sorted(params.items()))
         discrete = name.startswith("discrete")
@@ -233,19 +249,7 @@ def reference_mechanism(
             lambda d, n, rng: own.simulate(value(d), n, rng), f"infodp {name}({label})"
         )
         return mech, own.profile(), [0.0], [sens]
-    eps = as_positive("epsilon", params.get("epsilon", 1.0))
-    keep = math.exp(eps) / (1.0 + math.exp(eps)) if eps < 700 else 1.0
-
-    def rr(d: Any, n: int, rng: np.random.Generator) -> AnyArray:
-        bit = _bit(d)
-        return np.where(rng.random(n) < keep, bit, 1 - bit)
-
-    return (
-        VectorisedMechanism(rr, f"randomized-response(epsilon={eps:g})"),
-        prof.randomized_response_profile(eps),
-        [0.0],
-        [1.0],
-    )
+    raise InternalError(f"reference mechanism {name!r} not built")
 
 
 def _int_sens(value: float) -> int:
@@ -260,6 +264,7 @@ REFERENCE_MECHANISMS: dict[str, tuple[str, ...]] = {
     "discrete-laplace": ("scale", "sensitivity"),
     "discrete-gaussian": ("sigma", "sensitivity"),
     "randomized-response": ("epsilon",),
+    "staircase": ("epsilon", "sensitivity"),
 }
 """Reference simulators the CLI can audit by name, with the parameters each takes."""
 

@@ -109,7 +109,9 @@ def _render_audit(p: dict[str, Any]) -> None:
 @click.option("--scale", type=float, help="Laplace / discrete Laplace scale.")
 @click.option("--sigma", type=float, help="Gaussian / discrete Gaussian standard deviation.")
 @click.option("--sensitivity", type=float, help="Sensitivity of the sum query.")
-@click.option("--epsilon", type=float, help="ε of randomized response (the mechanism's own).")
+@click.option(
+    "--epsilon", type=float, help="The mechanism's own ε (randomized-response, staircase)."
+)
 @click.option("--claimed-epsilon", type=float, help="Claimed ε (default: the mechanism's).")
 @click.option("--claimed-delta", type=float, default=0.0, show_default=True)
 @click.option("--delta-epsilon", type=float, help="ε at which to bound δ (default: claimed ε).")
