@@ -81,3 +81,31 @@ def test_errors_exit_2_one_line(capsys: pytest.CaptureFixture[str], args: list[s
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.count("\n") == 1 and captured.err.startswith("infodp: error:")
+
+
+def test_other_mechanisms(capsys: pytest.CaptureFixture[str]) -> None:
+    p = _run(capsys, "--mechanism", "randomized-response", "--epsilon", str(math.log(3)))
+    assert p["keep_probability"] == pytest.approx(0.75)  # seed 002 coin flip
+    p = _run(capsys, "--mechanism", "randomized-response", "--epsilon", "1", "--k", "4")
+    assert p["keep_probability"] == pytest.approx(math.e / (math.e + 3))
+    p = _run(capsys, "--mechanism", "exponential", "--epsilon", "1", "--sensitivity", "2")
+    assert p["factor"] == pytest.approx(0.25)
+    p = _run(
+        capsys,
+        "--mechanism",
+        "subsampled-gaussian",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-5",
+        "--sampling-rate",
+        "0.05",
+        "--steps",
+        "20",
+    )
+    acc = dp_accounting.pld.PLDAccountant()
+    event = dp_accounting.PoissonSampledDpEvent(
+        0.05, dp_accounting.GaussianDpEvent(p["noise_multiplier"])
+    )  # type: ignore[arg-type]
+    acc.compose(event, 20)
+    assert acc.get_epsilon(1e-5) <= 1.0 * (1 + 2e-3)

@@ -2,7 +2,10 @@
 
 gaussian → ``sigma`` (analytic, Balle & Wang 2018) and ``sigma_classic`` (Dwork & Roth 2014,
 Theorem A.1; ``null`` when ε > 1, where it does not hold); laplace → ``scale`` = Δ/ε;
-discrete-gaussian → ``sigma``; discrete-laplace → ``scale``. Every answer also gives
+discrete-gaussian → ``sigma``; discrete-laplace → ``scale``; staircase → ``gamma``;
+randomized-response → ``keep_probability`` (``--k`` values); exponential → ``factor``
+ε/(2Δu); subsampled-gaussian → ``noise_multiplier`` for ``--steps`` steps at
+``--sampling-rate``. Every answer also gives
 ``release``: the parameters of infodp's secure release (grid, inflated sensitivity, noise),
 whose profile meets the target.
 """
@@ -19,10 +22,28 @@ from infodp.errors import ParameterError
 
 __all__ = ["COMMANDS", "calibrate"]
 
-_MECHANISMS = ("gaussian", "laplace", "discrete-gaussian", "discrete-laplace", "staircase")
+_MECHANISMS = (
+    "gaussian",
+    "laplace",
+    "discrete-gaussian",
+    "discrete-laplace",
+    "staircase",
+    "randomized-response",
+    "exponential",
+    "subsampled-gaussian",
+)
 
 
-def _calibrate(mechanism: str, epsilon: float, delta: float, sensitivity: float) -> dict[str, Any]:
+def _calibrate(
+    mechanism: str,
+    epsilon: float,
+    delta: float,
+    sensitivity: float,
+    *,
+    k: int = 2,
+    sampling_rate: float = 0.01,
+    steps: int = 1,
+) -> dict[str, Any]:
     from infodp.mechanisms.base import round_up
     from infodp.mechanisms.gaussian import (
         DiscreteGaussianMechanism,
@@ -86,6 +107,31 @@ def _calibrate(mechanism: str, epsilon: float, delta: float, sensitivity: float)
             "step": st.step,
             "epsilon": st.profile().pure_epsilon(),
         }
+    elif mechanism == "randomized-response":
+        from infodp.mechanisms.randomized_response import RandomizedResponse
+
+        rr = RandomizedResponse.calibrate(eps, dlt, sens, k=as_positive_int("k", k, minimum=2))
+        out["k"] = rr.k
+        out["keep_probability"] = rr.keep_probability
+        out["release"] = {"epsilon": rr.profile().pure_epsilon()}
+    elif mechanism == "exponential":
+        from infodp.mechanisms.exponential import ExponentialMechanism
+
+        em = ExponentialMechanism.calibrate(eps, dlt, sens)
+        out["factor"] = eps / (2 * sens)
+        out["release"] = {"epsilon": em.profile().pure_epsilon()}
+    elif mechanism == "subsampled-gaussian":
+        from infodp.mechanisms.subsampled import SubsampledGaussian
+
+        if not 0 < dlt < 1:
+            raise ParameterError("delta", delta, "in (0, 1) for a Gaussian mechanism")
+        n = as_positive_int("steps", steps)
+        sg = SubsampledGaussian.calibrate(eps, dlt, sens, sampling_rate, n)
+        out["sampling_rate"] = sg.sampling_rate
+        out["steps"] = n
+        out["noise_multiplier"] = sg.noise_multiplier
+        out["sigma"] = sg.sigma
+        out["release"] = {"epsilon_at_delta": sg.profile().repeat(n).epsilon(dlt)}
     else:  # click.Choice makes this unreachable
         raise ParameterError("mechanism", mechanism, f"one of {', '.join(_MECHANISMS)}")
     return out
@@ -111,12 +157,27 @@ def _render(payload: dict[str, Any]) -> None:
 @click.option("--epsilon", type=float, required=True, help="Target ε (nats).")
 @click.option("--delta", type=float, default=0.0, show_default=True, help="Target δ.")
 @click.option("--sensitivity", type=float, default=1.0, show_default=True, help="Sensitivity Δ.")
+@click.option("--k", "k", type=int, default=2, show_default=True, help="RR: number of values.")
+@click.option(
+    "--sampling-rate", type=float, default=0.01, show_default=True, help="Poisson rate q."
+)
+@click.option("--steps", type=int, default=1, show_default=True, help="Composed steps.")
 @json_option
 def calibrate(
-    mechanism: str, epsilon: float, delta: float, sensitivity: float, as_json: bool
+    mechanism: str,
+    epsilon: float,
+    delta: float,
+    sensitivity: float,
+    k: int,
+    sampling_rate: float,
+    steps: int,
+    as_json: bool,
 ) -> None:
     """Noise parameters meeting a target (ε, δ); noise is always rounded up."""
-    emit(_calibrate(mechanism, epsilon, delta, sensitivity), as_json, _render)
+    payload = _calibrate(
+        mechanism, epsilon, delta, sensitivity, k=k, sampling_rate=sampling_rate, steps=steps
+    )
+    emit(payload, as_json, _render)
 
 
 COMMANDS: list[click.Command] = [calibrate]
