@@ -107,8 +107,8 @@ def main() -> None:
     body = " ".join(
         [
             "Black-box audits of infodp's own mechanisms (Laplace, Gaussian: snapped to the",
-            "grid 2^-10 with discrete noise, sampled through their fast `simulate`) and of a",
-            "numpy randomized response, on D = [0], D' = [sensitivity]; the claim is the",
+            "grid 2^-10 with discrete noise; randomized response), sampled through their fast",
+            "`simulate`, on D = [0], D' = [sensitivity]; the claim is the",
             "mechanism's `profile()` (which charges the snapping, hence slightly above the true",
             "ε). The peers named by the issue cannot run here (DP-Sniper has no package,",
             "DP-Auditorium is not on PyPI): DP-Sniper's published figure is quoted. infodp",
