@@ -670,7 +670,7 @@ class Curator:
             v = noisy[i]
             if v is None:
                 raise InternalError(f"{mkey} has no noisy value")
-            return v, dlap_halfwidth(p.scale, level), p
+            return v, _halfwidth(p.sensitivity, p.epsilon, level), p
 
         if agg.func == "count":
             mkey = "count(*)" if agg.column is None else f"count({agg.column})"
@@ -752,6 +752,12 @@ class Curator:
                 "note": "rank of the answer within rank_error of q·n (plus the best grid point's)",
             }
         raise InternalError(f"unknown aggregate {agg.func}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _halfwidth(sensitivity: int, epsilon: Fraction, beta: float) -> int:
+    # The same for every cell of a measurement: computed once per (Δ, ε, β).
+    return dlap_halfwidth(float(Fraction(sensitivity) / epsilon), beta)
 
 
 def _selection_threshold(sel: MeasurementCost, k: int, m: int, delta: Fraction) -> int:

@@ -300,6 +300,18 @@ def parse_query(sql: str, schemas: DatasetSchema | Mapping[str, DatasetSchema]) 
     """  # noqa: E501
     if not isinstance(sql, str):
         raise ParameterError("sql", sql, "a non-empty SQL SELECT statement")
+    if isinstance(schemas, DatasetSchema):
+        return _parse_cached(sql, schemas)
+    return _parse(sql, schemas)
+
+
+@functools.lru_cache(maxsize=512)
+def _parse_cached(sql: str, schema: DatasetSchema) -> QueryPlan:
+    # Plans and schemas are immutable, so a repeated query reuses its plan.
+    return _parse(sql, schema)
+
+
+def _parse(sql: str, schemas: DatasetSchema | Mapping[str, DatasetSchema]) -> QueryPlan:
     select = _select(_statements_cached(sql)[0])
     table, qualifiers = _table(select)
     if isinstance(schemas, DatasetSchema):
