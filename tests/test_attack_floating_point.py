@@ -29,7 +29,7 @@ def test_reachability_has_no_false_negatives(scale: float, value: float) -> None
 
 
 def test_outputs_from_zero_are_often_unreachable_from_one() -> None:
-    # Mironov 2012, §3: the textbook sampler's support is porous and depends on the input.
+    # Mironov 2012: the textbook sampler's support is porous and depends on the input.
     y = naive_laplace(0.0, 10.0, 20_000, rng=22)
     assert reachable_from(y, 1.0, 10.0).mean() < 0.6
 

@@ -75,7 +75,7 @@ def test_bounds_are_never_negative_or_nan() -> None:
 
 
 def test_binary_kl_closed_form() -> None:
-    # kl(1/2 ‖ 1/4) = ½ log 2 + ½ log(2/3) (Cover & Thomas 2006, eq. 2.26 for Bernoulli laws).
+    # kl(1/2 ‖ 1/4) = ½ log 2 + ½ log(2/3) (definition of KL divergence, Cover & Thomas 2006, §2.3).
     assert float(binary_kl(0.5, 0.25)) == pytest.approx(
         0.5 * math.log(2) + 0.5 * math.log(2 / 3), rel=1e-12
     )

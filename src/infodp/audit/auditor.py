@@ -9,7 +9,7 @@ and hence, with probability ≥ ``confidence`` *including the selection of the e
 
 - ``ε ≥ log((L0 − δ)/U1)`` (Dwork & Roth 2014, Definition 2.4; the method of DP-Sniper,
   Bichsel et al. 2021, and of Jagielski et al. 2020 "Auditing differentially private machine
-  learning", §3);
+  learning");
 - ``D_1(M(D) ‖ M(D')) ≥ kl(L0 ‖ U1)`` (data processing; this and the ε bound hold jointly);
 - ``δ(ε) ≥ L0' − e^ε U1'`` at a given ε, from a second event selected (on the same training
   half) for that objective and counted on the held-out half;

@@ -9,7 +9,7 @@ bound ``p0 ≥ L0`` and upper bound ``p1 ≤ U1`` that hold *jointly* give
 
 The two one-sided Clopper–Pearson bounds (Clopper & Pearson 1934) are each taken at level
 ``1 − (1 − c)/2`` so that, by the union bound, both hold together with probability ≥ ``c``
-(the construction of DP-Sniper, Bichsel et al. 2021, §5, and of Jagielski et al. 2020). The
+(the construction of DP-Sniper, Bichsel et al. 2021, and of Jagielski et al. 2020). The
 event must be chosen independently of the counts (see :mod:`infodp.audit.events`: the event is
 selected on one half of the samples and counted on the other).
 

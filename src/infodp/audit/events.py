@@ -5,13 +5,13 @@ ratio as possible. Every event here is an interval ``{y : low ≤ s(y) ≤ high}
 *score* ``s``:
 
 - ``identity``: the output itself (numeric scalar outputs) — thresholds and intervals, the
-  families of Ding et al. 2018 ("Detecting violations of differential privacy", §4) and of
-  DP-Sniper's threshold rule (Bichsel et al. 2021, §4);
+  families of Ding et al. 2018 ("Detecting violations of differential privacy") and of
+  DP-Sniper's threshold rule (Bichsel et al. 2021);
 - ``table``: for discrete outputs (labels, or few distinct numbers) the empirical log-ratio
   ``log(p̂0(y)/p̂1(y))`` with add-½ smoothing; thresholding it gives the Neyman–Pearson-optimal
   sets of outputs ranked by likelihood ratio;
 - ``logistic``: a logistic-regression classifier (the "learned classifier" of DP-Sniper,
-  Bichsel et al. 2021, §5.1) on features ``(y, |y|, y²)`` per coordinate, for vectors and as
+  Bichsel et al. 2021) on features ``(y, |y|, y²)`` per coordinate, for vectors and as
   a second opinion on scalars; the event thresholds its log-odds.
 
 :func:`select_event` picks the best event *on training samples only* (it maximises the

@@ -1,7 +1,7 @@
 """Mironov's floating-point attack on textbook Laplace sampling.
 
 Mironov (2012), "On significance of the least significant bits for differential privacy"
-(CCS 2012), §3: the textbook sampler ``x + s·(−b·ln U)`` (U uniform on the 2^53-point grid
+(CCS 2012): the textbook sampler ``x + s·(−b·ln U)`` (U uniform on the 2^53-point grid
 that ``random()`` produces, s a random sign) evaluated in doubles reaches only a *porous*
 subset of the doubles, and that subset depends on the true value x. An attacker who sees an
 output y simply checks whether y is reachable from x and from x': an unreachable input is ruled
@@ -68,7 +68,7 @@ def reachable_from(outputs: Any, value: float, scale: float) -> npt.NDArray[np.b
 
     Inverts the sampler: the candidate grid points k near ``2^53·exp(−|y − x|/b)`` (the whole
     range whose noise could round to y, plus a margin) are pushed forward through the very
-    same floating-point operations and compared with y bit for bit (Mironov 2012, §3). When
+    same floating-point operations and compared with y bit for bit (Mironov 2012). When
     more than 256 candidates would be needed the output is declared reachable (never a false
     "unreachable": the attacker only rules out what is certainly impossible).
 
