@@ -96,7 +96,15 @@ class ServerSettings:
 class QueryRequest(BaseModel):
     """A query and the privacy it may spend (ε, δ as numbers or exact decimal strings)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"sql": "SELECT region, COUNT(*) FROM people GROUP BY region", "epsilon": 0.1},
+                {"sql": "SELECT AVG(age) FROM people WHERE region = 'north'", "epsilon": "0.05"},
+            ]
+        },
+    )
 
     sql: str = Field(min_length=1, max_length=_MAX_SQL)
     epsilon: float | str = Field(description="ε this query spends (> 0).")
@@ -107,7 +115,10 @@ class QueryRequest(BaseModel):
 class SynopsisQueryRequest(BaseModel):
     """A query answered from a released synopsis (free)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"sql": "SELECT COUNT(*) FROM people GROUP BY region"}]},
+    )
 
     sql: str = Field(min_length=1, max_length=_MAX_SQL)
     confidence: float = 0.95
@@ -116,7 +127,14 @@ class SynopsisQueryRequest(BaseModel):
 class SynopsisRequest(BaseModel):
     """Release a noisy histogram over ``columns`` of ``dataset`` once (costs ``epsilon``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"name": "regions", "dataset": "people", "columns": ["region"], "epsilon": 0.5}
+            ]
+        },
+    )
 
     name: str = Field(min_length=1, max_length=200)
     dataset: str = Field(min_length=1, max_length=200)

@@ -1,7 +1,8 @@
 """Export the service's OpenAPI document (kept in the repo as ``docs/openapi.json``).
 
-``python -m infodp.server.openapi docs/openapi.json`` rewrites the file; a test checks that the
-file matches the app, so the published document never drifts from the code.
+``python -c "from infodp.server import write_openapi; write_openapi('docs/openapi.json')"``
+rewrites the file; a test checks that the file matches the app, so the published document
+never drifts from the code.
 
 >>> doc = openapi_document()
 >>> doc["info"]["title"], "/v1/query" in doc["paths"]
@@ -11,7 +12,6 @@ file matches the app, so the published document never drifts from the code.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,3 @@ def write_openapi(path: str | Path) -> Path:
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(openapi_text(), encoding="utf-8")
     return p
-
-
-if __name__ == "__main__":  # pragma: no cover - a maintenance script
-    write_openapi(sys.argv[1] if len(sys.argv) > 1 else "docs/openapi.json")
