@@ -289,3 +289,16 @@ def test_delta_lower_bound_for_the_gaussian(epsilon: float) -> None:
     # infodp's Gaussian releases N_Z(0, 1024²) on the grid 2^-10 with D, D' 1024 units apart,
     # so its δ(ε) is that of the continuous Gaussian up to discretisation (≪ the CI width).
     assert 0.75 * exact <= result.delta_lower <= exact
+
+
+def test_progress_bar_only_on_a_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mech, _, d0, d1 = reference_mechanism("laplace", scale=1.0)
+    audit(mech, d0, d1, samples=20_000, batch_size=5000, progress=True, rng=0)
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""  # not a terminal: no bar
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
+    # On a terminal the bar goes to stderr only; stdout stays clean for --json.
+    audit(mech, d0, d1, samples=20_000, batch_size=5000, progress=True, rng=0)
+    assert capsys.readouterr().out == ""

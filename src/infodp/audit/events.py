@@ -329,12 +329,16 @@ def candidate_scorers(
 # ---- search ---------------------------------------------------------------------------------
 
 
-def _cut_points(pooled: ArrayF, limit: int) -> ArrayF:
-    values = np.unique(pooled)
-    if len(values) <= limit:
-        return values
-    qs = np.quantile(pooled, np.linspace(0.0, 1.0, limit))
-    return np.unique(qs)
+def _cut_points(sorted_pooled: ArrayF, limit: int) -> ArrayF:
+    """At most ``limit`` cut points: every distinct value, or evenly spaced order statistics."""
+    n = sorted_pooled.size
+    if n == 0:
+        return sorted_pooled
+    distinct = sorted_pooled[np.concatenate([[True], sorted_pooled[1:] != sorted_pooled[:-1]])]
+    if len(distinct) <= limit:
+        return np.asarray(distinct, dtype=np.float64)
+    idx = np.round(np.linspace(0, n - 1, limit)).astype(np.int64)
+    return np.asarray(np.unique(sorted_pooled[idx]), dtype=np.float64)
 
 
 def _interval_counts(sorted_s: ArrayF, lows: ArrayF, highs: ArrayF) -> npt.NDArray[np.int64]:
@@ -387,7 +391,7 @@ def select_event(
     for scorer in scorers:
         s0 = np.sort(scorer(t0))
         s1 = np.sort(scorer(t1))
-        pooled = np.concatenate([s0, s1])
+        pooled = np.sort(np.concatenate([s0, s1]), kind="stable")  # two sorted runs: fast
         cuts = _cut_points(pooled, _THRESHOLDS)
         grid = _cut_points(pooled, _INTERVAL_POINTS)
         i, j = np.triu_indices(len(grid))
