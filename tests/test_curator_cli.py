@@ -264,3 +264,79 @@ def test_register_refuses_missing_schema_and_nulls(
         str(strict),
     )
     assert code == 2 and "income" in err and "nulls: drop" in err
+
+
+def test_analyst_add_in_accountant_currencies(
+    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str]
+) -> None:
+    db, csv, schema = files
+    run(
+        capsys,
+        "dataset",
+        "register",
+        "--db",
+        db,
+        "--name",
+        "people",
+        "--source",
+        csv,
+        "--schema",
+        schema,
+    )
+    code, out, _ = run(
+        capsys,
+        "analyst",
+        "add",
+        "--db",
+        db,
+        "--name",
+        "N",
+        "--dataset",
+        "people",
+        "--currency",
+        "nats",
+        "--nats",
+        "0.01",
+        "--json",
+    )
+    assert code == 0 and json.loads(out)["budget"]["currency"] == "nats"
+    code, out, _ = run(
+        capsys,
+        "analyst",
+        "add",
+        "--db",
+        db,
+        "--name",
+        "P",
+        "--dataset",
+        "people",
+        "--currency",
+        "approx",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-6",
+        "--json",
+    )
+    assert code == 0 and json.loads(out)["budget"]["accountant"]["budget"]["currency"] == "approx"
+    sql = "SELECT COUNT(*) FROM people"
+    assert run(capsys, "query", "--db", db, "--analyst", "N", "--epsilon", "0.1", sql)[0] == 0
+    assert run(capsys, "query", "--db", db, "--analyst", "N", "--epsilon", "0.1", sql)[0] == 0
+    code, _, err = run(capsys, "query", "--db", db, "--analyst", "N", "--epsilon", "0.1", sql)
+    assert code == 3 and "nats" in err
+    code, _, err = run(
+        capsys,
+        "analyst",
+        "add",
+        "--db",
+        db,
+        "--name",
+        "Q",
+        "--dataset",
+        "people",
+        "--currency",
+        "pure",
+        "--epsilon",
+        "abc",
+    )
+    assert code == 2 and "--epsilon" in err

@@ -165,3 +165,35 @@ def test_sigkill_mid_query_leaves_ledger_consistent(tmp_path: Path) -> None:
     r = Curator(db).query("a", "SELECT COUNT(*) FROM t", epsilon="0.25")
     assert len(r.rows) == 1
     assert led.budget("a", "t").spent_epsilon == Fraction(1, 2)
+
+
+def test_accountant_currencies_are_enforced_by_the_ledger(tmp_path: Path) -> None:
+    import math
+
+    from infodp.accounting.accountant import Budget
+
+    db = make_store(tmp_path)
+    cur = Curator(db)
+    cur.add_analyst("n", "t", budget=Budget.nats(1.0, 0.01))
+    cur.add_analyst("p", "t", budget=Budget.pure(0.35))
+    released = {"n": 0, "p": 0}
+    for who in released:
+        with pytest.raises(BudgetExceeded):
+            for _ in range(100):
+                cur.query(who, "SELECT COUNT(*) FROM t", epsilon="0.1")
+                released[who] += 1
+    # ε-DP has KL at most ε·tanh(ε/2) nats (Cuff & Yu 2016; seed 000 at α = 1):
+    # 0.01 / (0.1·tanh(0.05)) = 2.0017 -> 2 queries; pure: 0.35 / 0.1 -> 3 queries
+    assert released["n"] == math.floor(0.01 / (0.1 * math.tanh(0.05)))
+    assert released["p"] == 3
+    budget = cur.ledger.budget("n", "t")
+    assert budget.currency == "nats" and budget.to_dict()["accountant"]["remaining"] >= 0
+    # a refund (failure before touching the data) rebuilds the accountant without the entry
+    led = cur.ledger
+    spec = {"mechanism": "pure-dp", "epsilon": 0.04}
+    before = led.budget("p", "t").to_dict()["accountant"]["remaining"]
+    entry = led.reserve("p", "t", "q", Fraction(1, 25), Fraction(0), 0.0, profile_spec=spec)
+    assert led.budget("p", "t").to_dict()["accountant"]["remaining"] < before
+    led.cancel(entry, "store not opened")
+    assert led.budget("p", "t").to_dict()["accountant"]["remaining"] == before
+    assert led.check() == []

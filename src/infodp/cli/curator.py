@@ -139,15 +139,55 @@ def analyst() -> None:
 @db_option
 @click.option("--name", required=True, help="The analyst's name.")
 @click.option("--dataset", "dataset_name", required=True, help="The dataset the budget is on.")
-@click.option("--epsilon", required=True, help="Total ε budget (exact decimal).")
+@click.option("--epsilon", default=None, help="Total ε budget (exact decimal).")
 @click.option("--delta", default="0", show_default=True, help="Total δ budget.")
+@click.option(
+    "--currency",
+    type=click.Choice(["basic", "pure", "approx", "nats"]),
+    default="basic",
+    show_default=True,
+    help="basic: exact (ε, δ) sums; pure/approx/nats: enforced by the accountant "
+    "(approx composes with the tight PLD; nats bounds information at level --alpha).",
+)
+@click.option("--alpha", type=float, default=1.0, show_default=True, help="Level for nats.")
+@click.option("--nats", "nats_budget", type=float, default=None, help="Nats per individual.")
 @json_option
 def analyst_add(
-    db: str, name: str, dataset_name: str, epsilon: str, delta: str, as_json: bool
+    db: str,
+    name: str,
+    dataset_name: str,
+    epsilon: str | None,
+    delta: str,
+    currency: str,
+    alpha: float,
+    nats_budget: float | None,
+    as_json: bool,
 ) -> None:
     """Add a budget for NAME on a dataset and print their API key (shown once)."""
     cur = _curator(db)
-    key = cur.add_analyst(name, dataset_name, epsilon=epsilon, delta=delta)
+    if currency == "basic":
+        if epsilon is None:
+            raise ParameterError("--epsilon", None, "given for the basic currency")
+        key = cur.add_analyst(name, dataset_name, epsilon=epsilon, delta=delta)
+    else:
+        from infodp.accounting.accountant import Budget as AccountantBudget
+
+        if currency == "nats":
+            if nats_budget is None:
+                raise ParameterError("--nats", None, "given for the nats currency")
+            budget = AccountantBudget.nats(alpha, nats_budget)
+        elif epsilon is None:
+            raise ParameterError("--epsilon", None, f"given for the {currency} currency")
+        else:
+            from infodp.curator.engine import as_budget_fraction
+
+            eps = float(as_budget_fraction("--epsilon", epsilon))
+            if currency == "pure":
+                budget = AccountantBudget.pure(eps)
+            else:
+                dlt = float(as_budget_fraction("--delta", delta, allow_zero=True))
+                budget = AccountantBudget.approx(eps, dlt)
+        key = cur.add_analyst(name, dataset_name, budget=budget)
     budget = cur.ledger.budget(name, cur.ledger.dataset(dataset_name).name)
     payload = {
         "analyst": name,
@@ -159,7 +199,8 @@ def analyst_add(
         payload,
         as_json,
         lambda p: click.echo(
-            f"analyst {p['analyst']} on {p['dataset']}: epsilon={epsilon}, delta={delta}\n"
+            f"analyst {p['analyst']} on {p['dataset']} ({currency}): epsilon={epsilon}, "
+            f"delta={delta}\n"
             f"API key (shown once, store it now): {p['api_key']}"
         ),
     )

@@ -440,16 +440,44 @@ class Curator:
             "info_cap_bits": info_cap_bits,
         }
 
-    def add_analyst(self, name: str, dataset: str, *, epsilon: Any, delta: Any = 0) -> str:
-        """Give analyst ``name`` a budget on ``dataset``; returns their API key (shown once)."""
+    def add_analyst(
+        self,
+        name: str,
+        dataset: str,
+        *,
+        epsilon: Any = None,
+        delta: Any = 0,
+        budget: Any = None,
+    ) -> str:
+        """Give analyst ``name`` a budget on ``dataset``; returns their API key (shown once).
+
+        Either ``epsilon`` (and ``delta``): exact (ε, δ) under basic composition; or
+        ``budget``, an :class:`infodp.accounting.Budget` in any currency the accountant
+        supports (``Budget.pure``, ``Budget.approx`` with tight PLD composition,
+        ``Budget.rdp``, ``Budget.nats``), enforced by the ledger through an
+        :class:`infodp.accounting.Accountant` whose state it keeps.
+        """
         if not isinstance(name, str) or not name.strip():
             raise ParameterError("name", name, "a non-empty analyst name")
+        state: str | None = None
+        if budget is not None:
+            from infodp.accounting.accountant import Accountant
+            from infodp.accounting.accountant import Budget as AccountantBudget
+
+            if not isinstance(budget, AccountantBudget):
+                raise ParameterError("budget", budget, "an infodp.accounting Budget")
+            state = Accountant(budget).to_json()
+            shown = budget.to_dict()
+            eps_value = shown.get("epsilon", 0) if budget.currency in ("pure", "approx") else 0
+            epsilon, delta = eps_value, shown.get("delta", 0)
+        elif epsilon is None:
+            raise ParameterError("epsilon", None, "given (or pass an accountant budget)")
         eps = as_budget_fraction("epsilon", epsilon, allow_zero=True)
         dlt = as_budget_fraction("delta", delta, allow_zero=True)
         if dlt > 1:
             raise ParameterError("delta", delta, "a probability in [0, 1]")
         record = self.ledger.dataset(dataset)
-        return self.ledger.add_analyst(name, record.name, eps, dlt)
+        return self.ledger.add_analyst(name, record.name, eps, dlt, accountant_json=state)
 
     def schema(self, dataset: str) -> DatasetSchema:
         """The declared schema of a registered dataset."""
@@ -499,7 +527,13 @@ class Curator:
         cost = plan_cost(plan, schema, eps, dlt, rows)
         leak = leakage_summary(_float_up(cost.epsilon), _float_up(cost.delta), rows)
         entry = self.ledger.reserve(
-            analyst, plan.table, sql, cost.epsilon, cost.delta, cost.information_nats
+            analyst,
+            plan.table,
+            sql,
+            cost.epsilon,
+            cost.delta,
+            cost.information_nats,
+            profile_spec=_profile_spec(cost),
         )
         self._at("reserved", entry)
         try:
@@ -752,6 +786,21 @@ class Curator:
                 "note": "rank of the answer within rank_error of q·n (plus the best grid point's)",
             }
         raise InternalError(f"unknown aggregate {agg.func}")
+
+
+def _profile_spec(cost: QueryCost) -> dict[str, Any]:
+    """The query's privacy profile as an ``infodp.accounting`` spec (ε rounded up).
+
+    The query is ε-DP (every measurement is ε_i-DP, Σ ε_i = ε) or, with partition selection,
+    (ε, δ)-DP; ``pure_dp_profile`` holds the tight bounds implied by ε-DP alone.
+    """
+    from infodp.accounting import approximate_dp_profile, pure_dp_profile
+    from infodp.accounting.spec import profile_to_spec
+
+    eps = _float_up(cost.epsilon)
+    if cost.delta == 0:
+        return profile_to_spec(pure_dp_profile(eps))
+    return profile_to_spec(approximate_dp_profile(eps, _float_up(cost.delta)))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -75,12 +75,13 @@ CREATE TABLE IF NOT EXISTS analysts (
     key_salt TEXT NOT NULL, key_hash TEXT NOT NULL,
     epsilon TEXT NOT NULL, delta TEXT NOT NULL,
     spent_epsilon TEXT NOT NULL DEFAULT '0', spent_delta TEXT NOT NULL DEFAULT '0',
-    created TEXT NOT NULL, PRIMARY KEY (name, dataset));
+    created TEXT NOT NULL, accountant_json TEXT, budget_json TEXT,
+    PRIMARY KEY (name, dataset));
 CREATE TABLE IF NOT EXISTS entries (
     id INTEGER PRIMARY KEY AUTOINCREMENT, analyst TEXT NOT NULL, dataset TEXT NOT NULL,
     sql TEXT NOT NULL, epsilon TEXT NOT NULL, delta TEXT NOT NULL, info_nats REAL NOT NULL,
     status TEXT NOT NULL, created TEXT NOT NULL, finished TEXT, pid INTEGER,
-    result_json TEXT, error TEXT);
+    result_json TEXT, error TEXT, profile_json TEXT);
 CREATE TABLE IF NOT EXISTS synopses (
     name TEXT PRIMARY KEY, dataset TEXT NOT NULL, analyst TEXT NOT NULL,
     entry_id INTEGER NOT NULL, spec_json TEXT NOT NULL, data_json TEXT NOT NULL,
@@ -138,6 +139,14 @@ class Budget:
     delta: Fraction
     spent_epsilon: Fraction
     spent_delta: Fraction
+    accountant_json: str | None = None
+
+    @property
+    def currency(self) -> str:
+        """``basic`` (exact ε, δ sums) or the accountant's currency (pure/approx/rdp/nats)."""
+        if self.accountant_json is None:
+            return "basic"
+        return str(json.loads(self.accountant_json)["budget"]["currency"])
 
     @property
     def remaining_epsilon(self) -> Fraction:
@@ -151,9 +160,10 @@ class Budget:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready numbers (floats rounded *down* for remaining, *up* for spent)."""
-        return {
+        out: dict[str, Any] = {
             "analyst": self.analyst,
             "dataset": self.dataset,
+            "currency": self.currency,
             "epsilon": float(self.epsilon),
             "delta": float(self.delta),
             "spent_epsilon": _float_up(self.spent_epsilon),
@@ -167,6 +177,17 @@ class Budget:
                 "spent_delta": str(self.spent_delta),
             },
         }
+        if self.accountant_json is not None:
+            from infodp.accounting.accountant import Accountant
+
+            acc = Accountant.from_json(self.accountant_json)
+            out["accountant"] = {
+                "budget": acc.budget.to_dict(),
+                "remaining": acc.remaining(),
+                "note": "the accountant's currency is enforced; epsilon/delta above are the "
+                "basic-composition totals, for information",
+            }
+        return out
 
 
 def _float_up(x: Fraction) -> float:
@@ -245,6 +266,15 @@ class Ledger:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     conn.execute(statement)
+            # Stores made before the accountant currencies: add the columns (additive).
+            for table, column in (
+                ("analysts", "accountant_json"),
+                ("analysts", "budget_json"),
+                ("entries", "profile_json"),
+            ):
+                cols = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+                if column not in cols:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -361,8 +391,22 @@ class Ledger:
 
     # -- analysts ------------------------------------------------------------------------------
 
-    def add_analyst(self, name: str, dataset: str, epsilon: Fraction, delta: Fraction) -> str:
-        """Give ``name`` a budget (ε, δ) on ``dataset``; returns the API key (shown once)."""
+    def add_analyst(
+        self,
+        name: str,
+        dataset: str,
+        epsilon: Fraction,
+        delta: Fraction,
+        *,
+        accountant_json: str | None = None,
+    ) -> str:
+        """Give ``name`` a budget on ``dataset``; returns the API key (shown once).
+
+        Without ``accountant_json`` the budget is (ε, δ) under basic composition, exact
+        fractions. With it (the JSON state of a fresh :class:`infodp.accounting.Accountant`)
+        the accountant's currency is enforced instead (pure ε, (ε, δ) with tight PLD
+        composition, an RDP curve, or nats at level α), inside the same ledger transaction.
+        """
         if epsilon < 0:
             raise ParameterError("epsilon", float(epsilon), "a non-negative number (>= 0)")
         if not 0 <= delta <= 1:
@@ -379,9 +423,21 @@ class Ledger:
                     "name", name, f"an analyst without a budget on {dataset!r} yet"
                 )
             conn.execute(
-                "INSERT INTO analysts (name, dataset, key_salt, key_hash, epsilon, delta, created)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (name, dataset, salt, digest, str(epsilon), str(delta), _now()),
+                "INSERT INTO analysts (name, dataset, key_salt, key_hash, epsilon, delta, created,"
+                " accountant_json, budget_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    name,
+                    dataset,
+                    salt,
+                    digest,
+                    str(epsilon),
+                    str(delta),
+                    _now(),
+                    accountant_json,
+                    None
+                    if accountant_json is None
+                    else json.dumps(json.loads(accountant_json)["budget"]),
+                ),
             )
         return key
 
@@ -405,15 +461,15 @@ class Ledger:
         """Every (analyst, dataset) budget."""
         with self._read() as conn:
             rows = conn.execute(
-                "SELECT name, dataset, epsilon, delta, spent_epsilon, spent_delta FROM analysts "
-                "ORDER BY dataset, name"
+                "SELECT name, dataset, epsilon, delta, spent_epsilon, spent_delta, accountant_json "
+                "FROM analysts ORDER BY dataset, name"
             ).fetchall()
-        return [Budget(r[0], r[1], *(_frac(x) for x in r[2:])) for r in rows]
+        return [_to_budget(r[0], r[1], r[2:]) for r in rows]
 
     @staticmethod
     def _budget(conn: sqlite3.Connection, analyst: str, dataset: str) -> Budget:
         row = conn.execute(
-            "SELECT epsilon, delta, spent_epsilon, spent_delta FROM analysts "
+            "SELECT epsilon, delta, spent_epsilon, spent_delta, accountant_json FROM analysts "
             "WHERE name = ? AND dataset = ?",
             (analyst, dataset),
         ).fetchone()
@@ -422,7 +478,7 @@ class Ledger:
                 f"analyst {analyst!r} has no budget on dataset {dataset!r}; "
                 f"add one with 'infodp analyst add --name {analyst} --dataset {dataset} ...'."
             )
-        return Budget(analyst, dataset, *(_frac(x) for x in row))
+        return _to_budget(analyst, dataset, row)
 
     # -- the reservation protocol --------------------------------------------------------------
 
@@ -434,8 +490,12 @@ class Ledger:
         epsilon: Fraction,
         delta: Fraction,
         info_nats: float,
+        profile_spec: dict[str, Any] | None = None,
     ) -> int:
         """Debit (ε, δ) and the information cost durably; returns the entry id.
+
+        ``profile_spec`` (an ``infodp.accounting`` profile spec of the query) is spent by the
+        analyst's accountant when their budget is in an accountant currency.
 
         Raises :class:`~infodp.errors.BudgetExceeded` (requested, remaining, gap) when the
         analyst's budget or the dataset's information cap would be exceeded; nothing changes.
@@ -446,7 +506,10 @@ class Ledger:
             b = self._budget(conn, analyst, dataset)
             short_eps = epsilon - b.remaining_epsilon
             short_delta = delta - b.remaining_delta
-            if short_eps > 0 or short_delta > 0:
+            new_state: str | None = None
+            if b.accountant_json is not None:
+                new_state = _accountant_spend(b.accountant_json, profile_spec)
+            elif short_eps > 0 or short_delta > 0:
                 raise BudgetExceeded(
                     f"epsilon={format_fraction(epsilon)}, delta={format_fraction(delta)}",
                     f"epsilon={format_fraction(b.remaining_epsilon)}, "
@@ -466,17 +529,33 @@ class Ledger:
                     f"{info_nats / math.log(2) - left:.6g} bits",
                 )
             conn.execute(
-                "UPDATE analysts SET spent_epsilon = ?, spent_delta = ? "
-                "WHERE name = ? AND dataset = ?",
-                (str(b.spent_epsilon + epsilon), str(b.spent_delta + delta), analyst, dataset),
+                "UPDATE analysts SET spent_epsilon = ?, spent_delta = ?, "
+                "accountant_json = coalesce(?, accountant_json) WHERE name = ? AND dataset = ?",
+                (
+                    str(b.spent_epsilon + epsilon),
+                    str(b.spent_delta + delta),
+                    new_state,
+                    analyst,
+                    dataset,
+                ),
             )
             conn.execute(
                 "UPDATE datasets SET info_spent_nats = ? WHERE name = ?", (new_spent, dataset)
             )
             cur = conn.execute(
                 "INSERT INTO entries (analyst, dataset, sql, epsilon, delta, info_nats, status, "
-                "created, pid) VALUES (?, ?, ?, ?, ?, ?, 'reserved', ?, ?)",
-                (analyst, dataset, sql, str(epsilon), str(delta), info_nats, _now(), os.getpid()),
+                "created, pid, profile_json) VALUES (?, ?, ?, ?, ?, ?, 'reserved', ?, ?, ?)",
+                (
+                    analyst,
+                    dataset,
+                    sql,
+                    str(epsilon),
+                    str(delta),
+                    info_nats,
+                    _now(),
+                    os.getpid(),
+                    None if profile_spec is None else json.dumps(profile_spec),
+                ),
             )
             entry_id = cur.lastrowid
         if entry_id is None:
@@ -490,12 +569,30 @@ class Ledger:
             if e.status != "reserved":
                 raise InternalError(f"cancel of entry {entry_id} in state {e.status}")
             b = self._budget(conn, e.analyst, e.dataset)
+            state = None
+            if b.accountant_json is not None:
+                # An accountant cannot un-spend: rebuild it from its budget and every other
+                # spending entry of this analyst on this dataset.
+                row = conn.execute(
+                    "SELECT budget_json FROM analysts WHERE name = ? AND dataset = ?",
+                    (e.analyst, e.dataset),
+                ).fetchone()
+                specs = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT profile_json FROM entries WHERE analyst = ? AND dataset = ? "
+                        f"AND status IN {_SPENDING} AND id <> ? ORDER BY id",
+                        (e.analyst, e.dataset, entry_id),
+                    )
+                ]
+                state = _accountant_rebuild(row[0], specs)
             conn.execute(
-                "UPDATE analysts SET spent_epsilon = ?, spent_delta = ? "
-                "WHERE name = ? AND dataset = ?",
+                "UPDATE analysts SET spent_epsilon = ?, spent_delta = ?, "
+                "accountant_json = coalesce(?, accountant_json) WHERE name = ? AND dataset = ?",
                 (
                     str(b.spent_epsilon - e.epsilon),
                     str(b.spent_delta - e.delta),
+                    state,
                     e.analyst,
                     e.dataset,
                 ),
@@ -579,7 +676,8 @@ class Ledger:
                 dlt = sum((_frac(r[1]) for r in rows), Fraction(0))
                 if eps != b.spent_epsilon or dlt != b.spent_delta:
                     problems.append(f"{b.analyst}/{b.dataset}: spent {b.spent_epsilon} != {eps}")
-                if b.spent_epsilon > b.epsilon or b.spent_delta > b.delta:
+                basic = b.accountant_json is None  # else the accountant enforces its currency
+                if basic and (b.spent_epsilon > b.epsilon or b.spent_delta > b.delta):
                     problems.append(f"{b.analyst}/{b.dataset}: overspent")
         return problems
 
@@ -654,4 +752,35 @@ def _to_entry(row: Any) -> Entry:
 def _record(row: Any) -> DatasetRecord:
     return DatasetRecord(
         row[0], row[1], int(row[2]), row[3], row[4], float(row[5]), bool(row[6]), row[7]
+    )
+
+
+def _accountant_spend(state: str, profile_spec: dict[str, Any] | None) -> str:
+    """The accountant state after spending the query's profile (BudgetExceeded if it can't)."""
+    from infodp.accounting.accountant import Accountant
+    from infodp.accounting.spec import profile_from_spec
+
+    if profile_spec is None:
+        raise InternalError("an accountant budget needs the query's privacy profile")
+    acc = Accountant.from_json(state)
+    acc.spend(profile_from_spec(profile_spec))
+    return acc.to_json()
+
+
+def _accountant_rebuild(budget_json: str, specs: list[str | None]) -> str:
+    from infodp.accounting.accountant import Accountant
+    from infodp.accounting.accountant import Budget as AccountantBudget
+    from infodp.accounting.spec import profile_from_spec
+
+    acc = Accountant(AccountantBudget.from_dict(json.loads(budget_json)))
+    for spec in specs:
+        if spec is None:
+            raise InternalError("a spending entry without its privacy profile")
+        acc.spend(profile_from_spec(json.loads(spec)))
+    return acc.to_json()
+
+
+def _to_budget(analyst: str, dataset: str, row: Any) -> Budget:
+    return Budget(
+        analyst, dataset, _frac(row[0]), _frac(row[1]), _frac(row[2]), _frac(row[3]), row[4]
     )
