@@ -11,6 +11,7 @@ import http.client
 import json
 import socket
 from collections.abc import Iterator
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -237,3 +238,44 @@ def test_retry_after_rounds_up() -> None:
 def test_api_error_payload_shape() -> None:
     e = ApiError(409, "budget_exceeded", "m", extra={"gap": "epsilon=1"})
     assert e.payload() == {"error": {"code": "budget_exceeded", "message": "m", "gap": "epsilon=1"}}
+
+
+def test_failed_entries_do_not_leak_engine_messages(tmp_path: Any) -> None:
+    # A failure after the data was touched: the cost stays spent (DESIGN.md), the ledger keeps
+    # the engine's message for the admin, and the analyst sees neither it nor the data.
+    import asyncio
+
+    import httpx
+
+    from infodp.curator.ledger import Ledger
+    from infodp.server.app import ServerSettings, create_app
+
+    db, keys = build_store(tmp_path, [("alice", "people", 10)])
+    app = create_app(ServerSettings(db))
+    secret = "Conversion Error: could not cast 'alice,42,HIV+' to BIGINT"
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(secret)
+
+    app.state.service.curator.backend.aggregate = broken
+    headers = {"Authorization": f"Bearer {keys['alice']}"}
+
+    async def calls() -> tuple[httpx.Response, httpx.Response]:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            q = await client.post(
+                "/v1/query",
+                json={"sql": "SELECT COUNT(*) FROM people", "epsilon": 0.5},
+                headers=headers,
+            )
+            led = await client.get("/v1/ledger", headers=headers)
+            return q, led
+
+    q, led = asyncio.run(calls())
+    assert q.status_code == 500 and secret not in q.text and "Conversion" not in q.text
+    assert led.status_code == 200 and "Conversion" not in led.text and "alice,42" not in led.text
+    (entry,) = led.json()["entries"]
+    assert entry["status"] == "failed" and "cost stays spent" in entry["error"]
+    stored = Ledger(db + ".ledger").entries("alice")
+    assert stored[0].error is not None and "Conversion" in stored[0].error
+    assert Ledger(db + ".ledger").budget("alice", "people").spent_epsilon == Fraction(1, 2)

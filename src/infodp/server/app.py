@@ -299,6 +299,14 @@ def _guard(where: str, call: Callable[[], Any]) -> Any:
         raise internal_error(err, where) from None
 
 
+_FAILURE_TEXT = {
+    "failed": "the query failed after the data was touched; its cost stays spent",
+    "cancelled": "the query failed before the data was touched; its cost was refunded",
+    "released": "",
+    "reserved": "",
+}
+
+
 def _dataset_view(record: Any) -> dict[str, Any]:
     # Public metadata only: the declared schema (bounds, categories), the public row count and
     # the information cap. Never data, the source path, or what other analysts spent.
@@ -460,6 +468,8 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         out = []
         for e in entries:
             d = e.to_dict()
+            # The stored failure reason can quote an engine message: analysts get its meaning.
+            d["error"] = _FAILURE_TEXT.get(e.status) if e.error is not None else None
             if results and e.result_json is not None:
                 d["result"] = json.loads(e.result_json)
             out.append(d)
