@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from infodp.curator.engine import Curator
 from infodp.server._harness import ServerProcess, build_store, get_json
 from infodp.server.auth import KeyStore, key_store_path
 from infodp.server.errors import ApiError
@@ -179,7 +180,9 @@ def test_unexpected_errors_do_not_leak(tmp_path: Any, caplog: pytest.LogCaptureF
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(secret)
 
-    app.state.service.curator.query = boom
+    curator = Curator(db)
+    curator.query = boom  # type: ignore[method-assign]
+    app.state.service.curator = curator  # every worker thread uses this one
 
     async def call() -> httpx.Response:
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
@@ -257,7 +260,9 @@ def test_failed_entries_do_not_leak_engine_messages(tmp_path: Any) -> None:
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(secret)
 
-    app.state.service.curator.backend.aggregate = broken
+    curator = Curator(db)
+    curator.backend.aggregate = broken  # type: ignore[method-assign]
+    app.state.service.curator = curator  # every worker thread uses this one
     headers = {"Authorization": f"Bearer {keys['alice']}"}
 
     async def calls() -> tuple[httpx.Response, httpx.Response]:

@@ -65,6 +65,13 @@ def _known_analyst(db: str, name: str) -> None:
     help="File holding the admin token for /v1/admin/* (disabled without it).",
 )
 @click.option(
+    "--keep-open/--open-per-query",
+    default=True,
+    show_default=True,
+    help="Keep each worker's read-only store connection open (faster); datasets registered "
+    "meanwhile are served after a restart.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info",
@@ -78,6 +85,7 @@ def serve(
     burst: int,
     max_body: int,
     admin_token_file: str | None,
+    keep_open: bool,
     log_level: str,
 ) -> None:
     """Serve the curator over HTTP (FastAPI on uvicorn); OpenAPI at /v1/openapi.json."""
@@ -92,6 +100,7 @@ def serve(
         burst=as_positive_int("--burst", burst),
         max_body_bytes=as_positive_int("--max-body", max_body),
         admin_token_sha256=None if admin_token_file is None else admin_token_hash(admin_token_file),
+        keep_open=keep_open,
     )
     app = create_app(settings)
     click.echo(f"infodp: serving {db} on http://{host}:{port}/v1 (docs at /v1/docs)", err=True)

@@ -36,6 +36,7 @@ import hmac
 import json
 import logging
 import math
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,7 +84,10 @@ class ServerSettings:
 
     ``rate`` requests per second per key with bursts of ``burst``; bodies of at most
     ``max_body_bytes``. ``admin_token_sha256`` is the hex SHA-256 of the admin token (the
-    token itself is never kept); None disables the admin routes.
+    token itself is never kept); None disables the admin routes. ``keep_open``: each worker
+    thread keeps its read-only DuckDB connection open (about half the latency of opening the
+    store per query, see BENCHMARKS.md "curator"); datasets registered while the service runs
+    then wait for it to stop, and are seen after a restart.
     """
 
     db: str
@@ -91,6 +95,7 @@ class ServerSettings:
     burst: int = 100
     max_body_bytes: int = 64 * 1024
     admin_token_sha256: str | None = None
+    keep_open: bool = True
 
 
 class QueryRequest(BaseModel):
@@ -146,15 +151,39 @@ class Service:
     """The state behind the routes: one curator, its key store and the rate limiters."""
 
     def __init__(self, settings: ServerSettings) -> None:
-        from infodp.curator.engine import Curator
-
         self.settings = settings
-        self.curator = Curator(settings.db)
+        self._local = threading.local()
+        self._override: Any = None
+        self.curator  # noqa: B018 - open the store now, so a bad store fails at start-up
         self.keys = KeyStore(key_store_path(settings.db))
         self.limiter = RateLimiter(settings.rate, settings.burst)
         # Failed authentications are limited per client address, so keys cannot be guessed
         # at the full request rate.
         self.failures = RateLimiter(settings.rate, max(settings.burst, 20))
+
+    @property
+    def curator(self) -> Any:
+        """This worker thread's :class:`~infodp.curator.Curator` over the store.
+
+        One per thread: with ``keep_open`` each holds its own read-only DuckDB connection (a
+        connection must not run two queries at once) and its own ledger connection; the
+        ledger's BEGIN IMMEDIATE transactions keep them consistent with each other, exactly
+        as between processes.
+        """
+        if self._override is not None:
+            return self._override
+        cur = getattr(self._local, "curator", None)
+        if cur is None:
+            from infodp.curator.engine import Curator
+
+            cur = Curator(self.settings.db, keep_open=self.settings.keep_open)
+            self._local.curator = cur
+        return cur
+
+    @curator.setter
+    def curator(self, value: Any) -> None:
+        # For tests: one curator (e.g. with a patched method) for every thread.
+        self._override = value
 
     # -- authentication ------------------------------------------------------------------------
 
