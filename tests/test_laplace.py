@@ -116,3 +116,20 @@ def test_invalid_and_all() -> None:
         if not n.startswith("_") and getattr(v, "__module__", None) == laplace.__name__
     }
     assert public == set(laplace.__all__)
+
+
+def test_release_depends_on_the_snapped_value_only() -> None:
+    # Mironov (2012): textbook float Laplace leaks the input through the output's low-order
+    # bits. Here the output is a function of round(x/grid) and the random source only: two
+    # inputs on the same grid cell give bit-identical releases from identically seeded
+    # sources, and every output is an exact multiple of the grid.
+    m = LaplaceMechanism(1.0, sensitivity=1.0, grid=2.0**-10)
+    a = InsecureSeededSource(5, i_understand_this_is_not_private=True)
+    b = InsecureSeededSource(5, i_understand_this_is_not_private=True)
+    xs = [m.release(0.3, source=a) for _ in range(200)]
+    ys = [m.release(0.3 + 1e-9, source=b) for _ in range(200)]
+    assert xs == ys
+    assert all((x * 1024).is_integer() for x in xs)
+    c = InsecureSeededSource(5, i_understand_this_is_not_private=True)
+    zs = [m.release(0.3 + 2**-10, source=c) for _ in range(200)]  # the next grid cell
+    assert [z - 2**-10 for z in zs] == xs

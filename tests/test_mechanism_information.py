@@ -92,3 +92,14 @@ def test_package_all_matches_public_names() -> None:
     submodules = {"base", "exponential", "gaussian", "laplace", "randomized_response"}
     submodules |= {"sampling", "staircase", "subsampled", "annotations"}
     assert set(pkg.__all__) == exported - submodules
+
+
+@pytest.mark.parametrize(("name", "mech", "view"), VIEWS, ids=[v[0] for v in VIEWS])
+def test_mechanisms_are_immutable(name: str, mech: object, view: ChannelView) -> None:
+    import dataclasses
+
+    field = dataclasses.fields(mech)[0].name  # type: ignore[arg-type]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(mech, field, 123.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        view.tail_mass = 0.5  # type: ignore[misc]

@@ -57,7 +57,12 @@ GRID_BITS = 10
 
 
 class Mechanism(ABC):
-    """Interface of every mechanism (subclasses are frozen dataclasses)."""
+    """Interface of every mechanism (subclasses are frozen dataclasses).
+
+    >>> from infodp.mechanisms import LaplaceMechanism
+    >>> isinstance(LaplaceMechanism(1.0), Mechanism)
+    True
+    """
 
     @abstractmethod
     def profile(self) -> PrivacyProfile:
@@ -82,6 +87,11 @@ class ChannelView:
     capacity and divergence of the view is ≤ the mechanism's. ``tail_mass`` is the largest
     mass any row had lumped (0 for an exact view) and bounds the total-variation distance
     between a row of the view and the release's law restricted to the window.
+
+    >>> from infodp.mechanisms import DiscreteLaplaceMechanism
+    >>> view = DiscreteLaplaceMechanism(1.0).channel([0, 1], tail=1e-6)
+    >>> view.channel.n_inputs, view.tail_mass <= 2e-6
+    (2, True)
     """
 
     channel: Channel
@@ -181,6 +191,13 @@ def lattice_channel(
 
     ``pmf(k)`` is P[N = k] (vectorised), ``tail(k)`` is P[N ≥ k] for k ≥ 1; the window is
     [min center − width, max center + width] and its end outputs also carry the mass beyond.
+
+    >>> import numpy as np
+    >>> pmf = lambda k: np.where(np.abs(k) <= 1, 1 / 3, 0.0)  # uniform noise on {-1, 0, 1}
+    >>> view = lattice_channel([0, 1], pmf, lambda k: 0.0, width=1, unit=1.0,
+    ...                        inputs=[0, 1], max_outputs=10)
+    >>> view.channel.matrix.round(3).tolist()
+    [[0.333, 0.333, 0.333, 0.0], [0.0, 0.333, 0.333, 0.333]]
     """
     from infodp.channel import Channel
 

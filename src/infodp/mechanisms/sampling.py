@@ -72,6 +72,14 @@ class RandomSource(ABC):
     Subclasses implement :meth:`randbelow`; :meth:`bernoulli` and :meth:`bernoulli_exp` have
     exact defaults built on it, which a source may override (the tests do, to enumerate the
     samplers' outputs with their exact probabilities).
+
+    >>> class Counter(RandomSource):   # a toy (non-random) source: 0, 1, 2, ... mod n
+    ...     i = 0
+    ...     def randbelow(self, n: int) -> int:
+    ...         self.i += 1
+    ...         return (self.i - 1) % n
+    >>> Counter().bernoulli(1, 2)
+    True
     """
 
     #: True only for sources fit for releasing private values.
