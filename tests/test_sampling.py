@@ -320,3 +320,19 @@ def test_all_matches_public_names() -> None:
     imported = {"Any", "ABC", "Fraction", "abstractmethod", "annotations", "math", "np", "npt"}
     imported |= {"random", "secrets", "as_positive", "as_positive_int", "ParameterError"}
     assert set(sampling.__all__) == public - imported
+
+
+def test_bernoulli_exp_and_geometric_goodness_of_fit() -> None:
+    src = InsecureSeededSource(77, i_understand_this_is_not_private=True)
+    n = 4000
+    for gamma in (Fraction(1, 5), Fraction(3, 2)):
+        hits = sum(bernoulli_exp(gamma, src) for _ in range(n))
+        p = math.exp(-float(gamma))
+        assert stats.binomtest(hits, n, p).pvalue > 1e-3
+    q = math.exp(-0.7)
+    draws = np.array([geometric_exp(Fraction(7, 10), src) for _ in range(n)])
+    ks = np.arange(0, 8)
+    probs = (1 - q) * q**ks
+    probs[-1] += q**8
+    observed = np.array([(np.clip(draws, 0, 7) == k).sum() for k in ks])
+    assert stats.chisquare(observed, probs * n).pvalue > 1e-3
