@@ -102,10 +102,12 @@ def test_fifty_clients_never_overspend(served: tuple[ServerProcess, str]) -> Non
     assert led.check() == []
 
 
-def test_equal_costs_fill_the_budget_exactly(tmp_path: Path) -> None:
-    # With one cost that divides the budget, exactly budget / cost requests pass.
+@pytest.mark.parametrize("keep_open", [True, False])
+def test_equal_costs_fill_the_budget_exactly(tmp_path: Path, keep_open: bool) -> None:
+    # With one cost that divides the budget, exactly budget / cost requests pass — whether the
+    # workers keep their store connection open or open it per query.
     db, keys = build_store(tmp_path, [("bob", "visits", "0.1")], rows=40)
-    with ServerProcess(db) as server:
+    with ServerProcess(db, keep_open=keep_open) as server:
         outcomes = _race(server.url, keys["bob"], [["0.01"] * 2 for _ in range(20)], "visits")
     accepted = [o for o in outcomes if o[0] == "accepted"]
     refused = [o for o in outcomes if o[0] == "refused"]

@@ -78,9 +78,11 @@ class ServerProcess:
         max_body: int = 64 * 1024,
         admin_token_file: str | None = None,
         log_path: str | os.PathLike[str] | None = None,
+        keep_open: bool = True,
     ) -> None:
         self.db = str(db)
         self.args = ["--rate", str(rate), "--burst", str(burst), "--max-body", str(max_body)]
+        self.args.append("--keep-open" if keep_open else "--open-per-query")
         if admin_token_file is not None:
             self.args += ["--admin-token-file", admin_token_file]
         self.log_path = Path(log_path) if log_path is not None else Path(self.db + ".server.log")

@@ -1,0 +1,85 @@
+"""The service's CLI: ``infodp serve`` refusals and ``infodp analyst key/keys/revoke``.
+
+Bad input gives one line on stderr and exit status 2 (the CLI contract of DESIGN.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from infodp.cli import main
+from infodp.server._harness import build_store
+from infodp.server.auth import KeyStore, key_store_path
+
+
+def _one_line(err: str) -> bool:
+    return err.count("\n") == 1 and err.startswith("infodp: error:")
+
+
+def test_serve_refuses_a_missing_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--db", str(tmp_path / "none.duckdb")]) == 2
+    err = capsys.readouterr().err
+    assert _one_line(err) and "--db" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--rate", "0"], "--rate"),
+        (["--rate", "nan"], "--rate"),
+        (["--burst", "0"], "--burst"),
+        (["--max-body", "-5"], "--max-body"),
+        (["--port", "70000"], "--port"),
+        (["--admin-token-file", "/nonexistent/token"], "--admin-token-file"),
+    ],
+)
+def test_serve_refuses_bad_limits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], fragment: str
+) -> None:
+    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=10)
+    assert main(["serve", "--db", db, *args]) == 2
+    err = capsys.readouterr().err
+    assert _one_line(err) and fragment in err
+
+
+def test_serve_refuses_a_short_admin_token(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=10)
+    token = tmp_path / "t"
+    token.write_text("short")
+    assert main(["serve", "--db", db, "--admin-token-file", str(token)]) == 2
+    assert "16 characters" in capsys.readouterr().err
+
+
+def test_key_issue_list_and_revoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=10)
+    assert main(["analyst", "key", "--db", db, "--name", "alice", "--json"]) == 0
+    issued = json.loads(capsys.readouterr().out)
+    assert issued["api_key"].startswith("idp_" + issued["key_id"] + ".")
+    assert KeyStore(key_store_path(db)).verify(issued["api_key"]) is not None
+    assert main(["analyst", "keys", "--db", db, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["keys"]
+    assert [k["key_id"] for k in listed] == [issued["key_id"]]
+    assert issued["api_key"] not in json.dumps(listed)  # ids only, never secrets
+    assert main(["analyst", "revoke", "--db", db, "--name", "alice"]) == 0
+    assert "revoked 1 server key(s) of alice and their ledger key" in capsys.readouterr().out
+    assert KeyStore(key_store_path(db)).verify(issued["api_key"]) is None
+    assert main(["analyst", "keys", "--db", db, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["keys"][0]["revoked"] is not None
+    # The human-readable key line.
+    assert main(["analyst", "key", "--db", db, "--name", "alice"]) == 0
+    assert "shown once" in capsys.readouterr().out
+
+
+def test_key_for_unknown_analyst_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=10)
+    assert main(["analyst", "key", "--db", db, "--name", "mallory"]) == 2
+    err = capsys.readouterr().err
+    assert _one_line(err) and "--name" in err
+    assert KeyStore(key_store_path(db)).keys() == []
