@@ -41,6 +41,7 @@ def _views() -> list[tuple[str, object, ChannelView]]:
     pf = ReportNoisyMax(1.0)
     sg = SubsampledGaussian(0.8, 0.3, clip_norm=1.0, grid=0.25)
     utilities = [[0.0, 1.0, 0.5], [1.0, 0.0, 0.5], [0.5, 0.5, 1.0]]
+    gdef = GaussianMechanism.calibrate(1.0, 1e-5)  # grid 2^-10: merged window
     return [
         ("laplace", lap, lap.channel([0.0, 0.5, 1.0], tail=1e-8)),
         ("gaussian", gau, gau.channel([0.0, 1.0], tail=1e-8)),
@@ -51,6 +52,7 @@ def _views() -> list[tuple[str, object, ChannelView]]:
         ("exponential", em, em.channel(utilities)),
         ("permute-and-flip", pf, pf.channel(utilities)),
         ("subsampled-gaussian", sg, sg.channel([None, 1.0], tail=1e-8)),
+        ("gaussian-default-grid", gdef, gdef.channel([0.0, 1.0], max_outputs=400)),
     ]
 
 

@@ -55,6 +55,9 @@ __all__ = [
 #: the rounding inflates the sensitivity (hence the noise) by at most 2/2**GRID_BITS ≈ 0.2%.
 GRID_BITS = 10
 
+# Largest number of grid points a channel view evaluates before merging them into outputs.
+_MAX_FINE_OUTPUTS = 4_000_000
+
 
 class Mechanism(ABC):
     """Interface of every mechanism (subclasses are frozen dataclasses).
@@ -191,6 +194,8 @@ def lattice_channel(
 
     ``pmf(k)`` is P[N = k] (vectorised), ``tail(k)`` is P[N ≥ k] for k ≥ 1; the window is
     [min center − width, max center + width] and its end outputs also carry the mass beyond.
+    When the window has more than ``max_outputs`` points, runs of adjacent points are merged
+    into one output each (post-processing: capacities of the view stay lower bounds).
 
     >>> import numpy as np
     >>> pmf = lambda k: np.where(np.abs(k) <= 1, 1 / 3, 0.0)  # uniform noise on {-1, 0, 1}
@@ -204,14 +209,18 @@ def lattice_channel(
     lo = min(centers) - width
     hi = max(centers) + width
     n_out = hi - lo + 1
-    if n_out > max_outputs:
+    if n_out > _MAX_FINE_OUTPUTS:
         raise ParameterError(
-            "max_outputs",
-            max_outputs,
-            f"at least the {n_out} outputs this view needs; choose a coarser grid, fewer or "
-            "closer inputs, a larger tail tolerance, or raise max_outputs",
+            "inputs",
+            f"{len(centers)} inputs needing {n_out} grid outputs",
+            f"a view of at most {_MAX_FINE_OUTPUTS} grid points; choose a coarser grid or a "
+            "larger tail tolerance",
         )
+    # More grid points than max_outputs: merge runs of `factor` adjacent points into one
+    # output (a post-processing, so the view's capacities stay ≤ the release's).
+    factor = -(-n_out // max_outputs)
     ys = np.arange(lo, hi + 1, dtype=np.int64)
+    pad = (-n_out) % factor
     rows = []
     lumped = 0.0
     for c in centers:
@@ -221,12 +230,19 @@ def lattice_channel(
         row[0] += left
         row[-1] += right
         lumped = max(lumped, left + right)
+        if factor > 1:
+            row = np.concatenate([row, np.zeros(pad)]).reshape(-1, factor).sum(axis=1)
         rows.append(row / math.fsum(row.tolist()))
-    channel = Channel(np.array(rows), inputs=list(inputs), outputs=[float(y) * unit for y in ys])
+    starts = ys[::factor]
+    outputs = [float(y) * unit for y in starts]
+    binned = "" if factor == 1 else f", merged in runs of {factor} points (labels: run starts)"
+    channel = Channel(np.array(rows), inputs=list(inputs), outputs=outputs)
     return ChannelView(
         channel=channel,
         tail_mass=lumped,
-        description=f"outputs on the grid {unit:g}·[{lo}, {hi}], tails lumped into the ends",
+        description=(
+            f"outputs on the grid {unit:g}·[{lo}, {hi}]{binned}, tails lumped into the ends"
+        ),
     )
 
 
@@ -293,7 +309,9 @@ class _AdditiveLattice(Mechanism):
         """The channel of the release over ``inputs`` (values at most one sensitivity apart).
 
         Outputs are the grid points within a window whose excluded mass per side is ≤
-        ``tail``; that mass is lumped into the end outputs (``ChannelView.tail_mass``).
+        ``tail``; that mass is lumped into the end outputs (``ChannelView.tail_mass``). With
+        more than ``max_outputs`` points, adjacent points are merged (see
+        :func:`lattice_channel`).
         """
         from infodp._validate import as_positive_int, as_probability
 
@@ -314,9 +332,11 @@ class _AdditiveLattice(Mechanism):
         width = 1
         while self._noise_tail(width + 1) > tol:
             width *= 2
-            if width > cap:
+            if width > _MAX_FINE_OUTPUTS:
                 raise ParameterError(
-                    "max_outputs", cap, "large enough for the noise; choose a coarser grid"
+                    "tail",
+                    tail,
+                    "a tolerance the noise reaches within the view; use a coarser grid",
                 )
         return lattice_channel(
             centers,
