@@ -38,7 +38,11 @@ __all__ = ["ApiError", "Client"]
 
 
 class ApiError(InfodpError):
-    """An error answer of the service other than 400 and 409 (see the module docstring)."""
+    """An error answer of the service other than 400 and 409 (see the module docstring).
+
+    >>> str(ApiError(401, "unauthorized", "unknown or revoked API key", {}))
+    'HTTP 401 unauthorized: unknown or revoked API key'
+    """
 
     def __init__(self, status: int, code: str, message: str, body: dict[str, Any]) -> None:
         super().__init__(f"HTTP {status} {code}: {message}")
@@ -49,7 +53,12 @@ class ApiError(InfodpError):
 
 
 class Client:
-    """Talk to one service as one analyst (``key`` as printed by the admin CLI)."""
+    """Talk to one service as one analyst (``key`` as printed by the admin CLI).
+
+    >>> with Client("http://127.0.0.1:8000/", "some-key") as c:
+    ...     (c.host, c.port, c.base_path)
+    ('127.0.0.1', 8000, '/v1')
+    """
 
     def __init__(self, url: str, key: str, *, timeout: float = 60.0) -> None:
         parts = urllib.parse.urlsplit(url)

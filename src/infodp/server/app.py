@@ -88,6 +88,9 @@ class ServerSettings:
     thread keeps its read-only DuckDB connection open (about half the latency of opening the
     store per query, see BENCHMARKS.md "curator"); datasets registered while the service runs
     then wait for it to stop, and are seen after a restart.
+
+    >>> ServerSettings("store.duckdb").rate, ServerSettings("store.duckdb", burst=5).burst
+    (50.0, 5)
     """
 
     db: str
@@ -99,7 +102,11 @@ class ServerSettings:
 
 
 class QueryRequest(BaseModel):
-    """A query and the privacy it may spend (ε, δ as numbers or exact decimal strings)."""
+    """A query and the privacy it may spend (ε, δ as numbers or exact decimal strings).
+
+    >>> QueryRequest(sql="SELECT COUNT(*) FROM people", epsilon="0.1").delta
+    0
+    """
 
     model_config = ConfigDict(
         extra="forbid",
@@ -118,7 +125,11 @@ class QueryRequest(BaseModel):
 
 
 class SynopsisQueryRequest(BaseModel):
-    """A query answered from a released synopsis (free)."""
+    """A query answered from a released synopsis (free).
+
+    >>> SynopsisQueryRequest(sql="SELECT COUNT(*) FROM people").confidence
+    0.95
+    """
 
     model_config = ConfigDict(
         extra="forbid",
@@ -130,7 +141,11 @@ class SynopsisQueryRequest(BaseModel):
 
 
 class SynopsisRequest(BaseModel):
-    """Release a noisy histogram over ``columns`` of ``dataset`` once (costs ``epsilon``)."""
+    """Release a noisy histogram over ``columns`` of ``dataset`` once (costs ``epsilon``).
+
+    >>> SynopsisRequest(name="r", dataset="people", columns=["region"], epsilon=0.5).columns
+    ['region']
+    """
 
     model_config = ConfigDict(
         extra="forbid",
@@ -148,7 +163,15 @@ class SynopsisRequest(BaseModel):
 
 
 class Service:
-    """The state behind the routes: one curator, its key store and the rate limiters."""
+    """The state behind the routes: the curator(s), the key store and the rate limiters.
+
+    >>> import tempfile
+    >>> from infodp.server._harness import build_store
+    >>> db, keys = build_store(tempfile.mkdtemp(), [("alice", "people", 1)], rows=8)
+    >>> svc = Service(ServerSettings(db))
+    >>> svc.budget_or_403("alice", "people").epsilon
+    Fraction(1, 1)
+    """
 
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings

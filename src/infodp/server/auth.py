@@ -87,7 +87,11 @@ def _digest(salt: str, secret: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Identity:
-    """Who a verified key belongs to; ``key_id`` names the key (rate limits, logs)."""
+    """Who a verified key belongs to; ``key_id`` names the key (rate limits, logs).
+
+    >>> Identity("alice", "ledger:alice").analyst
+    'alice'
+    """
 
     analyst: str
     key_id: str
@@ -95,7 +99,11 @@ class Identity:
 
 @dataclass(frozen=True, slots=True)
 class KeyRecord:
-    """A server key as the admin sees it (never the secret or its hash)."""
+    """A server key as the admin sees it (never the secret or its hash).
+
+    >>> sorted(KeyRecord("0123456789abcdef", "alice", "2026-01-01", None).to_dict())
+    ['analyst', 'created', 'key_id', 'revoked']
+    """
 
     key_id: str
     analyst: str
@@ -136,7 +144,16 @@ def parse_bearer(header: str | None) -> tuple[str, str | None]:
 
 
 class KeyStore:
-    """Server API keys and revocations in a small SQLite file (WAL, fsync'd commits)."""
+    """Server API keys and revocations in a small SQLite file (WAL, fsync'd commits).
+
+    >>> import tempfile, os
+    >>> ks = KeyStore(os.path.join(tempfile.mkdtemp(), "s.keys"))
+    >>> key = ks.issue("bob")
+    >>> key.startswith(KEY_PREFIX), len(key.split(".")[1])
+    (True, 43)
+    >>> [k.analyst for k in ks.keys()]
+    ['bob']
+    """
 
     def __init__(self, path: str | os.PathLike[str], *, timeout: float = 60.0) -> None:
         self.path = Path(path)

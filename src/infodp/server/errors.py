@@ -37,7 +37,11 @@ log = logging.getLogger("infodp.server")
 
 
 class ErrorDetail(BaseModel):
-    """The inside of an error response."""
+    """The inside of an error response.
+
+    >>> ErrorDetail(code="not_found", message="no such thing").gap is None
+    True
+    """
 
     model_config = ConfigDict(extra="allow")
 
@@ -50,13 +54,21 @@ class ErrorDetail(BaseModel):
 
 
 class ErrorBody(BaseModel):
-    """``{"error": {"code": ..., "message": ...}}`` (plus budget or error-id fields)."""
+    """``{"error": {"code": ..., "message": ...}}`` (plus budget or error-id fields).
+
+    >>> ErrorBody(error={"code": "x", "message": "y"}).error.code
+    'x'
+    """
 
     error: ErrorDetail
 
 
 class ApiError(Exception):
-    """An error the service answers with: HTTP status, stable code, data-free message."""
+    """An error the service answers with: HTTP status, stable code, data-free message.
+
+    >>> ApiError(403, "forbidden", "no").status
+    403
+    """
 
     def __init__(
         self,

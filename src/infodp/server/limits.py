@@ -36,7 +36,12 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class RateLimiter:
-    """Token buckets keyed by API key id; thread-safe."""
+    """Token buckets keyed by API key id; thread-safe.
+
+    >>> rl = RateLimiter(rate=2.0, burst=1, clock=lambda: 0.0)
+    >>> rl.acquire("a"), rl.acquire("a"), rl.acquire("b")
+    (0.0, 0.5, 0.0)
+    """
 
     def __init__(
         self,
@@ -69,7 +74,17 @@ class RateLimiter:
 
 
 class BodySizeLimit:
-    """ASGI middleware: refuse request bodies larger than ``max_bytes`` with a JSON 413."""
+    """ASGI middleware: refuse request bodies larger than ``max_bytes`` with a JSON 413.
+
+    >>> import asyncio
+    >>> sent = []
+    >>> async def app(scope, receive, send): raise AssertionError("not reached")
+    >>> async def receive(): return {"type": "http.request", "body": b"x" * 10}
+    >>> async def send(message): sent.append(message)
+    >>> asyncio.run(BodySizeLimit(app, 4)({"type": "http", "headers": []}, receive, send))
+    >>> sent[0]["status"]
+    413
+    """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
