@@ -83,3 +83,39 @@ def test_key_for_unknown_analyst_is_refused(
     err = capsys.readouterr().err
     assert _one_line(err) and "--name" in err
     assert KeyStore(key_store_path(db)).keys() == []
+
+
+def test_serve_json_prints_one_object_then_serves(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    from infodp.server._harness import free_port, get_json
+
+    db, keys = build_store(tmp_path, [("alice", "people", 1)], rows=10)
+    port = free_port()
+    cmd = [sys.executable, "-m", "infodp.cli", "serve", "--db", db, "--port", str(port), "--json"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        ready = False
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                ready = get_json(port, "GET", "/v1/health", timeout=2)[0] == 200
+            except OSError:
+                ready = False
+            if ready:
+                break
+            time.sleep(0.1)
+        assert ready
+        # A few requests: with --json the access log must not reach stdout.
+        for _ in range(3):
+            assert get_json(port, "GET", "/v1/budget", key=keys["alice"])[0] == 200
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=30)
+    lines = out.decode().splitlines()
+    assert len(lines) == 1
+    payload = json.loads(lines[0])
+    assert payload["url"] == f"http://127.0.0.1:{port}"
+    assert payload["db"] == db and payload["pid"] == proc.pid and payload["keep_open"] is True

@@ -10,6 +10,8 @@ Key management is admin-only and local (it needs the store files), never over HT
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +79,7 @@ def _known_analyst(db: str, name: str) -> None:
     default="info",
     show_default=True,
 )
+@json_option
 def serve(
     db: str,
     host: str,
@@ -87,8 +90,13 @@ def serve(
     admin_token_file: str | None,
     keep_open: bool,
     log_level: str,
+    as_json: bool,
 ) -> None:
-    """Serve the curator over HTTP (FastAPI on uvicorn); OpenAPI at /v1/openapi.json."""
+    """Serve the curator over HTTP (FastAPI on uvicorn); OpenAPI at /v1/openapi.json.
+
+    With --json, one JSON object describing the service is printed on stdout when it starts
+    (logs go to stderr and the access log is off, so stdout holds only that object).
+    """
     import uvicorn
 
     from infodp._validate import as_positive, as_positive_int
@@ -103,8 +111,28 @@ def serve(
         keep_open=keep_open,
     )
     app = create_app(settings)
-    click.echo(f"infodp: serving {db} on http://{host}:{port}/v1 (docs at /v1/docs)", err=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, workers=1)
+    url = f"http://{host}:{port}"
+    payload = {
+        "url": url,
+        "api": url + "/v1",
+        "openapi": url + "/v1/openapi.json",
+        "db": db,
+        "pid": os.getpid(),
+        "rate": settings.rate,
+        "burst": settings.burst,
+        "max_body_bytes": settings.max_body_bytes,
+        "admin_routes": settings.admin_token_sha256 is not None,
+        "keep_open": settings.keep_open,
+    }
+    emit(
+        payload,
+        as_json,
+        lambda p: click.echo(
+            f"infodp: serving {p['db']} on {p['api']} (docs at /v1/docs)", err=True
+        ),
+    )
+    sys.stdout.flush()
+    uvicorn.run(app, host=host, port=port, log_level=log_level, workers=1, access_log=not as_json)
 
 
 @analyst_group.command("key")
