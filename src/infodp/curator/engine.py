@@ -40,6 +40,7 @@ import itertools
 import json
 import math
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
@@ -542,19 +543,28 @@ class Curator:
             self.ledger.cancel(entry, f"store not opened: {type(err).__name__}")
             raise
         try:
+            ms = tuple(p.measurement for p in cost.parts)
+            noise: dict[tuple[str, ...], list[int | None]] | None = None
             try:
-                exact = self.backend.aggregate(
-                    con,
-                    plan,
-                    schema,
-                    tuple(p.measurement for p in cost.parts),
-                    unit_rows_ok=unit_ok,
-                )
+                if plan.needs_partition_selection:
+                    exact = self.backend.aggregate(con, plan, schema, ms, unit_rows_ok=unit_ok)
+                else:
+                    # The released cells are known in advance (declared keys) and the noise does
+                    # not depend on the data: draw it (after the durable reservation) while
+                    # DuckDB aggregates in another thread, which releases the GIL.
+                    with ThreadPoolExecutor(max_workers=1) as pool:
+                        pending = pool.submit(
+                            self.backend.aggregate, con, plan, schema, ms, unit_rows_ok=unit_ok
+                        )
+                        try:
+                            noise = self._draw_noise(plan, cost)
+                        finally:
+                            exact = pending.result()
             finally:
                 self._done(con)
             self._at("aggregated", entry)
             columns, out_rows, intervals, notes = self._release(
-                plan, schema, cost, exact, 1 - confidence
+                plan, schema, cost, exact, 1 - confidence, noise
             )
         except BaseException as err:
             self.ledger.fail(entry, f"{type(err).__name__}: {err}"[:500])
@@ -621,6 +631,26 @@ class Curator:
         if self._hook is not None:
             self._hook(stage, entry)
 
+    def _draw_noise(
+        self, plan: QueryPlan, cost: QueryCost
+    ) -> dict[tuple[str, ...], list[int | None]]:
+        """Discrete Laplace noise for every declared cell and non-quantile measurement."""
+        if plan.group_by:
+            keys = [
+                tuple(k) for k in itertools.product(*(g.categories or () for g in plan.group_by))
+            ]
+        else:
+            keys = [()]
+        return {
+            key: [
+                None
+                if p.measurement.kind == "quantile"
+                else release_integer(0, p.sensitivity, p.epsilon, self._source)
+                for p in cost.parts
+            ]
+            for key in keys
+        }
+
     def _release(
         self,
         plan: QueryPlan,
@@ -628,6 +658,7 @@ class Curator:
         cost: QueryCost,
         exact: ExactAggregates,
         beta: float,
+        noise: dict[tuple[str, ...], list[int | None]] | None = None,
     ) -> tuple[
         tuple[str, ...], tuple[tuple[Any, ...], ...], tuple[tuple[Any, ...], ...], tuple[str, ...]
     ]:
@@ -650,6 +681,12 @@ class Curator:
         noisy: dict[tuple[str, ...], list[int | None]] = {}
         for key in keys:
             vals = exact.values.get(key, zero)
+            if noise is not None:
+                # value + noise drawn in advance by _draw_noise (same distribution).
+                noisy[key] = [
+                    None if n is None else int(vals[i] or 0) + n for i, n in enumerate(noise[key])
+                ]
+                continue
             noisy[key] = [
                 None
                 if p.measurement.kind == "quantile"
