@@ -397,3 +397,42 @@ def test_branch_and_bound_certificate_holds_without_a_good_lower_bound(
         logw = np.log(w)
     upper = _renyi_bnb_upper(w, logw, alpha, 0.0, budget, 1e-9)
     assert upper >= _grid_max_two_inputs(w, alpha, 2001)
+
+
+@pytest.mark.parametrize("alpha", [0.3, 0.9999, 2.0, 20.0, math.inf])
+def test_extreme_channel_brackets_stay_ordered(alpha: float) -> None:
+    # Entries of 1e-300 and exact zeros (infinite divergences) must neither warn (pytest turns
+    # warnings into errors) nor produce crossed brackets; near α = 1 brackets widen instead.
+    w = np.array([[1e-300, 1.0 - 1e-300, 0.0], [0.5, 0.25, 0.25], [0.0, 1e-200, 1.0 - 1e-200]])
+    ch = Channel(w)
+    sibson = ch.sibson_capacity(alpha, max_iter=2000)
+    renyi = ch.renyi_capacity(alpha, n_starts=1)
+    assert sibson.lower <= sibson.upper and renyi.lower <= renyi.upper
+    assert sibson.lower <= renyi.upper
+    assert renyi.lower <= ch.diameter(alpha)
+    assert ch.shannon_capacity().converged
+
+
+def _cvxpy_sibson(w: np.ndarray, alpha: float) -> float:
+    """Sibson capacity via the convex program over P (Sibson 1969; Verdú 2015, Eq. for I^s_α):
+
+    I^s_α(P) = α/(α−1) log Σ_y (Σ_x P_x W_xy^α)^{1/α}; the sum is concave in P for α > 1
+    (maximise) and convex for α < 1 (minimise).
+    """
+    wa = w**alpha
+    p = cp.Variable(w.shape[0], nonneg=True)
+    total = cp.sum(cp.power(wa.T @ p, 1.0 / alpha))
+    sense = cp.Maximize(total) if alpha > 1 else cp.Minimize(total)
+    problem = cp.Problem(sense, [cp.sum(p) == 1])
+    problem.solve()
+    return alpha / (alpha - 1.0) * math.log(float(problem.value))
+
+
+@pytest.mark.parametrize("alpha", [0.5, 2.0, 4.0])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sibson_capacity_agrees_with_cvxpy(alpha: float, seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    w = rng.dirichlet(np.full(4, 0.3), size=6)  # sparse-ish rows: optimum on the boundary
+    r = Channel(w).sibson_capacity(alpha)
+    assert r.converged and r.iterations < 2000
+    assert abs(_cvxpy_sibson(w, alpha) - r.lower) <= 1e-6

@@ -132,9 +132,9 @@ def _lse(v: FloatArray, axis: int | None = None) -> Any:
     """log Σ exp(v) along ``axis``; all -inf gives -inf (no warning)."""
     mx = np.max(v, axis=axis, keepdims=True)
     safe = np.where(np.isfinite(mx), mx, 0.0)
-    with np.errstate(under="ignore"):
+    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
         s = np.sum(np.exp(v - safe), axis=axis, keepdims=True)
-    out = _log(s) + safe
+    out = np.where(np.isposinf(mx), np.inf, _log(s) + safe)
     return out.item() if axis is None else np.squeeze(out, axis=axis)
 
 
@@ -548,6 +548,113 @@ def _sibson_state(
     return float(lower), float(np.max(D)), D, log_q
 
 
+def _kkt_step(H: FloatArray, g: FloatArray, reg: float) -> FloatArray | None:
+    """Newton direction for max f on {Σp = 1}: solve [H+μI 1; 1ᵀ 0][dp; ν] = [g; 0].
+
+    ``H`` is the negated Hessian (positive semi-definite), ``g`` the gradient and μ a
+    Levenberg–Marquardt term relative to the trace. Returns None if the system is not finite.
+    """
+    k = len(g)
+    if not (np.isfinite(H).all() and np.isfinite(g).all()):
+        return None
+    K = np.zeros((k + 1, k + 1))
+    K[:k, :k] = H + (reg * float(np.trace(H)) / k) * np.eye(k)
+    K[:k, k] = 1.0
+    K[k, :k] = 1.0
+    rhs = np.concatenate([g, [0.0]])
+    try:
+        with np.errstate(all="ignore"):
+            sol = np.linalg.solve(K, rhs)
+        if not np.isfinite(sol).all():
+            raise np.linalg.LinAlgError
+    except np.linalg.LinAlgError:
+        try:
+            sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
+        except np.linalg.LinAlgError:
+            return None
+    dp = sol[:k]
+    return dp if np.isfinite(dp).all() else None
+
+
+def _sibson_newton(
+    Wa: FloatArray,
+    alpha: float,
+    support: npt.NDArray[np.intp],
+    p_s: FloatArray,
+    max_steps: int,
+) -> tuple[npt.NDArray[np.intp], FloatArray, int]:
+    """Damped Newton steps for Sibson's capacity on the inputs ``support``.
+
+    Maximises Φ(P) = sign·Σ_y (Σ_x P_x W_xy^α)^{1/α} (sign = +1 for α > 1, where it is concave,
+    −1 for α < 1, where the sum is convex): I^s_α = α/(α−1) log Σ_y (...)^{1/α} is monotone in
+    it (seeds/000, "Sibson's definition"). Same active-set scheme as the Shannon finish; the
+    result is only a candidate, certified by the caller in the log domain.
+    """
+    beta = 1.0 / alpha
+    sign = 1.0 if alpha > 1 else -1.0
+    curvature = abs(beta * (beta - 1.0))
+    WS = Wa[support]
+    steps = 0
+
+    def info(ps: FloatArray, ws: FloatArray) -> tuple[float, FloatArray, FloatArray]:
+        s = ps @ ws
+        cols = s > 0
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            value = sign * float(np.sum(s[cols] ** beta))
+            g = sign * beta * (ws[:, cols] @ s[cols] ** (beta - 1.0))
+        return value, g, s
+
+    value, g, s = info(p_s, WS)
+    reg = 1e-9
+    for _ in range(min(max_steps, 200)):
+        steps += 1
+        if len(support) == 1 or not np.isfinite(g).all():
+            break
+        if _spread(g) <= 1e-14 * max(1.0, float(np.max(np.abs(g)))):
+            break
+        cols = s > 0
+        wc = WS[:, cols]
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            H = curvature * (wc * s[cols] ** (beta - 2.0)) @ wc.T
+        dp = _kkt_step(H, g, reg)
+        if dp is None:
+            break
+        neg = dp < 0
+        t_max = 1.0
+        if neg.any():
+            t_max = min(1.0, float(np.min(-p_s[neg] / dp[neg])))
+        slack = 1e-15 * max(1.0, abs(value))
+        accepted: tuple[FloatArray, float, FloatArray, FloatArray] | None = None
+        t = t_max
+        blocking = int(np.argmin(np.where(neg, -p_s / np.where(neg, dp, -1.0), np.inf)))
+        while t >= 1e-10:
+            cand = np.maximum(p_s + t * dp, 0.0)
+            if t == t_max < 1.0:
+                cand[blocking] = 0.0
+            cand /= cand.sum()
+            trial = info(cand, WS)
+            if trial[0] >= value - slack or (
+                trial[0] >= value - 1e3 * slack and _spread(trial[1]) < 0.5 * _spread(g)
+            ):
+                accepted = (cand, *trial)
+                break
+            t *= 0.5
+        if accepted is None:
+            if reg >= 1e-3:
+                break
+            reg *= 1e3
+            continue
+        reg = max(1e-9, reg / 10.0)
+        cand, value, g, s = accepted
+        keep = cand > 1e-15 * cand.max()
+        if not keep.all():
+            support, WS, cand = support[keep], WS[keep], cand[keep]
+            cand /= cand.sum()
+            value, g, s = info(cand, WS)
+        p_s = cand
+    return support, p_s, steps
+
+
 def _sibson_capacity(matrix: FloatArray, alpha: float, tol: float, max_iter: int) -> CapacityResult:
     """Sibson's α-capacity (= Arimoto's = Augustin–Csiszár's) with a certified bracket.
 
@@ -581,11 +688,14 @@ def _sibson_capacity(matrix: FloatArray, alpha: float, tol: float, max_iter: int
     best_q = np.full(m, 1.0 / m)
     iterations = 0
 
+    last_D = np.zeros(n)
+
     def step(lp: FloatArray) -> tuple[float, FloatArray]:
         """Certify the input exp(lp); return its I^s_α and the next iterate F(lp)."""
-        nonlocal best_lower, best_upper, best_p, best_q, iterations
+        nonlocal best_lower, best_upper, best_p, best_q, iterations, last_D
         iterations += 1
         lower, upper, D, log_q = _sibson_state(logW, lp, alpha)
+        last_D = D
         raw = lower
         lower -= _order_allowance(lower, n + m, alpha, scale)
         upper += _order_allowance(upper, n + m, alpha, scale)
@@ -606,8 +716,50 @@ def _sibson_capacity(matrix: FloatArray, alpha: float, tol: float, max_iter: int
 
     # Arimoto's map F accelerated by SQUAREM (Varadhan & Roland 2008, scheme S3) with a
     # monotonicity safeguard: the extrapolated point is kept only if its I^s_α is not worse.
+    # After a few dozen steps, Newton on the candidate support (as for Shannon) finishes.
     _, x1 = step(log_p)
+    newton_at = iterations + 60
     while not done():
+        if iterations >= newton_at:
+            newton_at = max_iter + 1  # once
+            with np.errstate(under="ignore"):
+                Wa = np.exp(np.where(W > 0, alpha * logW, -np.inf))
+            p_cur = best_p / best_p.sum()
+            step(np.maximum(_log(p_cur), -700.0))
+            D = last_D
+            gap = max(best_upper - best_lower, 0.0)
+            support = np.flatnonzero(float(np.max(D)) - 2.0 * gap <= D)
+            if len(support) > _MAX_NEWTON_SUPPORT:
+                support = np.sort(np.argsort(-D)[:_MAX_NEWTON_SUPPORT])
+            p_s = np.maximum(p_cur[support], 1e-300)
+            p_s /= p_s.sum()
+            for _ in range(20):
+                support, p_s, steps = _sibson_newton(Wa, alpha, support, p_s, 200)
+                p_new = np.zeros(n)
+                p_new[support] = p_s
+                lower_now, _ = step(_log(p_new))
+                if done():
+                    break
+                D = last_D
+                upper_now = float(np.max(D))
+                with np.errstate(invalid="ignore"):
+                    flagged = np.flatnonzero(
+                        np.isposinf(D) | (lower_now + 0.5 * (upper_now - lower_now) < D)
+                    )
+                new = np.setdiff1d(flagged, support)
+                if len(new) == 0 and steps <= 1:
+                    break
+                if len(new):
+                    support = np.concatenate([support, new])
+                    p_s = np.concatenate([p_s, np.full(len(new), 1e-6 / len(new))])
+                    p_s /= p_s.sum()
+                    order = np.argsort(support)
+                    support, p_s = support[order], p_s[order]
+            if done():
+                break
+            log_p = np.maximum(_log(best_p), -700.0)
+            _, x1 = step(log_p)
+            continue
         value1, x2 = step(x1)
         if done():
             break
@@ -635,7 +787,7 @@ def _sibson_capacity(matrix: FloatArray, alpha: float, tol: float, max_iter: int
         definition="sibson",
         alpha=alpha,
         converged=best_upper - best_lower <= tol,
-        method="Arimoto alternating maximisation, SQUAREM-accelerated",
+        method="Arimoto alternating maximisation (SQUAREM) + Newton on the support",
     )
 
 
@@ -803,7 +955,7 @@ def _renyi_capacity(
     starts.append(np.asarray(shannon.input_distribution))
     if alpha < 1 and shannon.upper < upper:
         upper, upper_method = shannon.upper, "Shannon capacity (monotone in alpha)"
-    starts.append(np.asarray(_sibson_capacity(W, alpha, 1e-8, 2000).input_distribution))
+    starts.append(np.asarray(_sibson_capacity(W, alpha, 1e-8, 300).input_distribution))
     if n > 1:
         order = np.argsort(-(D + D.T), axis=None)
         seen: set[tuple[int, int]] = set()
