@@ -180,3 +180,21 @@ def test_connection_refused_is_an_oserror() -> None:
 
     with pytest.raises(OSError), Client(f"http://127.0.0.1:{free_port()}", "k", timeout=5) as c:
         c.budgets()
+
+
+def test_estimate_does_not_guess_for_accountant_currencies(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # A budget in nats at α = 1 is enforced by the ledger's accountant; the basic (ε, δ)
+    # totals say nothing about it, so the estimate must not claim the query fits.
+    from infodp.accounting.accountant import Budget
+
+    d = tmp_path_factory.mktemp("currency")
+    db, _ = build_store(d, [("alice", "people", 1)], rows=20)
+    key = Curator(db).add_analyst("nora", "people", budget=Budget.nats(1.0, 0.5))
+    with ServerProcess(db) as server, Client(server.url, key) as c:
+        est = c.estimate(SQL, epsilon=0.1)
+        assert est["fits"] is None
+        assert any("accountant's currency (nats)" in n for n in est["notes"])
+        r = c.query(SQL, epsilon=0.1)  # the ledger decides, and charges
+        assert r["entry"] in {e["id"] for e in c.entries()}

@@ -399,7 +399,11 @@ def _estimate(svc: Service, identity: Identity, body: QueryRequest) -> dict[str,
             # Discrete Laplace half-width with P(|Y| > h) ≤ β (infodp.curator.noise).
             h = dlap_halfwidth(p.scale, beta) * p.step
             accuracy.append({"measurement": m.key, "halfwidth": h, "noise_scale": p.scale * p.step})
-    fits = cost.epsilon <= budget.remaining_epsilon and cost.delta <= budget.remaining_delta
+    currency = getattr(budget, "currency", "basic")
+    fits: bool | None = None
+    if currency == "basic":
+        # Basic composition (Dwork & Roth 2014, Thm 3.16): the ledger's own check, exactly.
+        fits = cost.epsilon <= budget.remaining_epsilon and cost.delta <= budget.remaining_delta
     return {
         "cost": {
             **cost.to_dict(),
@@ -414,6 +418,14 @@ def _estimate(svc: Service, identity: Identity, body: QueryRequest) -> dict[str,
             "each half-width holds with the stated confidence for one cell of one measurement; "
             "AVG, VARIANCE and STDDEV combine measurements at split levels and depend on the data",
             "nothing was spent",
+            *(
+                []
+                if fits is not None
+                else [
+                    f"the budget is kept in the accountant's currency ({currency}); whether "
+                    "the query fits is decided by the ledger when it is run ('fits' is null)"
+                ]
+            ),
         ],
     }
 
