@@ -19,7 +19,7 @@ import infodp.channel as channel_module
 from infodp.channel import CapacityResult, Channel
 from infodp.errors import InternalError, ParameterError
 from infodp.information import hockey_stick_divergence, max_divergence, renyi_divergence
-from infodp.testing import channels
+from infodp.testing import channels, renyi_orders
 
 
 def test_all_lists_public_names() -> None:
@@ -229,6 +229,22 @@ def test_divergence_matrix_matches_information_module(w: np.ndarray, alpha: floa
             assert d[x, xp] == math.inf
         else:
             assert d[x, xp] == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+@given(channels(max_size=4), renyi_orders())
+def test_diameter_at_any_order_matches_information_module(w: np.ndarray, alpha: float) -> None:
+    # Orders within 1e-12 of 1 and 1e6 included (infodp.testing.SPECIAL_ORDERS): the diameter
+    # is an upper bound (RDP ε), rounded up but close to the independent value.
+    ch = Channel(w)
+    reference = max(
+        renyi_divergence(w[x], w[xp], alpha)
+        for x, xp in itertools.product(range(ch.n_inputs), repeat=2)
+    )
+    value = ch.diameter(alpha)
+    if math.isinf(reference):
+        assert value == math.inf
+    else:
+        assert reference * (1 - 1e-9) - 1e-12 <= value <= reference * (1 + 1e-6) + 1e-6
 
 
 @given(channels(max_size=4, extreme=False), st.floats(0.0, 3.0))
