@@ -436,3 +436,18 @@ def test_sibson_capacity_agrees_with_cvxpy(alpha: float, seed: int) -> None:
     r = Channel(w).sibson_capacity(alpha)
     assert r.converged and r.iterations < 2000
     assert abs(_cvxpy_sibson(w, alpha) - r.lower) <= 1e-6
+
+
+@pytest.mark.parametrize("alpha", [1 - 1e-12, 1 + 1e-12, 1 - 1e-7, 1 + 1e-6])
+def test_orders_next_to_one_keep_a_narrow_valid_bracket(alpha: float) -> None:
+    # seeds/000: radius of the BSC = log 2 − H_α(p); near α = 1 it tends to log 2 − H(p). The
+    # direct formula loses ~ε/|α−1|; monotonicity in α keeps the bracket narrow and valid.
+    p = 0.1
+    bsc = Channel.binary_symmetric(p)
+    radius = math.log(2) - binary_renyi_entropy(p, alpha)
+    sibson = bsc.sibson_capacity(alpha)
+    assert sibson.lower - 1e-12 <= radius <= sibson.upper + 1e-12
+    assert sibson.gap <= 1e-4
+    renyi = bsc.renyi_capacity(alpha)
+    assert renyi.lower - 1e-12 <= radius <= renyi.upper + 1e-12  # uniform input attains it
+    assert renyi.gap <= 1e-4
