@@ -46,6 +46,7 @@ __all__ = [
     "column_grid",
     "compile_aggregate",
     "compile_histogram",
+    "quantile_bins",
 ]
 
 #: Number of equal-width bins (candidates − 1) for quantiles of float / wide int columns.

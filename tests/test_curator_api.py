@@ -1,0 +1,40 @@
+"""Every curator module declares ``__all__`` = its public names (STYLE.md, httpx habit)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+
+MODULES = [
+    "infodp.curator",
+    "infodp.curator.schema",
+    "infodp.curator.sql",
+    "infodp.curator.plan",
+    "infodp.curator.engine",
+    "infodp.curator.ledger",
+    "infodp.curator.noise",
+    "infodp.curator.synopsis",
+    "infodp.curator.budget_info",
+    "infodp.curator.demo",
+    "infodp.curator.backends.duckdb",
+    "infodp.cli.curator",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_all_lists_the_public_names(name: str) -> None:
+    module = importlib.import_module(name)
+    exported = set(module.__all__)
+    assert all(hasattr(module, n) for n in exported)
+    if name == "infodp.curator":
+        return  # the package re-exports
+    defined = {
+        n
+        for n, obj in vars(module).items()
+        if not n.startswith("_")
+        and (inspect.isfunction(obj) or inspect.isclass(obj))
+        and getattr(obj, "__module__", None) == name
+    }
+    assert defined <= exported, sorted(defined - exported)
