@@ -30,7 +30,8 @@ def test_all_lists_public_names() -> None:
         and getattr(value, "__module__", None) == "infodp.channel"
         and isinstance(value, type)
     }
-    assert set(channel_module.__all__) == public
+    assert set(channel_module.__all__) == public | {"DEFINITIONS"}
+    assert channel_module.DEFINITIONS == ("shannon", "sibson", "renyi")
 
 
 # ---- validation ------------------------------------------------------------------------------

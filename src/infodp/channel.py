@@ -42,7 +42,7 @@ import itertools
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -60,10 +60,10 @@ from infodp._validate import (
 )
 from infodp.errors import InternalError, ParameterError
 
-__all__ = ["CapacityResult", "Channel"]
+__all__ = ["DEFINITIONS", "CapacityResult", "Channel"]
 
 FloatArray = npt.NDArray[np.float64]
-Definition = Literal["shannon", "sibson", "renyi"]
+#: The capacity definitions accepted by :meth:`Channel.capacity` and ``infodp capacity``.
 DEFINITIONS: tuple[str, ...] = ("shannon", "sibson", "renyi")
 
 _EPS = float(np.finfo(np.float64).eps)
