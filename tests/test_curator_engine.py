@@ -432,18 +432,11 @@ def test_sources_csv_parquet_arrow_polars(tmp_path: Path) -> None:
     parquet = tmp_path / "t.parquet"
     con.execute(f"COPY f TO '{parquet}' (FORMAT parquet)")
     sources: list[object] = [str(csv), parquet]
-    try:
-        import pyarrow as pa
+    import polars as pl
+    import pyarrow as pa
 
-        sources.append(pa.Table.from_pandas(frame))
-    except ImportError:
-        pass
-    try:
-        import polars as pl
-
-        sources.append(pl.from_dict({"x": [1, 2, 3, 50], "g": ["a", "b", "a", "b"]}))
-    except ImportError:
-        pass
+    sources.append(pa.Table.from_pandas(frame))
+    sources.append(pl.from_dict({"x": [1, 2, 3, 50], "g": ["a", "b", "a", "b"]}))
     for i, source in enumerate(sources):
         cur = Curator(tmp_path / f"src{i}.duckdb")
         cur.register_dataset("t", source, schema)
