@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 
 from infodp.audit import audit
-
-laplace = pytest.importorskip("infodp.mechanisms.laplace")
+from infodp.mechanisms import exponential as exp
+from infodp.mechanisms import gaussian, laplace, staircase
+from infodp.mechanisms import randomized_response as rr
+from infodp.mechanisms import subsampled as sub
 
 FACTORIES: list[tuple[str, Callable[[], Any], Any, Any]] = [
     ("laplace eps=1", lambda: laplace.LaplaceMechanism(1.0, sensitivity=1.0), 0.0, 1.0),
@@ -68,7 +70,6 @@ def _never_above(mech: Any, d0: Any, d1: Any, delta: float = 0.0, samples: int =
 
 
 def test_gaussian_mechanisms_at_delta() -> None:
-    gaussian = pytest.importorskip("infodp.mechanisms.gaussian")
     mech = gaussian.GaussianMechanism.calibrate(epsilon=1.0, delta=1e-3)
     assert _never_above(mech, 0.0, 1.0, delta=1e-3) > 0.5
     dmech = gaussian.DiscreteGaussianMechanism(2.0, 1)
@@ -76,14 +77,12 @@ def test_gaussian_mechanisms_at_delta() -> None:
 
 
 def test_staircase_mechanism() -> None:
-    staircase = pytest.importorskip("infodp.mechanisms.staircase")
     mech = staircase.StaircaseMechanism.calibrate(1.0)
     # The staircase is exactly ε-DP (Geng & Viswanath 2014): the audit gets close to 1.
     assert _never_above(mech, 0.0, 1.0) > 0.9
 
 
 def test_randomized_response_mechanism() -> None:
-    rr = pytest.importorskip("infodp.mechanisms.randomized_response")
     binary = rr.RandomizedResponse.calibrate(1.0)
     assert _never_above(binary, 0, 1) > 0.95  # Warner 1965: exactly ε
     kary = rr.RandomizedResponse(2.0, k=4)
@@ -91,7 +90,6 @@ def test_randomized_response_mechanism() -> None:
 
 
 def test_exponential_and_report_noisy_max() -> None:
-    exp = pytest.importorskip("infodp.mechanisms.exponential")
     # Neighbouring utility vectors differ by at most Δu = 1 in every coordinate.
     d0, d1 = [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]
     _never_above(exp.ExponentialMechanism(1.0), d0, d1)
@@ -100,7 +98,6 @@ def test_exponential_and_report_noisy_max() -> None:
 
 
 def test_subsampled_gaussian_add_remove() -> None:
-    sub = pytest.importorskip("infodp.mechanisms.subsampled")
     mech = sub.SubsampledGaussian(1.0, 0.5, clip_norm=1.0)
     # Add/remove-one neighbours (the relation of its profile, as in dp-accounting).
     eps = _never_above(mech, [[0.0]], [[0.0], [1.0]], delta=1e-3)
