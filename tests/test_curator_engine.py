@@ -107,6 +107,26 @@ def test_exact_aggregates_equal_plain_duckdb_on_bounded_data(
         assert got[5] == round(css_age)
 
 
+def test_bounds_are_enforced_by_the_aggregating_sql_itself(tmp_path: Path) -> None:
+    # Contribution bounding runs inside the statement that aggregates: even if the bounded copy
+    # made at registration is edited afterwards, no row contributes beyond the declared bounds
+    # (and a dropped NULL stays dropped).
+    db = tmp_path / "t.duckdb"
+    cur = Curator(db, source=seeded(3))
+    frame = people_frame(60)
+    schema = {**SCHEMA, "privacy_unit": "row", "max_rows_per_unit": 1}
+    cur.register_dataset("people", frame.drop(columns=["person_id"]), schema)
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE people SET __bnd_age = 10 * __bnd_age + 1000000, __bnd_income = -5000000")
+    con.close()
+    exact = cur.exact_aggregates("SELECT COUNT(income), SUM(age), AVG(income) FROM people")
+    (count_income, sum_age, csum_income, *_rest) = exact.values[()]
+    assert sum_age == 100 * len(frame)  # every tampered age clamps to the upper bound 100
+    income = column_grid(cur.schema("people").column("income"))
+    assert count_income == len(frame)  # NULLs were overwritten by the edit, still counted once
+    assert csum_income == (income.lo - income.center) * len(frame)
+
+
 def test_row_limit_per_unit_runs_in_the_database(store: tuple[Curator, pd.DataFrame]) -> None:
     cur, frame = store
     exact = cur.exact_aggregates("SELECT COUNT(*) FROM people")

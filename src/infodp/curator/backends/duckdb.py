@@ -154,8 +154,20 @@ def _snap_expression(col: ColumnSpec) -> str:
 
 
 def _snapped(col: ColumnSpec) -> str:
-    # The bounded copy made inside DuckDB at registration (bounds are fixed by the schema).
-    return _ident(bounded_column(col.name))
+    """The bounded copy made at registration, clamped again by the aggregating SQL itself.
+
+    Registration already clamps and snaps (bounds are fixed by the schema); clamping once more
+    here keeps contribution bounding inside the very statement that aggregates, so a store
+    edited after registration still cannot contribute beyond the declared bounds. It costs a
+    vectorised min/max on integers. DuckDB's least/greatest skip NULLs, so a column whose
+    policy drops NULLs keeps them NULL explicitly.
+    """
+    grid = column_grid(col)
+    v = _ident(bounded_column(col.name))
+    clamped = f"least(greatest({v}, {grid.lo}), {grid.hi})"
+    if col.nulls.action == "drop":
+        return f"CASE WHEN {v} IS NULL THEN NULL ELSE {clamped} END"
+    return clamped
 
 
 def _category(col: ColumnSpec) -> str:
