@@ -7,5 +7,8 @@ python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
 echo "== ruff"; python3 -m ruff check . && python3 -m ruff format --check .
 echo "== mypy"; python3 -m mypy
 # The HTML report tests open the report in headless Chromium (Debian's package).
-command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
+if ! command -v chromium >/dev/null; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium
+fi
 echo "== pytest"; python3 -m pytest "$@"
