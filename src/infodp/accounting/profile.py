@@ -82,8 +82,14 @@ __all__ = [
     "subsampled_gaussian_profile",
 ]
 
-DEFAULT_INTERVAL = 1e-4
-"""Default PLD grid (value discretisation interval, nats), as in dp-accounting."""
+DEFAULT_INTERVAL = 2e-4
+"""Default PLD grid (value discretisation interval, nats).
+
+Twice dp-accounting's 1e-4: the connect-the-dots discretisation (Doroshenko et al. 2022) is
+pessimistic at any interval, and its excess over the fine-grid value shrinks roughly with the
+square of the interval — +0.002% on 10 000 DP-SGD steps and +0.0001% on 1000 Laplace
+mechanisms at 2e-4 (benchmarks/accounting.py) — while composition costs about half.
+"""
 
 ArrayF = npt.NDArray[np.float64]
 
