@@ -9,6 +9,7 @@ Bernoulli(exp(-gamma)), Lap_Z and N_Z) must lie in [explored, explored + unexplo
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import defaultdict
 from collections.abc import Callable
@@ -316,9 +317,10 @@ def test_seeded_source_reproducible_and_invalid_args() -> None:
 
 
 def test_all_matches_public_names() -> None:
-    public = {n for n in vars(sampling) if not n.startswith("_")}
+    # ("@py_builtins" etc. appear when pytest rewrites the module collected for its doctests)
+    public = {n for n in vars(sampling) if not n.startswith(("_", "@"))}
     imported = {"Any", "ABC", "Fraction", "abstractmethod", "annotations", "math", "np", "npt"}
-    imported |= {"random", "secrets", "as_positive", "as_positive_int", "ParameterError"}
+    imported |= {"os", "random", "secrets", "as_positive", "as_positive_int", "ParameterError"}
     assert set(sampling.__all__) == public - imported
 
 
@@ -336,3 +338,199 @@ def test_bernoulli_exp_and_geometric_goodness_of_fit() -> None:
     probs[-1] += q**8
     observed = np.array([(np.clip(draws, 0, 7) == k).sum() for k in ks])
     assert stats.chisquare(observed, probs * n).pvalue > 1e-3
+
+
+# ------------------------------------------------ exact batch sampler (vectorised CKS Algorithm 2)
+
+
+def test_uniform_from_words_is_exactly_uniform() -> None:
+    # Feeding every possible word exactly once must yield every value below n exactly equally
+    # often (the rejection threshold arithmetic is exact), for every n an 8-bit word can serve.
+    every8 = np.arange(256, dtype=np.uint8)
+    for n in range(2, 257):
+        counts = np.bincount(sampling._uniform_from_words(every8, n), minlength=n)
+        k = (n - 1).bit_length()
+        assert counts.size == n and np.all(counts == 256 >> k), n
+    every16 = np.arange(65536, dtype=np.uint16)
+    for n in (257, 1000, 40000, 65535, 65536):
+        counts = np.bincount(sampling._uniform_from_words(every16, n), minlength=n)
+        assert counts.size == n and np.all(counts == 65536 >> (n - 1).bit_length()), n
+    # 32- and 64-bit words: every pattern of the top k = 12 bits, with arbitrary low bits.
+    low = np.random.default_rng(0).integers(0, 2**40, size=4096, dtype=np.uint64)
+    for bits, n in ((32, 3000), (64, 3000)):
+        dtype = np.uint32 if bits == 32 else np.uint64
+        top = np.arange(4096, dtype=np.uint64) << np.uint64(bits - 12)
+        words = (top | (low & np.uint64((1 << (bits - 12)) - 1))).astype(dtype)
+        got = sampling._uniform_from_words(words, n)
+        assert sorted(got.tolist()) == list(range(n))
+    with pytest.raises(ParameterError):
+        sampling._uniform_from_words(every8, 257)
+
+
+def test_random_bytes_sources() -> None:
+    a = InsecureSeededSource(3, i_understand_this_is_not_private=True)
+    b = InsecureSeededSource(3, i_understand_this_is_not_private=True)
+    assert a.random_bytes(33) == b.random_bytes(33) and len(a.random_bytes(7)) == 7
+    assert a.random_bytes(0) == b"" and CryptoRandomSource().random_bytes(0) == b""
+    assert len(CryptoRandomSource().random_bytes(50)) == 50
+
+    class Fixed(RandomSource):  # the default random_bytes is built exactly on randbelow
+        def randbelow(self, n: int) -> int:
+            return n - 1
+
+    assert Fixed().random_bytes(3) == b"\xff\xff\xff"
+    # Byte frequencies of the seeded stream: chi-square against uniform on 0..255.
+    counts = np.bincount(np.frombuffer(a.random_bytes(256 * 200), np.uint8), minlength=256)
+    assert stats.chisquare(counts).pvalue > 1e-3
+
+
+def test_uniform_below_and_bernoulli_batch_frequencies() -> None:
+    src = InsecureSeededSource(11, i_understand_this_is_not_private=True)
+    for n in (2, 6, 1000, 3 * 2**40, 2**62):
+        draws = sampling._uniform_below(n, 30000, src)
+        assert draws.dtype == np.uint64 and int(draws.max()) < n
+        # 6 bins of exactly equal mass when 6 | n, else value mod 2 (n even) / raw for n = 2.
+        if n % 6 == 0:
+            bins = (draws // np.uint64(n // 6)).astype(np.int64)
+            assert stats.chisquare(np.bincount(bins, minlength=6)).pvalue > 1e-3
+        else:
+            assert stats.chisquare(np.bincount(draws % np.uint64(2), minlength=2)).pvalue > 1e-3
+    # Bernoulli(a/b) as Uniform{0..b-1} < a (CKS 2020, Sec. 5.1): binomial test per (a, b).
+    for a, b in ((1, 3), (7, 10), (1, 2**50)):
+        hits = int((sampling._uniform_below(b, 20000, src) < np.uint64(a)).sum())
+        assert stats.binomtest(hits, 20000, a / b).pvalue > 1e-3
+    # Bernoulli(exp(-a/b)) (CKS 2020, Algorithm 1), per-element numerators over one denominator.
+    num = np.repeat(np.array([0, 1, 5, 9], dtype=np.uint64), 8000)
+    out = sampling._bernoulli_exp_unit_batch(num, 9, src)
+    for j, a in enumerate((0, 1, 5, 9)):
+        hits = int(out[j * 8000 : (j + 1) * 8000].sum())
+        assert stats.binomtest(hits, 8000, math.exp(-a / 9)).pvalue > 1e-3
+    # V ~ Geometric(1 - e^-1): P[V = v] = (1 - e^-1) e^-v (CKS 2020, Algorithm 2).
+    v = sampling._geometric_exp1_batch(20000, src)
+    ks = np.arange(8)
+    probs = (1 - math.exp(-1)) * np.exp(-ks.astype(float))
+    probs[-1] += math.exp(-8.0)
+    observed = np.bincount(np.clip(v, 0, 7), minlength=8)
+    assert stats.chisquare(observed, probs * v.size).pvalue > 1e-3
+
+
+def _dlap_cdf(scale: Fraction, y: int) -> float:
+    # P(Y <= y) for Lap_Z(b), p = e^{-1/b}: p^{-y}/(1+p) for y < 0 and 1 - p^{y+1}/(1+p) for
+    # y >= 0 (the geometric sums of CKS 2020, Definition 2's pmf).
+    x = float(1 / scale)
+    p = math.exp(-x)
+    if y < 0:
+        return math.exp(y * x) / (1 + p)
+    return 1 - math.exp(-(y + 1) * x) / (1 + p)
+
+
+def _binned_pvalue(samples: list[int], scale: Fraction) -> float:
+    """Chi-square GOF of integer samples against Lap_Z(scale) on bins at multiples of scale."""
+    cuts = {math.floor(scale * Fraction(c, 10)) for c in (-30, -15, -7, -3, 0, 3, 7, 15, 30)}
+    edges = sorted(cuts | {-1, 0})  # bins (-inf, e0], (e0, e1], ..., (e_last, inf)
+    cdf = [0.0] + [_dlap_cdf(scale, e) for e in edges] + [1.0]
+    probs = np.diff(cdf)
+    # Python ints (the batch sampler returns any magnitude): bisect each sample into a bin.
+    observed = np.bincount([bisect.bisect_left(edges, v) for v in samples], minlength=len(cdf) - 1)
+    expected = probs * len(samples)
+    keep = expected >= 5
+    # bins too unlikely for chi-square must be (almost) empty: Poisson bound on their count
+    assert observed[~keep].sum() <= 5 + 5 * expected[~keep].sum()
+    if keep.sum() < 2:  # all the mass in one bin (tiny scale): the bound above is the test
+        return 1.0
+    return float(
+        stats.chisquare(
+            observed[keep], expected[keep] / expected[keep].sum() * observed[keep].sum()
+        ).pvalue
+    )
+
+
+HUGE = Fraction(2**70, 3)  # numerator beyond 2^62: the batch falls back to the scalar sampler
+
+
+@pytest.mark.parametrize(
+    ("scale", "n", "seed"),
+    [
+        (Fraction(1), 6000, 1),
+        (Fraction(5, 2), 6000, 2),
+        (Fraction(1, 3), 6000, 3),  # fractional scale, tiny
+        (Fraction(1, 1000), 2000, 4),  # almost always 0
+        (Fraction(10**6), 6000, 5),  # huge
+        (Fraction(7 * 10**12 + 1, 7), 4000, 6),  # large numerator and denominator
+        (1 / Fraction(0.1), 4000, 7),  # scale 1/ε for a float ε: t ≈ 2^55, s ≈ 2^52
+        (HUGE, 1500, 8),
+    ],
+)
+def test_discrete_laplace_batch_goodness_of_fit(scale: Fraction, n: int, seed: int) -> None:
+    # CKS 2020, Algorithm 2 target: P(y) ∝ exp(-|y|/scale) (Definition 2), chi-square on
+    # bins whose exact masses come from the closed-form CDF.
+    src = InsecureSeededSource(seed, i_understand_this_is_not_private=True)
+    ys = sampling.discrete_laplace_batch(scale, n, src)
+    assert len(ys) == n and all(type(y) is int for y in ys)
+    assert _binned_pvalue(ys, scale) > 1e-3
+
+
+def test_discrete_laplace_batch_gof_detects_wrong_scale() -> None:
+    src = InsecureSeededSource(21, i_understand_this_is_not_private=True)
+    ys = sampling.discrete_laplace_batch(Fraction(5, 2), 6000, src)
+    assert _binned_pvalue(ys, Fraction(3)) < 1e-6
+
+
+def test_discrete_laplace_batch_matches_scalar_sampler() -> None:
+    # Two-sample chi-square (contingency) test: batch vs the scalar exact sampler.
+    for scale, seed in ((Fraction(5, 2), 31), (Fraction(2, 3), 32)):
+        a = InsecureSeededSource(seed, i_understand_this_is_not_private=True)
+        b = InsecureSeededSource(seed + 100, i_understand_this_is_not_private=True)
+        batch = np.clip(sampling.discrete_laplace_batch(scale, 4000, a), -6, 6)
+        scalar = np.clip([discrete_laplace(scale, b) for _ in range(4000)], -6, 6)
+        table = np.array([np.bincount(x + 6, minlength=13) for x in (batch, scalar)])
+        table = table[:, table.sum(axis=0) > 0]
+        assert stats.chi2_contingency(table).pvalue > 1e-3
+
+
+def test_discrete_laplace_batch_exact_fallbacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # With the numpy range shrunk to 64, scale 40 finishes Algorithm 1 (den * k = 80 > 64) and
+    # U + tV in Python, and scales with t or s above 64 use the scalar sampler: all exact.
+    monkeypatch.setattr(sampling, "_BATCH_MAX", 64)
+    for scale, seed in ((Fraction(40), 41), (Fraction(100), 42), (Fraction(7, 100), 43)):
+        src = InsecureSeededSource(seed, i_understand_this_is_not_private=True)
+        assert _binned_pvalue(sampling.discrete_laplace_batch(scale, 3000, src), scale) > 1e-3
+
+
+def test_discrete_laplace_batch_refuses_seeds_and_bad_input() -> None:
+    with pytest.raises(ParameterError, match="seed"):
+        sampling.discrete_laplace_batch(Fraction(1), 5, 123)
+    with pytest.raises(ParameterError, match="seed"):
+        sampling.discrete_laplace_batch(Fraction(1), 5, np.random.default_rng(0))
+    with pytest.raises(ParameterError, match="scale"):
+        sampling.discrete_laplace_batch(Fraction(0), 5, None)
+    with pytest.raises(ParameterError, match="size"):
+        sampling.discrete_laplace_batch(Fraction(1), -1, None)
+    assert sampling.discrete_laplace_batch(Fraction(1), 0, None) == []
+    ys = sampling.discrete_laplace_batch(Fraction(10**9), 50, None)  # OS CSPRNG by default
+    assert len(set(ys)) > 40
+
+
+def test_geometric_batch_reads_the_bernoulli_stream_like_the_scalar_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # V = successes before the first failure, run after run, even when a run of successes
+    # spans several vectorised blocks (the scalar loop of CKS 2020, Algorithm 2, step 5).
+    # First case: a run longer than a block (size 3: blocks of 22); second case: a block that
+    # ends with an open run after its only failure.
+    cases = [
+        ([True] * 50 + [False, False, True, True, False], [50, 0, 2]),
+        ([False] + [True] * 21 + [True] * 5 + [False], [0, 26, 0]),
+    ]
+    stream = iter(())
+
+    def recorded(num: np.ndarray, den: int, source: RandomSource) -> np.ndarray:
+        nonlocal stream
+        assert den == 1 and np.all(num == 1)  # Bernoulli(exp(-1))
+        return np.array([next(stream) for _ in range(num.size)], dtype=bool)
+
+    monkeypatch.setattr(sampling, "_bernoulli_exp_unit_batch", recorded)
+    src = InsecureSeededSource(0, i_understand_this_is_not_private=True)
+    for bits, expected in cases:
+        stream = iter(bits + [False] * 1000)
+        assert sampling._geometric_exp1_batch(3, src).tolist() == expected
