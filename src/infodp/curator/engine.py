@@ -60,7 +60,7 @@ from infodp.curator.noise import (
     dlap_halfwidth,
     dlap_tail,
     exponential_mechanism,
-    release_integer,
+    release_integers,
 )
 from infodp.curator.plan import Aggregate, Measurement, QueryPlan, measurements
 from infodp.curator.schema import DatasetSchema, load_schema
@@ -632,23 +632,27 @@ class Curator:
             self._hook(stage, entry)
 
     def _draw_noise(
-        self, plan: QueryPlan, cost: QueryCost
+        self,
+        plan: QueryPlan,
+        cost: QueryCost,
+        keys: Sequence[tuple[str, ...]] | None = None,
     ) -> dict[tuple[str, ...], list[int | None]]:
-        """Discrete Laplace noise for every declared cell and non-quantile measurement."""
-        if plan.group_by:
+        """Discrete Laplace noise for every cell (``keys``, default: the declared ones) and
+        non-quantile measurement: one exact batch per measurement (CKS 2020, Algorithm 2)."""
+        if keys is None and plan.group_by:
             keys = [
                 tuple(k) for k in itertools.product(*(g.categories or () for g in plan.group_by))
             ]
-        else:
+        elif keys is None:
             keys = [()]
+        columns = [
+            None
+            if p.measurement.kind == "quantile"
+            else release_integers([0] * len(keys), p.sensitivity, p.epsilon, self._source)
+            for p in cost.parts
+        ]
         return {
-            key: [
-                None
-                if p.measurement.kind == "quantile"
-                else release_integer(0, p.sensitivity, p.epsilon, self._source)
-                for p in cost.parts
-            ]
-            for key in keys
+            key: [None if col is None else col[j] for col in columns] for j, key in enumerate(keys)
         }
 
     def _release(
@@ -679,19 +683,13 @@ class Curator:
             keys = [()]
         zero: tuple[int | None, ...] = tuple(0 for _ in parts)
         noisy: dict[tuple[str, ...], list[int | None]] = {}
+        if noise is None:  # cells known only now (partition selection): one batch each
+            noise = self._draw_noise(plan, cost, keys)
         for key in keys:
             vals = exact.values.get(key, zero)
-            if noise is not None:
-                # value + noise drawn in advance by _draw_noise (same distribution).
-                noisy[key] = [
-                    None if n is None else int(vals[i] or 0) + n for i, n in enumerate(noise[key])
-                ]
-                continue
+            # value + noise drawn by _draw_noise (independent of the data).
             noisy[key] = [
-                None
-                if p.measurement.kind == "quantile"
-                else release_integer(int(vals[i] or 0), p.sensitivity, p.epsilon, self._source)
-                for i, p in enumerate(parts)
+                None if n is None else int(vals[i] or 0) + n for i, n in enumerate(noise[key])
             ]
         if plan.needs_partition_selection:
             sel = parts[index["count(*)"]]
