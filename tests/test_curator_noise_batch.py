@@ -103,9 +103,9 @@ def test_release_integers_refuses_seeds_and_bad_epsilon() -> None:
     assert release_integers([4, 5], 0, Fraction(1), 42) == [4, 5]  # no noise, nothing drawn
 
 
-def test_curator_refuses_seeds() -> None:
+def test_curator_refuses_seeds(tmp_path: Path) -> None:
     with pytest.raises(ParameterError, match="seed"):
-        Curator(Path("unused.duckdb"), source=7)  # type: ignore[arg-type]
+        Curator(tmp_path / "unused.duckdb", source=7)  # type: ignore[arg-type]
 
 
 def test_query_noise_per_cell_is_discrete_laplace(tmp_path: Path) -> None:
