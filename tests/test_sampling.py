@@ -534,3 +534,66 @@ def test_geometric_batch_reads_the_bernoulli_stream_like_the_scalar_loop(
     for bits, expected in cases:
         stream = iter(bits + [False] * 1000)
         assert sampling._geometric_exp1_batch(3, src).tolist() == expected
+
+
+def _dgauss_pvalue(samples: list[int], sigma: Fraction) -> float:
+    """Chi-square GOF against N_Z(0, sigma^2) (CKS 2020, Definition 1), tails lumped."""
+    s = float(sigma)
+    half = max(1, math.ceil(2.5 * s))
+    support = range(-half - int(12 * s) - 10, half + int(12 * s) + 11)
+    w = {y: math.exp(-(y * y) / (2 * s * s)) for y in support}
+    z = sum(w.values())
+    probs = np.zeros(2 * half + 1)
+    for y, wy in w.items():
+        probs[min(max(y, -half), half) + half] += wy / z
+    observed = np.bincount(np.clip(samples, -half, half) + half, minlength=2 * half + 1)
+    expected = probs * len(samples)
+    keep = expected >= 5
+    assert observed[~keep].sum() <= 5 + 5 * expected[~keep].sum()
+    if keep.sum() < 2:
+        return 1.0
+    scaled = expected[keep] / expected[keep].sum() * observed[keep].sum()
+    return float(stats.chisquare(observed[keep], scaled).pvalue)
+
+
+@pytest.mark.parametrize(
+    ("sigma", "seed"),
+    [
+        (Fraction(5, 2), 51),
+        (Fraction(1), 52),
+        (Fraction(1, 3), 53),
+        (Fraction(1, 1000), 54),
+        (Fraction(81, 2), 55),
+        (Fraction(0.3), 56),  # denominator 2^54: the acceptance step uses the scalar sampler
+    ],
+)
+def test_discrete_gaussian_batch_goodness_of_fit(sigma: Fraction, seed: int) -> None:
+    src = InsecureSeededSource(seed, i_understand_this_is_not_private=True)
+    ys = sampling.discrete_gaussian_batch(sigma, 4000, src)
+    assert len(ys) == 4000 and all(type(y) is int for y in ys)
+    assert _dgauss_pvalue(ys, sigma) > 1e-3
+
+
+def test_discrete_gaussian_batch_detects_wrong_sigma_and_matches_scalar() -> None:
+    a = InsecureSeededSource(61, i_understand_this_is_not_private=True)
+    b = InsecureSeededSource(62, i_understand_this_is_not_private=True)
+    batch = sampling.discrete_gaussian_batch(Fraction(5, 2), 4000, a)
+    assert _dgauss_pvalue(batch, Fraction(3)) < 1e-6  # power: sigma 3 is rejected
+    scalar = [discrete_gaussian(Fraction(5, 2), b) for _ in range(4000)]
+    table = np.array([np.bincount(np.clip(x, -7, 7) + 7, minlength=15) for x in (batch, scalar)])
+    assert stats.chi2_contingency(table[:, table.sum(axis=0) > 0]).pvalue > 1e-3
+    with pytest.raises(ParameterError, match="seed"):
+        sampling.discrete_gaussian_batch(Fraction(1), 3, 7)
+    with pytest.raises(ParameterError, match="sigma"):
+        sampling.discrete_gaussian_batch(Fraction(-1), 3, None)
+
+
+def test_bernoulli_exp_batch_above_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # exp(-gamma) for gamma > 1 = exp(-1)^floor(gamma) exp(-frac) (CKS 2020, Algorithm 1).
+    src = InsecureSeededSource(71, i_understand_this_is_not_private=True)
+    for num, den in ((5, 2), (7, 3), (0, 4), (9, 9)):
+        hits = int(sampling._bernoulli_exp_batch([num] * 20000, den, src).sum())
+        assert stats.binomtest(hits, 20000, math.exp(-num / den)).pvalue > 1e-3
+    monkeypatch.setattr(sampling, "_BATCH_MAX", 4)  # den 5 > 4: the scalar fallback
+    hits = int(sampling._bernoulli_exp_batch([7] * 5000, 5, src).sum())
+    assert stats.binomtest(hits, 5000, math.exp(-7 / 5)).pvalue > 1e-3
