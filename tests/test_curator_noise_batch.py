@@ -106,6 +106,7 @@ def test_release_integers_refuses_seeds_and_bad_epsilon() -> None:
 def test_curator_refuses_seeds(tmp_path: Path) -> None:
     with pytest.raises(ParameterError, match="seed"):
         Curator(tmp_path / "unused.duckdb", source=7)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []  # refused before the ledger or store was created
 
 
 def test_query_noise_per_cell_is_discrete_laplace(tmp_path: Path) -> None:

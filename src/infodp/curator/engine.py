@@ -351,12 +351,13 @@ class Curator:
         keep_open: bool = False,
         _hook: Hook | None = None,
     ) -> None:
-        self.db = Path(db)
-        self.ledger = Ledger(str(self.db) + ".ledger", timeout=timeout)
-        self.backend = DuckDBBackend(self.db, timeout=timeout)
+        # The noise source is checked first: a refused seed must not leave files behind.
         self._source: RandomSource = (
             BufferedCryptoSource() if source is None else require_secure_source(source)
         )
+        self.db = Path(db)
+        self.ledger = Ledger(str(self.db) + ".ledger", timeout=timeout)
+        self.backend = DuckDBBackend(self.db, timeout=timeout)
         self._hook = _hook
         self._keep_open = keep_open
         self._con: Any = None
