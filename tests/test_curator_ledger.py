@@ -129,7 +129,10 @@ _VICTIM = textwrap.dedent(
     marker = pathlib.Path(sys.argv[2])
     def hook(stage, entry):
         if stage == "aggregated":  # the data has been read; no noise drawn, nothing released
-            marker.write_text(str(entry))
+            # Written atomically: the parent kills us as soon as the marker exists.
+            tmp = marker.with_suffix(".tmp")
+            tmp.write_text(str(entry))
+            tmp.replace(marker)
             time.sleep(600)
     Curator(sys.argv[1], _hook=hook).query("a", "SELECT COUNT(*) FROM t", epsilon="0.25")
     print("RESULT LEFT THE PROCESS")
