@@ -340,3 +340,33 @@ def test_analyst_add_in_accountant_currencies(
         "abc",
     )
     assert code == 2 and "--epsilon" in err
+
+
+def test_analyst_add_with_an_rdp_budget_is_enforced(
+    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str]
+) -> None:
+    db, csv, schema = files
+    run(capsys, "dataset", "register", "--db", db, "--name", "people", "--source", csv,
+        "--schema", schema)  # fmt: skip
+    code, out, _ = run(capsys, "analyst", "add", "--db", db, "--name", "R", "--dataset",
+                       "people", "--currency", "rdp", "--orders", "2,8",
+                       "--rdp-epsilons", "0.05,0.2", "--json")  # fmt: skip
+    budget = json.loads(out)["budget"]["accountant"]["budget"]
+    assert code == 0 and budget == {
+        "currency": "rdp",
+        "orders": [2.0, 8.0],
+        "epsilons": [0.05, 0.2],
+    }
+    # Each ε = 0.1 query has a positive RDP cost at orders 2 and 8 (about α·ε²/2 for small ε),
+    # so the budget admits a handful of them; the accountant must refuse well before 50.
+    sql = "SELECT COUNT(*) FROM people"
+    codes = []
+    for _ in range(50):
+        code, _, err = run(capsys, "query", "--db", db, "--analyst", "R", "--epsilon", "0.1", sql)
+        codes.append(code)
+        if code != 0:
+            break
+    assert codes[0] == 0 and codes[-1] == 3 and "exceeded" in err
+    code, _, err = run(capsys, "analyst", "add", "--db", db, "--name", "S", "--dataset",
+                       "people", "--currency", "rdp", "--orders", "2")  # fmt: skip
+    assert code == 2 and "--rdp-epsilons" in err

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from infodp.cli._common import emit, json_option, to_jsonable
+from infodp.cli._common import emit, json_option, parse_floats, to_jsonable
 from infodp.errors import ParameterError
 
 __all__ = ["COMMANDS"]
@@ -143,14 +143,19 @@ def analyst() -> None:
 @click.option("--delta", default="0", show_default=True, help="Total δ budget.")
 @click.option(
     "--currency",
-    type=click.Choice(["basic", "pure", "approx", "nats"]),
+    type=click.Choice(["basic", "pure", "approx", "rdp", "nats"]),
     default="basic",
     show_default=True,
-    help="basic: exact (ε, δ) sums; pure/approx/nats: enforced by the accountant "
-    "(approx composes with the tight PLD; nats bounds information at level --alpha).",
+    help="basic: exact (ε, δ) sums; pure/approx/rdp/nats: enforced by the accountant "
+    "(approx composes with the tight PLD; rdp caps the Rényi-DP curve at --orders; nats bounds "
+    "information at level --alpha).",
 )
 @click.option("--alpha", type=float, default=1.0, show_default=True, help="Level for nats.")
 @click.option("--nats", "nats_budget", type=float, default=None, help="Nats per individual.")
+@click.option("--orders", default=None, help="Rényi orders of an rdp budget, e.g. 2,4,8.")
+@click.option(
+    "--rdp-epsilons", default=None, help="RDP ε at each of --orders, e.g. 0.5,1,2 (rdp currency)."
+)
 @json_option
 def analyst_add(
     db: str,
@@ -161,6 +166,8 @@ def analyst_add(
     currency: str,
     alpha: float,
     nats_budget: float | None,
+    orders: str | None,
+    rdp_epsilons: str | None,
     as_json: bool,
 ) -> None:
     """Add a budget for NAME on a dataset and print their API key (shown once)."""
@@ -176,6 +183,14 @@ def analyst_add(
             if nats_budget is None:
                 raise ParameterError("--nats", None, "given for the nats currency")
             budget = AccountantBudget.nats(alpha, nats_budget)
+        elif currency == "rdp":
+            if orders is None or rdp_epsilons is None:
+                raise ParameterError(
+                    "--orders/--rdp-epsilons", None, "both given for the rdp currency"
+                )
+            budget = AccountantBudget.rdp(
+                parse_floats("--orders", orders), parse_floats("--rdp-epsilons", rdp_epsilons)
+            )
         elif epsilon is None:
             raise ParameterError("--epsilon", None, f"given for the {currency} currency")
         else:
