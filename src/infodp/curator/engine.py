@@ -222,6 +222,15 @@ def plan_cost(
         parts.append(MeasurementCost(meas, share, sens, step))
     cells = _cells(plan)
     if plan.needs_partition_selection:
+        if any(meas.kind == "quantile" for meas in ms):
+            # Each quantile histogram is its own bounded statement; keys seen only there would
+            # become extra candidates for selection, beyond the k per unit the threshold's δ
+            # assumes. Refused until all measurements share one bounded row set.
+            cols = ", ".join(g.column for g in plan.group_by if g.categories is None)
+            raise ParameterError(
+                f"MEDIAN/QUANTILE with GROUP BY over {cols} (no declared categories) is not "
+                "supported: declare the column's categories, or ask the quantile separately."
+            )
         if delta <= 0:
             cols = ", ".join(g.column for g in plan.group_by if g.categories is None)
             raise ParameterError(
@@ -313,6 +322,9 @@ class QueryResult:
     entry_id: int
     leakage: dict[str, Any] = field(compare=False)
     notes: tuple[str, ...] = ()
+    #: Per released row, the noisy measurements before any post-processing (counts are shown
+    #: clamped at 0; a synopsis must keep these unclamped values for unbiased sums).
+    noisy: tuple[tuple[int | None, ...], ...] = field(default=(), compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON payload of ``infodp query --json``."""
@@ -559,7 +571,7 @@ class Curator:
             finally:
                 self._done(con)
             self._at("aggregated", entry)
-            columns, out_rows, intervals, notes = self._release(
+            columns, out_rows, intervals, notes, raw = self._release(
                 plan, schema, cost, exact, 1 - confidence, noise
             )
         except BaseException as err:
@@ -567,7 +579,7 @@ class Curator:
             raise
         remaining = self.ledger.budget(analyst, plan.table)
         result = QueryResult(
-            columns, out_rows, intervals, confidence, cost, remaining, entry, leak, notes
+            columns, out_rows, intervals, confidence, cost, remaining, entry, leak, notes, raw
         )
         self.ledger.complete(entry, _jsonable(result.to_dict()))
         return result
@@ -599,7 +611,9 @@ class Curator:
         listed = ", ".join(f'"{c}"' for c in cols)
         sql = f'SELECT {listed}, COUNT(*) AS n FROM "{schema.table}" GROUP BY {listed}'
         result = self.query(analyst, sql, epsilon=epsilon)
-        counts = tuple(int(row[-1]) for row in result.rows)
+        # The unclamped noisy counts: clamping each cell at 0 would bias every sum of cells
+        # upwards while the synopsis intervals assume zero-mean noise.
+        counts = tuple(int(row[0] or 0) for row in result.noisy)
         if len(counts) != math.prod(len(k) for k in keys):
             raise InternalError("synopsis cells do not match the declared keys")
         part = result.cost.parts[0]
@@ -660,7 +674,11 @@ class Curator:
         beta: float,
         noise: dict[tuple[str, ...], list[int | None]] | None = None,
     ) -> tuple[
-        tuple[str, ...], tuple[tuple[Any, ...], ...], tuple[tuple[Any, ...], ...], tuple[str, ...]
+        tuple[str, ...],
+        tuple[tuple[Any, ...], ...],
+        tuple[tuple[Any, ...], ...],
+        tuple[str, ...],
+        tuple[tuple[int | None, ...], ...],
     ]:
         parts = cost.parts
         index = {p.measurement.key: i for i, p in enumerate(parts)}
@@ -716,7 +734,14 @@ class Curator:
                 cis.append(ci)
             out_rows.append(tuple(row))
             out_cis.append(tuple(cis))
-        return tuple(o.name for o in plan.outputs), tuple(out_rows), tuple(out_cis), tuple(notes)
+        raw = tuple(tuple(noisy[key]) for key in keys)
+        return (
+            tuple(o.name for o in plan.outputs),
+            tuple(out_rows),
+            tuple(out_cis),
+            tuple(notes),
+            raw,
+        )
 
     def _answer(
         self,

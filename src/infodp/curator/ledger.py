@@ -597,10 +597,14 @@ class Ledger:
                     e.dataset,
                 ),
             )
-            conn.execute(
-                "UPDATE datasets SET info_spent_nats = max(0, info_spent_nats - ?) WHERE name = ?",
-                (e.info_nats, e.dataset),
-            )
+            if math.isfinite(e.info_nats):
+                # An unbounded (infinite) information cost cannot be subtracted (∞ − ∞): the
+                # table's information total then stays where it is, which errs on the safe side.
+                conn.execute(
+                    "UPDATE datasets SET info_spent_nats = max(0, info_spent_nats - ?) "
+                    "WHERE name = ?",
+                    (e.info_nats, e.dataset),
+                )
             conn.execute(
                 "UPDATE entries SET status = 'cancelled', finished = ?, error = ? WHERE id = ?",
                 (_now(), reason, entry_id),

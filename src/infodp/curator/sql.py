@@ -28,6 +28,7 @@ infodp.errors.ParameterError: refused SQL construct: raw column selection (colum
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping
 from fractions import Fraction
 
@@ -151,11 +152,13 @@ def _column(node: exp.Expr, schema: DatasetSchema, qualifiers: set[str]) -> Colu
 
 
 def _literal(node: exp.Expr, col: ColumnSpec) -> float | int | str:
-    negative = False
-    if isinstance(node, exp.Neg):
-        negative, node = True, node.this
     if isinstance(node, exp.Paren):
         return _literal(node.this, col)
+    if isinstance(node, exp.Neg):
+        inner = _literal(node.this, col)  # -(5), -(-5): negate whatever the inside is
+        if isinstance(inner, str):
+            return inner[1:] if inner.startswith("-") else "-" + inner
+        return -inner
     if not isinstance(node, exp.Literal):
         raise _refuse(
             f"expression {node.sql(dialect='duckdb')!r} in WHERE",
@@ -166,9 +169,9 @@ def _literal(node: exp.Expr, col: ColumnSpec) -> float | int | str:
             raise ParameterError(f"column {col.name} is numeric; got the string {node.this!r}.")
         text = node.this
         value: float | int = int(text) if text.lstrip("-").isdigit() else float(text)
-        return -value if negative else value
-    if negative:
-        return "-" + str(node.this)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ParameterError(f"literal {text!r} compared with {col.name}", text, "finite")
+        return value
     return str(node.this)
 
 
@@ -250,7 +253,15 @@ def _aggregate(node: exp.Expr, schema: DatasetSchema, q: set[str]) -> Aggregate 
             raise _refuse("COUNT(DISTINCT ...)")
         if arg is None or isinstance(arg, exp.Star):
             return Aggregate("count")
-        return Aggregate("count", _column(arg, schema, q).name)
+        col = _column(arg, schema, q)
+        if not (col.is_numeric and col.bounds is not None):
+            # The engine counts the bounded copy of a numeric column; refuse here, before any
+            # budget is reserved, rather than fail after the reservation.
+            raise ParameterError(
+                f"COUNT({col.name}) counts the values of a bounded numeric column; for column "
+                f"{col.name} ({col.type}) use COUNT(*) with WHERE {col.name} IS NOT NULL."
+            )
+        return Aggregate("count", col.name)
     simple: dict[type[exp.Expr], tuple[str, bool]] = {
         exp.Sum: ("sum", False),
         exp.Avg: ("avg", False),

@@ -238,13 +238,16 @@ def _source_cte(
     bounding = unit_needed and (
         not unit_rows_ok or (bool(plan.group_by) and schema.group_limit < schema.max_rows_per_unit)
     )
+    # Keys outside a declared domain must never form a released group: with partition
+    # selection the engine releases whatever key tuples survive, so filter them here too.
+    filter_declared = bounding or plan.needs_partition_selection
     alias_filters: list[str] = []
     for i, g in enumerate(plan.group_by):
         if g.categories is None:
             alias_filters.append(f"(__g{i} IS NOT NULL)")
-        elif bounding and schema.column(g.column).type == "int":
+        elif filter_declared and schema.column(g.column).type == "int":
             alias_filters.append(f"(__g{i} BETWEEN {g.categories[0]} AND {g.categories[-1]})")
-        elif bounding:
+        elif filter_declared:
             keys = ", ".join(_lit(k) for k in g.categories)
             alias_filters.append(f"(__g{i} IN ({keys}))")
     base = f"SELECT {', '.join(items)} FROM {_ident(plan.table)}"
