@@ -138,3 +138,35 @@ def test_release_depends_on_the_snapped_value_only() -> None:
     c = InsecureSeededSource(5, i_understand_this_is_not_private=True)
     zs = [m.release(0.3 + 2**-10, source=c) for _ in range(200)]  # the next grid cell
     assert [z - 2**-10 for z in zs] == xs
+
+
+@given(
+    eps=st.floats(0.01, 20, allow_nan=False),
+    sensitivity=st.floats(0.01, 100, allow_nan=False),
+    integer_sensitivity=st.integers(1, 50),
+)
+def test_calibration_never_overshoots_in_exact_arithmetic(
+    eps: float, sensitivity: float, integer_sensitivity: int
+) -> None:
+    # The release samples with the exact rational scale, so its ε is exactly (units·grid)/scale
+    # (discrete Laplace, CKS 2020); a float division could round below it by half an ulp.
+    from fractions import Fraction
+
+    m = LaplaceMechanism.calibrate(eps, sensitivity=sensitivity)
+    assert m.grid is not None
+    exact = Fraction(m.integer_sensitivity) * Fraction(m.grid) / Fraction(m.scale)
+    assert exact <= Fraction(eps)
+    assert Fraction(m.profile().pure_epsilon()) >= exact
+    d = DiscreteLaplaceMechanism.calibrate(eps, sensitivity=integer_sensitivity)
+    assert Fraction(integer_sensitivity) / Fraction(d.scale) <= Fraction(eps)
+
+
+def test_reviewed_overshoot_examples() -> None:
+    from fractions import Fraction
+
+    m = LaplaceMechanism.calibrate(0.5812516483449581, sensitivity=0.3)
+    assert m.grid is not None
+    exact = Fraction(m.integer_sensitivity) * Fraction(m.grid) / Fraction(m.scale)
+    assert exact <= Fraction(0.5812516483449581)
+    d = DiscreteLaplaceMechanism.calibrate(3.7365585313896807, sensitivity=2)
+    assert Fraction(2) / Fraction(d.scale) <= Fraction(3.7365585313896807)

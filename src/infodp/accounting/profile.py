@@ -36,6 +36,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import overload
 
 import numpy as np
@@ -92,6 +93,21 @@ mechanisms at 2e-4 (benchmarks/accounting.py) — while composition costs about 
 """
 
 ArrayF = npt.NDArray[np.float64]
+
+
+def _up(x: Fraction) -> float:
+    """The smallest float ≥ the exact rational ``x`` (ε must never round down)."""
+    if x.denominator == 1 and abs(x.numerator) > 2**1000:
+        return math.inf if x > 0 else -math.inf
+    f = float(x)
+    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
+
+
+def _div_up(numerator: float, denominator: float) -> float:
+    """numerator / denominator rounded up (the float quotient may round down by half an ulp)."""
+    if math.isinf(numerator) or denominator == 0:
+        return math.inf
+    return _up(Fraction(numerator) / Fraction(denominator))
 
 
 @dataclass(frozen=True)
@@ -263,7 +279,7 @@ class LaplaceProfile(PrivacyProfile):
     sensitivity: float = 1.0
 
     def _pure_epsilon(self) -> float:
-        return self.sensitivity / self.scale
+        return _div_up(self.sensitivity, self.scale)
 
     def _kl(self) -> float:
         return float(_rdp.laplace_rdp(self.scale / self.sensitivity, 1.0))
@@ -313,7 +329,7 @@ class DiscreteLaplaceProfile(PrivacyProfile):
     sensitivity: int = 1
 
     def _pure_epsilon(self) -> float:
-        return self.sensitivity / self.scale
+        return _div_up(self.sensitivity, self.scale)
 
     def _kl(self) -> float:
         return _rdp.discrete_laplace_kl(self.scale, self.sensitivity)
@@ -482,8 +498,11 @@ class ComposedProfile(PrivacyProfile):
     parts: tuple[tuple[PrivacyProfile, int], ...]
 
     def _pure_epsilon(self) -> float:
-        # Dwork & Roth 2014, Theorem 3.16 (basic composition of pure ε).
-        return float(sum(k * p._pure_epsilon() for p, k in self.parts))
+        # Dwork & Roth 2014, Theorem 3.16 (basic composition of pure ε), summed exactly.
+        values = [(p._pure_epsilon(), k) for p, k in self.parts]
+        if any(math.isinf(v) for v, _ in values):
+            return math.inf
+        return _up(sum((k * Fraction(v) for v, k in values), Fraction(0)))
 
     def _kl(self) -> float:
         return float(sum(k * p.rdp(1.0) for p, k in self.parts))
@@ -523,8 +542,9 @@ class GroupProfile(PrivacyProfile):
     k: int
 
     def _pure_epsilon(self) -> float:
-        # Dwork & Roth 2014, Theorem 2.2: kε.
-        return self.k * self.base._pure_epsilon()
+        # Dwork & Roth 2014, Theorem 2.2: kε (rounded up, not to nearest).
+        base = self.base._pure_epsilon()
+        return math.inf if math.isinf(base) else _up(self.k * Fraction(base))
 
     def _kl(self) -> float:
         return float(self._rdp_orders(np.array([1.0]))[0])
