@@ -316,3 +316,15 @@ def test_delta_one_is_no_privacy_and_composes() -> None:
     both = acc.compose(p, acc.laplace_profile(1.0))
     assert both.delta(10.0) == 1.0
     assert math.isinf(both.epsilon(1e-6))
+
+
+@pytest.mark.parametrize("eps", [0.5, 1.0, 2.0])
+def test_pld_queries_never_round_below_the_exact_value(eps: float) -> None:
+    # The extreme pair of ε-DP (randomized response, Kairouz, Oh & Viswanath 2015) has
+    # ε(0) = ε exactly and δ(ε') = (e^ε − e^ε')/(1 + e^ε); float cancellation in the PLD made
+    # both come out a few ulps low (found in review).
+    p = acc.pure_dp_profile(eps)
+    assert p.epsilon(0.0) >= eps
+    eps2 = eps - 1e-11
+    exact = -math.exp(eps) * math.expm1(eps2 - eps) / (1 + math.exp(eps))
+    assert p.delta(eps2) >= exact

@@ -95,6 +95,15 @@ mechanisms at 2e-4 (benchmarks/accounting.py) — while composition costs about 
 ArrayF = npt.NDArray[np.float64]
 
 
+# Absolute allowance for floating-point rounding in PLD δ queries: δ is computed as
+# (mass at +∞) + (tail mass) − e^ε·(tail sum), each ≤ 1, so its error is a few ulps of 1.
+_PLD_ROUNDING = 2e-15
+
+
+def _round_up_delta(value: float, infinity_mass: float) -> float:
+    return min(1.0, value + _PLD_ROUNDING) if value > infinity_mass else value
+
+
 def _up(x: Fraction) -> float:
     """The smallest float ≥ the exact rational ``x`` (ε must never round down)."""
     if x.denominator == 1 and abs(x.numerator) > 2**1000:
@@ -188,7 +197,12 @@ class PrivacyProfile(abc.ABC):
         pure = self._pure_epsilon()
         if math.isfinite(pure) and eps >= pure:
             return 0.0
-        candidates = [1.0, self._pld_query(lambda pld: pld.delta(eps), 1.0)]
+        # The PLD's δ is a difference of sums of floats (≤ 1): allow its rounding error.
+        # Only the part above the (exact) mass at +∞ loss carries rounding error.
+        pld_delta = self._pld_query(
+            lambda pld: _round_up_delta(pld.delta(eps), pld.infinity_mass), 1.0
+        )
+        candidates = [1.0, pld_delta]
         if 0 <= eps < math.inf:
             candidates.append(_conv.rdp_to_delta(self._rdp_grid(), _rdp.DEFAULT_ORDERS, eps))
         return float(min(max(c, 0.0) for c in candidates))
@@ -199,7 +213,17 @@ class PrivacyProfile(abc.ABC):
         The result may be 0 (nothing leaks beyond δ) or ``math.inf``; it is never NaN.
         """
         d = as_probability("delta", delta)
-        candidates = [self._pure_epsilon(), self._pld_query(lambda pld: pld.epsilon(d), math.inf)]
+        if d >= 1.0:
+            return 0.0  # δ(0) = TV ≤ 1 for every pair of distributions
+        # Ask the PLD at δ minus its rounding allowance (ε(δ) is non-increasing, so this errs up)
+        # and round its logarithm up by a few ulps.
+        # The mass at +∞ loss is exact, so never ask below it.
+        pld_eps = self._pld_query(
+            lambda pld: pld.epsilon(max(d - _PLD_ROUNDING, min(d, pld.infinity_mass))), math.inf
+        )
+        if 0.0 < pld_eps < math.inf:
+            pld_eps += 8 * math.ulp(max(pld_eps, 1.0))
+        candidates = [self._pure_epsilon(), pld_eps]
         if d > 0:
             candidates.append(_conv.rdp_to_epsilon(self._rdp_grid(), _rdp.DEFAULT_ORDERS, d))
         return float(max(min(candidates), 0.0))
