@@ -183,3 +183,15 @@ def test_spec_rejects_unknown_keys() -> None:
         acc.profile_from_spec({"mechanism": "gaussian", "sigma": 1.0, "sigam": 2})
     with pytest.raises(ParameterError, match="count"):
         acc.profile_from_spec({"mechanism": "gaussian", "sigma": 1.0, "count": 0})
+
+
+def test_state_with_a_discrete_subsampled_gaussian_round_trips() -> None:
+    # SubsampledGaussian.profile() is the discrete lattice pair; an accountant that spent it
+    # must still serialise (the curator persists accountant state as JSON).
+    from infodp.mechanisms.subsampled import SubsampledGaussian
+
+    step = SubsampledGaussian(1.0, 0.01, clip_norm=1.0).profile()
+    a = Accountant(Budget.approx(10.0, 1e-5))
+    a.spend(step.repeat(10))
+    b = Accountant.from_json(a.to_json())
+    assert b.remaining() == a.remaining()

@@ -14,6 +14,7 @@ A spec is a JSON object; the format is:
   ``randomized-response`` ``epsilon``, ``k`` (default 2)
   ``pure-dp``            ``epsilon``
   ``subsampled-gaussian`` ``noise_multiplier``, ``sampling_rate``
+  ``discrete-subsampled-gaussian`` ``sigma_units``, ``mu_units``, ``sampling_rate``
   ``approximate-dp``     ``epsilon``, ``delta``
   ====================== =============================================================
 
@@ -57,6 +58,11 @@ MECHANISMS: dict[str, tuple[_Builder, tuple[str, ...], tuple[str, ...]]] = {
     "subsampled-gaussian": (
         _p.subsampled_gaussian_profile,
         ("noise_multiplier", "sampling_rate"),
+        (),
+    ),
+    "discrete-subsampled-gaussian": (
+        _p.discrete_subsampled_gaussian_profile,
+        ("sigma_units", "mu_units", "sampling_rate"),
         (),
     ),
     "approximate-dp": (_p.approximate_dp_profile, ("epsilon", "delta"), ()),
@@ -135,6 +141,13 @@ def profile_to_spec(profile: _p.PrivacyProfile) -> dict[str, Any]:
         return {
             "mechanism": "subsampled-gaussian",
             "noise_multiplier": p.noise_multiplier,
+            "sampling_rate": p.sampling_rate,
+        }
+    if isinstance(p, _p.DiscreteSubsampledGaussianProfile):
+        return {
+            "mechanism": "discrete-subsampled-gaussian",
+            "sigma_units": p.sigma_units,
+            "mu_units": p.mu_units,
             "sampling_rate": p.sampling_rate,
         }
     if isinstance(p, _p.ApproximateDPProfile):
