@@ -347,3 +347,30 @@ class _AdditiveLattice(Mechanism):
             inputs=values,
             max_outputs=cap,
         )
+
+
+class _SnappedReal(_AdditiveLattice):
+    """A real-valued lattice mechanism: inputs are snapped to ``grid``, sensitivity is real.
+
+    Subclasses are frozen dataclasses with fields ``sensitivity`` and ``grid`` (resolved to a
+    power of two in ``__post_init__``); this class derives the grid-unit quantities from them.
+    """
+
+    if TYPE_CHECKING:
+        sensitivity: float
+        grid: float | None
+
+    @property
+    def _unit(self) -> float:
+        if self.grid is None:
+            raise InternalError("grid not resolved")
+        return self.grid
+
+    @property
+    def _sensitivity(self) -> float:
+        return self.sensitivity
+
+    @property
+    def integer_sensitivity(self) -> int:
+        """Sensitivity in grid units after snapping: ceil(Δ/grid) + 1."""
+        return grid_sensitivity(self.sensitivity, self._unit)

@@ -34,8 +34,14 @@ from scipy import special
 
 from infodp._validate import as_nonnegative, as_positive, as_positive_int, as_probability
 from infodp.accounting import PrivacyProfile, discrete_gaussian_profile, gaussian_profile
-from infodp.errors import InternalError, ParameterError
-from infodp.mechanisms.base import _AdditiveLattice, as_grid, grid_sensitivity, round_up
+from infodp.errors import ParameterError
+from infodp.mechanisms.base import (
+    _AdditiveLattice,
+    _SnappedReal,
+    as_grid,
+    grid_sensitivity,
+    round_up,
+)
 from infodp.mechanisms.sampling import discrete_gaussian, simulate_discrete_gaussian
 
 __all__ = [
@@ -164,7 +170,7 @@ def _solve_sigma(
 
 
 @dataclass(frozen=True)
-class GaussianMechanism(_AdditiveLattice):
+class GaussianMechanism(_SnappedReal):
     """Gaussian noise N(0, σ²) for a real value of L2 ``sensitivity``, released on a grid.
 
     ``grid`` is a power of two (None: 2**(floor(log2 Δ) − 10)). The release is
@@ -209,21 +215,6 @@ class GaussianMechanism(_AdditiveLattice):
         effective = grid_sensitivity(d, g) * g
         sigma = _solve_sigma(lambda s: cls(s, d, g).profile(), eps, dlt, effective, method)
         return cls(sigma, d, g)
-
-    @property
-    def _unit(self) -> float:
-        if self.grid is None:
-            raise InternalError("grid not resolved")
-        return self.grid
-
-    @property
-    def _sensitivity(self) -> float:
-        return self.sensitivity
-
-    @property
-    def integer_sensitivity(self) -> int:
-        """Sensitivity in grid units after snapping: ceil(Δ/grid) + 1."""
-        return grid_sensitivity(self.sensitivity, self._unit)
 
     @property
     def grid_sigma(self) -> float:

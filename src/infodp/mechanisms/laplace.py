@@ -27,7 +27,13 @@ import numpy.typing as npt
 
 from infodp._validate import as_nonnegative, as_positive, as_positive_int
 from infodp.accounting import PrivacyProfile, discrete_laplace_profile, laplace_profile
-from infodp.mechanisms.base import _AdditiveLattice, as_grid, grid_sensitivity, round_up
+from infodp.mechanisms.base import (
+    _AdditiveLattice,
+    _SnappedReal,
+    as_grid,
+    grid_sensitivity,
+    round_up,
+)
 from infodp.mechanisms.sampling import discrete_laplace, simulate_discrete_laplace
 
 __all__ = ["DiscreteLaplaceMechanism", "LaplaceMechanism"]
@@ -45,7 +51,7 @@ def _dlap_tail(scale: float, k: int) -> float:
 
 
 @dataclass(frozen=True)
-class LaplaceMechanism(_AdditiveLattice):
+class LaplaceMechanism(_SnappedReal):
     """Laplace noise of scale ``scale`` for a real value of L1 ``sensitivity``, on a grid.
 
     ``grid`` is a power of two (None: 2**(floor(log2 Δ) − 10)). The release is
@@ -95,20 +101,6 @@ class LaplaceMechanism(_AdditiveLattice):
         scale = grid_sensitivity(d, g) * g / eps
         scale = round_up(lambda s: cls(s, d, g).profile().pure_epsilon() <= eps, scale, "scale")
         return cls(scale, d, g)
-
-    @property
-    def _unit(self) -> float:
-        assert self.grid is not None
-        return self.grid
-
-    @property
-    def _sensitivity(self) -> float:
-        return self.sensitivity
-
-    @property
-    def integer_sensitivity(self) -> int:
-        """Sensitivity in grid units after snapping: ceil(Δ/grid) + 1."""
-        return grid_sensitivity(self.sensitivity, self._unit)
 
     @property
     def grid_scale(self) -> float:

@@ -32,8 +32,7 @@ import numpy.typing as npt
 
 from infodp._validate import as_nonnegative, as_positive, as_probability
 from infodp.accounting import PrivacyProfile, pure_dp_profile
-from infodp.errors import InternalError
-from infodp.mechanisms.base import _AdditiveLattice, as_grid, grid_sensitivity
+from infodp.mechanisms.base import _SnappedReal, as_grid
 from infodp.mechanisms.sampling import bernoulli_exp, geometric_exp
 
 __all__ = ["StaircaseMechanism", "optimal_gamma"]
@@ -50,7 +49,7 @@ def optimal_gamma(epsilon: float) -> float:
 
 
 @dataclass(frozen=True)
-class StaircaseMechanism(_AdditiveLattice):
+class StaircaseMechanism(_SnappedReal):
     """Staircase noise for a real value of sensitivity Δ, released on a grid (pure ε-DP).
 
     ``gamma`` None → :func:`optimal_gamma`; ``grid`` None → 2**(floor(log2 Δ) − 10).
@@ -88,19 +87,9 @@ class StaircaseMechanism(_AdditiveLattice):
         return cls(epsilon, sensitivity, None, grid)
 
     @property
-    def _unit(self) -> float:
-        if self.grid is None:
-            raise InternalError("grid not resolved")
-        return self.grid
-
-    @property
-    def _sensitivity(self) -> float:
-        return self.sensitivity
-
-    @property
     def period(self) -> int:
         """m = ceil(Δ/grid) + 1 grid units: the snapped sensitivity."""
-        return grid_sensitivity(self.sensitivity, self._unit)
+        return self.integer_sensitivity
 
     @property
     def step(self) -> int:
