@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from infodp.server._harness import ServerProcess, build_store, get_json
 from infodp.server.openapi import openapi_document, openapi_text
 
-DOC_PATH = Path(__file__).resolve().parents[1] / "docs" / "openapi.json"
+DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 ADMIN_TOKEN = "fuzz-admin-" + "z" * 24
 
 schema = schemathesis.openapi.from_dict(json.loads(DOC_PATH.read_text(encoding="utf-8")))
