@@ -17,6 +17,7 @@ __all__ = [
     "InfodpError",
     "InternalError",
     "ParameterError",
+    "QueryFailed",
 ]
 
 
@@ -55,6 +56,19 @@ class InternalError(InfodpError, RuntimeError):
 
     def __init__(self, message: str) -> None:
         super().__init__(f"internal error (this is a bug in infodp): {message}")
+
+
+class QueryFailed(InfodpError):
+    """A query failed after its cost was reserved: the cost stays spent, and the failure is
+    reported by this one constant message (its cause could depend on the data)."""
+
+    MESSAGE = (
+        "the query failed after its cost was reserved; the cost stays spent. The cause is not "
+        "shown: it could depend on the data."
+    )
+
+    def __init__(self) -> None:
+        super().__init__(self.MESSAGE)
 
 
 def _short(value: object, limit: int = 80) -> str:

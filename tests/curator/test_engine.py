@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from infodp.curator.backends.duckdb import column_grid
 from infodp.curator.engine import Curator, as_budget_fraction
-from infodp.errors import BudgetExceeded, ParameterError
+from infodp.errors import BudgetExceeded, ParameterError, QueryFailed
 from infodp.mechanisms.sampling import InsecureSeededSource
 
 
@@ -324,10 +324,14 @@ def test_failure_after_touching_data_keeps_the_cost(tmp_path: Path) -> None:
         {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int", "bounds": [0, 3]}}},
     )
     cur.add_analyst("a", "t", epsilon=1)
-    with pytest.raises(RuntimeError):
+    # The analyst sees one constant error (the cause could depend on the data); the ledger
+    # keeps the cause.
+    with pytest.raises(QueryFailed) as info:
         cur.query("a", "SELECT COUNT(*) FROM t", epsilon=0.25)
+    assert str(info.value) == QueryFailed.MESSAGE
     (entry,) = cur.ledger.entries()
     assert entry.status == "failed" and entry.result_json is None
+    assert entry.error is not None and "crash after the data was read" in entry.error
     assert cur.ledger.budget("a", "t").spent_epsilon == Fraction(1, 4)
 
 

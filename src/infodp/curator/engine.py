@@ -35,17 +35,18 @@ plus its ledger ``<file>.ledger``):
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from infodp._exact import parse_exact
 from infodp.curator.backends.duckdb import (
     DuckDBBackend,
     ExactAggregates,
@@ -60,16 +61,19 @@ from infodp.curator.noise import (
     dlap_tail,
     exponential_mechanism,
     release_integers,
+    require_release_source,
 )
 from infodp.curator.plan import Aggregate, Measurement, QueryPlan, measurements
 from infodp.curator.schema import DatasetSchema, load_schema
 from infodp.curator.sql import parse_query, referenced_table
 from infodp.curator.synopsis import Synopsis, synopsis_keys
-from infodp.errors import InternalError, ParameterError
-from infodp.mechanisms.sampling import RandomSource, require_secure_source
+from infodp.errors import InternalError, ParameterError, QueryFailed
+from infodp.mechanisms.sampling import RandomSource
 
 __all__ = [
     "MAX_CELLS",
+    "MAX_HISTOGRAM_CELLS",
+    "PRIVACY_PARAMETER_RANGE",
     "Curator",
     "MeasurementCost",
     "QueryCost",
@@ -79,8 +83,14 @@ __all__ = [
     "plan_cost",
 ]
 
-#: Largest number of declared GROUP BY cells a query may ask for.
-MAX_CELLS = 1_000_000
+#: Largest number of declared GROUP BY cells a query may ask for (and most groups released
+#: by partition selection); refused before anything is reserved.
+MAX_CELLS = 50_000
+#: Largest number of histogram bins (cells × bins, over all quantiles) a query may ask for.
+MAX_HISTOGRAM_CELLS = 2_000_000
+
+#: Exact bounds of a non-zero ε or δ (their float roundings stay normal numbers).
+PRIVACY_PARAMETER_RANGE = (Fraction(1, 10**300), Fraction(10**300))
 
 
 def as_budget_fraction(name: str, value: Any, *, allow_zero: bool = False) -> Fraction:
@@ -99,22 +109,14 @@ def as_budget_fraction(name: str, value: Any, *, allow_zero: bool = False) -> Fr
     allowed = "a non-negative finite number" if allow_zero else "a positive finite number"
     if isinstance(value, bool):
         raise ParameterError(name, value, allowed)
-    if isinstance(value, Fraction):
-        frac = value
-    else:
-        try:
-            if isinstance(value, float):
-                if not math.isfinite(value):
-                    raise ValueError
-                value = repr(value)
-            dec = Decimal(str(value).strip())
-            if not dec.is_finite():
-                raise ValueError
-            frac = Fraction(dec)
-        except (ValueError, ArithmeticError):
-            raise ParameterError(name, value, allowed) from None
+    frac = parse_exact(name, value)
     if frac < 0 or (frac == 0 and not allow_zero):
         raise ParameterError(name, value, allowed)
+    if frac != 0 and not PRIVACY_PARAMETER_RANGE[0] <= frac <= PRIVACY_PARAMETER_RANGE[1]:
+        # Outside this range a float rounding of the value underflows to 0 or overflows (and
+        # the accounting downstream would divide by zero or produce NaN) after the charge.
+        span = "a number in [1e-300, 1e300]"
+        raise ParameterError(name, value, ("0 or " if allow_zero else "") + span)
     return frac
 
 
@@ -244,6 +246,17 @@ def plan_cost(
         delta = Fraction(0)
         if cells > MAX_CELLS:
             raise ParameterError("GROUP BY", cells, f"at most {MAX_CELLS} declared cells")
+        bins = sum(
+            cells * quantile_bins(schema.column(p.measurement.column))[0]
+            for p in parts
+            if p.measurement.kind == "quantile" and p.measurement.column is not None
+        )
+        if bins > MAX_HISTOGRAM_CELLS:
+            raise ParameterError(
+                "GROUP BY with MEDIAN/QUANTILE",
+                f"{cells} cells × histogram bins = {bins}",
+                f"at most {MAX_HISTOGRAM_CELLS} histogram bins in all (fewer groups or quantiles)",
+            )
         info = 0.0
         for p in parts:
             info += cells * _information(p, schema, rows)
@@ -361,17 +374,23 @@ class Curator:
         source: RandomSource | None = None,
         timeout: float = 120.0,
         keep_open: bool = False,
+        query_timeout: float | None = 60.0,
         _hook: Hook | None = None,
     ) -> None:
         # The noise source is checked first: a refused seed must not leave files behind.
         self._source: RandomSource = (
-            BufferedCryptoSource() if source is None else require_secure_source(source)
+            BufferedCryptoSource() if source is None else require_release_source(source)
         )
         self.db = Path(db)
         self.ledger = Ledger(str(self.db) + ".ledger", timeout=timeout)
         self.backend = DuckDBBackend(self.db, timeout=timeout)
         self._hook = _hook
         self._keep_open = keep_open
+        if query_timeout is not None and not (
+            isinstance(query_timeout, (int, float)) and 0 < query_timeout < math.inf
+        ):
+            raise ParameterError("query_timeout", query_timeout, "a positive number of seconds")
+        self.query_timeout = query_timeout
         self._con: Any = None
         self._schemas: dict[str, DatasetSchema] = {}
 
@@ -384,6 +403,13 @@ class Curator:
 
     def _done(self, con: Any) -> None:
         if not self._keep_open:
+            con.close()
+
+    def _discard(self, con: Any) -> None:
+        # After a failure or an interrupt the connection is not reused.
+        if con is self._con:
+            self._con = None
+        with contextlib.suppress(Exception):  # closing a broken connection: best effort
             con.close()
 
     def close(self) -> None:
@@ -534,11 +560,25 @@ class Curator:
         dlt = as_budget_fraction("delta", delta, allow_zero=True)
         if dlt >= 1:
             raise ParameterError("delta", delta, "a probability in [0, 1)")
-        if not (isinstance(confidence, float | int) and 0 < confidence < 1):
+        if not (
+            isinstance(confidence, float | int)
+            and not isinstance(confidence, bool)
+            and 0 < confidence < 1
+        ):
             raise ParameterError("confidence", confidence, "a number in (0, 1)")
+        # Validate completely, then reserve: everything below up to the reservation depends
+        # on the query and the declared schema only, and a refusal costs nothing.
         plan, schema, rows, unit_ok = self.plan(sql)
         cost = plan_cost(plan, schema, eps, dlt, rows)
         leak = leakage_summary(_float_up(cost.epsilon), _float_up(cost.delta), rows)
+        _require_finite("the query's privacy summary", leak)
+        ms = tuple(p.measurement for p in cost.parts)
+        if plan.needs_partition_selection:
+            # Computed now so that a threshold that cannot be formed fails before the charge.
+            sel = cost.parts[[p.measurement.key for p in cost.parts].index("count(*)")]
+            _selection_threshold(sel, schema.group_limit, schema.max_rows_per_unit, cost.delta)
+        self.backend.check(plan, schema, ms, unit_rows_ok=unit_ok)
+        profile = _profile_spec(cost)
         entry = self.ledger.reserve(
             analyst,
             plan.table,
@@ -546,7 +586,7 @@ class Curator:
             cost.epsilon,
             cost.delta,
             cost.information_nats,
-            profile_spec=_profile_spec(cost),
+            profile_spec=profile,
         )
         self._at("reserved", entry)
         try:
@@ -555,33 +595,41 @@ class Curator:
             self.ledger.cancel(entry, f"store not opened: {type(err).__name__}")
             raise
         try:
-            ms = tuple(p.measurement for p in cost.parts)
             noise: dict[tuple[str, ...], list[int | None]] | None = None
             try:
-                if plan.needs_partition_selection:
-                    exact = self.backend.aggregate(con, plan, schema, ms, unit_rows_ok=unit_ok)
-                else:
+                if not plan.needs_partition_selection:
                     # The released cells are known in advance (declared keys) and the noise does
                     # not depend on the data: one exact batch per measurement, drawn after the
                     # durable reservation. (Batched, it takes ~0.3 ms for 200 cells; overlapping
                     # it with DuckDB in a worker thread cost more in thread start-up and GIL
                     # hand-offs than it saved, so it is drawn inline.)
                     noise = self._draw_noise(plan, cost)
-                    exact = self.backend.aggregate(con, plan, schema, ms, unit_rows_ok=unit_ok)
-            finally:
+                exact = self.backend.aggregate(
+                    con, plan, schema, ms, unit_rows_ok=unit_ok, deadline=self.query_timeout
+                )
                 self._done(con)
+            except BaseException:
+                self._discard(con)
+                raise
             self._at("aggregated", entry)
             columns, out_rows, intervals, notes, raw = self._release(
                 plan, schema, cost, exact, 1 - confidence, noise
             )
+            remaining = self.ledger.budget(analyst, plan.table)
+            result = QueryResult(
+                columns, out_rows, intervals, confidence, cost, remaining, entry, leak, notes, raw
+            )
+            payload = _jsonable(result.to_dict())
+        except Exception as err:
+            # After the reservation a failure can depend on the data (a row reaching an
+            # expression, the time a statement takes): the analyst sees one constant error,
+            # whatever its cause, and the charge stays. The cause goes to the ledger only.
+            self.ledger.fail(entry, f"{type(err).__name__}: {err}"[:500])
+            raise QueryFailed() from None
         except BaseException as err:
             self.ledger.fail(entry, f"{type(err).__name__}: {err}"[:500])
             raise
-        remaining = self.ledger.budget(analyst, plan.table)
-        result = QueryResult(
-            columns, out_rows, intervals, confidence, cost, remaining, entry, leak, notes, raw
-        )
-        self.ledger.complete(entry, _jsonable(result.to_dict()))
+        self.ledger.complete(entry, payload)
         return result
 
     # -- non-interactive release ---------------------------------------------------------------
@@ -879,6 +927,21 @@ def _selection_threshold(sel: MeasurementCost, k: int, m: int, delta: Fraction) 
     while dlap_tail(b, j - 1) / 2 > target:
         j += 1
     return m + j
+
+
+def _require_finite(what: str, value: Any) -> None:
+    """Refuse (before any charge) a summary holding NaN: privacy parameters never become NaN."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, float) and math.isnan(v):
+            raise ParameterError(
+                f"{what} is undefined (NaN) for these parameters; choose a smaller ε or δ."
+            )
 
 
 def _jsonable(payload: dict[str, Any]) -> dict[str, Any]:

@@ -7,10 +7,10 @@ sensitivity Δ and noise P(k) ∝ exp(−|k|/b) with b = Δ/ε the release is ex
 (Canonne, Kamath & Steinke 2020, arXiv:2004.00010, Thm 7 / the geometric mechanism of Ghosh,
 Roughgarden & Sundararajan 2009). No floating-point noise is ever formed.
 
-Quantiles use the exponential mechanism (McSherry & Talwar 2007) sampled *exactly* by rejection:
-draw a candidate uniformly and accept it with probability exp(−(γ_j − γ_min)) through the exact
-Bernoulli(exp(−γ)) sampler (CKS 2020, Algorithm 1); the accepted candidate has probability
-∝ exp(−γ_j) exactly.
+Quantiles use the exponential mechanism (McSherry & Talwar 2007) sampled *exactly* by inverse
+CDF over certified intervals of the weights exp(−(γ_j − γ_min)), refined lazily (Knuth & Yao
+1976) only when the uniform draw falls within the weights' error — so the work does not
+depend on the data (a rejection loop would run a data-dependent number of rounds).
 
 This module is the minimal adapter the brief allows while ``infodp.mechanisms`` has no
 calibrated release API for these cases; it uses only the mechanisms' samplers.
@@ -25,6 +25,7 @@ True
 
 from __future__ import annotations
 
+import decimal
 import math
 import os
 import threading
@@ -34,8 +35,8 @@ from fractions import Fraction
 
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import (
+    InsecureSeededSource,
     RandomSource,
-    bernoulli_exp,
     discrete_laplace,
     discrete_laplace_batch,
     require_secure_source,
@@ -51,6 +52,7 @@ __all__ = [
     "grid_step",
     "release_integer",
     "release_integers",
+    "require_release_source",
 ]
 
 
@@ -149,6 +151,32 @@ def grid_step(low: float, high: float, integer: bool) -> float:
     return math.ldexp(1.0, exponent) if not integer else max(1.0, math.ldexp(1.0, exponent))
 
 
+def require_release_source(source: RandomSource | None) -> RandomSource:
+    """The source a release may use: cryptographic, or one built with the insecure opt-in.
+
+    :func:`~infodp.mechanisms.sampling.require_secure_source` already refuses seeds; a
+    :class:`~infodp.mechanisms.sampling.RandomSource` that does not declare itself ``secure``
+    is refused too, unless it is an :class:`~infodp.mechanisms.sampling.InsecureSeededSource`
+    (which cannot be built without ``i_understand_this_is_not_private=True``).
+
+    >>> class Counter(RandomSource):
+    ...     def randbelow(self, n): return 0
+    >>> require_release_source(Counter())
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: source must be a secure RandomSource (or InsecureSeededSource(seed, i_understand_this_is_not_private=True) in tests); got 'Counter'.
+    """  # noqa: E501
+    src = require_secure_source(source)
+    if getattr(src, "secure", False) is True or isinstance(src, InsecureSeededSource):
+        return src
+    raise ParameterError(
+        "source",
+        type(src).__name__,
+        "a secure RandomSource (or InsecureSeededSource(seed, "
+        "i_understand_this_is_not_private=True) in tests)",
+    )
+
+
 def release_integer(
     value: int, sensitivity: int, epsilon: Fraction, source: RandomSource | None
 ) -> int:
@@ -160,7 +188,7 @@ def release_integer(
         raise ParameterError("epsilon", float(epsilon), "a positive number with sensitivity >= 0")
     if sensitivity == 0:
         return int(value)
-    src = require_secure_source(source)
+    src = require_release_source(source)
     return int(value) + discrete_laplace(Fraction(sensitivity) / epsilon, src)
 
 
@@ -183,7 +211,7 @@ def release_integers(
         raise ParameterError("epsilon", float(epsilon), "a positive number with sensitivity >= 0")
     if sensitivity == 0:
         return [int(v) for v in values]
-    src = require_secure_source(source)
+    src = require_release_source(source)
     noise = discrete_laplace_batch(Fraction(sensitivity) / epsilon, len(values), src)
     return [int(v) + z for v, z in zip(values, noise, strict=True)]
 
@@ -260,12 +288,62 @@ def exponential_mechanism(
     """
     if not scores:
         raise ParameterError("scores", scores, "a non-empty sequence")
-    src = require_secure_source(source)
+    src = require_release_source(source)
     low = min(scores)
     factor = epsilon / (2 * sensitivity)
-    gammas = [(s - low) * factor for s in scores]
+    return _inverse_cdf([(s - low) * factor for s in scores], src)
+
+
+#: Decimal digits of the weights in the first (almost always the only) round of
+#: :func:`_inverse_cdf`.
+_EM_DIGITS = 40
+
+
+def _inverse_cdf(gammas: Sequence[Fraction], src: RandomSource) -> int:
+    """Index j with probability exp(−γ_j) / Σ_i exp(−γ_i), exactly, in data-independent work.
+
+    Inverse-CDF sampling with certified interval arithmetic (the lazy-refinement idea of
+    Knuth & Yao 1976): each weight exp(−γ_j) is known to within ±2 units of 10^−P (γ ≥ 0, so
+    every weight is at most 1), the uniform U to within 2^−B; index j is returned only when
+    [U·T] lies certainly between the cumulative weights C_j and C_{j+1}. Otherwise P and the
+    bits of U are doubled and the comparison repeated with the same U, so the distribution is
+    exact. Every round does the same work for every input of the same length (one ``exp`` per
+    candidate, a full scan), and a second round happens with probability below n·10^−(P−3).
+    """
     n = len(gammas)
+    digits = _EM_DIGITS
+    bits = 0
+    u = 0
     while True:
-        j = src.randbelow(n)
-        if bernoulli_exp(gammas[j], src):
-            return j
+        scale = 10**digits
+        ctx = decimal.Context(prec=digits + 12, rounding=decimal.ROUND_HALF_EVEN)
+        cap = Fraction(math.ceil((digits + 5) * math.log(10)) + 1)
+        lows: list[int] = []
+        highs: list[int] = []
+        for g in gammas:
+            capped = g > cap
+            x = cap if capped else g
+            e = ctx.exp(-ctx.divide(decimal.Decimal(x.numerator), decimal.Decimal(x.denominator)))
+            w = int(ctx.to_integral_value(ctx.multiply(e, decimal.Decimal(scale))))
+            # |w − scale·exp(−x)| ≤ 1.5 (relative error ≤ (x + 2)·10^−(digits+11) < 10^−9
+            # of a weight ≤ 1, plus rounding to an integer); a capped weight lies in [0, w].
+            lows.append(0 if capped else max(0, w - 2))
+            highs.append(w + 2)
+        t_low, t_high = sum(lows), sum(highs)
+        extra = (scale * n).bit_length() + 64
+        u = (u << extra) | int.from_bytes(src.random_bytes((extra + 7) // 8), "big") >> (
+            (8 - extra % 8) % 8
+        )
+        bits += extra
+        # U·T lies in [x_low, x_high] / 2^bits.
+        x_low, x_high = u * t_low, (u + 1) * t_high
+        found = -1
+        c_low = c_high = 0
+        for j in range(n):
+            nxt_low = c_low + lows[j]
+            if (c_high << bits) <= x_low and x_high < (nxt_low << bits):
+                found = j
+            c_low, c_high = nxt_low, c_high + highs[j]
+        if found >= 0:
+            return found
+        digits *= 2

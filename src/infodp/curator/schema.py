@@ -30,6 +30,7 @@ True
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -216,6 +217,16 @@ def _parse_column(name: str, spec: Any) -> ColumnSpec:
             )
         if ctype == "int" and not (float(low).is_integer() and float(high).is_integer()):
             raise ParameterError(f"columns.{name}.bounds", raw, "integers for an int column")
+        if not math.isfinite(high - low):
+            # Quantile binning divides by the width: an infinite width would overflow inside
+            # the query, only for some rows (a data-dependent failure after the charge).
+            raise ParameterError(
+                f"columns.{name}.bounds", raw, "a pair whose width high - low is a finite double"
+            )
+        if ctype == "int" and not (low >= -(2.0**63) and high < 2.0**63):
+            raise ParameterError(
+                f"columns.{name}.bounds", raw, "integers in [-2^63, 2^63) (an int column is BIGINT)"
+            )
         bounds = (low, high)
     if "categories" in spec:
         if ctype != "category":

@@ -28,21 +28,42 @@ infodp.errors.ParameterError: refused SQL construct: raw column selection (colum
 from __future__ import annotations
 
 import functools
-import math
+import sys
 from collections.abc import Mapping
 from fractions import Fraction
 
 import sqlglot
 from sqlglot import exp
 
+from infodp._exact import parse_exact
 from infodp.curator.plan import Aggregate, GroupKey, Output, Predicate, QueryPlan
 from infodp.curator.schema import ColumnSpec, DatasetSchema
 from infodp.errors import ParameterError
 
-__all__ = ["INT_GROUP_MAX_KEYS", "parse_query", "referenced_table"]
+__all__ = [
+    "INT_GROUP_MAX_KEYS",
+    "MAX_EXPRESSION_DEPTH",
+    "MAX_IN_LIST",
+    "MAX_SQL_CHARS",
+    "MAX_WHERE_TERMS",
+    "parse_query",
+    "referenced_table",
+]
 
 #: An int column with bounds spanning at most this many values is grouped as declared keys.
 INT_GROUP_MAX_KEYS = 10_000
+#: Longest SQL statement accepted (characters).
+MAX_SQL_CHARS = 20_000
+#: Deepest nesting of parentheses and of the parsed expression tree.
+MAX_EXPRESSION_DEPTH = 64
+#: Most values in one ``IN (...)`` list.
+MAX_IN_LIST = 1_000
+#: Most comparisons (leaves) in one WHERE filter.
+MAX_WHERE_TERMS = 256
+
+#: The range of the BIGINT an int column is stored as (DuckDB), and of a finite DOUBLE.
+_INT64 = (-(2**63), 2**63 - 1)
+_DOUBLE_MAX = Fraction(sys.float_info.max)
 
 _COMPARISONS: dict[type[exp.Expr], str] = {
     exp.EQ: "=",
@@ -70,15 +91,67 @@ def _statements_cached(sql: str) -> tuple[exp.Expr, ...]:
 def _statements(sql: str) -> list[exp.Expr]:
     if not isinstance(sql, str) or not sql.strip():
         raise ParameterError("sql", sql, "a non-empty SQL SELECT statement")
+    if len(sql) > MAX_SQL_CHARS:
+        raise ParameterError("sql", f"<{len(sql)} characters>", f"at most {MAX_SQL_CHARS}")
+    _check_nesting(sql)
     try:
         parsed = sqlglot.parse(sql, read="duckdb")
     except sqlglot.errors.ParseError as err:
-        first = str(err).splitlines()[0]
+        first = str(err).splitlines()[0][:200]
         raise ParameterError(f"sql could not be parsed: {first}") from None
+    except (sqlglot.errors.SqlglotError, RecursionError, ValueError):
+        raise ParameterError("sql could not be parsed.") from None
     stmts = [s for s in parsed if s is not None]
     if len(stmts) != 1:
         raise _refuse("multiple statements", f"{len(stmts)} found; send one SELECT")
+    _check_tree(stmts[0])
     return stmts
+
+
+def _check_nesting(sql: str) -> None:
+    """Refuse parentheses nested deeper than MAX_EXPRESSION_DEPTH (before the recursive parser)."""
+    depth = 0
+    quote: str | None = None
+    for ch in sql:
+        if quote is not None:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+            if depth > MAX_EXPRESSION_DEPTH:
+                raise ParameterError(
+                    "sql",
+                    "<deeply nested>",
+                    f"parentheses nested at most {MAX_EXPRESSION_DEPTH} deep",
+                )
+        elif ch == ")":
+            depth -= 1
+
+
+def _check_tree(root: exp.Expr) -> None:
+    """Bound the parsed tree (depth, IN lists, WHERE leaves) without recursion."""
+    stack: list[tuple[exp.Expr, int]] = [(root, 0)]
+    leaves = 0
+    while stack:
+        node, depth = stack.pop()
+        if depth > 2 * MAX_EXPRESSION_DEPTH:
+            raise ParameterError(
+                "sql", "<deeply nested>", f"an expression at most {MAX_EXPRESSION_DEPTH} deep"
+            )
+        if isinstance(node, exp.In) and len(node.expressions) > MAX_IN_LIST:
+            raise ParameterError(
+                "IN list", f"<{len(node.expressions)} values>", f"at most {MAX_IN_LIST} values"
+            )
+        if isinstance(node, (exp.Predicate, exp.Is)):
+            leaves += 1
+            if leaves > MAX_WHERE_TERMS:
+                raise ParameterError(
+                    "sql", f"<more than {MAX_WHERE_TERMS} conditions>", f"at most {MAX_WHERE_TERMS}"
+                )
+        for child in node.iter_expressions():
+            stack.append((child, depth + 1))
 
 
 def referenced_table(sql: str) -> str:
@@ -124,7 +197,24 @@ def _select(stmt: exp.Expr) -> exp.Select:
     ):
         if stmt.args.get(key):
             raise _refuse(name)
+    for _node in stmt.find_all(exp.TableSample):
+        raise _refuse("TABLESAMPLE / USING SAMPLE", "sampling is not part of the released query")
+    _only_args(stmt, {"expressions", "from", "from_", "where", "group"}, "SELECT")
+    group = stmt.args.get("group")
+    if group is not None:
+        if group.args.get("all"):
+            raise _refuse("GROUP BY ALL", "name the GROUP BY columns")
+        _only_args(group, {"expressions"}, "GROUP BY")
     return stmt
+
+
+def _only_args(node: exp.Expr, allowed: set[str], where: str) -> None:
+    """Refuse any clause of ``node`` the safe subset does not name (never ignore one)."""
+    for key, value in node.args.items():
+        if key in allowed or value is None or value is False or value == [] or value == "":
+            continue
+        name = key.rstrip("_").upper()
+        raise _refuse(f"{name} in {where}", "not part of the safe SQL subset")
 
 
 def _table(select: exp.Select) -> tuple[str, set[str]]:
@@ -135,6 +225,8 @@ def _table(select: exp.Select) -> tuple[str, set[str]]:
     if len(tables) != 1 or not isinstance(src.this, exp.Table):
         raise _refuse("FROM clause with more than one table or a table function")
     table = tables[0]
+    if table.args.get("sample"):
+        raise _refuse("TABLESAMPLE / USING SAMPLE", "sampling is not part of the released query")
     if table.args.get("db") or table.args.get("catalog"):
         raise _refuse("qualified table name", f"use the registered name {table.name!r}")
     names = {table.name.lower()}
@@ -158,6 +250,10 @@ def _literal(node: exp.Expr, col: ColumnSpec) -> float | int | str:
         inner = _literal(node.this, col)  # -(5), -(-5): negate whatever the inside is
         if isinstance(inner, str):
             return inner[1:] if inner.startswith("-") else "-" + inner
+        if isinstance(inner, int) and not _INT64[0] <= -inner <= _INT64[1]:
+            raise ParameterError(
+                f"literal compared with {col.name}", -inner, "an integer in [-2^63, 2^63 - 1]"
+            )
         return -inner
     if not isinstance(node, exp.Literal):
         raise _refuse(
@@ -166,13 +262,38 @@ def _literal(node: exp.Expr, col: ColumnSpec) -> float | int | str:
         )
     if col.is_numeric:
         if node.is_string:
-            raise ParameterError(f"column {col.name} is numeric; got the string {node.this!r}.")
-        text = node.this
-        value: float | int = int(text) if text.lstrip("-").isdigit() else float(text)
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ParameterError(f"literal {text!r} compared with {col.name}", text, "finite")
-        return value
+            raise ParameterError(
+                f"column {col.name} is numeric; got the string {node.this[:40]!r}."
+            )
+        return _numeric_literal(node.this, col)
     return str(node.this)
+
+
+def _numeric_literal(text: str, col: ColumnSpec) -> float | int:
+    """A number compared with a numeric column, range-checked against its stored type.
+
+    DuckDB casts a literal outside the column's type lazily, when a row reaches the comparison:
+    an error that would then depend on the data. So every literal is checked here: an int
+    column (BIGINT) takes integers in [-2^63, 2^63 - 1] and finite decimals; a float column
+    (DOUBLE) any number whose magnitude is at most the largest double.
+    """
+    frac = parse_exact(f"literal compared with {col.name}", text)
+    if col.type == "int" and frac.denominator == 1:
+        if not _INT64[0] <= frac.numerator <= _INT64[1]:
+            raise ParameterError(
+                f"literal compared with {col.name}",
+                text[:40],
+                f"a finite number in the range of int column {col.name} "
+                "(integers in [-2^63, 2^63 - 1])",
+            )
+        return frac.numerator
+    if abs(frac) > _DOUBLE_MAX:
+        raise ParameterError(
+            f"literal compared with {col.name}",
+            text[:40],
+            f"a finite number of magnitude at most {sys.float_info.max!r}",
+        )
+    return float(frac)
 
 
 def _predicate(node: exp.Expr, schema: DatasetSchema, q: set[str]) -> Predicate:
@@ -222,10 +343,7 @@ def _quantile_arg(node: exp.Expr | None) -> Fraction:
         raise ParameterError(
             "quantile", None if node is None else node.sql(), "a number literal in [0, 1]"
         )
-    try:
-        q = Fraction(node.this)
-    except (ValueError, ZeroDivisionError):
-        raise ParameterError("quantile", node.this, "a number literal in [0, 1]") from None
+    q = parse_exact("quantile", node.this)
     if not 0 <= q <= 1:
         raise ParameterError("quantile", node.this, "a number in [0, 1]")
     return q

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import secrets
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,10 +43,12 @@ __all__ = [
     "ColumnGrid",
     "DuckDBBackend",
     "ExactAggregates",
+    "QueryDeadline",
     "bounded_column",
     "column_grid",
     "compile_aggregate",
     "compile_histogram",
+    "compiled_statements",
     "quantile_bins",
 ]
 
@@ -339,12 +342,17 @@ def compile_histogram(
     clean = _clean(col)
     width = high - low
     if width > 0:
+        # Scaled so that nothing can overflow for any value inside the declared domain:
+        # (v - low) lies in [0, width] (a finite double, checked at schema load), divided by
+        # the width it lies in [0, 1], times k in [0, k]; the CAST is then always in range.
+        # A value its null policy drops stays NULL (greatest/least would skip a NULL argument
+        # and put it in bin 0), so it never enters the histogram.
         bin_expr = (
-            f"least({k - 1}, greatest(0, CAST(floor((({clean}) - {_lit(low)}) * {k} / "
-            f"{_lit(width)}) AS BIGINT)))"
+            f"CASE WHEN ({clean}) IS NULL THEN NULL ELSE least({k - 1}, greatest(0, "
+            f"CAST(floor(((({clean}) - {_lit(low)}) / {_lit(width)}) * {k}) AS BIGINT))) END"
         )
     else:
-        bin_expr = "0"
+        bin_expr = f"CASE WHEN ({clean}) IS NULL THEN NULL ELSE 0 END"
     cte = _source_cte(plan, schema, [], unit_rows_ok, extra_items=[f"{bin_expr} AS __bin"])
     keys = [f"__g{i}" for i in range(len(plan.group_by))]
     select = ", ".join([*keys, "__bin", "count(*) AS n"])
@@ -536,6 +544,28 @@ class DuckDBBackend:
 
     # -- queries -------------------------------------------------------------------------------
 
+    def check(
+        self,
+        plan: QueryPlan,
+        schema: DatasetSchema,
+        ms: Sequence[Measurement],
+        *,
+        unit_rows_ok: bool,
+    ) -> None:
+        """Bind and run the compiled SQL against an *empty* table of the same schema.
+
+        Run before the budget is reserved: whatever DuckDB refuses at bind or constant-folding
+        time is refused here, with a data-free message, at no cost.
+        """
+        con = _empty_connection(schema)
+        try:
+            for sql in compiled_statements(plan, schema, ms, unit_rows_ok=unit_rows_ok):
+                con.execute(sql).fetchall()
+        except duckdb.Error:
+            raise ParameterError(
+                "sql", plan.sql[:80], "a query the engine can compile (it was refused at bind time)"
+            ) from None
+
     def aggregate(
         self,
         con: duckdb.DuckDBPyConnection,
@@ -544,8 +574,30 @@ class DuckDBBackend:
         ms: Sequence[Measurement],
         *,
         unit_rows_ok: bool,
+        deadline: float | None = None,
     ) -> ExactAggregates:
-        """Run the bounded aggregation (and quantile histograms) on an open connection."""
+        """Run the bounded aggregation (and quantile histograms) on an open connection.
+
+        ``deadline``: seconds after which the running statement is interrupted
+        (``con.interrupt()``) and :class:`QueryDeadline` is raised.
+        """
+        with _Deadline(con, deadline) as watch:
+            try:
+                return self._aggregate(con, plan, schema, ms, unit_rows_ok=unit_rows_ok)
+            except duckdb.Error:
+                if watch.fired:
+                    raise QueryDeadline(f"the query ran longer than {deadline} s") from None
+                raise
+
+    def _aggregate(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        plan: QueryPlan,
+        schema: DatasetSchema,
+        ms: Sequence[Measurement],
+        *,
+        unit_rows_ok: bool,
+    ) -> ExactAggregates:
         values: dict[tuple[str, ...], tuple[int | None, ...]] = {}
         ng = len(plan.group_by)
         if any(m.kind != "quantile" for m in ms):
@@ -574,6 +626,89 @@ class DuckDBBackend:
                 histograms[(key, i)] = tuple(counts)
                 values.setdefault(key, tuple(None for _ in ms))
         return ExactAggregates(values, histograms)
+
+
+class QueryDeadline(InternalError):
+    """A query ran past its deadline and was interrupted."""
+
+
+class _Deadline:
+    """Interrupt ``con`` after ``seconds`` (a timer thread calling ``con.interrupt()``)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, seconds: float | None) -> None:
+        self.con = con
+        self.seconds = seconds
+        self.fired = False
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
+        self._done = False
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self.fired = True
+            self.con.interrupt()
+
+    def __enter__(self) -> _Deadline:
+        if self.seconds is not None:
+            self._timer = threading.Timer(self.seconds, self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._done = True
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+def compiled_statements(
+    plan: QueryPlan, schema: DatasetSchema, ms: Sequence[Measurement], *, unit_rows_ok: bool
+) -> list[str]:
+    """Every SQL statement :meth:`DuckDBBackend.aggregate` runs for ``plan`` (in order)."""
+    out: list[str] = []
+    if any(m.kind != "quantile" for m in ms):
+        out.append(compile_aggregate(plan, schema, ms, unit_rows_ok=unit_rows_ok))
+    for m in ms:
+        if m.kind == "quantile" and m.column is not None:
+            out.append(compile_histogram(plan, schema, m.column, unit_rows_ok=unit_rows_ok))
+    return out
+
+
+_EMPTY = threading.local()
+
+
+def _empty_connection(schema: DatasetSchema) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB (one per thread and schema) holding an empty copy of the table."""
+    cache: dict[str, duckdb.DuckDBPyConnection] | None = getattr(_EMPTY, "cons", None)
+    if cache is None:
+        cache = _EMPTY.cons = {}
+    key = schema.table + "\0" + schema.to_json()
+    con = cache.get(key)
+    if con is not None:
+        return con
+    if len(cache) > 64:
+        for old in cache.values():
+            old.close()
+        cache.clear()
+    cols: list[str] = []
+    names = {c.name.lower() for c in schema.columns}
+    if not schema.unit_is_row and schema.privacy_unit.lower() not in names:
+        cols.append(f"{_ident(schema.privacy_unit)} VARCHAR")
+    for col in schema.columns:
+        cols.append(f"{_ident(col.name)} {_TYPES.get(col.type, 'VARCHAR')}")
+    for col in schema.columns:
+        if col.is_numeric and col.bounds is not None:
+            cols.append(f"{_ident(bounded_column(col.name))} BIGINT")
+    con = duckdb.connect(":memory:")
+    con.execute(f"CREATE TABLE {_ident(schema.table)} ({', '.join(cols)})")
+    cache[key] = con
+    return con
+
+
+_TYPES = {"int": "BIGINT", "float": "DOUBLE"}
 
 
 def _relation_sql(rel: duckdb.DuckDBPyRelation) -> str:
