@@ -79,4 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InfodpError as err:
         fail(str(err))
         return EXIT_USAGE
+    except (RecursionError, MemoryError, OverflowError, ValueError, ArithmeticError) as err:
+        # Bad input caught late (it should have been refused by a validator): one line, never
+        # a traceback, and never the exception text (it could quote data).
+        fail(f"invalid input ({type(err).__name__})")
+        return EXIT_USAGE
     return 0

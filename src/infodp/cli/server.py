@@ -74,6 +74,18 @@ def _known_analyst(db: str, name: str) -> None:
     "meanwhile are served after a restart.",
 )
 @click.option(
+    "--max-concurrent",
+    default=2,
+    show_default=True,
+    help="Most queries/estimates/synopsis requests in flight per key (429 beyond).",
+)
+@click.option(
+    "--query-timeout",
+    default=30.0,
+    show_default=True,
+    help="Seconds after which a running query is interrupted (its cost stays spent).",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info",
@@ -89,6 +101,8 @@ def serve(
     max_body: int,
     admin_token_file: str | None,
     keep_open: bool,
+    max_concurrent: int,
+    query_timeout: float,
     log_level: str,
     as_json: bool,
 ) -> None:
@@ -109,6 +123,8 @@ def serve(
         max_body_bytes=as_positive_int("--max-body", max_body),
         admin_token_sha256=None if admin_token_file is None else admin_token_hash(admin_token_file),
         keep_open=keep_open,
+        max_concurrent_per_key=as_positive_int("--max-concurrent", max_concurrent),
+        query_timeout=as_positive("--query-timeout", query_timeout),
     )
     app = create_app(settings)
     url = f"http://{host}:{port}"
@@ -123,6 +139,8 @@ def serve(
         "max_body_bytes": settings.max_body_bytes,
         "admin_routes": settings.admin_token_sha256 is not None,
         "keep_open": settings.keep_open,
+        "max_concurrent_per_key": settings.max_concurrent_per_key,
+        "query_timeout": settings.query_timeout,
     }
     emit(
         payload,

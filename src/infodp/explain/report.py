@@ -511,7 +511,9 @@ def profile_tradeoff(
         pairs.append((float(epsilon), float(delta)))
     hi = pure if math.isfinite(pure) else _call(lambda: profile.epsilon(1e-10))
     if not math.isfinite(hi):
-        hi = max(4.0 * float(epsilon or 0.0), 10.0)
+        # epsilon may itself be inf (no finite ε at the target δ): the grid must stay finite.
+        given = float(epsilon or 0.0)
+        hi = max(4.0 * given if math.isfinite(given) else 0.0, 10.0)
     for e in np.linspace(0.0, hi, grid):
         d = min(1.0, max(0.0, _call(functools.partial(profile.delta, float(e)))))
         if d < 1.0:

@@ -37,7 +37,7 @@ import json
 import logging
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -46,11 +46,11 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from infodp.cli._common import to_jsonable
-from infodp.errors import BudgetExceeded, InfodpError, ParameterError
+from infodp.errors import BudgetExceeded, InfodpError, ParameterError, QueryFailed
 from infodp.server.auth import Identity, KeyStore, key_store_path, parse_bearer
 from infodp.server.errors import (
     ApiError,
@@ -58,7 +58,13 @@ from infodp.server.errors import (
     error_responses,
     internal_error,
 )
-from infodp.server.limits import BodySizeLimit, RateLimiter, retry_after_seconds
+from infodp.server.limits import (
+    BodySizeLimit,
+    KeySlots,
+    RateLimiter,
+    SlotsBusy,
+    retry_after_seconds,
+)
 
 __all__ = [
     "API_VERSION",
@@ -77,12 +83,19 @@ log = logging.getLogger("infodp.server")
 
 _MAX_SQL = 20_000
 
+# A number in a request body: JSON numbers and decimal strings only (true/false are not
+# numbers); the text is parsed by infodp._exact.parse_exact with bounded length and exponent.
+_Number = StrictInt | StrictFloat | StrictStr
+
 
 @dataclass(frozen=True, slots=True)
 class ServerSettings:
     """How a service runs: the store, the limits and the (optional) admin token's hash.
 
-    ``rate`` requests per second per key with bursts of ``burst``; bodies of at most
+    ``rate`` requests per second per key with bursts of ``burst``, at most
+    ``max_concurrent_per_key`` CPU-heavy requests (queries, estimates, synopsis releases and
+    queries) in flight per key, each query interrupted after ``query_timeout`` seconds
+    (a constant error, the cost stays spent); bodies of at most
     ``max_body_bytes``. ``admin_token_sha256`` is the hex SHA-256 of the admin token (the
     token itself is never kept); None disables the admin routes. ``keep_open``: each worker
     thread keeps its read-only DuckDB connection open (about half the latency of opening the
@@ -99,6 +112,8 @@ class ServerSettings:
     max_body_bytes: int = 64 * 1024
     admin_token_sha256: str | None = None
     keep_open: bool = True
+    max_concurrent_per_key: int = 2
+    query_timeout: float = 30.0
 
 
 class QueryRequest(BaseModel):
@@ -119,9 +134,11 @@ class QueryRequest(BaseModel):
     )
 
     sql: str = Field(min_length=1, max_length=_MAX_SQL)
-    epsilon: float | str = Field(description="ε this query spends (> 0).")
-    delta: float | str = Field(0, description="δ (DP partition selection only).")
-    confidence: float = Field(0.95, description="Level of the confidence intervals, in (0, 1).")
+    epsilon: _Number = Field(description="ε this query spends (> 0).")
+    delta: _Number = Field(0, description="δ (DP partition selection only).")
+    confidence: StrictFloat | StrictInt = Field(
+        0.95, description="Level of the confidence intervals, in (0, 1)."
+    )
 
 
 class SynopsisQueryRequest(BaseModel):
@@ -137,7 +154,7 @@ class SynopsisQueryRequest(BaseModel):
     )
 
     sql: str = Field(min_length=1, max_length=_MAX_SQL)
-    confidence: float = 0.95
+    confidence: StrictFloat | StrictInt = 0.95
 
 
 class SynopsisRequest(BaseModel):
@@ -159,7 +176,7 @@ class SynopsisRequest(BaseModel):
     name: str = Field(min_length=1, max_length=200)
     dataset: str = Field(min_length=1, max_length=200)
     columns: list[Annotated[str, Field(max_length=200)]] = Field(min_length=1, max_length=32)
-    epsilon: float | str
+    epsilon: _Number
 
 
 class Service:
@@ -180,6 +197,7 @@ class Service:
         self.curator  # noqa: B018 - open the store now, so a bad store fails at start-up
         self.keys = KeyStore(key_store_path(settings.db))
         self.limiter = RateLimiter(settings.rate, settings.burst)
+        self.slots = KeySlots(settings.max_concurrent_per_key)
         # Failed authentications are limited per client address, so keys cannot be guessed
         # at the full request rate.
         self.failures = RateLimiter(settings.rate, max(settings.burst, 20))
@@ -199,7 +217,11 @@ class Service:
         if cur is None:
             from infodp.curator.engine import Curator
 
-            cur = Curator(self.settings.db, keep_open=self.settings.keep_open)
+            cur = Curator(
+                self.settings.db,
+                keep_open=self.settings.keep_open,
+                query_timeout=self.settings.query_timeout,
+            )
             self._local.curator = cur
         return cur
 
@@ -326,6 +348,25 @@ def _admin_dep(
 
 
 Analyst = Annotated[Identity, Depends(_analyst_dep)]
+
+
+async def _heavy_dep(request: Request, who: Analyst) -> AsyncIterator[Identity]:
+    # CPU-heavy routes (queries, estimates, synopsis releases and queries) run holding one of
+    # the key's slots; the wait happens in the event loop, before a worker thread is taken.
+    try:
+        async with _service(request).slots.hold("key:" + who.key_id):
+            yield who
+    except SlotsBusy as err:
+        raise ApiError(
+            429,
+            "too_many_in_flight",
+            f"at most {err.limit} queries, estimates or synopsis requests run at once per key "
+            "and too many are waiting; retry later",
+            retry_after=1,
+        ) from None
+
+
+Heavy = Annotated[Identity, Depends(_heavy_dep)]
 Admin = Annotated[None, Depends(_admin_dep)]
 
 _AUTH = (401, 429)
@@ -343,6 +384,9 @@ def _guard(where: str, call: Callable[[], Any]) -> Any:
         raise
     except BudgetExceeded as err:
         raise budget_error(err) from None
+    except QueryFailed:
+        # One constant response whatever the cause (it could depend on the data).
+        raise ApiError(500, "query_failed", QueryFailed.MESSAGE) from None
     except ParameterError as err:
         raise ApiError(400, "bad_query", str(err)) from None
     except InfodpError as err:
@@ -372,7 +416,13 @@ def _dataset_view(record: Any) -> dict[str, Any]:
 
 def _estimate(svc: Service, identity: Identity, body: QueryRequest) -> dict[str, Any]:
     from infodp.curator.backends.duckdb import quantile_bins
-    from infodp.curator.engine import as_budget_fraction, leakage_summary, plan_cost
+    from infodp.curator.engine import (
+        _float_up,
+        _require_finite,
+        as_budget_fraction,
+        leakage_summary,
+        plan_cost,
+    )
     from infodp.curator.noise import dlap_halfwidth
 
     plan, schema, rows = svc.plan(body.sql)
@@ -384,6 +434,8 @@ def _estimate(svc: Service, identity: Identity, body: QueryRequest) -> dict[str,
     if dlt >= 1:
         raise ParameterError("delta", body.delta, "a probability in [0, 1)")
     cost = plan_cost(plan, schema, eps, dlt, rows)
+    leak = leakage_summary(_float_up(cost.epsilon), _float_up(cost.delta), rows)
+    _require_finite("the query's privacy summary", leak)
     beta = 1.0 - float(body.confidence)
     accuracy = []
     for p in cost.parts:
@@ -407,7 +459,7 @@ def _estimate(svc: Service, identity: Identity, body: QueryRequest) -> dict[str,
     return {
         "cost": {
             **cost.to_dict(),
-            "leakage": leakage_summary(float(cost.epsilon), float(cost.delta), rows),
+            "leakage": leak,
         },
         "accuracy": accuracy,
         "confidence": body.confidence,
@@ -444,6 +496,8 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         docs_url="/v1/docs",
         redoc_url=None,
         openapi_url="/v1/openapi.json",
+        # No 307 to the slash-less route: its Location would be built from the Host header.
+        redirect_slashes=False,
     )
     if settings is not None:
         app.state.service = Service(settings)
@@ -540,7 +594,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         return _json({"analyst": who.analyst, "entries": out})
 
     @app.post("/v1/estimate", tags=["queries"], responses=error_responses(*_AUTH, 400, 403, 413))
-    def estimate(request: Request, body: QueryRequest, who: Analyst) -> JSONResponse:
+    def estimate(request: Request, body: QueryRequest, who: Heavy) -> JSONResponse:
         """A query's cost (ε, δ, information) and per-measurement accuracy; nothing is spent."""
         svc = _service(request)
         return _json(_guard("estimate", lambda: _estimate(svc, who, body)))
@@ -550,7 +604,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         tags=["queries"],
         responses=error_responses(*_AUTH, 400, 403, 409, 413, 500),
     )
-    def query(request: Request, body: QueryRequest, who: Analyst) -> JSONResponse:
+    def query(request: Request, body: QueryRequest, who: Heavy) -> JSONResponse:
         """Answer ``sql`` with DP noise, charged to the caller (as ``infodp query --json``)."""
         svc = _service(request)
         plan, _, _ = svc.plan(body.sql)
@@ -581,7 +635,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         tags=["synopses"],
         responses=error_responses(*_AUTH, 400, 403, 409, 413, 500),
     )
-    def release_synopsis(request: Request, body: SynopsisRequest, who: Analyst) -> JSONResponse:
+    def release_synopsis(request: Request, body: SynopsisRequest, who: Heavy) -> JSONResponse:
         """Publish a noisy histogram once (charged to the caller); query it later for free."""
         svc = _service(request)
         record = _guard("release", lambda: svc.curator.ledger.dataset(body.dataset))
@@ -611,7 +665,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         responses=error_responses(*_AUTH, 400, 404, 413),
     )
     def query_synopsis(
-        request: Request, name: str, body: SynopsisQueryRequest, who: Analyst
+        request: Request, name: str, body: SynopsisQueryRequest, who: Heavy
     ) -> JSONResponse:
         """Answer ``sql`` from a released synopsis: no data access, nothing spent."""
         svc = _service(request)

@@ -17,16 +17,18 @@ they arrive, so no request can make the server buffer more than ``max_bytes``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import math
 import threading
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
 
 from infodp._validate import as_positive, as_positive_int
 
-__all__ = ["BodySizeLimit", "RateLimiter", "retry_after_seconds"]
+__all__ = ["BodySizeLimit", "KeySlots", "RateLimiter", "SlotsBusy", "retry_after_seconds"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -71,6 +73,67 @@ class RateLimiter:
             if len(self._buckets) > self._max_keys:  # forget idle buckets (they are full again)
                 self._buckets.clear()
             return (1.0 - tokens) / self.rate
+
+
+class KeySlots:
+    """At most ``limit`` CPU-heavy requests running per key; the rest wait in the event loop.
+
+    A waiting request holds no worker thread (it waits in an ``asyncio.Semaphore`` before its
+    handler is dispatched), so one analyst's heavy queries occupy at most ``limit`` of the
+    server's threads whatever they send, and the other analysts keep theirs. At most
+    ``max_waiting`` requests of one key wait, each at most ``wait_timeout`` seconds; beyond
+    that :meth:`hold` raises :class:`SlotsBusy` (the service answers 429).
+
+    >>> import asyncio
+    >>> slots = KeySlots(1, max_waiting=0, wait_timeout=1.0)
+    >>> async def two():
+    ...     async with slots.hold("k"):
+    ...         try:
+    ...             async with slots.hold("k"):
+    ...                 return "second ran"
+    ...         except SlotsBusy:
+    ...             return "second refused"
+    >>> asyncio.run(two())
+    'second refused'
+    """
+
+    def __init__(self, limit: int, *, max_waiting: int = 64, wait_timeout: float = 60.0) -> None:
+        self.limit = as_positive_int("limit", limit)
+        self.max_waiting = int(max_waiting)
+        self.wait_timeout = as_positive("wait_timeout", wait_timeout)
+        self._state: dict[str, tuple[asyncio.Semaphore, list[int]]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        """Run the body holding one of ``key``'s slots (waiting for one if need be)."""
+        state = self._state.get(key)
+        if state is None:
+            state = self._state[key] = (asyncio.Semaphore(self.limit), [0])
+        sem, waiting = state
+        if sem.locked():
+            if waiting[0] >= self.max_waiting:
+                raise SlotsBusy(self.limit)
+            waiting[0] += 1
+            try:
+                await asyncio.wait_for(sem.acquire(), timeout=self.wait_timeout)
+            except TimeoutError:
+                raise SlotsBusy(self.limit) from None
+            finally:
+                waiting[0] -= 1
+        else:
+            await sem.acquire()
+        try:
+            yield
+        finally:
+            sem.release()
+
+
+class SlotsBusy(Exception):
+    """Too many requests of one key are running or waiting (see :class:`KeySlots`)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"at most {limit} heavy requests run at once per key")
+        self.limit = limit
 
 
 class BodySizeLimit:

@@ -1,0 +1,456 @@
+"""Side channels of the query path: everything observable is a function of charged noise.
+
+Each attack is run against a PAIR of stores that differ in one privacy unit (``bob``, present
+in store A only): add/remove neighbours (Dwork & Roth 2014, Def. 2.4). Whatever the analyst
+can observe that is not charged noise — the library's exception and message, the CLI's exit
+status and stderr, the HTTP status and error body, the ``cost`` object, the ledger spend —
+must be identical across the pair; otherwise one query separates neighbouring datasets with
+certainty, whatever ε it was charged (the reconstruction of a whole table for 1e-5 ε by such
+probes is the attack of the first test class).
+
+The public row count is the other half of this picture (declared public facts); until it is
+declared, ``information_nats``/``information_bits`` and the per-table leakage fields scale
+with N, so the cost comparison below covers the N-free fields (ε, δ, their exact values, the
+per-measurement sensitivities, mechanisms and noise scales).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+import pytest
+
+from infodp.cli import main
+from infodp.curator.backends.duckdb import DuckDBBackend
+from infodp.curator.engine import Curator
+from infodp.curator.schema import load_schema
+from infodp.errors import BudgetExceeded, InfodpError, ParameterError, QueryFailed
+from infodp.server._harness import ServerProcess, free_port, get_json
+
+SCHEMA = {
+    "table": "people",
+    "privacy_unit": "person_id",
+    "max_rows_per_unit": 1,
+    "columns": {
+        "person_id": {"type": "text"},
+        "age": {"type": "int", "bounds": [0, 120]},
+        "score": {"type": "float", "bounds": [0, 100], "nulls": "drop"},
+        "region": {"type": "category", "categories": ["north", "south"]},
+        "city": {"type": "text"},
+    },
+}
+ROWS = [
+    ("alice", 30, 10.0, "north", "x"),
+    ("carol", 70, 90.0, "south", "y"),
+    ("dave", 45, None, "north", "x"),
+    ("erin", 12, 55.5, "south", "z"),
+]
+BOB = ("bob", 50, None, "north", "y")
+BIG = 2**127  # an integer DuckDB can only cast lazily to BIGINT
+HUGE = "1" + "0" * 310  # an integer above the largest double
+
+
+@dataclass
+class Store:
+    db: str
+    key: str
+
+
+def _make(directory: Path, rows: list[tuple[Any, ...]]) -> Store:
+    directory.mkdir(parents=True, exist_ok=True)
+    db = str(directory / "store.duckdb")
+    cur = Curator(db)
+    frame = pd.DataFrame(rows, columns=["person_id", "age", "score", "region", "city"])
+    cur.register_dataset("people", frame, SCHEMA)
+    key = cur.add_analyst("a", "people", epsilon=1000, delta="0.5")
+    cur.close()
+    return Store(db, key)
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, Store]:
+    root = tmp_path_factory.mktemp("pair")
+    return _make(root / "with_bob", [*ROWS, BOB]), _make(root / "without_bob", ROWS)
+
+
+@pytest.fixture(scope="module")
+def servers(pair: tuple[Store, Store]) -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    a, b = (ServerProcess(s.db).start() for s in pair)
+    try:
+        yield a, b
+    finally:
+        a.stop()
+        b.stop()
+
+
+def _spent(db: str) -> tuple[Fraction, Fraction, int]:
+    cur = Curator(db)
+    try:
+        b = cur.ledger.budget("a", "people")
+        return b.spent_epsilon, b.spent_delta, len(cur.ledger.entries())
+    finally:
+        cur.close()
+
+
+def _public_cost(cost: dict[str, Any]) -> dict[str, Any]:
+    keep = ("epsilon", "delta", "epsilon_exact", "delta_exact", "measurements")
+    return {k: cost[k] for k in keep}
+
+
+def _library(store: Store, sql: str, eps: Any, delta: Any) -> tuple[Any, ...]:
+    cur = Curator(store.db)
+    try:
+        r = cur.query("a", sql, epsilon=eps, delta=delta)
+        return ("ok", _public_cost(r.cost.to_dict()))
+    except (InfodpError, BudgetExceeded) as err:
+        return (type(err).__name__, str(err))
+    finally:
+        cur.close()
+
+
+def _cli(store: Store, sql: str, eps: Any, delta: Any, capsys: Any) -> tuple[Any, ...]:
+    capsys.readouterr()
+    args = ["query", "--db", store.db, "--analyst", "a", "--epsilon", str(eps)]
+    code = main([*args, "--delta", str(delta), "--json", sql])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 1
+    if code == 0:
+        return (0, _public_cost(json.loads(out)["cost"]))
+    return (code, err.strip())
+
+
+def _http(server: ServerProcess, store: Store, sql: str, eps: Any, delta: Any) -> tuple[Any, ...]:
+    body = {"sql": sql, "epsilon": eps, "delta": delta}
+    status, payload, _ = get_json(server.port, "POST", "/v1/query", body, key=store.key)
+    assert status < 500 or payload["error"]["code"] == "query_failed", payload
+    if status == 200:
+        return (200, _public_cost(payload["cost"]))
+    return (status, payload)
+
+
+# Every class of the observed side doors, as (id, sql, ε, δ): refused ones and answered ones.
+CASES = [
+    (
+        "lazy-int-cast",
+        f"SELECT COUNT(*) FROM people WHERE person_id = 'bob' AND (age > 61 OR age = {BIG})",
+        "0.001",
+        "0",
+    ),
+    (
+        "lazy-double-cast",
+        f"SELECT COUNT(*) FROM people WHERE person_id = 'bob' AND (age > 61 OR score = {HUGE})",
+        "0.001",
+        "0",
+    ),
+    (
+        "negated-int-overflow",
+        "SELECT COUNT(*) FROM people WHERE person_id = 'bob' AND "
+        "(age > 61 OR age = -(-9223372036854775808))",
+        "0.001",
+        "0",
+    ),
+    ("epsilon-huge-exponent", "SELECT COUNT(*) FROM people", "1e-10000000", "0"),
+    ("quantile-huge-exponent", "SELECT QUANTILE(age, 1e-10000000) FROM people", "0.1", "0"),
+    ("long-literal", f"SELECT COUNT(*) FROM people WHERE age = 1{'0' * 5000}", "0.1", "0"),
+    (
+        "deep-parentheses",
+        "SELECT COUNT(*) FROM people WHERE " + "(" * 3000 + "age = 1" + ")" * 3000,
+        "0.1",
+        "0",
+    ),
+    ("epsilon-1e308", "SELECT COUNT(*) FROM people", "1e308", "0"),
+    ("delta-underflow", "SELECT COUNT(*) FROM people", "1", "1e-400"),
+    ("epsilon-underscore", "SELECT COUNT(*) FROM people", "0_1", "0"),
+    ("epsilon-non-ascii", "SELECT COUNT(*) FROM people", "\u0661", "0"),
+    ("tablesample", "SELECT COUNT(*) FROM people TABLESAMPLE 10%", "0.1", "0"),
+    ("using-sample", "SELECT COUNT(*) FROM people USING SAMPLE 1 ROWS", "0.1", "0"),
+    ("group-by-all", "SELECT region, COUNT(*) FROM people GROUP BY ALL", "0.1", "0"),
+    (
+        "in-list-too-long",
+        "SELECT COUNT(*) FROM people WHERE age IN (" + ", ".join(["1"] * 1500) + ")",
+        "0.1",
+        "0",
+    ),
+    (
+        "partition-selection-large-delta",
+        "SELECT city, COUNT(*) FROM people GROUP BY city",
+        "0.01",
+        "0.0001",
+    ),
+    ("over-budget", "SELECT COUNT(*) FROM people", "1e6", "0"),
+    (
+        "answered-count",
+        "SELECT COUNT(*) FROM people WHERE person_id = 'bob' AND age > 61",
+        "0.001",
+        "0",
+    ),
+    ("answered-median-with-nulls", "SELECT MEDIAN(score) FROM people", "0.001", "0"),
+    ("answered-grouped", "SELECT region, AVG(age) FROM people GROUP BY region", "0.001", "0"),
+]
+IDS = [c[0] for c in CASES]
+
+
+@pytest.mark.parametrize(("name", "sql", "eps", "delta"), CASES, ids=IDS)
+def test_library_outcome_is_identical_across_neighbours(
+    pair: tuple[Store, Store], name: str, sql: str, eps: str, delta: str
+) -> None:
+    before = [_spent(s.db) for s in pair]
+    started = time.perf_counter()
+    seen = [_library(s, sql, eps, delta) for s in pair]
+    elapsed = time.perf_counter() - started
+    after = [_spent(s.db) for s in pair]
+    assert seen[0] == seen[1], name
+    spend = [tuple(x - y for x, y in zip(a, b, strict=True)) for a, b in zip(after, before)]
+    assert spend[0] == spend[1]
+    if seen[0][0] != "ok":
+        # Refused before the reservation: nothing spent, no ledger entry, one line.
+        assert spend[0] == (0, 0, 0)
+        assert "\n" not in seen[0][1]
+        # Refusals are cheap (the 13-byte ε once took ~40 s): a loose bound, not a benchmark.
+        assert elapsed < 30, name
+
+
+@pytest.mark.parametrize(("name", "sql", "eps", "delta"), CASES, ids=IDS)
+def test_cli_outcome_is_identical_across_neighbours(
+    pair: tuple[Store, Store], capsys: Any, name: str, sql: str, eps: str, delta: str
+) -> None:
+    before = [_spent(s.db) for s in pair]
+    seen = [_cli(s, sql, eps, delta, capsys) for s in pair]
+    after = [_spent(s.db) for s in pair]
+    assert seen[0] == seen[1], name
+    assert seen[0][0] in (0, 2, 3)
+    spend = [tuple(x - y for x, y in zip(a, b, strict=True)) for a, b in zip(after, before)]
+    assert spend[0] == spend[1]
+    if seen[0][0] != 0:
+        assert spend[0] == (0, 0, 0)
+
+
+@pytest.mark.parametrize(("name", "sql", "eps", "delta"), CASES, ids=IDS)
+def test_http_outcome_is_identical_across_neighbours(
+    pair: tuple[Store, Store],
+    servers: tuple[ServerProcess, ServerProcess],
+    name: str,
+    sql: str,
+    eps: str,
+    delta: str,
+) -> None:
+    before = [_spent(s.db) for s in pair]
+    seen = [_http(srv, s, sql, eps, delta) for srv, s in zip(servers, pair, strict=True)]
+    after = [_spent(s.db) for s in pair]
+    assert seen[0] == seen[1], name
+    assert seen[0][0] in (200, 400, 409)
+    spend = [tuple(x - y for x, y in zip(a, b, strict=True)) for a, b in zip(after, before)]
+    assert spend[0] == spend[1]
+    if seen[0][0] != 200:
+        assert spend[0] == (0, 0, 0)
+
+
+def test_json_booleans_are_not_numbers(
+    pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
+) -> None:
+    store, server = pair[0], servers[0]
+    before = _spent(store.db)
+    for body in (
+        {"sql": "SELECT COUNT(*) FROM people", "epsilon": True},
+        {"sql": "SELECT COUNT(*) FROM people", "epsilon": "0.1", "delta": False},
+        {"sql": "SELECT COUNT(*) FROM people", "epsilon": "0.1", "confidence": True},
+    ):
+        for route in ("/v1/query", "/v1/estimate"):
+            status, payload, _ = get_json(server.port, "POST", route, body, key=store.key)
+            assert status == 400, (route, body, payload)
+    assert _spent(store.db) == before
+
+
+def test_trailing_slash_is_not_redirected(
+    pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
+) -> None:
+    store, server = pair[0], servers[0]
+    status, payload, headers = get_json(
+        server.port, "GET", "/v1/budget/", key=store.key, headers={"Host": "evil.example"}
+    )
+    assert status == 404 and "location" not in headers, (status, headers)
+    assert payload["error"]["code"] == "not_found"
+
+
+def test_table_reconstruction_by_lazy_casts_recovers_nothing(
+    pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
+) -> None:
+    """The attack: ``WHERE person_id = P AND (age > T OR <lazy cast>)`` failed iff P exists
+    with age ≤ T, at 1e-7 ε per probe. Every probe now gets the same refusal in both stores
+    (nothing spent), so the transcripts are identical and nothing about bob is learnt."""
+    triggers = [f"age = {BIG}", f"score = {HUGE}", f"age IN (1, {BIG})", f"age BETWEEN 0 AND {BIG}"]
+    transcripts: list[list[tuple[Any, ...]]] = [[], []]
+    before = [_spent(s.db) for s in pair]
+    for person in ("alice", "bob"):
+        for threshold in (0, 40, 61, 100):
+            for trigger in triggers:
+                sql = (
+                    f"SELECT COUNT(*) FROM people WHERE person_id = '{person}' "
+                    f"AND (age > {threshold} OR {trigger})"
+                )
+                for i, (srv, s) in enumerate(zip(servers, pair, strict=True)):
+                    transcripts[i].append(_http(srv, s, sql, "0.0000001", "0"))
+    assert transcripts[0] == transcripts[1]
+    assert {t[0] for t in transcripts[0]} == {400}
+    assert [_spent(s.db) for s in pair] == before
+
+
+def test_wide_float_bounds_are_refused_at_schema_load() -> None:
+    # Binning a column whose declared width overflows a double failed only for large rows.
+    spec = {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "float"}}}
+    spec["columns"]["x"]["bounds"] = [-1.7e308, 1.7e308]
+    with pytest.raises(ParameterError, match="finite"):
+        load_schema(spec)
+    spec["columns"]["x"] = {"type": "int", "bounds": [0, 2**64]}
+    with pytest.raises(ParameterError, match="BIGINT"):
+        load_schema(spec)
+
+
+def test_median_with_dropped_nulls_ignores_them(tmp_path: Path) -> None:
+    # 40 values in [85, 95) and 60 NULLs (nulls: drop): the dropped values used to be counted
+    # in the lowest bin (greatest(0, NULL) is 0 in DuckDB), putting the median near 0.
+    frame = pd.DataFrame({"x": [85.0 + i / 4 for i in range(40)] + [None] * 60})
+    spec = {
+        "table": "t",
+        "privacy_unit": "row",
+        "columns": {"x": {"type": "float", "bounds": [0, 100], "nulls": "drop"}},
+    }
+    cur = Curator(tmp_path / "m.duckdb")
+    cur.register_dataset("t", frame, spec)
+    exact = cur.exact_aggregates("SELECT MEDIAN(x) FROM t")
+    (hist,) = exact.histograms.values()
+    assert sum(hist) == 40 and hist[0] == 0
+    # Bins over [0, 100] with 1024 bins: value v is in bin floor(v / 100 · 1024).
+    expected = [0] * 1024
+    for i in range(40):
+        expected[int((85.0 + i / 4) / 100 * 1024)] += 1
+    assert list(hist) == expected
+    cur.add_analyst("a", "t", epsilon=100)
+    r = cur.query("a", "SELECT MEDIAN(x) FROM t", epsilon=50)
+    assert 85 <= r.rows[0][0] <= 95
+
+
+class _Boom:
+    """Backend.aggregate that fails with a data-revealing message (different per store)."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise self.exc
+
+
+FAILURES = [
+    duckdb.ConversionException("Conversion Error: value 50 of row bob can't be cast"),
+    duckdb.OutOfMemoryException("out of memory"),
+    duckdb.InterruptException("INTERRUPT Error: interrupted"),
+    OverflowError("cannot convert float infinity to integer"),
+]
+
+
+def test_failures_after_the_reservation_look_the_same_and_stay_charged(
+    pair: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    seen = []
+    for i, exc in enumerate(FAILURES):
+        monkeypatch.setattr(DuckDBBackend, "aggregate", _Boom(exc))
+        store = pair[i % 2]
+        before = _spent(store.db)
+        seen.append(_library(store, "SELECT COUNT(*) FROM people", "0.001", "0"))
+        after = _spent(store.db)
+        assert after[0] - before[0] == Fraction(1, 1000)  # the charge stays
+        seen.append(_cli(store, "SELECT COUNT(*) FROM people", "0.001", "0", capsys))
+    lib = {s for s in seen if s[0] == "QueryFailed"}
+    cli = {s for s in seen if s[0] == 2}
+    assert lib == {("QueryFailed", QueryFailed.MESSAGE)}
+    assert cli == {(2, "infodp: error: " + QueryFailed.MESSAGE)}
+    assert len(lib) + len(cli) == 2 and len(seen) == 2 * len(FAILURES)
+
+
+def test_http_failure_after_the_reservation_is_one_constant_response(
+    pair: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real uvicorn server on loopback (in this process, so the backend can be made to fail):
+    whatever the engine raised, the same status and body."""
+    import uvicorn
+
+    from infodp.server.app import ServerSettings, create_app
+
+    store = pair[1]
+    app = create_app(ServerSettings(store.db))
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        answers = set()
+        for exc in FAILURES:
+            monkeypatch.setattr(DuckDBBackend, "aggregate", _Boom(exc))
+            body = {"sql": "SELECT COUNT(*) FROM people", "epsilon": "0.001"}
+            status, payload, _ = get_json(port, "POST", "/v1/query", body, key=store.key)
+            answers.add((status, json.dumps(payload, sort_keys=True)))
+        assert answers == {
+            (
+                500,
+                json.dumps(
+                    {"error": {"code": "query_failed", "message": QueryFailed.MESSAGE}},
+                    sort_keys=True,
+                ),
+            )
+        }
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def test_deadline_interrupts_duckdb_and_fails_constantly(tmp_path: Path) -> None:
+    n = 300_000
+    frame = pd.DataFrame({"u": [f"p{i}" for i in range(n)], "c": [f"c{i}" for i in range(n)]})
+    spec = {
+        "table": "t",
+        "privacy_unit": "u",
+        "max_rows_per_unit": 1,
+        "columns": {"u": {"type": "text"}, "c": {"type": "text"}},
+    }
+    cur = Curator(tmp_path / "d.duckdb", query_timeout=0.001)
+    cur.register_dataset("t", frame, spec)
+    cur.add_analyst("a", "t", epsilon=10, delta="1e-6")
+    sql = "SELECT c, COUNT(*) FROM t GROUP BY c"  # partition selection: a heavy statement
+    with pytest.raises(QueryFailed):
+        cur.query("a", sql, epsilon=1, delta="1e-9")
+    (entry,) = cur.ledger.entries()
+    assert entry.status == "failed" and "deadline" in (entry.error or "").lower()
+    assert cur.ledger.budget("a", "t").spent_epsilon == 1
+
+
+def test_declared_cells_cap_is_refused_before_the_reservation(tmp_path: Path) -> None:
+    spec = {
+        "table": "t",
+        "privacy_unit": "row",
+        "columns": {
+            "a": {"type": "int", "bounds": [0, 9999]},
+            "b": {"type": "int", "bounds": [0, 99]},
+            "x": {"type": "float", "bounds": [0, 1]},
+        },
+    }
+    cur = Curator(tmp_path / "c.duckdb")
+    cur.register_dataset("t", pd.DataFrame({"a": [1], "b": [2], "x": [0.5]}), spec)
+    cur.add_analyst("a", "t", epsilon=10)
+    with pytest.raises(ParameterError, match="declared cells"):
+        cur.query("a", "SELECT a, b, COUNT(*) FROM t GROUP BY a, b", epsilon=1)
+    with pytest.raises(ParameterError, match="histogram bins"):
+        cur.query("a", "SELECT a, MEDIAN(x) FROM t GROUP BY a", epsilon=1)
+    assert cur.ledger.entries() == []
