@@ -102,6 +102,13 @@ def _spent(db: str) -> tuple[Fraction, Fraction, int]:
         cur.close()
 
 
+def _diff(after: list[tuple[Any, ...]], before: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Per store, what one case added: (spent ε, spent δ, ledger entries)."""
+    return [
+        tuple(x - y for x, y in zip(a, b, strict=True)) for a, b in zip(after, before, strict=True)
+    ]
+
+
 def _public_cost(cost: dict[str, Any]) -> dict[str, Any]:
     keep = ("epsilon", "delta", "epsilon_exact", "delta_exact", "measurements")
     return {k: cost[k] for k in keep}
@@ -210,7 +217,7 @@ def test_library_outcome_is_identical_across_neighbours(
     elapsed = time.perf_counter() - started
     after = [_spent(s.db) for s in pair]
     assert seen[0] == seen[1], name
-    spend = [tuple(x - y for x, y in zip(a, b, strict=True)) for a, b in zip(after, before)]
+    spend = _diff(after, before)
     assert spend[0] == spend[1]
     if seen[0][0] != "ok":
         # Refused before the reservation: nothing spent, no ledger entry, one line.
@@ -229,7 +236,7 @@ def test_cli_outcome_is_identical_across_neighbours(
     after = [_spent(s.db) for s in pair]
     assert seen[0] == seen[1], name
     assert seen[0][0] in (0, 2, 3)
-    spend = [tuple(x - y for x, y in zip(a, b, strict=True)) for a, b in zip(after, before)]
+    spend = _diff(after, before)
     assert spend[0] == spend[1]
     if seen[0][0] != 0:
         assert spend[0] == (0, 0, 0)
@@ -249,7 +256,7 @@ def test_http_outcome_is_identical_across_neighbours(
     after = [_spent(s.db) for s in pair]
     assert seen[0] == seen[1], name
     assert seen[0][0] in (200, 400, 409)
-    spend = [tuple(x - y for x, y in zip(a, b, strict=True)) for a, b in zip(after, before)]
+    spend = _diff(after, before)
     assert spend[0] == spend[1]
     if seen[0][0] != 200:
         assert spend[0] == (0, 0, 0)
