@@ -1,0 +1,231 @@
+"""Grammar-ish fuzzing of the query path: no 5xx, no traceback, no spend on refused input.
+
+A hypothesis strategy builds SQL over the safe subset's grammar — aggregates, WHERE trees of
+comparisons / IN / BETWEEN / IS NULL joined by AND, OR, NOT and nested parentheses — with
+hostile numeric texts (huge integers and exponents, long digit strings, ``_`` separators,
+non-ASCII digits, inf/nan) in the literals, the quantile level, ε and δ. Each example goes to
+the library, the CLI runner and a real server on loopback. The allowed outcomes are an answer
+or a refusal (ParameterError / BudgetExceeded, exit 2 / 3, HTTP 400 / 409); a refusal leaves
+the ledger untouched. The conftest profile derandomizes hypothesis, so CI runs a fixed set.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from fractions import Fraction
+from typing import Any
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from infodp.cli import main
+from infodp.curator.engine import Curator
+from infodp.errors import BudgetExceeded, ParameterError
+from infodp.server._harness import ServerProcess, get_json
+
+SCHEMA = {
+    "table": "people",
+    "privacy_unit": "row",
+    "columns": {
+        "age": {"type": "int", "bounds": [0, 120]},
+        "score": {"type": "float", "bounds": [-50, 1e300], "nulls": "drop"},
+        "region": {"type": "category", "categories": ["north", "south"]},
+        "city": {"type": "text"},
+    },
+}
+
+_SPECIAL = [
+    "0_1",
+    "\u0661",
+    "\uff11",
+    "1e-10000000",
+    "1e10000000",
+    "inf",
+    "-inf",
+    "nan",
+    "-0",
+    ".5",
+    "5.",
+    "1e",
+    "0x10",
+    "+1",
+    " 1 ",
+    "1e400",
+    "1e-400",
+    "1e308",
+    "1e309",
+    str(2**63),
+    str(-(2**63) - 1),
+    str(2**127),
+    str(2**128),
+    "170141183460469231731687303715884105728",
+]
+
+
+def _number(sign: str, whole: str, frac: str | None, exp: int | None) -> str:
+    text = sign + whole
+    if frac is not None:
+        text += "." + frac
+    if exp is not None:
+        text += f"e{exp}"
+    return text
+
+
+numeric_text = st.one_of(
+    st.builds(
+        _number,
+        st.sampled_from(["", "-", "+"]),
+        st.text("0123456789", min_size=1, max_size=30),
+        st.none() | st.text("0123456789", max_size=10),
+        st.none() | st.integers(-(10**7), 10**7) | st.integers(-410, 410),
+    ),
+    st.integers(-(2**200), 2**200).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.integers(1, 6000).map(lambda n: "9" * n),
+    st.sampled_from(_SPECIAL),
+)
+
+
+def _leaf(draw: Any) -> str:
+    kind = draw(st.sampled_from(["cmp", "cmp", "in", "between", "null", "text"]))
+    col = draw(st.sampled_from(["age", "score"]))
+    if kind == "cmp":
+        op = draw(st.sampled_from(["=", "<>", "<", "<=", ">", ">="]))
+        return f"{col} {op} {draw(numeric_text)}"
+    if kind == "in":
+        n = draw(st.sampled_from([1, 3, 1001, 1500]))
+        first = draw(numeric_text)
+        return f"{col} IN ({', '.join([first] + ['1'] * (n - 1))})"
+    if kind == "between":
+        return f"{col} BETWEEN {draw(numeric_text)} AND {draw(numeric_text)}"
+    if kind == "null":
+        return f"{col} IS {draw(st.sampled_from(['', 'NOT ']))}NULL"
+    name = draw(st.sampled_from(["x", "bob", "it''s"]))
+    return f"city = '{name}'"
+
+
+@st.composite
+def where(draw: Any, depth: int = 0) -> str:
+    if depth >= 3 or draw(st.booleans()):
+        expr = _leaf(draw)
+    else:
+        op = draw(st.sampled_from(["AND", "OR", "NOT"]))
+        if op == "NOT":
+            expr = f"NOT ({draw(where(depth + 1))})"
+        else:
+            expr = f"{draw(where(depth + 1))} {op} {draw(where(depth + 1))}"
+    wrap = draw(st.sampled_from([0, 0, 1, 2, 63, 65, 3000]))
+    return "(" * wrap + expr + ")" * wrap
+
+
+@st.composite
+def queries(draw: Any) -> str:
+    agg = draw(
+        st.sampled_from(
+            ["COUNT(*)", "SUM(age)", "AVG(score)", "MEDIAN(score)", "STDDEV(age)", "QUANTILE"]
+        )
+    )
+    if agg == "QUANTILE":
+        agg = f"QUANTILE(age, {draw(numeric_text)})"
+    tail = draw(st.sampled_from(["", " GROUP BY region", " TABLESAMPLE 5%", " GROUP BY ALL"]))
+    sql = f"SELECT {agg} FROM people"
+    if draw(st.booleans()):
+        sql += " WHERE " + draw(where())
+    if tail == " TABLESAMPLE 5%":
+        return sql.replace("FROM people", "FROM people TABLESAMPLE 5%")
+    if tail.startswith(" GROUP BY") and not agg.startswith("COUNT"):
+        sql = sql.replace("SELECT ", "SELECT region, ")
+    return sql + tail
+
+
+privacy = st.one_of(numeric_text, st.sampled_from(["0.5", "1", "0.001", "0"]))
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    d = tmp_path_factory.mktemp("fuzz")
+    db = str(d / "store.duckdb")
+    cur = Curator(db)
+    frame = pd.DataFrame(
+        {
+            "age": [30, 50, 70, 12],
+            "score": [1.5, None, 1e299, -3.0],
+            "region": ["north", "south", "north", "south"],
+            "city": ["x", "bob", "y", "x"],
+        }
+    )
+    cur.register_dataset("people", frame, SCHEMA)
+    key = cur.add_analyst("a", "people", epsilon=10**6, delta="0.5")
+    cur.close()
+    return db, key
+
+
+@pytest.fixture(scope="module")
+def server(store: tuple[str, str]) -> Iterator[ServerProcess]:
+    with ServerProcess(store[0]) as srv:
+        yield srv
+
+
+def _ledger(db: str) -> tuple[Fraction, Fraction, int]:
+    cur = Curator(db)
+    try:
+        b = cur.ledger.budget("a", "people")
+        return b.spent_epsilon, b.spent_delta, len(cur.ledger.entries())
+    finally:
+        cur.close()
+
+
+@given(sql=queries(), eps=privacy, delta=privacy)
+def test_library_answers_or_refuses_without_spending(
+    store: tuple[str, str], sql: str, eps: str, delta: str
+) -> None:
+    db, _ = store
+    before = _ledger(db)
+    cur = Curator(db)
+    try:
+        cur.query("a", sql, epsilon=eps, delta=delta)
+    except (ParameterError, BudgetExceeded) as err:
+        assert "\n" not in str(err)
+        assert _ledger(db) == before
+    finally:
+        cur.close()
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sql=queries(), eps=privacy)
+def test_cli_answers_or_refuses_in_one_line(
+    store: tuple[str, str], capsys: Any, sql: str, eps: str
+) -> None:
+    db, _ = store
+    before = _ledger(db)
+    capsys.readouterr()
+    code = main(["query", "--db", db, "--analyst", "a", "--epsilon", eps, "--json", sql])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    assert code in (0, 2, 3), err
+    if code == 0:
+        assert "cost" in json.loads(out)
+    else:
+        assert len(err.strip().splitlines()) == 1
+        assert _ledger(db) == before
+
+
+@settings(max_examples=30)
+@given(sql=queries(), eps=st.one_of(privacy, st.booleans(), st.floats(allow_nan=False)))
+def test_http_never_answers_5xx(
+    store: tuple[str, str], server: ServerProcess, sql: str, eps: Any
+) -> None:
+    db, key = store
+    before = _ledger(db)
+    for route in ("/v1/estimate", "/v1/query"):
+        status, payload, _ = get_json(
+            server.port, "POST", route, {"sql": sql, "epsilon": eps}, key=key
+        )
+        assert status in (200, 400, 409, 413), (route, status, payload)
+        if status != 200:
+            assert set(payload) == {"error"}
+            if route == "/v1/query":
+                assert _ledger(db) == before
