@@ -84,6 +84,77 @@ def test_exponential_mechanism_frequencies() -> None:
     assert np.all(np.abs(counts - expected) < 4.5 * sd)
 
 
+class _CountingSource(InsecureSeededSource):
+    """A seeded source that counts the random bytes and integers it hands out."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed, i_understand_this_is_not_private=True)
+        self.used = 0
+
+    def randbelow(self, n: int) -> int:
+        self.used += 1
+        return super().randbelow(n)
+
+    def random_bytes(self, n: int) -> bytes:
+        self.used += n
+        return super().random_bytes(n)
+
+
+def test_exponential_mechanism_work_does_not_depend_on_the_scores() -> None:
+    # A rejection loop ran a data-dependent number of rounds (one candidate holding all the
+    # mass took ~n rounds, a flat score one): the inverse CDF draws the same randomness for
+    # every score vector of the same length (a second round has probability < n·1e-37).
+    flat = [Fraction(0)] * 1025
+    peaked = [Fraction(0)] + [Fraction(10**6)] * 1024
+    ramp = [Fraction(i, 7) for i in range(1025)]
+    used = []
+    for scores in (flat, peaked, ramp):
+        src = _CountingSource(3)
+        for _ in range(5):
+            exponential_mechanism(scores, Fraction(1, 10), Fraction(1), src)
+        used.append(src.used)
+    assert used[0] == used[1] == used[2]
+
+
+def test_exponential_mechanism_matches_exact_probabilities_chi_square() -> None:
+    # Independent check with scipy: P(j) = exp(-γ_j) / Σ exp(-γ_i), γ_j = ε s_j / (2Δ)
+    # (McSherry & Talwar 2007), including weights far below the first round's precision.
+    from scipy import stats
+
+    src = InsecureSeededSource(11, i_understand_this_is_not_private=True)
+    scores = [Fraction(0), Fraction(1, 3), Fraction(2), Fraction(5, 2), Fraction(400)]
+    n = 20000
+    counts = np.bincount(
+        [exponential_mechanism(scores, Fraction(2), Fraction(1), src) for _ in range(n)],
+        minlength=5,
+    )
+    w = np.exp([-float(s) for s in scores])
+    p = w / w.sum()
+    assert counts[4] == 0  # probability e^-400 / Σ
+    assert stats.chisquare(counts[:4], p[:4] / p[:4].sum() * n).pvalue > 1e-4
+
+
+def test_release_paths_refuse_sources_that_are_not_secure() -> None:
+    from infodp.curator.engine import Curator
+    from infodp.curator.noise import require_release_source
+    from infodp.mechanisms.sampling import RandomSource
+
+    class Predictable(RandomSource):  # secure = False, and no explicit opt-in
+        def randbelow(self, n: int) -> int:
+            return 0
+
+    with pytest.raises(ParameterError, match="secure RandomSource"):
+        require_release_source(Predictable())
+    with pytest.raises(ParameterError, match="secure RandomSource"):
+        exponential_mechanism([Fraction(0)], Fraction(1), Fraction(1), Predictable())
+    with pytest.raises(ParameterError, match="secure RandomSource"):
+        release_integer(1, 1, Fraction(1), Predictable())
+    with pytest.raises(ParameterError, match="secure RandomSource"):
+        Curator("never-created.duckdb", source=Predictable())
+    seeded = InsecureSeededSource(1, i_understand_this_is_not_private=True)
+    assert require_release_source(seeded) is seeded
+
+
 def test_grid_step_is_a_power_of_two() -> None:
     for low, high, integer in [
         (0, 500000, False),

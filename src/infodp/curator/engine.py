@@ -763,6 +763,11 @@ class Curator:
                 f"groups were chosen by DP partition selection: a group is released only when "
                 f"its noisy COUNT(*) is at least {threshold}"
             )
+            if len(keys) > MAX_CELLS:
+                # The response size is capped; which groups are kept depends only on the
+                # released (noisy) selection, so this is post-processing.
+                keys = keys[:MAX_CELLS]
+                notes.append(f"only the first {MAX_CELLS} selected groups (by key) are shown")
         # Per-measurement half-widths at level beta / (measurements an aggregate combines).
         out_rows: list[tuple[Any, ...]] = []
         out_cis: list[tuple[Any, ...]] = []

@@ -36,13 +36,17 @@ from infodp.errors import ParameterError
 
 __all__ = [
     "MAX_SYNOPSIS_CELLS",
+    "MAX_SYNOPSIS_WORK",
     "Synopsis",
     "chernoff_halfwidth",
     "synopsis_keys",
 ]
 
 #: Largest number of cells a synopsis may hold.
-MAX_SYNOPSIS_CELLS = 2_000_000
+MAX_SYNOPSIS_CELLS = 20_000
+#: Most (cells × (GROUP BY keys + WHERE conditions)) a free synopsis query may evaluate:
+#: the answer costs no ε, so its CPU is bounded here, before any work.
+MAX_SYNOPSIS_WORK = 4_000_000
 
 
 def _log_mgf(u: npt.NDArray[np.float64], scale: float) -> npt.NDArray[np.float64]:
@@ -77,6 +81,16 @@ def chernoff_halfwidth(weights: Sequence[float], scale: float, beta: float) -> f
         xs = (totals + math.log(2.0 / beta)) / ts
     xs = xs[np.isfinite(xs)]
     return float(xs.min()) * (1 + 1e-9) if xs.size else math.inf
+
+
+def _conditions(p: Predicate | None) -> int:
+    """Number of nodes of a WHERE tree (iteratively)."""
+    n, stack = 0, [] if p is None else [p]
+    while stack:
+        node = stack.pop()
+        n += 1
+        stack.extend(node.args)
+    return n
 
 
 def synopsis_keys(schema: DatasetSchema, columns: Sequence[str]) -> tuple[tuple[str, ...], ...]:
@@ -159,6 +173,14 @@ class Synopsis:
                 )
             if agg.column is not None and agg.column.lower() not in cols:
                 raise ParameterError(f"{agg.func}({agg.column}): not a column of {self.name}")
+        n_groups = math.prod(len(self.keys[cols[g.column.lower()]]) for g in plan.group_by)
+        work = len(self.counts) * (n_groups + _conditions(plan.where))
+        if work > MAX_SYNOPSIS_WORK:
+            raise ParameterError(
+                "synopsis query",
+                f"{len(self.counts)} cells × {n_groups} groups and conditions",
+                f"at most {MAX_SYNOPSIS_WORK} cell evaluations (fewer groups or conditions)",
+            )
         cells = self._cells()
         counts = np.asarray(self.counts, dtype=np.float64)
         mask = np.ones(len(cells), dtype=bool)
