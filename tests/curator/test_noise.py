@@ -134,6 +134,25 @@ def test_exponential_mechanism_matches_exact_probabilities_chi_square() -> None:
     assert stats.chisquare(counts[:4], p[:4] / p[:4].sum() * n).pvalue > 1e-4
 
 
+def test_exponential_mechanism_refinement_rounds_are_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Force every draw past the float round (bounds [0, scale] decide nothing), so the exact
+    # decimal refinement alone decides; frequencies still match the exact probabilities.
+    from scipy import stats
+
+    from infodp.curator import noise
+
+    monkeypatch.setattr(noise, "_float_round", lambda g: ([0] * len(g), [2**60] * len(g), 2**60))
+    src = InsecureSeededSource(12, i_understand_this_is_not_private=True)
+    scores = [Fraction(0), Fraction(1), Fraction(3, 2)]
+    n = 6000
+    counts = np.bincount(
+        [exponential_mechanism(scores, Fraction(2), Fraction(1), src) for _ in range(n)],
+        minlength=3,
+    )
+    w = np.exp([-float(s) for s in scores])
+    assert stats.chisquare(counts, w / w.sum() * n).pvalue > 1e-4
+
+
 def test_release_paths_refuse_sources_that_are_not_secure() -> None:
     from infodp.curator.engine import Curator
     from infodp.curator.noise import require_release_source

@@ -33,6 +33,8 @@ import weakref
 from collections.abc import Sequence
 from fractions import Fraction
 
+import numpy as np
+
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import (
     InsecureSeededSource,
@@ -294,46 +296,80 @@ def exponential_mechanism(
     return _inverse_cdf([(s - low) * factor for s in scores], src)
 
 
-#: Decimal digits of the weights in the first (almost always the only) round of
-#: :func:`_inverse_cdf`.
+#: Decimal digits of the weights in the first exact refinement round of :func:`_inverse_cdf`.
 _EM_DIGITS = 40
+#: Fixed-point bits of the first (floating-point) round.
+_EM_BITS = 60
+#: exp(−50) · 2^60 < 1: weights with γ above this are below one unit of the first round.
+_EM_CAP = Fraction(50)
+
+
+def _float_round(gammas: Sequence[Fraction]) -> tuple[list[int], list[int], int]:
+    """Certified integer bounds on 2^60·exp(−γ_j) from a float64 evaluation.
+
+    x = min(γ, 50) is rounded to a double (absolute error ≤ 50·2^−53) and exp evaluated by
+    numpy (error a few ulp): the relative error of each weight is below 10^−13, bounded here
+    by 2^−39 > 1.8·10^−12 plus two units. A weight with γ > 50 lies in [0, 1] units.
+    """
+    capped = [g > _EM_CAP for g in gammas]
+    xs = np.array([50.0 if c else float(g) for g, c in zip(gammas, capped, strict=True)])
+    ws = np.exp(-xs) * float(2**_EM_BITS)
+    lows: list[int] = []
+    highs: list[int] = []
+    for w, c in zip(ws.tolist(), capped, strict=True):
+        v = int(w)
+        m = (v >> 39) + 2
+        lows.append(0 if c else max(0, v - m))
+        highs.append(1 if c else v + m + 1)
+    return lows, highs, 2**_EM_BITS
+
+
+def _decimal_round(gammas: Sequence[Fraction], digits: int) -> tuple[list[int], list[int], int]:
+    """Certified integer bounds on 10^digits·exp(−γ_j) from correctly rounded decimal exp."""
+    scale = 10**digits
+    ctx = decimal.Context(prec=digits + 12, rounding=decimal.ROUND_HALF_EVEN)
+    cap = Fraction(math.ceil((digits + 5) * math.log(10)) + 1)
+    lows: list[int] = []
+    highs: list[int] = []
+    for g in gammas:
+        capped = g > cap
+        x = cap if capped else g
+        e = ctx.exp(-ctx.divide(decimal.Decimal(x.numerator), decimal.Decimal(x.denominator)))
+        w = int(ctx.to_integral_value(ctx.multiply(e, decimal.Decimal(scale))))
+        # |w − scale·exp(−x)| ≤ 1.5 (relative error ≤ (x + 2)·10^−(digits+11) < 10^−9 of a
+        # weight ≤ 1, plus rounding to an integer); a capped weight lies in [0, w].
+        lows.append(0 if capped else max(0, w - 2))
+        highs.append(w + 2)
+    return lows, highs, scale
 
 
 def _inverse_cdf(gammas: Sequence[Fraction], src: RandomSource) -> int:
     """Index j with probability exp(−γ_j) / Σ_i exp(−γ_i), exactly, in data-independent work.
 
     Inverse-CDF sampling with certified interval arithmetic (the lazy-refinement idea of
-    Knuth & Yao 1976): each weight exp(−γ_j) is known to within ±2 units of 10^−P (γ ≥ 0, so
-    every weight is at most 1), the uniform U to within 2^−B; index j is returned only when
-    [U·T] lies certainly between the cumulative weights C_j and C_{j+1}. Otherwise P and the
-    bits of U are doubled and the comparison repeated with the same U, so the distribution is
-    exact. Every round does the same work for every input of the same length (one ``exp`` per
-    candidate, a full scan), and a second round happens with probability below n·10^−(P−3).
+    Knuth & Yao 1976): each weight exp(−γ_j) (at most 1, as γ ≥ 0) is bracketed by integers
+    in a fixed-point scale, the uniform U by its first bits; index j is returned only when
+    U·T lies certainly between the cumulative weights C_j and C_{j+1}. Otherwise the weights
+    are recomputed more precisely (decimal, 40, 80, ... digits) and more bits of the same U
+    are drawn, so the distribution is exact. The first round (float64 weights with a 2^−39
+    relative margin) does the same work for every input of the same length — one ``exp`` per
+    candidate and a full scan — and a second round happens with probability below
+    about n·2^−38, so the running time does not reveal the data.
     """
     n = len(gammas)
-    digits = _EM_DIGITS
+    rounds = 0
     bits = 0
     u = 0
     while True:
-        scale = 10**digits
-        ctx = decimal.Context(prec=digits + 12, rounding=decimal.ROUND_HALF_EVEN)
-        cap = Fraction(math.ceil((digits + 5) * math.log(10)) + 1)
-        lows: list[int] = []
-        highs: list[int] = []
-        for g in gammas:
-            capped = g > cap
-            x = cap if capped else g
-            e = ctx.exp(-ctx.divide(decimal.Decimal(x.numerator), decimal.Decimal(x.denominator)))
-            w = int(ctx.to_integral_value(ctx.multiply(e, decimal.Decimal(scale))))
-            # |w − scale·exp(−x)| ≤ 1.5 (relative error ≤ (x + 2)·10^−(digits+11) < 10^−9
-            # of a weight ≤ 1, plus rounding to an integer); a capped weight lies in [0, w].
-            lows.append(0 if capped else max(0, w - 2))
-            highs.append(w + 2)
+        if rounds == 0:
+            lows, highs, scale = _float_round(gammas)
+        else:
+            lows, highs, scale = _decimal_round(gammas, _EM_DIGITS * 2 ** (rounds - 1))
+        rounds += 1
         t_low, t_high = sum(lows), sum(highs)
         extra = (scale * n).bit_length() + 64
-        u = (u << extra) | int.from_bytes(src.random_bytes((extra + 7) // 8), "big") >> (
-            (8 - extra % 8) % 8
-        )
+        nbytes = (extra + 7) // 8
+        u = (u << extra) | (int.from_bytes(src.random_bytes(nbytes), "big") >> (8 * nbytes - extra))
         bits += extra
         # U·T lies in [x_low, x_high] / 2^bits.
         x_low, x_high = u * t_low, (u + 1) * t_high
@@ -346,4 +382,3 @@ def _inverse_cdf(gammas: Sequence[Fraction], src: RandomSource) -> int:
             c_low, c_high = nxt_low, c_high + highs[j]
         if found >= 0:
             return found
-        digits *= 2
