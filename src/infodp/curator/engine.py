@@ -59,7 +59,7 @@ from infodp.curator.noise import (
     BufferedCryptoSource,
     dlap_halfwidth,
     dlap_tail,
-    exponential_mechanism,
+    exponential_mechanism_scaled,
     release_integers,
     require_release_source,
 )
@@ -879,9 +879,13 @@ class Curator:
             hist = exact.histograms.get((key, i), (0,) * k)
             n = sum(hist)
             level = agg.q if agg.q is not None else Fraction(1, 2)
-            below = [0, *itertools.accumulate(hist)]
-            scores = [abs(Fraction(b) - level * n) for b in below]
-            j = exponential_mechanism(scores, p.epsilon, Fraction(p.sensitivity), self._source)
+            # Scores |#{x < t_j} − q·n| as integers over the common denominator of q.
+            a, b = level.numerator, level.denominator
+            target = a * n
+            scaled = [abs(b * c - target) for c in itertools.accumulate(hist, initial=0)]
+            j = exponential_mechanism_scaled(
+                scaled, b, p.epsilon, Fraction(p.sensitivity), self._source
+            )
             value = low + (high - low) * j / k if k else low
             if col.type == "int":
                 value = round(value)

@@ -25,15 +25,18 @@ True
 
 from __future__ import annotations
 
+import bisect
 import decimal
+import itertools
 import math
 import os
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import (
@@ -51,6 +54,7 @@ __all__ = [
     "dlap_halfwidth",
     "dlap_tail",
     "exponential_mechanism",
+    "exponential_mechanism_scaled",
     "grid_step",
     "release_integer",
     "release_integers",
@@ -281,7 +285,7 @@ def exponential_mechanism(
     """Index j with probability ∝ exp(−ε·score_j / (2Δ)) (lower score is better), exactly.
 
     McSherry & Talwar (2007); Dwork & Roth (2014), Def. 3.4 and Thm 3.10 (ε-DP when every
-    score has sensitivity Δ). Sampled by exact rejection (see the module docstring).
+    score has sensitivity Δ). Sampled by exact inverse CDF (see :func:`_inverse_cdf`).
 
     >>> from infodp.mechanisms.sampling import InsecureSeededSource
     >>> src = InsecureSeededSource(3, i_understand_this_is_not_private=True)
@@ -290,38 +294,72 @@ def exponential_mechanism(
     """
     if not scores:
         raise ParameterError("scores", scores, "a non-empty sequence")
+    scores = [Fraction(x) for x in scores]
+    denominator = math.lcm(*(x.denominator for x in scores))
+    return exponential_mechanism_scaled(
+        [int(x * denominator) for x in scores], denominator, epsilon, sensitivity, source
+    )
+
+
+def exponential_mechanism_scaled(
+    numerators: Sequence[int],
+    denominator: int,
+    epsilon: Fraction,
+    sensitivity: Fraction,
+    source: RandomSource | None,
+) -> int:
+    """:func:`exponential_mechanism` for scores ``numerators[j] / denominator`` (integers).
+
+    The form the curator's quantiles use: scores |b·#{x < t_j} − a·n| / b for q = a/b, so no
+    fraction is formed per candidate unless an exact refinement round is needed.
+
+    >>> from infodp.mechanisms.sampling import InsecureSeededSource
+    >>> src = InsecureSeededSource(3, i_understand_this_is_not_private=True)
+    >>> exponential_mechanism_scaled([0, 3 * 10**6], 3, Fraction(1), Fraction(1), src)
+    0
+    """
+    if len(numerators) == 0:
+        raise ParameterError("scores", list(numerators), "a non-empty sequence")
+    if not (isinstance(denominator, int) and denominator > 0):
+        raise ParameterError("denominator", denominator, "a positive integer")
     src = require_release_source(source)
-    low = min(scores)
-    factor = epsilon / (2 * sensitivity)
-    return _inverse_cdf([(s - low) * factor for s in scores], src)
+    low = min(numerators)
+    shifted = [v - low for v in numerators]
+    factor = Fraction(epsilon) / (2 * Fraction(sensitivity) * denominator)
+    # γ_j = shifted_j · factor; as floats with relative error ≤ 3·2^−53 (two roundings and a
+    # product), far inside the first round's 2^−39 margin.
+    f = float(factor) if factor < 2**1000 else math.inf
+    big = 2**1000
+    approx = np.array([float(v) if v < big else math.inf for v in shifted], dtype=np.float64) * f
+    approx = np.where(np.array(shifted) == 0, 0.0, approx)
+
+    def exact() -> list[Fraction]:
+        return [v * factor for v in shifted]
+
+    return _inverse_cdf(approx, exact, src)
 
 
 #: Decimal digits of the weights in the first exact refinement round of :func:`_inverse_cdf`.
 _EM_DIGITS = 40
 #: Fixed-point bits of the first (floating-point) round.
 _EM_BITS = 60
-#: exp(−50) · 2^60 < 1: weights with γ above this are below one unit of the first round.
-_EM_CAP = Fraction(50)
 
 
-def _float_round(gammas: Sequence[Fraction]) -> tuple[list[int], list[int], int]:
-    """Certified integer bounds on 2^60·exp(−γ_j) from a float64 evaluation.
+def _float_round(approx: npt.NDArray[np.float64]) -> tuple[list[int], list[int], int]:
+    """Certified integer bounds on 2^60·exp(−γ_j) from float64 approximations of γ_j.
 
-    x = min(γ, 50) is rounded to a double (absolute error ≤ 50·2^−53) and exp evaluated by
-    numpy (error a few ulp): the relative error of each weight is below 10^−13, bounded here
-    by 2^−39 > 1.8·10^−12 plus two units. A weight with γ > 50 lies in [0, 1] units.
+    ``approx`` has relative error ≤ 2^−50, so for γ ≤ 51 its absolute error is below
+    5·10^−14, and numpy's exp adds a few ulp: each weight's relative error is below 10^−13,
+    bounded here by 2^−39 > 1.8·10^−12 plus two units. Where approx > 50.001 the exact γ
+    exceeds 50 and the weight lies in [0, 1] units (exp(−50)·2^60 < 1).
     """
-    capped = [g > _EM_CAP for g in gammas]
-    xs = np.array([50.0 if c else float(g) for g, c in zip(gammas, capped, strict=True)])
-    ws = np.exp(-xs) * float(2**_EM_BITS)
-    lows: list[int] = []
-    highs: list[int] = []
-    for w, c in zip(ws.tolist(), capped, strict=True):
-        v = int(w)
-        m = (v >> 39) + 2
-        lows.append(0 if c else max(0, v - m))
-        highs.append(1 if c else v + m + 1)
-    return lows, highs, 2**_EM_BITS
+    capped = approx > 50.001
+    ws = np.exp(-np.minimum(approx, 50.001)) * float(2**_EM_BITS)
+    v = ws.astype(np.int64)
+    m = (v >> 39) + 2
+    lows = np.where(capped, 0, np.maximum(0, v - m))
+    highs = np.where(capped, 1, v + m + 1)
+    return lows.tolist(), highs.tolist(), 2**_EM_BITS
 
 
 def _decimal_round(gammas: Sequence[Fraction], digits: int) -> tuple[list[int], list[int], int]:
@@ -343,42 +381,44 @@ def _decimal_round(gammas: Sequence[Fraction], digits: int) -> tuple[list[int], 
     return lows, highs, scale
 
 
-def _inverse_cdf(gammas: Sequence[Fraction], src: RandomSource) -> int:
+def _inverse_cdf(
+    approx: npt.NDArray[np.float64], exact: Callable[[], list[Fraction]], src: RandomSource
+) -> int:
     """Index j with probability exp(−γ_j) / Σ_i exp(−γ_i), exactly, in data-independent work.
 
     Inverse-CDF sampling with certified interval arithmetic (the lazy-refinement idea of
     Knuth & Yao 1976): each weight exp(−γ_j) (at most 1, as γ ≥ 0) is bracketed by integers
     in a fixed-point scale, the uniform U by its first bits; index j is returned only when
     U·T lies certainly between the cumulative weights C_j and C_{j+1}. Otherwise the weights
-    are recomputed more precisely (decimal, 40, 80, ... digits) and more bits of the same U
-    are drawn, so the distribution is exact. The first round (float64 weights with a 2^−39
-    relative margin) does the same work for every input of the same length — one ``exp`` per
-    candidate and a full scan — and a second round happens with probability below
-    about n·2^−38, so the running time does not reveal the data.
+    are recomputed exactly-bracketed (decimal, 40, 80, ... digits, from the exact γ of
+    ``exact()``) and more bits of the same U are drawn, so the distribution is exact. The
+    first round (float64 weights with a 2^−39 relative margin, ``approx`` holding γ to
+    2^−50) does the same work for every input of the same length — one vectorised ``exp``,
+    two running sums and a binary search — and a second round happens with probability
+    below about n·2^−38, so the running time does not reveal the data.
     """
-    n = len(gammas)
+    n = len(approx)
     rounds = 0
     bits = 0
     u = 0
+    gammas: list[Fraction] | None = None
     while True:
         if rounds == 0:
-            lows, highs, scale = _float_round(gammas)
+            lows, highs, scale = _float_round(approx)
         else:
+            if gammas is None:
+                gammas = exact()
             lows, highs, scale = _decimal_round(gammas, _EM_DIGITS * 2 ** (rounds - 1))
         rounds += 1
-        t_low, t_high = sum(lows), sum(highs)
+        c_low = list(itertools.accumulate(lows, initial=0))
+        c_high = list(itertools.accumulate(highs, initial=0))
         extra = (scale * n).bit_length() + 64
         nbytes = (extra + 7) // 8
         u = (u << extra) | (int.from_bytes(src.random_bytes(nbytes), "big") >> (8 * nbytes - extra))
         bits += extra
-        # U·T lies in [x_low, x_high] / 2^bits.
-        x_low, x_high = u * t_low, (u + 1) * t_high
-        found = -1
-        c_low = c_high = 0
-        for j in range(n):
-            nxt_low = c_low + lows[j]
-            if (c_high << bits) <= x_low and x_high < (nxt_low << bits):
-                found = j
-            c_low, c_high = nxt_low, c_high + highs[j]
-        if found >= 0:
-            return found
+        # U·T lies in [x_low, x_high] / 2^bits; C·2^bits ≤ x ⟺ C ≤ x >> bits (integers).
+        a = (u * c_low[n]) >> bits
+        b = ((u + 1) * c_high[n]) >> bits
+        j = bisect.bisect_right(c_high, a) - 1  # the largest j with C_high_j ≤ U·T surely
+        if 0 <= j < n and b < c_low[j + 1]:
+            return j
