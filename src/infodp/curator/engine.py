@@ -46,6 +46,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from infodp._exact import parse_exact
 from infodp.curator.backends.duckdb import (
     DuckDBBackend,
@@ -876,13 +878,20 @@ class Curator:
             p = parts[i]
             col = schema.column(agg.column)
             k, low, high = quantile_bins(col)
-            hist = exact.histograms.get((key, i), (0,) * k)
-            n = sum(hist)
+            hist = exact.histograms.get((key, i))
+            if hist is None:
+                hist = np.zeros(k, dtype=np.int64)
+            n = int(hist.sum())
             level = agg.q if agg.q is not None else Fraction(1, 2)
             # Scores |#{x < t_j} − q·n| as integers over the common denominator of q.
             a, b = level.numerator, level.denominator
             target = a * n
-            scaled = [abs(b * c - target) for c in itertools.accumulate(hist, initial=0)]
+            below = np.concatenate(([0], np.cumsum(hist)))
+            scaled: Any
+            if b * max(n, 1) < 2**62 and target < 2**62:
+                scaled = np.abs(below * b - target)  # exact in int64
+            else:
+                scaled = [abs(b * int(c) - target) for c in below.tolist()]
             j = exponential_mechanism_scaled(
                 scaled, b, p.epsilon, Fraction(p.sensitivity), self._source
             )

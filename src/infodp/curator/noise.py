@@ -302,7 +302,7 @@ def exponential_mechanism(
 
 
 def exponential_mechanism_scaled(
-    numerators: Sequence[int],
+    numerators: Sequence[int] | npt.NDArray[np.int64],
     denominator: int,
     epsilon: Fraction,
     sensitivity: Fraction,
@@ -323,18 +323,29 @@ def exponential_mechanism_scaled(
     if not (isinstance(denominator, int) and denominator > 0):
         raise ParameterError("denominator", denominator, "a positive integer")
     src = require_release_source(source)
-    low = min(numerators)
-    shifted = [v - low for v in numerators]
     factor = Fraction(epsilon) / (2 * Fraction(sensitivity) * denominator)
     # γ_j = shifted_j · factor; as floats with relative error ≤ 3·2^−53 (two roundings and a
     # product), far inside the first round's 2^−39 margin.
     f = float(factor) if factor < 2**1000 else math.inf
-    big = 2**1000
-    approx = np.array([float(v) if v < big else math.inf for v in shifted], dtype=np.float64) * f
-    approx = np.where(np.array(shifted) == 0, 0.0, approx)
+    if isinstance(numerators, np.ndarray) and numerators.dtype == np.int64:
+        shifted_arr = numerators - numerators.min()
+        zero = shifted_arr == 0
+        approx = shifted_arr.astype(np.float64) * f
 
-    def exact() -> list[Fraction]:
-        return [v * factor for v in shifted]
+        def exact() -> list[Fraction]:
+            return [int(v) * factor for v in shifted_arr.tolist()]
+
+    else:
+        low = min(numerators)
+        shifted = [int(v) - low for v in numerators]
+        big = 2**1000
+        approx = np.array([float(v) if v < big else math.inf for v in shifted]) * f
+        zero = np.array([v == 0 for v in shifted])
+
+        def exact() -> list[Fraction]:
+            return [v * factor for v in shifted]
+
+    approx = np.where(zero, 0.0, approx)
 
     return _inverse_cdf(approx, exact, src)
 

@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
+import numpy.typing as npt
 
 from infodp.curator.noise import grid_step
 from infodp.curator.plan import Measurement, Predicate, QueryPlan
@@ -355,7 +357,10 @@ def compile_histogram(
         bin_expr = f"CASE WHEN ({clean}) IS NULL THEN NULL ELSE 0 END"
     cte = _source_cte(plan, schema, [], unit_rows_ok, extra_items=[f"{bin_expr} AS __bin"])
     keys = [f"__g{i}" for i in range(len(plan.group_by))]
-    select = ", ".join([*keys, "__bin", "count(*) AS n"])
+    # __gid numbers the groups densely (1, 2, ...), so the engine can fill one dense
+    # (groups × bins) array with vectorised numpy instead of a Python loop over bins.
+    gid = f"dense_rank() OVER (ORDER BY {', '.join(keys)})" if keys else "1"
+    select = ", ".join([*keys, "__bin", "count(*) AS n", f"{gid} AS __gid"])
     return (
         cte
         + f"\nSELECT {select} FROM __src WHERE __bin IS NOT NULL "
@@ -372,7 +377,7 @@ class ExactAggregates:
     """
 
     values: dict[tuple[str, ...], tuple[int | None, ...]]
-    histograms: dict[tuple[tuple[str, ...], int], tuple[int, ...]]
+    histograms: dict[tuple[tuple[str, ...], int], npt.NDArray[np.int64]]
 
 
 class DuckDBBackend:
@@ -610,20 +615,30 @@ class DuckDBBackend:
                 values[key] = tuple(
                     None if m.kind == "quantile" else int(next(it) or 0) for m in ms
                 )
-        histograms: dict[tuple[tuple[str, ...], int], tuple[int, ...]] = {}
+        histograms: dict[tuple[tuple[str, ...], int], npt.NDArray[np.int64]] = {}
         for i, m in enumerate(ms):
             if m.kind != "quantile" or m.column is None:
                 continue
             k = quantile_bins(schema.column(m.column))[0]
             sql = compile_histogram(plan, schema, m.column, unit_rows_ok=unit_rows_ok)
-            acc: dict[tuple[str, ...], list[int]] = {}
-            for row in con.execute(sql).fetchall():
-                if any(v is None for v in row[:ng]):
-                    continue
-                key = tuple(str(v) for v in row[:ng])
-                acc.setdefault(key, [0] * k)[int(row[ng])] += int(row[ng + 1])
-            for key, counts in acc.items():
-                histograms[(key, i)] = tuple(counts)
+            res = con.execute(sql).fetchnumpy()
+            gids = np.asarray(res["__gid"], dtype=np.int64)
+            if gids.size == 0:
+                continue
+            dense = np.zeros((int(gids.max()), k), dtype=np.int64)
+            np.add.at(
+                dense,
+                (gids - 1, np.asarray(res["__bin"], dtype=np.int64)),
+                np.asarray(res["n"], dtype=np.int64),
+            )
+            _, first = np.unique(gids, return_index=True)
+            key_cols = [np.ma.asarray(res[f"__g{j}"])[first].tolist() for j in range(ng)]
+            for g in range(len(first)):
+                raw = [col[g] for col in key_cols]
+                if any(v is None for v in raw):
+                    continue  # a NULL key (dropped by its null policy) is never released
+                key = tuple(str(v) for v in raw)
+                histograms[(key, i)] = dense[g]
                 values.setdefault(key, tuple(None for _ in ms))
         return ExactAggregates(values, histograms)
 
