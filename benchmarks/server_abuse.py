@@ -5,8 +5,8 @@
 
 A synthetic table of ``--rows`` rows (DuckDB's generator, fixed seed) with an int column
 ``g`` declaring ``--groups`` keys, a float ``x`` in [0, 1000] and a 4-category column ``c``.
-A real ``infodp serve`` runs on 127.0.0.1 with its default limits (2 heavy requests in flight
-per key, the others waiting in the event loop; 30 s query deadline). Phase 1 ("idle"): the
+A real ``infodp serve`` runs on 127.0.0.1 with its default limits (1 heavy request in flight
+per key, the others waiting in the event loop; 1 DuckDB thread per query; 30 s deadline). Phase 1 ("idle"): the
 victim analyst sends ``--victim`` sequential DP ``SELECT c, COUNT(*) FROM t GROUP BY c``
 queries alone. Phase 2 ("abused"): the abuser fires ``--heavy`` concurrent
 ``SELECT g, MEDIAN(x) FROM t GROUP BY g`` queries (``--groups`` cells × 1024 histogram bins
@@ -165,17 +165,18 @@ def main() -> None:
     got = ", ".join(f"{n} × {k}" for k, n in sorted(outcomes.items()))
     body = (
         f"One store of {args.rows:,} synthetic rows; a real `infodp serve` on loopback with its "
-        "default limits (at most 2 heavy requests — queries, estimates, synopsis releases and "
-        "queries — in flight per key, the rest waiting in the event loop without a worker "
-        "thread; a 30 s deadline interrupting DuckDB). The abuser sends "
+        "default limits (at most 1 heavy request — a query, estimate, synopsis release or "
+        "synopsis query — in flight per key, the rest waiting in the event loop without a "
+        "worker thread; 1 DuckDB thread per query; a 30 s deadline interrupting DuckDB). "
+        "The abuser sends "
         f"{args.heavy} concurrent `{HEAVY_SQL}` ({args.groups} declared cells × 1024 histogram "
         f"bins, ε = 1e-4); meanwhile the victim sends sequential `{VICTIM_SQL}` (ε = 0.001).\n\n"
         f"{table}\n\n"
         f"Victim p99 under abuse / idle p99: **{ratio:.2f}×** (goal: within 3×). The abuser's "
         f"{args.heavy} queries took {wall[0]:.1f} s in all and got: {got}. Both analysts share "
-        "the 2 cores and the Python interpreter, so what remains of the slowdown is the "
-        "abuser's 2 running queries competing for CPU (DuckDB threads and the GIL); the "
-        "machine is shared with other jobs, so single numbers vary by tens of percent."
+        "the cores and the Python interpreter, so what remains of the slowdown is the "
+        "abuser's one running query competing for CPU (its DuckDB thread and the GIL, handed "
+        "over every 1 ms); on a machine shared with other jobs single numbers vary a lot."
     )
     print(body)
     if not args.no_write:

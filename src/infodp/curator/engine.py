@@ -377,6 +377,7 @@ class Curator:
         timeout: float = 120.0,
         keep_open: bool = False,
         query_timeout: float | None = 60.0,
+        duckdb_threads: int | None = None,
         _hook: Hook | None = None,
     ) -> None:
         # The noise source is checked first: a refused seed must not leave files behind.
@@ -385,7 +386,7 @@ class Curator:
         )
         self.db = Path(db)
         self.ledger = Ledger(str(self.db) + ".ledger", timeout=timeout)
-        self.backend = DuckDBBackend(self.db, timeout=timeout)
+        self.backend = DuckDBBackend(self.db, timeout=timeout, threads=duckdb_threads)
         self._hook = _hook
         self._keep_open = keep_open
         if query_timeout is not None and not (

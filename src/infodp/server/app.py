@@ -112,8 +112,9 @@ class ServerSettings:
     max_body_bytes: int = 64 * 1024
     admin_token_sha256: str | None = None
     keep_open: bool = True
-    max_concurrent_per_key: int = 2
+    max_concurrent_per_key: int = 1
     query_timeout: float = 30.0
+    duckdb_threads: int | None = 1
 
 
 class QueryRequest(BaseModel):
@@ -221,6 +222,7 @@ class Service:
                 self.settings.db,
                 keep_open=self.settings.keep_open,
                 query_timeout=self.settings.query_timeout,
+                duckdb_threads=self.settings.duckdb_threads,
             )
             self._local.curator = cur
         return cur

@@ -383,9 +383,15 @@ class ExactAggregates:
 class DuckDBBackend:
     """Datasets in one DuckDB file; read-only short-lived connections for queries."""
 
-    def __init__(self, path: str | Path, *, timeout: float = 120.0) -> None:
+    def __init__(
+        self, path: str | Path, *, timeout: float = 120.0, threads: int | None = None
+    ) -> None:
         self.path = Path(path)
         self.timeout = timeout
+        # DuckDB worker threads per read connection (None: DuckDB's default, all cores). A
+        # shared service gives each query fewer, so one analyst's heavy query cannot take
+        # every core from the others.
+        self.threads = threads
 
     def connect(self, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         """A connection, waiting (with backoff) while another process holds a conflicting lock."""
@@ -396,6 +402,10 @@ class DuckDBBackend:
                 if read_only and not self.path.exists():
                     raise ParameterError(
                         "db", str(self.path), "an existing infodp store (register a dataset first)"
+                    )
+                if read_only and self.threads is not None:
+                    return duckdb.connect(
+                        str(self.path), read_only=True, config={"threads": self.threads}
                     )
                 return duckdb.connect(str(self.path), read_only=read_only)
             except duckdb.IOException as err:
