@@ -6,9 +6,10 @@
 A synthetic table of ``--rows`` rows (DuckDB's generator, fixed seed) with an int column
 ``g`` declaring ``--groups`` keys, a float ``x`` in [0, 1000] and a 4-category column ``c``.
 A real ``infodp serve`` runs on 127.0.0.1 with its default limits (1 heavy request in flight
-per key, the others waiting in the event loop; 1 DuckDB thread per query; 30 s deadline). Phase 1 ("idle"): the
-victim analyst sends ``--victim`` sequential DP ``SELECT c, COUNT(*) FROM t GROUP BY c``
-queries alone. Phase 2 ("abused"): the abuser fires ``--heavy`` concurrent
+per key, the others waiting in the event loop; 1 DuckDB thread per query; 30 s deadline).
+Phase 1 ("idle"): the victim analyst sends ``--victim`` sequential DP
+``SELECT c, COUNT(*) FROM t GROUP BY c`` queries alone. Phase 2 ("abused"): the abuser
+fires ``--heavy`` concurrent
 ``SELECT g, MEDIAN(x) FROM t GROUP BY g`` queries (``--groups`` cells × 1024 histogram bins
 each, ε = 1e-4, the heaviest query the declared-cells caps allow) and, while they run, the
 victim sends the same sequential queries. Reported: the victim's p50/p99 latency in both
