@@ -260,6 +260,15 @@ def test_http_outcome_is_identical_across_neighbours(
     assert spend[0] == spend[1]
     if seen[0][0] != 200:
         assert spend[0] == (0, 0, 0)
+    if seen[0][0] == 400:
+        # The free estimate refuses the same input the same way (and as fast: the 13-byte ε
+        # once cost ~40 s of CPU there too).
+        body = {"sql": sql, "epsilon": eps, "delta": delta}
+        est = [
+            get_json(srv.port, "POST", "/v1/estimate", body, key=s.key)[:2]
+            for srv, s in zip(servers, pair, strict=True)
+        ]
+        assert est[0] == est[1] and est[0][0] == 400, est
 
 
 def test_json_booleans_are_not_numbers(
@@ -461,3 +470,23 @@ def test_declared_cells_cap_is_refused_before_the_reservation(tmp_path: Path) ->
     with pytest.raises(ParameterError, match="histogram bins"):
         cur.query("a", "SELECT a, MEDIAN(x) FROM t GROUP BY a", epsilon=1)
     assert cur.ledger.entries() == []
+
+
+def test_free_synopsis_queries_have_bounded_work(tmp_path: Path) -> None:
+    spec = {
+        "table": "t",
+        "privacy_unit": "row",
+        "columns": {
+            "a": {"type": "int", "bounds": [0, 99]},
+            "b": {"type": "int", "bounds": [0, 99]},
+        },
+    }
+    cur = Curator(tmp_path / "s.duckdb")
+    cur.register_dataset("t", pd.DataFrame({"a": [1, 2], "b": [3, 4]}), spec)
+    cur.add_analyst("a", "t", epsilon=10)
+    cur.release_synopsis("a", "ab", "t", ["a", "b"], epsilon=1)
+    # 10,000 cells × 10,000 groups: refused before any evaluation (it is free, so its CPU is
+    # bounded up front).
+    with pytest.raises(ParameterError, match="cell evaluations"):
+        cur.query_synopsis("ab", "SELECT a, b, COUNT(*) FROM t GROUP BY a, b")
+    assert cur.query_synopsis("ab", "SELECT COUNT(*) FROM t WHERE a < 50")["rows"]
