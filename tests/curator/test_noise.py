@@ -153,6 +153,60 @@ def test_exponential_mechanism_refinement_rounds_are_exact(monkeypatch: pytest.M
     assert stats.chisquare(counts, w / w.sum() * n).pvalue > 1e-4
 
 
+def test_exponential_mechanism_rows_matches_exact_probabilities() -> None:
+    # Each row is an independent draw with P(j) ∝ exp(−ε s_j / (2Δ)) (McSherry & Talwar
+    # 2007); scipy's chi-square against the exact weights, pooled over identical rows.
+    from scipy import stats
+
+    from infodp.curator.noise import exponential_mechanism_rows
+
+    src = InsecureSeededSource(21, i_understand_this_is_not_private=True)
+    row = np.array([0, 1, 3, 2], dtype=np.int64)  # scores over denominator 2
+    rows = np.tile(row, (5000, 1))
+    counts = np.bincount(
+        exponential_mechanism_rows(rows, 2, Fraction(2), Fraction(1), src), minlength=4
+    )
+    w = np.exp(-row / 2.0)
+    assert stats.chisquare(counts, w / w.sum() * len(rows)).pvalue > 1e-4
+
+
+def test_exponential_mechanism_rows_use_the_same_randomness_for_any_data() -> None:
+    from infodp.curator.noise import exponential_mechanism_rows
+
+    used = []
+    for rows in (
+        np.zeros((50, 1025), dtype=np.int64),
+        np.tile(np.abs(np.arange(1025) - 512), (50, 1)).astype(np.int64),
+        np.tile(np.r_[0, np.full(1024, 10**9)], (50, 1)).astype(np.int64),
+    ):
+        src = _CountingSource(4)
+        exponential_mechanism_rows(rows, 1, Fraction(1, 100), Fraction(1), src)
+        used.append(src.used)
+    assert used[0] == used[1] == used[2]
+
+
+def test_exponential_mechanism_rows_refinement_is_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every first-round decision is withheld, so the exact decimal rounds decide alone.
+    from scipy import stats
+
+    from infodp.curator import noise
+
+    real = noise._decide
+
+    def undecided_first(u: int, bits: int, c_low: object, c_high: object) -> int:
+        return -1 if bits < 200 else real(u, bits, c_low, c_high)
+
+    monkeypatch.setattr(noise, "_decide", undecided_first)
+    src = InsecureSeededSource(22, i_understand_this_is_not_private=True)
+    row = np.array([0, 2, 1], dtype=np.int64)
+    counts = np.bincount(
+        noise.exponential_mechanism_rows(np.tile(row, (3000, 1)), 1, Fraction(1), Fraction(1), src),
+        minlength=3,
+    )
+    w = np.exp(-row / 2.0)
+    assert stats.chisquare(counts, w / w.sum() * 3000).pvalue > 1e-4
+
+
 def test_release_paths_refuse_sources_that_are_not_secure() -> None:
     from infodp.curator.engine import Curator
     from infodp.curator.noise import require_release_source

@@ -61,6 +61,7 @@ from infodp.curator.noise import (
     BufferedCryptoSource,
     dlap_halfwidth,
     dlap_tail,
+    exponential_mechanism_rows,
     exponential_mechanism_scaled,
     release_integers,
     require_release_source,
@@ -771,6 +772,7 @@ class Curator:
                 # released (noisy) selection, so this is post-processing.
                 keys = keys[:MAX_CELLS]
                 notes.append(f"only the first {MAX_CELLS} selected groups (by key) are shown")
+        draws = self._quantile_draws(parts, schema, exact, keys)
         # Per-measurement half-widths at level beta / (measurements an aggregate combines).
         out_rows: list[tuple[Any, ...]] = []
         out_cis: list[tuple[Any, ...]] = []
@@ -784,7 +786,7 @@ class Curator:
                     cis.append(None)
                     continue
                 value, ci = self._answer(
-                    out.aggregate, key, noisy[key], index, parts, schema, exact, beta
+                    out.aggregate, key, noisy[key], index, parts, schema, exact, beta, draws
                 )
                 row.append(value)
                 cis.append(ci)
@@ -799,6 +801,55 @@ class Curator:
             raw,
         )
 
+    def _quantile_draws(
+        self,
+        parts: tuple[MeasurementCost, ...],
+        schema: DatasetSchema,
+        exact: ExactAggregates,
+        keys: Sequence[tuple[str, ...]],
+    ) -> dict[tuple[tuple[str, ...], int], int]:
+        """The exponential mechanism's bin for every (released group, quantile measurement).
+
+        Scores |#{x < t_j} − q·n| (McSherry & Talwar 2007; Dwork & Roth 2014, Thm 3.10 with
+        Δ = m) as integers over q's denominator; all groups of a measurement are drawn in one
+        vectorised batch (:func:`~infodp.curator.noise.exponential_mechanism_rows`).
+        """
+        out: dict[tuple[tuple[str, ...], int], int] = {}
+        for i, p in enumerate(parts):
+            m = p.measurement
+            if m.kind != "quantile" or m.column is None or not keys:
+                continue
+            k = quantile_bins(schema.column(m.column))[0]
+            hist = np.zeros((len(keys), k), dtype=np.int64)
+            for g, key in enumerate(keys):
+                h = exact.histograms.get((key, i))
+                if h is not None:
+                    hist[g] = h
+            n = hist.sum(axis=1)
+            level = m.q if m.q is not None else Fraction(1, 2)
+            a, b = level.numerator, level.denominator
+            below = np.zeros((len(keys), k + 1), dtype=np.int64)
+            np.cumsum(hist, axis=1, out=below[:, 1:])
+            top = int(n.max())
+            eps, sens = p.epsilon, Fraction(p.sensitivity)
+            if b * max(top, 1) < 2**62 and a * top < 2**62:
+                scaled = np.abs(below * b - (n * a)[:, None])  # exact in int64
+                js = exponential_mechanism_rows(scaled, b, eps, sens, self._source)
+            else:
+                js = [
+                    exponential_mechanism_scaled(
+                        [abs(b * int(c) - a * int(total)) for c in row.tolist()],
+                        b,
+                        eps,
+                        sens,
+                        self._source,
+                    )
+                    for row, total in zip(below, n, strict=True)
+                ]
+            for key, j in zip(keys, js, strict=True):
+                out[(key, i)] = j
+        return out
+
     def _answer(
         self,
         agg: Aggregate,
@@ -809,6 +860,7 @@ class Curator:
         schema: DatasetSchema,
         exact: ExactAggregates,
         beta: float,
+        draws: dict[tuple[tuple[str, ...], int], int],
     ) -> tuple[Any, Any]:
         def get(mkey: str, level: float) -> tuple[int, int, MeasurementCost]:
             i = index[mkey]
@@ -879,23 +931,7 @@ class Curator:
             p = parts[i]
             col = schema.column(agg.column)
             k, low, high = quantile_bins(col)
-            hist = exact.histograms.get((key, i))
-            if hist is None:
-                hist = np.zeros(k, dtype=np.int64)
-            n = int(hist.sum())
-            level = agg.q if agg.q is not None else Fraction(1, 2)
-            # Scores |#{x < t_j} − q·n| as integers over the common denominator of q.
-            a, b = level.numerator, level.denominator
-            target = a * n
-            below = np.concatenate(([0], np.cumsum(hist)))
-            scaled: Any
-            if b * max(n, 1) < 2**62 and target < 2**62:
-                scaled = np.abs(below * b - target)  # exact in int64
-            else:
-                scaled = [abs(b * int(c) - target) for c in below.tolist()]
-            j = exponential_mechanism_scaled(
-                scaled, b, p.epsilon, Fraction(p.sensitivity), self._source
-            )
+            j = draws[(key, i)]
             value = low + (high - low) * j / k if k else low
             if col.type == "int":
                 value = round(value)
