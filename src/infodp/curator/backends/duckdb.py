@@ -38,7 +38,7 @@ import numpy.typing as npt
 from infodp.curator.noise import grid_step
 from infodp.curator.plan import Measurement, Predicate, QueryPlan
 from infodp.curator.schema import ColumnSpec, DatasetSchema
-from infodp.errors import InternalError, ParameterError
+from infodp.errors import InfodpError, InternalError, ParameterError
 
 __all__ = [
     "QUANTILE_BINS",
@@ -598,11 +598,16 @@ class DuckDBBackend:
         """
         with _Deadline(con, deadline) as watch:
             try:
-                return self._aggregate(con, plan, schema, ms, unit_rows_ok=unit_rows_ok)
+                result = self._aggregate(con, plan, schema, ms, unit_rows_ok=unit_rows_ok)
             except duckdb.Error:
                 if watch.fired:
                     raise QueryDeadline(f"the query ran longer than {deadline} s") from None
                 raise
+        if watch.fired:
+            # Past the deadline even if the last statement finished first: the same failure
+            # (and the caller drops the connection, which may hold a pending interrupt).
+            raise QueryDeadline(f"the query ran longer than {deadline} s")
+        return result
 
     def _aggregate(
         self,
@@ -653,7 +658,7 @@ class DuckDBBackend:
         return ExactAggregates(values, histograms)
 
 
-class QueryDeadline(InternalError):
+class QueryDeadline(InfodpError):
     """A query ran past its deadline and was interrupted."""
 
 
