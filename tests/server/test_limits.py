@@ -284,3 +284,56 @@ def test_failed_entries_do_not_leak_engine_messages(tmp_path: Any) -> None:
     stored = Ledger(db + ".ledger").entries("alice")
     assert stored[0].error is not None and "Conversion" in stored[0].error
     assert Ledger(db + ".ledger").budget("alice", "people").spent_epsilon == Fraction(1, 2)
+
+
+def test_key_slots_queue_one_key_and_leave_others_free() -> None:
+    """At most ``limit`` holders per key; the next one waits (in the event loop) until a slot
+    is given back, other keys are never delayed, and waiting is bounded in count and time."""
+    import asyncio
+
+    from infodp.server.limits import KeySlots, SlotsBusy
+
+    async def scenario() -> list[str]:
+        slots = KeySlots(1, max_waiting=1, wait_timeout=0.2)
+        log: list[str] = []
+        release = asyncio.Event()
+
+        async def hold(key: str, name: str, wait_for: asyncio.Event | None = None) -> None:
+            try:
+                async with slots.hold(key):
+                    log.append(f"{name} in")
+                    if wait_for is not None:
+                        await wait_for.wait()
+                    log.append(f"{name} out")
+            except SlotsBusy:
+                log.append(f"{name} busy")
+
+        first = asyncio.create_task(hold("a", "a1", release))
+        await asyncio.sleep(0)
+        second = asyncio.create_task(hold("a", "a2"))  # waits for a1
+        await asyncio.sleep(0)
+        await hold("a", "a3")  # a1 running, a2 waiting: no room to wait
+        await hold("b", "b1")  # another key is not delayed
+        release.set()
+        await asyncio.gather(first, second)
+        blocker = asyncio.Event()
+        third = asyncio.create_task(hold("a", "a4", blocker))
+        await asyncio.sleep(0)
+        await hold("a", "a5")  # waits 0.2 s, then gives up
+        blocker.set()
+        await third
+        return log
+
+    log = asyncio.run(scenario())
+    assert log == [
+        "a1 in",
+        "a3 busy",
+        "b1 in",
+        "b1 out",
+        "a1 out",
+        "a2 in",
+        "a2 out",
+        "a4 in",
+        "a5 busy",
+        "a4 out",
+    ]
