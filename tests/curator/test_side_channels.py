@@ -189,7 +189,7 @@ CASES = [
         "0",
     ),
     (
-        "partition-selection-large-delta",
+        "answered-partition-selection-large-delta",
         "SELECT city, COUNT(*) FROM people GROUP BY city",
         "0.01",
         "0.0001",
@@ -207,6 +207,13 @@ CASES = [
 IDS = [c[0] for c in CASES]
 
 
+def _expected(name: str) -> str:
+    """What each case must give: an answer, a budget refusal, or a parameter refusal."""
+    if name.startswith("answered"):
+        return "answered"
+    return "budget" if name == "over-budget" else "refused"
+
+
 @pytest.mark.parametrize(("name", "sql", "eps", "delta"), CASES, ids=IDS)
 def test_library_outcome_is_identical_across_neighbours(
     pair: tuple[Store, Store], name: str, sql: str, eps: str, delta: str
@@ -217,6 +224,8 @@ def test_library_outcome_is_identical_across_neighbours(
     elapsed = time.perf_counter() - started
     after = [_spent(s.db) for s in pair]
     assert seen[0] == seen[1], name
+    want = {"answered": "ok", "budget": "BudgetExceeded", "refused": "ParameterError"}
+    assert seen[0][0] == want[_expected(name)], seen[0]
     spend = _diff(after, before)
     assert spend[0] == spend[1]
     if seen[0][0] != "ok":
@@ -235,7 +244,7 @@ def test_cli_outcome_is_identical_across_neighbours(
     seen = [_cli(s, sql, eps, delta, capsys) for s in pair]
     after = [_spent(s.db) for s in pair]
     assert seen[0] == seen[1], name
-    assert seen[0][0] in (0, 2, 3)
+    assert seen[0][0] == {"answered": 0, "budget": 3, "refused": 2}[_expected(name)], seen[0]
     spend = _diff(after, before)
     assert spend[0] == spend[1]
     if seen[0][0] != 0:
@@ -255,7 +264,7 @@ def test_http_outcome_is_identical_across_neighbours(
     seen = [_http(srv, s, sql, eps, delta) for srv, s in zip(servers, pair, strict=True)]
     after = [_spent(s.db) for s in pair]
     assert seen[0] == seen[1], name
-    assert seen[0][0] in (200, 400, 409)
+    assert seen[0][0] == {"answered": 200, "budget": 409, "refused": 400}[_expected(name)]
     spend = _diff(after, before)
     assert spend[0] == spend[1]
     if seen[0][0] != 200:
