@@ -381,8 +381,9 @@ class DuckDBBackend:
         while True:
             try:
                 if read_only and not self.path.exists():
+                    # No path in the message: it can reach an analyst through the service.
                     raise ParameterError(
-                        "db", str(self.path), "an existing infodp store (register a dataset first)"
+                        "the store is missing (it was moved or deleted); nothing was released."
                     )
                 return duckdb.connect(str(self.path), read_only=read_only)
             except duckdb.IOException as err:
