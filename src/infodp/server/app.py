@@ -291,11 +291,30 @@ class Service:
         except ParameterError:
             raise ApiError(403, "forbidden", f"you have no budget on dataset {dataset!r}") from None
 
-    def plan(self, sql: str) -> tuple[Any, Any, int]:
-        """(plan, schema, rows) of ``sql``; 400 for anything the curator refuses."""
+    def dataset_or_403(self, analyst: str, name: str) -> str:
+        """The registered name of ``name`` when ``analyst`` holds a budget on it.
+
+        403 otherwise, with the same body whether the dataset does not exist or belongs to
+        others (the message quotes the caller's own text), so dataset names are not revealed.
+        """
+        for b in self.curator.ledger.budgets():
+            if b.analyst == analyst and b.dataset.lower() == name.lower():
+                return str(b.dataset)
+        raise ApiError(403, "forbidden", f"you have no budget on a dataset named {name[:80]!r}")
+
+    def plan(self, sql: str, analyst: str | None = None) -> tuple[Any, Any, int | None]:
+        """(plan, schema, declared row bound) of ``sql``; 400 for anything the curator refuses.
+
+        With ``analyst``, a table they hold no budget on is a 403 before anything else is
+        looked at (the same whether it exists or not).
+        """
         import sqlglot.errors
 
         try:
+            if analyst is not None:
+                from infodp.curator.sql import referenced_table
+
+                self.dataset_or_403(analyst, referenced_table(sql))
             plan, schema, rows, _ = self.curator.plan(sql)
         except ParameterError as err:
             raise ApiError(400, "bad_query", str(err)) from None
@@ -389,7 +408,7 @@ def _estimate(svc: Service, identity: Identity, body: QueryRequest) -> dict[str,
     from infodp.curator.engine import as_budget_fraction, leakage_summary, plan_cost
     from infodp.curator.noise import dlap_halfwidth
 
-    plan, schema, rows = svc.plan(body.sql)
+    plan, schema, rows = svc.plan(body.sql, identity.analyst)
     budget = svc.budget_or_403(identity.analyst, plan.table)
     if not (isinstance(body.confidence, float | int) and 0 < body.confidence < 1):
         raise ParameterError("confidence", body.confidence, "a number in (0, 1)")
@@ -570,7 +589,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     def query(request: Request, body: QueryRequest, who: Analyst) -> JSONResponse:
         """Answer ``sql`` with DP noise, charged to the caller (as ``infodp query --json``)."""
         svc = _service(request)
-        plan, _, _ = svc.plan(body.sql)
+        plan, _, _ = svc.plan(body.sql, who.analyst)
         svc.budget_or_403(who.analyst, plan.table)
         result = _guard(
             "query",
@@ -601,15 +620,14 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     def release_synopsis(request: Request, body: SynopsisRequest, who: Analyst) -> JSONResponse:
         """Publish a noisy histogram once (charged to the caller); query it later for free."""
         svc = _service(request)
-        record = _guard("release", lambda: svc.curator.ledger.dataset(body.dataset))
-        svc.budget_or_403(who.analyst, record.name)
+        name = svc.dataset_or_403(who.analyst, body.dataset)
         syn = _guard(
             "release",
             lambda: svc.curator.release_synopsis(
-                who.analyst, body.name, record.name, body.columns, epsilon=body.epsilon
+                who.analyst, body.name, name, body.columns, epsilon=body.epsilon
             ),
         )
-        remaining = svc.curator.ledger.budget(who.analyst, record.name)
+        remaining = svc.curator.ledger.budget(who.analyst, name)
         return _json(
             {
                 "synopsis": syn.name,
