@@ -280,6 +280,11 @@ def analyst_list(db: str, as_json: bool) -> None:
 @click.option("--epsilon", default=None, help="ε this query spends (exact decimal).")
 @click.option("--delta", default="0", show_default=True, help="δ (partition selection only).")
 @click.option("--synopsis", default=None, help="Answer from a released synopsis (free).")
+@click.option(
+    "--synopsis-dataset",
+    default=None,
+    help="With --synopsis: its dataset (synopsis names are unique per dataset).",
+)
 @click.option("--confidence", type=float, default=0.95, show_default=True)
 @click.argument("sql")
 @json_option
@@ -289,6 +294,7 @@ def query(
     epsilon: str | None,
     delta: str,
     synopsis: str | None,
+    synopsis_dataset: str | None,
     confidence: float,
     sql: str,
     as_json: bool,
@@ -296,7 +302,7 @@ def query(
     """Answer an aggregate SQL query with differential privacy."""
     cur = _curator(db)
     if synopsis is not None:
-        payload = cur.query_synopsis(synopsis, sql, confidence=confidence)
+        payload = cur.query_synopsis(synopsis, sql, confidence=confidence, dataset=synopsis_dataset)
     else:
         if analyst_name is None:
             raise ParameterError("--analyst", None, "given (who pays for the query)")
