@@ -230,6 +230,7 @@ def test_keys_and_revocations_live_in_the_ledger(tmp_path: Path) -> None:
     for fresh in (KeyStore(key_store_path(db)), KeyStore(db)):
         assert fresh.verify(server_key) is None
         assert fresh.ledger_key_revoked("a")
+        assert not fresh.ledger.verify_key("a", ledger_key)
     app = create_app(ServerSettings(str(db)))
     for key in (server_key, ledger_key):
         assert call(app, "GET", "/v1/budget", key=key).status_code == 401

@@ -648,15 +648,19 @@ class Ledger:
         return key
 
     def verify_key(self, name: str, key: str) -> bool:
-        """True when ``key`` is one of the API keys issued to analyst ``name``."""
+        """True when ``key`` is one of the API keys issued to analyst ``name``, unrevoked."""
         with self._read() as conn:
             rows = conn.execute(
                 "SELECT key_salt, key_hash FROM analysts WHERE name = ?", (name,)
             ).fetchall()
-        return any(
+            revoked = conn.execute(
+                "SELECT 1 FROM key_revocations WHERE analyst = ?", (name,)
+            ).fetchone()
+        matched = any(
             hmac.compare_digest(hashlib.sha256((salt + key).encode()).hexdigest(), digest)
             for salt, digest in rows
         )
+        return matched and revoked is None
 
     # -- server keys and revocations (the one key system; key_id in clear, secret hashed) ----
 
