@@ -71,7 +71,15 @@ def ledger_path(db: str | os.PathLike[str]) -> Path:
 
 @contextlib.contextmanager
 def private_files() -> Iterator[None]:
-    """While inside, files this process creates are readable by their owner only (umask 077)."""
+    """While inside, files this process creates are readable by their owner only (umask 077).
+
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "f")
+    >>> with private_files(), open(p, "w") as f:
+    ...     _ = f.write("x")
+    >>> oct(os.stat(p).st_mode & 0o777)
+    '0o600'
+    """
     with _UMASK_LOCK:
         old = os.umask(0o077)
         try:
@@ -158,7 +166,14 @@ def open_store(
 
 
 def record_dataset(backend: DuckDBBackend, name: str, meta: dict[str, Any]) -> None:
-    """Keep a dataset's declaration in the store too (for :func:`reinit_ledger`)."""
+    """Keep a dataset's declaration in the store too (for :func:`reinit_ledger`).
+
+    >>> import tempfile, os
+    >>> db = os.path.join(tempfile.mkdtemp(), "s.duckdb")
+    >>> record_dataset(DuckDBBackend(db), "t", {"schema_json": "{}", "rows": 0})
+    >>> read_store_id(DuckDBBackend(db)) is not None
+    True
+    """
     _write_store_id(backend)
     with private_files():
         con = backend.connect(read_only=False)
@@ -179,6 +194,15 @@ def fingerprint(backend: DuckDBBackend, table: str, schema: DatasetSchema) -> st
     The privacy unit and every declared column (numeric ones as clamped and snapped to their
     grid) are hashed per row; the multiset of row hashes is summed, so the same people with
     the same values give the same fingerprint whatever the file, order or dataset name.
+
+    >>> import tempfile, os, pandas as pd
+    >>> from infodp.curator.engine import Curator
+    >>> cur = Curator(os.path.join(tempfile.mkdtemp(), "s.duckdb"))
+    >>> s = {"table": "t", "privacy_unit": "row",
+    ...      "columns": {"x": {"type": "int", "bounds": [0, 9]}}}
+    >>> info = cur.register_dataset("t", pd.DataFrame({"x": [1, 2, 30]}), s)
+    >>> fingerprint(cur.backend, "t", cur.schema("t")) == info["fingerprint"]
+    True
     """
     cols: list[str] = []
     if not schema.unit_is_row:
@@ -210,6 +234,17 @@ def reinit_ledger(db: str | os.PathLike[str], *, timeout: float = 120.0) -> dict
     Every budget, entry, key and synopsis of the old ledger is forgotten; the registered
     datasets are restored from the store's own record of them, with nothing spent. Returns
     what was done (store id, datasets restored).
+
+    >>> import tempfile, os, pandas as pd
+    >>> from infodp.curator.engine import Curator
+    >>> db = os.path.join(tempfile.mkdtemp(), "s.duckdb")
+    >>> cur = Curator(db)
+    >>> s = {"table": "t", "privacy_unit": "row",
+    ...      "columns": {"x": {"type": "int", "bounds": [0, 9]}}}
+    >>> _ = cur.register_dataset("t", pd.DataFrame({"x": [1, 2]}), s)
+    >>> cur.close(); os.remove(db + ".ledger")
+    >>> reinit_ledger(db)["datasets"]
+    ['t']
     """
     path = Path(db)
     if not path.is_file():
