@@ -155,13 +155,7 @@ class QueryCost:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (floats rounded up; exact fractions alongside)."""
         return {
-            "information_scope": (
-                f"about the whole table, assuming its declared public bound of {self.row_bound} "
-                "rows"
-                if self.row_bound is not None
-                else "per individual only: the table declares no public row count or bound, so "
-                "the information about the whole table is not bounded here (inf)"
-            ),
+            "information_scope": _information_scope(self.row_bound, self.information_nats),
             "epsilon": _float_up(self.epsilon),
             "delta": _float_up(self.delta),
             "epsilon_exact": str(self.epsilon),
@@ -181,6 +175,20 @@ class QueryCost:
                 for p in self.parts
             ],
         }
+
+
+def _information_scope(row_bound: int | None, nats: float) -> str:
+    """What ``information_nats`` covers (it never uses the measured, private row count)."""
+    if row_bound is None and not math.isfinite(nats):
+        return (
+            "per individual only: the table declares no public row count or bound, so the "
+            "information about the whole table is not bounded here (inf)"
+        )
+    if not math.isfinite(nats):
+        return "not bounded: the released key set (partition selection) is not covered here"
+    if row_bound is None:
+        return "about the whole table (this query's information does not depend on its size)"
+    return f"about the whole table, assuming its declared public bound of {row_bound} rows"
 
 
 def _cells(plan: QueryPlan) -> int:
