@@ -11,7 +11,7 @@ beside the usual ε and δ.
 
 from __future__ import annotations
 
-from infodp.errors import BudgetExceeded, InfodpError, InternalError, ParameterError
+from infodp.errors import BudgetExceeded, InfodpError, InternalError, LedgerError, ParameterError
 
 __version__ = "0.1.0"
 
@@ -19,6 +19,7 @@ __all__ = [
     "BudgetExceeded",
     "InfodpError",
     "InternalError",
+    "LedgerError",
     "ParameterError",
     "__version__",
 ]

@@ -207,7 +207,7 @@ class Client:
         return list(self.request("GET", "/ledger" + suffix)["entries"])
 
     def datasets(self) -> list[dict[str, Any]]:
-        """Registered datasets with public metadata (``Ledger.datasets``)."""
+        """The datasets this analyst holds a budget on, with their declared public metadata."""
         return list(self.request("GET", "/datasets")["datasets"])
 
     def schema(self, dataset: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ __all__ = [
     "BudgetExceeded",
     "InfodpError",
     "InternalError",
+    "LedgerError",
     "ParameterError",
     "QueryFailed",
 ]
@@ -49,6 +50,14 @@ class BudgetExceeded(InfodpError):
         self.requested = requested
         self.remaining = remaining
         self.gap = gap
+
+
+class LedgerError(InfodpError):
+    """The ledger of a store is missing, empty, foreign, corrupt or was replaced while in use.
+
+    Every command stops on it (the CLI with exit status 2): budgets are never silently
+    forgotten. Only the data owner's explicit ``infodp ledger reinit`` starts a new ledger.
+    """
 
 
 class InternalError(InfodpError, RuntimeError):

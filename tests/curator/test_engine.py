@@ -408,7 +408,12 @@ def test_information_cap_is_enforced(tmp_path: Path) -> None:
     cur.register_dataset(
         "t",
         pd.DataFrame({"x": list(range(100))}),
-        {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int", "bounds": [0, 99]}}},
+        {
+            "table": "t",
+            "privacy_unit": "row",
+            "public_max_rows": 100,  # the information cap needs a declared public row bound
+            "columns": {"x": {"type": "int", "bounds": [0, 99]}},
+        },
         info_cap_bits=5,
     )
     cur.add_analyst("a", "t", epsilon=100)

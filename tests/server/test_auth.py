@@ -71,6 +71,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     alice_server_key = KeyStore(key_store_path(db)).issue("alice")
     token_file = d / "admin.token"
     token_file.write_text(ADMIN_TOKEN + "\n")
+    token_file.chmod(0o600)  # a token others can read is refused
     with ServerProcess(db, admin_token_file=str(token_file)) as server:
         yield World(db, keys, server, alice_server_key)
 

@@ -116,7 +116,6 @@ def test_unknown_route_and_method_use_the_error_format(
         ({"sql": "SELECT COUNT(*) FROM people", "epsilon": "nan"}, "epsilon"),
         # An astronomically large ε is refused (the curator's message names the noise scale).
         ({"sql": "SELECT COUNT(*) FROM people", "epsilon": "1e999999"}, "must be"),
-        ({"sql": "SELECT COUNT(*) FROM nowhere", "epsilon": 0.1}, "unknown dataset"),
         ({"sql": "SELECT SUM(secret) FROM people", "epsilon": 0.1}, "unknown column"),
         ({"sql": "SELECT 'unterminated", "epsilon": 0.1}, "could not be parsed"),
         ({"sql": "DROP TABLE people", "epsilon": 0.1}, "refused SQL construct"),

@@ -39,6 +39,7 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzzed]:
     db, keys = build_store(d, [("alice", "people", 1000), ("alice", "visits", 1000)], rows=60)
     token = d / "admin.token"
     token.write_text(ADMIN_TOKEN)
+    token.chmod(0o600)  # a token others can read is refused
     with ServerProcess(db, admin_token_file=str(token)) as server:
         yield Fuzzed(server, keys["alice"])
 

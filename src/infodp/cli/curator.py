@@ -69,11 +69,29 @@ def dataset() -> None:
     "--info-cap-bits",
     type=float,
     default=None,
-    help="Optional cap on the total information released about the table (bits, α = 1).",
+    help="Optional cap on the total information released about the table (bits, α = 1); "
+    "needs public_rows or public_max_rows in the schema.",
+)
+@click.option(
+    "--max-epsilon",
+    default=None,
+    help="Cap on the ε all analysts together may spend on this dataset (exact decimal).",
+)
+@click.option(
+    "--max-delta",
+    default=None,
+    help="Cap on the δ all analysts together may spend on this dataset.",
 )
 @json_option
 def dataset_register(
-    db: str, name: str, source: str, schema_path: str, info_cap_bits: float | None, as_json: bool
+    db: str,
+    name: str,
+    source: str,
+    schema_path: str,
+    info_cap_bits: float | None,
+    max_epsilon: str | None,
+    max_delta: str | None,
+    as_json: bool,
 ) -> None:
     """Copy SOURCE into the store under NAME with its declared schema."""
     from pathlib import Path
@@ -81,13 +99,21 @@ def dataset_register(
     if not Path(schema_path).is_file():
         raise ParameterError("--schema", schema_path, "an existing YAML or JSON file")
     info = _curator(db).register_dataset(
-        name, source, Path(schema_path).read_text(), info_cap_bits=info_cap_bits
+        name,
+        source,
+        Path(schema_path).read_text(),
+        info_cap_bits=info_cap_bits,
+        max_epsilon=max_epsilon,
+        max_delta=max_delta,
     )
     payload = {
         "dataset": info["name"],
         "rows": info["rows"],
         "schema": info["schema"],
         "info_cap_bits": info["info_cap_bits"],
+        "max_epsilon": info["max_epsilon"],
+        "max_delta": info["max_delta"],
+        "fingerprint": info["fingerprint"],
         "db": db,
     }
     emit(
@@ -114,6 +140,10 @@ def dataset_list(db: str, as_json: bool) -> None:
                 "schema": json.loads(r.schema_json),
                 "info_cap_bits": r.info_cap_bits,
                 "info_spent_bits": r.info_spent_nats / 0.6931471805599453,
+                "max_epsilon": None if r.max_epsilon is None else float(r.max_epsilon),
+                "max_delta": None if r.max_delta is None else float(r.max_delta),
+                "spent_epsilon": float(r.spent_epsilon),
+                "spent_delta": float(r.spent_delta),
             }
             for r in records
         ]
@@ -250,6 +280,11 @@ def analyst_list(db: str, as_json: bool) -> None:
 @click.option("--epsilon", default=None, help="ε this query spends (exact decimal).")
 @click.option("--delta", default="0", show_default=True, help="δ (partition selection only).")
 @click.option("--synopsis", default=None, help="Answer from a released synopsis (free).")
+@click.option(
+    "--synopsis-dataset",
+    default=None,
+    help="With --synopsis: its dataset (synopsis names are unique per dataset).",
+)
 @click.option("--confidence", type=float, default=0.95, show_default=True)
 @click.argument("sql")
 @json_option
@@ -259,6 +294,7 @@ def query(
     epsilon: str | None,
     delta: str,
     synopsis: str | None,
+    synopsis_dataset: str | None,
     confidence: float,
     sql: str,
     as_json: bool,
@@ -266,7 +302,7 @@ def query(
     """Answer an aggregate SQL query with differential privacy."""
     cur = _curator(db)
     if synopsis is not None:
-        payload = cur.query_synopsis(synopsis, sql, confidence=confidence)
+        payload = cur.query_synopsis(synopsis, sql, confidence=confidence, dataset=synopsis_dataset)
     else:
         if analyst_name is None:
             raise ParameterError("--analyst", None, "given (who pays for the query)")
@@ -284,11 +320,12 @@ def _render_answer(p: dict[str, Any]) -> None:
     click.echo("\naccuracy (interval of each cell, or a quantile's rank error):")
     click.echo(_table(ci_cols, p["confidence_intervals"]))
     cost = p["cost"]
-    click.echo(
-        f"\ncost: epsilon={cost['epsilon']:.6g}, delta={cost['delta']:.3g}, "
-        f"information about the whole table <= {cost['information_nats'] / 0.6931471805599453:.4g}"
-        " bits"
-    )
+    info = cost["information_nats"]
+    if isinstance(info, (int, float)) and info < float("inf"):
+        shown_info = f"information about the whole table <= {info / 0.6931471805599453:.4g} bits"
+    else:
+        shown_info = "information about the whole table not bounded (no public row bound declared)"
+    click.echo(f"\ncost: epsilon={cost['epsilon']:.6g}, delta={cost['delta']:.3g}, {shown_info}")
     leak = cost.get("leakage") or {}
     if "bits" in leak:
         bits = leak["bits"]
@@ -308,13 +345,25 @@ def _render_answer(p: dict[str, Any]) -> None:
 # -- ledger -------------------------------------------------------------------------------------
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @db_option
 @click.option("--analyst", "analyst_name", default=None, help="Only this analyst's entries.")
 @click.option("--dataset", "dataset_name", default=None, help="Only this dataset's entries.")
 @json_option
-def ledger(db: str, analyst_name: str | None, dataset_name: str | None, as_json: bool) -> None:
-    """Show the privacy ledger: budgets, every query (who, when, SQL, cost), synopses."""
+@click.pass_context
+def ledger(
+    ctx: click.Context,
+    db: str,
+    analyst_name: str | None,
+    dataset_name: str | None,
+    as_json: bool,
+) -> None:
+    """Show the privacy ledger: budgets, every query (who, when, SQL, cost), synopses.
+
+    ``infodp ledger reinit`` (data owner) starts a new, empty ledger for a store.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
     led = _curator(db).ledger
     payload = {
         "budgets": [b.to_dict() for b in led.budgets()],
@@ -345,6 +394,42 @@ def ledger(db: str, analyst_name: str | None, dataset_name: str | None, as_json:
             )
 
     emit(to_jsonable(payload), as_json, render)
+
+
+@ledger.command("reinit")
+@db_option
+@click.option(
+    "--yes",
+    is_flag=True,
+    default=False,
+    help="Confirm: every budget, ledger entry, API key and synopsis of the store is forgotten.",
+)
+@json_option
+def ledger_reinit(db: str, yes: bool, as_json: bool) -> None:
+    """Start a new, empty ledger bound to the store (forgets all budgets; data owner only)."""
+    from infodp.curator.store import reinit_ledger
+
+    if not yes:
+        raise ParameterError(
+            "--yes",
+            False,
+            "given: re-initialising forgets every budget, entry, key and synopsis of the store",
+        )
+    done = reinit_ledger(db)
+    payload = {
+        "db": db,
+        "store_id": done["store_id"],
+        "datasets": done["datasets"],
+        "forgotten": "all budgets, ledger entries, API keys and synopses",
+    }
+    emit(
+        payload,
+        as_json,
+        lambda p: click.echo(
+            f"new ledger for {p['db']}: all budgets, entries, keys and synopses were forgotten; "
+            f"datasets kept: {', '.join(p['datasets']) or 'none'}"
+        ),
+    )
 
 
 # -- release ------------------------------------------------------------------------------------

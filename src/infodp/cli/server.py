@@ -32,9 +32,9 @@ def _existing_store(db: str) -> str:
 
 
 def _known_analyst(db: str, name: str) -> None:
-    from infodp.curator.ledger import Ledger
+    from infodp.server.auth import KeyStore, key_store_path
 
-    names = {b.analyst for b in Ledger(str(db) + ".ledger").budgets()}
+    names = {b.analyst for b in KeyStore(key_store_path(db)).ledger.budgets()}
     if name not in names:
         raise ParameterError(
             "--name", name, "an analyst with a budget (add one with 'infodp analyst add')"
@@ -64,7 +64,8 @@ def _known_analyst(db: str, name: str) -> None:
     "--admin-token-file",
     type=click.Path(dir_okay=False),
     default=None,
-    help="File holding the admin token for /v1/admin/* (disabled without it).",
+    help="File holding the admin token for /v1/admin/* (mode 0600; or set $INFODP_ADMIN_TOKEN; "
+    "disabled without either).",
 )
 @click.option(
     "--keep-open/--open-per-query",
@@ -114,14 +115,21 @@ def serve(
     import uvicorn
 
     from infodp._validate import as_positive, as_positive_int
-    from infodp.server.app import ServerSettings, admin_token_hash, create_app
+    from infodp.server.app import (
+        ServerSettings,
+        admin_token_hash,
+        admin_token_hash_from_env,
+        create_app,
+    )
 
     settings = ServerSettings(
         db=_existing_store(db),
         rate=as_positive("--rate", rate),
         burst=as_positive_int("--burst", burst),
         max_body_bytes=as_positive_int("--max-body", max_body),
-        admin_token_sha256=None if admin_token_file is None else admin_token_hash(admin_token_file),
+        admin_token_sha256=admin_token_hash_from_env()
+        if admin_token_file is None
+        else admin_token_hash(admin_token_file),
         keep_open=keep_open,
         max_concurrent_per_key=as_positive_int("--max-concurrent", max_concurrent),
         query_timeout=as_positive("--query-timeout", query_timeout),

@@ -22,6 +22,7 @@ from infodp.curator.ledger import Budget, Entry, Ledger
 from infodp.curator.plan import QueryPlan
 from infodp.curator.schema import ColumnSpec, DatasetSchema, load_schema
 from infodp.curator.sql import parse_query
+from infodp.curator.store import open_store, reinit_ledger
 from infodp.curator.synopsis import Synopsis
 
 __all__ = [
@@ -39,6 +40,8 @@ __all__ = [
     "gaussian_information",
     "laplace_information",
     "load_schema",
+    "open_store",
     "parse_query",
     "plan_cost",
+    "reinit_ledger",
 ]

@@ -36,6 +36,7 @@ plus its ledger ``<file>.ledger``):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import itertools
 import json
@@ -69,6 +70,7 @@ from infodp.curator.noise import (
 from infodp.curator.plan import Aggregate, Measurement, QueryPlan, measurements
 from infodp.curator.schema import DatasetSchema, load_schema
 from infodp.curator.sql import parse_query, referenced_table
+from infodp.curator.store import fingerprint, open_store, private_files, record_dataset
 from infodp.curator.synopsis import Synopsis, synopsis_keys
 from infodp.errors import InternalError, ParameterError, QueryFailed
 from infodp.mechanisms.sampling import RandomSource
@@ -152,10 +154,13 @@ class QueryCost:
     parts: tuple[MeasurementCost, ...]
     information_nats: float
     cells: int
+    #: The declared public row bound the information cost assumes (None: none declared).
+    row_bound: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (floats rounded up; exact fractions alongside)."""
         return {
+            "information_scope": _information_scope(self.row_bound, self.information_nats),
             "epsilon": _float_up(self.epsilon),
             "delta": _float_up(self.delta),
             "epsilon_exact": str(self.epsilon),
@@ -177,6 +182,20 @@ class QueryCost:
         }
 
 
+def _information_scope(row_bound: int | None, nats: float) -> str:
+    """What ``information_nats`` covers (it never uses the measured, private row count)."""
+    if row_bound is None and not math.isfinite(nats):
+        return (
+            "per individual only: the table declares no public row count or bound, so the "
+            "information about the whole table is not bounded here (inf)"
+        )
+    if not math.isfinite(nats):
+        return "not bounded: the released key set (partition selection) is not covered here"
+    if row_bound is None:
+        return "about the whole table (this query's information does not depend on its size)"
+    return f"about the whole table, assuming its declared public bound of {row_bound} rows"
+
+
 def _cells(plan: QueryPlan) -> int:
     n = 1
     for g in plan.group_by:
@@ -187,9 +206,13 @@ def _cells(plan: QueryPlan) -> int:
 
 
 def plan_cost(
-    plan: QueryPlan, schema: DatasetSchema, epsilon: Fraction, delta: Fraction, rows: int
+    plan: QueryPlan, schema: DatasetSchema, epsilon: Fraction, delta: Fraction, rows: int | None
 ) -> QueryCost:
     """Split ε over the plan's measurements and bound the information released.
+
+    ``rows`` is the declared public bound on the row count (:attr:`DatasetSchema.row_bound`),
+    never the measured count: the cost must be the same on neighbouring tables. Without one,
+    counts and sums release an unbounded amount of information about the whole table (inf).
 
     Sensitivities (L1 over all cells, add/remove one unit with at most m rows): COUNT m;
     SUM m·max|v|; centred sums m·r and m·r² (r = largest |v − centre|), in grid units; the
@@ -225,6 +248,12 @@ def plan_cost(
             else:
                 raise InternalError(f"unknown measurement {meas.kind}")
         parts.append(MeasurementCost(meas, share, sens, step))
+        if sens > 0 and not parts[-1].scale > 0:
+            # ε so large that Δ/ε underflows: refused before anything is reserved (this check
+            # does not depend on the table, unlike the information cost).
+            raise ParameterError(
+                "scale", 0.0, "a positive number (> 0): epsilon is too large for its noise scale"
+            )
     cells = _cells(plan)
     if plan.needs_partition_selection:
         if any(meas.kind == "quantile" for meas in ms):
@@ -263,11 +292,11 @@ def plan_cost(
         info = 0.0
         for p in parts:
             info += cells * _information(p, schema, rows)
-        info = math.nextafter(info, math.inf) if info > 0 else 0.0
-    return QueryCost(epsilon, delta, tuple(parts), info, cells)
+        info = math.nextafter(info, math.inf) if 0 < info < math.inf else info
+    return QueryCost(epsilon, delta, tuple(parts), info, cells, rows)
 
 
-def _information(p: MeasurementCost, schema: DatasetSchema, rows: int) -> float:
+def _information(p: MeasurementCost, schema: DatasetSchema, rows: int | None) -> float:
     """Nats about the whole table released by one cell of one measurement (budget_info)."""
     meas = p.measurement
     if p.sensitivity == 0:
@@ -276,6 +305,8 @@ def _information(p: MeasurementCost, schema: DatasetSchema, rows: int) -> float:
         if meas.column is None:
             raise InternalError("quantile without a column")
         return math.log(quantile_bins(schema.column(meas.column))[0] + 1)
+    if rows is None:
+        return math.inf  # no declared bound on the count: the width is not public
     if meas.kind in ("count_rows", "count"):
         width = rows
     else:
@@ -386,8 +417,9 @@ class Curator:
             BufferedCryptoSource() if source is None else require_release_source(source)
         )
         self.db = Path(db)
-        self.ledger = Ledger(str(self.db) + ".ledger", timeout=timeout)
         self.backend = DuckDBBackend(self.db, timeout=timeout, threads=duckdb_threads)
+        # The ledger must be this store's own (one store id in both), sound and present.
+        self.ledger: Ledger = open_store(self.db, self.backend, timeout=timeout)
         self._hook = _hook
         self._keep_open = keep_open
         if query_timeout is not None and not (
@@ -438,11 +470,18 @@ class Curator:
         schema: Any,
         *,
         info_cap_bits: float | None = None,
+        max_epsilon: Any = None,
+        max_delta: Any = None,
     ) -> dict[str, Any]:
         """Load ``source`` (CSV/Parquet path or frame) under ``name`` with its declared schema.
 
         ``info_cap_bits`` optionally caps the total information (α = 1) released about the
-        table by all analysts together. The row count is recorded as public metadata.
+        table by all analysts together (it needs a declared public row bound).
+        ``max_epsilon``/``max_delta`` cap the (ε, δ) all analysts together may spend on it,
+        enforced in the same ledger transaction as each analyst's own budget. The measured row
+        count is the owner's to see (returned here) and never shown to analysts. Content
+        identical to an already registered dataset (same fingerprint of the bounded table) is
+        refused, naming that dataset.
         """
         parsed = load_schema(schema)
         if self._con is not None:  # our own reader would block the write
@@ -454,33 +493,78 @@ class Curator:
             info_cap_bits = float(info_cap_bits)
             if not (math.isfinite(info_cap_bits) and info_cap_bits >= 0):
                 raise ParameterError("info_cap_bits", info_cap_bits, "a non-negative finite number")
+            if parsed.row_bound is None:
+                raise ParameterError(
+                    "info_cap_bits",
+                    info_cap_bits,
+                    "given only with a declared public row count or bound (public_rows or "
+                    "public_max_rows in the schema): the information about the whole table "
+                    "depends on it",
+                )
+        cap_eps = None if max_epsilon is None else as_budget_fraction("max_epsilon", max_epsilon)
+        cap_dlt = (
+            None
+            if max_delta is None
+            else as_budget_fraction("max_delta", max_delta, allow_zero=True)
+        )
+        if cap_dlt is not None and cap_dlt > 1:
+            raise ParameterError("max_delta", max_delta, "a probability in [0, 1]")
         if name in {d.name for d in self.ledger.datasets()}:
             raise ParameterError("name", name, "a dataset name not registered yet")
-        schema_for_table = DatasetSchema(
-            name,
-            parsed.privacy_unit,
-            parsed.columns,
-            parsed.max_rows_per_unit,
-            parsed.max_groups_per_unit,
-        )
-        rows, unit_ok = self.backend.register(name, source, schema_for_table)
+        schema_for_table = dataclasses.replace(parsed, table=name)
+        with private_files():
+            rows, unit_ok = self.backend.register(name, source, schema_for_table)
         try:
+            # The declared public facts must be true: the owner sees this refusal, nobody else.
+            if parsed.public_rows is not None and rows != parsed.public_rows:
+                raise ParameterError(
+                    "public_rows", parsed.public_rows, f"the table's row count ({rows})"
+                )
+            if parsed.public_max_rows is not None and rows > parsed.public_max_rows:
+                raise ParameterError(
+                    "public_max_rows",
+                    parsed.public_max_rows,
+                    f"at least the table's row count ({rows})",
+                )
+            fp = fingerprint(self.backend, name, schema_for_table)
+            shown_source = str(source) if isinstance(source, (str, Path)) else type(source).__name__
             self.ledger.register_dataset(
                 name,
                 schema_for_table.to_json(),
                 rows=rows,
-                source=str(source) if isinstance(source, (str, Path)) else type(source).__name__,
+                source=shown_source,
                 info_cap_bits=info_cap_bits,
                 unit_rows_ok=unit_ok,
+                max_epsilon=cap_eps,
+                max_delta=cap_dlt,
+                fingerprint=fp,
             )
         except BaseException:
-            self.backend.drop(name)
+            with private_files():
+                self.backend.drop(name)
             raise
+        record_dataset(
+            self.backend,
+            name,
+            {
+                "schema_json": schema_for_table.to_json(),
+                "rows": rows,
+                "source": shown_source,
+                "info_cap_bits": info_cap_bits,
+                "unit_rows_ok": unit_ok,
+                "max_epsilon": None if cap_eps is None else str(cap_eps),
+                "max_delta": None if cap_dlt is None else str(cap_dlt),
+                "fingerprint": fp,
+            },
+        )
         return {
             "name": name,
             "rows": rows,
             "schema": schema_for_table.to_dict(),
             "info_cap_bits": info_cap_bits,
+            "max_epsilon": None if cap_eps is None else _float_up(cap_eps),
+            "max_delta": None if cap_dlt is None else _float_up(cap_dlt),
+            "fingerprint": fp,
         }
 
     def add_analyst(
@@ -526,12 +610,16 @@ class Curator:
         """The declared schema of a registered dataset."""
         return self._schema_of(self.ledger.dataset(dataset).schema_json)
 
-    def plan(self, sql: str) -> tuple[QueryPlan, DatasetSchema, int, bool]:
-        """(plan, schema, public row count, unit_rows_ok) for ``sql``; nothing is spent."""
+    def plan(self, sql: str) -> tuple[QueryPlan, DatasetSchema, int | None, bool]:
+        """(plan, schema, declared public row bound, unit_rows_ok) for ``sql``; nothing is spent.
+
+        The row bound is the schema's declaration (``public_rows``/``public_max_rows``), never
+        the measured count, which is private.
+        """
         table = referenced_table(sql)
         record = self.ledger.dataset(table)
         schema = self._schema_of(record.schema_json)
-        return parse_query(sql, schema), schema, record.rows, record.unit_rows_ok
+        return parse_query(sql, schema), schema, schema.row_bound, record.unit_rows_ok
 
     def exact_aggregates(self, sql: str) -> ExactAggregates:
         """The bounded pre-noise aggregates of ``sql``. NOT PRIVATE: for tests and audits only."""
@@ -653,9 +741,10 @@ class Curator:
         """
         if not isinstance(name, str) or not name.isidentifier():
             raise ParameterError("name", name, "an identifier (letters, digits, _)")
-        if name in {s["name"] for s in self.ledger.synopses()}:
-            raise ParameterError("name", name, "a synopsis name not used yet")
         schema = self.schema(dataset)
+        # Names are unique per dataset: a collision reveals nothing about other datasets.
+        if name in {s["name"] for s in self.ledger.synopses() if s["dataset"] == schema.table}:
+            raise ParameterError("name", name, f"a synopsis name not used yet on {schema.table}")
         cols = [schema.column(c).name for c in columns]
         if not cols or len(set(cols)) != len(cols):
             raise ParameterError("columns", list(columns), "one or more distinct column names")
@@ -677,16 +766,18 @@ class Curator:
         )
         return syn
 
-    def synopsis(self, name: str) -> Synopsis:
-        """A stored synopsis."""
-        _, _, spec, data = self.ledger.synopsis(name)
+    def synopsis(self, name: str, dataset: str | None = None) -> Synopsis:
+        """A stored synopsis (of ``dataset`` when given; names are unique per dataset)."""
+        _, _, spec, data = self.ledger.synopsis(name, dataset)
         return Synopsis.from_stored(name, spec, data)
 
-    def query_synopsis(self, name: str, sql: str, *, confidence: float = 0.95) -> dict[str, Any]:
+    def query_synopsis(
+        self, name: str, sql: str, *, confidence: float = 0.95, dataset: str | None = None
+    ) -> dict[str, Any]:
         """Answer ``sql`` from synopsis ``name``: no data access, no cost (post-processing)."""
         if not (isinstance(confidence, float | int) and 0 < confidence < 1):
             raise ParameterError("confidence", confidence, "a number in (0, 1)")
-        syn = self.synopsis(name)
+        syn = self.synopsis(name, dataset)
         return syn.answer(sql, self.schema(syn.dataset), confidence)
 
     def _at(self, stage: str, entry: int) -> None:

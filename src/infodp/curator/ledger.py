@@ -20,6 +20,16 @@ not. Budgets are exact fractions (ε and δ under basic sequential composition, 
 which only a salted SHA-256 is stored (a key this long cannot be brute-forced, so a slow
 password hash would add nothing).
 
+The ledger belongs to its store: both carry one store id (``meta.store_id`` here, a table in
+the DuckDB file, see :mod:`infodp.curator.store`). Opening checks SQLite's ``quick_check``,
+the store id, a SHA-256 hash chain over the entries (each entry's ``chain`` hashes the
+previous one and its own immutable fields, so an edited, dropped or corrupted entry in the
+middle breaks it) and that the stored spends equal the entries' sums; any failure raises
+:class:`~infodp.errors.LedgerError`. Each reservation re-checks that the file on disk is
+still the one opened and carries the same store id, so a ledger deleted or replaced while a
+service runs cannot swallow charges. All key state (issued keys, revocations) lives here too,
+and the file is created with mode 0600.
+
 >>> import tempfile, os
 >>> led = Ledger(os.path.join(tempfile.mkdtemp(), "s.ledger"))
 >>> led.register_dataset("t", '{"table": "t"}', rows=10, source="-")
@@ -44,32 +54,45 @@ import secrets
 import sqlite3
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from infodp.errors import BudgetExceeded, InternalError, ParameterError
+from infodp.errors import BudgetExceeded, InternalError, LedgerError, ParameterError
 
 __all__ = [
+    "KEY_PREFIX",
     "STATUSES",
     "Budget",
     "DatasetRecord",
     "Entry",
+    "KeyRecord",
     "Ledger",
     "format_fraction",
 ]
+
+#: Prefix of issued server keys (``idp_<16 hex key id>.<secret>``).
+KEY_PREFIX = "idp_"
 
 #: Entry states (see the module docstring).
 STATUSES: tuple[str, ...] = ("reserved", "released", "failed", "cancelled")
 _SPENDING = ("reserved", "released", "failed")
 
 _SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS keys (
+    key_id TEXT PRIMARY KEY, analyst TEXT NOT NULL, salt TEXT NOT NULL, hash TEXT NOT NULL,
+    created TEXT NOT NULL, revoked TEXT);
+CREATE TABLE IF NOT EXISTS key_revocations (analyst TEXT PRIMARY KEY, revoked TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS datasets (
     name TEXT PRIMARY KEY, schema_json TEXT NOT NULL, rows INTEGER NOT NULL,
     source TEXT NOT NULL, info_cap_bits REAL, info_spent_nats REAL NOT NULL DEFAULT 0,
-    unit_rows_ok INTEGER NOT NULL DEFAULT 0, created TEXT NOT NULL);
+    unit_rows_ok INTEGER NOT NULL DEFAULT 0, created TEXT NOT NULL,
+    max_epsilon TEXT, max_delta TEXT, spent_epsilon TEXT NOT NULL DEFAULT '0',
+    spent_delta TEXT NOT NULL DEFAULT '0', fingerprint TEXT);
 CREATE TABLE IF NOT EXISTS analysts (
     name TEXT NOT NULL, dataset TEXT NOT NULL REFERENCES datasets(name),
     key_salt TEXT NOT NULL, key_hash TEXT NOT NULL,
@@ -81,11 +104,11 @@ CREATE TABLE IF NOT EXISTS entries (
     id INTEGER PRIMARY KEY AUTOINCREMENT, analyst TEXT NOT NULL, dataset TEXT NOT NULL,
     sql TEXT NOT NULL, epsilon TEXT NOT NULL, delta TEXT NOT NULL, info_nats REAL NOT NULL,
     status TEXT NOT NULL, created TEXT NOT NULL, finished TEXT, pid INTEGER,
-    result_json TEXT, error TEXT, profile_json TEXT);
+    result_json TEXT, error TEXT, profile_json TEXT, chain TEXT);
 CREATE TABLE IF NOT EXISTS synopses (
-    name TEXT PRIMARY KEY, dataset TEXT NOT NULL, analyst TEXT NOT NULL,
+    name TEXT NOT NULL, dataset TEXT NOT NULL, analyst TEXT NOT NULL,
     entry_id INTEGER NOT NULL, spec_json TEXT NOT NULL, data_json TEXT NOT NULL,
-    created TEXT NOT NULL);
+    created TEXT NOT NULL, PRIMARY KEY (dataset, name));
 """
 
 
@@ -212,6 +235,35 @@ class DatasetRecord:
     info_spent_nats: float
     unit_rows_ok: bool
     created: str
+    #: Caps on the (ε, δ) spent by all analysts together (None: no cap), and the totals.
+    max_epsilon: Fraction | None = None
+    max_delta: Fraction | None = None
+    spent_epsilon: Fraction = Fraction(0)
+    spent_delta: Fraction = Fraction(0)
+    fingerprint: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRecord:
+    """A server key as the admin sees it (never the secret or its hash).
+
+    >>> sorted(KeyRecord("0123456789abcdef", "alice", "2026-01-01", None).to_dict())
+    ['analyst', 'created', 'key_id', 'revoked']
+    """
+
+    key_id: str
+    analyst: str
+    created: str
+    revoked: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready view."""
+        return {
+            "key_id": self.key_id,
+            "analyst": self.analyst,
+            "created": self.created,
+            "revoked": self.revoked,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,35 +307,164 @@ class Entry:
 class Ledger:
     """The SQLite ledger next to a store (see the module docstring for the protocol)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 120.0) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        timeout: float = 120.0,
+        store_id: str | None = None,
+        create: bool = True,
+    ) -> None:
+        """Open (or, with ``create`` and no file yet, create) the ledger at ``path``.
+
+        ``store_id``: the id the ledger must carry (the store's); a new ledger gets it, or a
+        fresh random id when None. Without ``create`` a missing or empty file is an error.
+        Raises :class:`~infodp.errors.LedgerError` for a missing, empty, foreign or corrupt
+        ledger.
+        """
         self.path = Path(path)
         self.timeout = timeout
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
         self._lock = threading.RLock()
-        with self._transaction() as conn:
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            # Stores made before the accountant currencies: add the columns (additive).
-            for table, column in (
-                ("analysts", "accountant_json"),
-                ("analysts", "budget_json"),
-                ("entries", "profile_json"),
-            ):
-                cols = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
-                if column not in cols:
-                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+        fresh = not self.path.exists()
+        if fresh and not create:
+            raise LedgerError(
+                f"the ledger {self.path.name} of this store is missing: every budget and entry "
+                "would be lost. Restore it from a backup, or (data owner) start a new one with "
+                "'infodp ledger reinit --db STORE --yes', which forgets all budgets."
+            )
+        if fresh:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _create_private(self.path)
+        elif self.path.stat().st_size == 0 and not create:
+            raise LedgerError(
+                f"the ledger {self.path.name} of this store is empty (truncated?): restore it "
+                "from a backup, or (data owner) run 'infodp ledger reinit --db STORE --yes', "
+                "which forgets all budgets."
+            )
+        try:
+            self._open(store_id, new=fresh or self.path.stat().st_size == 0)
+        except sqlite3.DatabaseError as err:
+            self.close()
+            raise LedgerError(
+                f"the ledger {self.path.name} is corrupt ({err}); restore it from a backup, or "
+                "(data owner) run 'infodp ledger reinit --db STORE --yes', which forgets all "
+                "budgets."
+            ) from None
+        except LedgerError:
+            self.close()
+            raise
+        st = self.path.stat()
+        self._identity = (st.st_dev, st.st_ino)
+
+    def _open(self, store_id: str | None, *, new: bool) -> None:
+        if new:
+            with self._transaction() as conn:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?), "
+                    "('created', ?), ('format', '2')",
+                    (store_id or secrets.token_hex(16), _now()),
+                )
+        conn = self._connection()
+        bad = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+        if bad != ["ok"]:
+            raise LedgerError(
+                f"the ledger {self.path.name} failed SQLite's integrity check "
+                f"({'; '.join(str(b) for b in bad[:3])}); restore it from a backup, or (data "
+                "owner) run 'infodp ledger reinit --db STORE --yes', which forgets all budgets."
+            )
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "meta" not in tables:
+            raise LedgerError(
+                f"{self.path.name} is not an infodp ledger of this format (no store id); "
+                "(data owner) run 'infodp ledger reinit --db STORE --yes' to start a new one, "
+                "which forgets all budgets."
+            )
+        row = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        if row is None:
+            raise LedgerError(f"the ledger {self.path.name} carries no store id")
+        self.store_id: str = str(row[0])
+        if store_id is not None and self.store_id != store_id:
+            raise LedgerError(
+                f"the ledger {self.path.name} belongs to another store (store id "
+                f"{self.store_id[:8]}…, this store is {store_id[:8]}…): it was copied or "
+                "swapped. Restore this store's own ledger, or (data owner) run 'infodp ledger "
+                "reinit --db STORE --yes', which forgets all budgets."
+            )
+        problems = self.verify()
+        if problems:
+            raise LedgerError(
+                f"the ledger {self.path.name} is inconsistent ({'; '.join(problems[:3])}): "
+                "it was edited or corrupted. Restore it from a backup, or (data owner) run "
+                "'infodp ledger reinit --db STORE --yes', which forgets all budgets."
+            )
+
+    def verify(self) -> list[str]:
+        """Integrity problems (empty when sound): the entries' hash chain and :meth:`check`.
+
+        Read in one transaction, so a concurrent writer cannot make a sound ledger look
+        inconsistent.
+        """
+        problems: list[str] = []
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN")
+            try:
+                prev = ""
+                for row in conn.execute(
+                    "SELECT id, analyst, dataset, sql, epsilon, delta, info_nats, created, chain "
+                    "FROM entries ORDER BY id"
+                ).fetchall():
+                    want = _chain(prev, self.store_id, row[:8])
+                    if row[8] != want:
+                        problems.append(f"entry {row[0]} does not match the hash chain")
+                        break
+                    prev = want
+                problems += self._check(conn)
+            finally:
+                conn.execute("COMMIT")
+        return problems
+
+    def _still_mine(self, conn: sqlite3.Connection) -> None:
+        """Refuse to write into a ledger file that was deleted, replaced or re-bound."""
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            raise LedgerError(
+                f"the ledger {self.path.name} was deleted while in use; nothing was charged. "
+                "Restore it (or, data owner, run 'infodp ledger reinit --db STORE --yes') and "
+                "restart."
+            ) from None
+        row = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        if (st.st_dev, st.st_ino) != self._identity or row is None or row[0] != self.store_id:
+            raise LedgerError(
+                f"the ledger {self.path.name} was replaced while in use; nothing was charged. "
+                "Restart so that it is checked again."
+            )
 
     # -- connections ---------------------------------------------------------------------------
 
     def _connection(self) -> sqlite3.Connection:
         # One connection per process (reopened after a fork); transactions serialise writers.
+        # mode=rw: a ledger that disappeared is never silently recreated by SQLite.
         if self._conn is None or self._pid != os.getpid():
-            conn = sqlite3.connect(
-                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
-            )
+            uri = "file:" + urllib.parse.quote(str(self.path.absolute())) + "?mode=rw"
+            try:
+                conn = sqlite3.connect(
+                    uri,
+                    timeout=self.timeout,
+                    isolation_level=None,
+                    check_same_thread=False,
+                    uri=True,
+                )
+            except sqlite3.OperationalError as err:
+                raise LedgerError(
+                    f"the ledger {self.path.name} cannot be opened ({err}); was it deleted?"
+                ) from None
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
@@ -352,25 +533,53 @@ class Ledger:
         source: str,
         info_cap_bits: float | None = None,
         unit_rows_ok: bool = False,
+        max_epsilon: Fraction | None = None,
+        max_delta: Fraction | None = None,
+        fingerprint: str | None = None,
     ) -> None:
-        """Record a dataset's public metadata (refuses a name already registered)."""
+        """Record a dataset's metadata (refuses a name already registered, or content
+        identical to a registered dataset: same ``fingerprint`` of the bounded table).
+
+        ``max_epsilon``/``max_delta`` cap what all analysts together may spend on it.
+        """
         with self._transaction() as conn:
+            self._still_mine(conn)
             if conn.execute("SELECT 1 FROM datasets WHERE name = ?", (name,)).fetchone():
                 raise ParameterError("name", name, "a dataset name not registered yet")
+            if fingerprint is not None:
+                same = conn.execute(
+                    "SELECT name FROM datasets WHERE fingerprint = ?", (fingerprint,)
+                ).fetchone()
+                if same is not None:
+                    raise ParameterError(
+                        f"the data of {name!r} are identical to the registered dataset "
+                        f"{same[0]!r} (same fingerprint of the bounded table): registering them "
+                        "again would give every analyst a fresh budget on the same people. "
+                        f"Grant budgets on {same[0]!r} instead."
+                    )
             conn.execute(
                 "INSERT INTO datasets (name, schema_json, rows, source, info_cap_bits, "
-                "unit_rows_ok, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (name, schema_json, int(rows), source, info_cap_bits, int(unit_rows_ok), _now()),
+                "unit_rows_ok, created, max_epsilon, max_delta, fingerprint) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    name,
+                    schema_json,
+                    int(rows),
+                    source,
+                    info_cap_bits,
+                    int(unit_rows_ok),
+                    _now(),
+                    None if max_epsilon is None else str(max_epsilon),
+                    None if max_delta is None else str(max_delta),
+                    fingerprint,
+                ),
             )
 
     def dataset(self, name: str) -> DatasetRecord:
         """The registered dataset ``name``."""
         with self._read() as conn:
             row = conn.execute(
-                "SELECT name, schema_json, rows, source, info_cap_bits, info_spent_nats, "
-                "unit_rows_ok, created "
-                "FROM datasets WHERE lower(name) = lower(?)",
-                (name,),
+                f"SELECT {_DATASET_COLUMNS} FROM datasets WHERE lower(name) = lower(?)", (name,)
             ).fetchone()
             if row is None:
                 known = [r[0] for r in conn.execute("SELECT name FROM datasets ORDER BY name")]
@@ -382,11 +591,7 @@ class Ledger:
     def datasets(self) -> list[DatasetRecord]:
         """Every registered dataset."""
         with self._read() as conn:
-            rows = conn.execute(
-                "SELECT name, schema_json, rows, source, info_cap_bits, info_spent_nats, "
-                "unit_rows_ok, created "
-                "FROM datasets ORDER BY name"
-            ).fetchall()
+            rows = conn.execute(f"SELECT {_DATASET_COLUMNS} FROM datasets ORDER BY name").fetchall()
         return [_record(r) for r in rows]
 
     # -- analysts ------------------------------------------------------------------------------
@@ -416,6 +621,7 @@ class Ledger:
         salt = secrets.token_hex(16)
         digest = hashlib.sha256((salt + key).encode()).hexdigest()
         with self._transaction() as conn:
+            self._still_mine(conn)
             if conn.execute(
                 "SELECT 1 FROM analysts WHERE name = ? AND dataset = ?", (name, dataset)
             ).fetchone():
@@ -442,15 +648,95 @@ class Ledger:
         return key
 
     def verify_key(self, name: str, key: str) -> bool:
-        """True when ``key`` is one of the API keys issued to analyst ``name``."""
+        """True when ``key`` is one of the API keys issued to analyst ``name``, unrevoked."""
         with self._read() as conn:
             rows = conn.execute(
                 "SELECT key_salt, key_hash FROM analysts WHERE name = ?", (name,)
             ).fetchall()
-        return any(
+            revoked = conn.execute(
+                "SELECT 1 FROM key_revocations WHERE analyst = ?", (name,)
+            ).fetchone()
+        matched = any(
             hmac.compare_digest(hashlib.sha256((salt + key).encode()).hexdigest(), digest)
             for salt, digest in rows
         )
+        return matched and revoked is None
+
+    # -- server keys and revocations (the one key system; key_id in clear, secret hashed) ----
+
+    def issue_key(self, analyst: str) -> str:
+        """A new key ``idp_<id>.<secret>`` for ``analyst`` (returned once; only a hash is kept).
+
+        A revoked ledger key stays revoked; a new server key is the way back in.
+        """
+        if not isinstance(analyst, str) or not analyst.strip():
+            raise ParameterError("analyst", analyst, "a non-empty analyst name")
+        key_id = secrets.token_hex(8)
+        secret = secrets.token_urlsafe(32)
+        salt = secrets.token_hex(16)
+        with self._transaction() as conn:
+            self._still_mine(conn)
+            conn.execute(
+                "INSERT INTO keys (key_id, analyst, salt, hash, created) VALUES (?, ?, ?, ?, ?)",
+                (key_id, analyst, salt, _digest(salt, secret), _now()),
+            )
+        return f"{KEY_PREFIX}{key_id}.{secret}"
+
+    def revoke_keys(self, analyst: str, key_id: str | None = None) -> int:
+        """Revoke ``analyst``'s server keys (or only ``key_id``) and, without ``key_id``, the
+        keys ``add_analyst`` printed; returns how many server keys were newly revoked."""
+        now = _now()
+        with self._transaction() as conn:
+            self._still_mine(conn)
+            if key_id is None:
+                cur = conn.execute(
+                    "UPDATE keys SET revoked = ? WHERE analyst = ? AND revoked IS NULL",
+                    (now, analyst),
+                )
+                conn.execute(
+                    "INSERT OR REPLACE INTO key_revocations (analyst, revoked) VALUES (?, ?)",
+                    (analyst, now),
+                )
+            else:
+                cur = conn.execute(
+                    "UPDATE keys SET revoked = ? WHERE analyst = ? AND key_id = ? "
+                    "AND revoked IS NULL",
+                    (now, analyst, key_id),
+                )
+        return int(cur.rowcount)
+
+    def ledger_key_revoked(self, analyst: str) -> bool:
+        """True when the keys ``add_analyst`` issued to ``analyst`` have been revoked."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT 1 FROM key_revocations WHERE analyst = ?", (analyst,)
+            ).fetchone()
+        return row is not None
+
+    def key_records(self, analyst: str | None = None) -> list[KeyRecord]:
+        """Issued server keys (ids and dates only), optionally of one analyst."""
+        query = "SELECT key_id, analyst, created, revoked FROM keys"
+        args: tuple[str, ...] = ()
+        if analyst is not None:
+            query += " WHERE analyst = ?"
+            args = (analyst,)
+        with self._read() as conn:
+            rows = conn.execute(query + " ORDER BY created, key_id", args).fetchall()
+        return [KeyRecord(*r) for r in rows]
+
+    def verify_server_key(self, key_id: str, secret: str) -> str | None:
+        """The analyst of a valid, unrevoked server key; None otherwise (constant-time)."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT analyst, salt, hash, revoked FROM keys WHERE key_id = ?", (key_id,)
+            ).fetchone()
+        if row is None:
+            # Same work as a hit, so a miss does not answer faster.
+            hmac.compare_digest(_digest("0" * 32, secret), "0" * 64)
+            return None
+        analyst, salt, digest, revoked = row
+        ok = hmac.compare_digest(_digest(salt, secret), digest)
+        return analyst if ok and revoked is None else None
 
     def budget(self, analyst: str, dataset: str) -> Budget:
         """The analyst's budget on ``dataset``."""
@@ -503,6 +789,7 @@ class Ledger:
         if epsilon < 0 or delta < 0 or not info_nats >= 0:
             raise InternalError(f"negative cost ({epsilon}, {delta}, {info_nats})")
         with self._transaction() as conn:
+            self._still_mine(conn)
             b = self._budget(conn, analyst, dataset)
             short_eps = epsilon - b.remaining_epsilon
             short_delta = delta - b.remaining_delta
@@ -517,9 +804,28 @@ class Ledger:
                     f"epsilon={format_fraction(max(short_eps, Fraction(0)))}, "
                     f"delta={format_fraction(max(short_delta, Fraction(0)))}",
                 )
-            cap, spent = conn.execute(
-                "SELECT info_cap_bits, info_spent_nats FROM datasets WHERE name = ?", (dataset,)
+            cap, spent, max_eps, max_dlt, d_eps, d_dlt = conn.execute(
+                "SELECT info_cap_bits, info_spent_nats, max_epsilon, max_delta, spent_epsilon, "
+                "spent_delta FROM datasets WHERE name = ?",
+                (dataset,),
             ).fetchone()
+            new_d_eps, new_d_dlt = _frac(d_eps) + epsilon, _frac(d_dlt) + delta
+            over_eps = max_eps is not None and new_d_eps > _frac(max_eps)
+            over_dlt = max_dlt is not None and new_d_dlt > _frac(max_dlt)
+            if over_eps or over_dlt:
+                # The dataset's cap, shared by all analysts (basic composition of every
+                # analyst's spend on the same people, Dwork & Roth 2014, Thm 3.16).
+                left_eps = _left(max_eps, d_eps)
+                left_dlt = _left(max_dlt, d_dlt)
+                gap_eps = Fraction(0) if left_eps is None else max(Fraction(0), epsilon - left_eps)
+                gap_dlt = Fraction(0) if left_dlt is None else max(Fraction(0), delta - left_dlt)
+                raise BudgetExceeded(
+                    f"epsilon={format_fraction(epsilon)}, delta={format_fraction(delta)}",
+                    f"epsilon={'unlimited' if left_eps is None else format_fraction(left_eps)}, "
+                    f"delta={'unlimited' if left_dlt is None else format_fraction(left_dlt)} "
+                    f"on dataset {dataset} (its cap, shared by all analysts)",
+                    f"epsilon={format_fraction(gap_eps)}, delta={format_fraction(gap_dlt)}",
+                )
             new_spent = _add_up(spent, info_nats)
             if cap is not None and new_spent > cap * math.log(2):
                 left = max(0.0, cap - spent / math.log(2))
@@ -540,8 +846,11 @@ class Ledger:
                 ),
             )
             conn.execute(
-                "UPDATE datasets SET info_spent_nats = ? WHERE name = ?", (new_spent, dataset)
+                "UPDATE datasets SET info_spent_nats = ?, spent_epsilon = ?, spent_delta = ? "
+                "WHERE name = ?",
+                (new_spent, str(new_d_eps), str(new_d_dlt), dataset),
             )
+            created = _now()
             cur = conn.execute(
                 "INSERT INTO entries (analyst, dataset, sql, epsilon, delta, info_nats, status, "
                 "created, pid, profile_json) VALUES (?, ?, ?, ?, ?, ?, 'reserved', ?, ?, ?)",
@@ -552,14 +861,24 @@ class Ledger:
                     str(epsilon),
                     str(delta),
                     info_nats,
-                    _now(),
+                    created,
                     os.getpid(),
                     None if profile_spec is None else json.dumps(profile_spec),
                 ),
             )
             entry_id = cur.lastrowid
-        if entry_id is None:
-            raise InternalError("the ledger did not return an entry id")
+            if entry_id is None:
+                raise InternalError("the ledger did not return an entry id")
+            last = conn.execute(
+                "SELECT chain FROM entries WHERE id < ? ORDER BY id DESC LIMIT 1", (entry_id,)
+            ).fetchone()
+            stored = conn.execute(
+                "SELECT id, analyst, dataset, sql, epsilon, delta, info_nats, created "
+                "FROM entries WHERE id = ?",
+                (entry_id,),
+            ).fetchone()
+            link = _chain("" if last is None else last[0], self.store_id, stored)
+            conn.execute("UPDATE entries SET chain = ? WHERE id = ?", (link, entry_id))
         return int(entry_id)
 
     def cancel(self, entry_id: int, reason: str) -> None:
@@ -596,6 +915,13 @@ class Ledger:
                     e.analyst,
                     e.dataset,
                 ),
+            )
+            d_eps, d_dlt = conn.execute(
+                "SELECT spent_epsilon, spent_delta FROM datasets WHERE name = ?", (e.dataset,)
+            ).fetchone()
+            conn.execute(
+                "UPDATE datasets SET spent_epsilon = ?, spent_delta = ? WHERE name = ?",
+                (str(_frac(d_eps) - e.epsilon), str(_frac(d_dlt) - e.delta), e.dataset),
             )
             if math.isfinite(e.info_nats):
                 # An unbounded (infinite) information cost cannot be subtracted (∞ − ∞): the
@@ -668,21 +994,44 @@ class Ledger:
 
     def check(self) -> list[str]:
         """Consistency problems (empty when sound): stored spends equal the entries' sums."""
-        problems: list[str] = []
         with self._read() as conn:
-            for b in self.budgets():
-                rows = conn.execute(
-                    "SELECT epsilon, delta FROM entries WHERE analyst = ? AND dataset = ? "
-                    f"AND status IN {_SPENDING}",
-                    (b.analyst, b.dataset),
-                ).fetchall()
-                eps = sum((_frac(r[0]) for r in rows), Fraction(0))
-                dlt = sum((_frac(r[1]) for r in rows), Fraction(0))
-                if eps != b.spent_epsilon or dlt != b.spent_delta:
-                    problems.append(f"{b.analyst}/{b.dataset}: spent {b.spent_epsilon} != {eps}")
-                basic = b.accountant_json is None  # else the accountant enforces its currency
-                if basic and (b.spent_epsilon > b.epsilon or b.spent_delta > b.delta):
-                    problems.append(f"{b.analyst}/{b.dataset}: overspent")
+            return self._check(conn)
+
+    @staticmethod
+    def _check(conn: sqlite3.Connection) -> list[str]:
+        problems: list[str] = []
+        budgets = [
+            _to_budget(r[0], r[1], r[2:])
+            for r in conn.execute(
+                "SELECT name, dataset, epsilon, delta, spent_epsilon, spent_delta, accountant_json "
+                "FROM analysts ORDER BY dataset, name"
+            ).fetchall()
+        ]
+        for b in budgets:
+            rows = conn.execute(
+                "SELECT epsilon, delta FROM entries WHERE analyst = ? AND dataset = ? "
+                f"AND status IN {_SPENDING}",
+                (b.analyst, b.dataset),
+            ).fetchall()
+            eps = sum((_frac(r[0]) for r in rows), Fraction(0))
+            dlt = sum((_frac(r[1]) for r in rows), Fraction(0))
+            if eps != b.spent_epsilon or dlt != b.spent_delta:
+                problems.append(f"{b.analyst}/{b.dataset}: spent {b.spent_epsilon} != {eps}")
+            basic = b.accountant_json is None  # else the accountant enforces its currency
+            if basic and (b.spent_epsilon > b.epsilon or b.spent_delta > b.delta):
+                problems.append(f"{b.analyst}/{b.dataset}: overspent")
+        # The dataset totals (caps shared by all analysts) equal their entries' sums.
+        for name, spent_eps, spent_dlt in conn.execute(
+            "SELECT name, spent_epsilon, spent_delta FROM datasets"
+        ).fetchall():
+            rows = conn.execute(
+                f"SELECT epsilon, delta FROM entries WHERE dataset = ? AND status IN {_SPENDING}",
+                (name,),
+            ).fetchall()
+            eps = sum((_frac(r[0]) for r in rows), Fraction(0))
+            dlt = sum((_frac(r[1]) for r in rows), Fraction(0))
+            if eps != _frac(spent_eps) or dlt != _frac(spent_dlt):
+                problems.append(f"dataset {name}: spent {spent_eps} != {eps}")
         return problems
 
     # -- synopses ------------------------------------------------------------------------------
@@ -696,28 +1045,41 @@ class Ledger:
         spec: dict[str, Any],
         data: dict[str, Any],
     ) -> None:
-        """Store a released synopsis (already paid for by ``entry_id``)."""
+        """Store a released synopsis (already paid for by ``entry_id``).
+
+        Names are unique per dataset, so a collision says nothing about other datasets.
+        """
         with self._transaction() as conn:
-            if conn.execute("SELECT 1 FROM synopses WHERE name = ?", (name,)).fetchone():
-                raise ParameterError("name", name, "a synopsis name not used yet")
+            if conn.execute(
+                "SELECT 1 FROM synopses WHERE name = ? AND dataset = ?", (name, dataset)
+            ).fetchone():
+                raise ParameterError("name", name, f"a synopsis name not used yet on {dataset}")
             conn.execute(
                 "INSERT INTO synopses (name, dataset, analyst, entry_id, spec_json, data_json, "
                 "created) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (name, dataset, analyst, entry_id, json.dumps(spec), json.dumps(data), _now()),
             )
 
-    def synopsis(self, name: str) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
-        """(dataset, analyst, spec, data) of a stored synopsis."""
+    def synopsis(
+        self, name: str, dataset: str | None = None
+    ) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
+        """(dataset, analyst, spec, data) of a stored synopsis (of ``dataset`` when given).
+
+        The error for an unknown name lists no other synopsis names.
+        """
+        query = "SELECT dataset, analyst, spec_json, data_json FROM synopses WHERE name = ?"
+        args: tuple[str, ...] = (name,)
+        if dataset is not None:
+            query += " AND dataset = ?"
+            args = (name, dataset)
         with self._read() as conn:
-            row = conn.execute(
-                "SELECT dataset, analyst, spec_json, data_json FROM synopses WHERE name = ?",
-                (name,),
-            ).fetchone()
-            if row is None:
-                known = [r[0] for r in conn.execute("SELECT name FROM synopses ORDER BY name")]
-                raise ParameterError(
-                    f"unknown synopsis {name!r}; stored: {', '.join(known) or 'none'}."
-                )
+            rows = conn.execute(query, args).fetchall()
+        if not rows:
+            where = "" if dataset is None else f" on dataset {dataset!r}"
+            raise ParameterError(f"unknown synopsis {name!r}{where}.")
+        if len(rows) > 1:
+            raise ParameterError(f"synopsis {name!r} exists on several datasets; name the dataset.")
+        row = rows[0]
         return row[0], row[1], json.loads(row[2]), json.loads(row[3])
 
     def synopses(self) -> list[dict[str, Any]]:
@@ -753,10 +1115,49 @@ def _to_entry(row: Any) -> Entry:
     )
 
 
+_DATASET_COLUMNS = (
+    "name, schema_json, rows, source, info_cap_bits, info_spent_nats, unit_rows_ok, created, "
+    "max_epsilon, max_delta, spent_epsilon, spent_delta, fingerprint"
+)
+
+
 def _record(row: Any) -> DatasetRecord:
     return DatasetRecord(
-        row[0], row[1], int(row[2]), row[3], row[4], float(row[5]), bool(row[6]), row[7]
+        row[0],
+        row[1],
+        int(row[2]),
+        row[3],
+        row[4],
+        float(row[5]),
+        bool(row[6]),
+        row[7],
+        None if row[8] is None else _frac(row[8]),
+        None if row[9] is None else _frac(row[9]),
+        _frac(row[10]),
+        _frac(row[11]),
+        row[12],
     )
+
+
+def _left(cap: str | None, spent: str) -> Fraction | None:
+    return None if cap is None else max(Fraction(0), _frac(cap) - _frac(spent))
+
+
+def _create_private(path: Path) -> None:
+    """Create an empty file readable and writable by its owner only (mode 0600)."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    os.chmod(path, 0o600)
+
+
+def _chain(prev: str, store_id: str, fields: Any) -> str:
+    """SHA-256 link of an entry: the previous link, the store id and its immutable fields."""
+    text = json.dumps([prev, store_id, *[str(f) for f in fields]], ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _digest(salt: str, secret: str) -> str:
+    return hashlib.sha256((salt + secret).encode()).hexdigest()
 
 
 def _accountant_spend(state: str, profile_spec: dict[str, Any] | None) -> str:

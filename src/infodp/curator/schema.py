@@ -19,6 +19,12 @@ private partition selection). Null policy ``nulls``: ``error`` (default: registr
 a column holding NULL/NaN/±inf), ``drop`` (such values are ignored by every aggregate, like SQL
 NULL) or ``{replace: VALUE}`` (replaced by a declared constant inside the bounds).
 
+Public facts are declared, never measured: the row count of a table is private (adding or
+removing one individual changes it), so analysts never see it. The owner may declare it as
+public (``public_rows: N``, checked at registration) or declare a public upper bound
+(``public_max_rows: N``); information costs about the whole table and δ·N in explanations
+then use that number, and without either they are stated per individual only.
+
 >>> s = load_schema({"table": "people", "privacy_unit": "row",
 ...                  "columns": {"age": {"type": "int", "bounds": [0, 120]}}})
 >>> s.column("age").bounds
@@ -128,6 +134,21 @@ class DatasetSchema:
     columns: tuple[ColumnSpec, ...]
     max_rows_per_unit: int = 1
     max_groups_per_unit: int | None = None
+    #: The row count, declared public by the owner (None: private).
+    public_rows: int | None = None
+    #: A public upper bound on the row count (None: none declared).
+    public_max_rows: int | None = None
+
+    @property
+    def row_bound(self) -> int | None:
+        """The declared public bound on the row count (the exact count when declared).
+
+        >>> DatasetSchema("t", "row", (), public_max_rows=1000).row_bound
+        1000
+        """
+        if self.public_rows is not None:
+            return self.public_rows
+        return self.public_max_rows
 
     @property
     def unit_is_row(self) -> bool:
@@ -161,6 +182,10 @@ class DatasetSchema:
         }
         if self.max_groups_per_unit is not None:
             out["max_groups_per_unit"] = self.max_groups_per_unit
+        if self.public_rows is not None:
+            out["public_rows"] = self.public_rows
+        if self.public_max_rows is not None:
+            out["public_max_rows"] = self.public_max_rows
         return out
 
     def to_json(self) -> str:
@@ -311,12 +336,15 @@ def load_schema(source: Any) -> DatasetSchema:
         "max_rows_per_unit",
         "max_groups_per_unit",
         "columns",
+        "public_rows",
+        "public_max_rows",
     }
     if unknown:
         raise ParameterError(
             "schema",
             sorted(unknown),
-            "made of the keys table, privacy_unit, max_rows_per_unit, max_groups_per_unit, columns",
+            "made of the keys table, privacy_unit, max_rows_per_unit, max_groups_per_unit, "
+            "public_rows, public_max_rows, columns",
         )
     table = _identifier("table", data.get("table"))
     unit = data.get("privacy_unit")
@@ -341,4 +369,21 @@ def load_schema(source: Any) -> DatasetSchema:
             raise ParameterError(
                 f"columns.{unit}", spec.to_dict(), "an id column without bounds or null policy"
             )
-    return DatasetSchema(table, unit, columns, m, k)
+    public_rows = _count_or_none("public_rows", data.get("public_rows"))
+    public_max = _count_or_none("public_max_rows", data.get("public_max_rows"))
+    if public_rows is not None and public_max is not None and public_rows > public_max:
+        raise ParameterError(
+            "public_max_rows",
+            public_max,
+            f"at least public_rows ({public_rows}) when both are given",
+        )
+    return DatasetSchema(table, unit, columns, m, k, public_rows, public_max)
+
+
+def _count_or_none(name: str, value: Any) -> int | None:
+    """A declared row count: a non-negative integer (not a bool, not a float) or absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ParameterError(name, value, "a non-negative integer number of rows")
+    return value

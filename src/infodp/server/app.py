@@ -36,6 +36,7 @@ import hmac
 import json
 import logging
 import math
+import os
 import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -67,6 +68,7 @@ from infodp.server.limits import (
 )
 
 __all__ = [
+    "ADMIN_TOKEN_ENV",
     "API_VERSION",
     "QueryRequest",
     "ServerSettings",
@@ -74,6 +76,7 @@ __all__ = [
     "SynopsisQueryRequest",
     "SynopsisRequest",
     "admin_token_hash",
+    "admin_token_hash_from_env",
     "create_app",
 ]
 
@@ -312,11 +315,30 @@ class Service:
         except ParameterError:
             raise ApiError(403, "forbidden", f"you have no budget on dataset {dataset!r}") from None
 
-    def plan(self, sql: str) -> tuple[Any, Any, int]:
-        """(plan, schema, rows) of ``sql``; 400 for anything the curator refuses."""
+    def dataset_or_403(self, analyst: str, name: str) -> str:
+        """The registered name of ``name`` when ``analyst`` holds a budget on it.
+
+        403 otherwise, with the same body whether the dataset does not exist or belongs to
+        others (the message quotes the caller's own text), so dataset names are not revealed.
+        """
+        for b in self.curator.ledger.budgets():
+            if b.analyst == analyst and b.dataset.lower() == name.lower():
+                return str(b.dataset)
+        raise ApiError(403, "forbidden", f"you have no budget on a dataset named {name[:80]!r}")
+
+    def plan(self, sql: str, analyst: str | None = None) -> tuple[Any, Any, int | None]:
+        """(plan, schema, declared row bound) of ``sql``; 400 for anything the curator refuses.
+
+        With ``analyst``, a table they hold no budget on is a 403 before anything else is
+        looked at (the same whether it exists or not).
+        """
         import sqlglot.errors
 
         try:
+            if analyst is not None:
+                from infodp.curator.sql import referenced_table
+
+                self.dataset_or_403(analyst, referenced_table(sql))
             plan, schema, rows, _ = self.curator.plan(sql)
         except ParameterError as err:
             raise ApiError(400, "bad_query", str(err)) from None
@@ -406,13 +428,24 @@ _FAILURE_TEXT = {
 
 
 def _dataset_view(record: Any) -> dict[str, Any]:
-    # Public metadata only: the declared schema (bounds, categories), the public row count and
-    # the information cap. Never data, the source path, or what other analysts spent.
+    # Public metadata only: the declared schema (bounds, categories, and the row count or its
+    # bound when the owner declared them public) and the information cap. Never the measured
+    # row count (private: it differs between neighbouring tables), data, the source path, or
+    # what other analysts spent.
+    schema = json.loads(record.schema_json)
     return {
         "name": record.name,
-        "rows": record.rows,
-        "schema": json.loads(record.schema_json),
+        "public_rows": schema.get("public_rows"),
+        "public_max_rows": schema.get("public_max_rows"),
+        "schema": schema,
         "info_cap_bits": record.info_cap_bits,
+    }
+
+
+def _my_datasets(svc: Service, analyst: str) -> set[str]:
+    """The datasets ``analyst`` holds a budget on (the only ones they may learn about)."""
+    return {
+        b.dataset for b in _guard("datasets", svc.curator.ledger.budgets) if b.analyst == analyst
     }
 
 
@@ -427,7 +460,7 @@ def _estimate(svc: Service, identity: Identity, body: QueryRequest) -> dict[str,
     )
     from infodp.curator.noise import dlap_halfwidth
 
-    plan, schema, rows = svc.plan(body.sql)
+    plan, schema, rows = svc.plan(body.sql, identity.analyst)
     budget = svc.budget_or_403(identity.analyst, plan.table)
     if not (isinstance(body.confidence, float | int) and 0 < body.confidence < 1):
         raise ParameterError("confidence", body.confidence, "a number in (0, 1)")
@@ -549,20 +582,23 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     # -- analyst routes ------------------------------------------------------------------------
 
     @app.get("/v1/datasets", tags=["datasets"], responses=error_responses(*_AUTH))
-    def datasets(request: Request, _who: Analyst) -> JSONResponse:
-        """Registered datasets with their public metadata (schema, bounds, categories)."""
+    def datasets(request: Request, who: Analyst) -> JSONResponse:
+        """The datasets the caller holds a budget on, with their declared public metadata."""
         svc = _service(request)
+        mine = _my_datasets(svc, who.analyst)
         records = _guard("datasets", svc.curator.ledger.datasets)
-        return _json({"datasets": [_dataset_view(r) for r in records]})
+        return _json({"datasets": [_dataset_view(r) for r in records if r.name in mine]})
 
     @app.get("/v1/datasets/{name}", tags=["datasets"], responses=error_responses(*_AUTH, 404))
-    def dataset(request: Request, name: str, _who: Analyst) -> JSONResponse:
-        """One dataset's public metadata."""
+    def dataset(request: Request, name: str, who: Analyst) -> JSONResponse:
+        """One dataset's declared public metadata (only where the caller holds a budget)."""
         svc = _service(request)
+        mine = _my_datasets(svc, who.analyst)
         for r in _guard("dataset", svc.curator.ledger.datasets):
-            if r.name.lower() == name.lower():
+            if r.name.lower() == name.lower() and r.name in mine:
                 return _json(_dataset_view(r))
-        raise ApiError(404, "not_found", f"unknown dataset {name[:80]!r}")
+        # Same answer whether it does not exist or the caller has no budget on it.
+        raise ApiError(404, "not_found", f"no dataset {name[:80]!r} among your datasets")
 
     @app.get("/v1/budget", tags=["budget"], responses=error_responses(*_AUTH))
     def budget(request: Request, who: Analyst) -> JSONResponse:
@@ -609,7 +645,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     def query(request: Request, body: QueryRequest, who: Heavy) -> JSONResponse:
         """Answer ``sql`` with DP noise, charged to the caller (as ``infodp query --json``)."""
         svc = _service(request)
-        plan, _, _ = svc.plan(body.sql)
+        plan, _, _ = svc.plan(body.sql, who.analyst)
         svc.budget_or_403(who.analyst, plan.table)
         result = _guard(
             "query",
@@ -640,15 +676,14 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     def release_synopsis(request: Request, body: SynopsisRequest, who: Heavy) -> JSONResponse:
         """Publish a noisy histogram once (charged to the caller); query it later for free."""
         svc = _service(request)
-        record = _guard("release", lambda: svc.curator.ledger.dataset(body.dataset))
-        svc.budget_or_403(who.analyst, record.name)
+        name = svc.dataset_or_403(who.analyst, body.dataset)
         syn = _guard(
             "release",
             lambda: svc.curator.release_synopsis(
-                who.analyst, body.name, record.name, body.columns, epsilon=body.epsilon
+                who.analyst, body.name, name, body.columns, epsilon=body.epsilon
             ),
         )
-        remaining = svc.curator.ledger.budget(who.analyst, record.name)
+        remaining = svc.curator.ledger.budget(who.analyst, name)
         return _json(
             {
                 "synopsis": syn.name,
@@ -672,14 +707,21 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         """Answer ``sql`` from a released synopsis: no data access, nothing spent."""
         svc = _service(request)
         led = svc.curator.ledger
-        stored = {s["name"]: s["dataset"] for s in _guard("synopsis", led.synopses)}
         mine = {b.dataset for b in _guard("synopsis", led.budgets) if b.analyst == who.analyst}
-        if name not in stored or stored[name] not in mine:
+        stored = {s["dataset"] for s in _guard("synopsis", led.synopses) if s["name"] == name}
+        found = sorted(stored & mine)
+        if not found:
             # Same answer whether it does not exist or is on someone else's dataset.
             raise ApiError(404, "not_found", f"no synopsis {name[:80]!r} on your datasets")
+        if len(found) > 1:
+            raise ApiError(
+                400, "bad_query", f"synopsis {name[:80]!r} exists on several of your datasets"
+            )
         answer = _guard(
             "synopsis",
-            lambda: svc.curator.query_synopsis(name, body.sql, confidence=body.confidence),
+            lambda: svc.curator.query_synopsis(
+                name, body.sql, confidence=body.confidence, dataset=found[0]
+            ),
         )
         return _json(answer)
 
@@ -707,13 +749,21 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     return app
 
 
+#: Environment variable that may hold the admin token instead of a file.
+ADMIN_TOKEN_ENV = "INFODP_ADMIN_TOKEN"
+
+
 def admin_token_hash(path: str | Path) -> str:
     """SHA-256 (hex) of the admin token stored in a file (surrounding whitespace ignored).
+
+    The file must not be readable by group or others (mode 0600 or 0400): a token others can
+    read is not a secret.
 
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "t")
     >>> from pathlib import Path
     >>> _ = Path(p).write_text("a-long-admin-token\\n")
+    >>> os.chmod(p, 0o600)
     >>> admin_token_hash(p) == hashlib.sha256(b"a-long-admin-token").hexdigest()
     True
     """
@@ -721,6 +771,31 @@ def admin_token_hash(path: str | Path) -> str:
     if not p.is_file():
         raise ParameterError("--admin-token-file", str(path), "an existing file")
     token = p.read_text().strip()
+    digest = _token_digest(token)
+    mode = p.stat().st_mode & 0o777
+    if mode & 0o077:
+        raise ParameterError(
+            "--admin-token-file",
+            f"{p.name} (mode {mode:04o})",
+            f"readable by its owner only (chmod 600 {p.name}), or pass the token in "
+            f"${ADMIN_TOKEN_ENV}",
+        )
+    return digest
+
+
+def admin_token_hash_from_env() -> str | None:
+    """SHA-256 (hex) of the admin token in ``$INFODP_ADMIN_TOKEN`` (None when unset).
+
+    >>> import os
+    >>> os.environ.pop(ADMIN_TOKEN_ENV, None) and None
+    >>> admin_token_hash_from_env() is None
+    True
+    """
+    token = os.environ.get(ADMIN_TOKEN_ENV)
+    return None if token is None else _token_digest(token.strip())
+
+
+def _token_digest(token: str) -> str:
     if len(token) < 16:
         raise ParameterError("admin token", f"{len(token)} characters", "at least 16 characters")
     return hashlib.sha256(token.encode()).hexdigest()

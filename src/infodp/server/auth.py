@@ -3,7 +3,8 @@
 Two kinds of bearer key are accepted (``Authorization: Bearer <key>``):
 
 * **server keys** ``idp_<key id>.<secret>`` issued by ``infodp analyst key`` and kept in
-  ``<store>.keys`` (SQLite, next to the ledger): the 16-hex-digit key id is stored in clear, so
+  the store's ledger (``<store>.ledger``, the one key system): the 16-hex-digit key id is
+  stored in clear, so
   a request finds its one row by primary key; the 256-bit secret is stored only as a salted
   SHA-256 and compared in constant time (:func:`hmac.compare_digest`);
 * **ledger keys**, the bare 43-character keys ``infodp analyst add`` prints (issued by
@@ -17,7 +18,8 @@ records that the analyst's ledger keys are no longer accepted; keys are never cr
 revoked over the HTTP API.
 
 >>> import tempfile, os
->>> ks = KeyStore(os.path.join(tempfile.mkdtemp(), "s.keys"))
+>>> from infodp.curator.ledger import Ledger
+>>> ks = KeyStore(Ledger(os.path.join(tempfile.mkdtemp(), "s.ledger")))
 >>> key = ks.issue("alice")
 >>> ks.verify(key).analyst
 'alice'
@@ -29,19 +31,13 @@ True
 
 from __future__ import annotations
 
-import contextlib
-import datetime as _dt
-import hashlib
-import hmac
 import os
 import re
-import secrets
-import sqlite3
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from infodp.curator.ledger import KEY_PREFIX, KeyRecord
 from infodp.errors import ParameterError
 
 __all__ = [
@@ -53,36 +49,18 @@ __all__ = [
     "parse_bearer",
 ]
 
-#: Prefix of server-issued keys (``idp_<16 hex key id>.<secret>``).
-KEY_PREFIX = "idp_"
 
 _SERVER_KEY = re.compile(r"^idp_([0-9a-f]{16})\.([A-Za-z0-9_-]{43})$")
 _LEDGER_KEY = re.compile(r"^[A-Za-z0-9_-]{43}$")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS keys (
-    key_id TEXT PRIMARY KEY, analyst TEXT NOT NULL, salt TEXT NOT NULL, hash TEXT NOT NULL,
-    created TEXT NOT NULL, revoked TEXT);
-CREATE TABLE IF NOT EXISTS ledger_key_revocations (
-    analyst TEXT PRIMARY KEY, revoked TEXT NOT NULL);
-"""
-
 
 def key_store_path(db: str | os.PathLike[str]) -> Path:
-    """Where the key store of a store ``db`` lives (``<db>.keys``).
+    """Where the keys of a store ``db`` live: its ledger (``<db>.ledger``).
 
     >>> key_store_path("data/store.duckdb").name
-    'store.duckdb.keys'
+    'store.duckdb.ledger'
     """
-    return Path(str(db) + ".keys")
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
-
-
-def _digest(salt: str, secret: str) -> str:
-    return hashlib.sha256((salt + secret).encode()).hexdigest()
+    return Path(str(db) + ".ledger")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,29 +73,6 @@ class Identity:
 
     analyst: str
     key_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class KeyRecord:
-    """A server key as the admin sees it (never the secret or its hash).
-
-    >>> sorted(KeyRecord("0123456789abcdef", "alice", "2026-01-01", None).to_dict())
-    ['analyst', 'created', 'key_id', 'revoked']
-    """
-
-    key_id: str
-    analyst: str
-    created: str
-    revoked: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready view."""
-        return {
-            "key_id": self.key_id,
-            "analyst": self.analyst,
-            "created": self.created,
-            "revoked": self.revoked,
-        }
 
 
 def parse_bearer(header: str | None) -> tuple[str, str | None]:
@@ -144,10 +99,17 @@ def parse_bearer(header: str | None) -> tuple[str, str | None]:
 
 
 class KeyStore:
-    """Server API keys and revocations in a small SQLite file (WAL, fsync'd commits).
+    """The service's view of the keys, which live in the store's ledger (one key system).
+
+    ``source`` is a :class:`~infodp.curator.ledger.Ledger`, a store's ledger path
+    (``<db>.ledger``, see :func:`key_store_path`) or the store path; a path is opened with
+    :func:`infodp.curator.store.open_store`, so a missing, foreign or corrupt ledger stops here.
+    Issued keys and revocations are ledger rows: restoring an old copy of some other file can
+    never revive a revoked key.
 
     >>> import tempfile, os
-    >>> ks = KeyStore(os.path.join(tempfile.mkdtemp(), "s.keys"))
+    >>> from infodp.curator.ledger import Ledger
+    >>> ks = KeyStore(Ledger(os.path.join(tempfile.mkdtemp(), "s.ledger")))
     >>> key = ks.issue("bob")
     >>> key.startswith(KEY_PREFIX), len(key.split(".")[1])
     (True, 43)
@@ -155,40 +117,28 @@ class KeyStore:
     ['bob']
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 60.0) -> None:
-        self.path = Path(path)
-        self.timeout = timeout
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as conn:
-            conn.executescript(_SCHEMA)
+    def __init__(self, source: Any, *, timeout: float = 60.0) -> None:
+        from infodp.curator.ledger import Ledger
 
-    @contextlib.contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = FULL")
-            yield conn
-        finally:
-            conn.close()
+        if isinstance(source, Ledger):
+            self.ledger = source
+        else:
+            from infodp.curator.backends.duckdb import DuckDBBackend
+            from infodp.curator.store import open_store
+
+            text = str(source)
+            db = text[: -len(".ledger")] if text.endswith(".ledger") else text
+            if not Path(db).is_file():
+                raise ParameterError("db", Path(db).name, "an existing infodp store")
+            self.ledger = open_store(db, DuckDBBackend(db, timeout=timeout), timeout=timeout)
+        self.path = self.ledger.path
 
     def issue(self, analyst: str) -> str:
         """A new key ``idp_<id>.<secret>`` for ``analyst`` (returned once; only a hash is kept).
 
         A revoked ledger key stays revoked; a new server key is the way back in.
         """
-        if not isinstance(analyst, str) or not analyst.strip():
-            raise ParameterError("analyst", analyst, "a non-empty analyst name")
-        key_id = secrets.token_hex(8)
-        secret = secrets.token_urlsafe(32)
-        salt = secrets.token_hex(16)
-        with self._connect() as conn:
-            conn.execute(
-                "INSERT INTO keys (key_id, analyst, salt, hash, created) VALUES (?, ?, ?, ?, ?)",
-                (key_id, analyst, salt, _digest(salt, secret), _now()),
-            )
-        return f"{KEY_PREFIX}{key_id}.{secret}"
+        return self.ledger.issue_key(analyst)
 
     def revoke(self, analyst: str, key_id: str | None = None) -> int:
         """Revoke ``analyst``'s server keys (or only ``key_id``) and their ledger keys.
@@ -196,50 +146,15 @@ class KeyStore:
         Returns how many server keys were newly revoked. Without ``key_id`` the analyst's
         ledger key (from ``infodp analyst add``) is refused from now on as well.
         """
-        now = _now()
-        with self._connect() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                if key_id is None:
-                    cur = conn.execute(
-                        "UPDATE keys SET revoked = ? WHERE analyst = ? AND revoked IS NULL",
-                        (now, analyst),
-                    )
-                    conn.execute(
-                        "INSERT OR REPLACE INTO ledger_key_revocations (analyst, revoked) "
-                        "VALUES (?, ?)",
-                        (analyst, now),
-                    )
-                else:
-                    cur = conn.execute(
-                        "UPDATE keys SET revoked = ? WHERE analyst = ? AND key_id = ? "
-                        "AND revoked IS NULL",
-                        (now, analyst, key_id),
-                    )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-        return int(cur.rowcount)
+        return self.ledger.revoke_keys(analyst, key_id)
 
     def ledger_key_revoked(self, analyst: str) -> bool:
         """True when ``analyst``'s ledger key has been revoked."""
-        with self._connect() as conn:
-            row = conn.execute(
-                "SELECT 1 FROM ledger_key_revocations WHERE analyst = ?", (analyst,)
-            ).fetchone()
-        return row is not None
+        return self.ledger.ledger_key_revoked(analyst)
 
     def keys(self, analyst: str | None = None) -> list[KeyRecord]:
         """Issued server keys (ids and dates only), optionally of one analyst."""
-        query = "SELECT key_id, analyst, created, revoked FROM keys"
-        args: tuple[str, ...] = ()
-        if analyst is not None:
-            query += " WHERE analyst = ?"
-            args = (analyst,)
-        with self._connect() as conn:
-            rows = conn.execute(query + " ORDER BY created, key_id", args).fetchall()
-        return [KeyRecord(*r) for r in rows]
+        return self.ledger.key_records(analyst)
 
     def verify(self, key: str) -> Identity | None:
         """The identity of a valid, unrevoked server key; None otherwise (constant-time check)."""
@@ -247,19 +162,8 @@ class KeyStore:
         if m is None:
             return None
         key_id, secret = m.group(1), m.group(2)
-        with self._connect() as conn:
-            row = conn.execute(
-                "SELECT analyst, salt, hash, revoked FROM keys WHERE key_id = ?", (key_id,)
-            ).fetchone()
-        if row is None:
-            # Same work as a hit, so a miss does not answer faster.
-            hmac.compare_digest(_digest("0" * 32, secret), "0" * 64)
-            return None
-        analyst, salt, digest, revoked = row
-        ok = hmac.compare_digest(_digest(salt, secret), digest)
-        if not ok or revoked is not None:
-            return None
-        return Identity(analyst, key_id)
+        analyst = self.ledger.verify_server_key(key_id, secret)
+        return None if analyst is None else Identity(analyst, key_id)
 
     def verify_ledger_key(self, key: str, analysts: list[str], ledger: Any) -> Identity | None:
         """The analyst whose ledger key ``key`` is (checked against every analyst), if unrevoked.

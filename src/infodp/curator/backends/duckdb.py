@@ -400,8 +400,9 @@ class DuckDBBackend:
         while True:
             try:
                 if read_only and not self.path.exists():
+                    # No path in the message: it can reach an analyst through the service.
                     raise ParameterError(
-                        "db", str(self.path), "an existing infodp store (register a dataset first)"
+                        "the store is missing (it was moved or deleted); nothing was released."
                     )
                 if read_only and self.threads is not None:
                     return duckdb.connect(

@@ -1,0 +1,282 @@
+"""A store and its ledger belong together: one store id, private files, explicit re-initialisation.
+
+A store is a DuckDB file (the data owner's bounded copies of the sensitive tables) plus its
+ledger ``<store>.ledger`` (budgets, entries, keys; :class:`~infodp.curator.ledger.Ledger`).
+Both carry the same random store id, written in both when the store is created: the DuckDB
+file in table ``_infodp_store``, the ledger in its ``meta`` table. :func:`open_store` refuses
+(:class:`~infodp.errors.LedgerError`, exit status 2 in the CLI) a ledger that is missing,
+empty, corrupt, or whose id is not the store's — a deleted or swapped ledger would otherwise
+silently reset every budget. Only :func:`reinit_ledger` (``infodp ledger reinit --db S
+--yes``, run by the data owner) starts a new ledger, and it says that all budgets are
+forgotten. The store also keeps each dataset's declaration (``_infodp_datasets``), so a
+re-initialised ledger knows the registered datasets again, with nothing spent and no
+analysts.
+
+Every file is created with mode 0600 (owner only): the process umask is tightened while
+DuckDB or SQLite create files, and the files are chmod-ed afterwards.
+
+>>> import tempfile, os
+>>> from infodp.curator.backends.duckdb import DuckDBBackend
+>>> db = os.path.join(tempfile.mkdtemp(), "s.duckdb")
+>>> led = open_store(db, DuckDBBackend(db))
+>>> led.store_id == read_store_id(DuckDBBackend(db))
+True
+>>> oct(os.stat(db).st_mode & 0o777), oct(os.stat(db + ".ledger").st_mode & 0o777)
+('0o600', '0o600')
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import threading
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from infodp.curator.backends.duckdb import DuckDBBackend, bounded_column
+from infodp.curator.ledger import Ledger
+from infodp.curator.schema import DatasetSchema
+from infodp.errors import LedgerError, ParameterError
+
+__all__ = [
+    "fingerprint",
+    "ledger_path",
+    "open_store",
+    "private_files",
+    "read_store_id",
+    "record_dataset",
+    "reinit_ledger",
+]
+
+_STORE_TABLE = "_infodp_store"
+_DATASETS_TABLE = "_infodp_datasets"
+_UMASK_LOCK = threading.RLock()
+
+
+def ledger_path(db: str | os.PathLike[str]) -> Path:
+    """The ledger of store ``db`` (``<db>.ledger``).
+
+    >>> ledger_path("data/s.duckdb").name
+    's.duckdb.ledger'
+    """
+    return Path(str(db) + ".ledger")
+
+
+@contextlib.contextmanager
+def private_files() -> Iterator[None]:
+    """While inside, files this process creates are readable by their owner only (umask 077).
+
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "f")
+    >>> with private_files(), open(p, "w") as f:
+    ...     _ = f.write("x")
+    >>> oct(os.stat(p).st_mode & 0o777)
+    '0o600'
+    """
+    with _UMASK_LOCK:
+        old = os.umask(0o077)
+        try:
+            yield
+        finally:
+            os.umask(old)
+
+
+def _chmod_private(db: Path) -> None:
+    for path in (db, Path(str(db) + ".wal")):
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(path, 0o600)
+
+
+def read_store_id(backend: DuckDBBackend) -> str | None:
+    """The store id written in the DuckDB file (None for a store without one)."""
+    try:
+        con = backend.connect(read_only=True)
+    except duckdb.Error as err:
+        raise LedgerError(
+            f"the store {backend.path.name} cannot be opened as a DuckDB file "
+            f"({type(err).__name__})"
+        ) from None
+    try:
+        found = con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [_STORE_TABLE]
+        ).fetchone()
+        if found is None or found[0] == 0:
+            return None
+        row = con.execute(f"SELECT store_id FROM {_STORE_TABLE}").fetchone()
+        return None if row is None else str(row[0])
+    finally:
+        con.close()
+
+
+def _write_store_id(backend: DuckDBBackend, store_id: str | None = None) -> str:
+    """Give the store an id (kept if it has one already); returns it."""
+    with private_files():
+        con = backend.connect(read_only=False)
+        try:
+            con.execute(f"CREATE TABLE IF NOT EXISTS {_STORE_TABLE} (store_id VARCHAR NOT NULL)")
+            row = con.execute(f"SELECT store_id FROM {_STORE_TABLE}").fetchone()
+            if row is None:
+                row = (store_id or secrets.token_hex(16),)
+                con.execute(f"INSERT INTO {_STORE_TABLE} VALUES (?)", [row[0]])
+            con.execute(
+                f"CREATE TABLE IF NOT EXISTS {_DATASETS_TABLE} "
+                "(name VARCHAR PRIMARY KEY, meta_json VARCHAR NOT NULL)"
+            )
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+    _chmod_private(backend.path)
+    return str(row[0])
+
+
+def open_store(
+    db: str | os.PathLike[str], backend: DuckDBBackend, *, timeout: float = 120.0
+) -> Ledger:
+    """The ledger of store ``db``, checked to belong to it; a new store gets both files.
+
+    Raises :class:`~infodp.errors.LedgerError` when the ledger is missing, empty, corrupt or
+    foreign, or when a ledger exists without its store.
+    """
+    path = Path(db)
+    lp = ledger_path(path)
+    if path.exists():
+        store_id = read_store_id(backend)
+        if store_id is None:
+            raise LedgerError(
+                f"the store {path.name} carries no store id (made by an older infodp, or not an "
+                "infodp store); (data owner) run 'infodp ledger reinit --db STORE --yes' to bind "
+                "a new ledger to it, which forgets all budgets."
+            )
+        return Ledger(lp, timeout=timeout, store_id=store_id, create=False)
+    if lp.exists():
+        raise LedgerError(
+            f"the ledger {lp.name} exists but its store {path.name} does not: restore the store "
+            "file (or remove the orphaned ledger)."
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    store_id = _write_store_id(backend)
+    return Ledger(lp, timeout=timeout, store_id=store_id, create=True)
+
+
+def record_dataset(backend: DuckDBBackend, name: str, meta: dict[str, Any]) -> None:
+    """Keep a dataset's declaration in the store too (for :func:`reinit_ledger`).
+
+    >>> import tempfile, os
+    >>> db = os.path.join(tempfile.mkdtemp(), "s.duckdb")
+    >>> record_dataset(DuckDBBackend(db), "t", {"schema_json": "{}", "rows": 0})
+    >>> read_store_id(DuckDBBackend(db)) is not None
+    True
+    """
+    _write_store_id(backend)
+    with private_files():
+        con = backend.connect(read_only=False)
+        try:
+            con.execute(
+                f"INSERT OR REPLACE INTO {_DATASETS_TABLE} VALUES (?, ?)",
+                [name, json.dumps(meta, sort_keys=True)],
+            )
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+    _chmod_private(backend.path)
+
+
+def fingerprint(backend: DuckDBBackend, table: str, schema: DatasetSchema) -> str:
+    """SHA-256 fingerprint of a bounded table's content (row order and names ignored).
+
+    The privacy unit and every declared column (numeric ones as clamped and snapped to their
+    grid) are hashed per row; the multiset of row hashes is summed, so the same people with
+    the same values give the same fingerprint whatever the file, order or dataset name.
+
+    >>> import tempfile, os, pandas as pd
+    >>> from infodp.curator.engine import Curator
+    >>> cur = Curator(os.path.join(tempfile.mkdtemp(), "s.duckdb"))
+    >>> s = {"table": "t", "privacy_unit": "row",
+    ...      "columns": {"x": {"type": "int", "bounds": [0, 9]}}}
+    >>> info = cur.register_dataset("t", pd.DataFrame({"x": [1, 2, 30]}), s)
+    >>> fingerprint(cur.backend, "t", cur.schema("t")) == info["fingerprint"]
+    True
+    """
+    cols: list[str] = []
+    if not schema.unit_is_row:
+        cols.append(schema.privacy_unit)
+    for col in schema.columns:
+        if col.name.lower() == schema.privacy_unit.lower():
+            continue
+        cols.append(
+            bounded_column(col.name) if col.is_numeric and col.bounds is not None else col.name
+        )
+    quoted = ", ".join('"' + c.replace('"', '""') + '"' for c in cols)
+    tq = '"' + table.replace('"', '""') + '"'
+    with private_files():
+        con = backend.connect(read_only=False)
+        try:
+            row = con.execute(
+                f"SELECT count(*), coalesce(sum(hash({quoted})::HUGEINT), 0) FROM {tq}"
+            ).fetchone()
+        finally:
+            con.close()
+    types = [c.type for c in schema.columns]
+    text = json.dumps([row[0] if row else 0, str(row[1] if row else 0), types])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def reinit_ledger(db: str | os.PathLike[str], *, timeout: float = 120.0) -> dict[str, Any]:
+    """Start a new, empty ledger for store ``db`` (the data owner's explicit decision).
+
+    Every budget, entry, key and synopsis of the old ledger is forgotten; the registered
+    datasets are restored from the store's own record of them, with nothing spent. Returns
+    what was done (store id, datasets restored).
+
+    >>> import tempfile, os, pandas as pd
+    >>> from infodp.curator.engine import Curator
+    >>> db = os.path.join(tempfile.mkdtemp(), "s.duckdb")
+    >>> cur = Curator(db)
+    >>> s = {"table": "t", "privacy_unit": "row",
+    ...      "columns": {"x": {"type": "int", "bounds": [0, 9]}}}
+    >>> _ = cur.register_dataset("t", pd.DataFrame({"x": [1, 2]}), s)
+    >>> cur.close(); os.remove(db + ".ledger")
+    >>> reinit_ledger(db)["datasets"]
+    ['t']
+    """
+    path = Path(db)
+    if not path.is_file():
+        raise ParameterError("--db", str(db), "an existing infodp store")
+    backend = DuckDBBackend(path, timeout=timeout)
+    store_id = _write_store_id(backend)
+    lp = ledger_path(path)
+    for p in (lp, Path(str(lp) + "-wal"), Path(str(lp) + "-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+    led = Ledger(lp, timeout=timeout, store_id=store_id, create=True)
+    con = backend.connect(read_only=True)
+    try:
+        rows = con.execute(
+            f"SELECT name, meta_json FROM {_DATASETS_TABLE} ORDER BY name"
+        ).fetchall()
+    finally:
+        con.close()
+    restored = []
+    for name, meta_json in rows:
+        meta = json.loads(meta_json)
+        led.register_dataset(
+            name,
+            meta["schema_json"],
+            rows=int(meta["rows"]),
+            source=str(meta.get("source", "-")),
+            info_cap_bits=meta.get("info_cap_bits"),
+            unit_rows_ok=bool(meta.get("unit_rows_ok", False)),
+            max_epsilon=None if meta.get("max_epsilon") is None else Fraction(meta["max_epsilon"]),
+            max_delta=None if meta.get("max_delta") is None else Fraction(meta["max_delta"]),
+            fingerprint=meta.get("fingerprint"),
+        )
+        restored.append(name)
+    led.close()
+    return {"store_id": store_id, "datasets": restored}
