@@ -11,14 +11,31 @@ beside the usual ε and δ.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from infodp.errors import BudgetExceeded, InfodpError, InternalError, ParameterError
 
+if TYPE_CHECKING:
+    from infodp.curator.session import Session
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    # ``infodp.Session`` is imported on first use, so ``import infodp`` stays light (the CLI
+    # start-up time depends on it).
+    if name == "Session":
+        from infodp.curator.session import Session
+
+        return Session
+    raise AttributeError(f"module 'infodp' has no attribute {name!r}")
+
 
 __all__ = [
     "BudgetExceeded",
     "InfodpError",
     "InternalError",
     "ParameterError",
+    "Session",
     "__version__",
 ]

@@ -339,6 +339,28 @@ class QueryResult:
             "notes": list(self.notes),
         }
 
+    def to_pandas(self) -> Any:
+        """The released rows as a pandas DataFrame; intervals as ``<col>_low``/``<col>_high``."""
+        from infodp.curator.result_view import to_pandas
+
+        return to_pandas(self)
+
+    def to_polars(self) -> Any:
+        """The released rows as a polars DataFrame; intervals as ``<col>_low``/``<col>_high``."""
+        from infodp.curator.result_view import to_polars
+
+        return to_polars(self)
+
+    def __repr__(self) -> str:
+        from infodp.curator.result_view import result_summary
+
+        return result_summary(self)
+
+    def _repr_html_(self) -> str:
+        from infodp.curator.result_view import result_html
+
+        return result_html(self)
+
 
 Hook = Callable[[str, int], None]
 
@@ -361,6 +383,7 @@ class Curator:
         source: RandomSource | None = None,
         timeout: float = 120.0,
         keep_open: bool = False,
+        ledger: str | Path | None = None,
         _hook: Hook | None = None,
     ) -> None:
         # The noise source is checked first: a refused seed must not leave files behind.
@@ -368,7 +391,11 @@ class Curator:
             BufferedCryptoSource() if source is None else require_secure_source(source)
         )
         self.db = Path(db)
-        self.ledger = Ledger(str(self.db) + ".ledger", timeout=timeout)
+        # ``db=":memory:"`` keeps the store and (unless ``ledger`` names a file) the ledger in
+        # memory; ``ledger`` overrides the default ``<db>.ledger`` next to the store.
+        if ledger is None:
+            ledger = ":memory:" if str(db) == ":memory:" else str(self.db) + ".ledger"
+        self.ledger = Ledger(ledger, timeout=timeout)
         self.backend = DuckDBBackend(self.db, timeout=timeout)
         self._hook = _hook
         self._keep_open = keep_open

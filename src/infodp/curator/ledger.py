@@ -256,9 +256,13 @@ class Ledger:
     """The SQLite ledger next to a store (see the module docstring for the protocol)."""
 
     def __init__(self, path: str | os.PathLike[str], *, timeout: float = 120.0) -> None:
+        #: ``":memory:"``: a private in-memory ledger (one connection, nothing written to disk;
+        #: the budget lives as long as this object — :class:`infodp.Session` uses it).
+        self.in_memory = str(path) == ":memory:"
         self.path = Path(path)
         self.timeout = timeout
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.in_memory:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
         self._lock = threading.RLock()
@@ -280,12 +284,18 @@ class Ledger:
 
     def _connection(self) -> sqlite3.Connection:
         # One connection per process (reopened after a fork); transactions serialise writers.
+        if self.in_memory and self._conn is not None:
+            return self._conn  # reopening would lose the in-memory database
         if self._conn is None or self._pid != os.getpid():
             conn = sqlite3.connect(
-                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+                ":memory:" if self.in_memory else self.path,
+                timeout=self.timeout,
+                isolation_level=None,
+                check_same_thread=False,
             )
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            if not self.in_memory:
+                conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
             self._conn, self._pid = conn, os.getpid()
         return self._conn
@@ -293,6 +303,8 @@ class Ledger:
     def close(self) -> None:
         """Close this process's connection (it reopens on next use)."""
         with self._lock:
+            if self.in_memory:
+                return  # closing would drop the in-memory budget state
             if self._conn is not None and self._pid == os.getpid():
                 self._conn.close()
             self._conn = None

@@ -373,9 +373,16 @@ class DuckDBBackend:
     def __init__(self, path: str | Path, *, timeout: float = 120.0) -> None:
         self.path = Path(path)
         self.timeout = timeout
+        #: ``":memory:"``: one private in-memory database for the life of this object; each
+        #: :meth:`connect` is a cursor on it (nothing is written to disk).
+        self._memory: duckdb.DuckDBPyConnection | None = (
+            duckdb.connect(":memory:") if str(path) == ":memory:" else None
+        )
 
     def connect(self, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         """A connection, waiting (with backoff) while another process holds a conflicting lock."""
+        if self._memory is not None:
+            return self._memory.cursor()
         deadline = time.monotonic() + self.timeout
         delay = 0.005
         while True:
