@@ -133,6 +133,9 @@ def test_import_infodp_is_light() -> None:
     import subprocess
     import sys
 
-    code = "import sys, infodp; print(sorted(m for m in ('duckdb','pandas','numpy') if m in sys.modules))"
+    code = (
+        "import sys, infodp; "
+        "print(sorted(m for m in ('duckdb', 'pandas', 'numpy') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -43,7 +43,7 @@ def result_records(result: QueryResult) -> dict[str, list[Any]]:
 
 def to_pandas(result: QueryResult) -> Any:
     """The released rows as a pandas DataFrame (intervals as ``_low``/``_high`` columns)."""
-    import pandas as pd
+    import pandas as pd  # type: ignore[import-untyped]
 
     return pd.DataFrame(result_records(result))
 
