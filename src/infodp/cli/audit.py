@@ -12,7 +12,8 @@ Examples::
 ``audit`` prints ``epsilon_lower`` (a lower bound on ε holding with probability ``confidence``),
 ``verdict`` (``consistent`` or ``violation``), δ/KL/mutual-information lower bounds in nats and
 the event that distinguishes the two datasets. A progress bar appears on a terminal only, never
-with ``--json``.
+with ``--json``. Exit status: 0 when the claim is consistent with the samples, 4 when the
+verdict is a violation (the output is printed first), 2 for bad input.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import click
 
 from infodp._validate import as_positive, as_positive_int, as_real
 from infodp.audit.auditor import REFERENCE_MECHANISMS, audit, reference_mechanism
-from infodp.cli._common import emit, json_option
+from infodp.cli._common import EXIT_VIOLATION, emit, json_option
 from infodp.errors import ParameterError
 
 __all__ = ["COMMANDS", "attack", "audit_command"]
@@ -191,7 +192,11 @@ def audit_command(
         rng=seed,
         progress=not as_json,
     )
-    emit(result.to_dict(), as_json, _render_audit)
+    payload = result.to_dict()
+    emit(payload, as_json, _render_audit)
+    if payload.get("verdict") == "violation":
+        # A CI job auditing a mechanism must fail when the claim is refuted.
+        raise click.exceptions.Exit(EXIT_VIOLATION)
 
 
 # ---- attacks ----------------------------------------------------------------------------------

@@ -441,10 +441,13 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
             "'Authorization: Bearer <key>' (keys are issued by the admin CLI). Errors: "
             '{"error": {"code": ..., "message": ...}}.'
         ),
-        docs_url="/v1/docs",
+        docs_url=None,  # served offline by install_docs below
         redoc_url=None,
         openapi_url="/v1/openapi.json",
     )
+    from infodp.server.docs_ui import install_docs
+
+    install_docs(app)
     if settings is not None:
         app.state.service = Service(settings)
         max_body = settings.max_body_bytes
