@@ -41,8 +41,8 @@ from typing import overload
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
 
+from infodp._lazy import lazy_module
 from infodp._validate import (
     as_alpha,
     as_alphas,
@@ -62,6 +62,8 @@ from infodp.accounting.pld import (
     _dgauss_log_z,
 )
 from infodp.errors import ParameterError
+
+special = lazy_module("scipy.special")  # loaded on first use
 
 __all__ = [
     "DEFAULT_INTERVAL",

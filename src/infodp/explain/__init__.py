@@ -13,24 +13,52 @@ leakage, releases needed to learn b bits, δ made concrete for N rows, and a gro
 
 from __future__ import annotations
 
-from infodp.explain.bounds import (
-    attacker_success_bound,
-    markov_tail_bound,
-    min_entropy_leakage_bound,
-    posterior_odds_bound,
-    pure_dp_divergence,
-    releases_needed,
-    seed002_success_bound,
-    tradeoff_fnr,
-)
-from infodp.explain.html import render_html, write_html
-from infodp.explain.report import (
-    DEFAULT_DELTA,
-    Explanation,
-    ProfileLike,
-    explain,
-    explain_epsilon_delta,
-    profile_tradeoff,
+from typing import TYPE_CHECKING
+
+from infodp._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from infodp.explain.bounds import (
+        attacker_success_bound,
+        markov_tail_bound,
+        min_entropy_leakage_bound,
+        posterior_odds_bound,
+        pure_dp_divergence,
+        releases_needed,
+        seed002_success_bound,
+        tradeoff_fnr,
+    )
+    from infodp.explain.html import render_html, write_html
+    from infodp.explain.report import (
+        DEFAULT_DELTA,
+        Explanation,
+        ProfileLike,
+        explain,
+        explain_epsilon_delta,
+        profile_tradeoff,
+    )
+
+# Imported on first use (infodp._lazy): importing one submodule stays cheap.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "attacker_success_bound": "infodp.explain.bounds",
+        "markov_tail_bound": "infodp.explain.bounds",
+        "min_entropy_leakage_bound": "infodp.explain.bounds",
+        "posterior_odds_bound": "infodp.explain.bounds",
+        "pure_dp_divergence": "infodp.explain.bounds",
+        "releases_needed": "infodp.explain.bounds",
+        "seed002_success_bound": "infodp.explain.bounds",
+        "tradeoff_fnr": "infodp.explain.bounds",
+        "render_html": "infodp.explain.html",
+        "write_html": "infodp.explain.html",
+        "DEFAULT_DELTA": "infodp.explain.report",
+        "Explanation": "infodp.explain.report",
+        "ProfileLike": "infodp.explain.report",
+        "explain": "infodp.explain.report",
+        "explain_epsilon_delta": "infodp.explain.report",
+        "profile_tradeoff": "infodp.explain.report",
+    },
 )
 
 __all__ = [
