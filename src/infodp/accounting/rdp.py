@@ -111,7 +111,8 @@ def _logsumexp_rows(terms: ArrayF) -> ArrayF:
     top = np.max(terms, axis=1)
     shift = np.where(np.isfinite(top), top, 0.0)
     with np.errstate(divide="ignore"):
-        return np.log(np.sum(np.exp(terms - shift[:, None]), axis=1)) + shift
+        out: ArrayF = np.log(np.sum(np.exp(terms - shift[:, None]), axis=1)) + shift
+    return out
 
 
 def gaussian_rdp(sigma: float, alpha: npt.ArrayLike) -> float | ArrayF:

@@ -307,6 +307,17 @@ def _aggregate(node: exp.Expr, schema: DatasetSchema, q: set[str]) -> Aggregate 
     return None
 
 
+def _output_name(node: exp.Expr) -> str:
+    """The column name of an unaliased aggregate, as DuckDB would print it.
+
+    The generic generator prints the accepted aggregates as DuckDB does except VAR_POP (and
+    it does not load sqlglot's DuckDB dialect, ~0.1 s per CLI process).
+    """
+    if isinstance(node, exp.VariancePop):
+        return f"VAR_POP({node.this.sql()})"
+    return node.sql()
+
+
 def parse_query(sql: str, schemas: DatasetSchema | Mapping[str, DatasetSchema]) -> QueryPlan:
     """Parse ``sql`` against the declared schema(s) into an immutable :class:`QueryPlan`.
 
@@ -386,7 +397,7 @@ def _parse(sql: str, schemas: DatasetSchema | Mapping[str, DatasetSchema]) -> Qu
                 f"expression {node.sql(dialect='duckdb')!r} in SELECT",
                 "select aggregates and GROUP BY columns only",
             )
-        outputs.append(Output(alias or node.sql(dialect="duckdb"), aggregate=agg))
+        outputs.append(Output(alias or _output_name(node), aggregate=agg))
     if not any(o.aggregate is not None for o in outputs):
         raise _refuse("SELECT without an aggregate", "only aggregates are released")
     names = [o.name for o in outputs]
