@@ -573,7 +573,7 @@ class PrivacyLossDistribution:
         """Dominating pair of (ε, δ)-DP (Kairouz, Oh & Viswanath 2015, Theorem 2.1).
 
         Loss +∞ w.p. δ, ε w.p. (1−δ)e^ε/(1+e^ε), −ε w.p. (1−δ)/(1+e^ε); its δ(ε′) for ε′ < ε
-        is Property 3 of seed 004: 1 − (e^{ε′}+1)(1−δ)/(e^ε+1).
+        is Property 3 of Ünsal & Önen 2023: 1 − (e^{ε′}+1)(1−δ)/(e^ε+1).
         """
         eps = as_nonnegative("epsilon", epsilon)
         dl = as_probability("delta", delta)

@@ -538,7 +538,8 @@ def audit(
     if claimed_info is not None and math.isinf(claimed_info):
         notes.append(
             "the claim bounds no information at α = 1 (unbounded): an (ε, δ) guarantee with "
-            "δ > 0 allows any leak with probability δ (seed 000, 'Hacking (ε, δ)-privacy')"
+            "δ > 0 allows any leak with probability δ (“Differential Privacy and Information "
+            "Theory”, 2022, 'Hacking (ε, δ)-privacy')"
         )
     if claimed_eps is None and profile is None:
         verdict = "no claim"

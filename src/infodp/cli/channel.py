@@ -3,7 +3,7 @@
 A thin wrapper over :class:`infodp.channel.Channel`. The channel is one of ``--bsc P``,
 ``--erasure E``, ``--z P``, ``--rr K,EPS`` or ``--matrix FILE.csv`` (one row per input, each
 row a distribution over outputs). ``--definition`` chooses Shannon's capacity (α = 1),
-Sibson's α-capacity (the radius) or the seed article's Rényi capacity C_α (the privacy level);
+Sibson's α-capacity (the radius) or the Rényi capacity C_α (the privacy level);
 the output is a bracket ``[lower, upper]`` in nats plus the input distribution attaining
 ``lower``.
 
@@ -154,7 +154,7 @@ def _render(payload: dict[str, Any]) -> None:
     type=click.Choice(list(DEFINITIONS)),
     default="renyi",
     show_default=True,
-    help="shannon (alpha = 1), sibson (radius) or renyi (the seed article's C_alpha).",
+    help="shannon (alpha = 1), sibson (radius) or renyi (Rényi capacity C_alpha).",
 )
 @click.option(
     "--tol", "tol_text", default="1e-9", show_default=True, help="Target bracket width (nats)."

@@ -2,8 +2,8 @@
 
 Three short acts: (1) what ε is as information — the coin-flip randomized response of seed
 002 as a channel, its capacities in nats and bits; (2) accounting — a DP-SGD run's certified ε
-and what the seed article's default (ε = 1, δ = 0.01) buys; (3) the curator — a DP SQL session
-over a synthetic census of 1 000 000 people with a durable budget (seed 002's trusted
+and what the often-quoted (ε = 1, δ = 0.01) buys; (3) the curator — a DP SQL session
+over a synthetic census of 1 000 000 people with a durable budget (Dwork & Roth's (2014) trusted
 curator), ending with a refused over-budget query.
 """
 
@@ -27,14 +27,14 @@ BITS = math.log(2)
 
 
 def _information_act() -> dict[str, Any]:
-    # Seed 002: answer truthfully on heads, otherwise answer by a second coin flip; the
+    # Dwork & Roth 2014: answer truthfully on heads, otherwise answer by a second coin flip; the
     # probability ratio of "yes" is 3, so ε = ln 3. As a channel it is binary randomized response.
     coin_flip = Channel.randomized_response(2, math.log(3))
     shannon = coin_flip.shannon_capacity()
     sibson2 = coin_flip.sibson_capacity(2.0)
     renyi2 = coin_flip.renyi_capacity(2.0)
     return {
-        "mechanism": "coin-flip randomized response (seed 002), epsilon = ln 3",
+        "mechanism": "coin-flip randomized response (Dwork & Roth 2014), epsilon = ln 3",
         "matrix": coin_flip.matrix.tolist(),
         "pure_epsilon": coin_flip.epsilon(),
         "capacity_nats": {
@@ -82,7 +82,7 @@ def _render(payload: dict[str, Any], console: Console) -> None:
     rows = [
         ("1 (Shannon, MI-DP)", info["capacity_nats"]["1"]),
         ("2 (Sibson radius)", info["capacity_nats"]["2_sibson"]),
-        ("2 (seed article C₂)", info["capacity_nats"]["2"]),
+        ("2 (Rényi capacity C₂)", info["capacity_nats"]["2"]),
         ("∞ (pure ε)", info["capacity_nats"]["inf"]),
     ]
     for label, (lo, hi) in rows:
@@ -104,7 +104,8 @@ def _render(payload: dict[str, Any], console: Console) -> None:
     )
     d = acc["epsilon_1_delta_0.01"]
     console.print(
-        "The seed article's warning, ε = 1, δ = 0.01: with probability 0.99 at most "
+        "The (ε, δ) warning (“Differential Privacy and Information Theory”, 2022), "
+        "ε = 1, δ = 0.01: with probability 0.99 at most "
         f"{d['bits_worst_if_no_failure']:.2f} bits per query leak in the worst case "
         f"({d['bits_alpha1_if_no_failure']:.2f} at the Shannon rate), but with probability "
         "0.01 everything may; on a table of 1,000,000 people that is "

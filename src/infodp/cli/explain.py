@@ -148,7 +148,7 @@ def _render_one(console: Any, p: dict[str, Any], heading: str) -> None:
     attack.add_row(
         "  from (ε, δ) alone: (e^ε + δ)/(1 + e^ε)", _text(p["attacker_success_epsilon_delta"])
     )
-    attack.add_row("  seed 002's looser ½ + ε/2", _text(p["attacker_success_seed002"]))
+    attack.add_row("  the linear bound ½ + ε/2", _text(p["attacker_success_linear"]))
     attack.add_row(
         "min-entropy leakage, binary secret (nats)", _text(p["min_entropy_leakage_bound"])
     )

@@ -624,7 +624,7 @@ class Curator:
     ) -> Synopsis:
         """Publish a noisy histogram over ``columns`` once (cost ε), stored as ``name``.
 
-        Later :meth:`query_synopsis` calls answer from it for free (seed 002).
+        Later :meth:`query_synopsis` calls answer from it for free (Dwork & Roth 2014).
         """
         if not isinstance(name, str) or not name.isidentifier():
             raise ParameterError("name", name, "an identifier (letters, digits, _)")

@@ -6,8 +6,10 @@ odds, success probability, trade-off region, min-entropy leakage, the Markov tai
 leakage, releases needed to learn b bits, δ made concrete for N rows, and a group view.
 :func:`render_html` / :func:`write_html` produce a self-contained HTML report with plots.
 
+ε = 1 is "approx. 1.44 bits per query" (“Differential Privacy and Information Theory”, 2022):
+
 >>> from infodp.explain import explain_epsilon_delta
->>> round(explain_epsilon_delta(1.0).bits["inf"], 2)  # seed 000: "approx. 1.44 bits per query"
+>>> round(explain_epsilon_delta(1.0).bits["inf"], 2)
 1.44
 """
 
@@ -20,12 +22,12 @@ from infodp._lazy import lazy_exports
 if TYPE_CHECKING:
     from infodp.explain.bounds import (
         attacker_success_bound,
+        linear_success_bound,
         markov_tail_bound,
         min_entropy_leakage_bound,
         posterior_odds_bound,
         pure_dp_divergence,
         releases_needed,
-        seed002_success_bound,
         tradeoff_fnr,
     )
     from infodp.explain.html import render_html, write_html
@@ -48,7 +50,7 @@ __getattr__, __dir__ = lazy_exports(
         "posterior_odds_bound": "infodp.explain.bounds",
         "pure_dp_divergence": "infodp.explain.bounds",
         "releases_needed": "infodp.explain.bounds",
-        "seed002_success_bound": "infodp.explain.bounds",
+        "linear_success_bound": "infodp.explain.bounds",
         "tradeoff_fnr": "infodp.explain.bounds",
         "render_html": "infodp.explain.html",
         "write_html": "infodp.explain.html",
@@ -68,6 +70,7 @@ __all__ = [
     "attacker_success_bound",
     "explain",
     "explain_epsilon_delta",
+    "linear_success_bound",
     "markov_tail_bound",
     "min_entropy_leakage_bound",
     "posterior_odds_bound",
@@ -75,7 +78,6 @@ __all__ = [
     "pure_dp_divergence",
     "releases_needed",
     "render_html",
-    "seed002_success_bound",
     "tradeoff_fnr",
     "write_html",
 ]

@@ -117,7 +117,8 @@ def _rdp_plot(ex: Explanation) -> str:
 def _rr_uniform_information(epsilon: float, alphas: npt.NDArray[np.float64]) -> Any:
     """I_α of binary randomized response with a uniform input: log 2 − H_α(p).
 
-    Seed 000, "Protection against B… outcomes" (binary symmetric channel, P_X = (½, ½)):
+    “Differential Privacy and Information Theory” (2022), "Protection against B… outcomes" (binary
+    symmetric channel, P_X = (½, ½)):
     a mechanism that is exactly ε-DP and reaches this, so the worst case is at least it.
     """
     log_p = -math.log1p(math.exp(-epsilon))
@@ -272,7 +273,7 @@ def _sections(ex: Explanation, heading: str) -> str:
             ]
         )
     )
-    attack.append(_row(["… seed 002's looser ½ + ε/2", _fmt(ex.attacker_success_seed002)]))
+    attack.append(_row(["… the linear bound ½ + ε/2", _fmt(ex.attacker_success_linear)]))
     attack.append(
         _row(
             [
@@ -334,7 +335,8 @@ def render_html(ex: Explanation, *, title: str = "What does this ε mean?") -> s
         f"<h1>{html.escape(title)}</h1>"
         '<p class="small">infodp report. Information is in nats (bits = nats / ln 2) per '
         "individual per release; every figure is an upper bound on what an attacker can "
-        "achieve. Sources: seed article 000 (privacy as Rényi channel capacity), "
+        "achieve. Sources: “Differential Privacy and Information Theory” (2022; privacy as "
+        "Rényi channel capacity), "
         "Kairouz–Oh–Viswanath 2015, Cuff &amp; Yu 2016, Barthe &amp; Köpf 2011.</p>"
         f'{body}<h2>Plots</h2><div class="grid">{figures}</div></body></html>\n'
     )

@@ -8,7 +8,8 @@ releases a determined attacker needs to learn b bits, δ made concrete for a tab
 the same for a group of k individuals.
 
 Every number is an upper bound on what an attacker can achieve (a lower bound where it counts
-releases an attacker needs). Where (ε, δ) with δ > 0 leaves the leakage unbounded (seed 000,
+releases an attacker needs). Where (ε, δ) with δ > 0 leaves the leakage unbounded (“Differential
+Privacy and Information Theory” (2022),
 "Hacking (ε, δ)-privacy"), the guarantee is ``None`` and the report gives the probability δ
 and, separately and labelled, the conditional numbers that hold on the remaining 1 − δ.
 """
@@ -35,12 +36,12 @@ from infodp.errors import ParameterError
 from infodp.explain.bounds import (
     LN2,
     attacker_success_bound,
+    linear_success_bound,
     markov_tail_bound,
     min_entropy_leakage_bound,
     posterior_odds_bound,
     pure_dp_divergence,
     releases_needed,
-    seed002_success_bound,
     tradeoff_fnr,
 )
 
@@ -135,7 +136,7 @@ class Explanation:
     posterior_odds_bound: float
     attacker_success_max: float
     attacker_success_epsilon_delta: float
-    attacker_success_seed002: float
+    attacker_success_linear: float
     min_entropy_leakage_bound: float
     min_entropy_leakage_bound_epsilon_delta: float
     tail_alpha: float
@@ -240,7 +241,7 @@ class Explanation:
             "posterior_odds_bound_probability": 1.0 - self.delta,
             "attacker_success_max": self.attacker_success_max,
             "attacker_success_epsilon_delta": self.attacker_success_epsilon_delta,
-            "attacker_success_seed002": self.attacker_success_seed002,
+            "attacker_success_linear": self.attacker_success_linear,
             "min_entropy_leakage_bound": self.min_entropy_leakage_bound,
             "min_entropy_leakage_bound_epsilon_delta": (
                 self.min_entropy_leakage_bound_epsilon_delta
@@ -306,12 +307,13 @@ def explain(
     otherwise ε(δ) for the target ``delta`` (default :data:`DEFAULT_DELTA`) or δ(ε) for a
     target ``epsilon``. Leakage at α is the tightest of the profile's Rényi-DP diameter
     ``rdp(α)``, its capacity bound ``information(α)`` and, for pure ε, the tight
-    randomized-response value (seed 000: C_α ≤ diameter; Cuff & Yu 2016, Property 1).
+    randomized-response value (“Differential Privacy and Information Theory” (2022): C_α ≤
+    diameter; Cuff & Yu 2016, Property 1).
 
     ``rows`` (N) adds δ·N, the expected number of individuals whose protection fails, with a
     warning when δ ≥ 1/N; ``group`` = k > 1 adds the same report for a group of k individuals
-    (``profile.group(k)``; seed 000, "Group privacy"), at target ε = k·ε when ε was the target
-    or the profile is pure.
+    (``profile.group(k)``; “Differential Privacy and Information Theory” (2022), "Group privacy"),
+    at target ε = k·ε when ε was the target or the profile is pure.
 
     ``profile`` may also be a sequence of profiles, e.g. a curator's spends
     (``Accountant.spent()``): they are composed first.
@@ -350,7 +352,8 @@ def explain(
         nats[key] = value if math.isfinite(value) else None
     unbounded = any(v is None for v in nats.values())
     # With a finite guarantee at every level there is no "catastrophe" event; otherwise the
-    # protection may fail entirely with probability δ (the (ε, δ) reading of seed 000).
+    # protection may fail entirely with probability δ (the (ε, δ) reading of “Differential Privacy
+    # and Information Theory” (2022)).
     unbounded_probability = dlt if unbounded else 0.0
 
     conditional: dict[str, float] | None = None
@@ -386,7 +389,8 @@ def explain(
         if all(v is None for v in nats.values()):
             warnings.append(
                 f"With probability {dlt:.3g} per release the protection may fail completely: "
-                "(epsilon, delta) alone does not bound the information leaked then (seed 000, "
+                "(epsilon, delta) alone does not bound the information leaked then "
+                "(“Differential Privacy and Information Theory”, 2022, "
                 "'Hacking (epsilon, delta)-privacy')."
             )
         else:
@@ -431,7 +435,7 @@ def explain(
         posterior_odds_bound=posterior_odds_bound(eps),
         attacker_success_max=success,
         attacker_success_epsilon_delta=success_ed,
-        attacker_success_seed002=seed002_success_bound(eps, dlt),
+        attacker_success_linear=linear_success_bound(eps, dlt),
         min_entropy_leakage_bound=math.log(2.0 * success),
         min_entropy_leakage_bound_epsilon_delta=(
             min_entropy_leakage_bound(eps, dlt) if math.isfinite(eps) else LN2

@@ -1,7 +1,7 @@
 """The curator as an HTTP service (issue 6): FastAPI over :class:`infodp.curator.Curator`.
 
-Seed 002's interactive curator "exposes an interface to which the analyst can issue queries";
-analysts are not trusted with the data, so this service is the security boundary. It never
+Dwork & Roth's (2014) interactive curator "exposes an interface to which the analyst can issue
+queries"; analysts are not trusted with the data, so this service is the security boundary. It never
 returns a row of data: every answer is a noisy aggregate released by the curator, whose cost
 the ledger reserved durably (fsync'd) before the data was touched (DESIGN.md), so a crash or a
 race can lose budget but never overspend it. Routes (all under ``/v1``):
