@@ -77,8 +77,8 @@ def main() -> None:
             "python3 + duckdb aggregate": [
                 py,
                 "-c",
-                "import duckdb; c = duckdb.connect(%r, read_only=True); "
-                "print(c.execute(%r).fetchall())" % (str(db), PLAIN),
+                f"import duckdb; c = duckdb.connect({str(db)!r}, read_only=True); "
+                f"print(c.execute({PLAIN!r}).fetchall())",
             ],
             "infodp query --json": [
                 *cli,

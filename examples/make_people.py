@@ -13,7 +13,10 @@ from pathlib import Path
 REGIONS = ["north", "south", "east", "west"]
 
 
-def main(path: Path = Path(__file__).with_name("people.csv"), rows: int = 2000) -> None:
+OUT = Path(__file__).with_name("people.csv")
+
+
+def main(path: Path = OUT, rows: int = 2000) -> None:
     rng = random.Random(20261123)
     with path.open("w", newline="") as fh:
         out = csv.writer(fh)

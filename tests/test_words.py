@@ -13,7 +13,7 @@ PENDING = ("src/infodp/channel", "src/infodp/accounting/conversions.py")
 
 def _user_facing() -> list[Path]:
     files = [p for p in (ROOT / "src").rglob("*.py") if "__pycache__" not in p.parts]
-    files += list((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md", ROOT / "docs/openapi.json"]
+    files += [*(ROOT / "docs").rglob("*.md"), ROOT / "README.md", ROOT / "docs/openapi.json"]
     files += list((ROOT / "examples").rglob("*.ipynb"))
     return [p for p in files if not str(p.relative_to(ROOT)).startswith(PENDING)]
 
