@@ -276,7 +276,14 @@ def explain_command(
     payload = report.to_dict()
     payload.update(extra)
     if html_path is not None:
-        payload["html"] = str(write_html(report, Path(html_path)))
+        ctx = click.get_current_context()
+        command = "infodp explain " + " ".join(
+            f"--{k.replace('_', '-')} {v}"
+            for k, v in ctx.params.items()
+            if v not in (None, False) and k not in ("html_path", "as_json")
+        )
+        inputs = {"command": command, "spec": extra.get("spec")}
+        payload["html"] = str(write_html(report, Path(html_path), inputs=inputs))
     emit(payload, as_json, _render)
 
 

@@ -26,6 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from infodp._format import format_number as _num
 from infodp._validate import (
     as_alpha,
     as_nonnegative,
@@ -180,17 +181,18 @@ class Explanation:
             return None
         names = ", ".join(k.replace("inf", "∞") for k, _ in missing)
         text = (
-            f"No guarantee at α = {names}: with probability δ = {self.delta:.3g} per release "
+            f"No guarantee at α = {names}: with probability δ = {_num(self.delta)} per release "
             "the leakage is unbounded."
         )
         if self.conditional_nats is not None:
             parts = [
-                f"{self.conditional_nats[k]:.4g} nats ({self.conditional_nats[k] / LN2:.4g} bits)"
+                f"{_num(self.conditional_nats[k])} nats "
+                f"({_num(self.conditional_nats[k] / LN2)} bits)"
                 f" at α = {k.replace('inf', '∞')}"
                 for k, _ in missing
             ]
             text += (
-                f" Not a guarantee: with probability 1 − δ = {1.0 - self.delta:.6g} it is at "
+                f" Not a guarantee: with probability 1 − δ = {_num(1.0 - self.delta, 6)} it is at "
                 "most " + "; ".join(parts) + "."
             )
         return text
@@ -388,7 +390,7 @@ def explain(
     if unbounded and dlt > 0.0:
         if all(v is None for v in nats.values()):
             warnings.append(
-                f"With probability {dlt:.3g} per release the protection may fail completely: "
+                f"With probability {_num(dlt)} per release the protection may fail completely: "
                 "(epsilon, delta) alone does not bound the information leaked then "
                 "(“Differential Privacy and Information Theory”, 2022, "
                 "'Hacking (epsilon, delta)-privacy')."
@@ -396,7 +398,7 @@ def explain(
         else:
             warnings.append(
                 "No worst-case bound: one output may reveal arbitrarily much. The mechanism "
-                f"behaves no worse than one that is epsilon-DP except with probability {dlt:.3g}"
+                f"behaves no worse than one that is epsilon-DP except with probability {_num(dlt)}"
                 ", when it may reveal the row; the average leakage shown (alpha = 1, 2) is "
                 "bounded regardless."
             )
@@ -407,9 +409,9 @@ def explain(
         exposed = dlt * n_rows
         if dlt > 0.0 and dlt >= 1.0 / n_rows:
             warnings.append(
-                f"delta = {dlt:.3g} >= 1/N = {1.0 / n_rows:.3g}: in the worst case allowed by "
-                f"(epsilon, delta), about {exposed:.3g} of the {n_rows} individuals lose their "
-                "protection in each release."
+                f"delta = {_num(dlt)} >= 1/N = {_num(1.0 / n_rows)}: in the worst case allowed "
+                f"by (epsilon, delta), about {_num(exposed)} of the {_num(n_rows)} individuals "
+                "lose their protection in each release."
             )
 
     group_explanation = None
@@ -515,7 +517,8 @@ def profile_tradeoff(
         pairs.append((float(epsilon), float(delta)))
     hi = pure if math.isfinite(pure) else _call(lambda: profile.epsilon(1e-10))
     if not math.isfinite(hi):
-        hi = max(4.0 * float(epsilon or 0.0), 10.0)
+        given = float(epsilon or 0.0)  # may be ∞ (an (ε, δ) profile read at a smaller δ)
+        hi = max(4.0 * given if math.isfinite(given) else 0.0, 10.0)
     for e in np.linspace(0.0, hi, grid):
         d = min(1.0, max(0.0, _call(functools.partial(profile.delta, float(e)))))
         if d < 1.0:
