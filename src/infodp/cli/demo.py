@@ -18,6 +18,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from infodp._format import format_number as _fmtn
 from infodp.accounting import subsampled_gaussian_profile
 from infodp.channel import Channel
 from infodp.cli._common import emit, json_option
@@ -86,30 +87,31 @@ def _render(payload: dict[str, Any], console: Console) -> None:
         ("∞ (pure ε)", info["capacity_nats"]["inf"]),
     ]
     for label, (lo, hi) in rows:
-        nats = f"{hi:.6f}" if hi - lo < 1e-6 else f"[{lo:.6f}, {hi:.6f}]"
-        table.add_row(label, nats, f"{hi / BITS:.4f}")
+        nats = f"{_fmtn(hi, 6)}" if hi - lo < 1e-6 else f"[{_fmtn(lo, 6)}, {_fmtn(hi, 6)}]"
+        table.add_row(label, nats, f"{_fmtn(hi / BITS)}")
     console.print(table)
     console.print(
         "A determined attacker learns at most "
-        f"{info['capacity_nats']['1'][1] / BITS:.3f} bits about one person per answer "
-        f"(Shannon rate); the worst case is ln 3 = {info['pure_epsilon']:.4f} nats."
+        f"{_fmtn(info['capacity_nats']['1'][1] / BITS)} bits about one person per answer "
+        f"(Shannon rate); the worst case is ln 3 = {_fmtn(info['pure_epsilon'])} nats."
     )
     acc = payload["accounting"]
     console.rule("2. Accounting")
     sgd = acc["dp_sgd"]
     console.print(
         f"DP-SGD, noise multiplier {sgd['noise_multiplier']}, sampling rate "
-        f"{sgd['sampling_rate']}, {sgd['steps']:,} steps: certified ε = {sgd['epsilon']:.4f} at "
-        f"δ = {sgd['delta']:g} ({sgd['seconds'] * 1000:.0f} ms, tight PLD)."
+        f"{sgd['sampling_rate']}, {_fmtn(sgd['steps'])} steps: "
+        f"certified ε = {_fmtn(sgd['epsilon'])} at "
+        f"δ = {_fmtn(sgd['delta'])} ({sgd['seconds'] * 1000:.0f} ms, tight PLD)."
     )
     d = acc["epsilon_1_delta_0.01"]
     console.print(
         "The (ε, δ) warning (“Differential Privacy and Information Theory”, 2022), "
         "ε = 1, δ = 0.01: with probability 0.99 at most "
-        f"{d['bits_worst_if_no_failure']:.2f} bits per query leak in the worst case "
-        f"({d['bits_alpha1_if_no_failure']:.2f} at the Shannon rate), but with probability "
+        f"{_fmtn(d['bits_worst_if_no_failure'])} bits per query leak in the worst case "
+        f"({_fmtn(d['bits_alpha1_if_no_failure'])} at the Shannon rate), but with probability "
         "0.01 everything may; on a table of 1,000,000 people that is "
-        f"{d['expected_exposed_individuals_of_1e6']:,.0f} people unprotected in expectation."
+        f"{_fmtn(d['expected_exposed_individuals_of_1e6'])} people unprotected in expectation."
     )
     console.rule("3. The curator")
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from infodp._format import format_number as _fmtn
 from infodp.errors import BudgetExceeded
 
 __all__ = [
@@ -137,13 +138,9 @@ def _say(console: Any) -> Callable[[str], None]:
 
 
 def _cell(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.3g}"
-    if isinstance(v, list) and len(v) == 2:
-        return f"[{_cell(v[0])}, {_cell(v[1])}]"
-    if isinstance(v, dict) and "rank_error" in v:
-        return f"rank ±{v['rank_error']:,.0f}"
-    return str(v)
+    from infodp._format import format_value
+
+    return format_value(v)
 
 
 def _render(say: Callable[[str], None], payload: dict[str, Any]) -> None:
@@ -201,8 +198,8 @@ def run_demo(
         cur.register_dataset("census", frame, CENSUS_SCHEMA, info_cap_bits=None)
         created = True
         say(
-            f"created the synthetic census: {len(frame):,} people "
-            f"({time.perf_counter() - t0:.1f} s, cached in {db_path})"
+            f"created the synthetic census: {_fmtn(len(frame))} people "
+            f"({_fmtn(time.perf_counter() - t0)} s, cached in {db_path})"
         )
     else:
         from infodp.curator.schema import load_schema
@@ -224,13 +221,13 @@ def run_demo(
         result = cur.query(analyst, sql, epsilon=eps).to_dict()
         elapsed = time.perf_counter() - t0
         leak = result["cost"]["leakage"]
-        say(f"{title}  [epsilon={eps}, {elapsed * 1000:.0f} ms]\n  {sql}")
+        say(f"{title}  [epsilon={eps}, {_fmtn(elapsed * 1000)} ms]\n  {sql}")
         _render(say, result)
         say(
-            f"  leaks at most {leak['bits']['inf']:.3f} bits about any one person (worst case), "
-            f"{leak['bits']['1']:.4f} bits on average (α=1); an attacker's best guess "
-            f"succeeds with probability <= {leak['attacker_success_max']:.3f}; "
-            f"about the whole table <= {result['cost']['information_bits']:,.0f} bits\n"
+            f"  leaks at most {_fmtn(leak['bits']['inf'])} bits about any one person (worst case), "
+            f"{_fmtn(leak['bits']['1'])} bits on average (α=1); an attacker's best guess "
+            f"succeeds with probability <= {_fmtn(leak['attacker_success_max'])}; "
+            f"about the whole table <= {_fmtn(result['cost']['information_bits'])} bits\n"
         )
         session.append({"title": title, "sql": sql, "seconds": elapsed, **result})
     name = "age_sex"
@@ -258,9 +255,9 @@ def run_demo(
     budget = cur.ledger.budget(analyst, "census").to_dict()
     info_bits = cur.ledger.dataset("census").info_spent_nats / math.log(2)
     say(
-        f"\nledger: {analyst} spent epsilon={budget['spent_epsilon']:.3g} of 2; the table has "
-        f"released at most {info_bits:,.0f} bits in total (α=1, all analysts). "
-        f"Demo time {time.perf_counter() - started:.1f} s."
+        f"\nledger: {analyst} spent epsilon={_fmtn(budget['spent_epsilon'])} of 2; the table has "
+        f"released at most {_fmtn(info_bits)} bits in total (α=1, all analysts). "
+        f"Demo time {_fmtn(time.perf_counter() - started)} s."
     )
     return {
         "db": str(db_path),
