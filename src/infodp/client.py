@@ -110,14 +110,14 @@ class Client:
             try:
                 response = self._client().request(method, path, content=data, headers=headers)
                 break
-            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as err:
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as stale:
                 # A stale keep-alive connection: retry once. Only idempotent reads are
                 # retried — a query may already have been charged.
                 if attempt == 1 or method != "GET":
-                    raise ConnectionError(f"{self.scheme}://{self.host}: {err}") from err
-            except httpx.TransportError as err:
+                    raise ConnectionError(f"{self.scheme}://{self.host}: {stale}") from stale
+            except httpx.TransportError as failed:
                 # Network failures stay OSErrors (as with the standard library's sockets).
-                raise ConnectionError(f"{self.scheme}://{self.host}: {err}") from err
+                raise ConnectionError(f"{self.scheme}://{self.host}: {failed}") from failed
         raw = response.content
         status = response.status_code
         try:
