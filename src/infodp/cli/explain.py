@@ -96,11 +96,9 @@ def _read_spec(path: str) -> Any:
 
 
 def _text(x: float | None, digits: int = 4) -> str:
-    if x is None:
-        return "unbounded"
-    if math.isinf(x):
-        return "∞"
-    return f"{x:.{digits}g}"
+    from infodp._format import format_number
+
+    return format_number(x, digits, missing="unbounded")
 
 
 def _render(payload: dict[str, Any]) -> None:
