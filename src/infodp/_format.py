@@ -5,8 +5,8 @@ One rule, so the same value always looks the same:
 * integers (and floats of magnitude ≥ 1000 below 10^9) get thousands separators,
   ``200545 → 200,545``, ``155495.9 → 155,496``;
 * other finite numbers get ``digits`` significant digits without trailing zeros
-  (``0.693147 → 0.6931``); below 10^-3 or from 10^9 up they switch to scientific notation with
-  the same digits (``1e-06``, ``9e-07``, ``1.2e+10``);
+  (``0.693147 → 0.6931``), in scientific notation below 10^-4 or from 10^9 up (``1e-06``,
+  ``9e-07``, ``1.2e+10``);
 * ``inf`` is ``∞``, ``None`` is ``—`` (or the ``missing`` text the caller gives).
 
 JSON output never goes through here: it carries the full-precision numbers.
@@ -50,12 +50,9 @@ def format_number(x: Any, digits: int = 4, *, missing: str = "—") -> str:
         return "∞" if v > 0 else "−∞"
     if v == 0:
         return "0"
-    a = abs(v)
-    if 1000 <= a < 1e9:
+    if 1000 <= abs(v) < 1e9:
         return f"{round(v):,}"
-    if 1e-3 <= a < 1000:
-        return f"{v:.{digits}g}"
-    return f"{v:.{max(1, digits - 1)}g}"
+    return f"{v:.{digits}g}"
 
 
 def format_interval(low: Any, high: Any, digits: int = 4) -> str:

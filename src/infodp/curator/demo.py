@@ -212,7 +212,7 @@ def run_demo(
             unit_rows_ok=rows_cached[1],
         )
         say(f"using the cached census in {db_path}")
-    analyst = "analyst"
+    analyst = "demo"
     cur.add_analyst(analyst, "census", epsilon="2", delta="1e-6")
     say(f"analyst {analyst}: budget epsilon=2, delta=1e-6 on census (for this run)\n")
     session: list[dict[str, Any]] = []
