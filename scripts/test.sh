@@ -12,6 +12,7 @@ if ! command -v chromium >/dev/null; then
   $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium
 fi
 echo "== docs"; NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict --quiet
-# In parallel on every core (-n auto; tests that use files or ports use tmp_path and port 0);
-# --nbmake also executes the notebooks in examples/.
-echo "== pytest"; python3 -m pytest -n auto --nbmake "$@"
+# In parallel on every core (-n auto, work stealing so the long hypothesis tests do not leave
+# a core idle; tests that use files or ports use tmp_path and free ports); --nbmake also
+# executes the notebooks in examples/. For a quick local loop: bash scripts/test.sh -m "not slow".
+echo "== pytest"; python3 -m pytest -n auto --dist worksteal --nbmake "$@"

@@ -11,17 +11,17 @@ beside the usual ε and δ.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
 from infodp.errors import BudgetExceeded, InfodpError, InternalError, ParameterError
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from infodp.curator.session import Session
 
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     # ``infodp.Session`` is imported on first use, so ``import infodp`` stays light (the CLI
     # start-up time depends on it).
     if name == "Session":

@@ -7,11 +7,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import typing as _typing
 
-from infodp._lazy import lazy_exports
+from infodp._lazy import lazy_exports as _lazy_exports
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from infodp.accounting.accountant import Accountant, Budget
     from infodp.accounting.pld import PrivacyLossDistribution
     from infodp.accounting.profile import (
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from infodp.accounting.spec import profile_from_spec, profile_to_spec
 
 # Imported on first use (infodp._lazy): importing one submodule stays cheap.
-__getattr__, __dir__ = lazy_exports(
+__getattr__, __dir__ = _lazy_exports(
     __name__,
     {
         "Accountant": "infodp.accounting.accountant",

@@ -15,11 +15,11 @@ leakage, releases needed to learn b bits, δ made concrete for N rows, and a gro
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import typing as _typing
 
-from infodp._lazy import lazy_exports
+from infodp._lazy import lazy_exports as _lazy_exports
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from infodp.explain.bounds import (
         attacker_success_bound,
         linear_success_bound,
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     )
 
 # Imported on first use (infodp._lazy): importing one submodule stays cheap.
-__getattr__, __dir__ = lazy_exports(
+__getattr__, __dir__ = _lazy_exports(
     __name__,
     {
         "attacker_success_bound": "infodp.explain.bounds",

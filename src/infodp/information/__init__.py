@@ -11,11 +11,11 @@ Gaussian distributions, :mod:`~infodp.information.continuous`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import typing as _typing
 
-from infodp._lazy import lazy_exports
+from infodp._lazy import lazy_exports as _lazy_exports
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from infodp.information.continuous import (
         QuadratureResult,
         renyi_divergence_gaussian,
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     )
 
 # Imported on first use (infodp._lazy): importing one submodule stays cheap.
-__getattr__, __dir__ = lazy_exports(
+__getattr__, __dir__ = _lazy_exports(
     __name__,
     {
         "QuadratureResult": "infodp.information.continuous",

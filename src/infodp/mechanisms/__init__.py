@@ -16,11 +16,11 @@ True
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import typing as _typing
 
-from infodp._lazy import lazy_exports
+from infodp._lazy import lazy_exports as _lazy_exports
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from infodp.mechanisms.base import ChannelView, Mechanism
     from infodp.mechanisms.exponential import (
         ExponentialMechanism,
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from infodp.mechanisms.subsampled import SubsampledGaussian
 
 # Imported on first use (infodp._lazy): importing one submodule stays cheap.
-__getattr__, __dir__ = lazy_exports(
+__getattr__, __dir__ = _lazy_exports(
     __name__,
     {
         "ChannelView": "infodp.mechanisms.base",
