@@ -37,3 +37,15 @@ def test_no_private_number_formatters_left() -> None:
         for m in pattern.finditer(path.read_text()):
             body = path.read_text()[m.end() : m.end() + 300]
             assert "format_number" in body, f"{path.name}: {m.group(0)} formats by hand"
+
+
+def test_results_print_as_short_summaries() -> None:
+    # Reprs are one readable line, not a field-by-field dump (the full data is in to_dict()).
+    from infodp.audit import audit
+    from infodp.explain import explain_epsilon_delta
+    from infodp.mechanisms import LaplaceMechanism
+
+    ex = repr(explain_epsilon_delta(1.0, 0.01))
+    assert len(ex) < 200 and "\n" not in ex and "0.6667 bits at α = 1" in ex
+    res = repr(audit(LaplaceMechanism(1.0, sensitivity=1.0), 0.0, 1.0, samples=4000, rng=0))
+    assert len(res) < 200 and "20,000" not in res and "4,000 samples per dataset" in res

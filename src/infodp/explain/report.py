@@ -197,6 +197,19 @@ class Explanation:
             )
         return text
 
+    def __repr__(self) -> str:
+        """A one-line summary (the full content is in :meth:`to_dict`)."""
+        bits: Mapping[str, float | None] = self.bits
+        when = ""
+        if bits.get("1") is None and self.conditional_bits is not None:
+            bits, when = self.conditional_bits, " with prob. 1 − δ (unbounded with prob. δ)"
+        return (
+            f"Explanation(ε {_num(self.epsilon)}, δ {_num(self.delta)}: ≤ "
+            f"{_num(bits.get('1'), missing='∞')} bits at α = 1, ≤ "
+            f"{_num(bits.get('inf'), missing='∞')} bits worst case{when}; attacker success ≤ "
+            f"{_num(self.attacker_success_max)})"
+        )
+
     def tradeoff(self, fpr: Any) -> npt.NDArray[np.float64]:
         """Smallest false-negative rate an attacker can reach at each false-positive rate.
 
