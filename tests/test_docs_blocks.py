@@ -74,3 +74,18 @@ def test_only_the_readme_has_setup_commands() -> None:
     assert [p.name for p, _ in bash] == ["README.md"]
     lines = [line.split("#")[0].strip() for line in bash[0][1].strip().splitlines()]
     assert lines == ["python3 -m pip install . && infodp demo", "bash scripts/test.sh"]
+
+
+def test_readme_names_no_path_outside_the_repository() -> None:
+    text = (ROOT / "README.md").read_text()
+    assert "../" not in text
+    for target in re.findall(r"`((?:docs|examples|scripts|benchmarks)/[^`\s]+)`", text):
+        assert (ROOT / target).exists(), target
+
+
+def test_examples_ship_the_readme_dataset() -> None:
+    csv = ROOT / "examples/people.csv"
+    assert csv.stat().st_size <= 100_000
+    assert (ROOT / "examples/people.yaml").is_file()
+    ignored = (ROOT / ".gitignore").read_text().split()
+    assert {"*.ledger", "*.duckdb", "*.keys"} <= set(ignored)
