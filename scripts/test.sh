@@ -3,7 +3,7 @@
 # and runs the whole test suite. README.md and .ci/run both call this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
+python3 -m pip install --quiet --disable-pip-version-check -e ".[test,docs]"
 echo "== ruff"; python3 -m ruff check . && python3 -m ruff format --check .
 echo "== mypy"; python3 -m mypy
 # The HTML report tests open the report in headless Chromium (Debian's package).
@@ -11,4 +11,8 @@ if ! command -v chromium >/dev/null; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium
 fi
-echo "== pytest"; python3 -m pytest "$@"
+echo "== docs"; NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict --quiet
+# In parallel on every core (-n auto, work stealing so the long hypothesis tests do not leave
+# a core idle; tests that use files or ports use tmp_path and free ports); --nbmake also
+# executes the notebooks in examples/. For a quick local loop: bash scripts/test.sh -m "not slow".
+echo "== pytest"; python3 -m pytest -n auto --dist worksteal --nbmake "$@"

@@ -50,6 +50,8 @@ class PageReport:
     title: str
     screenshot_png: bytes
     requested_urls: list[str]
+    #: The page's visible text (``document.body.innerText``).
+    text: str = ""
 
 
 class _Pipe:
@@ -175,7 +177,8 @@ def open_page(path: Path, *, width: int = 1200, timeout: float = 60.0) -> PageRe
                 session,
                 expression=(
                     "JSON.stringify({title: document.title, images: Array.from(document.images)"
-                    ".map(i => [i.complete, i.naturalWidth, i.naturalHeight, i.alt])})"
+                    ".map(i => [i.complete, i.naturalWidth, i.naturalHeight, i.alt]),"
+                    " text: document.body ? document.body.innerText : ''})"
                 ),
                 returnByValue=True,
             )
@@ -194,6 +197,7 @@ def open_page(path: Path, *, width: int = 1200, timeout: float = 60.0) -> PageRe
                 title=str(seen["title"]),
                 screenshot_png=base64.b64decode(shot["data"]),
                 requested_urls=requested,
+                text=str(seen.get("text", "")),
             )
             with contextlib.suppress(RuntimeError, TimeoutError):
                 pipe.call("Browser.close")

@@ -11,9 +11,25 @@ beside the usual ε and δ.
 
 from __future__ import annotations
 
+import typing as _typing
+
 from infodp.errors import BudgetExceeded, InfodpError, InternalError, LedgerError, ParameterError
 
+if _typing.TYPE_CHECKING:
+    from infodp.curator.session import Session
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> _typing.Any:
+    # ``infodp.Session`` is imported on first use, so ``import infodp`` stays light (the CLI
+    # start-up time depends on it).
+    if name == "Session":
+        from infodp.curator.session import Session
+
+        return Session
+    raise AttributeError(f"module 'infodp' has no attribute {name!r}")
+
 
 __all__ = [
     "BudgetExceeded",
@@ -21,5 +37,6 @@ __all__ = [
     "InternalError",
     "LedgerError",
     "ParameterError",
+    "Session",
     "__version__",
 ]

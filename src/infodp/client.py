@@ -12,8 +12,8 @@ accuracy, computed by the server without spending. Results are the JSON objects 
 Errors come back as the library raises them: 400 → :class:`~infodp.errors.ParameterError`,
 409 → :class:`~infodp.errors.BudgetExceeded` (requested, remaining, gap); anything else
 (401, 403, 404, 413, 429, 5xx) → :class:`ApiError` with the HTTP ``status`` and the error
-``code``. Only the standard library is used (``http.client``), one keep-alive connection per
-client; a client is safe to share between threads (requests are serialised).
+``code``. Transport is an :class:`httpx.Client` (connection pooling, keep-alive, TLS); a client
+is safe to share between threads.
 
 >>> c = Client("http://127.0.0.1:8000", "idp_0123456789abcdef." + "s" * 43)
 >>> c.base_path, c.timeout
@@ -26,11 +26,11 @@ infodp.errors.ParameterError: url must be an http:// or https:// URL; got 'ftp:/
 
 from __future__ import annotations
 
-import http.client
 import json
-import threading
 import urllib.parse
 from typing import Any
+
+import httpx
 
 from infodp.errors import BudgetExceeded, InfodpError, ParameterError
 
@@ -72,30 +72,29 @@ class Client:
         self.base_path = parts.path.rstrip("/") + "/v1"
         self.timeout = float(timeout)
         self._key = key
-        self._lock = threading.Lock()
-        self._conn: http.client.HTTPConnection | None = None
+        self._http: httpx.Client | None = None
 
     def __repr__(self) -> str:
         return f"Client({self.scheme}://{self.host}:{self.port}, key=<hidden>)"
 
     # -- transport -----------------------------------------------------------------------------
 
-    def _connection(self) -> http.client.HTTPConnection:
-        if self._conn is None:
-            cls = (
-                http.client.HTTPSConnection
-                if self.scheme == "https"
-                else http.client.HTTPConnection
+    def _client(self) -> httpx.Client:
+        if self._http is None:
+            netloc = self.host if self.port is None else f"{self.host}:{self.port}"
+            self._http = httpx.Client(
+                base_url=f"{self.scheme}://{netloc}{self.base_path}",
+                headers={"Authorization": f"Bearer {self._key}", "Accept": "application/json"},
+                timeout=self.timeout,
+                trust_env=False,  # never route a bearer key through an environment proxy
             )
-            self._conn = cls(self.host, self.port, timeout=self.timeout)
-        return self._conn
+        return self._http
 
     def close(self) -> None:
-        """Close the keep-alive connection."""
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        """Close the pooled connections."""
+        if self._http is not None:
+            self._http.close()
+            self._http = None
 
     def __enter__(self) -> Client:
         return self
@@ -106,32 +105,21 @@ class Client:
     def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         """One API call: the decoded JSON object, or the error raised (module docstring)."""
         data = None if body is None else json.dumps(body, allow_nan=False).encode()
-        headers = {"Authorization": f"Bearer {self._key}", "Accept": "application/json"}
-        if data is not None:
-            headers["Content-Type"] = "application/json"
-        with self._lock:
-            for attempt in (0, 1):
-                conn = self._connection()
-                try:
-                    conn.request(method, self.base_path + path, body=data, headers=headers)
-                    response = conn.getresponse()
-                    raw = response.read()
-                    status = response.status
-                    if response.getheader("connection", "").lower() == "close":
-                        conn.close()
-                        self._conn = None
-                    break
-                except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-                    # A stale keep-alive connection: reconnect once. Only idempotent reads are
-                    # retried — a query may already have been charged.
-                    conn.close()
-                    self._conn = None
-                    if attempt == 1 or method != "GET":
-                        raise
-                except BaseException:
-                    conn.close()
-                    self._conn = None
-                    raise
+        headers = {"Content-Type": "application/json"} if data is not None else None
+        for attempt in (0, 1):
+            try:
+                response = self._client().request(method, path, content=data, headers=headers)
+                break
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as stale:
+                # A stale keep-alive connection: retry once. Only idempotent reads are
+                # retried — a query may already have been charged.
+                if attempt == 1 or method != "GET":
+                    raise ConnectionError(f"{self.scheme}://{self.host}: {stale}") from stale
+            except httpx.TransportError as failed:
+                # Network failures stay OSErrors (as with the standard library's sockets).
+                raise ConnectionError(f"{self.scheme}://{self.host}: {failed}") from failed
+        raw = response.content
+        status = response.status_code
         try:
             payload = json.loads(raw) if raw else {}
         except ValueError:

@@ -264,3 +264,11 @@ def test_compose_all_heterogeneous_matches_gaussian_closed_form() -> None:
         assert both.delta(eps) == pytest.approx(_gauss_delta(mu, eps), rel=2e-3)
     with pytest.raises(ParameterError, match="items"):
         PrivacyLossDistribution.compose_all([])
+
+
+def test_gaussian_tail_constant_is_the_scipy_quantile() -> None:
+    from scipy import special
+
+    from infodp.accounting import pld
+
+    assert float(-special.ndtri(1e-17)) == pld._Z_TAIL

@@ -263,6 +263,7 @@ def test_epsilon_non_increasing_in_delta(d1: float, d2: float) -> None:
     assert p.epsilon(hi) <= p.epsilon(lo) + 1e-12
 
 
+@pytest.mark.slow  # --durations: among the slowest tests of the suite
 def test_huge_epsilon_falls_back_to_rdp_when_pld_grid_too_large() -> None:
     from infodp.accounting.pld import PLDTooLarge
 

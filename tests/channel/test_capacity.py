@@ -287,6 +287,7 @@ def test_renyi_capacity_parameters() -> None:
         bsc.capacity(2.0, definition="shannon")
 
 
+@pytest.mark.slow  # --durations: among the slowest tests of the suite
 @settings(max_examples=15)
 @given(
     channels(n_inputs=2, max_size=4, extreme=False, min_prob=0.01),
@@ -299,6 +300,7 @@ def test_two_input_renyi_bracket_contains_grid_maximum(w: np.ndarray, alpha: flo
     assert r.lower <= r.upper
 
 
+@pytest.mark.slow  # --durations: among the slowest tests of the suite
 @settings(max_examples=15)
 @given(channels(max_size=3, extreme=False), st.sampled_from([0.5, 2.0, 3.0, math.inf]))
 def test_radius_capacity_diameter_ordering(w: np.ndarray, alpha: float) -> None:
@@ -329,6 +331,7 @@ def test_every_prior_is_below_the_certificates(w: np.ndarray, data: st.DataObjec
 # ---- data processing and composition ----
 
 
+@pytest.mark.slow  # --durations: among the slowest tests of the suite
 @settings(max_examples=20)
 @given(channels(min_prob=0.0, max_size=3, extreme=False), st.data())
 def test_post_processing_cannot_increase_capacity(w: np.ndarray, data: st.DataObject) -> None:
@@ -350,6 +353,7 @@ def _composed_order(a1: float, a2: float) -> float:
     return 1.0 + 1.0 / (1.0 / (a1 - 1.0) + 1.0 / (a2 - 1.0))
 
 
+@pytest.mark.slow  # --durations: among the slowest tests of the suite
 @settings(max_examples=12)
 @given(
     channels(n_inputs=2, n_outputs=2, extreme=False, min_prob=0.02),

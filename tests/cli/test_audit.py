@@ -15,8 +15,8 @@ import pytest
 from infodp.cli import main
 
 
-def _json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    assert main(list(args)) == 0
+def _json(capsys: pytest.CaptureFixture[str], *args: str, status: int = 0) -> dict[str, Any]:
+    assert main(list(args)) == status
     out = capsys.readouterr().out
     assert out.count("\n") == 1
     payload = json.loads(out)
@@ -62,6 +62,7 @@ def test_audit_flags_miscalibration(capsys: pytest.CaptureFixture[str]) -> None:
         "--seed",
         "2",
         "--json",
+        status=4,  # a violation fails a CI job (documented exit status 4)
     )
     assert p["verdict"] == "violation" and 1.0 < p["epsilon_lower"] <= 2.0
 
@@ -114,6 +115,7 @@ def test_audit_user_callable(
         "--samples",
         "20000",
         "--json",
+        status=4,
     )
     # The true ε is log 3 ≈ 1.0986 > 0.5: with 20000 samples the audit refutes the claim.
     assert p["verdict"] == "violation" and 0.5 < p["epsilon_lower"] <= math.log(3)

@@ -29,8 +29,12 @@ def test_unknown_option_is_one_line_exit_2() -> None:
 
 
 def _leaf_commands(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
+    # The top group is lazy: resolve every listed name (this imports the sub-command modules).
+    ctx = click.Context(group)
     leaves: dict[str, click.Command] = {}
-    for name, command in group.commands.items():
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None, name
         if isinstance(command, click.Group):
             leaves.update(_leaf_commands(command, f"{prefix}{name} "))
         else:

@@ -107,7 +107,7 @@ def test_issue_cli_forms(capsys: pytest.CaptureFixture[str], files: tuple[str, s
     assert len(payload["rows"]) == 4
     assert payload["remaining"]["exact"]["spent_epsilon"] == "1/10"
     code, out, _ = run(capsys, "query", "--db", db, "--analyst", "ALICE", "--epsilon", "0.1", sql)
-    assert code == 0 and "leakage per individual" in out
+    assert code == 0 and "per person: α = 1: ≤ " in out and "left: ε " in out
     # over budget: exit 3 with requested, remaining and gap
     code, _, err = run(capsys, "query", "--db", db, "--analyst", "ALICE", "--epsilon", "0.9", sql)
     assert code == 3

@@ -150,6 +150,7 @@ def test_group_limit_per_unit(tmp_path: Path) -> None:
     assert sum(v[0] or 0 for v in exact.values.values()) == 3
 
 
+@pytest.mark.slow  # --durations: among the slowest tests of the suite
 @settings(
     max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

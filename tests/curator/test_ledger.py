@@ -98,6 +98,7 @@ _WORKER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # --durations: among the slowest tests of the suite
 def test_budget_exhaustion_across_processes(tmp_path: Path) -> None:
     db = make_store(tmp_path, epsilon="1")
     procs = [

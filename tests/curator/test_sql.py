@@ -122,3 +122,21 @@ def test_referenced_table_and_parse_errors() -> None:
         referenced_table("SELECT COUNT(* FROM")
     with pytest.raises(ParameterError, match="non-empty"):
         referenced_table("  ")
+
+
+def test_output_names_match_duckdb_printing() -> None:
+    # Unaliased aggregates are named as sqlglot's DuckDB generator prints them (the engine
+    # avoids loading that dialect per query; this checks the names did not change).
+    import sqlglot
+
+    from infodp.curator.sql import _output_name
+
+    q = (
+        "SELECT COUNT(*), COUNT(x), SUM(x), AVG(x), MEDIAN(x), QUANTILE(x, 0.9), "
+        "QUANTILE_CONT(x, 0.25), QUANTILE_DISC(x, 0.1), APPROX_QUANTILE(x, 0.5), STDDEV(x), "
+        "STDDEV_POP(x), STDDEV_SAMP(x), VARIANCE(x), VAR_POP(x), VAR_SAMP(x) FROM t"
+    )
+    ours = sqlglot.parse_one(q).expressions
+    duck = sqlglot.parse_one(q, read="duckdb").expressions
+    for a, b in zip(ours, duck, strict=True):
+        assert _output_name(a) == b.sql(dialect="duckdb")

@@ -174,8 +174,10 @@ def test_pure_attacker_views_closed_forms(eps: float) -> None:
     brute = 0.5 * (max(p, q) + max(q, p))
     assert e.attacker_success_max == pytest.approx(math.exp(eps) / (1 + math.exp(eps)))
     assert e.attacker_success_max == pytest.approx(brute)
-    assert e.attacker_success_seed002 == pytest.approx(min(1.0, 0.5 + eps / 2))  # seed 002 eq. 5
-    assert e.attacker_success_seed002 >= e.attacker_success_max
+    assert e.attacker_success_linear == pytest.approx(
+        min(1.0, 0.5 + eps / 2)
+    )  # linear bound ½ + ε/2
+    assert e.attacker_success_linear >= e.attacker_success_max
     # Seed 004 eq. (50) (Barthe & Köpf): log(2e^ε/(1+e^ε)); eq. (51): log Σ_y max_x P(y|x).
     assert e.min_entropy_leakage_bound == pytest.approx(
         math.log(2 * math.exp(eps) / (1 + math.exp(eps)))
@@ -268,7 +270,7 @@ def test_epsilon_delta_attacker_views_by_brute_force(eps: float, delta: float) -
     assert e.attacker_success_epsilon_delta == pytest.approx(
         (math.exp(eps) + delta) / (1 + math.exp(eps))
     )
-    assert e.attacker_success_seed002 >= e.attacker_success_max
+    assert e.attacker_success_linear >= e.attacker_success_max
     # Min-entropy leakage of a binary secret: log Σ_y max_x P(y|x) (seed 004 eq. 51).
     assert e.min_entropy_leakage_bound == pytest.approx(math.log(np.maximum(P, Q).sum()))
 
@@ -363,7 +365,7 @@ def test_gaussian_tradeoff_is_conservative_and_close_to_gdp(mu: float) -> None:
 )
 def test_laws_of_the_bounds(eps: float, delta: float, alpha: float) -> None:
     succ = bounds.attacker_success_bound(eps, delta)
-    assert 0.5 - 1e-12 <= succ <= bounds.seed002_success_bound(eps, delta) + 1e-12
+    assert 0.5 - 1e-12 <= succ <= bounds.linear_success_bound(eps, delta) + 1e-12
     me = bounds.min_entropy_leakage_bound(eps, delta)
     assert -1e-12 <= me <= min(LN2, eps + delta) + 1e-9
     d1 = bounds.pure_dp_divergence(eps, 1.0)

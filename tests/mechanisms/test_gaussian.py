@@ -80,6 +80,7 @@ def test_analytic_at_most_classic_and_meets_delta(
     assert _bw_delta(a, eps, sens) <= delta * (1 + 1e-9)
 
 
+@pytest.mark.slow  # --durations: among the slowest tests of the suite
 @settings(max_examples=8)
 @given(eps=st.floats(0.05, 5.0), log_delta=st.floats(-10, -3))
 def test_calibration_never_overshoots(eps: float, log_delta: float) -> None:

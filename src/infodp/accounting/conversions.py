@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
-from scipy import optimize
 
+from infodp._lazy import lazy_module
 from infodp._validate import (
     as_alpha,
     as_nonnegative,
@@ -29,6 +29,8 @@ from infodp._validate import (
 )
 from infodp.errors import ParameterError
 from infodp.information.entropy import inverse_binary_entropy_deficit
+
+optimize = lazy_module("scipy.optimize")  # loaded on first use
 
 __all__ = [
     "approx_dp_to_approx_dp",

@@ -38,9 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import fft as sfft
-from scipy import signal, special
 
+from infodp._lazy import lazy_module
 from infodp._validate import (
     as_nonnegative,
     as_positive,
@@ -49,6 +48,11 @@ from infodp._validate import (
     as_real,
 )
 from infodp.errors import InternalError, ParameterError
+
+# scipy loads on first use: pure-ε queries in the curator never need it.
+sfft = lazy_module("scipy.fft")
+signal = lazy_module("scipy.signal")
+special = lazy_module("scipy.special")
 
 __all__ = ["MAX_POINTS", "TAIL_MASS", "PLDTooLarge", "PrivacyLossDistribution"]
 
@@ -77,7 +81,10 @@ def _check_size(points: int, interval: float) -> None:
         raise PLDTooLarge(points, interval)
 
 
-_Z_TAIL = float(-special.ndtri(1e-17))  # Gaussian quantile of the discretisation tails
+#: Gaussian quantile of the discretisation tails, −Φ⁻¹(1e-17) (= -scipy.special.ndtri(1e-17),
+#: checked in tests/accounting/test_pld.py); a literal so that importing this module does not
+#: load scipy.
+_Z_TAIL = 8.493793224109599
 
 
 # Atom window half-width, in noise standard deviations, of the discrete subsampled Gaussian:
@@ -566,7 +573,7 @@ class PrivacyLossDistribution:
         """Dominating pair of (ε, δ)-DP (Kairouz, Oh & Viswanath 2015, Theorem 2.1).
 
         Loss +∞ w.p. δ, ε w.p. (1−δ)e^ε/(1+e^ε), −ε w.p. (1−δ)/(1+e^ε); its δ(ε′) for ε′ < ε
-        is Property 3 of seed 004: 1 − (e^{ε′}+1)(1−δ)/(e^ε+1).
+        is Property 3 of Ünsal & Önen 2023: 1 − (e^{ε′}+1)(1−δ)/(e^ε+1).
         """
         eps = as_nonnegative("epsilon", epsilon)
         dl = as_probability("delta", delta)

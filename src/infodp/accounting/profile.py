@@ -9,9 +9,9 @@ carries
 - an upper bound on the Rényi-DP curve ε(α), α ∈ [1, ∞] (α = 1 is the KL bound, α = ∞ pure ε),
 - zCDP ρ where it applies,
 - a pessimistic privacy loss distribution (PLD) for tight δ(ε),
-- information bounds: ``information(alpha)`` bounds the seed article's Rényi channel capacity
-  C_α (nats per individual) by the diameter, which is the RDP ε(α) (seed 000, "radius ≤ C_α ≤
-  diameter").
+- information bounds: ``information(alpha)`` bounds the Rényi channel capacity
+  C_α (nats per individual) by the diameter, which is the RDP ε(α) (“Differential Privacy and
+  Information Theory” (2022), "radius ≤ C_α ≤ diameter").
 
 Every query returns a certified upper bound: ``epsilon(delta)`` and ``delta(epsilon)`` take the
 minimum over the PLD, the RDP conversion and pure ε, each of which is itself an upper bound.
@@ -41,8 +41,8 @@ from typing import overload
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
 
+from infodp._lazy import lazy_module
 from infodp._validate import (
     as_alpha,
     as_alphas,
@@ -62,6 +62,8 @@ from infodp.accounting.pld import (
     _dgauss_log_z,
 )
 from infodp.errors import ParameterError
+
+special = lazy_module("scipy.special")  # loaded on first use
 
 __all__ = [
     "DEFAULT_INTERVAL",
@@ -240,7 +242,8 @@ class PrivacyProfile(abc.ABC):
     def information(self, alpha: float) -> float:
         """Upper bound, in nats per individual, on the channel capacity C_α at level α.
 
-        Seed 000: Sibson radius ≤ C_α ≤ diameter, and the diameter (largest Rényi divergence
+        “Differential Privacy and Information Theory” (2022): Sibson radius ≤ C_α ≤ diameter, and
+        the diameter (largest Rényi divergence
         between the output distributions of two neighbouring rows) is the RDP ε(α).
         """
         a = as_alpha("alpha", alpha, minimum=1.0)
@@ -887,8 +890,8 @@ def post_process(profile: PrivacyProfile) -> PrivacyProfile:
     """Post-processing leaves the profile unchanged (data processing inequality).
 
     Every divergence in a profile is an f-divergence or Rényi divergence, which cannot grow
-    under a channel applied to the output (seed 000, data-processing inequality; Dwork & Roth
-    2014, Proposition 2.1).
+    under a channel applied to the output (“Differential Privacy and Information Theory” (2022),
+    data-processing inequality; Dwork & Roth 2014, Proposition 2.1).
 
     >>> g = gaussian_profile(1.0)
     >>> post_process(g) is g

@@ -17,10 +17,13 @@ from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
-from scipy import integrate, special
 
+from infodp._lazy import lazy_module
 from infodp._validate import as_alphas, as_positive, as_positive_int, as_probability, as_real
 from infodp.errors import ParameterError
+
+integrate = lazy_module("scipy.integrate")  # loaded on first use
+special = lazy_module("scipy.special")
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -96,7 +99,19 @@ def _renyi_from_losses(losses: ArrayF, masses: ArrayF, x: ArrayF) -> ArrayF:
     if far.any():
         with np.errstate(divide="ignore"):
             terms = np.log(masses)[None, :] + (x[far] - 1)[:, None] * losses[None, :]
-        out[far] = special.logsumexp(terms, axis=1) / (x[far] - 1)
+        out[far] = _logsumexp_rows(terms) / (x[far] - 1)
+    return out
+
+
+def _logsumexp_rows(terms: ArrayF) -> ArrayF:
+    """log Σ_j exp(terms[i, j]) per row, shifted by the row maximum (as scipy's logsumexp).
+
+    Plain numpy so that the curator's per-query leakage summary does not load scipy.
+    """
+    top = np.max(terms, axis=1)
+    shift = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        out: ArrayF = np.log(np.sum(np.exp(terms - shift[:, None]), axis=1)) + shift
     return out
 
 

@@ -343,6 +343,15 @@ class AuditResult:
     notes: tuple[str, ...] = field(default=())
     delta_event: str | None = None
 
+    def __repr__(self) -> str:
+        from infodp._format import format_number as f
+
+        claim = "" if self.claimed_epsilon is None else f", claimed ε {f(self.claimed_epsilon)}"
+        return (
+            f"AuditResult(ε ≥ {f(self.epsilon_lower)} with {f(100 * self.confidence)}% "
+            f"confidence{claim}: {self.verdict}; {f(self.samples)} samples per dataset)"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (nats; bits given as labelled extra keys)."""
         return {
@@ -538,7 +547,8 @@ def audit(
     if claimed_info is not None and math.isinf(claimed_info):
         notes.append(
             "the claim bounds no information at α = 1 (unbounded): an (ε, δ) guarantee with "
-            "δ > 0 allows any leak with probability δ (seed 000, 'Hacking (ε, δ)-privacy')"
+            "δ > 0 allows any leak with probability δ (“Differential Privacy and Information "
+            "Theory”, 2022, 'Hacking (ε, δ)-privacy')"
         )
     if claimed_eps is None and profile is None:
         verdict = "no claim"

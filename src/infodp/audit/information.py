@@ -12,8 +12,8 @@ to [η, 1 − η]); the expected cross-entropy is then bounded *above* on held-o
 the empirical Bernstein inequality (Maurer & Pontil 2009, "Empirical Bernstein bounds and
 sample variance penalization", Theorem 4), separately for X = 0 and X = 1 at level
 ``1 − (1 − c)/2``. So the result is a lower bound on I(X; Y) — and hence on the Shannon
-capacity C_1 of the individual's channel (seed 000) — that holds with probability ≥ c, for the
-uniform prior on {D, D'}.
+capacity C_1 of the individual's channel (“Differential Privacy and Information Theory” (2022)) —
+that holds with probability ≥ c, for the uniform prior on {D, D'}.
 
 Why not a plug-in estimate: plug-in mutual information is biased *upwards* on finite samples,
 so it would overstate the leak; here every approximation (binning, clipping, a finite sample)

@@ -1,7 +1,8 @@
 """The ``infodp`` command: one sub-command per capability, each with ``--json``.
 
 The CLI is thin over the library. Errors a user can cause (:class:`~infodp.errors.InfodpError`
-and bad flags) print one line on stderr and exit with status 2, never a traceback. With
+and bad flags) print one line on stderr and exit with status 2, never a traceback; 3 means a
+privacy budget would be exceeded (nothing released), 4 that ``infodp audit`` found a violation. With
 ``--json`` a sub-command prints exactly one JSON object on stdout.
 """
 
@@ -11,56 +12,74 @@ from collections.abc import Sequence
 
 import click
 
-from infodp.cli._common import EXIT_USAGE, fail
+from infodp import __version__
+from infodp.cli._common import EXIT_BUDGET, EXIT_USAGE, fail
 from infodp.errors import BudgetExceeded, InfodpError
 
-__all__ = ["cli", "main"]
+__all__ = ["LAZY_COMMANDS", "LazyGroup", "cli", "main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="infodp")
+#: Sub-command → (module under infodp.cli, attribute, one-line help). Modules are imported
+#: only when their command runs (or its own ``--help`` is asked), so ``infodp --help`` and the
+#: start of every command stay fast; tests/cli/test_lazy.py checks the help lines against the
+#: commands' own docstrings.
+LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "account": (
+        "accounting",
+        "account",
+        "Certified ε(δ) of a mechanism composed many times (tight PLD).",
+    ),
+    "analyst": ("curator", "analyst", "Give analysts budgets on datasets."),
+    "attack": ("audit", "attack", "Run one of the published attacks and compare it to theory."),
+    "audit": ("audit", "audit_command", "Audit a mechanism as a black box (lower bounds)."),
+    "calibrate": ("mechanisms", "calibrate", "Noise parameters meeting a target (ε, δ)."),
+    "capacity": ("channel", "capacity", "Certified capacity bracket of a channel, in nats."),
+    "dataset": ("curator", "dataset", "Register and list sensitive datasets (data owner)."),
+    "demo": ("demo", "demo", "Demonstrate infodp: ε as information, accounting, DP SQL."),
+    "divergence": ("information", "divergence", "Rényi divergence D_α(P‖Q), in nats."),
+    "explain": ("explain", "explain_command", "Explain what ε, δ or a mechanism leaks."),
+    "ledger": ("curator", "ledger", "Show the privacy ledger: budgets and every query."),
+    "query": ("curator", "query", "Answer an aggregate SQL query with differential privacy."),
+    "release": ("curator", "release", "Publish a DP histogram once; query it later for free."),
+    "serve": ("server", "serve", "Serve the curator over HTTP (FastAPI on uvicorn)."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose sub-commands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(LAZY_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        spec = LAZY_COMMANDS.get(cmd_name)
+        if spec is None:
+            return None
+        import importlib
+
+        module = importlib.import_module(f"infodp.cli.{spec[0]}")
+        if cmd_name == "analyst":
+            importlib.import_module("infodp.cli.server")  # adds ``analyst key/revoke``
+        command: click.Command = getattr(module, spec[1])
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # The listing uses the static help lines: no sub-command module is imported.
+        rows = [(name, LAZY_COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(version=__version__, package_name="infodp")
 def cli() -> None:
     """Differential privacy measured as information (nats per individual)."""
-
-
-def _register() -> None:
-    # Each module adds its commands to ``cli``; imported here so ``infodp --help`` lists all.
-    from infodp.cli import (
-        accounting,
-        audit,
-        channel,
-        curator,
-        demo,
-        explain,
-        information,
-        mechanisms,
-        server,
-    )
-
-    for module in (
-        information,
-        channel,
-        accounting,
-        mechanisms,
-        explain,
-        curator,
-        audit,
-        demo,
-        server,
-    ):
-        for command in module.COMMANDS:
-            cli.add_command(command)
-
-
-_register()
-
-EXIT_BUDGET = 3
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``infodp`` script; returns the exit status."""
     try:
-        cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
+        status = cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
     except click.exceptions.Exit as done:
         return int(done.exit_code)
     except click.exceptions.Abort:
@@ -84,4 +103,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         # a traceback, and never the exception text (it could quote data).
         fail(f"invalid input ({type(err).__name__})")
         return EXIT_USAGE
-    return 0
+    # A command that raised click's Exit (``infodp audit`` on a violation) returns its status.
+    return status if isinstance(status, int) else 0

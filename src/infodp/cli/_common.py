@@ -9,11 +9,14 @@ from collections.abc import Callable
 from typing import Any
 
 import click
-import numpy as np
 
 from infodp.errors import ParameterError
 
+#: Exit statuses of every sub-command: 0 success, 2 bad input (one line on stderr),
+#: 3 a privacy budget would be exceeded (nothing released), 4 an audit found a violation.
 EXIT_USAGE = 2
+EXIT_BUDGET = 3
+EXIT_VIOLATION = 4
 
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout."
@@ -35,9 +38,9 @@ def to_jsonable(value: Any) -> Any:
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [to_jsonable(v) for v in value.tolist()]
-    if isinstance(value, np.generic):
+    if type(value).__module__ == "numpy":  # numpy is not imported just to test for it
+        if getattr(value, "ndim", 0):
+            return [to_jsonable(v) for v in value.tolist()]
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return "inf" if value > 0 else ("-inf" if value < 0 else None)

@@ -21,6 +21,7 @@ from typing import Any
 
 import click
 
+from infodp._format import format_number as _fmtn
 from infodp._validate import as_positive, as_probability
 from infodp.accounting import conversions, rdp
 from infodp.accounting.profile import DEFAULT_INTERVAL, PrivacyProfile
@@ -124,8 +125,8 @@ def account(
 ) -> None:
     """Certified ε(δ) of a mechanism composed many times (tight PLD, RDP, pure ε).
 
-    ``epsilon`` is the certified tight bound (minimum of the PLD, RDP and pure-ε bounds, each
-    an upper bound); ``epsilon_rdp`` is the RDP conversion alone (Canonne, Kamath & Steinke
+    "epsilon" is the certified tight bound (minimum of the PLD, RDP and pure-ε bounds, each
+    an upper bound); "epsilon_rdp" is the RDP conversion alone (Canonne, Kamath & Steinke
     2020), for comparison with RDP accountants.
     """
     d = as_probability("--delta", delta)
@@ -159,15 +160,17 @@ def account(
     }
 
     def render(p: dict[str, Any]) -> None:
-        click.echo(f"ε = {p['epsilon']:.6g} at δ = {p['delta']:g} (certified upper bound)")
-        click.echo(f"  PLD (grid {p['interval']:g} nats): ε = {p['epsilon_pld']:.6g}")
-        click.echo(f"  RDP conversion:            ε = {p['epsilon_rdp']:.6g}")
-        click.echo(f"  pure ε:                    {p['epsilon_pure']:.6g}")
-        if p["zcdp_rho"] is not None:
-            click.echo(f"  zCDP ρ:                    {p['zcdp_rho']:.6g}")
         click.echo(
-            f"  information (level α=1) ≤ {p['information_nats']:.6g} nats"
-            f" = {p['information_bits']:.6g} bits per individual"
+            f"ε = {_fmtn(p['epsilon'], 6)} at δ = {_fmtn(p['delta'])} (certified upper bound)"
+        )
+        click.echo(f"  PLD (grid {_fmtn(p['interval'])} nats): ε = {_fmtn(p['epsilon_pld'], 6)}")
+        click.echo(f"  RDP conversion:            ε = {_fmtn(p['epsilon_rdp'], 6)}")
+        click.echo(f"  pure ε:                    {_fmtn(p['epsilon_pure'], 6)}")
+        if p["zcdp_rho"] is not None:
+            click.echo(f"  zCDP ρ:                    {_fmtn(p['zcdp_rho'], 6)}")
+        click.echo(
+            f"  information (level α=1) ≤ {_fmtn(p['information_nats'], 6)} nats"
+            f" = {_fmtn(p['information_bits'], 6)} bits per individual"
         )
 
     emit(payload, as_json, render)

@@ -12,7 +12,8 @@ Examples::
 ``audit`` prints ``epsilon_lower`` (a lower bound on ε holding with probability ``confidence``),
 ``verdict`` (``consistent`` or ``violation``), δ/KL/mutual-information lower bounds in nats and
 the event that distinguishes the two datasets. A progress bar appears on a terminal only, never
-with ``--json``.
+with ``--json``. Exit status: 0 when the claim is consistent with the samples, 4 when the
+verdict is a violation (the output is printed first), 2 for bad input.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ from typing import Any
 
 import click
 
+from infodp._format import format_number as _fmtn
 from infodp._validate import as_positive, as_positive_int, as_real
 from infodp.audit.auditor import REFERENCE_MECHANISMS, audit, reference_mechanism
-from infodp.cli._common import emit, json_option
+from infodp.cli._common import EXIT_VIOLATION, emit, json_option
 from infodp.errors import ParameterError
 
 __all__ = ["COMMANDS", "attack", "audit_command"]
@@ -81,18 +83,21 @@ def _render_audit(p: dict[str, Any]) -> None:
     conf = p["confidence"]
     click.echo(f"mechanism: {p['mechanism']}  ({p['samples_per_side']} samples per dataset)")
     click.echo(f"datasets: {json.dumps(p['dataset'])} vs {json.dumps(p['neighbour'])}")
-    click.echo(f"ε ≥ {p['epsilon_lower']:.6g} with {conf:.0%} confidence  (event: {p['event']})")
-    if p["delta_lower"] is not None:
-        click.echo(f"δ({p['delta_epsilon']:.6g}) ≥ {p['delta_lower']:.6g}")
-    click.echo(f"KL divergence ≥ {p['kl_lower_nats']:.6g} nats")
     click.echo(
-        f"information leaked (uniform secret bit) ≥ {p['mi_lower_nats']:.6g} nats "
-        f"= {p['mi_lower_bits']:.6g} bits"
+        f"ε ≥ {_fmtn(p['epsilon_lower'], 6)} with {conf:.0%} confidence  (event: {p['event']})"
+    )
+    if p["delta_lower"] is not None:
+        click.echo(f"δ({_fmtn(p['delta_epsilon'], 6)}) ≥ {_fmtn(p['delta_lower'], 6)}")
+    click.echo(f"KL divergence ≥ {_fmtn(p['kl_lower_nats'], 6)} nats")
+    click.echo(
+        f"information leaked (uniform secret bit) ≥ {_fmtn(p['mi_lower_nats'], 6)} nats "
+        f"= {_fmtn(p['mi_lower_bits'], 6)} bits"
     )
     for check in p["checks"]:
         mark = "VIOLATED" if check["violated"] else "ok"
         click.echo(
-            f"  {check['name']}: lower {check['lower']:.6g} vs claim {check['claimed']:.6g}  {mark}"
+            f"  {check['name']}: lower {_fmtn(check['lower'], 6)} vs claim "
+            f"{_fmtn(check['claimed'], 6)}  {mark}"
         )
     click.echo(f"verdict: {p['verdict']}")
 
@@ -113,10 +118,16 @@ def _render_audit(p: dict[str, Any]) -> None:
     "--epsilon", type=float, help="The mechanism's own ε (randomized-response, staircase)."
 )
 @click.option("--claimed-epsilon", type=float, help="Claimed ε (default: the mechanism's).")
-@click.option("--claimed-delta", type=float, default=0.0, show_default=True)
+@click.option("--claimed-delta", type=float, default=0.0, show_default=True, help="The claimed δ.")
 @click.option("--delta-epsilon", type=float, help="ε at which to bound δ (default: claimed ε).")
 @click.option("--samples", default="1000000", show_default=True, help="Samples per dataset.")
-@click.option("--confidence", type=float, default=0.95, show_default=True)
+@click.option(
+    "--confidence",
+    type=float,
+    default=0.95,
+    show_default=True,
+    help="Probability with which the lower bounds hold.",
+)
 @click.option("--seed", type=int, help="Seed of the simulation (reproducible audits).")
 @json_option
 def audit_command(
@@ -191,7 +202,11 @@ def audit_command(
         rng=seed,
         progress=not as_json,
     )
-    emit(result.to_dict(), as_json, _render_audit)
+    payload = result.to_dict()
+    emit(payload, as_json, _render_audit)
+    if payload.get("verdict") == "violation":
+        # A CI job auditing a mechanism must fail when the claim is refuted.
+        raise click.exceptions.Exit(EXIT_VIOLATION)
 
 
 # ---- attacks ----------------------------------------------------------------------------------
@@ -203,7 +218,7 @@ def _render_attack(p: dict[str, Any]) -> None:
         if key in ("attack", "summary"):
             continue
         if isinstance(value, float):
-            click.echo(f"  {key}: {value:.6g}")
+            click.echo(f"  {key}: {_fmtn(value, 6)}")
         else:
             click.echo(f"  {key}: {value}")
     click.echo(p.get("summary", ""))

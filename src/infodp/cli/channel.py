@@ -3,14 +3,14 @@
 A thin wrapper over :class:`infodp.channel.Channel`. The channel is one of ``--bsc P``,
 ``--erasure E``, ``--z P``, ``--rr K,EPS`` or ``--matrix FILE.csv`` (one row per input, each
 row a distribution over outputs). ``--definition`` chooses Shannon's capacity (α = 1),
-Sibson's α-capacity (the radius) or the seed article's Rényi capacity C_α (the privacy level);
+Sibson's α-capacity (the radius) or the Rényi capacity C_α (the privacy level);
 the output is a bracket ``[lower, upper]`` in nats plus the input distribution attaining
 ``lower``.
 
 >>> from infodp.cli import main
 >>> main(["capacity", "--erasure", "0.5"])
-Shannon capacity (alpha = 1): [0.346574, 0.346574] nats ([0.500000, 0.500000] bits)
-input distribution: 0: 0.500000, 1: 0.500000
+Shannon capacity (alpha = 1): [0.346574, 0.346574] nats ([0.5, 0.5] bits)
+input distribution: 0: 0.5, 1: 0.5
 0
 """
 
@@ -23,6 +23,7 @@ from typing import Any
 import click
 import numpy as np
 
+from infodp._format import format_number as _fmtn
 from infodp._validate import (
     as_alpha,
     as_nonnegative,
@@ -115,18 +116,18 @@ def _render(payload: dict[str, Any]) -> None:
     names = {"shannon": "Shannon capacity", "sibson": "Sibson capacity", "renyi": "Rényi capacity"}
     alpha = payload["alpha"]
     name = names["shannon"] if alpha == 1 else names[payload["definition"]]
-    alpha_text = "inf" if math.isinf(alpha) else f"{alpha:g}"
+    alpha_text = "inf" if math.isinf(alpha) else f"{_fmtn(alpha)}"
     lower, upper = payload["lower"], payload["upper"]
     click.echo(
-        f"{name} (alpha = {alpha_text}): [{lower:.6f}, {upper:.6f}] nats "
-        f"([{lower / _LN2:.6f}, {upper / _LN2:.6f}] bits)"
+        f"{name} (alpha = {alpha_text}): [{_fmtn(lower, 6)}, {_fmtn(upper, 6)}] nats "
+        f"([{_fmtn(lower / _LN2, 6)}, {_fmtn(upper / _LN2, 6)}] bits)"
     )
     if not payload["converged"]:
         click.echo(
-            f"note: gap {payload['gap']:.3g} nats is above the tolerance; {payload['method']}"
+            f"note: gap {_fmtn(payload['gap'])} nats is above the tolerance; {payload['method']}"
         )
     parts = [
-        f"{label}: {prob:.6f}"
+        f"{label}: {_fmtn(prob, 6)}"
         for label, prob in zip(payload["inputs"], payload["input_distribution"], strict=True)
     ]
     click.echo("input distribution: " + ", ".join(parts))
@@ -154,7 +155,7 @@ def _render(payload: dict[str, Any]) -> None:
     type=click.Choice(list(DEFINITIONS)),
     default="renyi",
     show_default=True,
-    help="shannon (alpha = 1), sibson (radius) or renyi (the seed article's C_alpha).",
+    help="shannon (alpha = 1), sibson (radius) or renyi (Rényi capacity C_alpha).",
 )
 @click.option(
     "--tol", "tol_text", default="1e-9", show_default=True, help="Target bracket width (nats)."

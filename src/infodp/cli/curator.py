@@ -8,10 +8,12 @@ status 3 and a message giving requested, remaining and gap.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import click
 
+from infodp._format import format_number as _fmtn
 from infodp.cli._common import emit, json_option, parse_floats, to_jsonable
 from infodp.errors import ParameterError
 
@@ -34,22 +36,45 @@ def _curator(db: str) -> Any:
     return Curator(db)
 
 
-def _table(columns: list[str], rows: list[list[Any]]) -> str:
-    cells = [[str(c) for c in columns]] + [[_fmt(v) for v in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
-    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+def _answer_table(p: dict[str, Any]) -> Any:
+    """The released rows as a rich table: each value with its interval beside it."""
+    from rich.table import Table
+
+    from infodp._format import format_value
+
+    columns = list(p["columns"])
+    cis = p["confidence_intervals"]
+    has_ci = [any(r[j] is not None for r in cis) for j in range(len(columns))]
+    level = round(p["confidence"] * 100)
+    table = Table(show_edge=False, header_style="bold")
+    for name, ci in zip(columns, has_ci, strict=True):
+        table.add_column(name, justify="left" if not ci else "right")
+        if ci:
+            table.add_column(f"{level}%", justify="right", style="dim")
+    for row, ci_row in zip(p["rows"], cis, strict=True):
+        cells: list[str] = []
+        for j, value in enumerate(row):
+            cells.append(format_value(value))
+            if has_ci[j]:
+                cells.append(_interval(value, ci_row[j]))
+        table.add_row(*cells)
+    return table
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    if isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v):
-        return f"[{_fmt(v[0])}, {_fmt(v[1])}]"
-    if isinstance(v, dict) and "rank_error" in v:
-        return f"rank ±{v['rank_error']:.4g}"
-    return "" if v is None else str(v)
+def _interval(value: Any, ci: Any) -> str:
+    """``±h`` for an interval symmetric about the value, else ``[low, high]``."""
+    from infodp._format import format_number, format_value
+
+    if (
+        isinstance(ci, list | tuple)
+        and len(ci) == 2
+        and isinstance(value, int | float)
+        and all(isinstance(x, int | float) for x in ci)
+    ):
+        up, down = ci[1] - value, value - ci[0]
+        if abs(up - down) <= 1e-9 * max(1.0, abs(up)):
+            return "±" + format_number(up)
+    return format_value(ci)
 
 
 # -- dataset ------------------------------------------------------------------------------------
@@ -263,7 +288,7 @@ def analyst_list(db: str, as_json: bool) -> None:
         lambda p: click.echo(
             "\n".join(
                 f"{b['analyst']} on {b['dataset']}: remaining "
-                f"epsilon={b['remaining_epsilon']:.6g}, delta={b['remaining_delta']:.3g}"
+                f"epsilon={_fmtn(b['remaining_epsilon'], 6)}, delta={_fmtn(b['remaining_delta'])}"
                 for b in p["analysts"]
             )
             or "no analysts"
@@ -285,7 +310,13 @@ def analyst_list(db: str, as_json: bool) -> None:
     default=None,
     help="With --synopsis: its dataset (synopsis names are unique per dataset).",
 )
-@click.option("--confidence", type=float, default=0.95, show_default=True)
+@click.option(
+    "--confidence",
+    type=float,
+    default=0.95,
+    show_default=True,
+    help="Coverage of the noise intervals printed with each answer.",
+)
 @click.argument("sql")
 @json_option
 def query(
@@ -315,31 +346,43 @@ def query(
 
 
 def _render_answer(p: dict[str, Any]) -> None:
-    click.echo(_table(p["columns"], p["rows"]))
-    ci_cols = [f"{c} ({round(p['confidence'] * 100)}%)" for c in p["columns"]]
-    click.echo("\naccuracy (interval of each cell, or a quantile's rank error):")
-    click.echo(_table(ci_cols, p["confidence_intervals"]))
-    cost = p["cost"]
-    info = cost["information_nats"]
-    if isinstance(info, (int, float)) and info < float("inf"):
-        shown_info = f"information about the whole table <= {info / 0.6931471805599453:.4g} bits"
-    else:
-        shown_info = "information about the whole table not bounded (no public row bound declared)"
-    click.echo(f"\ncost: epsilon={cost['epsilon']:.6g}, delta={cost['delta']:.3g}, {shown_info}")
-    leak = cost.get("leakage") or {}
-    if "bits" in leak:
-        bits = leak["bits"]
-        shown = ", ".join(
-            f"α={a}: {'unbounded' if v is None else f'{v:.4g} bits'}" for a, v in bits.items()
+    import sys
+
+    from rich.console import Console
+
+    from infodp._format import format_number
+
+    # Piped output is not cut to 80 columns: the table takes the width it needs.
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    console.print(_answer_table(p))
+    lines: list[str] = []
+    cost = p.get("cost")
+    if cost is not None:
+        bits_total = cost.get("information_bits")
+        whole = (
+            f"about the whole table ≤ {format_number(bits_total)} bits"
+            if isinstance(bits_total, (int, float)) and math.isfinite(bits_total)
+            else "about the whole table: not bounded (no public row bound declared)"
         )
-        click.echo(f"leakage per individual: {shown}")
+        lines.append(
+            f"cost: ε {format_number(cost['epsilon'])}, δ {format_number(cost['delta'])}; {whole}"
+        )
+        bits = (cost.get("leakage") or {}).get("bits")
+        if bits:
+            shown = ", ".join(
+                f"α = {a.replace('inf', '∞')}: "
+                + ("unbounded" if v is None else f"≤ {format_number(v)} bits")
+                for a, v in bits.items()
+            )
+            lines.append(f"per person: {shown}")
     if "remaining" in p:
         r = p["remaining"]
-        click.echo(
-            f"remaining: epsilon={r['remaining_epsilon']:.6g}, delta={r['remaining_delta']:.3g}"
+        lines.append(
+            f"left: ε {format_number(r['remaining_epsilon'])}, "
+            f"δ {format_number(r['remaining_delta'])}"
         )
-    for note in p.get("notes", []):
-        click.echo(f"note: {note}")
+    lines += [f"note: {note}" for note in p.get("notes", [])]
+    console.print("\n".join(lines))
 
 
 # -- ledger -------------------------------------------------------------------------------------
@@ -360,7 +403,7 @@ def ledger(
 ) -> None:
     """Show the privacy ledger: budgets, every query (who, when, SQL, cost), synopses.
 
-    ``infodp ledger reinit`` (data owner) starts a new, empty ledger for a store.
+    "infodp ledger reinit" (data owner) starts a new, empty ledger for a store.
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -384,13 +427,14 @@ def ledger(
     def render(p: dict[str, Any]) -> None:
         for b in p["budgets"]:
             click.echo(
-                f"{b['analyst']} on {b['dataset']}: spent epsilon={b['spent_epsilon']:.6g} of "
-                f"{b['epsilon']:.6g}, delta={b['spent_delta']:.3g} of {b['delta']:.3g}"
+                f"{b['analyst']} on {b['dataset']}: spent epsilon="
+                f"{_fmtn(b['spent_epsilon'], 6)} of "
+                f"{_fmtn(b['epsilon'], 6)}, delta={_fmtn(b['spent_delta'])} of {_fmtn(b['delta'])}"
             )
         for e in p["entries"]:
             click.echo(
                 f"#{e['id']} {e['created']} {e['analyst']} {e['status']} "
-                f"epsilon={e['epsilon']:.6g} delta={e['delta']:.3g}: {e['sql']}"
+                f"epsilon={_fmtn(e['epsilon'], 6)} delta={_fmtn(e['delta'])}: {e['sql']}"
             )
 
     emit(to_jsonable(payload), as_json, render)
@@ -438,7 +482,7 @@ def ledger_reinit(db: str, yes: bool, as_json: bool) -> None:
 @click.command()
 @db_option
 @click.option("--analyst", "analyst_name", required=True, help="Who pays for the release.")
-@click.option("--dataset", "dataset_name", required=True)
+@click.option("--dataset", "dataset_name", required=True, help="The dataset to release from.")
 @click.option("--columns", required=True, help="Comma-separated declared columns (the marginal).")
 @click.option("--epsilon", required=True, help="ε the whole synopsis costs (once).")
 @click.option("--name", required=True, help="Name of the synopsis (for query --synopsis).")
@@ -471,7 +515,7 @@ def release(
         as_json,
         lambda p: click.echo(
             f"released synopsis {p['synopsis']} over {', '.join(p['columns'])} "
-            f"({p['cells']} cells, epsilon={p['epsilon']:.6g}); query it with: "
+            f"({p['cells']} cells, epsilon={_fmtn(p['epsilon'], 6)}); query it with: "
             f"infodp query --synopsis {p['synopsis']} ..."
         ),
     )

@@ -2,8 +2,8 @@
 
 Three short acts: (1) what ε is as information — the coin-flip randomized response of seed
 002 as a channel, its capacities in nats and bits; (2) accounting — a DP-SGD run's certified ε
-and what the seed article's default (ε = 1, δ = 0.01) buys; (3) the curator — a DP SQL session
-over a synthetic census of 1 000 000 people with a durable budget (seed 002's trusted
+and what the often-quoted (ε = 1, δ = 0.01) buys; (3) the curator — a DP SQL session
+over a synthetic census of 1 000 000 people with a durable budget (Dwork & Roth's (2014) trusted
 curator), ending with a refused over-budget query.
 """
 
@@ -18,6 +18,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from infodp._format import format_number as _fmtn
 from infodp.accounting import subsampled_gaussian_profile
 from infodp.channel import Channel
 from infodp.cli._common import emit, json_option
@@ -27,14 +28,14 @@ BITS = math.log(2)
 
 
 def _information_act() -> dict[str, Any]:
-    # Seed 002: answer truthfully on heads, otherwise answer by a second coin flip; the
+    # Dwork & Roth 2014: answer truthfully on heads, otherwise answer by a second coin flip; the
     # probability ratio of "yes" is 3, so ε = ln 3. As a channel it is binary randomized response.
     coin_flip = Channel.randomized_response(2, math.log(3))
     shannon = coin_flip.shannon_capacity()
     sibson2 = coin_flip.sibson_capacity(2.0)
     renyi2 = coin_flip.renyi_capacity(2.0)
     return {
-        "mechanism": "coin-flip randomized response (seed 002), epsilon = ln 3",
+        "mechanism": "coin-flip randomized response (Dwork & Roth 2014), epsilon = ln 3",
         "matrix": coin_flip.matrix.tolist(),
         "pure_epsilon": coin_flip.epsilon(),
         "capacity_nats": {
@@ -82,33 +83,35 @@ def _render(payload: dict[str, Any], console: Console) -> None:
     rows = [
         ("1 (Shannon, MI-DP)", info["capacity_nats"]["1"]),
         ("2 (Sibson radius)", info["capacity_nats"]["2_sibson"]),
-        ("2 (seed article C₂)", info["capacity_nats"]["2"]),
+        ("2 (Rényi capacity C₂)", info["capacity_nats"]["2"]),
         ("∞ (pure ε)", info["capacity_nats"]["inf"]),
     ]
     for label, (lo, hi) in rows:
-        nats = f"{hi:.6f}" if hi - lo < 1e-6 else f"[{lo:.6f}, {hi:.6f}]"
-        table.add_row(label, nats, f"{hi / BITS:.4f}")
+        nats = f"{_fmtn(hi, 6)}" if hi - lo < 1e-6 else f"[{_fmtn(lo, 6)}, {_fmtn(hi, 6)}]"
+        table.add_row(label, nats, f"{_fmtn(hi / BITS)}")
     console.print(table)
     console.print(
         "A determined attacker learns at most "
-        f"{info['capacity_nats']['1'][1] / BITS:.3f} bits about one person per answer "
-        f"(Shannon rate); the worst case is ln 3 = {info['pure_epsilon']:.4f} nats."
+        f"{_fmtn(info['capacity_nats']['1'][1] / BITS)} bits about one person per answer "
+        f"(Shannon rate); the worst case is ln 3 = {_fmtn(info['pure_epsilon'])} nats."
     )
     acc = payload["accounting"]
     console.rule("2. Accounting")
     sgd = acc["dp_sgd"]
     console.print(
         f"DP-SGD, noise multiplier {sgd['noise_multiplier']}, sampling rate "
-        f"{sgd['sampling_rate']}, {sgd['steps']:,} steps: certified ε = {sgd['epsilon']:.4f} at "
-        f"δ = {sgd['delta']:g} ({sgd['seconds'] * 1000:.0f} ms, tight PLD)."
+        f"{sgd['sampling_rate']}, {_fmtn(sgd['steps'])} steps: "
+        f"certified ε = {_fmtn(sgd['epsilon'])} at "
+        f"δ = {_fmtn(sgd['delta'])} ({sgd['seconds'] * 1000:.0f} ms, tight PLD)."
     )
     d = acc["epsilon_1_delta_0.01"]
     console.print(
-        "The seed article's warning, ε = 1, δ = 0.01: with probability 0.99 at most "
-        f"{d['bits_worst_if_no_failure']:.2f} bits per query leak in the worst case "
-        f"({d['bits_alpha1_if_no_failure']:.2f} at the Shannon rate), but with probability "
+        "The (ε, δ) warning (“Differential Privacy and Information Theory”, 2022), "
+        "ε = 1, δ = 0.01: with probability 0.99 at most "
+        f"{_fmtn(d['bits_worst_if_no_failure'])} bits per query leak in the worst case "
+        f"({_fmtn(d['bits_alpha1_if_no_failure'])} at the Shannon rate), but with probability "
         "0.01 everything may; on a table of 1,000,000 people that is "
-        f"{d['expected_exposed_individuals_of_1e6']:,.0f} people unprotected in expectation."
+        f"{_fmtn(d['expected_exposed_individuals_of_1e6'])} people unprotected in expectation."
     )
     console.rule("3. The curator")
 

@@ -96,11 +96,9 @@ def _read_spec(path: str) -> Any:
 
 
 def _text(x: float | None, digits: int = 4) -> str:
-    if x is None:
-        return "unbounded"
-    if math.isinf(x):
-        return "∞"
-    return f"{x:.{digits}g}"
+    from infodp._format import format_number
+
+    return format_number(x, digits, missing="unbounded")
 
 
 def _render(payload: dict[str, Any]) -> None:
@@ -148,7 +146,7 @@ def _render_one(console: Any, p: dict[str, Any], heading: str) -> None:
     attack.add_row(
         "  from (ε, δ) alone: (e^ε + δ)/(1 + e^ε)", _text(p["attacker_success_epsilon_delta"])
     )
-    attack.add_row("  seed 002's looser ½ + ε/2", _text(p["attacker_success_seed002"]))
+    attack.add_row("  the linear bound ½ + ε/2", _text(p["attacker_success_linear"]))
     attack.add_row(
         "min-entropy leakage, binary secret (nats)", _text(p["min_entropy_leakage_bound"])
     )
@@ -276,7 +274,14 @@ def explain_command(
     payload = report.to_dict()
     payload.update(extra)
     if html_path is not None:
-        payload["html"] = str(write_html(report, Path(html_path)))
+        ctx = click.get_current_context()
+        command = "infodp explain " + " ".join(
+            f"--{k.replace('_', '-')} {v}"
+            for k, v in ctx.params.items()
+            if v not in (None, False) and k not in ("html_path", "as_json")
+        )
+        inputs = {"command": command, "spec": extra.get("spec")}
+        payload["html"] = str(write_html(report, Path(html_path), inputs=inputs))
     emit(payload, as_json, _render)
 
 

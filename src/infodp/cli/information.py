@@ -6,7 +6,7 @@ bits beside it under the key ``bits`` (bits = nats / ln 2).
 
 >>> from infodp.cli import main
 >>> main(["divergence", "--p", "0.75,0.25", "--q", "0.25,0.75", "--alpha", "inf"])
-D_inf(P‖Q) = 1.098612 nats (1.584963 bits)
+D_inf(P‖Q) = 1.09861 nats (1.58496 bits)
 0
 """
 
@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from infodp._format import format_number as _fmtn
 from infodp._validate import as_alpha, as_real
 from infodp.cli._common import emit, json_option, parse_floats
 from infodp.information.divergence import (
@@ -39,16 +40,16 @@ def _parse_order(text: str) -> float:
 
 
 def _order_label(alpha: float) -> str:
-    return "inf" if math.isinf(alpha) else f"{alpha:g}"
+    return "inf" if math.isinf(alpha) else f"{_fmtn(alpha)}"
 
 
 def _render(payload: dict[str, Any]) -> None:
     label = _order_label(payload["alpha"])
     nats, bits = payload["nats"], payload["bits"]
-    click.echo(f"D_{label}(P‖Q) = {nats:.6f} nats ({bits:.6f} bits)")
+    click.echo(f"D_{label}(P‖Q) = {_fmtn(nats, 6)} nats ({_fmtn(bits, 6)} bits)")
     if "delta" in payload:
         click.echo(
-            f"tight δ at ε = {payload['epsilon']:g}: {payload['delta']:.6g} "
+            f"tight δ at ε = {_fmtn(payload['epsilon'])}: {_fmtn(payload['delta'], 6)} "
             "(hockey-stick divergence E_{e^ε}(P‖Q))"
         )
 

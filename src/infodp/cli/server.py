@@ -44,7 +44,13 @@ def _known_analyst(db: str, name: str) -> None:
 @click.command()
 @db_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="TCP port (0: any free port).",
+)
 @click.option(
     "--rate",
     type=float,
@@ -91,6 +97,7 @@ def _known_analyst(db: str, name: str) -> None:
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info",
     show_default=True,
+    help="Server log verbosity (uvicorn).",
 )
 @json_option
 def serve(

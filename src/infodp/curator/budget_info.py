@@ -1,6 +1,7 @@
 """The global information budget: how much a release can tell about the *whole table*.
 
-Per-individual ε bounds what is learnt about one person; seed 000 ("to fix a broken wifi")
+Per-individual ε bounds what is learnt about one person; “Differential Privacy and Information
+Theory” (2022) ("to fix a broken wifi")
 also asks how much is learnt about the table as a whole, which ε alone does not limit (many
 people × small leak each). For an additive-noise release Y = X + N of an aggregate X that can
 take any value in a range of width A, the Shannon information I(X; Y) (α = 1, nats) is at most

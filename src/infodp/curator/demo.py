@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from infodp._format import format_number as _fmtn
 from infodp.errors import BudgetExceeded
 
 __all__ = [
@@ -137,13 +138,9 @@ def _say(console: Any) -> Callable[[str], None]:
 
 
 def _cell(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.3g}"
-    if isinstance(v, list) and len(v) == 2:
-        return f"[{_cell(v[0])}, {_cell(v[1])}]"
-    if isinstance(v, dict) and "rank_error" in v:
-        return f"rank ±{v['rank_error']:,.0f}"
-    return str(v)
+    from infodp._format import format_value
+
+    return format_value(v)
 
 
 def _render(say: Callable[[str], None], payload: dict[str, Any]) -> None:
@@ -157,51 +154,83 @@ def _render(say: Callable[[str], None], payload: dict[str, Any]) -> None:
     say("\n".join(lines))
 
 
+def _cached_rows(cur: Any) -> tuple[int, bool] | None:
+    """(rows, every unit has ≤ 1 row) of the cached census table, or None if not cached."""
+    if not Path(cur.db).is_file():
+        return None
+    con = cur.backend.connect(read_only=True)
+    try:
+        found = con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'census'"
+        ).fetchone()
+        if found is None or found[0] == 0:
+            return None
+        row = con.execute(
+            "SELECT count(*), count(*) = count(DISTINCT person_id) FROM census"
+        ).fetchone()
+    finally:
+        con.close()
+    return (0, True) if row is None else (int(row[0]), bool(row[1]))
+
+
 def run_demo(
     db_path: str | Path, as_json: bool = False, console: Any = None, *, rows: int = CENSUS_ROWS
 ) -> dict[str, Any]:
     """Run the demo session on the store ``db_path``; returns the session as one JSON-able dict.
 
     The census is generated and registered on the first run only (cached in the store);
-    every run uses a fresh analyst with ε = 2, δ = 1e-6.
+    every run starts a fresh in-memory ledger with one analyst (ε = 2, δ = 1e-6), so every
+    run spends and reports the same totals.
     """
     from infodp.curator.engine import Curator
 
     say = (lambda _text: None) if as_json else _say(console)
     started = time.perf_counter()
-    cur = Curator(db_path)
+    # The census is cached in the store; the budgets live in an in-memory ledger made fresh on
+    # every run, so each run shows the same totals (one analyst, one synopsis) and the demo
+    # never piles analysts into a ledger file.
+    cur = Curator(db_path, ledger=":memory:")
     created = False
-    if "census" not in {d.name for d in cur.ledger.datasets()}:
+    rows_cached = _cached_rows(cur)
+    if rows_cached is None:
         t0 = time.perf_counter()
         frame = census_frame(rows)
         cur.register_dataset("census", frame, CENSUS_SCHEMA, info_cap_bits=None)
         created = True
         say(
-            f"created the synthetic census: {len(frame):,} people "
-            f"({time.perf_counter() - t0:.1f} s, cached in {db_path})"
+            f"created the synthetic census: {_fmtn(len(frame))} people "
+            f"({_fmtn(time.perf_counter() - t0)} s, cached in {db_path})"
         )
     else:
+        from infodp.curator.schema import load_schema
+
+        cur.ledger.register_dataset(
+            "census",
+            load_schema(CENSUS_SCHEMA).to_json(),
+            rows=rows_cached[0],
+            source="census_frame",
+            unit_rows_ok=rows_cached[1],
+        )
         say(f"using the cached census in {db_path}")
-    n_analysts = len(cur.ledger.budgets())
-    analyst = f"analyst{n_analysts + 1}"
+    analyst = "demo"
     cur.add_analyst(analyst, "census", epsilon="2", delta="1e-6")
-    say(f"analyst {analyst}: budget epsilon=2, delta=1e-6 on census\n")
+    say(f"analyst {analyst}: budget epsilon=2, delta=1e-6 on census (for this run)\n")
     session: list[dict[str, Any]] = []
     for title, sql, eps in DEMO_QUERIES:
         t0 = time.perf_counter()
         result = cur.query(analyst, sql, epsilon=eps).to_dict()
         elapsed = time.perf_counter() - t0
         leak = result["cost"]["leakage"]
-        say(f"{title}  [epsilon={eps}, {elapsed * 1000:.0f} ms]\n  {sql}")
+        say(f"{title}  [epsilon={eps}, {_fmtn(elapsed * 1000)} ms]\n  {sql}")
         _render(say, result)
         say(
-            f"  leaks at most {leak['bits']['inf']:.3f} bits about any one person (worst case), "
-            f"{leak['bits']['1']:.4f} bits on average (α=1); an attacker's best guess "
-            f"succeeds with probability <= {leak['attacker_success_max']:.3f}; "
-            f"about the whole table <= {result['cost']['information_bits']:,.0f} bits\n"
+            f"  leaks at most {_fmtn(leak['bits']['inf'])} bits about any one person (worst case), "
+            f"{_fmtn(leak['bits']['1'])} bits on average (α=1); an attacker's best guess "
+            f"succeeds with probability <= {_fmtn(leak['attacker_success_max'])}; "
+            f"about the whole table <= {_fmtn(result['cost']['information_bits'])} bits\n"
         )
         session.append({"title": title, "sql": sql, "seconds": elapsed, **result})
-    name = f"age_sex_{n_analysts + 1}"
+    name = "age_sex"
     syn = cur.release_synopsis(analyst, name, "census", ["age", "sex"], epsilon="0.5")
     say(
         f"Released synopsis {name}: a noisy age x sex histogram ({len(syn.counts)} cells, "
@@ -226,9 +255,9 @@ def run_demo(
     budget = cur.ledger.budget(analyst, "census").to_dict()
     info_bits = cur.ledger.dataset("census").info_spent_nats / math.log(2)
     say(
-        f"\nledger: {analyst} spent epsilon={budget['spent_epsilon']:.3g} of 2; the table has "
-        f"released at most {info_bits:,.0f} bits in total (α=1, all analysts). "
-        f"Demo time {time.perf_counter() - started:.1f} s."
+        f"\nledger: {analyst} spent epsilon={_fmtn(budget['spent_epsilon'])} of 2; the table has "
+        f"released at most {_fmtn(info_bits)} bits in total (α=1, all analysts). "
+        f"Demo time {_fmtn(time.perf_counter() - started)} s."
     )
     return {
         "db": str(db_path),

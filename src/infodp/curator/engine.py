@@ -386,6 +386,28 @@ class QueryResult:
             "notes": list(self.notes),
         }
 
+    def to_pandas(self) -> Any:
+        """The released rows as a pandas DataFrame; intervals as ``<col>_low``/``<col>_high``."""
+        from infodp.curator.result_view import to_pandas
+
+        return to_pandas(self)
+
+    def to_polars(self) -> Any:
+        """The released rows as a polars DataFrame; intervals as ``<col>_low``/``<col>_high``."""
+        from infodp.curator.result_view import to_polars
+
+        return to_polars(self)
+
+    def __repr__(self) -> str:
+        from infodp.curator.result_view import result_summary
+
+        return result_summary(self)
+
+    def _repr_html_(self) -> str:
+        from infodp.curator.result_view import result_html
+
+        return result_html(self)
+
 
 Hook = Callable[[str, int], None]
 
@@ -410,6 +432,7 @@ class Curator:
         keep_open: bool = False,
         query_timeout: float | None = 60.0,
         duckdb_threads: int | None = None,
+        ledger: str | Path | None = None,
         _hook: Hook | None = None,
     ) -> None:
         # The noise source is checked first: a refused seed must not leave files behind.
@@ -419,7 +442,9 @@ class Curator:
         self.db = Path(db)
         self.backend = DuckDBBackend(self.db, timeout=timeout, threads=duckdb_threads)
         # The ledger must be this store's own (one store id in both), sound and present.
-        self.ledger: Ledger = open_store(self.db, self.backend, timeout=timeout)
+        # ``db=":memory:"`` keeps the store and (unless ``ledger`` names a file) the ledger in
+        # memory; ``ledger`` overrides the default ``<db>.ledger`` next to the store.
+        self.ledger: Ledger = open_store(self.db, self.backend, timeout=timeout, ledger=ledger)
         self._hook = _hook
         self._keep_open = keep_open
         if query_timeout is not None and not (
@@ -737,7 +762,7 @@ class Curator:
     ) -> Synopsis:
         """Publish a noisy histogram over ``columns`` once (cost ε), stored as ``name``.
 
-        Later :meth:`query_synopsis` calls answer from it for free (seed 002).
+        Later :meth:`query_synopsis` calls answer from it for free (Dwork & Roth 2014).
         """
         if not isinstance(name, str) or not name.isidentifier():
             raise ParameterError("name", name, "an identifier (letters, digits, _)")

@@ -322,11 +322,18 @@ class Ledger:
         Raises :class:`~infodp.errors.LedgerError` for a missing, empty, foreign or corrupt
         ledger.
         """
+        #: ``":memory:"``: a private in-memory ledger (one connection, nothing written to disk;
+        #: the budget lives as long as this object — :class:`infodp.Session` uses it).
+        self.in_memory = str(path) == ":memory:"
         self.path = Path(path)
         self.timeout = timeout
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
         self._lock = threading.RLock()
+        self._identity: tuple[int, int] | None = None
+        if self.in_memory:
+            self._open(store_id, new=True)
+            return
         fresh = not self.path.exists()
         if fresh and not create:
             raise LedgerError(
@@ -431,6 +438,8 @@ class Ledger:
 
     def _still_mine(self, conn: sqlite3.Connection) -> None:
         """Refuse to write into a ledger file that was deleted, replaced or re-bound."""
+        if self.in_memory:
+            return  # no file that could be deleted or swapped
         try:
             st = self.path.stat()
         except FileNotFoundError:
@@ -451,6 +460,12 @@ class Ledger:
     def _connection(self) -> sqlite3.Connection:
         # One connection per process (reopened after a fork); transactions serialise writers.
         # mode=rw: a ledger that disappeared is never silently recreated by SQLite.
+        if self.in_memory:
+            if self._conn is None:  # reopening would lose the in-memory database
+                self._conn = sqlite3.connect(
+                    ":memory:", isolation_level=None, check_same_thread=False
+                )
+            return self._conn
         if self._conn is None or self._pid != os.getpid():
             uri = "file:" + urllib.parse.quote(str(self.path.absolute())) + "?mode=rw"
             try:
@@ -474,6 +489,8 @@ class Ledger:
     def close(self) -> None:
         """Close this process's connection (it reopens on next use)."""
         with self._lock:
+            if self.in_memory:
+                return  # closing would drop the in-memory budget state
             if self._conn is not None and self._pid == os.getpid():
                 self._conn.close()
             self._conn = None

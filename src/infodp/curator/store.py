@@ -137,15 +137,26 @@ def _write_store_id(backend: DuckDBBackend, store_id: str | None = None) -> str:
 
 
 def open_store(
-    db: str | os.PathLike[str], backend: DuckDBBackend, *, timeout: float = 120.0
+    db: str | os.PathLike[str],
+    backend: DuckDBBackend,
+    *,
+    timeout: float = 120.0,
+    ledger: str | os.PathLike[str] | None = None,
 ) -> Ledger:
     """The ledger of store ``db``, checked to belong to it; a new store gets both files.
+
+    ``ledger``: where the ledger lives instead of ``<db>.ledger`` (``":memory:"`` for a
+    ledger that lives as long as the process). An in-memory store (``db=":memory:"``, rebuilt
+    from the caller's data every time) takes its id from its ledger: a durable ledger is then
+    checked for soundness, not for belonging to a store that no longer exists.
 
     Raises :class:`~infodp.errors.LedgerError` when the ledger is missing, empty, corrupt or
     foreign, or when a ledger exists without its store.
     """
+    if str(db) == ":memory:" or str(ledger) == ":memory:":
+        return _open_transient(db, backend, timeout=timeout, ledger=ledger)
     path = Path(db)
-    lp = ledger_path(path)
+    lp = ledger_path(path) if ledger is None else Path(ledger)
     if path.exists():
         store_id = read_store_id(backend)
         if store_id is None:
@@ -163,6 +174,26 @@ def open_store(
     path.parent.mkdir(parents=True, exist_ok=True)
     store_id = _write_store_id(backend)
     return Ledger(lp, timeout=timeout, store_id=store_id, create=True)
+
+
+def _open_transient(
+    db: str | os.PathLike[str],
+    backend: DuckDBBackend,
+    *,
+    timeout: float,
+    ledger: str | os.PathLike[str] | None,
+) -> Ledger:
+    """An in-memory store or an in-memory ledger (:class:`infodp.Session`, the demo)."""
+    if str(db) != ":memory:":
+        # A store on disk with a ledger in memory: the ledger takes the store's id.
+        store_id = read_store_id(backend) if Path(db).exists() else None
+        return Ledger(":memory:", timeout=timeout, store_id=store_id or _write_store_id(backend))
+    if ledger is None or str(ledger) == ":memory:":
+        led = Ledger(":memory:", timeout=timeout)
+    else:
+        led = Ledger(ledger, timeout=timeout, create=True)
+    _write_store_id(backend, led.store_id)
+    return led
 
 
 def record_dataset(backend: DuckDBBackend, name: str, meta: dict[str, Any]) -> None:

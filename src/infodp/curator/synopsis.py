@@ -1,4 +1,4 @@
-"""Non-interactive release (seed 002, "trusted curator"): publish a DP histogram once, then
+"""Non-interactive release (Dwork & Roth 2014, "trusted curator"): publish a DP histogram once, then
 answer any number of count / sum / average queries from it at no further privacy cost.
 
 A synopsis is a noisy contingency table over declared columns (categories, or int columns with

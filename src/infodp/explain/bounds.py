@@ -25,12 +25,12 @@ from infodp.errors import ParameterError
 __all__ = [
     "LN2",
     "attacker_success_bound",
+    "linear_success_bound",
     "markov_tail_bound",
     "min_entropy_leakage_bound",
     "posterior_odds_bound",
     "pure_dp_divergence",
     "releases_needed",
-    "seed002_success_bound",
     "tradeoff_fnr",
 ]
 
@@ -83,7 +83,7 @@ def pure_dp_divergence(epsilon: Any, alpha: Any) -> float:
 def attacker_success_bound(epsilon: Any, delta: Any = 0.0) -> float:
     """Best success probability in the distinguishing game with a fair coin, under (ε, δ)-DP.
 
-    Bob sees the output and guesses whether the target row is in (seed 002, "the game"). The
+    Bob sees the output and guesses whether the target row is in (the distinguishing game). The
     (ε, δ) trade-off region (Kairouz–Oh–Viswanath 2015, Thm 2.1) gives
     FPR + FNR ≥ 2(1 − δ)/(1 + e^ε), so P(win) ≤ (e^ε + δ)/(1 + e^ε); tight. For δ = 0 this is
     e^ε/(1 + e^ε).
@@ -102,15 +102,16 @@ def attacker_success_bound(epsilon: Any, delta: Any = 0.0) -> float:
     return min(1.0, 1.0 - (1.0 - d) * tail / (1.0 + tail))
 
 
-def seed002_success_bound(epsilon: Any, delta: Any = 0.0) -> float:
-    """Seed 002's looser bound on the distinguishing game: ½ + ε/2 (its eq. 5), capped at 1.
+def linear_success_bound(epsilon: Any, delta: Any = 0.0) -> float:
+    """The linear bound ½ + ε/2 on the distinguishing game, capped at 1.
 
-    For δ > 0 we add δ/2 (the total-variation slack of (ε, δ)-DP); that term is ours, not
-    seed 002's. It is always ≥ :func:`attacker_success_bound`.
+    The first-order form of e^ε/(1 + e^ε) (from e^ε/(1 + e^ε) ≤ ½ + ε/4 ≤ ½ + ε/2), often
+    quoted in introductions to DP. For δ > 0 we add δ/2 (the total-variation slack of
+    (ε, δ)-DP). It is always ≥ :func:`attacker_success_bound`.
 
-    >>> seed002_success_bound(1.0)
+    >>> linear_success_bound(1.0)
     1.0
-    >>> seed002_success_bound(0.2)
+    >>> linear_success_bound(0.2)
     0.6
     """
     eps = as_nonnegative("epsilon", epsilon, allow_inf=True)
@@ -121,7 +122,8 @@ def seed002_success_bound(epsilon: Any, delta: Any = 0.0) -> float:
 def posterior_odds_bound(epsilon: Any) -> float:
     """Factor by which one release can multiply an attacker's odds about one row: e^ε.
 
-    From the definition P(M(D) ∈ E) ≤ e^ε P(M(D') ∈ E) and Bayes' rule (seed 000,
+    From the definition P(M(D) ∈ E) ≤ e^ε P(M(D') ∈ E) and Bayes' rule (“Differential Privacy and
+    Information Theory” (2022),
     "ε-privacy"; Dwork & Roth 2014, §2.3). With δ > 0 it holds only on the 1 − δ event.
 
     >>> round(posterior_odds_bound(1.0), 6)
@@ -134,10 +136,10 @@ def posterior_odds_bound(epsilon: Any) -> float:
 def min_entropy_leakage_bound(epsilon: Any, delta: Any = 0.0) -> float:
     """Min-entropy (maximal) leakage of one individual's binary secret, in nats.
 
-    Barthe & Köpf 2011, Thm 3 and Cor. 1, as restated in seed 004 eq. (50):
+    Barthe & Köpf 2011, Thm 3 and Cor. 1, as restated in Ünsal & Önen 2023 eq. (50):
     ML ≤ log(2e^ε/(1 + e^ε)). In general ML = log Σ_y max_x P(y|x) = log(1 + TV) for a binary
-    input (seed 004 eqs. 51–52); under (ε, δ)-DP, TV ≤ (e^ε − 1 + 2δ)/(e^ε + 1), which gives
-    log(2(e^ε + δ)/(1 + e^ε)) = log(2 · :func:`attacker_success_bound`).
+    input (Ünsal & Önen 2023 eqs. 51–52); under (ε, δ)-DP, TV ≤ (e^ε − 1 + 2δ)/(e^ε + 1), which
+    gives log(2(e^ε + δ)/(1 + e^ε)) = log(2 · :func:`attacker_success_bound`).
 
     >>> round(min_entropy_leakage_bound(1.0), 6)
     0.379885
@@ -176,7 +178,8 @@ def _log_expm1(x: float) -> float:
 def markov_tail_bound(capacity: Any, leak: Any, alpha: Any) -> float:
     """Bound on P(D_α(P_{X|Y} ‖ P_X) ≥ R): the chance one output teaches more than R nats.
 
-    Seed 000 ("Connecting differential privacy to Shannon", footnote 2, by Markov's
+    “Differential Privacy and Information Theory” (2022) ("Connecting differential privacy to
+    Shannon", footnote 2, by Markov's
     inequality): P ≤ (e^{(α−1)C} − 1)/(e^{(α−1)R} − 1) with C the capacity at level α;
     C/R at α = 1; at α = ∞ the leak never exceeds C. Capped at 1; ``capacity`` = inf gives 1.
 
@@ -206,8 +209,10 @@ def markov_tail_bound(capacity: Any, leak: Any, alpha: Any) -> float:
 def releases_needed(bits: Any, capacity: Any) -> float:
     """Fewest releases from which an attacker can learn ``bits`` bits about one row.
 
-    Mutual information composes additively (seed 000, "Composability" at α = 1), so n releases
-    carry at most n·C₁ nats; learning b bits needs n ≥ b·ln 2 / C₁ (seed 000, "To fix a
+    Mutual information composes additively (“Differential Privacy and Information Theory” (2022),
+    "Composability" at α = 1), so n releases
+    carry at most n·C₁ nats; learning b bits needs n ≥ b·ln 2 / C₁ (“Differential Privacy and
+    Information Theory” (2022), "To fix a
     broken wifi": C₁ is the Shannon rate). Returns the ceiling; inf when C₁ = 0, and 1 when C₁
     is unbounded (one release may suffice).
 

@@ -9,9 +9,11 @@ here, at the edge, and are labelled.
 from __future__ import annotations
 
 import base64
+import datetime as _dt
 import html
 import io
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from matplotlib.figure import Figure
 
+from infodp._format import format_number
 from infodp.explain.bounds import LN2, markov_tail_bound, pure_dp_divergence
 from infodp.explain.report import LEVELS, TRADEOFF_FPRS, Explanation
 
@@ -48,20 +51,24 @@ table.leak td:last-child,table.leak th:last-child{text-align:left}
 figure{margin:0}
 figure img{width:100%;height:auto;border:1px solid #e3e6ee}
 figcaption,.small{font-size:.9em;color:#5c6370}
+.glance{display:grid;grid-template-columns:repeat(auto-fit,minmax(230px,1fr));gap:.8em;
+  margin:1em 0}
+.card{border:1px solid #d8dce6;border-radius:8px;padding:.7em 1em;background:#f8f9fc}
+.card .num{font-size:1.9em;font-weight:650;color:#1b4f9c}
+.card .what{font-size:.95em}
+.card .when{font-size:.85em;color:#5c6370}
+footer{margin-top:2em;border-top:1px solid #d8dce6;padding-top:.6em;font-size:.85em;
+  color:#5c6370}
 """
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
-    if x is None:
-        return "unbounded"
-    if math.isinf(x):
-        return "∞"
-    return f"{x:.{digits}g}"
+    return format_number(x, digits, missing="unbounded")
 
 
 def _png(fig: Figure) -> str:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100)
+    fig.savefig(buffer, format="png", dpi=110)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
@@ -77,39 +84,80 @@ def _curve(fn: Any, xs: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return np.array([_query(fn, float(x)) for x in xs], dtype=np.float64)
 
 
+def _finish(ax: Any, title: str, legend_loc: str) -> None:
+    """Readable axes: 10-pt labels, 9-pt ticks and legend (the report is read at 100%)."""
+    ax.set_title(title, fontsize=11)
+    ax.xaxis.label.set_size(10)
+    ax.yaxis.label.set_size(10)
+    ax.tick_params(labelsize=9)
+    handles, _labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(fontsize=9, loc=legend_loc, framealpha=0.92)
+
+
+def _spans_decades(*curves: npt.NDArray[np.float64]) -> bool:
+    """True when the positive finite values span more than two decades (log axis then)."""
+    vals = np.concatenate([c[np.isfinite(c) & (c > 0)] for c in curves] or [np.zeros(0)])
+    return bool(vals.size) and float(vals.max()) > 100.0 * float(vals.min())
+
+
 def _rdp_plot(ex: Explanation) -> str:
-    fig = Figure(figsize=(6.0, 4.2))
+    fig = Figure(figsize=(6.4, 4.6))
     ax = fig.add_subplot()
     alphas = np.geomspace(1.0, 32.0, 48)
     p = ex.profile
-    drawn = False
-    for label, fn, style in (
-        ("RDP ε(α) = channel diameter (upper bound on C_α)", p.rdp, "-"),
-        ("capacity bound C_α (information(α))", p.information, "--"),
-    ):
-        ys = _curve(fn, alphas)
+    drawn: list[npt.NDArray[np.float64]] = []
+    rdp = _curve(p.rdp, alphas)
+    info = _curve(p.information, alphas)
+    same = np.allclose(rdp, info, rtol=1e-9, equal_nan=True)
+    curves: list[tuple[str, npt.NDArray[np.float64], str, str, str | None]] = [
+        ("RDP ε(α) = channel diameter ≥ C_α", rdp, "-", "tab:blue", None)
+    ]
+    if same:
+        curves[0] = ("RDP ε(α) = diameter = capacity bound C_α", rdp, "-", "tab:blue", None)
+    else:
+        curves.append(("capacity bound C_α (information(α))", info, "--", "tab:orange", "s"))
+    for label, ys, style, color, marker in curves:
         ok = np.isfinite(ys)
         if ok.any():
-            ax.plot(alphas[ok], ys[ok], style, label=label)
-            drawn = True
+            ax.plot(
+                alphas[ok],
+                ys[ok],
+                style,
+                color=color,
+                marker=marker,
+                markevery=6,
+                lw=2,
+                label=label,
+            )
+            drawn.append(ys[ok])
     if ex.pure:
-        ax.axhline(ex.epsilon, color="k", lw=0.8, ls=":", label="pure ε (level ∞)")
+        ax.axhline(ex.epsilon, color="k", lw=1.0, ls=":", label="pure ε (level ∞)")
         radius = _rr_uniform_information(ex.epsilon, alphas)
-        ax.plot(alphas, radius, "-.", color="tab:green", label="randomized response, achieved")
-        drawn = True
+        ax.plot(
+            alphas,
+            radius,
+            "-.",
+            color="tab:green",
+            marker="^",
+            markevery=6,
+            label="randomized response, achieved",
+        )
+        drawn.append(radius)
     if ex.conditional_nats is not None and ex.nats["1"] is None:
         cond = np.array([pure_dp_divergence(ex.epsilon, a) for a in alphas])
-        label = f"conditional, not a guarantee (prob. 1−δ = {1 - ex.delta:.6g})"
-        ax.plot(alphas, cond, ":", color="tab:red", label=label)
-        drawn = True
+        label = f"with prob. 1−δ = {_fmt(1 - ex.delta, 6)} only (not a guarantee)"
+        ax.plot(alphas, cond, ":", color="tab:red", marker="o", markevery=6, lw=2, label=label)
+        drawn.append(cond)
     if not drawn:
         ax.text(0.5, 0.5, "unbounded", transform=ax.transAxes, ha="center")
     ax.set_xscale("log")
+    if _spans_decades(*drawn):
+        ax.set_yscale("log")
     ax.set_xlabel("Rényi order α")
     ax.set_ylabel("nats per individual")
-    ax.set_title(PLOT_TITLES[0], fontsize=10)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(True, alpha=0.3, which="both")
+    _finish(ax, PLOT_TITLES[0], "best")
     fig.tight_layout()
     return _png(fig)
 
@@ -117,7 +165,8 @@ def _rdp_plot(ex: Explanation) -> str:
 def _rr_uniform_information(epsilon: float, alphas: npt.NDArray[np.float64]) -> Any:
     """I_α of binary randomized response with a uniform input: log 2 − H_α(p).
 
-    Seed 000, "Protection against B… outcomes" (binary symmetric channel, P_X = (½, ½)):
+    “Differential Privacy and Information Theory” (2022), "Protection against B… outcomes" (binary
+    symmetric channel, P_X = (½, ½)):
     a mechanism that is exactly ε-DP and reaches this, so the worst case is at least it.
     """
     log_p = -math.log1p(math.exp(-epsilon))
@@ -134,7 +183,7 @@ def _rr_uniform_information(epsilon: float, alphas: npt.NDArray[np.float64]) -> 
 
 
 def _delta_plot(ex: Explanation) -> str:
-    fig = Figure(figsize=(6.0, 4.2))
+    fig = Figure(figsize=(6.4, 4.6))
     ax = fig.add_subplot()
     p = ex.profile
     hi = ex.epsilon * 2.5 if math.isfinite(ex.epsilon) and ex.epsilon > 0 else 5.0
@@ -144,12 +193,11 @@ def _delta_plot(ex: Explanation) -> str:
     if ok.any():
         ax.plot(eps[ok], ds[ok], "-", label="δ(ε) of this profile (certified upper bound)")
     if ex.delta > 0 and math.isfinite(ex.epsilon):
-        label = f"reported (ε, δ) = ({ex.epsilon:.3g}, {ex.delta:.3g})"
+        label = f"reported (ε, δ) = ({_fmt(ex.epsilon)}, {_fmt(ex.delta)})"
         ax.plot([ex.epsilon], [ex.delta], "o", color="tab:red", label=label)
     ax.set_yscale("log")
     ax.set_xlabel("ε (nats)")
     ax.set_ylabel("δ")
-    ax.set_title(PLOT_TITLES[1], fontsize=10)
     ax.grid(True, alpha=0.3, which="both")
     ax.set_xlim(0.0, hi)
     if ex.pure:
@@ -157,13 +205,13 @@ def _delta_plot(ex: Explanation) -> str:
     if not ok.any():
         ax.text(0.5, 0.5, "δ(ε) = 0 for ε ≥ pure ε", transform=ax.transAxes, ha="center")
         ax.set_ylim(1e-12, 1.0)
-    ax.legend(fontsize=7, loc="upper right")
+    _finish(ax, PLOT_TITLES[1], "upper right")
     fig.tight_layout()
     return _png(fig)
 
 
 def _tradeoff_plot(ex: Explanation) -> str:
-    fig = Figure(figsize=(6.0, 4.2))
+    fig = Figure(figsize=(6.4, 4.6))
     ax = fig.add_subplot()
     fpr = np.linspace(0.0, 1.0, 201)
     fnr = ex.tradeoff(fpr)
@@ -175,21 +223,21 @@ def _tradeoff_plot(ex: Explanation) -> str:
     ax.set_aspect("equal")
     ax.set_xlabel("false-positive rate (says 'in' when out)")
     ax.set_ylabel("false-negative rate")
-    ax.set_title(PLOT_TITLES[2], fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="upper right")
+    _finish(ax, PLOT_TITLES[2], "upper right")
     fig.tight_layout()
     return _png(fig)
 
 
 def _tail_plot(ex: Explanation) -> str:
-    fig = Figure(figsize=(6.0, 4.2))
+    fig = Figure(figsize=(6.4, 4.6))
     ax = fig.add_subplot()
     bits = np.geomspace(0.01, 16.0, 400)
     levels = [(key, a) for key, a in LEVELS]
     if all(ex.tail_alpha != a for _, a in levels):
         levels.append((f"{ex.tail_alpha:g}", ex.tail_alpha))
     drawn = False
+    styles = iter([("-", "tab:blue", None), ("--", "tab:orange", "s"), ("-.", "tab:green", "^")])
     for key, alpha in levels:
         cap = ex.nats.get(key)
         if cap is None and key not in ex.nats:
@@ -197,14 +245,24 @@ def _tail_plot(ex: Explanation) -> str:
         if cap is None:
             continue
         ys = np.array([markov_tail_bound(cap, b * LN2, alpha) for b in bits])
-        ax.plot(bits, ys, "-", label=f"α = {key.replace('inf', '∞')}")
+        style, color, marker = next(styles, (":", "tab:purple", "o"))
+        ax.plot(
+            bits,
+            ys,
+            style,
+            color=color,
+            marker=marker,
+            markevery=40,
+            lw=2,
+            label=f"α = {key.replace('inf', '∞')}",
+        )
         drawn = True
     if ex.conditional_nats is not None and _capacity(ex, ex.tail_alpha) is None:
         cond = pure_dp_divergence(ex.epsilon, ex.tail_alpha)
         ys = np.array([markov_tail_bound(cond, b * LN2, ex.tail_alpha) for b in bits])
-        label = f"α = {ex.tail_alpha:g}, conditional (1−δ), not a guarantee"
+        label = f"α = {_fmt(ex.tail_alpha)}, with prob. 1−δ only (not a guarantee)"
         ax.plot(bits, ys, ":", color="tab:red", label=label)
-        ax.axhline(ex.delta, color="tab:red", lw=0.8, label=f"δ = {ex.delta:.3g}: unbounded")
+        ax.axhline(ex.delta, color="tab:red", lw=0.8, label=f"δ = {_fmt(ex.delta)}: unbounded")
         drawn = True
     if not drawn:
         ax.text(0.5, 0.5, "no bound", transform=ax.transAxes, ha="center")
@@ -212,9 +270,8 @@ def _tail_plot(ex: Explanation) -> str:
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("R (bits learned about one individual from one release)")
     ax.set_ylabel("P(leak ≥ R) at most")
-    ax.set_title(PLOT_TITLES[3], fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="upper right")
+    _finish(ax, PLOT_TITLES[3], "upper right")
     fig.tight_layout()
     return _png(fig)
 
@@ -232,6 +289,76 @@ _ODDS = "posterior odds multiplied by at most e^ε"
 def _row(cells: list[str], head: bool = False) -> str:
     tag = "th" if head else "td"
     return "<tr>" + "".join(f"<{tag}>{html.escape(c)}</{tag}>" for c in cells) + "</tr>"
+
+
+def _glance(ex: Explanation) -> str:
+    """The headline: numbers that are finite for the given (ε, δ), each with what it means."""
+    cards: list[tuple[str, str, str]] = []
+    given = ex.delta > 0 and ex.nats["1"] is None and ex.conditional_bits is not None
+    when = (
+        f"with probability 1 − δ = {_fmt(1 - ex.delta, 6)}; with probability δ, unbounded"
+        if given
+        else "a guarantee (upper bound)"
+    )
+    bits = ex.conditional_bits if given else ex.bits
+    if bits is not None and bits.get("1") is not None:
+        cards.append(
+            (f"≤ {_fmt(bits['1'])} bits", "about one person per release, on average (α = 1)", when)
+        )
+    if bits is not None and bits.get("inf") is not None:
+        cards.append((f"≤ {_fmt(bits['inf'])} bits", "in the worst case (α = ∞)", when))
+    success = ex.attacker_success_max
+    if success is None:
+        success = ex.attacker_success_epsilon_delta
+    cards.append(
+        (
+            f"≤ {_fmt(success)}",
+            "chance that an attacker tells whether one person is in the data",
+            "a guarantee; a coin flip gets 0.5",
+        )
+    )
+    if ex.rows is not None and ex.expected_exposed_individuals is not None:
+        cards.append(
+            (
+                f"{_fmt(ex.expected_exposed_individuals)} people",
+                f"expected without protection per release (δ · N, N = {_fmt(ex.rows)})",
+                "δ = 0 (pure ε-DP) makes this 0",
+            )
+        )
+    return (
+        '<section class="glance">'
+        + "".join(
+            f'<div class="card"><div class="num">{html.escape(num)}</div>'
+            f'<div class="what">{html.escape(what)}</div>'
+            f'<div class="when">{html.escape(cond)}</div></div>'
+            for num, what, cond in cards
+        )
+        + "</section>"
+    )
+
+
+def _footer(ex: Explanation, inputs: Mapping[str, Any] | None) -> str:
+    """Provenance for an audit trail: infodp version, time (UTC) and every input."""
+    from infodp import __version__
+
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    shown: dict[str, Any] = {
+        "epsilon": ex.epsilon,
+        "delta": ex.delta,
+        "rows": ex.rows,
+        "group": ex.group_size if ex.group is not None else None,
+        "profile": repr(ex.profile)[:160],
+    }
+    shown.update(inputs or {})
+    items = "; ".join(
+        f"{k} = {_fmt(v, 6) if isinstance(v, int | float) else v}"
+        for k, v in shown.items()
+        if v is not None
+    )
+    return (
+        f'<footer id="provenance">Generated by infodp {html.escape(__version__)} on '
+        f"{stamp}. Inputs: {html.escape(items)}.</footer>"
+    )
 
 
 def _sections(ex: Explanation, heading: str) -> str:
@@ -272,7 +399,7 @@ def _sections(ex: Explanation, heading: str) -> str:
             ]
         )
     )
-    attack.append(_row(["… seed 002's looser ½ + ε/2", _fmt(ex.attacker_success_seed002)]))
+    attack.append(_row(["… the linear bound ½ + ε/2", _fmt(ex.attacker_success_linear)]))
     attack.append(
         _row(
             [
@@ -304,19 +431,28 @@ def _sections(ex: Explanation, heading: str) -> str:
     parts.append("<table>" + "".join(tail) + "</table>")
     if ex.rows is not None:
         parts.append(
-            f"<p>Table of N = {ex.rows} rows: expected number of individuals whose protection "
-            f"fails per release δ·N = <b>{_fmt(ex.expected_exposed_individuals)}</b>.</p>"
+            f"<p>Table of N = {_fmt(ex.rows)} rows: expected number of individuals whose "
+            "protection fails per release δ·N = "
+            f"<b>{_fmt(ex.expected_exposed_individuals)}</b>.</p>"
         )
     return "".join(parts)
 
 
-def render_html(ex: Explanation, *, title: str = "What does this ε mean?") -> str:
+def render_html(
+    ex: Explanation,
+    *,
+    title: str = "What does this ε mean?",
+    inputs: Mapping[str, Any] | None = None,
+) -> str:
     """The report as one self-contained HTML document (plots embedded, no network needed).
 
     >>> from infodp.explain import explain_epsilon_delta
     >>> page = render_html(explain_epsilon_delta(1.0, 0.01))
     >>> page.startswith("<!DOCTYPE html>"), page.count("data:image/png;base64,")
     (True, 4)
+
+    ``inputs`` (e.g. the command line's options) are listed in the provenance footer beside
+    the infodp version and the time.
     """
     plots = (_rdp_plot(ex), _delta_plot(ex), _tradeoff_plot(ex), _tail_plot(ex))
     figures = "".join(
@@ -331,16 +467,24 @@ def render_html(ex: Explanation, *, title: str = "What does this ε mean?") -> s
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>"
+        f"<h1>{html.escape(title)}</h1>{_glance(ex)}"
         '<p class="small">infodp report. Information is in nats (bits = nats / ln 2) per '
         "individual per release; every figure is an upper bound on what an attacker can "
-        "achieve. Sources: seed article 000 (privacy as Rényi channel capacity), "
+        "achieve. Sources: “Differential Privacy and Information Theory” (2022; privacy as "
+        "Rényi channel capacity), "
         "Kairouz–Oh–Viswanath 2015, Cuff &amp; Yu 2016, Barthe &amp; Köpf 2011.</p>"
-        f'{body}<h2>Plots</h2><div class="grid">{figures}</div></body></html>\n'
+        f'{body}<h2>Plots</h2><div class="grid">{figures}</div>'
+        f"{_footer(ex, inputs)}</body></html>\n"
     )
 
 
-def write_html(ex: Explanation, path: str | Path, *, title: str = "What does this ε mean?") -> Path:
+def write_html(
+    ex: Explanation,
+    path: str | Path,
+    *,
+    title: str = "What does this ε mean?",
+    inputs: Mapping[str, Any] | None = None,
+) -> Path:
     """Write :func:`render_html` to ``path`` (UTF-8) and return the path.
 
     >>> import tempfile, pathlib
@@ -351,5 +495,5 @@ def write_html(ex: Explanation, path: str | Path, *, title: str = "What does thi
     True
     """
     target = Path(path)
-    target.write_text(render_html(ex, title=title), encoding="utf-8")
+    target.write_text(render_html(ex, title=title, inputs=inputs), encoding="utf-8")
     return target

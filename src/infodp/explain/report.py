@@ -8,7 +8,8 @@ releases a determined attacker needs to learn b bits, δ made concrete for a tab
 the same for a group of k individuals.
 
 Every number is an upper bound on what an attacker can achieve (a lower bound where it counts
-releases an attacker needs). Where (ε, δ) with δ > 0 leaves the leakage unbounded (seed 000,
+releases an attacker needs). Where (ε, δ) with δ > 0 leaves the leakage unbounded (“Differential
+Privacy and Information Theory” (2022),
 "Hacking (ε, δ)-privacy"), the guarantee is ``None`` and the report gives the probability δ
 and, separately and labelled, the conditional numbers that hold on the remaining 1 − δ.
 """
@@ -25,6 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from infodp._format import format_number as _num
 from infodp._validate import (
     as_alpha,
     as_nonnegative,
@@ -35,12 +37,12 @@ from infodp.errors import ParameterError
 from infodp.explain.bounds import (
     LN2,
     attacker_success_bound,
+    linear_success_bound,
     markov_tail_bound,
     min_entropy_leakage_bound,
     posterior_odds_bound,
     pure_dp_divergence,
     releases_needed,
-    seed002_success_bound,
     tradeoff_fnr,
 )
 
@@ -135,7 +137,7 @@ class Explanation:
     posterior_odds_bound: float
     attacker_success_max: float
     attacker_success_epsilon_delta: float
-    attacker_success_seed002: float
+    attacker_success_linear: float
     min_entropy_leakage_bound: float
     min_entropy_leakage_bound_epsilon_delta: float
     tail_alpha: float
@@ -179,20 +181,34 @@ class Explanation:
             return None
         names = ", ".join(k.replace("inf", "∞") for k, _ in missing)
         text = (
-            f"No guarantee at α = {names}: with probability δ = {self.delta:.3g} per release "
+            f"No guarantee at α = {names}: with probability δ = {_num(self.delta)} per release "
             "the leakage is unbounded."
         )
         if self.conditional_nats is not None:
             parts = [
-                f"{self.conditional_nats[k]:.4g} nats ({self.conditional_nats[k] / LN2:.4g} bits)"
+                f"{_num(self.conditional_nats[k])} nats "
+                f"({_num(self.conditional_nats[k] / LN2)} bits)"
                 f" at α = {k.replace('inf', '∞')}"
                 for k, _ in missing
             ]
             text += (
-                f" Not a guarantee: with probability 1 − δ = {1.0 - self.delta:.6g} it is at "
+                f" Not a guarantee: with probability 1 − δ = {_num(1.0 - self.delta, 6)} it is at "
                 "most " + "; ".join(parts) + "."
             )
         return text
+
+    def __repr__(self) -> str:
+        """A one-line summary (the full content is in :meth:`to_dict`)."""
+        bits: Mapping[str, float | None] = self.bits
+        when = ""
+        if bits.get("1") is None and self.conditional_bits is not None:
+            bits, when = self.conditional_bits, " with prob. 1 − δ (unbounded with prob. δ)"
+        return (
+            f"Explanation(ε {_num(self.epsilon)}, δ {_num(self.delta)}: ≤ "
+            f"{_num(bits.get('1'), missing='∞')} bits at α = 1, ≤ "
+            f"{_num(bits.get('inf'), missing='∞')} bits worst case{when}; attacker success ≤ "
+            f"{_num(self.attacker_success_max)})"
+        )
 
     def tradeoff(self, fpr: Any) -> npt.NDArray[np.float64]:
         """Smallest false-negative rate an attacker can reach at each false-positive rate.
@@ -240,7 +256,7 @@ class Explanation:
             "posterior_odds_bound_probability": 1.0 - self.delta,
             "attacker_success_max": self.attacker_success_max,
             "attacker_success_epsilon_delta": self.attacker_success_epsilon_delta,
-            "attacker_success_seed002": self.attacker_success_seed002,
+            "attacker_success_linear": self.attacker_success_linear,
             "min_entropy_leakage_bound": self.min_entropy_leakage_bound,
             "min_entropy_leakage_bound_epsilon_delta": (
                 self.min_entropy_leakage_bound_epsilon_delta
@@ -306,12 +322,13 @@ def explain(
     otherwise ε(δ) for the target ``delta`` (default :data:`DEFAULT_DELTA`) or δ(ε) for a
     target ``epsilon``. Leakage at α is the tightest of the profile's Rényi-DP diameter
     ``rdp(α)``, its capacity bound ``information(α)`` and, for pure ε, the tight
-    randomized-response value (seed 000: C_α ≤ diameter; Cuff & Yu 2016, Property 1).
+    randomized-response value (“Differential Privacy and Information Theory” (2022): C_α ≤
+    diameter; Cuff & Yu 2016, Property 1).
 
     ``rows`` (N) adds δ·N, the expected number of individuals whose protection fails, with a
     warning when δ ≥ 1/N; ``group`` = k > 1 adds the same report for a group of k individuals
-    (``profile.group(k)``; seed 000, "Group privacy"), at target ε = k·ε when ε was the target
-    or the profile is pure.
+    (``profile.group(k)``; “Differential Privacy and Information Theory” (2022), "Group privacy"),
+    at target ε = k·ε when ε was the target or the profile is pure.
 
     ``profile`` may also be a sequence of profiles, e.g. a curator's spends
     (``Accountant.spent()``): they are composed first.
@@ -350,7 +367,8 @@ def explain(
         nats[key] = value if math.isfinite(value) else None
     unbounded = any(v is None for v in nats.values())
     # With a finite guarantee at every level there is no "catastrophe" event; otherwise the
-    # protection may fail entirely with probability δ (the (ε, δ) reading of seed 000).
+    # protection may fail entirely with probability δ (the (ε, δ) reading of “Differential Privacy
+    # and Information Theory” (2022)).
     unbounded_probability = dlt if unbounded else 0.0
 
     conditional: dict[str, float] | None = None
@@ -385,14 +403,15 @@ def explain(
     if unbounded and dlt > 0.0:
         if all(v is None for v in nats.values()):
             warnings.append(
-                f"With probability {dlt:.3g} per release the protection may fail completely: "
-                "(epsilon, delta) alone does not bound the information leaked then (seed 000, "
+                f"With probability {_num(dlt)} per release the protection may fail completely: "
+                "(epsilon, delta) alone does not bound the information leaked then "
+                "(“Differential Privacy and Information Theory”, 2022, "
                 "'Hacking (epsilon, delta)-privacy')."
             )
         else:
             warnings.append(
                 "No worst-case bound: one output may reveal arbitrarily much. The mechanism "
-                f"behaves no worse than one that is epsilon-DP except with probability {dlt:.3g}"
+                f"behaves no worse than one that is epsilon-DP except with probability {_num(dlt)}"
                 ", when it may reveal the row; the average leakage shown (alpha = 1, 2) is "
                 "bounded regardless."
             )
@@ -403,9 +422,9 @@ def explain(
         exposed = dlt * n_rows
         if dlt > 0.0 and dlt >= 1.0 / n_rows:
             warnings.append(
-                f"delta = {dlt:.3g} >= 1/N = {1.0 / n_rows:.3g}: in the worst case allowed by "
-                f"(epsilon, delta), about {exposed:.3g} of the {n_rows} individuals lose their "
-                "protection in each release."
+                f"delta = {_num(dlt)} >= 1/N = {_num(1.0 / n_rows)}: in the worst case allowed "
+                f"by (epsilon, delta), about {_num(exposed)} of the {_num(n_rows)} individuals "
+                "lose their protection in each release."
             )
 
     group_explanation = None
@@ -431,7 +450,7 @@ def explain(
         posterior_odds_bound=posterior_odds_bound(eps),
         attacker_success_max=success,
         attacker_success_epsilon_delta=success_ed,
-        attacker_success_seed002=seed002_success_bound(eps, dlt),
+        attacker_success_linear=linear_success_bound(eps, dlt),
         min_entropy_leakage_bound=math.log(2.0 * success),
         min_entropy_leakage_bound_epsilon_delta=(
             min_entropy_leakage_bound(eps, dlt) if math.isfinite(eps) else LN2
@@ -511,8 +530,7 @@ def profile_tradeoff(
         pairs.append((float(epsilon), float(delta)))
     hi = pure if math.isfinite(pure) else _call(lambda: profile.epsilon(1e-10))
     if not math.isfinite(hi):
-        # epsilon may itself be inf (no finite ε at the target δ): the grid must stay finite.
-        given = float(epsilon or 0.0)
+        given = float(epsilon or 0.0)  # may be ∞ (an (ε, δ) profile read at a smaller δ)
         hi = max(4.0 * given if math.isfinite(given) else 0.0, 10.0)
     for e in np.linspace(0.0, hi, grid):
         d = min(1.0, max(0.0, _call(functools.partial(profile.delta, float(e)))))

@@ -1,7 +1,7 @@
 """Entropies of discrete distributions, in nats.
 
 Shannon, Rényi (every order α ∈ [0, ∞]) and min-entropy of a probability vector; the binary
-entropy h(p), its inverse on [0, ½] and the seed article's binary Rényi entropy H_α(p).
+entropy h(p), its inverse on [0, ½] and the binary Rényi entropy H_α(p).
 
 Definitions (Rényi 1961, "On measures of entropy and information"; Cover & Thomas
 2006, "Elements of Information Theory", eq. (2.1) and Example 2.1.1):
@@ -182,7 +182,7 @@ def binary_renyi_entropy(p: Any, alpha: Any) -> float | FloatArray: ...
 def binary_renyi_entropy(p: Any, alpha: Any) -> float | FloatArray:
     """Binary Rényi entropy H_α(p) = −1/(α−1) · log(p^α + (1−p)^α) in nats, α ∈ [0, ∞].
 
-    This is the H_α(p) of the seed article ("Differential Privacy and Information Theory",
+    This is the H_α(p) of the 2022 article ("Differential Privacy and Information Theory",
     section on protection against bad outcomes): a binary symmetric channel with crossover p
     has radius log 2 − H_α(p) (Sibson capacity at the uniform prior). ``p`` is a scalar;
     ``alpha`` may be an array (vectorised). 1 − p is handled with log1p, so p = 1e-300 is

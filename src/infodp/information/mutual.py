@@ -7,7 +7,7 @@ prior P_X over the inputs where needed.
 
 * Shannon mutual information I(X;Y) (Cover & Thomas 2006, eq. (2.28)), of prior × channel or of
   a joint table; conditional mutual information I(X;Y|Z) (ibid., eq. (2.60)).
-* The seed article's Rényi mutual information I_α(X;Y) = D_α(P_XY ‖ P_X P_Y)
+* the Rényi mutual information I_α(X;Y) = D_α(P_XY ‖ P_X P_Y)
   ("Differential Privacy and Information Theory", section "Mutual information").
 * Sibson's α-mutual information I^s_α(X;Y) = min_Q D_α(P_XY ‖ P_X × Q), in closed form
   α/(α−1) · log Σ_y (Σ_x P(x) W(y|x)^α)^{1/α} (Sibson 1969; Verdú 2015, "α-mutual
@@ -254,12 +254,12 @@ def renyi_mutual_information(prior: Any, channel: Any, alpha: float | int) -> fl
 @overload
 def renyi_mutual_information(prior: Any, channel: Any, alpha: Any) -> float | FloatArray: ...
 def renyi_mutual_information(prior: Any, channel: Any, alpha: Any) -> float | FloatArray:
-    """The seed article's Rényi mutual information I_α(X;Y) = D_α(P_XY ‖ P_X P_Y), in nats.
+    """The Rényi mutual information I_α(X;Y) = D_α(P_XY ‖ P_X P_Y), in nats.
 
     Every α ∈ [0, ∞] (vectorised); α = 1 is Shannon's I(X;Y), α = ∞ is
     log max_{x,y: P(x)W(y|x) > 0} W(y|x)/P_Y(y). Its supremum over priors is the Rényi channel
-    capacity C_α, the seed article's privacy "at level α".
-    Source: "Differential Privacy and Information Theory" (seed article), section "Mutual
+    capacity C_α, privacy "at level α" in “Differential Privacy and Information Theory” (2022).
+    Source: "Differential Privacy and Information Theory" (2022), section "Mutual
     information"; D_α as in van Erven & Harremoës 2014, eq. (1).
 
     >>> bsc = [[0.9, 0.1], [0.1, 0.9]]
@@ -361,8 +361,8 @@ def sibson_mutual_information(prior: Any, channel: Any, alpha: Any) -> float | F
     article's I_α (it minimises over Q); its supremum over priors is the channel's "radius",
     a lower bound on C_α.
     Source: Sibson 1969; Verdú 2015, "α-mutual information"; Esposito, Gastpar & Issa 2024
-    (arXiv:2405.08352), Sec. 3 and Thm 4.1 (monotone in α, data processing); seed article,
-    section "Sibson's definition".
+    (arXiv:2405.08352), Sec. 3 and Thm 4.1 (monotone in α, data processing); “Differential Privacy
+    and Information Theory” (2022), section "Sibson's definition".
 
     >>> bsc = [[0.9, 0.1], [0.1, 0.9]]
     >>> round(sibson_mutual_information([0.5, 0.5], bsc, float("inf")), 6)  # log(2·0.9)

@@ -16,24 +16,55 @@ True
 
 from __future__ import annotations
 
-from infodp.mechanisms.base import ChannelView, Mechanism
-from infodp.mechanisms.exponential import (
-    ExponentialMechanism,
-    ReportNoisyMax,
-    permute_and_flip_probabilities,
+import typing as _typing
+
+from infodp._lazy import lazy_exports as _lazy_exports
+
+if _typing.TYPE_CHECKING:
+    from infodp.mechanisms.base import ChannelView, Mechanism
+    from infodp.mechanisms.exponential import (
+        ExponentialMechanism,
+        ReportNoisyMax,
+        permute_and_flip_probabilities,
+    )
+    from infodp.mechanisms.gaussian import (
+        DiscreteGaussianMechanism,
+        GaussianMechanism,
+        analytic_gaussian_sigma,
+        classic_gaussian_sigma,
+        gaussian_delta,
+    )
+    from infodp.mechanisms.laplace import DiscreteLaplaceMechanism, LaplaceMechanism
+    from infodp.mechanisms.randomized_response import RandomizedResponse
+    from infodp.mechanisms.sampling import CryptoRandomSource, InsecureSeededSource, RandomSource
+    from infodp.mechanisms.staircase import StaircaseMechanism, optimal_gamma
+    from infodp.mechanisms.subsampled import SubsampledGaussian
+
+# Imported on first use (infodp._lazy): importing one submodule stays cheap.
+__getattr__, __dir__ = _lazy_exports(
+    __name__,
+    {
+        "ChannelView": "infodp.mechanisms.base",
+        "Mechanism": "infodp.mechanisms.base",
+        "ExponentialMechanism": "infodp.mechanisms.exponential",
+        "ReportNoisyMax": "infodp.mechanisms.exponential",
+        "permute_and_flip_probabilities": "infodp.mechanisms.exponential",
+        "DiscreteGaussianMechanism": "infodp.mechanisms.gaussian",
+        "GaussianMechanism": "infodp.mechanisms.gaussian",
+        "analytic_gaussian_sigma": "infodp.mechanisms.gaussian",
+        "classic_gaussian_sigma": "infodp.mechanisms.gaussian",
+        "gaussian_delta": "infodp.mechanisms.gaussian",
+        "DiscreteLaplaceMechanism": "infodp.mechanisms.laplace",
+        "LaplaceMechanism": "infodp.mechanisms.laplace",
+        "RandomizedResponse": "infodp.mechanisms.randomized_response",
+        "CryptoRandomSource": "infodp.mechanisms.sampling",
+        "InsecureSeededSource": "infodp.mechanisms.sampling",
+        "RandomSource": "infodp.mechanisms.sampling",
+        "StaircaseMechanism": "infodp.mechanisms.staircase",
+        "optimal_gamma": "infodp.mechanisms.staircase",
+        "SubsampledGaussian": "infodp.mechanisms.subsampled",
+    },
 )
-from infodp.mechanisms.gaussian import (
-    DiscreteGaussianMechanism,
-    GaussianMechanism,
-    analytic_gaussian_sigma,
-    classic_gaussian_sigma,
-    gaussian_delta,
-)
-from infodp.mechanisms.laplace import DiscreteLaplaceMechanism, LaplaceMechanism
-from infodp.mechanisms.randomized_response import RandomizedResponse
-from infodp.mechanisms.sampling import CryptoRandomSource, InsecureSeededSource, RandomSource
-from infodp.mechanisms.staircase import StaircaseMechanism, optimal_gamma
-from infodp.mechanisms.subsampled import SubsampledGaussian
 
 __all__ = [
     "ChannelView",

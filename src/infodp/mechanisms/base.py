@@ -86,7 +86,8 @@ class ChannelView:
 
     ``channel`` rows are the release's output distributions for each input. When outputs are
     windowed, the mass outside the window is lumped into the two end outputs: the view is then
-    a post-processing of the release, so by the data-processing inequality (seed 000) every
+    a post-processing of the release, so by the data-processing inequality (“Differential Privacy
+    and Information Theory” (2022)) every
     capacity and divergence of the view is ≤ the mechanism's. ``tail_mass`` is the largest
     mass any row had lumped (0 for an exact view) and bounds the total-variation distance
     between a row of the view and the release's law restricted to the window.

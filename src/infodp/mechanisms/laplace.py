@@ -1,7 +1,7 @@
 """The Laplace mechanism, released securely on a grid, and the discrete Laplace (geometric).
 
 The textbook Laplace mechanism adds Lap(Δ/ε) noise to a real value (Dwork, McSherry, Nissim &
-Smith 2006; seed 002). Sampled with floating point it leaks through the low-order bits
+Smith 2006; Dwork & Roth 2014). Sampled with floating point it leaks through the low-order bits
 (Mironov 2012), so :meth:`LaplaceMechanism.release` instead snaps the value to a grid
 2**-k and adds *discrete* Laplace noise in grid units, drawn exactly (Canonne, Kamath &
 Steinke 2020, Algorithm 2) with the sensitivity inflated for the snapping

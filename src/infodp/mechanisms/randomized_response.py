@@ -2,8 +2,8 @@
 
 k-ary randomized response reports the true value with probability e^ε/(e^ε + k − 1) and
 each other value with probability 1/(e^ε + k − 1) (Warner 1965; Kairouz, Oh & Viswanath
-2014, "Extremal Mechanisms for Local DP"). The coin-flip scheme of seed 002 (answer truthfully
-on heads, else answer with a second coin) is binary RR with ε = ln 3.
+2014, "Extremal Mechanisms for Local DP"). The coin-flip scheme of Dwork & Roth 2014 (answer
+truthfully on heads, else answer with a second coin) is binary RR with ε = ln 3.
 
 The release draws a uniform candidate and accepts it outright if it is the true value, else
 with probability e^{−ε} (Bernoulli(exp(−ε)) by CKS 2020 Algorithm 1): the accepted output is
@@ -53,7 +53,7 @@ class RandomizedResponse(Mechanism):
 
     @classmethod
     def coin_flip(cls) -> RandomizedResponse:
-        """Seed 002's two-coin scheme: P(truthful report) = 1/2 + 1/4 = 3/4, ε = ln 3."""
+        """Dwork & Roth's (2014) two-coin scheme: P(truthful report) = 1/2 + 1/4 = 3/4, ε = ln 3."""
         return cls(math.log(3.0), 2)
 
     @classmethod

@@ -1,7 +1,7 @@
 """The staircase mechanism (Geng & Viswanath), released exactly on a grid.
 
 Geng & Viswanath ("The Optimal Noise-Adding Mechanism in Differential Privacy", IEEE Trans.
-Inf. Theory 2016; seed 004 §staircase) show that the ε-DP noise minimising E|noise| has the
+Inf. Theory 2016; Ünsal & Önen 2023 §staircase) show that the ε-DP noise minimising E|noise| has the
 staircase density f(x) = a(γ) e^{−kε} on |x| ∈ [kΔ, (k+γ)Δ) and a(γ) e^{−(k+1)ε} on
 |x| ∈ [(k+γ)Δ, (k+1)Δ), with optimal γ* = 1/(1 + e^{ε/2}) for the ℓ1 cost (their Theorem 7).
 

@@ -1,7 +1,7 @@
 """The curator as an HTTP service (issue 6): FastAPI over :class:`infodp.curator.Curator`.
 
-Seed 002's interactive curator "exposes an interface to which the analyst can issue queries";
-analysts are not trusted with the data, so this service is the security boundary. It never
+Dwork & Roth's (2014) interactive curator "exposes an interface to which the analyst can issue
+queries"; analysts are not trusted with the data, so this service is the security boundary. It never
 returns a row of data: every answer is a noisy aggregate released by the curator, whose cost
 the ledger reserved durably (fsync'd) before the data was touched (DESIGN.md), so a crash or a
 race can lose budget but never overspend it. Routes (all under ``/v1``):
@@ -528,12 +528,15 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
             "'Authorization: Bearer <key>' (keys are issued by the admin CLI). Errors: "
             '{"error": {"code": ..., "message": ...}}.'
         ),
-        docs_url="/v1/docs",
+        docs_url=None,  # served offline by install_docs below
         redoc_url=None,
         openapi_url="/v1/openapi.json",
         # No 307 to the slash-less route: its Location would be built from the Host header.
         redirect_slashes=False,
     )
+    from infodp.server.docs_ui import install_docs
+
+    install_docs(app)
     if settings is not None:
         app.state.service = Service(settings)
         max_body = settings.max_body_bytes

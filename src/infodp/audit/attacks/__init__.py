@@ -4,10 +4,11 @@ as ``infodp attack NAME``.
 
 - :func:`floating_point_attack` — Mironov (2012): reachable doubles of textbook Laplace;
 - :func:`averaging_attack` — repeated queries against an unbudgeted curator vs infodp's ledger;
-- :func:`coding_attack` — seed 000's "broken wifi": error-correcting codes through ε-DP queries,
+- :func:`coding_attack` — the 2022 article's "broken wifi": error-correcting codes through ε-DP
+queries,
   rate vs Shannon capacity;
 - :func:`correlated_attack` — Cuff & Yu (2016), Example 4.1: correlated rows;
-- :func:`epsilon_delta_attack` — seed 000's (ε, δ) catastrophe.
+- :func:`epsilon_delta_attack` — the 2022 article's (ε, δ) catastrophe.
 
 >>> from infodp.audit.attacks import fano_information_bits
 >>> fano_information_bits(4, 0.0)

@@ -4,8 +4,8 @@ Each answer of an ε-DP sum query is the truth plus Laplace noise of scale 1/ε;
 independent answers has standard deviation √2/(ε√q) (Laplace variance 2b²), so an unbudgeted
 curator eventually reveals the exact sum — and, to an attacker who knows the other rows (the
 strong adversary of DP), the target's bit. Sequential composition (Dwork & Roth 2014,
-Thm 3.16; seed 002 "sequential composition") says q answers cost qε: infodp's curator keeps a
-durable ledger and refuses the query that would overspend (raising
+Thm 3.16; Dwork & Roth 2014 "sequential composition") says q answers cost qε: infodp's curator
+keeps a durable ledger and refuses the query that would overspend (raising
 :class:`~infodp.errors.BudgetExceeded`) before any noise is drawn.
 
 >>> r = averaging_attack(epsilon=0.5, queries=2000, budget=1.0, trials=200, rng=0)

@@ -1,6 +1,8 @@
-"""The seed article's "broken wifi" attack: leak a secret through many ε-DP queries with a code.
+"""The "broken wifi" attack of “Differential Privacy and Information Theory” (2022): leak a secret
+through many ε-DP queries with a code.
 
-Seed 000, "To Fix a Broken Wifi": an ε-DP query is a noisy channel from one individual's row to
+“Differential Privacy and Information Theory” (2022), "To Fix a Broken Wifi": an ε-DP query is a
+noisy channel from one individual's row to
 the output; by Shannon's theorem an error-correcting code turns n such queries into a reliable
 link carrying up to n·C nats, where C is the channel's Shannon capacity (α = 1) — and by the
 converse never more. Here each query is binary randomized response with parameter ε on one

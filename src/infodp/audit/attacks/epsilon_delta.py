@@ -1,4 +1,5 @@
-"""The (ε, δ) catastrophe (seed 000, "Hacking (ε, δ)-privacy").
+"""The (ε, δ) catastrophe (“Differential Privacy and Information Theory” (2022), "Hacking (ε,
+δ)-privacy").
 
 A mechanism that runs an ε-DP mechanism g with probability 1 − δ and *publishes the whole
 dataset* with probability δ is (ε, δ)-DP:
@@ -11,7 +12,8 @@ I(X_i; Y) ≥ δ·k·log 2 — growing without limit in the size of the row, whi
 mechanism has Shannon capacity at most the KL bound ε·tanh(ε/2) (Kairouz, Oh & Viswanath 2015:
 randomized response is extremal; ``pure_dp_profile(ε).information(1)``). infodp's own
 accounting says so: ``approximate_dp_profile(ε, δ).information(1) == inf``. The expected number
-of queries until the whole dataset is published is 1/δ (seed 000).
+of queries until the whole dataset is published is 1/δ (“Differential Privacy and Information
+Theory” (2022)).
 
 This module builds the mechanism, audits it against the (ε, δ) claim and against the pure-ε
 claim, and measures the information lower bound empirically: the attacker's predictor is exact

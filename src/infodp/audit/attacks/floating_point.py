@@ -168,7 +168,7 @@ def floating_point_attack(
     unreachable and guesses at random if both (or neither) remain.
 
     ``dp_ceiling`` is the best success any (queries·ε)-DP mechanism allows with a uniform
-    secret: e^{kε}/(1 + e^{kε}) (Kairouz, Oh & Viswanath 2015, Thm 2.1; seed 002's
+    secret: e^{kε}/(1 + e^{kε}) (Kairouz, Oh & Viswanath 2015, Thm 2.1; Dwork & Roth's (2014)
     distinguishing game). Returns success rates for the naive sampler and for infodp's release
     path (``infodp_trials`` games, default ``min(trials, 500)``; ``source`` for its exact noise).
     """

@@ -392,9 +392,16 @@ class DuckDBBackend:
         # shared service gives each query fewer, so one analyst's heavy query cannot take
         # every core from the others.
         self.threads = threads
+        #: ``":memory:"``: one private in-memory database for the life of this object; each
+        #: :meth:`connect` is a cursor on it (nothing is written to disk).
+        self._memory: duckdb.DuckDBPyConnection | None = (
+            duckdb.connect(":memory:") if str(path) == ":memory:" else None
+        )
 
     def connect(self, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         """A connection, waiting (with backoff) while another process holds a conflicting lock."""
+        if self._memory is not None:
+            return self._memory.cursor()
         deadline = time.monotonic() + self.timeout
         delay = 0.005
         while True:

@@ -1,0 +1,141 @@
+"""``infodp.Session``: DP SQL over a DataFrame in memory, with nothing written to disk.
+
+A session is a :class:`~infodp.curator.engine.Curator` over an in-memory DuckDB store and an
+in-memory SQLite ledger, holding one table (the frame) and one analyst (you) with a total
+budget (ε, δ). Each :meth:`Session.query` charges its ε to that budget under the same ledger
+rules as the curator (reserve before touching the data; refuse, spending nothing, when the
+budget would be exceeded) and returns the curator's
+:class:`~infodp.curator.engine.QueryResult` (``.to_pandas()``, ``.to_polars()``).
+
+``ledger=PATH`` keeps the budget in a ledger file instead, so it survives the process: a new
+session over the same data, schema and ledger continues where the last one stopped.
+
+>>> import pandas as pd
+>>> df = pd.DataFrame({"region": ["north", "south"] * 50, "age": range(100)})
+>>> schema = {"table": "people", "privacy_unit": "row", "columns": {
+...     "region": {"type": "category", "categories": ["north", "south"]},
+...     "age": {"type": "int", "bounds": [0, 120]}}}
+>>> s = Session(df, schema, epsilon=1.0)
+>>> r = s.query("SELECT region, COUNT(*) FROM people GROUP BY region", epsilon=0.5)
+>>> list(r.to_pandas().columns)
+['region', 'COUNT(*)', 'COUNT(*)_low', 'COUNT(*)_high']
+>>> s.remaining_epsilon
+0.5
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from infodp.curator.engine import Curator, QueryResult, as_budget_fraction
+from infodp.curator.schema import load_schema
+from infodp.errors import ParameterError
+
+__all__ = ["Session"]
+
+#: The analyst a session queries as (its budget is the session's budget).
+SESSION_ANALYST = "session"
+
+
+class Session:
+    """Differentially private SQL over one in-memory table with a total budget (ε, δ).
+
+    ``data``: a pandas or polars DataFrame or an Arrow table. ``schema``: the declaration of
+    ``docs/curator.md`` as a dict, YAML text or a file path (its ``table`` is the name used in
+    SQL; ``name`` overrides it). ``epsilon``/``delta``: the total budget of this session.
+    ``ledger``: a path to keep the budget durably (default: in memory, gone with the session).
+    ``source``: the randomness (default: the OS CSPRNG).
+    """
+
+    def __init__(
+        self,
+        data: Any,
+        schema: Any,
+        *,
+        epsilon: Any,
+        delta: Any = 0,
+        ledger: str | Path | None = None,
+        name: str | None = None,
+        source: Any = None,
+    ) -> None:
+        parsed = load_schema(schema)
+        self.table = name or parsed.table
+        self._curator = Curator(
+            ":memory:", source=source, ledger=":memory:" if ledger is None else ledger
+        )
+        eps = as_budget_fraction("epsilon", epsilon, allow_zero=True)
+        dlt = as_budget_fraction("delta", delta, allow_zero=True)
+        ledger_obj = self._curator.ledger
+        known = {d.name: d for d in ledger_obj.datasets()}
+        if self.table not in known:
+            self._curator.register_dataset(self.table, data, parsed.to_dict())
+            self._curator.add_analyst(SESSION_ANALYST, self.table, epsilon=eps, delta=dlt)
+        else:
+            # A durable ledger from an earlier session: same table, same declaration, same
+            # public row count, same total budget; the data go into the fresh in-memory store.
+            record = known[self.table]
+            wanted = json.loads(self._curator.schema(self.table).to_json())
+            declared = dict(parsed.to_dict(), table=self.table)
+            if json.loads(json.dumps(declared)) != wanted:
+                raise ParameterError(
+                    "schema", self.table, f"the schema recorded in the ledger {ledger}"
+                )
+            rows, _ = self._curator.backend.register(
+                self.table, data, self._curator.schema(self.table)
+            )
+            if rows != record.rows:
+                raise ParameterError(
+                    "data", f"{rows} rows", f"the {record.rows} rows recorded in {ledger}"
+                )
+            budget = ledger_obj.budget(SESSION_ANALYST, self.table)
+            if (budget.epsilon, budget.delta) != (eps, dlt):
+                raise ParameterError(
+                    "epsilon/delta",
+                    f"({epsilon}, {delta})",
+                    f"the budget recorded in {ledger}: ({budget.epsilon}, {budget.delta})",
+                )
+
+    def query(
+        self, sql: str, *, epsilon: Any, delta: Any = 0, confidence: float = 0.95
+    ) -> QueryResult:
+        """Answer ``sql`` with DP noise, charging ``epsilon`` (and ``delta``) to the session.
+
+        Raises :class:`~infodp.errors.BudgetExceeded` (nothing released, nothing spent) when
+        the remaining budget is too small.
+        """
+        return self._curator.query(
+            SESSION_ANALYST, sql, epsilon=epsilon, delta=delta, confidence=confidence
+        )
+
+    @property
+    def remaining_epsilon(self) -> float:
+        """ε left (rounded down)."""
+        return float(self._budget().to_dict()["remaining_epsilon"])
+
+    @property
+    def remaining_delta(self) -> float:
+        """δ left (rounded down)."""
+        return float(self._budget().to_dict()["remaining_delta"])
+
+    def _budget(self) -> Any:
+        return self._curator.ledger.budget(SESSION_ANALYST, self.table)
+
+    def close(self) -> None:
+        """Release the in-memory store and the ledger connection."""
+        self._curator.close()
+
+    def __repr__(self) -> str:
+        from infodp._format import format_number
+
+        b = self._budget()
+        rows = self._curator.ledger.dataset(self.table).rows
+        left = format_number(float(b.remaining_epsilon))
+        total = format_number(float(b.epsilon))
+        where = "in memory" if self._curator.ledger.in_memory else str(self._curator.ledger.path)
+        d = "" if b.delta == 0 else f", δ {format_number(float(b.remaining_delta))} left"
+        return (
+            f"Session({self.table}: {format_number(rows)} rows, ε {left} of {total} left{d}, "
+            f"ledger {where})"
+        )

@@ -1,0 +1,141 @@
+"""``infodp.Session`` over DataFrames: nothing on disk, DataFrames back, the budget enforced.
+
+The released numbers are checked against the exact aggregates with the interval the curator
+states (Laplace tail bound, Dwork & Roth 2014, Thm 3.8, applied per cell), and the spend
+against basic composition (Dwork & Roth 2014, Thm 3.16): ε adds up exactly.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import infodp
+from infodp.errors import BudgetExceeded, ParameterError
+from infodp.mechanisms.sampling import InsecureSeededSource
+
+SCHEMA = {
+    "table": "people",
+    "privacy_unit": "row",
+    "columns": {
+        "region": {"type": "category", "categories": ["north", "south", "east"]},
+        "income": {"type": "float", "bounds": [0, 100000]},
+        "age": {"type": "int", "bounds": [0, 100]},
+    },
+}
+
+
+def _frame(n: int = 3000) -> pd.DataFrame:
+    rng = np.random.default_rng(7)
+    return pd.DataFrame(
+        {
+            "region": rng.choice(["north", "south", "east"], n),
+            "income": rng.uniform(0, 100000, n).round(2),
+            "age": rng.integers(0, 100, n),
+        }
+    )
+
+
+def _seeded(seed: int) -> InsecureSeededSource:
+    return InsecureSeededSource(seed, i_understand_this_is_not_private=True)
+
+
+SQL = "SELECT region, COUNT(*), SUM(income), AVG(age) FROM people GROUP BY region"
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars", "arrow"])
+def test_session_in_an_empty_directory(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    df = _frame()
+    data = {"pandas": df, "polars": pl.from_pandas(df), "arrow": pa.Table.from_pandas(df)}[kind]
+    s = infodp.Session(data, SCHEMA, epsilon=1.0, source=_seeded(1))
+    r = s.query(SQL, epsilon=0.5)
+
+    out = r.to_pandas()
+    assert isinstance(out, pd.DataFrame)
+    assert sorted(out["region"]) == ["east", "north", "south"]
+    assert {"COUNT(*)_low", "COUNT(*)_high", "AVG(age)_low", "SUM(income)_high"} <= set(out)
+    truth = df.groupby("region").agg(n=("age", "size"), s=("income", "sum"), a=("age", "mean"))
+    for _, row in out.iterrows():
+        t = truth.loc[row["region"]]
+        # 95% intervals: with 9 cells a miss is possible but rare; a wrong sign/scale is not.
+        assert abs(row["COUNT(*)"] - t["n"]) < 3 * (row["COUNT(*)_high"] - row["COUNT(*)_low"])
+        assert abs(row["AVG(age)"] - t["a"]) < 10
+        assert abs(row["SUM(income)"] - t["s"]) / t["s"] < 0.2
+    polars_out = r.to_polars()
+    assert isinstance(polars_out, pl.DataFrame)
+    assert polars_out.columns == list(out.columns)
+
+    assert s.remaining_epsilon == 0.5  # 1 − 0.5, exact fractions
+    s.query("SELECT COUNT(*) FROM people", epsilon=0.5)
+    assert s.remaining_epsilon == 0
+    with pytest.raises(BudgetExceeded):
+        s.query("SELECT COUNT(*) FROM people", epsilon=0.01)
+    assert s.remaining_epsilon == 0  # a refusal spends nothing
+    s.close()
+    assert os.listdir(tmp_path) == []
+
+
+def test_result_repr_is_short_and_html_has_intervals() -> None:
+    s = infodp.Session(_frame(300), SCHEMA, epsilon=1, source=_seeded(2))
+    r = s.query(SQL, epsilon=0.3)
+    text = repr(r)
+    assert len(text.splitlines()) <= 8
+    assert "QueryResult: 3 rows, 95% intervals" in text
+    assert "MeasurementCost" not in text and "Fraction(" not in text
+    assert "ε 0.3 spent" in text and "ε 0.7 left" in text
+    page = r._repr_html_()
+    assert page.startswith("<table>") and page.count("<tr>") == 4
+    assert "[" in page  # intervals shown beside the values
+    assert "ε 0.7 of 1 left" in repr(s)
+
+
+def test_durable_ledger_keeps_the_budget(tmp_path: Path) -> None:
+    path = tmp_path / "budget.ledger"
+    df = _frame(200)
+    s = infodp.Session(df, SCHEMA, epsilon=1, ledger=path, source=_seeded(3))
+    s.query("SELECT COUNT(*) FROM people", epsilon=0.75)
+    s.close()
+    again = infodp.Session(df, SCHEMA, epsilon=1, ledger=path, source=_seeded(4))
+    assert again.remaining_epsilon == 0.25
+    with pytest.raises(BudgetExceeded):
+        again.query("SELECT COUNT(*) FROM people", epsilon=0.5)
+    with pytest.raises(ParameterError, match="budget recorded"):
+        infodp.Session(df, SCHEMA, epsilon=2, ledger=path)
+    with pytest.raises(ParameterError, match="rows recorded"):
+        infodp.Session(df.head(10), SCHEMA, epsilon=1, ledger=path)
+    assert sorted(p.name for p in tmp_path.iterdir())[0] == "budget.ledger"
+
+
+def test_curator_memory_store_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from infodp.curator import Curator
+
+    monkeypatch.chdir(tmp_path)
+    c = Curator(":memory:", source=_seeded(5))
+    c.register_dataset("people", _frame(100), SCHEMA)
+    c.add_analyst("a", "people", epsilon=1)
+    c.query("a", "SELECT COUNT(*) FROM people", epsilon=0.5)
+    c.close()
+    assert os.listdir(tmp_path) == []
+
+
+def test_import_infodp_is_light() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, infodp; "
+        "print(sorted(m for m in ('duckdb', 'pandas', 'numpy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
