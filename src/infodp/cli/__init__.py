@@ -31,8 +31,10 @@ def _register() -> None:
         channel,
         curator,
         demo,
+        design,
         explain,
         information,
+        local,
         mechanisms,
         server,
     )
@@ -47,6 +49,8 @@ def _register() -> None:
         audit,
         demo,
         server,
+        design,
+        local,
     ):
         for command in module.COMMANDS:
             cli.add_command(command)
