@@ -214,7 +214,7 @@ def min_sibson(prior: Any, distortion: Any, max_distortion: float, alpha: float)
         achieved = expected_distortion(p, channel.matrix, d)
     W = channel.matrix
     value = float(sibson_mutual_information(p, W, a))
-    F, g = _norms(p, W, a)
+    _, g = _norms(p, W, a)
     _, bound = _linear_min(problem, D, sign * g)
     # F* ≥ bound (convexity and homogeneity) and I = α/(α−1) log F is increasing in F.
     F_bound = bound

@@ -70,7 +70,7 @@ class Problem:
         """``value`` as a budget D; refuses D below :attr:`smallest_distortion`."""
         D = as_real("max_distortion", value)
         floor = self.smallest_distortion
-        if D < floor - 1e-12 * (1.0 + abs(floor)):
+        if floor - 1e-12 * (1.0 + abs(floor)) > D:
             raise ParameterError(
                 "max_distortion",
                 D,

@@ -171,7 +171,7 @@ def rate_distortion(
     tol = as_positive("tol", tol)
     max_iter = as_positive_int("max_iter", max_iter)
     p = problem.prior
-    if D >= problem.zero_leakage_distortion:
+    if problem.zero_leakage_distortion <= D:
         channel = problem.constant_channel()
         return _result(problem, D, 0.0, 0.0, channel, "constant output: nothing leaks", True)
     ba = _Blahut(p, problem.distortion, tol / 10.0, max_iter)

@@ -89,7 +89,7 @@ def repair_channel(raw: FloatArray) -> Channel:
     """
     W = np.clip(np.asarray(raw, dtype=np.float64), 0.0, None)
     colmax = W.max(axis=0, keepdims=True)
-    W = np.where((W <= 1e-13 * colmax) | (colmax <= 1e-11), 0.0, W)
+    W = np.where((1e-13 * colmax >= W) | (colmax <= 1e-11), 0.0, W)
     W = W / W.sum(axis=1, keepdims=True)
     return Channel(W)
 
