@@ -158,6 +158,10 @@ class LocalRandomizer(ABC):
             "inf": ch.capacity(math.inf).upper,
         }
 
+    def channel_epsilon_bound(self) -> float:
+        """C_∞ = pure ε of one report (equal to the claimed ε; tests check it on the channel)."""
+        return self.epsilon
+
     def variance(self, frequencies: Any, users: int) -> FloatArray:
         """Exact Var f̂_v for true ``frequencies`` and ``users`` reports (Wang et al. Eq. (2))."""
         f = np.asarray(frequencies, dtype=np.float64)
