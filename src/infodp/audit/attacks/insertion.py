@@ -129,7 +129,7 @@ def profile_power_bound(noise: str, scale: float, shift: float, false_alarm: flo
     """Upper bound on any size-a detector's power from the (ε, δ(ε)) profile at shift Δ.
 
     >>> p = profile_power_bound("laplace", 1.0, 1.0, 0.05)   # pure ε = 1: e·a
-    >>> p >= detection_power("laplace", 1.0, 1.0, 0.05), p <= math.e * 0.05 + 1e-12
+    >>> p >= detection_power("laplace", 1.0, 1.0, 0.05) - 1e-12, p <= math.e * 0.05 + 1e-12
     (True, True)
     """
     a = as_probability("false_alarm", false_alarm)
