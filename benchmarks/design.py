@@ -65,8 +65,8 @@ def rate_distortion_rows(size: int) -> list[list[str]]:
     value, theirs = cvxpy_rate_distortion(prior, d, D)
     inside = r.lower - 1e-6 <= value <= r.upper + 1e-6
     return [
-        [f"infodp rate_distortion ({size} symbols)", f"{ours:.3f}", f"[{r.lower:.12f}, {r.upper:.12f}]",
-         f"{r.gap:.1e}", "-"],
+        [f"infodp rate_distortion ({size} symbols)", f"{ours:.3f}",
+         f"[{r.lower:.12f}, {r.upper:.12f}]", f"{r.gap:.1e}", "-"],
         [f"cvxpy + Clarabel ({size} symbols)", f"{theirs:.3f}", f"{value:.12f}", "none",
          f"{theirs / ours:.0f}x slower; value in infodp bracket: {inside}"],
     ]  # fmt: skip
@@ -81,7 +81,9 @@ def min_epsilon_rows(size: int) -> list[list[str]]:
              f"[{r.lower:.9f}, {r.upper:.9f}]", f"{r.gap:.1e}", "-"]]  # fmt: skip
 
 
-def local_rows(users: int, reps: int) -> tuple[list[list[str]], dict[str, list[tuple[float, float, float]]]]:
+def local_rows(
+    users: int, reps: int
+) -> tuple[list[list[str]], dict[str, list[tuple[float, float, float]]]]:
     k = 32
     freqs = 1.0 / np.arange(1, k + 1) ** 1.1
     freqs /= freqs.sum()
@@ -91,7 +93,10 @@ def local_rows(users: int, reps: int) -> tuple[list[list[str]], dict[str, list[t
         curves[name] = []
         for eps in (0.5, 1.0, 2.0, 4.0):
             mech = randomizer(name, eps, k)
-            errs = [np.mean((mech.simulate(users, freqs, rng=rng).estimate - freqs) ** 2) for _ in range(reps)]
+            errs = [
+                np.mean((mech.simulate(users, freqs, rng=rng).estimate - freqs) ** 2)
+                for _ in range(reps)
+            ]
             # published variance + the multinomial spread of the population (f(1−f)/n)
             theory = float(np.mean(mech.variance(freqs, users) + freqs * (1 - freqs) / users))
             curves[name].append((eps, float(np.mean(errs)), theory))

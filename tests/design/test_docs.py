@@ -13,5 +13,5 @@ def test_tutorial_code_runs(capsys) -> None:  # type: ignore[no-untyped-def]
     assert len(blocks) >= 8
     namespace: dict[str, object] = {}
     for block in blocks:
-        exec(compile(block, str(DOC), "exec"), namespace)  # noqa: S102
+        exec(compile(block, str(DOC), "exec"), namespace)
     assert "least epsilon in" in capsys.readouterr().out

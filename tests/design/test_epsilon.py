@@ -57,7 +57,9 @@ def test_geometric_mechanism_is_universally_optimal(eps: float) -> None:
     prior = np.random.default_rng(3).dirichlet(np.ones(n + 1))
     d = distortion_matrix("absolute", n + 1)
     G = _truncated_geometric(n, eps)
-    remapped = sum(min(float(prior @ (G[:, z] * d[:, y])) for y in range(n + 1)) for z in range(n + 1))
+    remapped = sum(
+        min(float(prior @ (G[:, z] * d[:, y])) for y in range(n + 1)) for z in range(n + 1)
+    )
     _, achieved, lower = min_distortion(prior, d, eps, neighbours="adjacent")
     assert lower <= remapped + 1e-9
     assert abs(achieved - remapped) < 1e-8
@@ -94,3 +96,22 @@ def test_epsilon_curve_is_non_increasing() -> None:
     uppers = [min_epsilon(prior, "squared", D).upper for D in (0.2, 0.5, 1.0, 2.0)]
     lowers = [min_epsilon(prior, "squared", D).lower for D in (0.2, 0.5, 1.0, 2.0)]
     assert all(lo2 <= up1 + 1e-9 for up1, lo2 in zip(uppers, lowers[1:], strict=False))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_optimal_channel_is_a_staircase(seed: int) -> None:
+    # Kairouz, Oh & Viswanath (2016, "Extremal mechanisms for local DP", Thm 4): for sublinear
+    # utilities (expected distortion is linear) an optimal ε-LDP channel is a staircase: each
+    # column takes only the values t_y and e^ε t_y. The LP's vertex solution has that form;
+    # with Geng & Viswanath's (2014) geometric/staircase noise as the special case tested above.
+    rng = np.random.default_rng(seed)
+    prior = rng.dirichlet(np.ones(4))
+    d = rng.uniform(0, 1, size=(4, 4))
+    eps = 1.2
+    ch, _, _ = min_distortion(prior, d, eps)
+    W = ch.matrix
+    for col in W.T:
+        used = col[col > 1e-12]
+        if used.size:
+            ratio = used / used.min()
+            assert np.all((np.abs(ratio - 1) < 1e-6) | (np.abs(ratio - math.exp(eps)) < 1e-6))

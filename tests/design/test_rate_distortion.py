@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import cvxpy as cp
@@ -59,7 +60,7 @@ def test_curve_non_increasing_and_convex(seed: int) -> None:
     prior = rng.dirichlet(np.ones(4))
     Ds = np.linspace(0.05, 0.6, 5)
     rs = [rate_distortion(prior, "absolute", float(D)) for D in Ds]
-    for a, b in zip(rs, rs[1:], strict=False):
+    for a, b in itertools.pairwise(rs):
         assert b.lower <= a.upper + 1e-9
     for a, b, c in zip(rs, rs[1:], rs[2:], strict=False):
         # midpoint convexity, with the certified ends on the safe side
