@@ -65,7 +65,7 @@ def distortion_matrix(kind: str, alphabet: int | Sequence[float]) -> FloatArray:
     a = _alphabet(alphabet)
     diff = a[:, None] - a[None, :]
     if kind == "hamming":
-        return (diff != 0).astype(np.float64)
+        return np.asarray(diff != 0, dtype=np.float64)
     if kind == "absolute":
         return np.abs(diff)
     return np.square(diff)

@@ -100,6 +100,7 @@ def _solve_at(problem: Problem, eps: float, neighbours: str) -> tuple[Channel, f
         c = np.zeros(nvar)
         c[-1] = 1.0
     else:
+        assert problem.prior is not None
         A_ub = A_dp
         c = np.zeros(nvar)
         c[: n * m] = (problem.prior[:, None] * problem.distortion).ravel()

@@ -61,7 +61,7 @@ def project_to_simplex(values: Any) -> FloatArray:
     rho = int(np.nonzero(u * ks > css - 1.0)[0][-1])
     theta = (css[rho] - 1.0) / (rho + 1.0)
     out = np.clip(v - theta, 0.0, None)
-    return out / out.sum()
+    return np.asarray(out / out.sum(), dtype=np.float64)
 
 
 @dataclass(frozen=True)
