@@ -12,7 +12,8 @@ frequency-estimation error against the published variance curves.
    repetitions) next to the published variance (Wang et al. 2017, Eq. (2); Erlingsson et al.
    2014; Acharya, Sun & Zhang 2019) averaged over items; plot in docs/design_local_mse.png.
 
-Run: ``python3 benchmarks/design.py`` (``--quick`` uses 64 symbols for step 1 and 10⁵ users).
+Run: ``python3 benchmarks/design.py`` (``--quick`` uses 64 symbols for step 1 and 10⁵ users;
+``--size N`` sets the rate–distortion source size alone).
 """
 
 from __future__ import annotations
@@ -127,6 +128,8 @@ def plot(curves: dict[str, list[tuple[float, float, float]]], users: int) -> Pat
 def main() -> None:
     quick = "--quick" in sys.argv
     size, users, reps = (64, 100_000, 5) if quick else (256, 1_000_000, 5)
+    if "--size" in sys.argv:  # the rate-distortion source size alone
+        size = int(sys.argv[sys.argv.index("--size") + 1])
     head = ["method", "seconds", "value (nats)", "certified gap", "note"]
     rd = rate_distortion_rows(size)
     lp = min_epsilon_rows(64)
@@ -140,7 +143,7 @@ def main() -> None:
         f"(plot: `docs/{png.name}`):\n\n"
         + markdown_table(["randomizer", "ε", "simulated MSE", "published variance"], local)
     )
-    command = "python3 benchmarks/design.py" + (" --quick" if quick else "")
+    command = "python3 benchmarks/design.py " + " ".join(sys.argv[1:])
     write_section("design", command, body)
     print(body)
 
