@@ -36,8 +36,18 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "capacity": ("channel", "capacity", "Certified capacity bracket of a channel, in nats."),
     "dataset": ("curator", "dataset", "Register and list sensitive datasets (data owner)."),
     "demo": ("demo", "demo", "Demonstrate infodp: ε as information, accounting, DP SQL."),
+    "design": (
+        "design",
+        "design_command",
+        "Find the channel that leaks the least while E d(X, Y) <= D (certified, in nats).",
+    ),
     "divergence": ("information", "divergence", "Rényi divergence D_α(P‖Q), in nats."),
     "explain": ("explain", "explain_command", "Explain what ε, δ or a mechanism leaks."),
+    "local": (
+        "local",
+        "local",
+        "Local differential privacy: client-side randomizers and frequency estimation.",
+    ),
     "ledger": ("curator", "ledger", "Show the privacy ledger: budgets and every query."),
     "query": ("curator", "query", "Answer an aggregate SQL query with differential privacy."),
     "release": ("curator", "release", "Publish a DP histogram once; query it later for free."),

@@ -224,7 +224,7 @@ def _render_attack(p: dict[str, Any]) -> None:
     click.echo(p.get("summary", ""))
 
 
-ATTACKS = ("floating-point", "averaging", "coding", "correlated", "epsilon-delta")
+ATTACKS = ("floating-point", "averaging", "coding", "correlated", "epsilon-delta", "insertion")
 
 
 @click.command("attack")
@@ -235,6 +235,9 @@ ATTACKS = ("floating-point", "averaging", "coding", "correlated", "epsilon-delta
 @click.option("--bits", type=int, help="Secret bits (coding) / row bits (epsilon-delta).")
 @click.option("--rows", type=int, help="Rows in the database (correlated).")
 @click.option("--trials", type=int, help="Independent repetitions of the attack.")
+@click.option("--noise", type=click.Choice(["laplace", "gaussian"]), help="Noise (insertion).")
+@click.option("--false-alarm", type=float, help="Detector false-alarm rate a (insertion).")
+@click.option("--detection", type=float, help="Largest detection probability b (insertion).")
 @click.option("--seed", type=int, help="Seed (simulation only).")
 @json_option
 def attack(
@@ -245,6 +248,9 @@ def attack(
     bits: int | None,
     rows: int | None,
     trials: int | None,
+    noise: str | None,
+    false_alarm: float | None,
+    detection: float | None,
     seed: int | None,
     as_json: bool,
 ) -> None:
@@ -256,19 +262,28 @@ def attack(
         kwargs["epsilon"] = as_positive("--epsilon", epsilon)
     if trials is not None:
         kwargs["trials"] = as_positive_int("--trials", trials)
-    options = {"delta": delta, "queries": queries, "bits": bits, "rows": rows}
+    options = {
+        "delta": delta,
+        "queries": queries,
+        "bits": bits,
+        "rows": rows,
+        "noise": noise,
+        "false_alarm": false_alarm,
+        "detection": detection,
+    }
     accepted = {
         "floating-point": ("queries",),
         "averaging": ("queries",),
         "coding": ("bits",),
         "correlated": ("rows",),
         "epsilon-delta": ("delta", "bits"),
+        "insertion": ("delta", "noise", "false_alarm", "detection"),
     }[name]
     for key, value in options.items():
         if value is None:
             continue
         if key not in accepted:
-            raise ParameterError(f"attack {name} does not take --{key}.")
+            raise ParameterError(f"attack {name} does not take --{key.replace('_', '-')}.")
         kwargs[key] = value
     runners: dict[str, Callable[..., Any]] = {
         "floating-point": attacks.floating_point_attack,
@@ -276,6 +291,7 @@ def attack(
         "coding": attacks.coding_attack,
         "correlated": attacks.correlated_attack,
         "epsilon-delta": attacks.epsilon_delta_attack,
+        "insertion": attacks.insertion_attack,
     }
     result = runners[name](**kwargs)
     payload = {"attack": name, **result.to_dict()}

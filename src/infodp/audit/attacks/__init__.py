@@ -8,7 +8,9 @@ as ``infodp attack NAME``.
 queries,
   rate vs Shannon capacity;
 - :func:`correlated_attack` — Cuff & Yu (2016), Example 4.1: correlated rows;
-- :func:`epsilon_delta_attack` — the 2022 article's (ε, δ) catastrophe.
+- :func:`epsilon_delta_attack` — the 2022 article's (ε, δ) catastrophe;
+- :func:`insertion_attack` — Ünsal & Önen (2023, §5.1): the largest shift an inserted
+  record can cause at a given detection rate.
 
 >>> from infodp.audit.attacks import fano_information_bits
 >>> fano_information_bits(4, 0.0)
@@ -43,6 +45,14 @@ from infodp.audit.attacks.floating_point import (
     reachable_from,
     snapped_laplace_release,
 )
+from infodp.audit.attacks.insertion import (
+    InsertionResult,
+    detection_power,
+    insertion_attack,
+    max_undetected_shift,
+    profile_undetected_shift,
+    rate_distortion_insertion_variance,
+)
 
 __all__ = [
     "AveragingResult",
@@ -51,17 +61,23 @@ __all__ = [
     "CorrelatedResult",
     "EpsilonDeltaResult",
     "FloatingPointResult",
+    "InsertionResult",
     "UnbudgetedCurator",
     "averaging_attack",
     "catastrophe_mechanism",
     "coding_attack",
     "correlated_attack",
     "correlated_mutual_information",
+    "detection_power",
     "epsilon_delta_attack",
     "fano_information_bits",
     "floating_point_attack",
     "independent_mutual_information",
+    "insertion_attack",
+    "max_undetected_shift",
     "naive_laplace",
+    "profile_undetected_shift",
+    "rate_distortion_insertion_variance",
     "reachable_from",
     "repetition_length",
     "snapped_laplace_release",
