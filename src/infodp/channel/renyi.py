@@ -5,6 +5,8 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import time
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
@@ -22,6 +24,7 @@ from infodp.channel._numerics import (
     _pairwise_renyi,
     _softmax,
 )
+from infodp.channel.certificates import bisect, cell_bounds, tangent_basis
 from infodp.channel.result import CapacityResult
 from infodp.channel.shannon import _shannon_capacity
 from infodp.channel.sibson import _sibson_capacity
@@ -136,6 +139,115 @@ def _renyi_bnb_upper(
     return max([-item[0] for item in heap] + [pruned, lower])
 
 
+@dataclass(slots=True)
+class _Search:
+    """Best attained value of I_α so far (a lower bound on C_α) and its input."""
+
+    value: float
+    p: FloatArray
+    local_searches: int = 0
+
+
+def _branch_and_bound(
+    W: FloatArray,
+    logW: FloatArray,
+    alpha: float,
+    search: _Search,
+    tol: float,
+    max_cells: int,
+    deadline: float,
+    progress: bool,
+) -> tuple[float, int]:
+    """Certified upper bound on C_α by best-first branch and bound on simplicial cells.
+
+    Cells of the input simplex are bounded by :func:`~infodp.channel.certificates.cell_bounds`
+    in batches; the batch with the largest bounds is split at longest edges. A cell whose bound
+    is within 0.9·``tol`` of the best attained value is set aside (its bound still counts in
+    the result); centre values and local ascents from promising centres raise the attained
+    value (``search``, updated in place). Stops when the largest bound is within ``tol`` of the
+    attained value, after ``max_cells`` cells, or at ``deadline`` (``time.monotonic()``),
+    returning the best upper bound so far and the number of cells evaluated.
+    """
+    n = W.shape[0]
+    with np.errstate(under="ignore"):
+        A = np.where(W > 0, np.exp(alpha * np.where(W > 0, logW, 0.0)), 0.0)
+    Z = tangent_basis(n)
+    V = np.eye(n)[None]
+    bounds = cell_bounds(W, A, alpha, V, Z)
+    ub = bounds.upper
+    cells = 1
+    set_aside = -_INF
+    rounds = 0
+    bar = _progress_bar(progress)
+    try:
+        while True:
+            threshold = search.value + 0.9 * tol
+            drop = ub <= threshold
+            if drop.any():
+                set_aside = max(set_aside, float(ub[drop].max()))
+                V, ub = V[~drop], ub[~drop]
+            upper = max(float(ub.max()) if len(ub) else -_INF, set_aside, search.value)
+            if bar is not None:
+                bar.update(upper - search.value, cells)
+            if upper - search.value <= tol or cells >= max_cells or time.monotonic() > deadline:
+                return upper, cells
+            batch = min(len(V), 256 if n > 5 else 128)
+            pick = np.argpartition(-ub, batch - 1)[:batch] if batch < len(V) else np.arange(len(V))
+            keep = np.ones(len(V), dtype=bool)
+            keep[pick] = False
+            children = bisect(V[pick], W, A, alpha)
+            bounds = cell_bounds(W, A, alpha, children, Z)
+            cells += len(children)
+            rounds += 1
+            best = int(np.argmax(bounds.centre_value))
+            if bounds.centre_value[best] > search.value:
+                search.value = float(bounds.centre_value[best])
+                search.p = bounds.centre[best]
+            if rounds % 8 == 1:
+                # ascend from the centre of the most promising child
+                start = bounds.centre[int(np.argmax(bounds.upper))]
+                value, p = _local_max_renyi(W, logW, alpha, start)
+                search.local_searches += 1
+                if value > search.value:
+                    search.value, search.p = value, p
+            V = np.concatenate([V[keep], children])
+            ub = np.concatenate([ub[keep], bounds.upper])
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+class _Bar:
+    """A rich progress bar on the terminal showing the bracket width."""
+
+    def __init__(self) -> None:
+        from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            TextColumn("C_alpha branch and bound"),
+            TextColumn("width {task.fields[width]:.3g} nats"),
+            TextColumn("{task.fields[cells]} cells"),
+            TimeElapsedColumn(),
+            transient=True,
+        )
+        self._task = self._progress.add_task("bnb", total=None, width=math.inf, cells=0)
+        self._progress.start()
+
+    def update(self, width: float, cells: int) -> None:
+        self._progress.update(self._task, width=width, cells=cells)
+
+    def close(self) -> None:
+        self._progress.stop()
+
+
+def _progress_bar(progress: bool) -> _Bar | None:
+    if not progress:
+        return None
+    from rich.console import Console
+
+    return _Bar() if Console(stderr=True).is_terminal else None
+
+
 def _renyi_capacity(
     matrix: FloatArray,
     alpha: float,
@@ -143,16 +255,21 @@ def _renyi_capacity(
     n_starts: int,
     rng: np.random.Generator,
     refine_budget: int,
+    time_budget: float = math.inf,
+    progress: bool = False,
 ) -> CapacityResult:
     """The seed article's C_α = sup_P I_α(X;Y): a global-search lower bound and a certified upper.
 
     I_α is not concave in P, so the lower bound is the best of several local searches (from
     the uniform input, the Shannon and Sibson optima, the two-point inputs on the most distant
-    row pairs and random starts); it is attained, never extrapolated. The upper bound is the
-    smallest of: the diameter max_{x,x'} D_α(W_x‖W_x') (seeds/000, "Sibson's definition"), for
-    α < 1 Shannon's capacity (C_α is non-decreasing in α, seeds/000), and, when
-    ``refine_budget`` > 0, a branch-and-bound certificate (:func:`_renyi_bnb_upper`).
+    row pairs and random starts) and of the cell centres visited by the branch and bound; it
+    is attained, never extrapolated. The upper bound is the smallest of: the diameter
+    max_{x,x'} D_α(W_x‖W_x') (seeds/000, "Sibson's definition"), for α < 1 Shannon's capacity
+    (C_α is non-decreasing in α, seeds/000), and, when ``refine_budget`` > 0 cells, the branch
+    and bound of :func:`_branch_and_bound` (stopped early by ``time_budget`` seconds); for
+    two or three inputs also the one-cell-at-a-time vertex bound :func:`_renyi_bnb_upper`.
     """
+    started = time.monotonic()
     W = _drop_null_outputs(matrix)
     n, m = W.shape
     D = _pairwise_renyi(W, alpha)
@@ -199,20 +316,28 @@ def _renyi_capacity(
             if len(seen) >= 3:
                 break
     starts.extend(rng.dirichlet(np.full(n, 0.5), size=n_starts))
-    best_value, best_p = -_INF, starts[0]
-    iterations = 0
+    search = _Search(-_INF, starts[0])
     for start in starts:
         value, p = _local_max_renyi(W, logW, alpha, start)
-        iterations += 1
-        if value > best_value:
-            best_value, best_p = value, p
-    method = f"lower: best of {len(starts)} local searches; upper: {upper_method}"
-    if refine_budget > 0 and n > 1 and upper - best_value > tol:
-        bnb_upper = _renyi_bnb_upper(W, logW, alpha, best_value, refine_budget, tol)
-        if bnb_upper < upper:
-            upper = bnb_upper
-            method = f"lower: best of {len(starts)} local searches; upper: branch and bound"
+        search.local_searches += 1
+        if value > search.value:
+            search.value, search.p = value, p
+    cells = 0
+    if refine_budget > 0 and n > 1 and upper - search.value > tol:
+        if n <= 3:
+            vertex = _renyi_bnb_upper(W, logW, alpha, search.value, refine_budget, tol)
+            if vertex < upper:
+                upper, upper_method = vertex, "vertex branch and bound"
+        if upper - search.value > tol:
+            bnb, cells = _branch_and_bound(
+                W, logW, alpha, search, tol, refine_budget, started + time_budget, progress
+            )
+            if bnb < upper:
+                upper, upper_method = bnb, f"branch and bound on {cells} simplicial cells"
+    method = f"lower: best of {search.local_searches} local searches"
+    method += f"{' and cell centres' if cells else ''}; upper: {upper_method}"
     scale = _log_scale(W)
+    best_value, best_p = search.value, search.p / search.p.sum()
     lower = max(best_value - _order_allowance(best_value, m + n, alpha, scale), 0.0)
     upper = max(upper + _order_allowance(upper, m + n, alpha, scale), lower)
     return CapacityResult(
@@ -220,14 +345,9 @@ def _renyi_capacity(
         upper=upper,
         input_distribution=best_p,
         output_distribution=_expand_outputs(matrix, best_p @ W),
-        iterations=iterations,
+        iterations=search.local_searches + cells,
         definition="renyi",
         alpha=alpha,
         converged=upper - lower <= tol,
         method=method,
     )
-
-
-# --------------------------------------------------------------------------------------------
-# Channel
-# --------------------------------------------------------------------------------------------
