@@ -339,7 +339,8 @@ def test_information_of_composed_gaussian_uses_level_rule_where_tighter(sigma: f
     # Before: information(α) read the RDP curve, 100·α/(2σ²) (Mironov 2017, Prop. 3 and 1).
     # Now: the level-α composition of "Differential Privacy and Information Theory" (2022),
     # "Group privacy and composability": Σ ε_i at level α with 1/(α − 1) = Σ 1/(α_i − 1),
-    # over the Gaussian's Shannon capacity ≤ Δ²/(4σ²) (Cover & Thomas 2006, Thm 9.4.1 with total variance ≤ Δ²/2).
+    # over the Gaussian's Shannon capacity ≤ Δ²/(4σ²) (Cover & Thomas 2006, Thm 9.4.1, with
+    # total input variance ≤ Δ²/2).
     composed = acc.gaussian_profile(sigma).repeat(100)
     before = {a: 100 * a / (2 * sigma**2) for a in (1.0, 2.0, 8.0)}
     at_one = composed.information_bound(1.0)

@@ -959,7 +959,8 @@ def post_process(profile: PrivacyProfile) -> PrivacyProfile:
     """Post-processing leaves the profile unchanged (data processing inequality).
 
     Every divergence in a profile is an f-divergence or Rényi divergence, which cannot grow
-    under a channel applied to the output ("Differential Privacy and Information Theory", data-processing inequality; Dwork & Roth
+    under a channel applied to the output ("Differential Privacy and Information Theory",
+    data-processing inequality; Dwork & Roth
     2014, Proposition 2.1).
 
     >>> g = gaussian_profile(1.0)
