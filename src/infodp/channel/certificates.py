@@ -108,6 +108,13 @@ def cell_bounds(
     >>> bool(b.centre_value[0] <= b.upper[0]), bool(b.upper[0] <= 0.95)  # diameter 0.9555
     (True, True)
     """
+    with np.errstate(all="ignore"):  # overflow and 0·inf are mapped to +inf bounds below
+        return _cell_bounds(W, A, alpha, V, Z)
+
+
+def _cell_bounds(
+    W: FloatArray, A: FloatArray, alpha: float, V: FloatArray, Z: FloatArray
+) -> CellBounds:
     n = V.shape[1]
     m = W.shape[1]
     sigma = 1.0 if alpha > 1 else -1.0

@@ -189,7 +189,12 @@ def _branch_and_bound(
             upper = max(float(ub.max()) if len(ub) else -_INF, set_aside, search.value)
             if bar is not None:
                 bar.update(upper - search.value, cells)
-            if upper - search.value <= tol or cells >= max_cells or time.monotonic() > deadline:
+            if (
+                upper - search.value <= tol
+                or not len(V)
+                or cells >= max_cells
+                or time.monotonic() > deadline
+            ):
                 return upper, cells
             batch = min(len(V), 256 if n > 5 else 128)
             pick = np.argpartition(-ub, batch - 1)[:batch] if batch < len(V) else np.arange(len(V))
@@ -308,7 +313,7 @@ def _renyi_capacity(
             if x >= xp or (x, xp) in seen:
                 continue
             seen.add((x, xp))
-            for t in (0.05, 0.2, 0.5, 0.8, 0.95):
+            for t in (0.25, 0.75):
                 p = np.full(n, 1e-9)
                 p[x] += 1.0 - t
                 p[xp] += t
@@ -324,16 +329,15 @@ def _renyi_capacity(
             search.value, search.p = value, p
     cells = 0
     if refine_budget > 0 and n > 1 and upper - search.value > tol:
-        if n <= 3:
+        bnb, cells = _branch_and_bound(
+            W, logW, alpha, search, tol, refine_budget, started + time_budget, progress
+        )
+        if bnb < upper:
+            upper, upper_method = bnb, f"branch and bound on {cells} simplicial cells"
+        if n <= 3 and upper - search.value > tol and time.monotonic() < started + time_budget:
             vertex = _renyi_bnb_upper(W, logW, alpha, search.value, refine_budget, tol)
             if vertex < upper:
                 upper, upper_method = vertex, "vertex branch and bound"
-        if upper - search.value > tol:
-            bnb, cells = _branch_and_bound(
-                W, logW, alpha, search, tol, refine_budget, started + time_budget, progress
-            )
-            if bnb < upper:
-                upper, upper_method = bnb, f"branch and bound on {cells} simplicial cells"
     method = f"lower: best of {search.local_searches} local searches"
     method += f"{' and cell centres' if cells else ''}; upper: {upper_method}"
     scale = _log_scale(W)
