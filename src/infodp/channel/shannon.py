@@ -59,8 +59,15 @@ def _shannon_certificate(
     p = p / p.sum()
     q = p @ W
     total = float(q.sum())
-    positive = q > 0
-    lq = np.log(np.where(positive, q, 1.0))
+    lq = np.log(np.where(q > 0, q, 1.0))
+    tiny = q < 1e-290
+    if tiny.any():
+        # p_x W_xy can underflow to 0 although q_y > 0 (subnormal W_xy, e.g. far Gaussian
+        # tails): recompute those log q_y as a log-sum-exp, which never underflows.
+        with np.errstate(divide="ignore"):
+            lq[tiny] = _lse(np.log(p)[:, None] + np.log(W[:, tiny]), axis=0)
+    positive = lq > -np.inf
+    lq = np.where(positive, lq, 0.0)
     D = h - W @ lq
     if not positive.all():
         D[(W[:, ~positive] > 0).any(axis=1)] = np.inf
