@@ -9,6 +9,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy.special import xlogy
 
+from infodp.information.divergence import tilted_log_mean
+
 FloatArray = npt.NDArray[np.float64]
 
 _EPS = float(np.finfo(np.float64).eps)
@@ -135,22 +137,14 @@ def _pairwise_renyi(matrix: FloatArray, alpha: float) -> FloatArray:
                 diff = np.where(pos[x][None, :], logW[x][None, :] - logW, -np.inf)
             D[x] = diff.max(axis=1)
     elif abs(alpha - 1.0) < _NEAR_ONE:
-        # Near α = 1: D_α = log1p(E_P[expm1((α−1) L)])/(α−1) with L = log P/Q, which keeps
-        # full relative precision where the generic form loses ~ε/|α−1| (cf. dp_accounting's
-        # branch-by-branch numerics).
-        # Where E is not small (much of P outside supp Q), log1p(E) cancels instead and the
-        # generic form is the accurate one.
-        t = alpha - 1.0
-        mean = np.empty((n, n))
+        # Near α = 1 the generic form loses ~ε/|α−1|: use infodp's one Rényi kernel
+        # (expm1/log1p regime), row x as the weights and log W_x − log W_x' as the values.
+        D = np.empty((n, n))
         for x in range(n):
-            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-                ratio = np.where(pos[x][None, :], logW[x][None, :] - logW, 0.0)
-                terms = np.where(pos[x][None, :], W[x][None, :] * np.expm1(t * ratio), 0.0)
-                mean[x] = np.sum(terms, axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            lb = np.where(pos, -t * logW, np.inf if t > 0 else -np.inf)
-            generic = _log_matmul_exp(np.where(pos, alpha * logW, -np.inf), lb.T) / t
-            D = np.where(np.abs(mean) < 0.5, np.log1p(mean) / t, generic)
+            logw = np.repeat(np.where(pos[x], logW[x], -np.inf)[:, None], n, axis=1)
+            with np.errstate(invalid="ignore"):
+                L = np.where(pos[x][:, None], logW[x][:, None] - logW.T, 0.0)
+            D[x] = tilted_log_mean(logw, L, alpha - 1.0)
     else:
         # D_α(P‖Q) = 1/(α-1) log Σ_y P(y)^α Q(y)^{1-α}  (Rényi 1961; seeds/001 Def. 3).
         with np.errstate(invalid="ignore"):

@@ -6,6 +6,7 @@ import heapq
 import itertools
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -157,6 +158,7 @@ def _branch_and_bound(
     max_cells: int,
     deadline: float,
     progress: bool,
+    on_round: Callable[[float, int], None] | None = None,
 ) -> tuple[float, int]:
     """Certified upper bound on C_α by best-first branch and bound on simplicial cells.
 
@@ -189,6 +191,8 @@ def _branch_and_bound(
             upper = max(float(ub.max()) if len(ub) else -_INF, set_aside, search.value)
             if bar is not None:
                 bar.update(upper - search.value, cells)
+            if on_round is not None:
+                on_round(upper - search.value, cells)
             if (
                 upper - search.value <= tol
                 or not len(V)
@@ -262,6 +266,7 @@ def _renyi_capacity(
     refine_budget: int,
     time_budget: float = math.inf,
     progress: bool = False,
+    on_round: Callable[[float, int], None] | None = None,
 ) -> CapacityResult:
     """The seed article's C_α = sup_P I_α(X;Y): a global-search lower bound and a certified upper.
 
@@ -330,7 +335,7 @@ def _renyi_capacity(
     cells = 0
     if refine_budget > 0 and n > 1 and upper - search.value > tol:
         bnb, cells = _branch_and_bound(
-            W, logW, alpha, search, tol, refine_budget, started + time_budget, progress
+            W, logW, alpha, search, tol, refine_budget, started + time_budget, progress, on_round
         )
         if bnb < upper:
             upper, upper_method = bnb, f"branch and bound on {cells} simplicial cells"

@@ -22,6 +22,7 @@ from infodp.information.divergence import (
     kl_divergence,
     max_divergence,
     renyi_divergence,
+    tilted_log_mean,
     total_variation,
 )
 from infodp.information.entropy import (
@@ -68,5 +69,6 @@ __all__ = [
     "renyi_mutual_information",
     "shannon_entropy",
     "sibson_mutual_information",
+    "tilted_log_mean",
     "total_variation",
 ]
