@@ -25,10 +25,11 @@ midpoint plus max|φ''|·(q_hi − q_lo)²/8 is used instead, avoiding cancellat
     σF_y(P) ≤ σ s_y(P) (a_y + b_y q_y(P)) + s_hi,y e_y   on K,
 
 whose right side is an exact quadratic m(P) in P plus a constant: no remainder term is needed.
-The secant error is second order in the relative width of [q_lo, q_hi]. Outputs whose q_y
-varies by more than a factor 4 on K ("steep" terms, typically near a face where an output
-is produced by one input only) are bounded one by one instead (:func:`_steep_terms`: a ratio of
-linear functions is extremal at vertices). Writing Δ = P − c for the centre c, the maximum of
+The secant error is second order in the relative width of [q_lo, q_hi]. Where q_y varies by
+large factors on K (typically near a face where an output is produced by one input only) an
+output may instead be bounded on its own (:func:`_steep_terms`: a ratio of linear functions
+is extremal at vertices); each output takes whichever of the two valid bounds exceeds its
+value at the centre less. Writing Δ = P − c for the centre c, the maximum of
 the quadratic over K is bounded by the least of
 
     max_i ∇m(c)·(v_i − c) + ½ max(λ_max, 0) max_i ‖v_i − c‖²   (linear part at a vertex),
@@ -48,7 +49,6 @@ import math
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from infodp.channel._numerics import _EPS, FloatArray
 
@@ -149,10 +149,11 @@ def _cell_bounds(
     with np.errstate(invalid="ignore", over="ignore"):
         G_c = np.sum(sc * qc_1a, axis=1)
     centre_value = _log_information(G_c * (1.0 - sigma * slack), alpha)
-    # Outputs whose q varies by more than a factor 1/_SMOOTH on the cell ("steep" terms) are
-    # bounded one by one (zero order); the others by the quadratic model of the docstring.
-    good = q_lo > _SMOOTH * q_hi  # (B, m)
-    steep = _steep_terms(W, alpha, Qv, Sv, q_lo, q_hi, ~good)  # bound on Σ_steep F_y (σ-side)
+    # Each output is bounded either by the secant model (quadratic, second order) or on its own
+    # (zero order, :func:`_steep_terms`), whichever exceeds its centre value less.
+    feasible = q_lo > 0 if alpha > 1 else q_hi > 0
+    zero_order = _steep_terms(W, alpha, Qv, Sv, q_lo, q_hi)  # (B, m), σ-side, per output
+    good = feasible
     with np.errstate(invalid="ignore", over="ignore"):
         # σφ(q) ≤ σ(a_y + b_y q) on [q_lo, q_hi], φ(q) = q^{1−α}: the secant (φ is convex for
         # α > 1, concave for α < 1); where q_hi ≈ q_lo the tangent at the midpoint plus
@@ -176,6 +177,14 @@ def _cell_bounds(
         curv = abs(alpha * (1.0 - alpha)) * _power(ql, -alpha - 1.0)
         gap_y = np.where(wide, 0.0, curv * (qh - ql) ** 2 / 8.0)
         gap_y = gap_y + 16.0 * _EPS * (np.abs(phi_lo) + np.abs(phi_hi))
+        # Per output, keep the model whose excess over σF_y(c) is smaller (both are valid).
+        F_c = sc * qc_1a
+        secant_excess = sigma * (sc * (a_y + b_y * qc) - F_c) + s_hi * gap_y
+        zero_excess = zero_order - sigma * F_c
+        good = feasible & (secant_excess <= zero_excess)
+        b_y = np.where(good, b_y, 0.0)
+        a_y = np.where(good, a_y, 0.0)
+        steep = np.sum(np.where(good, 0.0, zero_order), axis=1)
         err = np.sum(np.where(good, s_hi * gap_y, 0.0), axis=1)
         lin_y = a_y + b_y * qc  # φ's tangent at q(c)
         model_c = np.sum(sc * lin_y, axis=1)
@@ -264,10 +273,6 @@ def _split_quadratic_max(
     return out
 
 
-_SMOOTH = 0.25
-_DEBUG = False
-
-
 def _steep_terms(
     W: FloatArray,
     alpha: float,
@@ -275,7 +280,6 @@ def _steep_terms(
     Sv: FloatArray,
     q_lo: FloatArray,
     q_hi: FloatArray,
-    steep: npt.NDArray[np.bool_],
 ) -> FloatArray:
     """σ-side bound on Σ_{y steep} F_y over each cell, F_y = s_y q_y^{1−α} = r_y q_y^{2−α}.
 
@@ -284,7 +288,7 @@ def _steep_terms(
     q_y > 0); if some vertex has q_y = 0, between min_x and max_x of W_xy^{α−1} (a weighted
     mean). q^{2−α} is monotone. So for α > 1, F_y ≤ max r_y · max(q_lo^{2−α}, q_hi^{2−α}),
     and for α < 1, F_y ≥ min r_y · min(q_lo^{2−α}, q_hi^{2−α}) = min r_y · q_lo^{2−α}.
-    Returns Σ F_y bounds times σ (+upper for α > 1, −lower for α < 1): (cells,).
+    Returns the bounds times σ (+upper for α > 1, −lower for α < 1), per cell and output.
     """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
         ratio = np.where(Qv > 0, Sv / np.where(Qv > 0, Qv, 1.0), np.nan)  # (B, n, m)
@@ -300,11 +304,11 @@ def _steep_terms(
             if alpha > 2:
                 qpow = np.where(q_lo > 0, qpow, np.inf)
             term = np.where(absent, 0.0, r * qpow)
-            out: FloatArray = np.sum(np.where(steep, term, 0.0), axis=1)
+            out: FloatArray = term
         else:
             r = np.where(any_zero, global_lo, np.nanmin(np.where(Qv > 0, ratio, np.inf), axis=1))
             term = np.where(absent, 0.0, r * _power(q_lo, 2.0 - alpha))
-            out = -np.sum(np.where(steep, term, 0.0), axis=1)
+            out = -term
     return out
 
 
