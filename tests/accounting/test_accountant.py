@@ -114,10 +114,11 @@ def test_rdp_budget_checks_every_order() -> None:
 
 
 def test_nats_budget_at_level_alpha() -> None:
-    # information(α) of the Gaussian is α/(2σ²) nats (RDP diameter).
+    # information(1) of the Gaussian is its capacity bound Δ²/(4σ²) nats (Cover & Thomas 2006,
+    # Thm 9.4.1), half its RDP diameter 1/(2σ²).
     a = Accountant(Budget.nats(1.0, 0.5))
-    a.spend(acc.gaussian_profile(2.0))  # 1/8 nats
-    assert a.remaining() == pytest.approx(0.375)
+    a.spend(acc.gaussian_profile(2.0))  # 1/16 nats
+    assert a.remaining() == pytest.approx(0.4375)
     with pytest.raises(BudgetExceeded, match="nats"):
         a.spend(acc.gaussian_profile(0.5))  # 2 nats
     b = Accountant(Budget.nats(math.inf, 1.0))

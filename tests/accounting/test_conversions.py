@@ -36,7 +36,7 @@ def test_pure_to_kl_equals_kl_of_rr_pair_and_beats_seed(eps: float) -> None:
     p = np.array([special.expit(eps), special.expit(-eps)])
     kl = float(np.sum(special.rel_entr(p, p[::-1])))
     assert conv.pure_to_kl(eps) == pytest.approx(kl, rel=1e-9, abs=1e-15)
-    assert conv.pure_to_kl(eps) <= conv.pure_to_kl_seed(eps) + 1e-12
+    assert conv.pure_to_kl(eps) <= conv.pure_to_kl_simple(eps) + 1e-12
 
 
 def test_pure_to_rdp_endpoints() -> None:
@@ -108,25 +108,26 @@ def test_zcdp_to_epsilon_is_valid_and_no_worse_than_bun_steinke(rho: float, delt
     assert conv.zcdp_to_delta(rho, eps) <= delta * (1 + 1e-6)
 
 
-def test_seed_composition_and_group_privacy() -> None:
-    # Seed 000: 1/(α−1) = Σ 1/(α_i − 1); group of n: nε at level 1 + (α−1)/n.
-    assert conv.seed_composition([1.0, 2.0], [3.0, 3.0]) == (3.0, 2.0)
-    assert conv.seed_composition([1.0, 2.0], [2.0, 5.0]) == pytest.approx((3.0, 1.8))
-    assert conv.seed_composition([1.0, 2.0], [1.0, 5.0]) == (3.0, 1.0)
-    assert conv.seed_composition([1.0], [math.inf]) == (1.0, math.inf)
-    assert conv.seed_composition([1.0, 1.0], [math.inf, 3.0]) == (2.0, 3.0)
-    assert conv.seed_group_privacy(0.5, 5.0, 4) == (2.0, 2.0)
-    assert conv.seed_group_privacy(0.5, 1.0, 4) == (2.0, 1.0)
+def test_level_composition_and_pure_group_privacy() -> None:
+    # "Differential Privacy and Information Theory" (2022): 1/(α−1) = Σ 1/(α_i − 1);
+    # group of n at α = ∞: nε (Dwork & Roth 2014, Thm 2.2).
+    assert conv.level_composition([1.0, 2.0], [3.0, 3.0]) == (3.0, 2.0)
+    assert conv.level_composition([1.0, 2.0], [2.0, 5.0]) == pytest.approx((3.0, 1.8))
+    assert conv.level_composition([1.0, 2.0], [1.0, 5.0]) == (3.0, 1.0)
+    assert conv.level_composition([1.0], [math.inf]) == (1.0, math.inf)
+    assert conv.level_composition([1.0, 1.0], [math.inf, 3.0]) == (2.0, 3.0)
+    assert conv.pure_group_privacy(0.5, 4) == 2.0
+    assert conv.pure_group_privacy(math.inf, 2) == math.inf
     with pytest.raises(ParameterError, match="epsilons"):
-        conv.seed_composition([1.0], [2.0, 3.0])
+        conv.level_composition([1.0], [2.0, 3.0])
 
 
-@given(n=st.integers(1, 20), eps=st.floats(0.0, 5.0), alpha=st.floats(1.0, 50.0))
-def test_group_privacy_is_composition_of_equal_terms(n: int, eps: float, alpha: float) -> None:
-    total, level = conv.seed_composition([eps] * n, [alpha] * n)
-    g_eps, g_level = conv.seed_group_privacy(eps, alpha, n)
-    assert total == pytest.approx(g_eps)
-    assert level == pytest.approx(g_level)
+@given(n=st.integers(1, 20), eps=st.floats(0.0, 5.0))
+def test_pure_group_privacy_is_composition_at_infinity(n: int, eps: float) -> None:
+    total, level = conv.level_composition([eps] * n, [math.inf] * n)
+    assert level == math.inf
+    assert conv.pure_group_privacy(eps, n) >= total * (1 - 1e-15)
+    assert conv.pure_group_privacy(eps, n) == pytest.approx(total, rel=1e-15)
 
 
 def test_leakage_tail_bound_formula_and_limits() -> None:

@@ -88,7 +88,8 @@ def test_queries_are_never_nan_and_ordered(p: acc.PrivacyProfile) -> None:
     assert p.epsilon(1.0) == 0.0
     for e in [0.0, 0.5, 3.0]:
         assert 0.0 <= p.delta(e) <= 1.0
-    assert p.information(1.0) == pytest.approx(float(p.rdp(1.0)))
+    # information(1) is the least of the RDP curve and the capacity/level-composition bounds
+    assert 0.0 <= p.information(1.0) <= float(p.rdp(1.0))
 
 
 def test_pure_epsilons() -> None:
@@ -329,3 +330,38 @@ def test_pld_queries_never_round_below_the_exact_value(eps: float) -> None:
     eps2 = eps - 1e-11
     exact = -math.exp(eps) * math.expm1(eps2 - eps) / (1 + math.exp(eps))
     assert p.delta(eps2) >= exact
+
+
+# ---- the article's level-α composition in information(α) ------------------------------------
+
+
+@pytest.mark.parametrize("sigma", [0.5, 2.0, 8.0])
+def test_information_of_composed_gaussian_uses_level_rule_where_tighter(sigma: float) -> None:
+    # Before: information(α) read the RDP curve, 100·α/(2σ²) (Mironov 2017, Prop. 3 and 1).
+    # Now: the level-α composition of "Differential Privacy and Information Theory" (2022),
+    # "Group privacy and composability": Σ ε_i at level α with 1/(α − 1) = Σ 1/(α_i − 1),
+    # over the Gaussian's Shannon capacity ≤ Δ²/(4σ²) (Cover & Thomas 2006, Thm 9.4.1, with
+    # total input variance ≤ Δ²/2).
+    composed = acc.gaussian_profile(sigma).repeat(100)
+    before = {a: 100 * a / (2 * sigma**2) for a in (1.0, 2.0, 8.0)}
+    at_one = composed.information_bound(1.0)
+    assert at_one.rule == "level composition"
+    assert at_one.nats == pytest.approx(100 / (4 * sigma**2), rel=1e-12)
+    assert at_one.nats < before[1.0]  # strictly smaller where the level rule is tighter
+    for a in (2.0, 8.0):
+        # at α > 1 the rule would need each use at 1 + 100(α − 1): the RDP curve is tighter
+        bound = composed.information_bound(a)
+        assert bound.rule == "rdp"
+        assert bound.nats == pytest.approx(before[a], rel=1e-12)  # no larger than before
+        level = 100 * float(acc.gaussian_profile(sigma).rdp(1.0 + 100 * (a - 1.0)))
+        assert level > bound.nats
+
+
+def test_information_bound_never_exceeds_rdp_and_is_additive_at_one() -> None:
+    # Shannon capacity is subadditive under composition (chain rule), so information(1) of a
+    # composition is at most the sum of the parts' information(1).
+    parts = [acc.gaussian_profile(1.5), acc.randomized_response_profile(0.7, 3)]
+    composed = acc.compose(*parts)
+    assert composed.information(1.0) <= sum(p.information(1.0) for p in parts) * (1 + 1e-12)
+    for a in (1.0, 1.5, 4.0, math.inf):
+        assert composed.information(a) <= float(composed.rdp(a))

@@ -394,7 +394,7 @@ def test_branch_and_bound_certificate_holds_without_a_good_lower_bound(
 ) -> None:
     # The certificate must not lean on the search: started from lower = 0 with a small budget
     # it still has to dominate the grid maximum of the independent renyi_mutual_information.
-    from infodp.channel import _renyi_bnb_upper
+    from infodp.channel.renyi import _renyi_bnb_upper
 
     w = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])
     with np.errstate(divide="ignore"):

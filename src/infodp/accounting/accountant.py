@@ -8,9 +8,10 @@ A budget is given in one currency:
 - ``Budget.rdp(orders, epsilons)``: a Rényi-DP curve; the spent RDP at *every* listed order
   must stay within the curve (Mironov 2017, Proposition 1: RDP adds at a fixed order);
 - ``Budget.nats(α, nats)``: information at level α, in nats per individual; spends add their
-  ``information(α)`` bound, which is the RDP ε(α) (“Differential Privacy and Information Theory”
-  (2022): capacity ≤ diameter, and the
-  diameter composes additively at a fixed order by Mironov's Proposition 1).
+  ``information(α)`` bound: the RDP ε(α) ("Differential Privacy and Information Theory",
+  2022: capacity ≤ diameter, and the diameter composes additively at a fixed order by
+  Mironov's Proposition 1), or at α = 1 a bound on the Shannon capacity (subadditive under
+  composition by the chain rule of mutual information).
 
 Additive currencies are kept as exact rationals (``fractions.Fraction`` of the float costs,
 which are themselves upper bounds), so the running total never drifts.

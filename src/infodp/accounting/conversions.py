@@ -6,7 +6,7 @@ Everything is in nats. The functions take and return plain numbers; profiles use
 0.462117
 >>> round(mi_to_delta(0.1), 6) <= round(mi_to_delta_pinsker(0.1), 6)
 True
->>> seed_composition([1.0, 1.0], [3.0, 3.0])  # Σε at level α with 1/(α−1) = Σ 1/(α_i−1)
+>>> level_composition([1.0, 1.0], [3.0, 3.0])  # Σε at level α with 1/(α−1) = Σ 1/(α_i−1)
 (2.0, 2.0)
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
@@ -35,15 +36,15 @@ optimize = lazy_module("scipy.optimize")  # loaded on first use
 __all__ = [
     "approx_dp_to_approx_dp",
     "leakage_tail_bound",
+    "level_composition",
     "mi_to_delta",
     "mi_to_delta_pinsker",
+    "pure_group_privacy",
     "pure_to_kl",
-    "pure_to_kl_seed",
+    "pure_to_kl_simple",
     "pure_to_rdp",
     "rdp_to_delta",
     "rdp_to_epsilon",
-    "seed_composition",
-    "seed_group_privacy",
     "zcdp_to_delta",
     "zcdp_to_epsilon",
 ]
@@ -52,8 +53,8 @@ __all__ = [
 def pure_to_kl(epsilon: float) -> float:
     """Tight KL bound of an ε-DP mechanism: D(P‖Q) ≤ ε·tanh(ε/2) nats.
 
-    Cuff & Yu 2016, Property 1 (tight: attained by binary randomized response). Seed 004
-    (Ünsal & Önen, eq. 6) states the looser min(ε, ε²), see :func:`pure_to_kl_seed`.
+    Cuff & Yu 2016, Property 1 (tight: attained by binary randomized response). Ünsal & Önen
+    (tutorial, eq. 6) state the looser min(ε, ε²), see :func:`pure_to_kl_simple`.
 
     >>> pure_to_kl(0.0)
     0.0
@@ -64,10 +65,10 @@ def pure_to_kl(epsilon: float) -> float:
     return eps * math.tanh(eps / 2)
 
 
-def pure_to_kl_seed(epsilon: float) -> float:
-    """The looser KL bound min(ε, ε²) of seed 004 (Ünsal & Önen, Property 1, eq. 6).
+def pure_to_kl_simple(epsilon: float) -> float:
+    """The looser KL bound min(ε, ε²) of Ünsal & Önen (tutorial, Property 1, eq. 6).
 
-    >>> pure_to_kl_seed(0.5)
+    >>> pure_to_kl_simple(0.5)
     0.25
     """
     eps = as_nonnegative("epsilon", epsilon, allow_inf=True)
@@ -107,7 +108,7 @@ def mi_to_delta_pinsker(epsilon: float) -> float:
 def mi_to_delta(epsilon: float) -> float:
     """Tight (0, δ)-DP from ε-MI-DP: δ = 1 − 2·h⁻¹(ln 2 − ε), h the binary entropy (nats).
 
-    Cuff & Yu 2016, Theorem 2 (restated in seed 004); 1 when ε ≥ ln 2. Never larger than the
+    Cuff & Yu 2016, Theorem 2 (restated by Ünsal & Önen); 1 when ε ≥ ln 2. Never larger than the
     Pinsker value :func:`mi_to_delta_pinsker`.
 
     >>> round(mi_to_delta(math.log(2)), 6)
@@ -123,7 +124,7 @@ def mi_to_delta(epsilon: float) -> float:
 
 
 def approx_dp_to_approx_dp(epsilon: float, delta: float, epsilon_prime: float) -> float:
-    """δ′ such that (ε, δ)-DP implies (ε′, δ′)-DP, ε′ ≥ 0 (seed 004, Property 3, eq. 8).
+    """δ′ such that (ε, δ)-DP implies (ε′, δ′)-DP, ε′ ≥ 0 (Ünsal & Önen, Property 3, eq. 8).
 
     δ′ = 1 − (e^{ε′} + 1)(1 − δ)/(e^ε + 1) for ε′ < ε, and δ′ = δ for ε′ ≥ ε. This is the
     δ-curve of the (ε, δ) randomized response, which dominates every (ε, δ)-DP pair.
@@ -196,15 +197,17 @@ def _min_over_orders(f: Callable[[float], float]) -> float:
     return float(min(float(values[i]), f(1.0 + math.exp(float(res.x)))))
 
 
-def seed_composition(epsilons: Sequence[float], alphas: Sequence[float]) -> tuple[float, float]:
-    """The seed article's composition: Σε_i at level α with 1/(α−1) = Σ_i 1/(α_i − 1).
+def level_composition(epsilons: Sequence[float], alphas: Sequence[float]) -> tuple[float, float]:
+    """The article's composition: Σε_i at level α with 1/(α−1) = Σ_i 1/(α_i − 1).
 
-    Seed 000, "Group Privacy and Composability" (proved with Hölder's inequality on the chain
-    rule). It holds for the privacy "at level α" (Rényi capacity), for queries conditionally
-    independent given the data (composition) or rows of one query (group privacy). Orders
+    "Differential Privacy and Information Theory" (2022), "Group Privacy and Composability"
+    (proved with Hölder's inequality on the chain rule). It holds for the privacy "at level α"
+    (Rényi capacity) of queries conditionally independent given the data. The article also
+    applies it to the rows of one query (group privacy); that use is false below α = ∞, see
+    :func:`pure_group_privacy`. Orders
     α_i = 1 force α = 1; orders α_i = ∞ contribute 0 to the sum (α = ∞ if all are ∞).
 
-    >>> seed_composition([0.5, 0.5, 0.5], [float("inf")] * 3)
+    >>> level_composition([0.5, 0.5, 0.5], [float("inf")] * 3)
     (1.5, inf)
     """
     eps = [as_nonnegative("epsilons", e, allow_inf=True) for e in epsilons]
@@ -219,26 +222,39 @@ def seed_composition(epsilons: Sequence[float], alphas: Sequence[float]) -> tupl
     return float(sum(eps)), level
 
 
-def seed_group_privacy(epsilon: float, alpha: float, n: int) -> tuple[float, float]:
-    """The seed article's group privacy: nε-private at level 1 + (α − 1)/n for n rows.
+def pure_group_privacy(epsilon: float, n: int) -> float:
+    """Pure ε of a group of n rows: nε (Dwork & Roth 2014, Theorem 2.2), i.e. at level α = ∞.
 
-    Seed 000, "Group privacy" (the special case of :func:`seed_composition` with n equal
-    terms). α = 1 stays 1 and α = ∞ stays ∞.
+    "Differential Privacy and Information Theory" (2022), "Group privacy", also states nε at
+    level 1 + (α − 1)/n for finite α; that is false for the Rényi capacity: the group's rows
+    may be correlated, and for a noisy sum of two rows the group's capacity exceeds 2ε at
+    levels 1, 1.5 and 2 (tests/accounting/test_conversions.py has the counterexamples). At
+    α = ∞ the capacity is the pure ε, for which the triangle inequality gives nε.
 
-    >>> seed_group_privacy(1.0, 3.0, 2)
-    (2.0, 2.0)
+    >>> pure_group_privacy(0.5, 3)
+    1.5
     """
     eps = as_nonnegative("epsilon", epsilon, allow_inf=True)
-    a = as_alpha("alpha", alpha, minimum=1.0)
     k = as_positive_int("n", n)
-    return k * eps, (a if math.isinf(a) else 1.0 + (a - 1.0) / k)
+    return _up_mul(k, eps)
+
+
+def _up_mul(k: int, eps: float) -> float:
+    """k·ε rounded up to the next float when the product is inexact."""
+    if not math.isfinite(eps):
+        return eps
+    value = k * eps
+    if math.isfinite(value) and Fraction(value) < k * Fraction(eps):
+        value = math.nextafter(value, math.inf)
+    return value
 
 
 def leakage_tail_bound(epsilon: float, alpha: float, r: float) -> float:
     """Markov bound on the leakage: P(D_α(P_{X|Y}‖P_X) ≥ R) ≤ (e^{(α−1)ε} − 1)/(e^{(α−1)R} − 1).
 
-    Seed 000, footnote 2 (Markov's inequality applied to e^{(α−1)D_α} − 1, whose mean is at
-    most e^{(α−1)ε} − 1 when the query is ε-private at level α). The exact limits are used at
+    "Differential Privacy and Information Theory" (2022), footnote 2 (Markov's inequality
+    applied to e^{(α−1)D_α} − 1, whose mean is e^{(α−1)I_α} − 1 ≤ e^{(α−1)ε} − 1 when the
+    query is ε-private at level α). The exact limits are used at
     α = 1 (ε/R) and α = ∞ (0 if R > ε, else 1). Capped at 1.
 
     >>> round(leakage_tail_bound(0.1, 2.0, 1.0), 6)

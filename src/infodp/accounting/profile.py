@@ -9,9 +9,10 @@ carries
 - an upper bound on the Rényi-DP curve ε(α), α ∈ [1, ∞] (α = 1 is the KL bound, α = ∞ pure ε),
 - zCDP ρ where it applies,
 - a pessimistic privacy loss distribution (PLD) for tight δ(ε),
-- information bounds: ``information(alpha)`` bounds the Rényi channel capacity
-  C_α (nats per individual) by the diameter, which is the RDP ε(α) (“Differential Privacy and
-  Information Theory” (2022), "radius ≤ C_α ≤ diameter").
+- information bounds: ``information(alpha)`` bounds the Rényi channel capacity C_α of
+  "Differential Privacy and Information Theory" (2022) in nats per individual, by the diameter
+  (the RDP ε(α); "radius ≤ C_α ≤ diameter"), a capacity bound of the mechanism's channel at
+  α = 1, or the article's level-α composition; ``information_bound(alpha)`` names the rule.
 
 Every query returns a certified upper bound: ``epsilon(delta)`` and ``delta(epsilon)`` take the
 minimum over the PLD, the RDP conversion and pure ε, each of which is itself an upper bound.
@@ -74,6 +75,7 @@ __all__ = [
     "DiscreteSubsampledGaussianProfile",
     "GaussianProfile",
     "GroupProfile",
+    "InformationBound",
     "LaplaceProfile",
     "ParallelProfile",
     "PrivacyProfile",
@@ -128,6 +130,23 @@ def _div_up(numerator: float, denominator: float) -> float:
     if math.isinf(numerator) or denominator == 0:
         return math.inf
     return _up(Fraction(numerator) / Fraction(denominator))
+
+
+@dataclass(frozen=True, slots=True)
+class InformationBound:
+    """An upper bound on the capacity C_α in nats per individual, and the rule behind it.
+
+    ``rule`` is "rdp" (the RDP curve, the channel's diameter), "capacity" (a bound on the
+    channel's Shannon capacity) or "level composition" (the article's rule for composed
+    mechanisms, 1/(α − 1) = Σ 1/(α_i − 1)).
+
+    >>> from infodp.accounting import gaussian_profile
+    >>> gaussian_profile(2.0).repeat(100).information_bound(1.0).rule
+    'level composition'
+    """
+
+    nats: float
+    rule: str
 
 
 @dataclass(frozen=True)
@@ -242,12 +261,30 @@ class PrivacyProfile(abc.ABC):
     def information(self, alpha: float) -> float:
         """Upper bound, in nats per individual, on the channel capacity C_α at level α.
 
-        “Differential Privacy and Information Theory” (2022): Sibson radius ≤ C_α ≤ diameter, and
-        the diameter (largest Rényi divergence
-        between the output distributions of two neighbouring rows) is the RDP ε(α).
+        The least of the bounds of :meth:`information_bound` (which also names the rule used).
+        """
+        return self.information_bound(alpha).nats
+
+    def information_bound(self, alpha: float) -> InformationBound:
+        """Upper bound on C_α (nats per individual) and the rule that gave it, α ∈ [1, ∞].
+
+        Candidates: the RDP curve ε(α), the diameter (Mironov 2017; "Differential Privacy and
+        Information Theory", 2022: radius ≤ C_α ≤ diameter); at α = 1 a capacity
+        bound of the mechanism's channel when one is known (:meth:`_capacity`); for compositions
+        the article's level-α rule: Σ_i ε_i at level α with 1/(α − 1) = Σ_i 1/(α_i − 1)
+        (:meth:`ComposedProfile.information_bound`). The smallest wins; ties go to "rdp".
         """
         a = as_alpha("alpha", alpha, minimum=1.0)
-        return float(self.rdp(a))
+        best = InformationBound(float(self.rdp(a)), "rdp")
+        if a == 1.0:
+            cap = self._capacity()
+            if cap is not None and cap < best.nats:
+                best = InformationBound(cap, "capacity")
+        return best
+
+    def _capacity(self) -> float | None:
+        """Upper bound on the Shannon capacity C_1 of one use, when better known than KL."""
+        return None
 
     # ---- composition ----------------------------------------------------------------------
     def compose(self, *others: PrivacyProfile) -> PrivacyProfile:
@@ -356,6 +393,13 @@ class GaussianProfile(PrivacyProfile):
     def _group(self, k: int) -> PrivacyProfile:
         return GaussianProfile(self.sigma, self.sensitivity * k)
 
+    def _capacity(self) -> float | None:
+        # One row moves the query inside a set of L2 diameter Δ, so any input law has total
+        # variance E‖X − EX‖² = ½E‖X − X'‖² ≤ Δ²/2; with Gaussian noise I(X; X + N) ≤
+        # Σ_j ½ log(1 + λ_j/σ²) ≤ tr Σ_X/(2σ²) ≤ Δ²/(4σ²) (Cover & Thomas 2006, Thm 8.6.5
+        # and 9.4.1: the Gaussian maximises entropy at a given covariance) — half the KL Δ²/(2σ²).
+        return _div_up(self.sensitivity**2, 4.0 * self.sigma**2)
+
 
 @dataclass(frozen=True)
 class DiscreteLaplaceProfile(PrivacyProfile):
@@ -434,6 +478,14 @@ class RandomizedResponseProfile(PrivacyProfile):
 
     def _group(self, k: int) -> PrivacyProfile:
         return PureDPProfile(self.eps * k)
+
+    def _capacity(self) -> float | None:
+        # The certified Shannon capacity of the k-ary randomized-response channel.
+        from infodp.channel import Channel
+
+        if self.k > 64 or not math.isfinite(self.eps):
+            return None
+        return Channel.randomized_response(self.k, self.eps).shannon_capacity().upper
 
 
 @dataclass(frozen=True)
@@ -661,6 +713,25 @@ class ComposedProfile(PrivacyProfile):
             raise _internal("empty composition")
         # One FFT product over all distinct parts (each raised to its multiplicity).
         return PrivacyLossDistribution.compose_all([(p.pld(interval), k) for p, k in self.parts])
+
+    def information_bound(self, alpha: float) -> InformationBound:
+        """The RDP curve, or the article's level-α composition when it is smaller.
+
+        "Differential Privacy and Information Theory" (2022), "Group privacy and
+        composability": conditionally
+        independent (or adaptively chained) releases that are ε_i-private at levels α_i are
+        Σ ε_i-private at level α with 1/(α − 1) = Σ_i 1/(α_i − 1). With M uses in all, every
+        use is evaluated at α_i = 1 + M(α − 1) (α_i = α at α ∈ {1, ∞}), each by its own best
+        bound (capacity, RDP or a nested composition).
+        """
+        a = as_alpha("alpha", alpha, minimum=1.0)
+        rdp = super().information_bound(a)
+        total = sum(k for _, k in self.parts)
+        level = a if a == 1.0 or math.isinf(a) else 1.0 + total * (a - 1.0)
+        value = float(sum(k * p.information(level) for p, k in self.parts))
+        if value < rdp.nats:
+            return InformationBound(value, "level composition")
+        return rdp
 
     def _group(self, k: int) -> PrivacyProfile:
         # Each mechanism sees the same k-group: group privacy distributes over composition.
@@ -890,8 +961,9 @@ def post_process(profile: PrivacyProfile) -> PrivacyProfile:
     """Post-processing leaves the profile unchanged (data processing inequality).
 
     Every divergence in a profile is an f-divergence or Rényi divergence, which cannot grow
-    under a channel applied to the output (“Differential Privacy and Information Theory” (2022),
-    data-processing inequality; Dwork & Roth 2014, Proposition 2.1).
+    under a channel applied to the output ("Differential Privacy and Information Theory",
+    data-processing inequality; Dwork & Roth
+    2014, Proposition 2.1).
 
     >>> g = gaussian_profile(1.0)
     >>> post_process(g) is g

@@ -21,6 +21,7 @@ import numpy.typing as npt
 from infodp._lazy import lazy_module
 from infodp._validate import as_alphas, as_positive, as_positive_int, as_probability, as_real
 from infodp.errors import ParameterError
+from infodp.information.divergence import tilted_log_mean
 
 integrate = lazy_module("scipy.integrate")  # loaded on first use
 special = lazy_module("scipy.special")
@@ -74,45 +75,17 @@ def _log1p_over_x(y: ArrayF) -> ArrayF:
     return np.where(small, 1.0 - y / 2, np.log1p(safe) / safe)
 
 
-def _expm1_over_x(t: ArrayF) -> ArrayF:
-    """(e^t − 1)/t with the limit 1 at t = 0 (series below 1e-8)."""
-    small = np.abs(t) < 1e-8
-    safe = np.where(small, 1.0, t)
-    return np.where(small, 1.0 + t / 2, np.expm1(safe) / safe)
-
-
 def _renyi_from_losses(losses: ArrayF, masses: ArrayF, x: ArrayF) -> ArrayF:
     """D_α = log E_P[e^{(α−1)L}]/(α−1) for a discrete privacy loss L (masses under P).
 
-    Near α = 1 it is evaluated as S·log1p(y)/y with S = Σ m_i L_i (e^{(α−1)L_i} − 1)/((α−1)L_i)
-    and y = (α−1)·S, which keeps full relative precision as α → 1 (where S → KL).
+    Evaluated by infodp's one Rényi kernel, :func:`infodp.information.tilted_log_mean`, whose
+    expm1/log1p regime (near α = 1, or wherever (α−1)·max|L| < 1) keeps full relative
+    precision: tiny privacy losses (ε ~ 1e-9, RDP ~1e-18) never round to an optimistic 0.
     """
-    out = np.empty(x.shape)
-    # The series form also holds far from α = 1 as long as (α−1)·L stays small; it is what keeps
-    # tiny privacy losses (ε ~ 1e-9, whose RDP is ~1e-18) from rounding to an optimistic 0.
-    near = (x - 1 < 1e-2) | ((x - 1) * float(np.max(np.abs(losses))) < 1.0)
-    if near.any():
-        t = (x[near] - 1)[:, None] * losses[None, :]
-        big_s = np.sum(masses[None, :] * losses[None, :] * _expm1_over_x(t), axis=1)
-        out[near] = big_s * _log1p_over_x((x[near] - 1) * big_s)
-    far = ~near
-    if far.any():
-        with np.errstate(divide="ignore"):
-            terms = np.log(masses)[None, :] + (x[far] - 1)[:, None] * losses[None, :]
-        out[far] = _logsumexp_rows(terms) / (x[far] - 1)
-    return out
-
-
-def _logsumexp_rows(terms: ArrayF) -> ArrayF:
-    """log Σ_j exp(terms[i, j]) per row, shifted by the row maximum (as scipy's logsumexp).
-
-    Plain numpy so that the curator's per-query leakage summary does not load scipy.
-    """
-    top = np.max(terms, axis=1)
-    shift = np.where(np.isfinite(top), top, 0.0)
     with np.errstate(divide="ignore"):
-        out: ArrayF = np.log(np.sum(np.exp(terms - shift[:, None]), axis=1)) + shift
-    return out
+        logw = np.log(masses)[:, None]
+    col = losses[:, None]
+    return np.array([float(tilted_log_mean(logw, col, float(a) - 1.0)[0]) for a in x])
 
 
 def gaussian_rdp(sigma: float, alpha: npt.ArrayLike) -> float | ArrayF:

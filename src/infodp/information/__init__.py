@@ -27,6 +27,7 @@ if _typing.TYPE_CHECKING:
         kl_divergence,
         max_divergence,
         renyi_divergence,
+        tilted_log_mean,
         total_variation,
     )
     from infodp.information.entropy import (
@@ -61,6 +62,7 @@ __getattr__, __dir__ = _lazy_exports(
         "kl_divergence": "infodp.information.divergence",
         "max_divergence": "infodp.information.divergence",
         "renyi_divergence": "infodp.information.divergence",
+        "tilted_log_mean": "infodp.information.divergence",
         "total_variation": "infodp.information.divergence",
         "binary_entropy": "infodp.information.entropy",
         "binary_entropy_deficit": "infodp.information.entropy",
@@ -104,5 +106,6 @@ __all__ = [
     "renyi_mutual_information",
     "shannon_entropy",
     "sibson_mutual_information",
+    "tilted_log_mean",
     "total_variation",
 ]

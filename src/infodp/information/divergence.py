@@ -36,13 +36,14 @@ __all__ = [
     "kl_divergence",
     "max_divergence",
     "renyi_divergence",
+    "tilted_log_mean",
     "total_variation",
 ]
 
 FloatArray = npt.NDArray[np.float64]
 
 # Below this |α − 1| the series-friendly form log1p(Σ w expm1(t L)) / t is used (see
-# _tilted_log_mean); above it the plain log-sum-exp form is accurate to ~1e-13 absolute.
+# tilted_log_mean); above it the plain log-sum-exp form is accurate to ~1e-13 absolute.
 _NEAR_ONE = 1e-2
 
 
@@ -79,36 +80,64 @@ def _logsumexp(a: FloatArray) -> float:
     return m + math.log1p(float(np.exp(rest - m).sum()))
 
 
-def _tilted_log_mean(logw: FloatArray, L: FloatArray, t: float) -> float:
-    """(1/t) · log Σ_i w_i e^{t L_i} for t ≠ 0, where w = exp(logw) sums to 1.
+def tilted_log_mean(logw: FloatArray, L: FloatArray, t: float) -> FloatArray:
+    """Column-wise (1/t) · log Σ_i w_i e^{t L_i}, t ≠ 0: the one Rényi kernel of infodp.
 
-    ``logw`` must be finite (zero weights removed by the caller); ``L`` may hold +inf only when
-    t < 0 (those terms vanish). This is the cumulant-generating-function form shared by the
-    Rényi divergence (L = log p/q, t = α − 1) and the Rényi entropy (L = log p).
+    Column j holds the weights ``exp(logw[:, j])`` (−inf marks an absent entry; the present
+    weights of a column sum to 1) and the values ``L[:, j]``. With L = log p/q and t = α − 1 it
+    is D_α(P‖Q); with L = log p it is minus the Rényi entropy; with L a privacy loss under P it
+    is the RDP of a privacy loss distribution. It is shared by :mod:`infodp.information`,
+    :mod:`infodp.channel` (pairwise divergences) and :mod:`infodp.accounting.rdp`.
 
-    Numerics follow the branch-by-regime habit of dp_accounting's RDP code: for |t| small the
-    identity Σ w e^{tL} = 1 + Σ w expm1(tL) and ``log1p`` keep full relative accuracy, so the
-    result tends to the mean Σ w L (the KL / Shannon value) as t → 0 instead of 0/0; otherwise
-    log-sum-exp in the log domain handles any order (up to 1e300) and weights down to 1e-300.
-    When t·L could overflow (|t·L| > 600 at the extreme finite L: max for t > 0, min for
-    t < 0), the log-sum-exp is shifted by that L so that t·(L − shift) ≤ 0 with equality at
-    the dominant term; the shift is not applied otherwise because subtracting it back would
-    cancel digits of a tiny result.
+    L = +inf is allowed: for t < 0 its term vanishes, for t > 0 the column is +inf. Numerics
+    by regime (the habit of dp_accounting's RDP code): when |t| ≤ 1e-2 or |t|·max|L| < 1 the
+    identity Σ w e^{tL} = 1 + Σ w expm1(tL) and ``log1p`` keep full relative accuracy (the
+    value tends to the mean Σ w L — KL, Shannon — as t → 0 instead of 0/0, and tiny values
+    such as the RDP ~1e-18 of ε ~ 1e-9 do not round to an optimistic 0); otherwise log-sum-exp,
+    shifted by the extreme finite L (max for t > 0, min for t < 0) where t·L could overflow.
+
+    >>> w = np.log(np.array([[0.5], [0.5]]))
+    >>> L = np.array([[np.log(0.5 / 0.25)], [np.log(0.5 / 0.75)]])  # D_2(½,½ ‖ ¼,¾)
+    >>> round(float(tilted_log_mean(w, L, 1.0)[0]), 6), round(float(np.log(4 / 3)), 6)
+    (0.287682, 0.287682)
     """
-    if abs(t) <= _NEAR_ONE:
-        w = np.exp(logw)
+    present = np.isfinite(logw)
+    infinite = present & np.isposinf(L)
+    live = present & ~infinite
+    safe_L = np.where(live, L, 0.0)
+    out = np.full(logw.shape[1], np.nan)
+    if t > 0:
+        out[infinite.any(axis=0)] = np.inf
+    empty = ~live.any(axis=0) & np.isnan(out)
+    out[empty] = -np.inf / t  # every term vanishes: log 0 / t
+    spread = np.max(np.abs(safe_L), axis=0) if len(safe_L) else np.zeros(logw.shape[1])
+    series = np.isnan(out) & ((abs(t) <= _NEAR_ONE) | (abs(t) * spread < 1.0))
+    if series.any():
+        w = np.where(present, np.exp(np.where(present, logw, 0.0)), 0.0)
         with np.errstate(invalid="ignore", over="ignore"):
-            s = float(np.sum(w * np.expm1(t * L)))
-        if math.isfinite(s) and s >= -0.5:
-            return math.log1p(s) / t
-    finite_L = L[np.isfinite(L)]
-    if finite_L.size == 0:
-        return -math.inf / t  # every term vanishes (t < 0 and L = +inf): log 0 / t
-    extreme = float(finite_L.max()) if t > 0 else float(finite_L.min())
-    shift = extreme if abs(t * extreme) > 600.0 else 0.0
-    with np.errstate(invalid="ignore", over="ignore"):
-        terms = logw + t * (L - shift)
-    return shift + _logsumexp(terms) / t
+            terms = np.where(live, w * np.expm1(t * safe_L), 0.0) - np.where(infinite, w, 0.0)
+        ssum = np.sum(terms, axis=0)
+        good = series & np.isfinite(ssum) & (ssum >= -0.5)
+        out[good] = np.log1p(ssum[good]) / t
+    todo = np.isnan(out)
+    if todo.any():
+        Lc = np.where(live, safe_L, -np.inf if t > 0 else np.inf)[:, todo]
+        extreme = Lc.max(axis=0) if t > 0 else Lc.min(axis=0)
+        shift = np.where(np.abs(t * extreme) > 600.0, extreme, 0.0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            a = np.where(live[:, todo], logw[:, todo] + t * (safe_L[:, todo] - shift), -np.inf)
+        k = np.argmax(a, axis=0)
+        m = np.take_along_axis(a, k[None, :], axis=0)[0]
+        np.put_along_axis(a, k[None, :], -np.inf, axis=0)
+        with np.errstate(invalid="ignore", under="ignore"):
+            rest = np.exp(a - m[None, :]).sum(axis=0)
+        out[todo] = shift + (m + np.log1p(rest)) / t
+    return out
+
+
+def _tilted_log_mean(logw: FloatArray, L: FloatArray, t: float) -> float:
+    """Scalar form of :func:`tilted_log_mean` (one column)."""
+    return float(tilted_log_mean(np.asarray(logw)[:, None], np.asarray(L)[:, None], t)[0])
 
 
 def _renyi_from_logs(logp: FloatArray, logq: FloatArray, alpha: float) -> float:

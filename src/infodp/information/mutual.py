@@ -33,10 +33,10 @@ import numpy.typing as npt
 from infodp._validate import SUM_TOLERANCE, as_probability_vector
 from infodp.errors import ParameterError
 from infodp.information.divergence import (
-    _NEAR_ONE,
     _as_orders,
     _renyi_from_logs,
     _tilted_log_mean,
+    tilted_log_mean,
 )
 
 __all__ = [
@@ -307,45 +307,12 @@ def _sibson_one(prior: FloatArray, W: FloatArray, alpha: float) -> float:
     t = alpha - 1.0
     ys = np.isfinite(log_py)
     log_post = log_joint[:, ys] - log_py[None, ys]  # log P(x|y); −inf where P(x)W(y|x) = 0
-    A = _tilted_log_mean_columns(log_post, log_w[:, ys], t)
+    A = tilted_log_mean(log_post, log_w[:, ys], t)
     # Σ_y (P_Y e^{tA})^{1/α} = Σ_y P_Y exp(u (A − log P_Y)) with u = (α − 1)/α, so
     # I^s_α = (1/u) log Σ_y P_Y e^{u D_y} = T(P_Y, D, u), D_y = A_y − log P_Y(y).
     u = t / alpha
     value = _tilted_log_mean(log_py[ys], A - log_py[ys], u)
     return max(0.0, value)
-
-
-def _tilted_log_mean_columns(logw: FloatArray, L: FloatArray, t: float) -> FloatArray:
-    """Column-wise (1/t) log Σ_x w[x, y] e^{t L[x, y]}; ``logw`` = −inf marks absent entries.
-
-    Vectorised counterpart of :func:`infodp.information.divergence._tilted_log_mean` (same
-    branches: expm1/log1p for |t| ≤ 1e-2, log-sum-exp with a log1p tail otherwise). Each
-    column's weights sum to 1 and ``L`` is finite wherever ``logw`` is.
-    """
-    present = np.isfinite(logw)
-    safe_L = np.where(present, L, 0.0)
-    out = np.full(logw.shape[1], np.nan)
-    if abs(t) <= _NEAR_ONE:
-        w = np.where(present, np.exp(np.where(present, logw, 0.0)), 0.0)
-        s = np.sum(w * np.expm1(t * safe_L), axis=0)
-        good = np.isfinite(s) & (s >= -0.5)
-        out[good] = np.log1p(s[good]) / t
-    todo = np.isnan(out)
-    if todo.any():
-        # Where t·L could overflow, shift the column by its extreme L (max for t > 0, min for
-        # t < 0) so that t·(L − shift) ≤ 0; elsewhere no shift (it would cancel digits).
-        Lc = np.where(present, safe_L, -np.inf if t > 0 else np.inf)[:, todo]
-        extreme = Lc.max(axis=0) if t > 0 else Lc.min(axis=0)
-        shift = np.where(np.abs(t * extreme) > 600.0, extreme, 0.0)
-        with np.errstate(over="ignore"):
-            a = np.where(present[:, todo], logw[:, todo] + t * (safe_L[:, todo] - shift), -np.inf)
-        k = np.argmax(a, axis=0)
-        m = np.take_along_axis(a, k[None, :], axis=0)[0]
-        np.put_along_axis(a, k[None, :], -np.inf, axis=0)
-        with np.errstate(invalid="ignore"):
-            rest = np.exp(a - m[None, :]).sum(axis=0)
-        out[todo] = shift + (m + np.log1p(rest)) / t
-    return out
 
 
 @overload

@@ -1,0 +1,362 @@
+"""The seed article's Rényi capacity C_α = sup_P D_α(P_XY ‖ P_X P_Y): search and certificates."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+
+from infodp.channel._numerics import (
+    _INF,
+    FloatArray,
+    _drop_null_outputs,
+    _expand_outputs,
+    _log,
+    _log_matmul_exp,
+    _log_scale,
+    _lse,
+    _order_allowance,
+    _pairwise_renyi,
+    _softmax,
+)
+from infodp.channel.certificates import bisect, cell_bounds, tangent_basis
+from infodp.channel.result import CapacityResult
+from infodp.channel.shannon import _shannon_capacity
+from infodp.channel.sibson import _sibson_capacity
+
+
+def _renyi_information(
+    W: FloatArray, logW: FloatArray, p: FloatArray, alpha: float
+) -> tuple[float, FloatArray]:
+    """I_α(P; W) = D_α(P_XY ‖ P_X P_Y) (seeds/000, "Mutual information") and ∂I_α/∂P.
+
+    I_α = 1/(α−1) log G,  G = Σ_x P_x Σ_y q_y (W_xy/q_y)^α,  q = PW  (for α ≠ 1, α < ∞).
+    ∂G/∂P_x = A_x + (1−α) Σ_y W_xy t_y with A_x = Σ_y q_y (W_xy/q_y)^α, t_y = Σ_x P_x (W_xy/q_y)^α.
+    """
+    q = p @ W
+    log_q = _log(q)
+    log_p = _log(p)
+    with np.errstate(invalid="ignore"):
+        log_r = np.where(W > 0, logW - log_q[None, :], -np.inf)
+    ar = alpha * log_r
+    log_a = _lse(log_q[None, :] + ar, axis=1)
+    log_g = _lse(log_p + log_a)
+    value = log_g / (alpha - 1.0)
+    log_t = _lse(log_p[:, None] + ar, axis=0)
+    with np.errstate(under="ignore", over="ignore"):
+        grad_g = np.exp(log_a - log_g) + (1.0 - alpha) * (W @ np.exp(log_t - log_g))
+    return float(value), grad_g / (alpha - 1.0)
+
+
+_Z_BOUND = 35.0
+
+
+def _local_max_renyi(
+    W: FloatArray, logW: FloatArray, alpha: float, start: FloatArray
+) -> tuple[float, FloatArray]:
+    """Local maximum of I_α over the simplex from ``start`` (L-BFGS-B on softmax logits)."""
+
+    def negative(z: FloatArray) -> tuple[float, FloatArray]:
+        p = _softmax(z)
+        value, grad = _renyi_information(W, logW, p, alpha)
+        gz = p * (grad - float(p @ grad))
+        return -value, -gz
+
+    z0 = np.clip(_log(np.maximum(start, 1e-15)), -_Z_BOUND, _Z_BOUND)
+    z0 = np.clip(z0 - z0.max(), -_Z_BOUND, _Z_BOUND)
+    res = minimize(
+        negative,
+        z0,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(-_Z_BOUND, _Z_BOUND)] * len(z0),
+        options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-12},
+    )
+    p = _softmax(np.asarray(res.x, dtype=np.float64))
+    value, _ = _renyi_information(W, logW, p, alpha)
+    return value, p
+
+
+def _renyi_bnb_upper(
+    W: FloatArray, logW: FloatArray, alpha: float, lower: float, budget: int, tol: float
+) -> float:
+    """Certified upper bound on C_α by branch and bound over the input simplex.
+
+    With G(P) = Σ_x P_x A_x(P), A_x(P) = Σ_y W_xy^α (PW)_y^{1−α}: for α > 1, A_x is convex in P
+    (t ↦ t^{1−α} is convex), so on a sub-simplex A_x ≤ U_x = max over its vertices; then
+    G ≤ Σ_x P_x U_x, a linear form whose maximum is at a vertex. For α < 1, A_x is concave and
+    the same argument bounds G from below, i.e. I_α = log G/(α−1) from above. Simplices are split
+    at their longest edge, largest bound first; those that cannot exceed ``lower`` + tol are set
+    aside with their bound. The result is the largest bound of all remaining pieces.
+    """
+    n = W.shape[0]
+    aL = np.where(W > 0, alpha * logW, -np.inf)
+    cache: dict[bytes, FloatArray] = {}
+
+    def log_a(v: FloatArray) -> FloatArray:
+        key = v.tobytes()
+        if key not in cache:
+            q = v @ W
+            with np.errstate(invalid="ignore"):
+                lb = np.where(q > 0, (1.0 - alpha) * _log(q), np.inf if alpha > 1 else -np.inf)
+            cache[key] = _log_matmul_exp(aL, lb[:, None])[:, 0]
+        return cache[key]
+
+    def bound(verts: FloatArray) -> float:
+        la = np.stack([log_a(v) for v in verts])  # vertex × input
+        ext = la.max(axis=0) if alpha > 1 else la.min(axis=0)
+        with np.errstate(invalid="ignore"):
+            terms = np.where(verts > 0, _log(verts) + ext[None, :], -np.inf)
+        g = _lse(terms, axis=1)
+        return float((g.max() if alpha > 1 else g.min()) / (alpha - 1.0))
+
+    root = np.eye(n)
+    heap: list[tuple[float, int, FloatArray]] = [(-bound(root), 0, root)]
+    counter = 1
+    pruned = -_INF
+    edges = list(itertools.combinations(range(n), 2))
+    while heap and counter < budget:
+        neg_ub, _, verts = heapq.heappop(heap)
+        if -neg_ub <= lower + tol:
+            heapq.heappush(heap, (neg_ub, 0, verts))
+            break
+        i, j = max(edges, key=lambda ij: float(np.abs(verts[ij[0]] - verts[ij[1]]).sum()))
+        mid = 0.5 * (verts[i] + verts[j])
+        for replaced in (i, j):
+            child = verts.copy()
+            child[replaced] = mid
+            ub = bound(child)
+            counter += 1
+            if ub > lower + tol:
+                heapq.heappush(heap, (-ub, counter, child))
+            else:
+                pruned = max(pruned, ub)  # a set-aside simplex still bounds C_α by its bound
+    return max([-item[0] for item in heap] + [pruned, lower])
+
+
+@dataclass(slots=True)
+class _Search:
+    """Best attained value of I_α so far (a lower bound on C_α) and its input."""
+
+    value: float
+    p: FloatArray
+    local_searches: int = 0
+
+
+def _branch_and_bound(
+    W: FloatArray,
+    logW: FloatArray,
+    alpha: float,
+    search: _Search,
+    tol: float,
+    max_cells: int,
+    deadline: float,
+    progress: bool,
+    on_round: Callable[[float, int], None] | None = None,
+) -> tuple[float, int]:
+    """Certified upper bound on C_α by best-first branch and bound on simplicial cells.
+
+    Cells of the input simplex are bounded by :func:`~infodp.channel.certificates.cell_bounds`
+    in batches; the batch with the largest bounds is split at longest edges. A cell whose bound
+    is within 0.9·``tol`` of the best attained value is set aside (its bound still counts in
+    the result); centre values and local ascents from promising centres raise the attained
+    value (``search``, updated in place). Stops when the largest bound is within ``tol`` of the
+    attained value, after ``max_cells`` cells, or at ``deadline`` (``time.monotonic()``),
+    returning the best upper bound so far and the number of cells evaluated.
+    """
+    n = W.shape[0]
+    with np.errstate(under="ignore"):
+        A = np.where(W > 0, np.exp(alpha * np.where(W > 0, logW, 0.0)), 0.0)
+    Z = tangent_basis(n)
+    V = np.eye(n)[None]
+    bounds = cell_bounds(W, A, alpha, V, Z)
+    ub = bounds.upper
+    cells = 1
+    set_aside = -_INF
+    rounds = 0
+    bar = _progress_bar(progress)
+    try:
+        while True:
+            threshold = search.value + 0.9 * tol
+            drop = ub <= threshold
+            if drop.any():
+                set_aside = max(set_aside, float(ub[drop].max()))
+                V, ub = V[~drop], ub[~drop]
+            upper = max(float(ub.max()) if len(ub) else -_INF, set_aside, search.value)
+            if bar is not None:
+                bar.update(upper - search.value, cells)
+            if on_round is not None:
+                on_round(upper - search.value, cells)
+            if (
+                upper - search.value <= tol
+                or not len(V)
+                or cells >= max_cells
+                or time.monotonic() > deadline
+            ):
+                return upper, cells
+            batch = min(len(V), 256 if n > 5 else 128)
+            pick = np.argpartition(-ub, batch - 1)[:batch] if batch < len(V) else np.arange(len(V))
+            keep = np.ones(len(V), dtype=bool)
+            keep[pick] = False
+            children = bisect(V[pick], W, A, alpha)
+            bounds = cell_bounds(W, A, alpha, children, Z)
+            cells += len(children)
+            rounds += 1
+            best = int(np.argmax(bounds.centre_value))
+            if bounds.centre_value[best] > search.value:
+                search.value = float(bounds.centre_value[best])
+                search.p = bounds.centre[best]
+            if rounds % 8 == 1:
+                # ascend from the centre of the most promising child
+                start = bounds.centre[int(np.argmax(bounds.upper))]
+                value, p = _local_max_renyi(W, logW, alpha, start)
+                search.local_searches += 1
+                if value > search.value:
+                    search.value, search.p = value, p
+            V = np.concatenate([V[keep], children])
+            ub = np.concatenate([ub[keep], bounds.upper])
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+class _Bar:
+    """A rich progress bar on the terminal showing the bracket width."""
+
+    def __init__(self) -> None:
+        from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            TextColumn("C_alpha branch and bound"),
+            TextColumn("width {task.fields[width]:.3g} nats"),
+            TextColumn("{task.fields[cells]} cells"),
+            TimeElapsedColumn(),
+            transient=True,
+        )
+        self._task = self._progress.add_task("bnb", total=None, width=math.inf, cells=0)
+        self._progress.start()
+
+    def update(self, width: float, cells: int) -> None:
+        self._progress.update(self._task, width=width, cells=cells)
+
+    def close(self) -> None:
+        self._progress.stop()
+
+
+def _progress_bar(progress: bool) -> _Bar | None:
+    if not progress:
+        return None
+    from rich.console import Console
+
+    return _Bar() if Console(stderr=True).is_terminal else None
+
+
+def _renyi_capacity(
+    matrix: FloatArray,
+    alpha: float,
+    tol: float,
+    n_starts: int,
+    rng: np.random.Generator,
+    refine_budget: int,
+    time_budget: float = math.inf,
+    progress: bool = False,
+    on_round: Callable[[float, int], None] | None = None,
+) -> CapacityResult:
+    """The seed article's C_α = sup_P I_α(X;Y): a global-search lower bound and a certified upper.
+
+    I_α is not concave in P, so the lower bound is the best of several local searches (from
+    the uniform input, the Shannon and Sibson optima, the two-point inputs on the most distant
+    row pairs and random starts) and of the cell centres visited by the branch and bound; it
+    is attained, never extrapolated. The upper bound is the smallest of: the diameter
+    max_{x,x'} D_α(W_x‖W_x') (seeds/000, "Sibson's definition"), for α < 1 Shannon's capacity
+    (C_α is non-decreasing in α, seeds/000), and, when ``refine_budget`` > 0 cells, the branch
+    and bound of :func:`_branch_and_bound` (stopped early by ``time_budget`` seconds); for
+    two or three inputs also the one-cell-at-a-time vertex bound :func:`_renyi_bnb_upper`.
+    """
+    started = time.monotonic()
+    W = _drop_null_outputs(matrix)
+    n, m = W.shape
+    D = _pairwise_renyi(W, alpha)
+    diameter = float(D.max())
+    if math.isinf(alpha):
+        # C_∞ = max_{x,x'} D_∞(W_x‖W_x') exactly (seeds/000, "Connecting differential privacy to
+        # Shannon"); the supremum is approached by (1−t)δ_{x'} + tδ_x as t → 0, not attained.
+        x, xp = np.unravel_index(int(np.argmax(D)), D.shape)
+        p = np.zeros(n)
+        p[xp] = 1.0
+        return CapacityResult(
+            lower=max(diameter - _order_allowance(diameter, m, alpha, _log_scale(W)), 0.0),
+            upper=diameter + _order_allowance(diameter, m, alpha, _log_scale(W)),
+            input_distribution=p,
+            output_distribution=_expand_outputs(matrix, W[xp]),
+            iterations=0,
+            definition="renyi",
+            alpha=alpha,
+            converged=True,
+            method="C_inf equals the diameter (pure epsilon); supremum not attained",
+        )
+    logW = _log(W)
+    upper = diameter
+    upper_method = "diameter"
+    starts: list[FloatArray] = [np.full(n, 1.0 / n)]
+    shannon = _shannon_capacity(W, 1e-10, 5000)
+    starts.append(np.asarray(shannon.input_distribution))
+    if alpha < 1 and shannon.upper < upper:
+        upper, upper_method = shannon.upper, "Shannon capacity (monotone in alpha)"
+    starts.append(np.asarray(_sibson_capacity(W, alpha, 1e-8, 300).input_distribution))
+    if n > 1:
+        order = np.argsort(-(D + D.T), axis=None)
+        seen: set[tuple[int, int]] = set()
+        for flat in order:
+            x, xp = divmod(int(flat), n)
+            if x >= xp or (x, xp) in seen:
+                continue
+            seen.add((x, xp))
+            for t in (0.25, 0.75):
+                p = np.full(n, 1e-9)
+                p[x] += 1.0 - t
+                p[xp] += t
+                starts.append(p / p.sum())
+            if len(seen) >= 3:
+                break
+    starts.extend(rng.dirichlet(np.full(n, 0.5), size=n_starts))
+    search = _Search(-_INF, starts[0])
+    for start in starts:
+        value, p = _local_max_renyi(W, logW, alpha, start)
+        search.local_searches += 1
+        if value > search.value:
+            search.value, search.p = value, p
+    cells = 0
+    if refine_budget > 0 and n > 1 and upper - search.value > tol:
+        bnb, cells = _branch_and_bound(
+            W, logW, alpha, search, tol, refine_budget, started + time_budget, progress, on_round
+        )
+        if bnb < upper:
+            upper, upper_method = bnb, f"branch and bound on {cells} simplicial cells"
+        if n <= 3 and upper - search.value > tol and time.monotonic() < started + time_budget:
+            vertex = _renyi_bnb_upper(W, logW, alpha, search.value, refine_budget, tol)
+            if vertex < upper:
+                upper, upper_method = vertex, "vertex branch and bound"
+    method = f"lower: best of {search.local_searches} local searches"
+    method += f"{' and cell centres' if cells else ''}; upper: {upper_method}"
+    scale = _log_scale(W)
+    best_value, best_p = search.value, search.p / search.p.sum()
+    lower = max(best_value - _order_allowance(best_value, m + n, alpha, scale), 0.0)
+    upper = max(upper + _order_allowance(upper, m + n, alpha, scale), lower)
+    return CapacityResult(
+        lower=lower,
+        upper=upper,
+        input_distribution=best_p,
+        output_distribution=_expand_outputs(matrix, best_p @ W),
+        iterations=search.local_searches + cells,
+        definition="renyi",
+        alpha=alpha,
+        converged=upper - lower <= tol,
+        method=method,
+    )
