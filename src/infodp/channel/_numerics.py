@@ -113,7 +113,7 @@ def _pairwise_renyi(matrix: FloatArray, alpha: float) -> FloatArray:
     """D_α(W_x ‖ W_x') for all row pairs (nats), α ∈ [0, ∞].
 
     Definitions from van Erven & Harremoës (2014), Eq. (1) and Thm 4–6 (α = 0, 1, ∞); Mironov
-    (2017), Def. 3 (seeds/001). α = 1 and α = ∞ are exact branches.
+    (2017), Def. 3. α = 1 and α = ∞ are exact branches.
     """
     W = matrix
     n = W.shape[0]
@@ -146,7 +146,7 @@ def _pairwise_renyi(matrix: FloatArray, alpha: float) -> FloatArray:
                 L = np.where(pos[x][:, None], logW[x][:, None] - logW.T, 0.0)
             D[x] = tilted_log_mean(logw, L, alpha - 1.0)
     else:
-        # D_α(P‖Q) = 1/(α-1) log Σ_y P(y)^α Q(y)^{1-α}  (Rényi 1961; seeds/001 Def. 3).
+        # D_α(P‖Q) = 1/(α-1) log Σ_y P(y)^α Q(y)^{1-α}  (Rényi 1961, Def. 3).
         with np.errstate(invalid="ignore"):
             lb = np.where(pos, (1.0 - alpha) * logW, np.inf if alpha > 1 else -np.inf)
         D = _log_matmul_exp(np.where(pos, alpha * logW, -np.inf), lb.T) / (alpha - 1.0)

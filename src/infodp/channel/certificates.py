@@ -1,6 +1,7 @@
 """Certified upper bounds on I_α(P; W) over simplicial cells of the input simplex.
 
-The seed article's information (seeds/000, "Mutual information") of an input P through a channel
+The article's information ("Differential Privacy and Information Theory", 2022, "Mutual
+information") of an input P through a channel
 W is, for α ∉ {1, ∞},
 
     I_α(P) = D_α(P_XY ‖ P_X P_Y) = log G(P) / (α − 1),

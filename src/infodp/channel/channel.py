@@ -1,13 +1,15 @@
 """Discrete channels P(Y|X) and their capacities, with certified brackets.
 
 A privacy mechanism seen from one individual's row is a noisy channel: row ``x`` of the
-matrix is the output distribution ``P(Y | X = x)``. Its privacy at level α is the seed
-article's Rényi channel capacity (seeds/000, "Channel Capacity")::
+matrix is the output distribution ``P(Y | X = x)``. Its privacy at level α is the
+article's Rényi channel capacity ("Differential Privacy and Information Theory", 2022, "Channel
+Capacity")::
 
     C_α = sup_{P_X} I_α(X; Y),   I_α(X; Y) = D_α(P_XY ‖ P_X P_Y),
 
 bracketed by Sibson's capacity (the "radius") below and the largest pairwise Rényi divergence
-between rows (the "diameter", the Rényi-DP ε(α) of the channel) above (seeds/000, "Sibson's
+between rows (the "diameter", the Rényi-DP ε(α) of the channel) above ("Differential Privacy and
+Information Theory", 2022, "Sibson's
 definition")::
 
     min_Q max_x D_α(P_{Y|x} ‖ Q)  ≤  C_α  ≤  max_{x,x'} D_α(P_{Y|x} ‖ P_{Y|x'}).
@@ -103,7 +105,7 @@ class Channel:
     >>> ch = Channel([[0.75, 0.25], [0.25, 0.75]], inputs=["no", "yes"])
     >>> ch.n_inputs, ch.n_outputs, ch.inputs
     (2, 2, ('no', 'yes'))
-    >>> round(ch.epsilon(), 6)  # log 3: randomized response (seeds/002)
+    >>> round(ch.epsilon(), 6)  # log 3: randomized response (Warner 1965)
     1.098612
     >>> Channel([[0.5, 0.4], [0.5, 0.5]])
     Traceback (most recent call last):
@@ -211,7 +213,8 @@ class Channel:
     def binary_symmetric(cls, p: float) -> Channel:
         """Binary symmetric channel: the bit is flipped with probability ``p`` ∈ [0, 1].
 
-        Capacity log 2 − H(p) nats (Shannon 1948; seeds/000, "Protection against B… outcomes").
+        Capacity log 2 − H(p) nats (Shannon 1948; "Differential Privacy and Information Theory",
+        2022, "Protection against B… outcomes").
 
         >>> Channel.binary_symmetric(0.25).matrix.tolist()
         [[0.75, 0.25], [0.25, 0.75]]
@@ -273,7 +276,8 @@ class Channel:
     def then(self, other: Channel) -> Channel:
         """Cascade: feed this channel's output into ``other`` (post-processing), P = W·V.
 
-        By the data-processing inequality (seeds/000) no capacity of the cascade exceeds this
+        By the data-processing inequality ("Differential Privacy and Information Theory", 2022) no
+        capacity of the cascade exceeds this
         channel's.
 
         >>> bsc = Channel.binary_symmetric(0.1)
@@ -300,7 +304,8 @@ class Channel:
         """Two conditionally independent uses on the same input: P(y1, y2 | x) = W(y1|x) V(y2|x).
 
         Output labels are pairs ``(y1, y2)`` in row-major order. This is the composition of two
-        queries on the same row (seeds/000, "Group privacy and composability").
+        queries on the same row ("Differential Privacy and Information Theory", 2022, "Group
+        privacy and composability").
 
         >>> bsc = Channel.binary_symmetric(0.25)
         >>> both = bsc & bsc
@@ -329,7 +334,8 @@ class Channel:
     def epsilon(self) -> float:
         """Pure ε of the channel: max over outputs y and inputs x, x' of log P(y|x)/P(y|x').
 
-        Equals C_∞ and the diameter at α = ∞ (seeds/000, "Connecting differential privacy to
+        Equals C_∞ and the diameter at α = ∞ ("Differential Privacy and Information Theory", 2022,
+        "Connecting differential privacy to
         Shannon"); ``inf`` when some output is possible under one input and impossible under
         another. Rounded up by a few ulps.
 
@@ -386,7 +392,8 @@ class Channel:
     def diameter(self, alpha: float) -> float:
         """max_{x,x'} D_α(P_{Y|x} ‖ P_{Y|x'}): the Rényi-DP ε(α) and an upper bound on C_α.
 
-        For the BSC it is 1/(α−1) log(p^α (1−p)^{1−α} + (1−p)^α p^{1−α}) (seeds/000, "Sufficient
+        For the BSC it is 1/(α−1) log(p^α (1−p)^{1−α} + (1−p)^α p^{1−α}) ("Differential Privacy and
+        Information Theory", 2022, "Sufficient
         vs necessary"). Rounded up by a few ulps. α ∈ [0, ∞].
 
         >>> bsc = Channel.binary_symmetric(0.25)
@@ -422,9 +429,10 @@ class Channel:
         """Sibson's α-capacity: the radius min_Q max_x D_α(P_{Y|x} ‖ Q), α ∈ (0, ∞].
 
         Equal to Arimoto's and Augustin–Csiszár's α-capacities (Csiszár 1995; Verdú 2015) and a
-        lower bound on the seed article's C_α. lower = I^s_α at the returned input, upper =
+        lower bound on the article's C_α. lower = I^s_α at the returned input, upper =
         max_x D_α(P_{Y|x} ‖ Q) at the returned Q. At α = ∞ it is log Σ_y max_x P(y|x); at α = 1
-        the Shannon capacity. For the BSC it is log 2 − H_α(p) (seeds/000). Within about 1e-3
+        the Shannon capacity. For the BSC it is log 2 − H_α(p) ("Differential Privacy and
+        Information Theory", 2022). Within about 1e-3
         of α = 1 the rounding allowance (amplified by 1/|α−1|) can exceed ``tol``: the bracket
         is then wider than ``tol`` and ``converged`` is False, rather than crossing.
 
@@ -458,11 +466,12 @@ class Channel:
         time_budget: float | None = None,
         progress: bool = False,
     ) -> CapacityResult:
-        """The seed article's capacity C_α = sup_P D_α(P_XY ‖ P_X P_Y), α ∈ (0, ∞].
+        """The article's capacity C_α = sup_P D_α(P_XY ‖ P_X P_Y), α ∈ (0, ∞].
 
         I_α is not concave in P, so ``lower`` comes from a global multi-start search and the
         centres of the cells below (it is the value at ``input_distribution``), while
-        ``upper`` is certified: the diameter (seeds/000: radius ≤ C_α ≤ diameter), Shannon's
+        ``upper`` is certified: the diameter ("Differential Privacy and Information Theory", 2022:
+        radius ≤ C_α ≤ diameter), Shannon's
         capacity for α < 1, and a branch and bound over simplicial cells of the input simplex
         (:mod:`infodp.channel.certificates` proves the cell bound) that stops once
         ``upper − lower ≤ tol``, after ``refine_budget`` cells (default 2 000 for at most 3
@@ -507,7 +516,8 @@ class Channel:
     ) -> CapacityResult:
         """Intersect a near-α=1 bracket with the one implied by monotonicity in α.
 
-        Sibson's and the seed article's capacities are non-decreasing in α (seeds/000,
+        Sibson's and the article's capacities are non-decreasing in α ("Differential Privacy and
+        Information Theory", 2022,
         "Channel capacity"; Verdú 2015, Thm 4): for 1 < α < α₀, C_1 ≤ C_α ≤ C_{α₀}, and for
         α₀ < α < 1, C_{α₀} ≤ C_α ≤ C_1, with α₀ = 1 ± 1e-4 where rounding is not amplified.
         """
@@ -533,7 +543,7 @@ class Channel:
     ) -> CapacityResult:
         """Capacity at level α under ``definition`` ∈ {"shannon", "sibson", "renyi"}.
 
-        "shannon" requires α = 1; "renyi" is the seed article's C_α (the privacy level),
+        "shannon" requires α = 1; "renyi" is the article's C_α (the privacy level),
         "sibson" its lower bound (the radius). At α = 1 all three are Shannon's capacity.
 
         >>> ch = Channel.randomized_response(3, 1.0)

@@ -1,4 +1,4 @@
-"""The seed article's Rényi capacity C_α = sup_P D_α(P_XY ‖ P_X P_Y): search and certificates."""
+"""The article's Rényi capacity C_α = sup_P D_α(P_XY ‖ P_X P_Y): search and certificates."""
 
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ from infodp.channel.sibson import _sibson_capacity
 def _renyi_information(
     W: FloatArray, logW: FloatArray, p: FloatArray, alpha: float
 ) -> tuple[float, FloatArray]:
-    """I_α(P; W) = D_α(P_XY ‖ P_X P_Y) (seeds/000, "Mutual information") and ∂I_α/∂P.
+    """I_α(P; W) = D_α(P_XY ‖ P_X P_Y) ("Differential Privacy and Information Theory", 2022,
+    "Mutual information") and ∂I_α/∂P.
 
     I_α = 1/(α−1) log G,  G = Σ_x P_x Σ_y q_y (W_xy/q_y)^α,  q = PW  (for α ≠ 1, α < ∞).
     ∂G/∂P_x = A_x + (1−α) Σ_y W_xy t_y with A_x = Σ_y q_y (W_xy/q_y)^α, t_y = Σ_x P_x (W_xy/q_y)^α.
@@ -268,14 +269,16 @@ def _renyi_capacity(
     progress: bool = False,
     on_round: Callable[[float, int], None] | None = None,
 ) -> CapacityResult:
-    """The seed article's C_α = sup_P I_α(X;Y): a global-search lower bound and a certified upper.
+    """The article's C_α = sup_P I_α(X;Y): a global-search lower bound and a certified upper.
 
     I_α is not concave in P, so the lower bound is the best of several local searches (from
     the uniform input, the Shannon and Sibson optima, the two-point inputs on the most distant
     row pairs and random starts) and of the cell centres visited by the branch and bound; it
     is attained, never extrapolated. The upper bound is the smallest of: the diameter
-    max_{x,x'} D_α(W_x‖W_x') (seeds/000, "Sibson's definition"), for α < 1 Shannon's capacity
-    (C_α is non-decreasing in α, seeds/000), and, when ``refine_budget`` > 0 cells, the branch
+    max_{x,x'} D_α(W_x‖W_x') ("Differential Privacy and Information Theory", 2022, "Sibson's
+    definition"), for α < 1 Shannon's capacity
+    (C_α is non-decreasing in α, the 2022 article), and, when ``refine_budget`` > 0 cells, the
+    branch
     and bound of :func:`_branch_and_bound` (stopped early by ``time_budget`` seconds); for
     two or three inputs also the one-cell-at-a-time vertex bound :func:`_renyi_bnb_upper`.
     """
@@ -285,7 +288,8 @@ def _renyi_capacity(
     D = _pairwise_renyi(W, alpha)
     diameter = float(D.max())
     if math.isinf(alpha):
-        # C_∞ = max_{x,x'} D_∞(W_x‖W_x') exactly (seeds/000, "Connecting differential privacy to
+        # C_∞ = max_{x,x'} D_∞(W_x‖W_x') exactly ("Differential Privacy and Information Theory",
+        # 2022, "Connecting differential privacy to
         # Shannon"); the supremum is approached by (1−t)δ_{x'} + tδ_x as t → 0, not attained.
         x, xp = np.unravel_index(int(np.argmax(D)), D.shape)
         p = np.zeros(n)

@@ -28,7 +28,7 @@ class CapacityResult:
     - ``upper`` is a certificate: a dual bound (rounded up), never an estimate.
     - ``output_distribution`` is the output law behind the certificate: the ``Q`` of
       ``max_x D_α(P_{Y|x} ‖ Q)`` for Shannon and Sibson capacities, ``P_Y`` at the returned
-      input for the seed article's Rényi capacity.
+      input for the article's Rényi capacity.
     - ``converged`` says whether ``upper − lower ≤ tol`` was reached; ``method`` says how each
       side was obtained.
 

@@ -30,7 +30,8 @@ class _SibsonObjective:
     """Φ(P) = sign·Σ_y (Σ_x P_x W_xy^α)^{1/α} on a support (``Wa`` = W^α).
 
     sign = +1 for α > 1 (concave) and −1 for α < 1 (the sum is convex there); Sibson's
-    I^s_α = α/(α−1) log Σ_y (...)^{1/α} is increasing in Φ (seeds/000, "Sibson's definition").
+    I^s_α = α/(α−1) log Σ_y (...)^{1/α} is increasing in Φ ("Differential Privacy and Information
+    Theory", 2022, "Sibson's definition").
     """
 
     def __init__(self, Wa: FloatArray, alpha: float) -> None:
@@ -62,7 +63,8 @@ def _sibson_state(
     """Sibson's I^s_α at P (lower), max_x D_α(W_x‖Q*) (upper), D_α(W_x‖Q*), log Q*.
 
     Q*_y ∝ (Σ_x P_x W_xy^α)^{1/α} and I^s_α = α/(α−1) log Σ_y (Σ_x P_x W_xy^α)^{1/α}
-    (seeds/000, "Sibson's definition"; Verdú 2015, Eq. (38)–(39)); any Q certifies
+    ("Differential Privacy and Information Theory", 2022, "Sibson's definition"; Verdú 2015, Eq.
+    (38)–(39)); any Q certifies
     radius = min_Q max_x D_α(W_x‖Q) ≤ max_x D_α(W_x‖Q).
     """
     aL = alpha * logW
@@ -216,4 +218,4 @@ def _sibson_capacity(matrix: FloatArray, alpha: float, tol: float, max_iter: int
     )
 
 
-# ---- Rényi capacity of the seed article ------------------------------------------------------
+# ---- Rényi capacity of the article (2022) -------------------------------------------------------

@@ -1,7 +1,7 @@
 """``infodp demo``: the main job, on real numbers.
 
-Three short acts: (1) what ε is as information — the coin-flip randomized response of seed
-002 as a channel, its capacities in nats and bits; (2) accounting — a DP-SGD run's certified ε
+Three short acts: (1) what ε is as information — Warner's (1965) coin-flip randomized
+response as a channel, its capacities in nats and bits; (2) accounting — a DP-SGD run's certified ε
 and what the often-quoted (ε = 1, δ = 0.01) buys; (3) the curator — a DP SQL session
 over a synthetic census of 1 000 000 people with a durable budget (Dwork & Roth's (2014) trusted
 curator), ending with a refused over-budget query.

@@ -302,7 +302,7 @@ def inverse_binary_entropy_deficit(d: Any) -> float | FloatArray:
     """The x ∈ [0, ½] with ln 2 − h(½ − x) = d, for d ∈ [0, ln 2]: so h⁻¹(ln 2 − d) = ½ − x.
 
     Use this, not :func:`inverse_binary_entropy`, for the MI-DP → δ conversion
-    δ = 1 − 2 h⁻¹(ln 2 − ε) = 2x at small ε (Cuff & Yu 2016, seeds/003): ln 2 − 1e-20 rounds to
+    δ = 1 − 2 h⁻¹(ln 2 − ε) = 2x at small ε (Cuff & Yu 2016): ln 2 − 1e-20 rounds to
     ln 2 in float64, so ``inverse_binary_entropy`` would give p = ½ and δ = 0, whereas the
     true δ ≈ √(2ε) = 1.4e-10. The result is the smallest float x with deficit ≥ d, so
     δ = 2x is never optimistic.
@@ -338,7 +338,7 @@ def inverse_binary_entropy(h: Any) -> float | FloatArray:
     """Inverse of the binary entropy on [0, ½]: the p ∈ [0, ½] with h(p) = h, h ∈ [0, ln 2].
 
     Needed for the MI-DP → (ε, δ) conversion δ = 1 − 2 h⁻¹(ln 2 − ε) (Cuff & Yu 2016, CCS,
-    seeds/003; restated in Ünsal & Önen's tutorial). The result is the largest float p with
+    Cuff & Yu 2016; restated in Ünsal & Önen's tutorial). The result is the largest float p with
     h(p) ≤ h (exact up to one ulp of h's evaluation), so 1 − 2p is never optimistic by more
     than that rounding. Targets up to 1e-12 above ln 2 are accepted as ln 2 (rounding).
     Scalar or array input.

@@ -324,7 +324,7 @@ def sibson_mutual_information(prior: Any, channel: Any, alpha: Any) -> float | F
 
     Closed form: α/(α−1) · log Σ_y (Σ_x P(x) W(y|x)^α)^{1/α} for α ∉ {0, 1, ∞}; α = 1 is
     Shannon's I(X;Y); α = ∞ is log Σ_y max_{x: P(x)>0} W(y|x) (maximal leakage); α = 0 is the
-    limit −log max_y P_X({x: W(y|x) > 0}). Vectorised over α. Never larger than the seed
+    limit −log max_y P_X({x: W(y|x) > 0}). Vectorised over α. Never larger than the
     article's I_α (it minimises over Q); its supremum over priors is the channel's "radius",
     a lower bound on C_α.
     Source: Sibson 1969; Verdú 2015, "α-mutual information"; Esposito, Gastpar & Issa 2024
