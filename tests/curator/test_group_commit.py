@@ -97,13 +97,13 @@ def test_one_transaction_serves_a_whole_group(tmp_path: Path, monkeypatch: Any) 
     path = tmp_path / "l.ledger"
     led = _ledger(path, epsilon=Fraction(1, 2))
     batches: list[int] = []
-    real = Ledger._commit_reservations
+    real = Ledger._commit_group
 
     def counting(self: Ledger, batch: list[Any]) -> None:
         batches.append(len(batch))
         real(self, batch)
 
-    monkeypatch.setattr(Ledger, "_commit_reservations", counting)
+    monkeypatch.setattr(Ledger, "_commit_group", counting)
     writers = ledger_module._writer_lock(led)
     group = ledger_module._group(led)
     writers.acquire()

@@ -56,7 +56,7 @@ import sqlite3
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -823,33 +823,48 @@ class Ledger:
         """
         if epsilon < 0 or delta < 0 or not info_nats >= 0:
             raise InternalError(f"negative cost ({epsilon}, {delta}, {info_nats})")
-        pending = _Pending(self, (analyst, dataset, sql, epsilon, delta, info_nats, profile_spec))
-        return _group(self).submit(pending)
+        args = (analyst, dataset, sql, epsilon, delta, info_nats, profile_spec)
+        entry_id = _group(self).submit(
+            _Pending(self, lambda conn: self._reserve_one(conn, *args), reservation=True)
+        )
+        if entry_id is None:
+            raise InternalError("the ledger did not return an entry id")
+        return entry_id
 
-    def _commit_reservations(self, batch: list[_Pending]) -> None:
+    def _commit_group(self, batch: list[_Pending]) -> None:
         """Group commit: ``batch`` in arrival order, in one transaction with one fsync.
 
-        Each reservation is checked against the budget left by the ones before it and runs
-        inside its own SAVEPOINT, so a refused one (BudgetExceeded and other
-        :class:`~infodp.errors.InfodpError`) undoes only its own changes. Outcomes are handed
-        out only after the durable COMMIT: a caller never draws noise for a reservation that
-        could still be rolled back. Any other failure (the file check, SQLite) fails the
-        whole batch, and nothing of it was charged.
+        Each reservation is checked against the budget left by the ones before it and each
+        write runs inside its own SAVEPOINT, so a refused one (BudgetExceeded and other
+        :class:`~infodp.errors.InfodpError`) undoes only its own changes. The transaction is
+        durable (fsync'd) when it holds a reservation, and outcomes are handed out only after
+        the COMMIT: a caller never draws noise for a reservation that could still be rolled
+        back. Any other failure (the file check, SQLite) fails the whole batch, and nothing of
+        it was charged.
         """
         outcomes: list[tuple[int | None, BaseException | None]] = []
-        with self._transaction() as conn:
-            self._still_mine(conn)
+        reserving = any(item.reservation for item in batch)
+        with self._transaction(durable=reserving) as conn:
+            swapped: LedgerError | None = None
+            if reserving:
+                try:
+                    self._still_mine(conn)
+                except LedgerError as err:
+                    swapped = err  # no charge goes into a file that is not ours any more
             for item in batch:
+                if swapped is not None and item.reservation:
+                    outcomes.append((None, copy.copy(swapped)))
+                    continue
                 conn.execute("SAVEPOINT reserve_one")
                 try:
-                    outcomes.append((self._reserve_one(conn, *item.args), None))
+                    outcomes.append((item.work(conn), None))
                 except InfodpError as err:
                     conn.execute("ROLLBACK TO reserve_one")
                     outcomes.append((None, err))
                 finally:
                     conn.execute("RELEASE reserve_one")
-        for item, (entry_id, refused) in zip(batch, outcomes, strict=True):
-            item.entry_id, item.error = entry_id, refused
+        for item, (entry_id, failure) in zip(batch, outcomes, strict=True):
+            item.entry_id, item.error = entry_id, failure
 
     def _reserve_one(
         self,
@@ -1020,16 +1035,21 @@ class Ledger:
     def _finish(
         self, entry_id: int, status: str, result_json: str | None, error: str | None
     ) -> None:
-        # Not fsync'd: if this commit is lost the entry stays 'reserved' (spent), never refunded.
-        with self._transaction(durable=False) as conn:
+        # Not fsync'd on its own: if this commit is lost the entry stays 'reserved' (spent),
+        # never refunded. It shares the group commit of the reservations running meanwhile.
+        finished = _now()
+
+        def work(conn: sqlite3.Connection) -> None:
             e = self._entry(conn, entry_id)
             if e.status != "reserved":
                 raise InternalError(f"entry {entry_id} finished twice ({e.status} -> {status})")
             conn.execute(
                 "UPDATE entries SET status = ?, finished = ?, result_json = ?, error = ? "
                 "WHERE id = ?",
-                (status, _now(), result_json, error, entry_id),
+                (status, finished, result_json, error, entry_id),
             )
+
+        _group(self).submit(_Pending(self, work, reservation=False))
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -1268,23 +1288,28 @@ def _to_budget(analyst: str, dataset: str, row: Any) -> Budget:
 
 
 class _Pending:
-    """One reserve() call waiting for its group's transaction."""
+    """One write (a reservation or a completion) waiting for its group's transaction."""
 
-    __slots__ = ("args", "entry_id", "error", "finished", "lead", "ledger")
+    __slots__ = ("entry_id", "error", "finished", "lead", "ledger", "reservation", "work")
 
-    def __init__(self, ledger: Ledger, args: tuple[Any, ...]) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        work: Callable[[sqlite3.Connection], int | None],
+        *,
+        reservation: bool,
+    ) -> None:
         self.ledger = ledger
-        self.args = args
+        self.work = work
+        self.reservation = reservation
         self.entry_id: int | None = None
         self.error: BaseException | None = None
         self.finished = False
         self.lead = False
 
-    def outcome(self) -> int:
+    def outcome(self) -> int | None:
         if self.error is not None:
             raise self.error
-        if self.entry_id is None:
-            raise InternalError("a reservation finished without an outcome")
         return self.entry_id
 
 
@@ -1293,13 +1318,14 @@ _MAX_GROUP = 64
 
 
 class _GroupCommit:
-    """Leader/follower group commit of the reservations of one ledger file in one process.
+    """Leader/follower group commit of the writes of one ledger file in one process.
 
-    The first caller becomes the leader and commits every reservation queued so far in one
-    transaction (one fsync); the others wait. When the leader is done it hands leadership to
-    the oldest reservation that arrived meanwhile, so each caller commits at most one group
-    and waits for at most the one in flight. Across processes nothing changes: each group
-    is one ``BEGIN IMMEDIATE`` transaction under SQLite's single-writer lock.
+    Reservations and completions queue here. The first caller becomes the leader and commits
+    every write queued so far in one transaction (one fsync when it holds a reservation);
+    the others wait. When the leader is done it hands leadership to the oldest write that
+    arrived meanwhile, so each caller commits at most one group and waits for at most the one
+    in flight. Across processes nothing changes: each group is one ``BEGIN IMMEDIATE``
+    transaction under SQLite's single-writer lock.
     """
 
     def __init__(self) -> None:
@@ -1307,7 +1333,7 @@ class _GroupCommit:
         self._queue: list[_Pending] = []
         self._busy = False
 
-    def submit(self, item: _Pending) -> int:
+    def submit(self, item: _Pending) -> int | None:
         with self._cond:
             self._queue.append(item)
             while self._busy and not item.finished and not item.lead:
@@ -1317,7 +1343,7 @@ class _GroupCommit:
             self._busy = True
             batch, self._queue = self._queue[:_MAX_GROUP], self._queue[_MAX_GROUP:]
         try:
-            item.ledger._commit_reservations(batch)
+            item.ledger._commit_group(batch)
         except BaseException as err:
             for other in batch:
                 # The same failure for everyone in the group (nothing of it was charged).
