@@ -778,13 +778,17 @@ class Ledger:
         with self._read() as conn:
             return self._budget(conn, analyst, dataset)
 
-    def budgets(self) -> list[Budget]:
-        """Every (analyst, dataset) budget."""
+    def budgets(self, analyst: str | None = None) -> list[Budget]:
+        """Every (analyst, dataset) budget, or only ``analyst``'s."""
+        query = (
+            "SELECT name, dataset, epsilon, delta, spent_epsilon, spent_delta, accountant_json "
+            "FROM analysts"
+        )
+        params: tuple[str, ...] = ()
+        if analyst is not None:
+            query, params = query + " WHERE name = ?", (analyst,)
         with self._read() as conn:
-            rows = conn.execute(
-                "SELECT name, dataset, epsilon, delta, spent_epsilon, spent_delta, accountant_json "
-                "FROM analysts ORDER BY dataset, name"
-            ).fetchall()
+            rows = conn.execute(query + " ORDER BY dataset, name", params).fetchall()
         return [_to_budget(r[0], r[1], r[2:]) for r in rows]
 
     @staticmethod

@@ -192,7 +192,7 @@ class Service:
         403 otherwise, with the same body whether the dataset does not exist or belongs to
         others (the message quotes the caller's own text), so dataset names are not revealed.
         """
-        for b in self.curator.ledger.budgets():
+        for b in self.curator.ledger.budgets(analyst):
             if b.analyst == analyst and b.dataset.lower() == name.lower():
                 return str(b.dataset)
         raise ApiError(403, "forbidden", f"you have no budget on a dataset named {name[:80]!r}")
