@@ -104,9 +104,9 @@ def test_one_transaction_serves_a_whole_group(tmp_path: Path, monkeypatch: Any) 
         real(self, batch)
 
     monkeypatch.setattr(Ledger, "_commit_group", counting)
-    writers = ledger_module._writer_lock(led)
+    writers = ledger_module._writers(led)  # held: the registry keeps it while in use
     group = ledger_module._group(led)
-    writers.acquire()
+    writers.lock.acquire()
     plan: list[tuple[str, Fraction]] = [
         ("a", Fraction(1, 8)),  # the leader: waits for the writer lock alone
         ("a", Fraction(1, 8)),
@@ -132,7 +132,7 @@ def test_one_transaction_serves_a_whole_group(tmp_path: Path, monkeypatch: Any) 
         threads[-1].start()
         while len(group._queue) < i and time.monotonic() < deadline:
             time.sleep(0.001)
-    writers.release()
+    writers.lock.release()
     for t in threads:
         t.join(timeout=60)
     assert batches == [1, 4]  # five reservations, two transactions

@@ -56,6 +56,7 @@ import sqlite3
 import threading
 import time
 import urllib.parse
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
@@ -512,13 +513,13 @@ class Ledger:
         """
         with self._lock:
             deadline = time.monotonic() + self.timeout
-            writers = _writer_lock(self)
-            if not writers.acquire(timeout=self.timeout):
+            writers = _writers(self)
+            if not writers.lock.acquire(timeout=self.timeout):
                 raise InternalError(f"ledger {self.path} stayed locked for {self.timeout} s")
             try:
                 conn = self._begin(deadline, durable)
             except BaseException:
-                writers.release()
+                writers.lock.release()
                 raise
             try:
                 yield conn
@@ -531,7 +532,7 @@ class Ledger:
                 if not durable:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("PRAGMA synchronous = FULL")
-                writers.release()
+                writers.lock.release()
 
     def _begin(self, deadline: float, durable: bool) -> sqlite3.Connection:
         delay = 0.005
@@ -1364,13 +1365,28 @@ class _GroupCommit:
         return item.outcome()
 
 
-_GROUPS: dict[tuple[Any, ...], _GroupCommit] = {}
-_WRITERS: dict[tuple[Any, ...], threading.Lock] = {}
+class _Writers:
+    """The process-wide lock of one ledger file's writers.
+
+    Threads of one process queue here (woken as soon as the writer before them commits)
+    instead of in SQLite's busy handler, which polls with sleeps of up to 100 ms.
+    """
+
+    __slots__ = ("__weakref__", "lock")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+# Weak values: an entry lives while someone uses it (a ledger in a transaction, a caller in
+# a group), so closed in-memory ledgers and files no longer used leave nothing behind.
+_GROUPS: weakref.WeakValueDictionary[tuple[Any, ...], _GroupCommit] = weakref.WeakValueDictionary()
+_WRITERS: weakref.WeakValueDictionary[tuple[Any, ...], _Writers] = weakref.WeakValueDictionary()
 _REGISTRY_LOCK = threading.Lock()
 
 
 def _file_key(ledger: Ledger) -> tuple[Any, ...]:
-    """Which ledger objects share a group and a writer lock: same process, same file."""
+    """Which ledger objects share a group: same process, same file, same identity."""
     if ledger.in_memory:
         return (os.getpid(), id(ledger))
     return (os.getpid(), ledger._identity, ledger.store_id, str(ledger.path.absolute()))
@@ -1381,21 +1397,19 @@ def _group(ledger: Ledger) -> _GroupCommit:
     with _REGISTRY_LOCK:
         group = _GROUPS.get(key)
         if group is None:
-            group = _GROUPS[key] = _GroupCommit()
+            group = _GroupCommit()
+            _GROUPS[key] = group
         return group
 
 
-def _writer_lock(ledger: Ledger) -> threading.Lock:
-    """The process-wide lock of one ledger file's writers.
-
-    Threads of one process queue here (woken as soon as the writer before them commits)
-    instead of in SQLite's busy handler, which polls with sleeps of up to 100 ms.
-    """
+def _writers(ledger: Ledger) -> _Writers:
+    """The writers' lock of ``ledger``'s file in this process (see :class:`_Writers`)."""
     key: tuple[Any, ...] = (os.getpid(), id(ledger))
     if not ledger.in_memory:
         key = (os.getpid(), str(ledger.path.absolute()))
     with _REGISTRY_LOCK:
-        lock = _WRITERS.get(key)
-        if lock is None:
-            lock = _WRITERS[key] = threading.Lock()
-        return lock
+        writers = _WRITERS.get(key)
+        if writers is None:
+            writers = _Writers()
+            _WRITERS[key] = writers
+        return writers
