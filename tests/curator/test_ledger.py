@@ -201,3 +201,17 @@ def test_accountant_currencies_are_enforced_by_the_ledger(tmp_path: Path) -> Non
     led.cancel(entry, "store not opened")
     assert led.budget("p", "t").to_dict()["accountant"]["remaining"] == before
     assert led.check() == []
+
+
+def test_budgets_of_one_analyst(tmp_path: Path) -> None:
+    led = Ledger(tmp_path / "l.ledger")
+    for table in ("t", "u"):
+        led.register_dataset(table, "{}", rows=3, source="-")
+    led.add_analyst("a", "t", Fraction(1), Fraction(0))
+    led.add_analyst("b", "t", Fraction(2), Fraction(0))
+    led.add_analyst("a", "u", Fraction(3), Fraction(0))
+    everyone = led.budgets()
+    assert len(everyone) == 3
+    assert led.budgets("a") == [b for b in everyone if b.analyst == "a"]
+    assert [b.epsilon for b in led.budgets("a")] == [Fraction(1), Fraction(3)]
+    assert led.budgets("nobody") == []

@@ -10,6 +10,16 @@ import pytest
 
 MODULES = [
     "infodp.server.app",
+    "infodp.server.deps",
+    "infodp.server.models",
+    "infodp.server.service",
+    "infodp.server.routes",
+    "infodp.server.routes.admin",
+    "infodp.server.routes.budget",
+    "infodp.server.routes.datasets",
+    "infodp.server.routes.health",
+    "infodp.server.routes.queries",
+    "infodp.server.routes.synopses",
     "infodp.server.auth",
     "infodp.server.errors",
     "infodp.server.limits",
@@ -36,6 +46,24 @@ def test_all_matches_public_definitions(name: str) -> None:
         assert exported == {"COMMANDS"}
         return
     assert defined <= exported, defined - exported
+
+
+def test_every_route_comes_from_a_router() -> None:
+    """create_app only assembles: each /v1 route is defined once, in one router module."""
+    from fastapi.routing import APIRoute
+
+    from infodp.server.app import create_app
+    from infodp.server.routes import ROUTERS
+
+    paths = create_app().openapi()["paths"]
+    served = [(path, method) for path, ops in paths.items() for method in ops]
+    routes = [r for router in ROUTERS for r in router.routes if isinstance(r, APIRoute)]
+    declared = [(r.path, m.lower()) for r in routes for m in sorted(r.methods)]
+    assert served == declared
+    assert {r.endpoint.__module__ for r in routes} == {
+        f"infodp.server.routes.{m}"
+        for m in ("health", "datasets", "budget", "queries", "synopses", "admin")
+    }
 
 
 def test_package_reexports() -> None:

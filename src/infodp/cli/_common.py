@@ -34,6 +34,18 @@ def to_jsonable(value: Any) -> Any:
     Infinity has no JSON literal: it is written as ``null`` only where the caller says so;
     here +inf becomes the string ``"inf"`` so that it is never confused with a missing value.
     """
+    kind = type(value)
+    # Exact types first (the bulk of a large answer), without an isinstance chain.
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        return (
+            value
+            if math.isfinite(value)
+            else ("inf" if value > 0 else ("-inf" if value < 0 else None))
+        )
+    if kind is list or kind is tuple:
+        return [to_jsonable(v) for v in value]
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -44,6 +44,7 @@ True
 from __future__ import annotations
 
 import contextlib
+import copy
 import datetime as _dt
 import hashlib
 import hmac
@@ -55,13 +56,20 @@ import sqlite3
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from infodp.errors import BudgetExceeded, InternalError, LedgerError, ParameterError
+from infodp.errors import (
+    BudgetExceeded,
+    InfodpError,
+    InternalError,
+    LedgerError,
+    ParameterError,
+)
 
 __all__ = [
     "KEY_PREFIX",
@@ -505,23 +513,14 @@ class Ledger:
         """
         with self._lock:
             deadline = time.monotonic() + self.timeout
-            delay = 0.005
-            while True:
-                conn = self._connection()
-                try:
-                    if not durable:
-                        conn.execute("PRAGMA synchronous = NORMAL")
-                    conn.execute("BEGIN IMMEDIATE")
-                    break
-                except sqlite3.OperationalError as err:
-                    if "locked" not in str(err) and "busy" not in str(err):
-                        raise
-                    if time.monotonic() > deadline:
-                        raise InternalError(
-                            f"ledger {self.path} stayed locked for {self.timeout} s"
-                        ) from err
-                    time.sleep(delay + secrets.randbelow(1000) / 1e6)
-                    delay = min(0.2, delay * 2)
+            writers = _writers(self)
+            if not writers.lock.acquire(timeout=self.timeout):
+                raise InternalError(f"ledger {self.path} stayed locked for {self.timeout} s")
+            try:
+                conn = self._begin(deadline, durable)
+            except BaseException:
+                writers.lock.release()
+                raise
             try:
                 yield conn
                 conn.execute("COMMIT")
@@ -533,6 +532,26 @@ class Ledger:
                 if not durable:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("PRAGMA synchronous = FULL")
+                writers.lock.release()
+
+    def _begin(self, deadline: float, durable: bool) -> sqlite3.Connection:
+        delay = 0.005
+        while True:
+            conn = self._connection()
+            try:
+                if not durable:
+                    conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute("BEGIN IMMEDIATE")
+                return conn
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) and "busy" not in str(err):
+                    raise
+                if time.monotonic() > deadline:
+                    raise InternalError(
+                        f"ledger {self.path} stayed locked for {self.timeout} s"
+                    ) from err
+                time.sleep(delay + secrets.randbelow(1000) / 1e6)
+                delay = min(0.2, delay * 2)
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -760,13 +779,17 @@ class Ledger:
         with self._read() as conn:
             return self._budget(conn, analyst, dataset)
 
-    def budgets(self) -> list[Budget]:
-        """Every (analyst, dataset) budget."""
+    def budgets(self, analyst: str | None = None) -> list[Budget]:
+        """Every (analyst, dataset) budget, or only ``analyst``'s."""
+        query = (
+            "SELECT name, dataset, epsilon, delta, spent_epsilon, spent_delta, accountant_json "
+            "FROM analysts"
+        )
+        params: tuple[str, ...] = ()
+        if analyst is not None:
+            query, params = query + " WHERE name = ?", (analyst,)
         with self._read() as conn:
-            rows = conn.execute(
-                "SELECT name, dataset, epsilon, delta, spent_epsilon, spent_delta, accountant_json "
-                "FROM analysts ORDER BY dataset, name"
-            ).fetchall()
+            rows = conn.execute(query + " ORDER BY dataset, name", params).fetchall()
         return [_to_budget(r[0], r[1], r[2:]) for r in rows]
 
     @staticmethod
@@ -805,97 +828,150 @@ class Ledger:
         """
         if epsilon < 0 or delta < 0 or not info_nats >= 0:
             raise InternalError(f"negative cost ({epsilon}, {delta}, {info_nats})")
-        with self._transaction() as conn:
-            self._still_mine(conn)
-            b = self._budget(conn, analyst, dataset)
-            short_eps = epsilon - b.remaining_epsilon
-            short_delta = delta - b.remaining_delta
-            new_state: str | None = None
-            if b.accountant_json is not None:
-                new_state = _accountant_spend(b.accountant_json, profile_spec)
-            elif short_eps > 0 or short_delta > 0:
-                raise BudgetExceeded(
-                    f"epsilon={format_fraction(epsilon)}, delta={format_fraction(delta)}",
-                    f"epsilon={format_fraction(b.remaining_epsilon)}, "
-                    f"delta={format_fraction(b.remaining_delta)}",
-                    f"epsilon={format_fraction(max(short_eps, Fraction(0)))}, "
-                    f"delta={format_fraction(max(short_delta, Fraction(0)))}",
-                )
-            cap, spent, max_eps, max_dlt, d_eps, d_dlt = conn.execute(
-                "SELECT info_cap_bits, info_spent_nats, max_epsilon, max_delta, spent_epsilon, "
-                "spent_delta FROM datasets WHERE name = ?",
-                (dataset,),
-            ).fetchone()
-            new_d_eps, new_d_dlt = _frac(d_eps) + epsilon, _frac(d_dlt) + delta
-            over_eps = max_eps is not None and new_d_eps > _frac(max_eps)
-            over_dlt = max_dlt is not None and new_d_dlt > _frac(max_dlt)
-            if over_eps or over_dlt:
-                # The dataset's cap, shared by all analysts (basic composition of every
-                # analyst's spend on the same people, Dwork & Roth 2014, Thm 3.16).
-                left_eps = _left(max_eps, d_eps)
-                left_dlt = _left(max_dlt, d_dlt)
-                gap_eps = Fraction(0) if left_eps is None else max(Fraction(0), epsilon - left_eps)
-                gap_dlt = Fraction(0) if left_dlt is None else max(Fraction(0), delta - left_dlt)
-                raise BudgetExceeded(
-                    f"epsilon={format_fraction(epsilon)}, delta={format_fraction(delta)}",
-                    f"epsilon={'unlimited' if left_eps is None else format_fraction(left_eps)}, "
-                    f"delta={'unlimited' if left_dlt is None else format_fraction(left_dlt)} "
-                    f"on dataset {dataset} (its cap, shared by all analysts)",
-                    f"epsilon={format_fraction(gap_eps)}, delta={format_fraction(gap_dlt)}",
-                )
-            new_spent = _add_up(spent, info_nats)
-            if cap is not None and new_spent > cap * math.log(2):
-                left = max(0.0, cap - spent / math.log(2))
-                raise BudgetExceeded(
-                    f"{info_nats / math.log(2):.6g} bits of information about table {dataset}",
-                    f"{left:.6g} bits (dataset cap {cap:g} bits)",
-                    f"{info_nats / math.log(2) - left:.6g} bits",
-                )
-            conn.execute(
-                "UPDATE analysts SET spent_epsilon = ?, spent_delta = ?, "
-                "accountant_json = coalesce(?, accountant_json) WHERE name = ? AND dataset = ?",
-                (
-                    str(b.spent_epsilon + epsilon),
-                    str(b.spent_delta + delta),
-                    new_state,
-                    analyst,
-                    dataset,
-                ),
+        args = (analyst, dataset, sql, epsilon, delta, info_nats, profile_spec)
+        entry_id = _group(self).submit(
+            _Pending(self, lambda conn: self._reserve_one(conn, *args), reservation=True)
+        )
+        if entry_id is None:
+            raise InternalError("the ledger did not return an entry id")
+        return entry_id
+
+    def _commit_group(self, batch: list[_Pending]) -> None:
+        """Group commit: ``batch`` in arrival order, in one transaction with one fsync.
+
+        Each reservation is checked against the budget left by the ones before it and each
+        write runs inside its own SAVEPOINT, so a refused one (BudgetExceeded and other
+        :class:`~infodp.errors.InfodpError`) undoes only its own changes. The transaction is
+        durable (fsync'd) when it holds a reservation, and outcomes are handed out only after
+        the COMMIT: a caller never draws noise for a reservation that could still be rolled
+        back. Any other failure (the file check, SQLite) fails the whole batch, and nothing of
+        it was charged.
+        """
+        outcomes: list[tuple[int | None, BaseException | None]] = []
+        reserving = any(item.reservation for item in batch)
+        with self._transaction(durable=reserving) as conn:
+            swapped: LedgerError | None = None
+            if reserving:
+                try:
+                    self._still_mine(conn)
+                except LedgerError as err:
+                    swapped = err  # no charge goes into a file that is not ours any more
+            for item in batch:
+                if swapped is not None and item.reservation:
+                    outcomes.append((None, copy.copy(swapped)))
+                    continue
+                conn.execute("SAVEPOINT reserve_one")
+                try:
+                    outcomes.append((item.work(conn), None))
+                except InfodpError as err:
+                    conn.execute("ROLLBACK TO reserve_one")
+                    outcomes.append((None, err))
+                finally:
+                    conn.execute("RELEASE reserve_one")
+        for item, (entry_id, failure) in zip(batch, outcomes, strict=True):
+            item.entry_id, item.error = entry_id, failure
+
+    def _reserve_one(
+        self,
+        conn: sqlite3.Connection,
+        analyst: str,
+        dataset: str,
+        sql: str,
+        epsilon: Fraction,
+        delta: Fraction,
+        info_nats: float,
+        profile_spec: dict[str, Any] | None,
+    ) -> int:
+        """One reservation inside an open write transaction (see :meth:`reserve`)."""
+        b = self._budget(conn, analyst, dataset)
+        short_eps = epsilon - b.remaining_epsilon
+        short_delta = delta - b.remaining_delta
+        new_state: str | None = None
+        if b.accountant_json is not None:
+            new_state = _accountant_spend(b.accountant_json, profile_spec)
+        elif short_eps > 0 or short_delta > 0:
+            raise BudgetExceeded(
+                f"epsilon={format_fraction(epsilon)}, delta={format_fraction(delta)}",
+                f"epsilon={format_fraction(b.remaining_epsilon)}, "
+                f"delta={format_fraction(b.remaining_delta)}",
+                f"epsilon={format_fraction(max(short_eps, Fraction(0)))}, "
+                f"delta={format_fraction(max(short_delta, Fraction(0)))}",
             )
-            conn.execute(
-                "UPDATE datasets SET info_spent_nats = ?, spent_epsilon = ?, spent_delta = ? "
-                "WHERE name = ?",
-                (new_spent, str(new_d_eps), str(new_d_dlt), dataset),
+        cap, spent, max_eps, max_dlt, d_eps, d_dlt = conn.execute(
+            "SELECT info_cap_bits, info_spent_nats, max_epsilon, max_delta, spent_epsilon, "
+            "spent_delta FROM datasets WHERE name = ?",
+            (dataset,),
+        ).fetchone()
+        new_d_eps, new_d_dlt = _frac(d_eps) + epsilon, _frac(d_dlt) + delta
+        over_eps = max_eps is not None and new_d_eps > _frac(max_eps)
+        over_dlt = max_dlt is not None and new_d_dlt > _frac(max_dlt)
+        if over_eps or over_dlt:
+            # The dataset's cap, shared by all analysts (basic composition of every
+            # analyst's spend on the same people, Dwork & Roth 2014, Thm 3.16).
+            left_eps = _left(max_eps, d_eps)
+            left_dlt = _left(max_dlt, d_dlt)
+            gap_eps = Fraction(0) if left_eps is None else max(Fraction(0), epsilon - left_eps)
+            gap_dlt = Fraction(0) if left_dlt is None else max(Fraction(0), delta - left_dlt)
+            raise BudgetExceeded(
+                f"epsilon={format_fraction(epsilon)}, delta={format_fraction(delta)}",
+                f"epsilon={'unlimited' if left_eps is None else format_fraction(left_eps)}, "
+                f"delta={'unlimited' if left_dlt is None else format_fraction(left_dlt)} "
+                f"on dataset {dataset} (its cap, shared by all analysts)",
+                f"epsilon={format_fraction(gap_eps)}, delta={format_fraction(gap_dlt)}",
             )
-            created = _now()
-            cur = conn.execute(
-                "INSERT INTO entries (analyst, dataset, sql, epsilon, delta, info_nats, status, "
-                "created, pid, profile_json) VALUES (?, ?, ?, ?, ?, ?, 'reserved', ?, ?, ?)",
-                (
-                    analyst,
-                    dataset,
-                    sql,
-                    str(epsilon),
-                    str(delta),
-                    info_nats,
-                    created,
-                    os.getpid(),
-                    None if profile_spec is None else json.dumps(profile_spec),
-                ),
+        new_spent = _add_up(spent, info_nats)
+        if cap is not None and new_spent > cap * math.log(2):
+            left = max(0.0, cap - spent / math.log(2))
+            raise BudgetExceeded(
+                f"{info_nats / math.log(2):.6g} bits of information about table {dataset}",
+                f"{left:.6g} bits (dataset cap {cap:g} bits)",
+                f"{info_nats / math.log(2) - left:.6g} bits",
             )
-            entry_id = cur.lastrowid
-            if entry_id is None:
-                raise InternalError("the ledger did not return an entry id")
-            last = conn.execute(
-                "SELECT chain FROM entries WHERE id < ? ORDER BY id DESC LIMIT 1", (entry_id,)
-            ).fetchone()
-            stored = conn.execute(
-                "SELECT id, analyst, dataset, sql, epsilon, delta, info_nats, created "
-                "FROM entries WHERE id = ?",
-                (entry_id,),
-            ).fetchone()
-            link = _chain("" if last is None else last[0], self.store_id, stored)
-            conn.execute("UPDATE entries SET chain = ? WHERE id = ?", (link, entry_id))
+        conn.execute(
+            "UPDATE analysts SET spent_epsilon = ?, spent_delta = ?, "
+            "accountant_json = coalesce(?, accountant_json) WHERE name = ? AND dataset = ?",
+            (
+                str(b.spent_epsilon + epsilon),
+                str(b.spent_delta + delta),
+                new_state,
+                analyst,
+                dataset,
+            ),
+        )
+        conn.execute(
+            "UPDATE datasets SET info_spent_nats = ?, spent_epsilon = ?, spent_delta = ? "
+            "WHERE name = ?",
+            (new_spent, str(new_d_eps), str(new_d_dlt), dataset),
+        )
+        created = _now()
+        cur = conn.execute(
+            "INSERT INTO entries (analyst, dataset, sql, epsilon, delta, info_nats, status, "
+            "created, pid, profile_json) VALUES (?, ?, ?, ?, ?, ?, 'reserved', ?, ?, ?)",
+            (
+                analyst,
+                dataset,
+                sql,
+                str(epsilon),
+                str(delta),
+                info_nats,
+                created,
+                os.getpid(),
+                None if profile_spec is None else json.dumps(profile_spec),
+            ),
+        )
+        entry_id = cur.lastrowid
+        if entry_id is None:
+            raise InternalError("the ledger did not return an entry id")
+        last = conn.execute(
+            "SELECT chain FROM entries WHERE id < ? ORDER BY id DESC LIMIT 1", (entry_id,)
+        ).fetchone()
+        stored = conn.execute(
+            "SELECT id, analyst, dataset, sql, epsilon, delta, info_nats, created "
+            "FROM entries WHERE id = ?",
+            (entry_id,),
+        ).fetchone()
+        link = _chain("" if last is None else last[0], self.store_id, stored)
+        conn.execute("UPDATE entries SET chain = ? WHERE id = ?", (link, entry_id))
         return int(entry_id)
 
     def cancel(self, entry_id: int, reason: str) -> None:
@@ -964,16 +1040,21 @@ class Ledger:
     def _finish(
         self, entry_id: int, status: str, result_json: str | None, error: str | None
     ) -> None:
-        # Not fsync'd: if this commit is lost the entry stays 'reserved' (spent), never refunded.
-        with self._transaction(durable=False) as conn:
+        # Not fsync'd on its own: if this commit is lost the entry stays 'reserved' (spent),
+        # never refunded. It shares the group commit of the reservations running meanwhile.
+        finished = _now()
+
+        def work(conn: sqlite3.Connection) -> None:
             e = self._entry(conn, entry_id)
             if e.status != "reserved":
                 raise InternalError(f"entry {entry_id} finished twice ({e.status} -> {status})")
             conn.execute(
                 "UPDATE entries SET status = ?, finished = ?, result_json = ?, error = ? "
                 "WHERE id = ?",
-                (status, _now(), result_json, error, entry_id),
+                (status, finished, result_json, error, entry_id),
             )
+
+        _group(self).submit(_Pending(self, work, reservation=False))
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -1206,3 +1287,129 @@ def _to_budget(analyst: str, dataset: str, row: Any) -> Budget:
     return Budget(
         analyst, dataset, _frac(row[0]), _frac(row[1]), _frac(row[2]), _frac(row[3]), row[4]
     )
+
+
+# -- group commit of concurrent reservations ---------------------------------------------------
+
+
+class _Pending:
+    """One write (a reservation or a completion) waiting for its group's transaction."""
+
+    __slots__ = ("entry_id", "error", "finished", "lead", "ledger", "reservation", "work")
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        work: Callable[[sqlite3.Connection], int | None],
+        *,
+        reservation: bool,
+    ) -> None:
+        self.ledger = ledger
+        self.work = work
+        self.reservation = reservation
+        self.entry_id: int | None = None
+        self.error: BaseException | None = None
+        self.finished = False
+        self.lead = False
+
+    def outcome(self) -> int | None:
+        if self.error is not None:
+            raise self.error
+        return self.entry_id
+
+
+#: At most this many reservations share one transaction (bounds how long the lock is held).
+_MAX_GROUP = 64
+
+
+class _GroupCommit:
+    """Leader/follower group commit of the writes of one ledger file in one process.
+
+    Reservations and completions queue here. The first caller becomes the leader and commits
+    every write queued so far in one transaction (one fsync when it holds a reservation);
+    the others wait. When the leader is done it hands leadership to the oldest write that
+    arrived meanwhile, so each caller commits at most one group and waits for at most the one
+    in flight. Across processes nothing changes: each group is one ``BEGIN IMMEDIATE``
+    transaction under SQLite's single-writer lock.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._queue: list[_Pending] = []
+        self._busy = False
+
+    def submit(self, item: _Pending) -> int | None:
+        with self._cond:
+            self._queue.append(item)
+            while self._busy and not item.finished and not item.lead:
+                self._cond.wait()
+            if item.finished:
+                return item.outcome()
+            self._busy = True
+            batch, self._queue = self._queue[:_MAX_GROUP], self._queue[_MAX_GROUP:]
+        try:
+            item.ledger._commit_group(batch)
+        except BaseException as err:
+            for other in batch:
+                # The same failure for everyone in the group (nothing of it was charged).
+                other.entry_id, other.error = None, copy.copy(err)
+        finally:
+            with self._cond:
+                for other in batch:
+                    other.finished = True
+                if self._queue:
+                    self._queue[0].lead = True
+                else:
+                    self._busy = False
+                self._cond.notify_all()
+        return item.outcome()
+
+
+class _Writers:
+    """The process-wide lock of one ledger file's writers.
+
+    Threads of one process queue here (woken as soon as the writer before them commits)
+    instead of in SQLite's busy handler, which polls with sleeps of up to 100 ms.
+    """
+
+    __slots__ = ("__weakref__", "lock")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+# Weak values: an entry lives while someone uses it (a ledger in a transaction, a caller in
+# a group), so closed in-memory ledgers and files no longer used leave nothing behind.
+_GROUPS: weakref.WeakValueDictionary[tuple[Any, ...], _GroupCommit] = weakref.WeakValueDictionary()
+_WRITERS: weakref.WeakValueDictionary[tuple[Any, ...], _Writers] = weakref.WeakValueDictionary()
+_REGISTRY_LOCK = threading.Lock()
+
+
+def _file_key(ledger: Ledger) -> tuple[Any, ...]:
+    """Which ledger objects share a group: same process, same file, same identity."""
+    if ledger.in_memory:
+        return (os.getpid(), id(ledger))
+    return (os.getpid(), ledger._identity, ledger.store_id, str(ledger.path.absolute()))
+
+
+def _group(ledger: Ledger) -> _GroupCommit:
+    key = _file_key(ledger)
+    with _REGISTRY_LOCK:
+        group = _GROUPS.get(key)
+        if group is None:
+            group = _GroupCommit()
+            _GROUPS[key] = group
+        return group
+
+
+def _writers(ledger: Ledger) -> _Writers:
+    """The writers' lock of ``ledger``'s file in this process (see :class:`_Writers`)."""
+    key: tuple[Any, ...] = (os.getpid(), id(ledger))
+    if not ledger.in_memory:
+        key = (os.getpid(), str(ledger.path.absolute()))
+    with _REGISTRY_LOCK:
+        writers = _WRITERS.get(key)
+        if writers is None:
+            writers = _Writers()
+            _WRITERS[key] = writers
+        return writers

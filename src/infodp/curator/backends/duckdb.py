@@ -22,7 +22,9 @@ SELECT sum(__v0) AS m0 FROM __src
 
 from __future__ import annotations
 
+import heapq
 import math
+import os
 import secrets
 import threading
 import time
@@ -580,14 +582,22 @@ class DuckDBBackend:
         Run before the budget is reserved: whatever DuckDB refuses at bind or constant-folding
         time is refused here, with a data-free message, at no cost.
         """
-        con = _empty_connection(schema)
+        statements = tuple(compiled_statements(plan, schema, ms, unit_rows_ok=unit_rows_ok))
+        con, passed = _empty_connection(schema)
+        if statements in passed:
+            # The same statements already ran without error on this empty table: running
+            # them again is deterministic (no data), so the refusal could not differ.
+            return
         try:
-            for sql in compiled_statements(plan, schema, ms, unit_rows_ok=unit_rows_ok):
+            for sql in statements:
                 con.execute(sql).fetchall()
         except duckdb.Error:
             raise ParameterError(
                 "sql", plan.sql[:80], "a query the engine can compile (it was refused at bind time)"
             ) from None
+        if len(passed) >= _PASSED_MAX:
+            passed.clear()
+        passed.add(statements)
 
     def aggregate(
         self,
@@ -671,35 +681,71 @@ class QueryDeadline(InfodpError):
 
 
 class _Deadline:
-    """Interrupt ``con`` after ``seconds`` (a timer thread calling ``con.interrupt()``)."""
+    """Interrupt ``con`` after ``seconds`` (``con.interrupt()`` from the shared watchdog)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, seconds: float | None) -> None:
-        self.con = con
+        self.con: duckdb.DuckDBPyConnection | None = con
         self.seconds = seconds
         self.fired = False
-        self._timer: threading.Timer | None = None
         self._lock = threading.Lock()
-        self._done = False
 
-    def _fire(self) -> None:
+    def fire(self) -> None:
         with self._lock:
-            if self._done:
+            if self.con is None:  # the query is over
                 return
             self.fired = True
             self.con.interrupt()
 
     def __enter__(self) -> _Deadline:
         if self.seconds is not None:
-            self._timer = threading.Timer(self.seconds, self._fire)
-            self._timer.daemon = True
-            self._timer.start()
+            _watchdog().watch(time.monotonic() + self.seconds, self)
         return self
 
     def __exit__(self, *exc: object) -> None:
         with self._lock:
-            self._done = True
-        if self._timer is not None:
-            self._timer.cancel()
+            self.con = None  # not kept alive by the watchdog's heap until the deadline
+
+
+class _Watchdog:
+    """One daemon thread firing every query's deadline (a thread per query cost ~1-2 ms).
+
+    Deadlines wait in a heap; a finished query's entry stays until its time comes and is then
+    dropped (its ``fire`` does nothing once done).
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._heap: list[tuple[float, int, _Deadline]] = []
+        self._seq = 0
+        self.pid = os.getpid()
+        threading.Thread(target=self._run, name="infodp-deadlines", daemon=True).start()
+
+    def watch(self, when: float, deadline: _Deadline) -> None:
+        with self._cond:
+            self._seq += 1
+            heapq.heappush(self._heap, (when, self._seq, deadline))
+            if self._heap[0][2] is deadline:
+                self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._heap or self._heap[0][0] > time.monotonic():
+                    wait = None if not self._heap else self._heap[0][0] - time.monotonic()
+                    self._cond.wait(wait)
+                _, _, due = heapq.heappop(self._heap)
+            due.fire()
+
+
+_WATCHDOG: list[_Watchdog] = []
+_WATCHDOG_LOCK = threading.Lock()
+
+
+def _watchdog() -> _Watchdog:
+    with _WATCHDOG_LOCK:
+        if not _WATCHDOG or _WATCHDOG[0].pid != os.getpid():  # none yet, or forked
+            _WATCHDOG[:] = [_Watchdog()]
+        return _WATCHDOG[0]
 
 
 def compiled_statements(
@@ -718,17 +764,26 @@ def compiled_statements(
 _EMPTY = threading.local()
 
 
-def _empty_connection(schema: DatasetSchema) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB (one per thread and schema) holding an empty copy of the table."""
-    cache: dict[str, duckdb.DuckDBPyConnection] | None = getattr(_EMPTY, "cons", None)
+#: Statements remembered per empty table as having passed :meth:`DuckDBBackend.check`.
+_PASSED_MAX = 1024
+
+
+def _empty_connection(
+    schema: DatasetSchema,
+) -> tuple[duckdb.DuckDBPyConnection, set[tuple[str, ...]]]:
+    """An in-memory DuckDB (one per thread and schema) holding an empty copy of the table,
+    and the statement tuples that already ran on it without error."""
+    cache: dict[str, tuple[duckdb.DuckDBPyConnection, set[tuple[str, ...]]]] | None = getattr(
+        _EMPTY, "cons", None
+    )
     if cache is None:
         cache = _EMPTY.cons = {}
     key = schema.table + "\0" + schema.to_json()
-    con = cache.get(key)
-    if con is not None:
-        return con
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
     if len(cache) > 64:
-        for old in cache.values():
+        for old, _ in cache.values():
             old.close()
         cache.clear()
     cols: list[str] = []
@@ -742,8 +797,8 @@ def _empty_connection(schema: DatasetSchema) -> duckdb.DuckDBPyConnection:
             cols.append(f"{_ident(bounded_column(col.name))} BIGINT")
     con = duckdb.connect(":memory:")
     con.execute(f"CREATE TABLE {_ident(schema.table)} ({', '.join(cols)})")
-    cache[key] = con
-    return con
+    cache[key] = (con, set())
+    return cache[key]
 
 
 _TYPES = {"int": "BIGINT", "float": "DOUBLE"}

@@ -1,0 +1,102 @@
+"""What the routes share: the service of a request, authentication, slots and error mapping.
+
+``Analyst`` (a valid analyst key), ``Heavy`` (the same, holding one of the key's slots for
+CPU-heavy work) and ``Admin`` (the admin token) are FastAPI dependencies; :func:`guard` maps
+curator errors onto the one JSON error format.
+
+>>> AUTH
+(401, 429)
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from infodp.cli._common import to_jsonable
+from infodp.errors import BudgetExceeded, InfodpError, ParameterError, QueryFailed
+from infodp.server.auth import Identity
+from infodp.server.errors import ApiError, budget_error, internal_error
+from infodp.server.limits import SlotsBusy
+from infodp.server.service import Service
+
+__all__ = ["AUTH", "Admin", "Analyst", "Heavy", "guard", "json_response", "service_of"]
+
+
+def service_of(request: Request) -> Service:
+    """The :class:`Service` of the app serving ``request`` (503 when it has no store)."""
+    svc = getattr(request.app.state, "service", None)
+    if not isinstance(svc, Service):
+        raise ApiError(503, "unavailable", "the service has no store configured")
+    return svc
+
+
+_bearer = HTTPBearer(auto_error=False, description="An analyst API key (or the admin token).")
+
+
+def _analyst_dep(
+    request: Request,
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Identity:
+    return service_of(request).analyst(request)
+
+
+def _admin_dep(
+    request: Request,
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> None:
+    service_of(request).admin(request)
+
+
+Analyst = Annotated[Identity, Depends(_analyst_dep)]
+
+
+async def _heavy_dep(request: Request, who: Analyst) -> AsyncIterator[Identity]:
+    # CPU-heavy routes (queries, estimates, synopsis releases and queries) run holding one of
+    # the key's slots; the wait happens in the event loop, before a worker thread is taken.
+    try:
+        async with service_of(request).slots.hold("key:" + who.key_id):
+            yield who
+    except SlotsBusy as err:
+        raise ApiError(
+            429,
+            "too_many_in_flight",
+            f"at most {err.limit} queries, estimates or synopsis requests run at once per key "
+            "and too many are waiting; retry later",
+            retry_after=1,
+        ) from None
+
+
+Heavy = Annotated[Identity, Depends(_heavy_dep)]
+Admin = Annotated[None, Depends(_admin_dep)]
+
+#: The errors every authenticated route may answer with.
+AUTH = (401, 429)
+
+
+def json_response(payload: Any) -> JSONResponse:
+    """``payload`` as strict JSON (numpy values and infinities converted)."""
+    return JSONResponse(to_jsonable(payload))
+
+
+def guard(where: str, call: Callable[[], Any]) -> Any:
+    """Run a curator call: budget → 409, user errors → 400, anything else → 500 (logged)."""
+    try:
+        return call()
+    except ApiError:
+        raise
+    except BudgetExceeded as err:
+        raise budget_error(err) from None
+    except QueryFailed:
+        # One constant response whatever the cause (it could depend on the data).
+        raise ApiError(500, "query_failed", QueryFailed.MESSAGE) from None
+    except ParameterError as err:
+        raise ApiError(400, "bad_query", str(err)) from None
+    except InfodpError as err:
+        raise internal_error(err, where) from None
+    except Exception as err:
+        raise internal_error(err, where) from None

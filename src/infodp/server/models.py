@@ -1,0 +1,82 @@
+"""The service's request bodies (pydantic models; their JSON schemas are in the OpenAPI document).
+
+>>> QueryRequest(sql="SELECT COUNT(*) FROM people", epsilon=0.5).confidence
+0.95
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+
+__all__ = ["QueryRequest", "SynopsisQueryRequest", "SynopsisRequest"]
+
+_MAX_SQL = 20_000
+
+# A number in a request body: JSON numbers and decimal strings only (true/false are not
+# numbers); the text is parsed by infodp._exact.parse_exact with bounded length and exponent.
+_Number = StrictInt | StrictFloat | StrictStr
+
+
+class QueryRequest(BaseModel):
+    """A query and the privacy it may spend (ε, δ as numbers or exact decimal strings).
+
+    >>> QueryRequest(sql="SELECT COUNT(*) FROM people", epsilon="0.1").delta
+    0
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"sql": "SELECT region, COUNT(*) FROM people GROUP BY region", "epsilon": 0.1},
+                {"sql": "SELECT AVG(age) FROM people WHERE region = 'north'", "epsilon": "0.05"},
+            ]
+        },
+    )
+
+    sql: str = Field(min_length=1, max_length=_MAX_SQL)
+    epsilon: _Number = Field(description="ε this query spends (> 0).")
+    delta: _Number = Field(0, description="δ (DP partition selection only).")
+    confidence: StrictFloat | StrictInt = Field(
+        0.95, description="Level of the confidence intervals, in (0, 1)."
+    )
+
+
+class SynopsisQueryRequest(BaseModel):
+    """A query answered from a released synopsis (free).
+
+    >>> SynopsisQueryRequest(sql="SELECT COUNT(*) FROM people").confidence
+    0.95
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"sql": "SELECT COUNT(*) FROM people GROUP BY region"}]},
+    )
+
+    sql: str = Field(min_length=1, max_length=_MAX_SQL)
+    confidence: StrictFloat | StrictInt = 0.95
+
+
+class SynopsisRequest(BaseModel):
+    """Release a noisy histogram over ``columns`` of ``dataset`` once (costs ``epsilon``).
+
+    >>> SynopsisRequest(name="r", dataset="people", columns=["region"], epsilon=0.5).columns
+    ['region']
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"name": "regions", "dataset": "people", "columns": ["region"], "epsilon": 0.5}
+            ]
+        },
+    )
+
+    name: str = Field(min_length=1, max_length=200)
+    dataset: str = Field(min_length=1, max_length=200)
+    columns: list[Annotated[str, Field(max_length=200)]] = Field(min_length=1, max_length=32)
+    epsilon: _Number

@@ -1,0 +1,83 @@
+"""Synopses: released once (charged), then queried for free (post-processing)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from infodp.server.deps import AUTH, Analyst, Heavy, guard, json_response, service_of
+from infodp.server.errors import ApiError, error_responses
+from infodp.server.models import SynopsisQueryRequest, SynopsisRequest
+
+__all__ = ["query_synopsis", "release_synopsis", "router", "synopses"]
+
+router = APIRouter()
+
+
+@router.get("/v1/synopses", tags=["synopses"], responses=error_responses(*AUTH))
+def synopses(request: Request, who: Analyst) -> JSONResponse:
+    """Released synopses on datasets where the caller has a budget."""
+    svc = service_of(request)
+    led = svc.curator.ledger
+    mine = {b.dataset for b in guard("synopses", led.budgets) if b.analyst == who.analyst}
+    listed = [s for s in guard("synopses", led.synopses) if s["dataset"] in mine]
+    return json_response({"synopses": listed})
+
+
+@router.post(
+    "/v1/synopses",
+    tags=["synopses"],
+    responses=error_responses(*AUTH, 400, 403, 409, 413, 500),
+)
+def release_synopsis(request: Request, body: SynopsisRequest, who: Heavy) -> JSONResponse:
+    """Publish a noisy histogram once (charged to the caller); query it later for free."""
+    svc = service_of(request)
+    name = svc.dataset_or_403(who.analyst, body.dataset)
+    syn = guard(
+        "release",
+        lambda: svc.curator.release_synopsis(
+            who.analyst, body.name, name, body.columns, epsilon=body.epsilon
+        ),
+    )
+    remaining = svc.curator.ledger.budget(who.analyst, name)
+    return json_response(
+        {
+            "synopsis": syn.name,
+            "dataset": syn.dataset,
+            "columns": list(syn.columns),
+            "cells": len(syn.counts),
+            "epsilon": syn.epsilon,
+            "noise_scale": syn.scale,
+            "remaining": remaining.to_dict(),
+        }
+    )
+
+
+@router.post(
+    "/v1/synopses/{name}/query",
+    tags=["synopses"],
+    responses=error_responses(*AUTH, 400, 404, 413),
+)
+def query_synopsis(
+    request: Request, name: str, body: SynopsisQueryRequest, who: Heavy
+) -> JSONResponse:
+    """Answer ``sql`` from a released synopsis: no data access, nothing spent."""
+    svc = service_of(request)
+    led = svc.curator.ledger
+    mine = {b.dataset for b in guard("synopsis", led.budgets) if b.analyst == who.analyst}
+    stored = {s["dataset"] for s in guard("synopsis", led.synopses) if s["name"] == name}
+    found = sorted(stored & mine)
+    if not found:
+        # Same answer whether it does not exist or is on someone else's dataset.
+        raise ApiError(404, "not_found", f"no synopsis {name[:80]!r} on your datasets")
+    if len(found) > 1:
+        raise ApiError(
+            400, "bad_query", f"synopsis {name[:80]!r} exists on several of your datasets"
+        )
+    answer = guard(
+        "synopsis",
+        lambda: svc.curator.query_synopsis(
+            name, body.sql, confidence=body.confidence, dataset=found[0]
+        ),
+    )
+    return json_response(answer)

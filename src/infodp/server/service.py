@@ -1,0 +1,218 @@
+"""The state behind the service's routes: settings, per-thread curators, keys and limits.
+
+>>> ServerSettings("store.duckdb").max_concurrent_per_key
+1
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Request
+
+from infodp.errors import ParameterError
+from infodp.server.auth import Identity, KeyStore, key_store_path, parse_bearer
+from infodp.server.errors import ApiError
+from infodp.server.limits import KeySlots, RateLimiter, retry_after_seconds
+
+__all__ = ["API_VERSION", "ServerSettings", "Service"]
+
+#: The API version (the OpenAPI document's ``info.version``, reported by ``/v1/health``).
+API_VERSION = "1.0.0"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """How a service runs: the store, the limits and the (optional) admin token's hash.
+
+    ``rate`` requests per second per key with bursts of ``burst``, at most
+    ``max_concurrent_per_key`` CPU-heavy requests (queries, estimates, synopsis releases and
+    queries) in flight per key, each query interrupted after ``query_timeout`` seconds
+    (a constant error, the cost stays spent); bodies of at most
+    ``max_body_bytes``. ``admin_token_sha256`` is the hex SHA-256 of the admin token (the
+    token itself is never kept); None disables the admin routes. ``keep_open``: each worker
+    thread keeps its read-only DuckDB connection open (about half the latency of opening the
+    store per query, see BENCHMARKS.md "curator"); datasets registered while the service runs
+    then wait for it to stop, and are seen after a restart.
+
+    >>> ServerSettings("store.duckdb").rate, ServerSettings("store.duckdb", burst=5).burst
+    (50.0, 5)
+    """
+
+    db: str
+    rate: float = 50.0
+    burst: int = 100
+    max_body_bytes: int = 64 * 1024
+    admin_token_sha256: str | None = None
+    keep_open: bool = True
+    max_concurrent_per_key: int = 1
+    query_timeout: float = 30.0
+    duckdb_threads: int | None = 1
+
+
+class Service:
+    """The state behind the routes: the curator(s), the key store and the rate limiters.
+
+    >>> import tempfile
+    >>> from infodp.server._harness import build_store
+    >>> db, keys = build_store(tempfile.mkdtemp(), [("alice", "people", 1)], rows=8)
+    >>> svc = Service(ServerSettings(db))
+    >>> svc.budget_or_403("alice", "people").epsilon
+    Fraction(1, 1)
+    """
+
+    def __init__(self, settings: ServerSettings) -> None:
+        self.settings = settings
+        self._local = threading.local()
+        self._override: Any = None
+        self.curator  # noqa: B018 - open the store now, so a bad store fails at start-up
+        self.keys = KeyStore(key_store_path(settings.db))
+        self.limiter = RateLimiter(settings.rate, settings.burst)
+        self.slots = KeySlots(settings.max_concurrent_per_key)
+        # Failed authentications are limited per client address, so keys cannot be guessed
+        # at the full request rate.
+        self.failures = RateLimiter(settings.rate, max(settings.burst, 20))
+
+    @property
+    def curator(self) -> Any:
+        """This worker thread's :class:`~infodp.curator.Curator` over the store.
+
+        One per thread: with ``keep_open`` each holds its own read-only DuckDB connection (a
+        connection must not run two queries at once) and its own ledger connection; the
+        ledger's BEGIN IMMEDIATE transactions keep them consistent with each other, exactly
+        as between processes.
+        """
+        if self._override is not None:
+            return self._override
+        cur = getattr(self._local, "curator", None)
+        if cur is None:
+            from infodp.curator.engine import Curator
+
+            cur = Curator(
+                self.settings.db,
+                keep_open=self.settings.keep_open,
+                query_timeout=self.settings.query_timeout,
+                duckdb_threads=self.settings.duckdb_threads,
+            )
+            self._local.curator = cur
+        return cur
+
+    @curator.setter
+    def curator(self, value: Any) -> None:
+        # For tests: one curator (e.g. with a patched method) for every thread.
+        self._override = value
+
+    # -- authentication ------------------------------------------------------------------------
+
+    def _analysts(self) -> list[str]:
+        return sorted({b.analyst for b in self.curator.ledger.budgets()})
+
+    def _verify(self, kind: str, token: str) -> Identity | None:
+        if kind == "server":
+            return self.keys.verify(token)
+        return self.keys.verify_ledger_key(token, self._analysts(), self.curator.ledger)
+
+    def _is_admin(self, token: str) -> bool:
+        want = self.settings.admin_token_sha256
+        if want is None:
+            return False
+        got = hashlib.sha256(token.encode()).hexdigest()
+        return hmac.compare_digest(got, want)
+
+    def _unauthorized(self, request: Request, message: str) -> ApiError:
+        host = request.client.host if request.client is not None else "?"
+        wait = self.failures.acquire("ip:" + host)
+        if wait > 0:
+            return ApiError(
+                429,
+                "rate_limited",
+                "too many failed authentications from this address; retry later",
+                retry_after=retry_after_seconds(wait),
+            )
+        return ApiError(401, "unauthorized", message, headers={"WWW-Authenticate": "Bearer"})
+
+    def _limit(self, bucket: str) -> None:
+        wait = self.limiter.acquire(bucket)
+        if wait > 0:
+            raise ApiError(
+                429,
+                "rate_limited",
+                f"rate limit of {self.settings.rate:g} requests/s (burst {self.settings.burst}) "
+                "exceeded for this key; retry later",
+                retry_after=retry_after_seconds(wait),
+            )
+
+    def analyst(self, request: Request) -> Identity:
+        """The analyst a request's bearer key belongs to (401 / 429 otherwise)."""
+        kind, token = parse_bearer(request.headers.get("authorization"))
+        if kind == "missing" or token is None:
+            if kind == "missing":
+                raise self._unauthorized(
+                    request, "missing API key: send 'Authorization: Bearer <key>'"
+                )
+            raise self._unauthorized(
+                request, "malformed Authorization header: expected 'Bearer <key>'"
+            )
+        identity = self._verify(kind, token)
+        if identity is None:
+            raise self._unauthorized(request, "unknown or revoked API key")
+        self._limit(identity.key_id)
+        return identity
+
+    def admin(self, request: Request) -> None:
+        """Allow only the admin token: 401 without a valid key, 403 for analyst keys."""
+        header = request.headers.get("authorization")
+        kind, token = parse_bearer(header)
+        if kind == "missing":
+            raise self._unauthorized(request, "missing admin token")
+        raw = (header or "").strip().partition(" ")[2].strip()
+        if (header or "").strip().lower().startswith("bearer ") and self._is_admin(raw):
+            self._limit("admin")
+            return
+        if token is not None and self._verify(kind, token) is not None:
+            raise ApiError(403, "forbidden", "admin routes do not accept analyst keys")
+        raise self._unauthorized(request, "unknown admin token")
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def budget_or_403(self, analyst: str, dataset: str) -> Any:
+        """The caller's budget on ``dataset``; 403 when they have none there."""
+        try:
+            return self.curator.ledger.budget(analyst, dataset)
+        except ParameterError:
+            raise ApiError(403, "forbidden", f"you have no budget on dataset {dataset!r}") from None
+
+    def dataset_or_403(self, analyst: str, name: str) -> str:
+        """The registered name of ``name`` when ``analyst`` holds a budget on it.
+
+        403 otherwise, with the same body whether the dataset does not exist or belongs to
+        others (the message quotes the caller's own text), so dataset names are not revealed.
+        """
+        for b in self.curator.ledger.budgets(analyst):
+            if b.analyst == analyst and b.dataset.lower() == name.lower():
+                return str(b.dataset)
+        raise ApiError(403, "forbidden", f"you have no budget on a dataset named {name[:80]!r}")
+
+    def plan(self, sql: str, analyst: str | None = None) -> tuple[Any, Any, int | None]:
+        """(plan, schema, declared row bound) of ``sql``; 400 for anything the curator refuses.
+
+        With ``analyst``, a table they hold no budget on is a 403 before anything else is
+        looked at (the same whether it exists or not).
+        """
+        import sqlglot.errors
+
+        try:
+            if analyst is not None:
+                from infodp.curator.sql import referenced_table
+
+                self.dataset_or_403(analyst, referenced_table(sql))
+            plan, schema, rows, _ = self.curator.plan(sql)
+        except ParameterError as err:
+            raise ApiError(400, "bad_query", str(err)) from None
+        except sqlglot.errors.SqlglotError:
+            raise ApiError(400, "bad_query", "sql could not be parsed") from None
+        return plan, schema, rows
