@@ -501,7 +501,8 @@ class Curator:
     def _schema_of(self, schema_json: str) -> DatasetSchema:
         cached = self._schemas.get(schema_json)
         if cached is None:
-            cached = self._schemas[schema_json] = load_schema(json.loads(schema_json))
+            # The store's own record, validated by load_schema when it was registered.
+            cached = self._schemas[schema_json] = DatasetSchema.from_dict(json.loads(schema_json))
         return cached
 
     # -- administration ------------------------------------------------------------------------
