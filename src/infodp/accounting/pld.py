@@ -247,6 +247,10 @@ def _pmf_from_atoms(interval: float, losses: ArrayF, masses: ArrayF, infinity_ma
         return _PMF(interval, 0, empty, min(1.0, infinity_mass))
     scaled = losses / interval
     if scaled.size:
+        if not np.abs(scaled).max() < 2.0**62:
+            # Grid indices beyond int64 (a huge ε on a fine grid): no grid can hold them, and
+            # casting them would overflow.
+            raise PLDTooLarge(2**62, interval)
         _check_size(int(np.ceil(scaled.max()) - np.floor(scaled.min())) + 1, interval)
     nodes = _unique_ints(np.concatenate([np.floor(scaled), np.ceil(scaled)]).astype(np.int64))
     order = np.argsort(losses)
