@@ -183,6 +183,7 @@ def test_clamped_sum_matches_duckdb_property(values: list[int], low: int, width:
     assert exact.values[()][1] == len(values)
 
 
+@pytest.mark.slow  # --durations: among the slowest tests of the suite
 def test_noisy_answers_fall_inside_stated_intervals_at_the_stated_rate(tmp_path: Path) -> None:
     # 100 disjoint cells per query, 6 seeds: 600 independent trials per aggregate.
     rng = np.random.default_rng(5)
