@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, settings
+# One BLAS thread per process, set before numpy is imported: the suite runs one xdist worker
+# per core, and OpenBLAS's own threads on top of that oversubscribed the cores and made the
+# small L-BFGS-B searches of the capacity tests about 5x slower (xdist workers inherit this).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 # CI machines are shared and noisy: no deadlines, a fixed number of examples, and the same
 # examples on every run (derandomize) so that CI is reproducible. Explore with fresh random

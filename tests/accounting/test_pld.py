@@ -272,3 +272,12 @@ def test_gaussian_tail_constant_is_the_scipy_quantile() -> None:
     from infodp.accounting import pld
 
     assert float(-special.ndtri(1e-17)) == pld._Z_TAIL
+
+
+def test_losses_beyond_the_grid_index_range_are_too_large_not_an_overflow() -> None:
+    # ε = 1.8e15 on a 2e-4 grid puts the loss atom at index ~9e18 > 2^63: the PLD refuses
+    # (callers fall back to the RDP/pure-ε bounds) instead of casting to a wrapped int64.
+    from infodp.accounting.pld import PLDTooLarge
+
+    with pytest.raises(PLDTooLarge):
+        PrivacyLossDistribution.from_randomized_response(1.8e15, 2, 2e-4)

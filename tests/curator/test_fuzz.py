@@ -169,38 +169,41 @@ def server(store: tuple[str, str]) -> Iterator[ServerProcess]:
         yield srv
 
 
-def _ledger(db: str) -> tuple[Fraction, Fraction, int]:
-    cur = Curator(db)
+@pytest.fixture(scope="module")
+def curator(store: tuple[str, str]) -> Iterator[Curator]:
+    # One curator for every example: its ledger reads the SQLite file on each call, so the
+    # before/after comparison sees what was written, without re-opening the store each time.
+    cur = Curator(store[0])
     try:
-        b = cur.ledger.budget("a", "people")
-        return b.spent_epsilon, b.spent_delta, len(cur.ledger.entries())
+        yield cur
     finally:
         cur.close()
+
+
+def _spent(cur: Curator) -> tuple[Fraction, Fraction, int]:
+    b = cur.ledger.budget("a", "people")
+    return b.spent_epsilon, b.spent_delta, len(cur.ledger.entries())
 
 
 @given(sql=queries(), eps=privacy, delta=privacy)
 def test_library_answers_or_refuses_without_spending(
-    store: tuple[str, str], sql: str, eps: str, delta: str
+    curator: Curator, sql: str, eps: str, delta: str
 ) -> None:
-    db, _ = store
-    before = _ledger(db)
-    cur = Curator(db)
+    before = _spent(curator)
     try:
-        cur.query("a", sql, epsilon=eps, delta=delta)
+        curator.query("a", sql, epsilon=eps, delta=delta)
     except (ParameterError, BudgetExceeded) as err:
         assert "\n" not in str(err)
-        assert _ledger(db) == before
-    finally:
-        cur.close()
+        assert _spent(curator) == before
 
 
 @settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sql=queries(), eps=privacy)
 def test_cli_answers_or_refuses_in_one_line(
-    store: tuple[str, str], capsys: Any, sql: str, eps: str
+    store: tuple[str, str], curator: Curator, capsys: Any, sql: str, eps: str
 ) -> None:
     db, _ = store
-    before = _ledger(db)
+    before = _spent(curator)
     capsys.readouterr()
     code = main(["query", "--db", db, "--analyst", "a", "--epsilon", eps, "--json", sql])
     out, err = capsys.readouterr()
@@ -210,16 +213,16 @@ def test_cli_answers_or_refuses_in_one_line(
         assert "cost" in json.loads(out)
     else:
         assert len(err.strip().splitlines()) == 1
-        assert _ledger(db) == before
+        assert _spent(curator) == before
 
 
 @settings(max_examples=30)
 @given(sql=queries(), eps=st.one_of(privacy, st.booleans(), st.floats(allow_nan=False)))
 def test_http_never_answers_5xx(
-    store: tuple[str, str], server: ServerProcess, sql: str, eps: Any
+    store: tuple[str, str], curator: Curator, server: ServerProcess, sql: str, eps: Any
 ) -> None:
-    db, key = store
-    before = _ledger(db)
+    _, key = store
+    before = _spent(curator)
     for route in ("/v1/estimate", "/v1/query"):
         status, payload, _ = get_json(
             server.port, "POST", route, {"sql": sql, "epsilon": eps}, key=key
@@ -228,4 +231,4 @@ def test_http_never_answers_5xx(
         if status != 200:
             assert set(payload) == {"error"}
             if route == "/v1/query":
-                assert _ledger(db) == before
+                assert _spent(curator) == before

@@ -29,6 +29,7 @@ def spent(cur: Curator) -> float:
     return float(cur.ledger.budget("a", "t").spent_epsilon)
 
 
+@pytest.mark.slow  # --durations: among the slowest tests of the suite
 def test_synopsis_sums_use_unclamped_cells_so_intervals_cover(tmp_path: Path) -> None:
     # 1000 declared cells, all rows in one: clamping each noisy cell at 0 before summing added
     # about b/2 per empty cell (Laplace noise of scale b has E[max(0, N)] = b/2), far outside the

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from infodp.curator.schema import load_schema
+from infodp.curator.schema import DatasetSchema, load_schema
 from infodp.errors import ParameterError
 
 ISSUE_YAML = """
@@ -74,3 +74,37 @@ def test_bad_yaml_and_missing_file() -> None:
         load_schema("/nonexistent/schema.yaml")
     with pytest.raises(ParameterError, match="mapping"):
         load_schema("- a\n- b\n")
+
+
+@pytest.mark.parametrize(
+    "columns",
+    [
+        {"age": {"type": "int", "bounds": [0, 120], "nulls": {"replace": 30}}},
+        {"income": {"type": "float", "bounds": [-1.5, 2.5], "nulls": "drop"}},
+        {"region": {"type": "category", "categories": ["n", "s"], "nulls": {"replace": "n"}}},
+        {"name": {"type": "text"}, "x": {"type": "float", "bounds": [0, 1]}},
+    ],
+)
+def test_stored_declaration_reads_back_equal(columns: dict[str, object]) -> None:
+    # The store keeps to_dict() of a validated schema; from_dict must give the same object
+    # that validating it again gives (the query path reads it back without re-validating).
+    decl = {"table": "t", "privacy_unit": "uid", "max_groups_per_unit": 2, "public_rows": 7}
+    s = load_schema({**decl, "columns": columns})
+    stored = json.loads(s.to_json())
+    assert DatasetSchema.from_dict(stored) == load_schema(stored) == s
+
+
+def test_pydantic_errors_keep_the_declarations_path() -> None:
+    with pytest.raises(ParameterError, match=r"columns\.a must be made of the keys type"):
+        load_schema({"table": "t", "privacy_unit": "row", "columns": {"a": {"typ": "int"}}})
+    with pytest.raises(ParameterError, match=r"columns\.a must be a mapping"):
+        load_schema({"table": "t", "privacy_unit": "row", "columns": {"a": [1]}})
+    with pytest.raises(ParameterError, match=r"public_rows must be a non-negative integer"):
+        load_schema(
+            {
+                "table": "t",
+                "privacy_unit": "row",
+                "public_rows": 2.0,
+                "columns": {"a": {"type": "text"}},
+            }
+        )

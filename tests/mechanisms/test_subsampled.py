@@ -26,6 +26,7 @@ def _dp_accounting_eps(z: float, q: float, steps: int, delta: float) -> float:
     return float(acc.get_epsilon(delta))
 
 
+@pytest.mark.slow  # --durations: among the slowest tests of the suite
 def test_calibration_meets_target_per_dp_accounting() -> None:
     m = SubsampledGaussian.calibrate(1.0, 1e-5, sampling_rate=0.02, steps=50)
     assert m.profile().repeat(50).epsilon(1e-5) <= 1.0

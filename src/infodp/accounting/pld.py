@@ -76,6 +76,18 @@ class PLDTooLarge(ParameterError):
         )
 
 
+def _unique_ints(x: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """``np.unique`` of a 1-D integer array without importing numpy.ma (np.unique does).
+
+    >>> _unique_ints(np.array([3, 1, 3, 2])).tolist()
+    [1, 2, 3]
+    """
+    s = np.sort(x)
+    if s.size == 0:
+        return s
+    return s[np.concatenate(([True], s[1:] != s[:-1]))]
+
+
 def _check_size(points: int, interval: float) -> None:
     if points > MAX_POINTS:
         raise PLDTooLarge(points, interval)
@@ -235,8 +247,12 @@ def _pmf_from_atoms(interval: float, losses: ArrayF, masses: ArrayF, infinity_ma
         return _PMF(interval, 0, empty, min(1.0, infinity_mass))
     scaled = losses / interval
     if scaled.size:
+        if not np.abs(scaled).max() < 2.0**62:
+            # Grid indices beyond int64 (a huge ε on a fine grid): no grid can hold them, and
+            # casting them would overflow.
+            raise PLDTooLarge(2**62, interval)
         _check_size(int(np.ceil(scaled.max()) - np.floor(scaled.min())) + 1, interval)
-    nodes = np.unique(np.concatenate([np.floor(scaled), np.ceil(scaled)]).astype(np.int64))
+    nodes = _unique_ints(np.concatenate([np.floor(scaled), np.ceil(scaled)]).astype(np.int64))
     order = np.argsort(losses)
     ls, ms = losses[order], masses[order]
     a, log_b = _tail_sums(ls, ms)
@@ -738,7 +754,7 @@ class PrivacyLossDistribution:
             while rdp_to_delta(values, DEFAULT_ORDERS, top) > 1e-16 and top < 1e4:
                 top *= 1.5
         k_top = math.ceil(top / h)
-        nodes = np.unique(np.linspace(0, k_top, min(k_top + 1, 4001)).round().astype(np.int64))
+        nodes = _unique_ints(np.linspace(0, k_top, min(k_top + 1, 4001)).round().astype(np.int64))
         eps = nodes * h
         bounds = np.array([rdp_to_delta(values, DEFAULT_ORDERS, float(e)) for e in eps])
         if math.isfinite(pure_epsilon):

@@ -41,15 +41,22 @@ __all__ = [
 
 ArrayF = npt.NDArray[np.float64]
 
-DEFAULT_ORDERS: ArrayF = np.unique(
-    np.concatenate(
-        [
-            np.round(np.arange(1.05, 3.0, 0.05), 10),
-            np.round(np.arange(3.0, 12.0, 0.1), 10),
-            np.round(np.arange(12.0, 64.0, 1.0), 10),
-            np.round(np.geomspace(64.0, 4096.0, 19), 6),
-        ]
-    )
+# Sorted and deduplicated by hand: np.unique on floats imports numpy.ma, a fixed cost of
+# every process that imports this module (the CLI's query path does).
+DEFAULT_ORDERS: ArrayF = np.array(
+    sorted(
+        set(
+            np.concatenate(
+                [
+                    np.round(np.arange(1.05, 3.0, 0.05), 10),
+                    np.round(np.arange(3.0, 12.0, 0.1), 10),
+                    np.round(np.arange(12.0, 64.0, 1.0), 10),
+                    np.round(np.geomspace(64.0, 4096.0, 19), 6),
+                ]
+            ).tolist()
+        )
+    ),
+    dtype=np.float64,
 )
 """Orders at which RDP curves are tabulated for conversions (any order gives a valid bound).
 

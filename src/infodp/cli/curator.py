@@ -30,10 +30,12 @@ db_option = click.option(
 )
 
 
-def _curator(db: str) -> Any:
+def _curator(db: str, *, keep_open: bool = False) -> Any:
     from infodp.curator.engine import Curator
 
-    return Curator(db)
+    # keep_open: a one-shot process that answers a query opens the store once (for its id
+    # and for the answer) instead of twice.
+    return Curator(db, keep_open=keep_open, _one_shot=keep_open)
 
 
 def _answer_table(p: dict[str, Any]) -> Any:
@@ -331,17 +333,22 @@ def query(
     as_json: bool,
 ) -> None:
     """Answer an aggregate SQL query with differential privacy."""
-    cur = _curator(db)
-    if synopsis is not None:
-        payload = cur.query_synopsis(synopsis, sql, confidence=confidence, dataset=synopsis_dataset)
-    else:
-        if analyst_name is None:
-            raise ParameterError("--analyst", None, "given (who pays for the query)")
-        if epsilon is None:
-            raise ParameterError("--epsilon", None, "given (the ε this query spends)")
-        payload = cur.query(
-            analyst_name, sql, epsilon=epsilon, delta=delta, confidence=confidence
-        ).to_dict()
+    cur = _curator(db, keep_open=True)
+    try:
+        if synopsis is not None:
+            payload = cur.query_synopsis(
+                synopsis, sql, confidence=confidence, dataset=synopsis_dataset
+            )
+        else:
+            if analyst_name is None:
+                raise ParameterError("--analyst", None, "given (who pays for the query)")
+            if epsilon is None:
+                raise ParameterError("--epsilon", None, "given (the ε this query spends)")
+            payload = cur.query(
+                analyst_name, sql, epsilon=epsilon, delta=delta, confidence=confidence
+            ).to_dict()
+    finally:
+        cur.close()
     emit(payload, as_json, _render_answer)
 
 

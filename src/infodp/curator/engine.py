@@ -341,19 +341,23 @@ def _leakage(epsilon: float, delta: float, rows: int | None) -> dict[str, Any]:
     except ImportError:  # pragma: no cover - the explain/accounting modules are part of infodp
         return {"epsilon": epsilon, "delta": delta, "note": "explain() unavailable"}
     profile = pure_dp_profile(epsilon) if delta == 0 else approximate_dp_profile(epsilon, delta)
-    full = explain(profile, rows=rows).to_dict()
-    keys = (
-        "epsilon",
-        "delta",
-        "nats",
-        "bits",
-        "attacker_success_max",
-        "posterior_odds_bound",
-        "unbounded_probability",
-        "expected_exposed_individuals",
-        "warnings",
-    )
-    return {k: full[k] for k in keys if k in full}
+    e = explain(profile, rows=rows)
+    # The fields of Explanation.to_dict this summary keeps, read directly: to_dict would also
+    # tabulate the attacker's trade-off curve, which is most of its cost (a fixed cost of
+    # every query) and is not part of the summary.
+    out: dict[str, Any] = {
+        "epsilon": e.epsilon,
+        "delta": e.delta,
+        "nats": dict(e.nats),
+        "bits": dict(e.bits),
+        "attacker_success_max": e.attacker_success_max,
+        "posterior_odds_bound": e.posterior_odds_bound,
+        "unbounded_probability": e.unbounded_probability,
+        "warnings": list(e.warnings),
+    }
+    if rows is not None:
+        out["expected_exposed_individuals"] = e.expected_exposed_individuals
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,6 +438,7 @@ class Curator:
         duckdb_threads: int | None = None,
         ledger: str | Path | None = None,
         _hook: Hook | None = None,
+        _one_shot: bool = False,
     ) -> None:
         # The noise source is checked first: a refused seed must not leave files behind.
         self._source: RandomSource = (
@@ -444,7 +449,21 @@ class Curator:
         # The ledger must be this store's own (one store id in both), sound and present.
         # ``db=":memory:"`` keeps the store and (unless ``ledger`` names a file) the ledger in
         # memory; ``ledger`` overrides the default ``<db>.ledger`` next to the store.
-        self.ledger: Ledger = open_store(self.db, self.backend, timeout=timeout, ledger=ledger)
+        self._con: Any = None
+        if _one_shot and keep_open and ledger is None and self.db.is_file():
+            # A one-shot process (``infodp query``) that only reads: one connection for the
+            # life of this object also reads the store id (each DuckDB open costs about as
+            # much as a small aggregate; see benchmarks/cli_startup.py). Not by default: a
+            # read connection held from the start would conflict with this process's writes.
+            self._con = self.backend.connect(read_only=True)
+        try:
+            self.ledger: Ledger = open_store(
+                self.db, self.backend, timeout=timeout, ledger=ledger, con=self._con
+            )
+        except BaseException:
+            if self._con is not None:
+                self._con.close()
+            raise
         self._hook = _hook
         self._keep_open = keep_open
         if query_timeout is not None and not (
@@ -452,7 +471,6 @@ class Curator:
         ):
             raise ParameterError("query_timeout", query_timeout, "a positive number of seconds")
         self.query_timeout = query_timeout
-        self._con: Any = None
         self._schemas: dict[str, DatasetSchema] = {}
 
     def _open(self) -> Any:
@@ -483,7 +501,8 @@ class Curator:
     def _schema_of(self, schema_json: str) -> DatasetSchema:
         cached = self._schemas.get(schema_json)
         if cached is None:
-            cached = self._schemas[schema_json] = load_schema(json.loads(schema_json))
+            # The store's own record, validated by load_schema when it was registered.
+            cached = self._schemas[schema_json] = DatasetSchema.from_dict(json.loads(schema_json))
         return cached
 
     # -- administration ------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """Dataset metadata: the privacy unit, column bounds, categories, null policies, limits.
 
 A schema is the data owner's public declaration about a sensitive table. Everything the curator
-needs to bound sensitivities comes from here — never from the private data. At least this form
-(issue 5) is accepted, as YAML or JSON text, a file path or a ``dict``::
+needs to bound sensitivities comes from here — never from the private data. This form
+is accepted as YAML or JSON text, a file path or a ``dict``::
 
     table: people
     privacy_unit: person_id      # or: row
@@ -35,6 +35,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -192,8 +193,202 @@ class DatasetSchema:
         """Canonical JSON text."""
         return json.dumps(self.to_dict(), sort_keys=True)
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DatasetSchema:
+        """Read back :meth:`to_dict` output of a schema that was validated when it was stored.
 
-def _parse_nulls(col: str, spec: Any, ctype: str) -> NullPolicy:
+        Only for the store's own records (a data owner's declaration goes through
+        :func:`load_schema`); it skips validation, so reading a store's schema costs nothing.
+
+        >>> s = load_schema({"table": "t", "privacy_unit": "row", "public_max_rows": 9,
+        ...                  "columns": {"x": {"type": "float", "bounds": [0, 1],
+        ...                                    "nulls": {"replace": 0.5}}}})
+        >>> DatasetSchema.from_dict(s.to_dict()) == s
+        True
+        """
+        return cls(
+            str(data["table"]),
+            str(data["privacy_unit"]),
+            tuple(_column_from_dict(str(k), v) for k, v in data["columns"].items()),
+            int(data.get("max_rows_per_unit", 1)),
+            data.get("max_groups_per_unit"),
+            data.get("public_rows"),
+            data.get("public_max_rows"),
+        )
+
+
+def _column_from_dict(name: str, d: Mapping[str, Any]) -> ColumnSpec:
+    bounds = d.get("bounds")
+    cats = d.get("categories")
+    nulls = d.get("nulls")
+    policy = NullPolicy()
+    if isinstance(nulls, Mapping):
+        raw = nulls["replace"]
+        policy = NullPolicy("replace", float(raw) if d["type"] in ("int", "float") else str(raw))
+    elif nulls is not None:
+        policy = NullPolicy(str(nulls))
+    return ColumnSpec(
+        name,
+        str(d["type"]),
+        None if bounds is None else (float(bounds[0]), float(bounds[1])),
+        None if cats is None else tuple(str(c) for c in cats),
+        policy,
+    )
+
+
+# -- validation: pydantic models of the declaration --------------------------------------------
+#
+# The models below are the one description of what a declaration may hold; load_schema turns a
+# validated model into the immutable dataclasses above. Domain rules raise ParameterError with
+# the declaration's own path (``columns.age.bounds``); pydantic's type and key errors are turned
+# into the same form by :func:`_validated`. pydantic is imported on first use: a store's own
+# (already validated) declaration is read back by :meth:`DatasetSchema.from_dict` without it.
+
+_COLUMN_KEYS = ("type", "bounds", "categories", "nulls")
+_SCHEMA_KEYS = (
+    "table",
+    "privacy_unit",
+    "max_rows_per_unit",
+    "max_groups_per_unit",
+    "public_rows",
+    "public_max_rows",
+    "columns",
+)
+
+
+@functools.cache
+def _models() -> tuple[Any, Any]:
+    """(column model, schema model), built once per process."""
+    from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
+
+    class ColumnDecl(BaseModel):
+        """One column's declaration: ``{type, bounds?, categories?, nulls?}``."""
+
+        model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+        type: Any = None
+        bounds: Any = None
+        categories: Any = None
+        nulls: Any = None
+
+        @field_validator("type")
+        @classmethod
+        def _type(cls, v: Any, info: ValidationInfo) -> str:
+            if v not in COLUMN_TYPES:
+                raise ParameterError(f"{_where(info)}.type", v, f"one of {', '.join(COLUMN_TYPES)}")
+            return str(v)
+
+        @model_validator(mode="after")
+        def _rules(self, info: ValidationInfo) -> ColumnDecl:
+            where = _where(info)
+            if self.bounds is not None:
+                _check_bounds(where, self.type, self.bounds)
+            if self.categories is not None:
+                _check_categories(where, self.type, self.categories)
+            elif self.type == "category":
+                raise ParameterError(
+                    f"{where}.categories",
+                    None,
+                    "declared for a category column (or declare the column as type: text)",
+                )
+            return self
+
+    class SchemaDecl(BaseModel):
+        """The whole declaration (the columns are validated one by one, by name)."""
+
+        model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+        table: Any = None
+        privacy_unit: Any = None
+        max_rows_per_unit: Any = 1
+        max_groups_per_unit: Any = None
+        public_rows: Any = None
+        public_max_rows: Any = None
+        columns: Any = None
+
+        @field_validator("table", "privacy_unit")
+        @classmethod
+        def _ident(cls, v: Any, info: ValidationInfo) -> str:
+            if v is None and info.field_name == "privacy_unit":
+                raise ParameterError("privacy_unit", None, "a user-id column name or 'row'")
+            return _identifier(str(info.field_name), v)
+
+        @field_validator("max_rows_per_unit", "max_groups_per_unit")
+        @classmethod
+        def _limit(cls, v: Any, info: ValidationInfo) -> int | None:
+            if v is None and info.field_name == "max_groups_per_unit":
+                return None
+            return as_positive_int(str(info.field_name), v)
+
+        @field_validator("public_rows", "public_max_rows")
+        @classmethod
+        def _count(cls, v: Any, info: ValidationInfo) -> int | None:
+            if v is None:
+                return None
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ParameterError(
+                    str(info.field_name), v, "a non-negative integer number of rows"
+                )
+            return int(v)
+
+        @field_validator("columns")
+        @classmethod
+        def _columns(cls, v: Any) -> Any:
+            if not isinstance(v, Mapping) or not v:
+                raise ParameterError("columns", v, "a non-empty mapping of column declarations")
+            return v
+
+        @model_validator(mode="after")
+        def _rules(self) -> SchemaDecl:
+            if self.privacy_unit == "row" and self.max_rows_per_unit != 1:
+                raise ParameterError(
+                    "max_rows_per_unit", self.max_rows_per_unit, "1 when privacy_unit is 'row'"
+                )
+            rows, bound = self.public_rows, self.public_max_rows
+            if rows is not None and bound is not None and rows > bound:
+                raise ParameterError(
+                    "public_max_rows", bound, f"at least public_rows ({rows}) when both are given"
+                )
+            return self
+
+    return ColumnDecl, SchemaDecl
+
+
+def _where(info: Any) -> str:
+    return str((info.context or {}).get("where", "column"))
+
+
+def _check_bounds(where: str, ctype: str, raw: Any) -> None:
+    name = f"{where}.bounds"
+    if ctype not in ("int", "float"):
+        raise ParameterError(name, raw, "declared only for int or float columns")
+    if not isinstance(raw, (list, tuple)) or len(raw) != 2:
+        raise ParameterError(name, raw, "a pair [low, high]")
+    low = as_real(f"{name}[0]", raw[0])
+    high = as_real(f"{name}[1]", raw[1])
+    if not low <= high:
+        raise ParameterError(name, raw, "a pair [low, high] with low <= high")
+    if ctype == "int" and not (float(low).is_integer() and float(high).is_integer()):
+        raise ParameterError(name, raw, "integers for an int column")
+    if not math.isfinite(high - low):
+        # Quantile binning divides by the width: an infinite width would overflow inside the
+        # query, only for some rows (a data-dependent failure after the charge).
+        raise ParameterError(name, raw, "a pair whose width high - low is a finite double")
+    if ctype == "int" and not (low >= -(2.0**63) and high < 2.0**63):
+        raise ParameterError(name, raw, "integers in [-2^63, 2^63) (an int column is BIGINT)")
+
+
+def _check_categories(where: str, ctype: str, raw: Any) -> None:
+    name = f"{where}.categories"
+    if ctype != "category":
+        raise ParameterError(name, raw, "declared only for category columns")
+    if not isinstance(raw, (list, tuple)) or not raw:
+        raise ParameterError(name, raw, "a non-empty list")
+    if len({str(c) for c in raw}) != len(raw):
+        raise ParameterError(name, raw, "a list without duplicates")
+
+
+def _nulls(where: str, spec: Any, ctype: str) -> NullPolicy:
     if spec is None or spec == "error":
         return NullPolicy()
     if spec == "drop":
@@ -201,92 +396,64 @@ def _parse_nulls(col: str, spec: Any, ctype: str) -> NullPolicy:
     if isinstance(spec, Mapping) and set(spec) == {"replace"}:
         raw = spec["replace"]
         if ctype in ("int", "float"):
-            return NullPolicy("replace", as_real(f"columns.{col}.nulls.replace", raw))
+            return NullPolicy("replace", as_real(f"{where}.nulls.replace", raw))
         if not isinstance(raw, str):
-            raise ParameterError(f"columns.{col}.nulls.replace", raw, "a string")
+            raise ParameterError(f"{where}.nulls.replace", raw, "a string")
         return NullPolicy("replace", raw)
-    raise ParameterError(f"columns.{col}.nulls", spec, "'error', 'drop' or {replace: VALUE}")
+    raise ParameterError(f"{where}.nulls", spec, "'error', 'drop' or {replace: VALUE}")
+
+
+def _validated(model: Any, data: Any, where: str, keys: tuple[str, ...]) -> Any:
+    """``model`` validated from ``data``; every failure is one ParameterError naming the field."""
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(data, context={"where": where})
+    except ValidationError as err:
+        errors = err.errors(include_url=False)
+        # Unknown keys first (a misspelt key also leaves its field missing).
+        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+        cause = (first.get("ctx") or {}).get("error")
+        if isinstance(cause, ParameterError):
+            raise cause from None
+        if first["type"] == "extra_forbidden":
+            unknown = sorted(str(k) for k in data if k not in keys)
+            raise ParameterError(where, unknown, "made of the keys " + ", ".join(keys)) from None
+        if first["type"] in ("model_type", "model_attributes_type", "dict_type"):
+            allowed = (
+                "a mapping with keys table, privacy_unit, columns"
+                if where == "schema"
+                else "a mapping such as {type: int, bounds: [0, 1]}"
+            )
+            raise ParameterError(where, data, allowed) from None
+        loc = ".".join(str(x) for x in (where, *first["loc"]))
+        msg = str(first["msg"]).removeprefix("Input should be ").removeprefix("Value error, ")
+        raise ParameterError(loc, first.get("input"), msg) from None
 
 
 def _parse_column(name: str, spec: Any) -> ColumnSpec:
     _identifier("column name", name)
     if name.startswith("__"):
         raise ParameterError("column name", name, "a name not starting with '__' (reserved)")
-    if not isinstance(spec, Mapping):
-        raise ParameterError(
-            f"columns.{name}", spec, "a mapping such as {type: int, bounds: [0, 1]}"
-        )
-    unknown = set(spec) - {"type", "bounds", "categories", "nulls"}
-    if unknown:
-        raise ParameterError(
-            f"columns.{name}", sorted(unknown), "made of the keys type, bounds, categories, nulls"
-        )
-    ctype = spec.get("type")
-    if ctype not in COLUMN_TYPES:
-        raise ParameterError(f"columns.{name}.type", ctype, f"one of {', '.join(COLUMN_TYPES)}")
-    bounds: tuple[float, float] | None = None
-    categories: tuple[str, ...] | None = None
-    if "bounds" in spec:
-        if ctype not in ("int", "float"):
-            raise ParameterError(
-                f"columns.{name}.bounds", spec["bounds"], "declared only for int or float columns"
-            )
-        raw = spec["bounds"]
-        if not isinstance(raw, (list, tuple)) or len(raw) != 2:
-            raise ParameterError(f"columns.{name}.bounds", raw, "a pair [low, high]")
-        low = as_real(f"columns.{name}.bounds[0]", raw[0])
-        high = as_real(f"columns.{name}.bounds[1]", raw[1])
-        if not low <= high:
-            raise ParameterError(
-                f"columns.{name}.bounds", raw, "a pair [low, high] with low <= high"
-            )
-        if ctype == "int" and not (float(low).is_integer() and float(high).is_integer()):
-            raise ParameterError(f"columns.{name}.bounds", raw, "integers for an int column")
-        if not math.isfinite(high - low):
-            # Quantile binning divides by the width: an infinite width would overflow inside
-            # the query, only for some rows (a data-dependent failure after the charge).
-            raise ParameterError(
-                f"columns.{name}.bounds", raw, "a pair whose width high - low is a finite double"
-            )
-        if ctype == "int" and not (low >= -(2.0**63) and high < 2.0**63):
-            raise ParameterError(
-                f"columns.{name}.bounds", raw, "integers in [-2^63, 2^63) (an int column is BIGINT)"
-            )
-        bounds = (low, high)
-    if "categories" in spec:
-        if ctype != "category":
-            raise ParameterError(
-                f"columns.{name}.categories",
-                spec["categories"],
-                "declared only for category columns",
-            )
-        raw = spec["categories"]
-        if not isinstance(raw, (list, tuple)) or not raw:
-            raise ParameterError(f"columns.{name}.categories", raw, "a non-empty list")
-        categories = tuple(str(c) for c in raw)
-        if len(set(categories)) != len(categories):
-            raise ParameterError(f"columns.{name}.categories", raw, "a list without duplicates")
-    elif ctype == "category":
-        raise ParameterError(
-            f"columns.{name}.categories",
-            None,
-            "declared for a category column (or declare the column as type: text)",
-        )
-    nulls = _parse_nulls(name, spec.get("nulls"), ctype)
+    where = f"columns.{name}"
+    column_model, _ = _models()
+    decl = _validated(column_model, spec, where, _COLUMN_KEYS)
+    bounds = None if decl.bounds is None else (float(decl.bounds[0]), float(decl.bounds[1]))
+    categories = None if decl.categories is None else tuple(str(c) for c in decl.categories)
+    nulls = _nulls(where, decl.nulls, decl.type)
     if (
-        nulls.action == "replace"
+        isinstance(nulls.value, float)
         and bounds is not None
-        and isinstance(nulls.value, float)
         and not bounds[0] <= nulls.value <= bounds[1]
     ):
         raise ParameterError(
-            f"columns.{name}.nulls.replace", nulls.value, f"inside the bounds {list(bounds)}"
+            f"{where}.nulls.replace", nulls.value, f"inside the bounds {list(bounds)}"
         )
     if nulls.action == "replace" and categories is not None and nulls.value not in categories:
         raise ParameterError(
-            f"columns.{name}.nulls.replace", nulls.value, "one of the declared categories"
+            f"{where}.nulls.replace", nulls.value, "one of the declared categories"
         )
-    return ColumnSpec(name, ctype, bounds, categories, nulls)
+    return ColumnSpec(name, decl.type, bounds, categories, nulls)
 
 
 def load_schema(source: Any) -> DatasetSchema:
@@ -330,60 +497,25 @@ def load_schema(source: Any) -> DatasetSchema:
         raise ParameterError(
             "schema", type(data).__name__, "a mapping with keys table, privacy_unit, columns"
         )
-    unknown = set(data) - {
-        "table",
-        "privacy_unit",
-        "max_rows_per_unit",
-        "max_groups_per_unit",
-        "columns",
-        "public_rows",
-        "public_max_rows",
-    }
-    if unknown:
-        raise ParameterError(
-            "schema",
-            sorted(unknown),
-            "made of the keys table, privacy_unit, max_rows_per_unit, max_groups_per_unit, "
-            "public_rows, public_max_rows, columns",
-        )
-    table = _identifier("table", data.get("table"))
-    unit = data.get("privacy_unit")
-    if unit is None:
-        raise ParameterError("privacy_unit", None, "a user-id column name or 'row'")
-    unit = _identifier("privacy_unit", unit)
-    cols_raw = data.get("columns")
-    if not isinstance(cols_raw, Mapping) or not cols_raw:
-        raise ParameterError("columns", cols_raw, "a non-empty mapping of column declarations")
-    columns = tuple(_parse_column(str(k), v) for k, v in cols_raw.items())
-    m = as_positive_int("max_rows_per_unit", data.get("max_rows_per_unit", 1))
-    k_raw = data.get("max_groups_per_unit")
-    k = None if k_raw is None else as_positive_int("max_groups_per_unit", k_raw)
-    if unit == "row" and m != 1:
-        raise ParameterError("max_rows_per_unit", m, "1 when privacy_unit is 'row'")
+    _, schema_model = _models()
+    decl = _validated(schema_model, dict(data), "schema", _SCHEMA_KEYS)
+    columns = tuple(_parse_column(str(k), v) for k, v in decl.columns.items())
     names = [c.name.lower() for c in columns]
     if len(set(names)) != len(names):
         raise ParameterError("columns", [c.name for c in columns], "distinct names")
+    unit = decl.privacy_unit
     if unit != "row" and unit.lower() in names:
         spec = next(c for c in columns if c.name.lower() == unit.lower())
         if spec.bounds is not None or spec.nulls.action != "error":
             raise ParameterError(
                 f"columns.{unit}", spec.to_dict(), "an id column without bounds or null policy"
             )
-    public_rows = _count_or_none("public_rows", data.get("public_rows"))
-    public_max = _count_or_none("public_max_rows", data.get("public_max_rows"))
-    if public_rows is not None and public_max is not None and public_rows > public_max:
-        raise ParameterError(
-            "public_max_rows",
-            public_max,
-            f"at least public_rows ({public_rows}) when both are given",
-        )
-    return DatasetSchema(table, unit, columns, m, k, public_rows, public_max)
-
-
-def _count_or_none(name: str, value: Any) -> int | None:
-    """A declared row count: a non-negative integer (not a bool, not a float) or absent."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ParameterError(name, value, "a non-negative integer number of rows")
-    return value
+    return DatasetSchema(
+        decl.table,
+        unit,
+        columns,
+        decl.max_rows_per_unit,
+        decl.max_groups_per_unit,
+        decl.public_rows,
+        decl.public_max_rows,
+    )

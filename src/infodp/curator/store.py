@@ -94,25 +94,33 @@ def _chmod_private(db: Path) -> None:
             os.chmod(path, 0o600)
 
 
-def read_store_id(backend: DuckDBBackend) -> str | None:
-    """The store id written in the DuckDB file (None for a store without one)."""
+def read_store_id(
+    backend: DuckDBBackend, con: duckdb.DuckDBPyConnection | None = None
+) -> str | None:
+    """The store id written in the DuckDB file (None for a store without one).
+
+    ``con``: an open connection to the store to read it with (left open); by default one is
+    opened and closed (opening a store costs about as much as a small aggregate, so a
+    one-shot query reads the id on the connection it answers with).
+    """
+    own = con is None
+    if con is None:
+        try:
+            con = backend.connect(read_only=True)
+        except duckdb.Error as err:
+            raise LedgerError(
+                f"the store {backend.path.name} cannot be opened as a DuckDB file "
+                f"({type(err).__name__})"
+            ) from None
     try:
-        con = backend.connect(read_only=True)
-    except duckdb.Error as err:
-        raise LedgerError(
-            f"the store {backend.path.name} cannot be opened as a DuckDB file "
-            f"({type(err).__name__})"
-        ) from None
-    try:
-        found = con.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [_STORE_TABLE]
-        ).fetchone()
-        if found is None or found[0] == 0:
-            return None
-        row = con.execute(f"SELECT store_id FROM {_STORE_TABLE}").fetchone()
-        return None if row is None else str(row[0])
+        # One lookup, no catalog scan: a missing table is a catalog error at bind time.
+        row = con.execute(f"SELECT store_id FROM {_STORE_TABLE} LIMIT 1").fetchone()
+    except duckdb.CatalogException:
+        return None
     finally:
-        con.close()
+        if own:
+            con.close()
+    return None if row is None else str(row[0])
 
 
 def _write_store_id(backend: DuckDBBackend, store_id: str | None = None) -> str:
@@ -142,6 +150,7 @@ def open_store(
     *,
     timeout: float = 120.0,
     ledger: str | os.PathLike[str] | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
 ) -> Ledger:
     """The ledger of store ``db``, checked to belong to it; a new store gets both files.
 
@@ -151,14 +160,15 @@ def open_store(
     checked for soundness, not for belonging to a store that no longer exists.
 
     Raises :class:`~infodp.errors.LedgerError` when the ledger is missing, empty, corrupt or
-    foreign, or when a ledger exists without its store.
+    foreign, or when a ledger exists without its store. ``con``: an open read-only
+    connection to an existing store, used to read its id (see :func:`read_store_id`).
     """
     if str(db) == ":memory:" or str(ledger) == ":memory:":
         return _open_transient(db, backend, timeout=timeout, ledger=ledger)
     path = Path(db)
     lp = ledger_path(path) if ledger is None else Path(ledger)
     if path.exists():
-        store_id = read_store_id(backend)
+        store_id = read_store_id(backend, con)
         if store_id is None:
             raise LedgerError(
                 f"the store {path.name} carries no store id (made by an older infodp, or not an "
