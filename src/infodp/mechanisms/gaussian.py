@@ -42,7 +42,11 @@ from infodp.mechanisms.base import (
     grid_sensitivity,
     round_up,
 )
-from infodp.mechanisms.sampling import discrete_gaussian, simulate_discrete_gaussian
+from infodp.mechanisms.sampling import (
+    discrete_gaussian,
+    discrete_gaussian_batch,
+    simulate_discrete_gaussian,
+)
 
 __all__ = [
     "DiscreteGaussianMechanism",
@@ -300,6 +304,14 @@ class DiscreteGaussianMechanism(_AdditiveLattice):
 
     def _exact_noise(self, source: Any) -> int:
         return discrete_gaussian(Fraction(self.sigma), source)
+
+    def _exact_noise_batch(self, size: int, source: Any) -> list[int]:
+        return discrete_gaussian_batch(Fraction(self.sigma), size, source)
+
+    def upper_tail(self, k: int) -> float:
+        """An upper bound on P[N ≥ k]: e^(−k²/(2σ²)) (the discrete Gaussian is σ-subgaussian,
+        Canonne, Kamath & Steinke 2020, Corollary 9), so intervals never claim too much."""
+        return 1.0 if k <= 0 else math.exp(-(k * k) / (2.0 * self.sigma * self.sigma))
 
     def _fast_noise(self, size: int, gen: np.random.Generator) -> npt.NDArray[np.int64]:
         return simulate_discrete_gaussian(self.sigma, size, gen)

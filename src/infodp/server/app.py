@@ -35,13 +35,13 @@ import hashlib
 import hmac
 import json
 import logging
-import math
 import os
 import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -139,9 +139,14 @@ class QueryRequest(BaseModel):
 
     sql: str = Field(min_length=1, max_length=_MAX_SQL)
     epsilon: _Number = Field(description="ε this query spends (> 0).")
-    delta: _Number = Field(0, description="δ (DP partition selection only).")
+    delta: _Number = Field(
+        0, description="δ (DP partition selection, or Gaussian noise: it is (ε, δ)-DP)."
+    )
     confidence: StrictFloat | StrictInt = Field(
         0.95, description="Level of the confidence intervals, in (0, 1)."
+    )
+    noise: Literal["laplace", "gaussian"] = Field(
+        "laplace", description="Noise for counts and sums: discrete Laplace or Gaussian."
     )
 
 
@@ -450,55 +455,26 @@ def _my_datasets(svc: Service, analyst: str) -> set[str]:
 
 
 def _estimate(svc: Service, identity: Identity, body: QueryRequest) -> dict[str, Any]:
-    from infodp.curator.backends.duckdb import quantile_bins
-    from infodp.curator.engine import (
-        _float_up,
-        _require_finite,
-        as_budget_fraction,
-        leakage_summary,
-        plan_cost,
-    )
-    from infodp.curator.noise import dlap_halfwidth
-
-    plan, schema, rows = svc.plan(body.sql, identity.analyst)
+    plan, _, _ = svc.plan(body.sql, identity.analyst)
     budget = svc.budget_or_403(identity.analyst, plan.table)
-    if not (isinstance(body.confidence, float | int) and 0 < body.confidence < 1):
-        raise ParameterError("confidence", body.confidence, "a number in (0, 1)")
-    eps = as_budget_fraction("epsilon", body.epsilon)
-    dlt = as_budget_fraction("delta", body.delta, allow_zero=True)
-    if dlt >= 1:
-        raise ParameterError("delta", body.delta, "a probability in [0, 1)")
-    cost = plan_cost(plan, schema, eps, dlt, rows)
-    leak = leakage_summary(_float_up(cost.epsilon), _float_up(cost.delta), rows)
-    _require_finite("the query's privacy summary", leak)
-    beta = 1.0 - float(body.confidence)
-    accuracy = []
-    for p in cost.parts:
-        m = p.measurement
-        if m.kind == "quantile":
-            if m.column is None:
-                continue
-            k = quantile_bins(schema.column(m.column))[0]
-            # Dwork & Roth 2014, Thm 3.11 (as in Curator._answer): rank error at level β.
-            rank = float(2 * p.sensitivity / p.epsilon) * (math.log(k + 1) + math.log(1 / beta))
-            accuracy.append({"measurement": m.key, "rank_error": rank})
-        else:
-            # Discrete Laplace half-width with P(|Y| > h) ≤ β (infodp.curator.noise).
-            h = dlap_halfwidth(p.scale, beta) * p.step
-            accuracy.append({"measurement": m.key, "halfwidth": h, "noise_scale": p.scale * p.step})
+    est = svc.curator.estimate(
+        body.sql,
+        epsilon=body.epsilon,
+        delta=body.delta,
+        confidence=body.confidence,
+        noise=body.noise,
+    )
+    cost = est["cost"]
     currency = getattr(budget, "currency", "basic")
     fits: bool | None = None
     if currency == "basic":
         # Basic composition (Dwork & Roth 2014, Thm 3.16): the ledger's own check, exactly.
-        fits = cost.epsilon <= budget.remaining_epsilon and cost.delta <= budget.remaining_delta
+        fits = (
+            Fraction(cost["epsilon_exact"]) <= budget.remaining_epsilon
+            and Fraction(cost["delta_exact"]) <= budget.remaining_delta
+        )
     return {
-        "cost": {
-            **cost.to_dict(),
-            "leakage": leak,
-        },
-        "accuracy": accuracy,
-        "confidence": body.confidence,
-        "cells": cost.cells,
+        **est,
         "remaining": budget.to_dict(),
         "fits": fits,
         "notes": [
@@ -658,6 +634,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
                 epsilon=body.epsilon,
                 delta=body.delta,
                 confidence=body.confidence,
+                noise=body.noise,
             ),
         )
         return _json(result.to_dict())
