@@ -11,8 +11,8 @@ Wilson, Zhang, Lam, Desfontaines, Simmons-Marengo & Gipson 2020, Section 3).
 >>> s = PartitionSelection(10.0, max_partitions=1, max_contribution=1, delta=Fraction(1, 10**6))
 >>> s.threshold()  # 1 + ⌈10·(ln 10⁶ − ln(1 + e^−0.1))⌉
 133
->>> round(s.profile().epsilon(1e-6), 9)  # (ε, δ) = (m/scale, δ)
-0.1
+>>> abs(s.profile().delta(0.11) - 1e-6) < 1e-18  # (ε, δ) = (m/scale, δ)
+True
 """
 
 from __future__ import annotations
