@@ -14,7 +14,8 @@ from typing import Any
 import click
 
 from infodp._format import format_number as _fmtn
-from infodp.cli._common import emit, json_option, parse_floats, to_jsonable
+from infodp._jsonable import to_jsonable
+from infodp.cli._common import emit, json_option, parse_floats
 from infodp.errors import ParameterError
 
 __all__ = ["COMMANDS"]

@@ -907,7 +907,7 @@ def _require_finite(what: str, value: Any) -> None:
 
 
 def _jsonable(payload: dict[str, Any]) -> dict[str, Any]:
-    from infodp.cli._common import to_jsonable
+    from infodp._jsonable import to_jsonable
 
     out = to_jsonable(payload)
     if not isinstance(out, dict):

@@ -50,7 +50,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from infodp.cli._common import to_jsonable
+from infodp._jsonable import to_jsonable
 from infodp.errors import BudgetExceeded, InfodpError, ParameterError, QueryFailed
 from infodp.server.auth import Identity, KeyStore, key_store_path, parse_bearer
 from infodp.server.errors import (
