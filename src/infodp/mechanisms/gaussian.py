@@ -309,9 +309,15 @@ class DiscreteGaussianMechanism(_AdditiveLattice):
         return discrete_gaussian_batch(Fraction(self.sigma), size, source)
 
     def upper_tail(self, k: int) -> float:
-        """An upper bound on P[N ≥ k]: e^(−k²/(2σ²)) (the discrete Gaussian is σ-subgaussian,
-        Canonne, Kamath & Steinke 2020, Corollary 9), so intervals never claim too much."""
-        return 1.0 if k <= 0 else math.exp(-(k * k) / (2.0 * self.sigma * self.sigma))
+        """P[N ≥ k], never understated: the direct sum of the pmf (rounded up by 10⁻⁹
+        relative) for σ ≤ 2000, else e^(−k²/(2σ²)) (the discrete Gaussian is σ-subgaussian,
+        Canonne, Kamath & Steinke 2020, Corollary 9)."""
+        if k <= 0:
+            return 1.0
+        bound = math.exp(-(k * k) / (2.0 * self.sigma * self.sigma))
+        if self.sigma > 2000:
+            return bound
+        return min(bound, _dgauss_tail(self.sigma, k) * (1 + 1e-9))
 
     def _fast_noise(self, size: int, gen: np.random.Generator) -> npt.NDArray[np.int64]:
         return simulate_discrete_gaussian(self.sigma, size, gen)
