@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -370,3 +372,36 @@ def test_analyst_add_with_an_rdp_budget_is_enforced(
     code, _, err = run(capsys, "analyst", "add", "--db", db, "--name", "S", "--dataset",
                        "people", "--currency", "rdp", "--orders", "2")  # fmt: skip
     assert code == 2 and "--rdp-epsilons" in err
+
+
+def test_gaussian_noise_zcdp_budget_and_accuracy_first(
+    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str]
+) -> None:
+    db, csv, schema = files
+    assert run(capsys, "dataset", "register", "--db", db, "--name", "people", "--source", csv,
+               "--schema", schema)[0] == 0  # fmt: skip
+    code, out, _ = run(capsys, "analyst", "add", "--db", db, "--name", "Z", "--dataset",
+                       "people", "--currency", "zcdp", "--rho", "0.05", "--json")  # fmt: skip
+    assert code == 0 and json.loads(out)["api_key"]
+    code, _, err = run(capsys, "analyst", "add", "--db", db, "--name", "Y", "--dataset",
+                       "people", "--currency", "zcdp")  # fmt: skip
+    assert code == 2 and "--rho" in err
+    sql = "SELECT COUNT(*) FROM people"
+    code, out, _ = run(capsys, "query", "--db", db, "--analyst", "Z", "--epsilon", "0.5",
+                       "--delta", "1e-6", "--noise", "gaussian", sql, "--json")  # fmt: skip
+    assert code == 0
+    part = json.loads(out)["cost"]["measurements"][0]
+    assert part["mechanism"] == "discrete_gaussian"
+    # Gaussian noise needs δ > 0: refused before anything is spent (one line, exit 2)
+    code, _, err = run(capsys, "query", "--db", db, "--analyst", "Z", "--epsilon", "0.5",
+                       "--noise", "gaussian", sql)  # fmt: skip
+    assert code == 2 and "delta" in err
+    # accuracy first: the ε whose 95% interval is ±10, nothing spent without --analyst
+    code, out, _ = run(capsys, "query", "--db", db, "--accuracy", "10", sql, "--json")
+    assert code == 0
+    plan = json.loads(out)
+    eps = float(Fraction(plan["epsilon"]))
+    assert plan["accuracy"][0]["halfwidth"] <= 10
+    # discrete Laplace of scale 1/ε: P(|Y| > 10) = 2q^11/(1 + q) ≤ 5% (closed form)
+    q = math.exp(-eps)
+    assert 2 * q**11 / (1 + q) <= 0.05

@@ -359,14 +359,15 @@ def test_partition_selection_hides_rare_keys_and_charges_delta(tmp_path: Path) -
 
 
 def test_selection_threshold_bounds_delta() -> None:
-    from infodp.curator.engine import MeasurementCost, _selection_threshold
+    from infodp.curator.engine import MeasurementCost
     from infodp.curator.plan import Measurement
+    from infodp.mechanisms import PartitionSelection
 
     # Independent check: k * P(m + Y >= tau) by direct summation of the pmf
     # P(y) = (1-p)/(1+p) p^|y| (discrete Laplace; CKS 2020 Def. 1).
     for scale_num, k, m, delta in [(3, 1, 1, 1e-6), (10, 4, 2, 1e-5), (1, 2, 3, 1e-3)]:
         part = MeasurementCost(Measurement("count_rows"), Fraction(m, scale_num), m, 1.0)
-        tau = _selection_threshold(part, k, m, Fraction(delta))
+        tau = PartitionSelection(part.scale, k, m, Fraction(delta)).threshold()
         b = part.scale
         p = math.exp(-1 / b)
         tail = sum((1 - p) / (1 + p) * p**y for y in range(tau - m, tau - m + 4000))

@@ -315,3 +315,21 @@ def test_budget_exceeded_is_409_with_exact_gap(world: World) -> None:
     assert err["gap"] == f"epsilon={format_fraction(requested - remaining)}, delta=0"
     led = Ledger(world.db + ".ledger")
     assert led.budget("dave", "people").spent_epsilon == Fraction(3, 2)
+
+
+def test_gaussian_noise_through_the_service(world: World) -> None:
+    # The body field `noise` reaches the curator: the same mechanism as the library call.
+    body = {
+        "sql": "SELECT COUNT(*) FROM people",
+        "epsilon": "0.5",
+        "delta": "1e-6",
+        "noise": "gaussian",
+    }
+    status, est, _ = world.call("POST", "/v1/estimate", body, key=world.keys["alice"])
+    assert status == 200
+    assert est["accuracy"][0]["mechanism"] == "discrete_gaussian"
+    assert est["cost"]["measurements"][0]["mechanism"] == "discrete_gaussian"
+    status, _, _ = world.call(
+        "POST", "/v1/estimate", dict(body, noise="cauchy"), key=world.keys["alice"]
+    )
+    assert status in (400, 422)

@@ -7,6 +7,8 @@ A budget is given in one currency:
   PLD/RDP machinery and a spend is allowed only if the composition still has δ(ε) ≤ δ;
 - ``Budget.rdp(orders, epsilons)``: a Rényi-DP curve; the spent RDP at *every* listed order
   must stay within the curve (Mironov 2017, Proposition 1: RDP adds at a fixed order);
+- ``Budget.zcdp(ρ)``: zero-concentrated DP; spends add their ρ (Bun & Steinke 2016,
+  Lemma 2.3), a pure ε-DP spend costs ε²/2 (ibid., Proposition 1.4);
 - ``Budget.nats(α, nats)``: information at level α, in nats per individual; spends add their
   ``information(α)`` bound: the RDP ε(α) ("Differential Privacy and Information Theory",
   2022: capacity ≤ diameter, and the diameter composes additively at a fixed order by
@@ -14,7 +16,15 @@ A budget is given in one currency:
   composition by the chain rule of mutual information).
 
 Additive currencies are kept as exact rationals (``fractions.Fraction`` of the float costs,
-which are themselves upper bounds), so the running total never drifts.
+which are themselves upper bounds), so the running total never drifts. A spend may also
+*declare* the exact (ε, δ) it was calibrated to (``spend(p, epsilon=Fraction(1, 10))``,
+checked against the profile): pure budgets then add the exact ε, and an approx budget accepts
+a sequence whose declared (ε, δ) sum within it (basic composition, Dwork & Roth 2014,
+Thm 3.16) even where the float PLD would round a hair over — so ten spends of 0.1 fit in 1
+in every currency.
+
+The state is a multiset of (profile, count, declared) — identical spends are merged — so its
+size, the JSON and the approx check grow with the number of *distinct* spends only.
 
 >>> from infodp.accounting import laplace_profile
 >>> acc = Accountant(Budget.pure(1.0))
@@ -31,6 +41,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -45,10 +56,10 @@ from infodp.errors import BudgetExceeded, InternalError, ParameterError
 
 __all__ = ["CURRENCIES", "Accountant", "Budget"]
 
-CURRENCIES = ("pure", "approx", "rdp", "nats")
+CURRENCIES = ("pure", "approx", "rdp", "zcdp", "nats")
 """The budget currencies understood by :class:`Budget`."""
 
-_STATE_VERSION = 1
+_STATE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -90,6 +101,11 @@ class Budget:
         return cls("rdp", orders=a, epsilons=e)
 
     @classmethod
+    def zcdp(cls, rho: float) -> Budget:
+        """ρ-zCDP budget (Bun & Steinke 2016)."""
+        return cls("zcdp", epsilon=as_nonnegative("rho", rho))
+
+    @classmethod
     def nats(cls, alpha: float, nats: float) -> Budget:
         """Information budget: at most ``nats`` nats per individual at level α."""
         return cls(
@@ -106,6 +122,8 @@ class Budget:
             return {"currency": "approx", "epsilon": self.epsilon, "delta": self.delta}
         if self.currency == "rdp":
             return {"currency": "rdp", "orders": list(self.orders), "epsilons": list(self.epsilons)}
+        if self.currency == "zcdp":
+            return {"currency": "zcdp", "rho": self.epsilon}
         return {"currency": "nats", "alpha": self.alpha, "nats": self.epsilon}
 
     @classmethod
@@ -118,6 +136,7 @@ class Budget:
             "pure": {"epsilon"},
             "approx": {"epsilon", "delta"},
             "rdp": {"orders", "epsilons"},
+            "zcdp": {"rho"},
             "nats": {"alpha", "nats"},
         }[cur]
         if set(obj) - {"currency"} != keys:
@@ -127,6 +146,8 @@ class Budget:
             return cls.pure(obj["epsilon"])
         if cur == "approx":
             return cls.approx(obj["epsilon"], obj["delta"])
+        if cur == "zcdp":
+            return cls.zcdp(obj["rho"])
         if cur == "rdp":
             if not isinstance(obj["orders"], list) or not isinstance(obj["epsilons"], list):
                 raise ParameterError("budget.orders", obj["orders"], "a list of orders")
@@ -148,6 +169,9 @@ def _fraction(x: float) -> Fraction:
     return Fraction(x)
 
 
+Declared = tuple[Fraction, Fraction] | None
+
+
 @dataclass
 class Accountant:
     """Spends privacy profiles against a :class:`Budget`; the only stateful accounting object.
@@ -157,8 +181,11 @@ class Accountant:
     """
 
     budget: Budget
-    _spent: list[PrivacyProfile] = field(default_factory=list)
+    #: (spec key) -> [profile, count, declared (ε, δ) or None]; identical spends merged.
+    _spent: dict[tuple[str, Declared], list[Any]] = field(default_factory=dict)
     _totals: list[Fraction] = field(default_factory=list)  # additive currencies
+    #: Sums of the declared (ε, δ) (None once a spend declared nothing): basic composition.
+    _declared: tuple[Fraction, Fraction] | None = (Fraction(0), Fraction(0))
 
     def __post_init__(self) -> None:
         if not isinstance(self.budget, Budget):
@@ -170,47 +197,87 @@ class Accountant:
     def _width(self) -> int:
         return len(self.budget.orders) if self.budget.currency == "rdp" else 1
 
-    def _cost(self, profile: PrivacyProfile) -> list[float]:
+    def _cost(self, profile: PrivacyProfile, declared: Declared = None) -> list[Fraction | None]:
+        """The spend's cost per tracked total (None: infinite)."""
         b = self.budget
         if b.currency == "pure":
-            return [profile.pure_epsilon()]
+            if declared is not None and declared[1] == 0:
+                return [declared[0]]
+            return [_finite(profile.pure_epsilon())]
+        exact_inf = declared[0] if declared is not None and declared[1] == 0 else None
         if b.currency == "rdp":
-            return [float(x) for x in np.atleast_1d(profile.rdp(list(b.orders)))]
+            # At α = ∞ the RDP of an ε-DP spend is ε: the exact declared value there.
+            return [
+                exact_inf if exact_inf is not None and math.isinf(a) else _finite(float(x))
+                for a, x in zip(b.orders, np.atleast_1d(profile.rdp(list(b.orders))), strict=True)
+            ]
+        if b.currency == "zcdp":
+            return [_rho(profile, declared)]
         if b.currency == "nats":
-            return [profile.information(b.alpha)]
+            if exact_inf is not None and math.isinf(b.alpha):
+                return [exact_inf]  # information at α = ∞ is at most ε (the diameter)
+            return [_finite(profile.information(b.alpha))]
         raise InternalError(f"no additive cost in currency {b.currency}")
 
-    def _limits(self) -> list[float]:
+    def _limits(self) -> list[Fraction]:
         b = self.budget
-        return list(b.epsilons) if b.currency == "rdp" else [b.epsilon]
+        return [_fraction(x) for x in (b.epsilons if b.currency == "rdp" else [b.epsilon])]
 
-    def _approx_delta(self, profiles: list[PrivacyProfile]) -> float:
-        if not profiles:
+    def _approx_delta(self, extra: PrivacyProfile | None = None) -> float:
+        parts = [p.repeat(k) if k > 1 else p for p, k, _ in self._spent.values()]
+        if extra is not None:
+            parts.append(extra)
+        if not parts:
             return 0.0
-        return compose(*profiles).delta(self.budget.epsilon)
+        return compose(*parts).delta(self.budget.epsilon)
 
     # ---- public API -----------------------------------------------------------------------
-    def can_spend(self, profile: PrivacyProfile) -> bool:
+    def can_spend(self, profile: PrivacyProfile, *, epsilon: Any = None, delta: Any = 0) -> bool:
         """Dry run: would :meth:`spend` accept ``profile``? Nothing is recorded."""
-        return self._check(profile) is None
+        return self._check(profile, _declared(profile, epsilon, delta)) is None
 
-    def spend(self, profile: PrivacyProfile) -> None:
-        """Record ``profile`` as spent, or raise BudgetExceeded and record nothing."""
-        problem = self._check(profile)
+    def spend(self, profile: PrivacyProfile, *, epsilon: Any = None, delta: Any = 0) -> None:
+        """Record ``profile`` as spent, or raise BudgetExceeded and record nothing.
+
+        ``epsilon`` (and ``delta``): the exact (ε, δ)-DP guarantee the spend was calibrated
+        to (a Fraction or exact decimal text); it must agree with the profile (ParameterError
+        otherwise) and makes pure-ε sums exact.
+        """
+        declared = _declared(profile, epsilon, delta)
+        self._record(profile, declared, 1)
+
+    def _record(self, profile: PrivacyProfile, declared: Declared, count: int) -> None:
+        problem = self._check(profile, declared, count)
         if problem is not None:
             raise BudgetExceeded(*problem)
         if self.budget.currency != "approx":
-            cost = self._cost(profile)
-            self._totals = [t + _fraction(c) for t, c in zip(self._totals, cost, strict=True)]
-        self._spent.append(profile)
+            cost = self._cost(profile, declared)
+            self._totals = [t + (c or 0) * count for t, c in zip(self._totals, cost, strict=True)]
+        self._declared = _add(self._declared, _times(declared, count))
+        key = (json.dumps(profile_to_spec(profile), sort_keys=True), declared)
+        item = self._spent.get(key)
+        if item is None:
+            self._spent[key] = [profile, count, declared]
+        else:
+            item[1] += count
 
-    def _check(self, profile: PrivacyProfile) -> tuple[str, str, str] | None:
+    def _check(
+        self, profile: PrivacyProfile, declared: Declared, count: int = 1
+    ) -> tuple[str, str, str] | None:
+        """Why ``count`` spends of ``profile`` would overspend (None: they fit)."""
         if not isinstance(profile, PrivacyProfile):
             raise ParameterError("profile", profile, "a PrivacyProfile")
         b = self.budget
         if b.currency == "approx":
-            before = self._approx_delta(self._spent)
-            after = self._approx_delta([*self._spent, profile])
+            basic = _add(self._declared, _times(declared, count))
+            if (
+                basic is not None
+                and basic[0] <= _fraction(b.epsilon)
+                and basic[1] <= _fraction(b.delta)
+            ):
+                return None  # basic composition of the declared (ε, δ) (Thm 3.16)
+            before = self._approx_delta()
+            after = self._approx_delta(profile.repeat(count) if count > 1 else profile)
             if after <= b.delta:
                 return None
             eps = f"at ε={b.epsilon:g}"
@@ -219,48 +286,51 @@ class Accountant:
                 f"δ={max(b.delta - before, 0.0):.6g} {eps}",
                 f"δ={after - b.delta:.6g}",
             )
-        unit = {"pure": "ε", "rdp": "RDP ε", "nats": "nats"}[b.currency]
-        cost = self._cost(profile)
+        unit = {"pure": "ε", "rdp": "RDP ε", "zcdp": "ρ", "nats": "nats"}[b.currency]
+        cost = [None if c is None else c * count for c in self._cost(profile, declared)]
         for i, (total, c, limit) in enumerate(zip(self._totals, cost, self._limits(), strict=True)):
-            if math.isinf(c) or total + _fraction(c) > _fraction(limit):
+            if c is None or total + c > limit:
                 where = f" at α={b.orders[i]:g}" if b.currency == "rdp" else ""
                 if b.currency == "nats":
                     where = f" at level α={b.alpha:g}"
-                remaining = _fraction(limit) - total
-                gap = math.inf if math.isinf(c) else float(total + _fraction(c) - _fraction(limit))
+                remaining = limit - total
+                shown = math.inf if c is None else float(c)
+                gap = math.inf if c is None else float(total + c - limit)
                 return (
-                    f"{unit}={c:.6g}{where}",
+                    f"{unit}={shown:.6g}{where}",
                     f"{unit}={float(remaining):.6g}{where}",
                     f"{unit}={gap:.6g}{where}",
                 )
         return None
 
     def spent(self) -> tuple[PrivacyProfile, ...]:
-        """The profiles spent so far, in order."""
-        return tuple(self._spent)
+        """The profiles spent so far (each repeated by its count; order not kept)."""
+        return tuple(p for p, k, _ in self._spent.values() for _ in range(k))
 
     def remaining(self) -> float | dict[float, float] | dict[str, float]:
         """What is left, in the budget's currency.
 
-        pure/nats: a float (ε or nats, rounded down); rdp: {order: ε left}; approx:
+        pure/zcdp/nats: a float (ε, ρ or nats, rounded down); rdp: {order: ε left}; approx:
         ``{"delta": δ left at the budget ε, "epsilon_spent": ε(δ) of the spends so far}``.
         """
         b = self.budget
         if b.currency == "approx":
-            used = self._approx_delta(self._spent)
-            eps_spent = compose(*self._spent).epsilon(b.delta) if self._spent else 0.0
+            used = self._approx_delta()
+            if self._declared is not None and self._declared[0] <= _fraction(b.epsilon):
+                used = min(used, float(self._declared[1]))
+            parts = [p.repeat(k) if k > 1 else p for p, k, _ in self._spent.values()]
+            eps_spent = compose(*parts).epsilon(b.delta) if parts else 0.0
+            if self._declared is not None and self._declared[1] <= _fraction(b.delta):
+                eps_spent = min(eps_spent, float(self._declared[0]))
             return {"delta": max(b.delta - used, 0.0), "epsilon_spent": eps_spent}
-        left = [
-            _round_down(_fraction(lim) - t)
-            for t, lim in zip(self._totals, self._limits(), strict=True)
-        ]
+        left = [_round_down(lim - t) for t, lim in zip(self._totals, self._limits(), strict=True)]
         if b.currency == "rdp":
             return dict(zip(b.orders, left, strict=True))
         return left[0]
 
     # ---- persistence ----------------------------------------------------------------------
     def to_json(self) -> str:
-        """Serialise budget and spends (profiles as specs, exact totals as fractions)."""
+        """Serialise budget and spends (a multiset of specs, exact totals as fractions)."""
         budget: dict[str, Any] = {}
         for key, value in self.budget.to_dict().items():
             if isinstance(value, float):
@@ -269,10 +339,16 @@ class Accountant:
                 budget[key] = [_to_json_float(float(x)) for x in value]
             else:
                 budget[key] = value
+        spent = []
+        for (spec, declared), (_, k, _) in self._spent.items():
+            item: dict[str, Any] = {"spec": json.loads(spec), "count": k}
+            if declared is not None:
+                item["declared"] = [str(declared[0]), str(declared[1])]
+            spent.append(item)
         state = {
             "version": _STATE_VERSION,
             "budget": budget,
-            "spent": [profile_to_spec(p) for p in self._spent],
+            "spent": spent,
             "totals": [str(t) for t in self._totals],
         }
         return json.dumps(state, allow_nan=False, sort_keys=True)
@@ -290,19 +366,29 @@ class Accountant:
             raise ParameterError("state", "<unparsable>", "a JSON accountant state") from None
         if not isinstance(state, dict) or set(state) != {"version", "budget", "spent", "totals"}:
             raise ParameterError("state", "<object>", "keys version, budget, spent, totals")
-        if state["version"] != _STATE_VERSION:
+        if state["version"] not in (1, _STATE_VERSION):
             raise ParameterError("state.version", state["version"], f"{_STATE_VERSION}")
         budget = Budget.from_dict(state["budget"])
         if not isinstance(state["spent"], list):
             raise ParameterError("state.spent", state["spent"], "a list of profile specs")
         acc = cls(budget)
-        for i, spec in enumerate(state["spent"]):
-            profile = profile_from_spec(spec, where=f"state.spent[{i}]")
+        for i, raw in enumerate(state["spent"]):
+            where = f"state.spent[{i}]"
+            legacy = not (isinstance(raw, dict) and "spec" in raw)
+            item = {"spec": raw, "count": 1} if legacy else raw
+            if not isinstance(item, dict) or not {"spec", "count"} <= set(item):
+                raise ParameterError(where, "<item>", "an object with spec and count")
+            profile = profile_from_spec(item["spec"], where=f"{where}.spec")
+            count = item["count"]
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise ParameterError(f"{where}.count", count, "a positive integer")
+            dec = item.get("declared")
+            declared = None if dec is None else _declared(profile, *map(_ratio, _pair(dec, where)))
             try:
-                acc.spend(profile)
+                acc._record(profile, declared, count)
             except BudgetExceeded as err:
                 raise ParameterError(
-                    f"state.spent[{i}] exceeds the budget ({err}); the state is corrupt."
+                    f"{where} exceeds the budget ({err}); the state is corrupt."
                 ) from None
         try:
             stored = [Fraction(t) for t in state["totals"]]
@@ -313,6 +399,70 @@ class Accountant:
                 "state.totals", state["totals"], "the totals of the spent profiles (corrupt state)"
             )
         return acc
+
+
+def _finite(x: float) -> Fraction | None:
+    return None if math.isinf(x) else _fraction(x)
+
+
+def _ratio(text: Any) -> Any:
+    """An exact ratio "p/q" as stored by :meth:`Accountant.to_json` (bounded length)."""
+    if isinstance(text, str) and len(text) <= 2000 and re.fullmatch(r"\d+(/[1-9]\d*)?", text):
+        return Fraction(text)
+    raise ParameterError("state.spent.declared", str(text)[:40], "exact ratios p/q")
+
+
+def _pair(dec: Any, where: str) -> tuple[Any, Any]:
+    if not isinstance(dec, list) or len(dec) != 2:
+        raise ParameterError(f"{where}.declared", dec, "[epsilon, delta] as exact text")
+    return dec[0], dec[1]
+
+
+def _declared(profile: PrivacyProfile, epsilon: Any, delta: Any) -> Declared:
+    """The exact (ε, δ) a spend declares, checked against its profile (None: none declared)."""
+    if epsilon is None:
+        return None
+    from infodp._exact import parse_exact
+
+    eps = parse_exact("epsilon", epsilon)
+    dlt = parse_exact("delta", delta)
+    if eps < 0 or not 0 <= dlt <= 1:
+        raise ParameterError("epsilon/delta", (str(eps), str(dlt)), "ε ≥ 0 and δ in [0, 1]")
+    # The profile's float bounds may exceed the exact calibration by rounding only.
+    tol = 1 + 1e-9
+    if dlt == 0:
+        ok = profile.pure_epsilon() <= float(eps) * tol
+    else:
+        ok = profile.delta(float(eps)) <= float(dlt) * tol
+    if not ok:
+        raise ParameterError(
+            "epsilon", str(eps), f"an (ε, δ) = ({eps}, {dlt}) guarantee the profile meets"
+        )
+    return (eps, dlt)
+
+
+def _times(d: Declared, count: int) -> Declared:
+    return None if d is None else (d[0] * count, d[1] * count)
+
+
+def _add(total: tuple[Fraction, Fraction] | None, d: Declared) -> tuple[Fraction, Fraction] | None:
+    if total is None or d is None:
+        return None
+    return (total[0] + d[0], total[1] + d[1])
+
+
+def _rho(profile: PrivacyProfile, declared: Declared) -> Fraction | None:
+    """ρ of a spend: its profile's zCDP ρ, or ε²/2 for a pure ε-DP one (Bun & Steinke 2016,
+    Proposition 1.4), the exact declared ε when there is one."""
+    rho = profile.zcdp_rho()
+    pure: Fraction | None = None
+    if declared is not None and declared[1] == 0:
+        pure = declared[0] * declared[0] / 2
+    eps = profile.pure_epsilon()
+    if math.isfinite(eps) and pure is None:
+        pure = _fraction(eps) * _fraction(eps) / 2
+    options = [x for x in (None if rho is None else _fraction(rho), pure) if x is not None]
+    return min(options) if options else None
 
 
 def _round_down(x: Fraction) -> float:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
 
+from infodp._jsonable import to_jsonable
 from infodp.errors import ParameterError
 
 #: Exit statuses of every sub-command: 0 success, 2 bad input (one line on stderr),
@@ -26,37 +26,6 @@ json_option = click.option(
 def fail(message: str) -> None:
     """Print a one-line error on stderr."""
     click.echo(f"infodp: error: {message}", err=True)
-
-
-def to_jsonable(value: Any) -> Any:
-    """Convert numpy scalars/arrays and non-finite floats into strict JSON values.
-
-    Infinity has no JSON literal: it is written as ``null`` only where the caller says so;
-    here +inf becomes the string ``"inf"`` so that it is never confused with a missing value.
-    """
-    kind = type(value)
-    # Exact types first (the bulk of a large answer), without an isinstance chain.
-    if kind is str or kind is int or kind is bool or value is None:
-        return value
-    if kind is float:
-        return (
-            value
-            if math.isfinite(value)
-            else ("inf" if value > 0 else ("-inf" if value < 0 else None))
-        )
-    if kind is list or kind is tuple:
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if type(value).__module__ == "numpy":  # numpy is not imported just to test for it
-        if getattr(value, "ndim", 0):
-            return [to_jsonable(v) for v in value.tolist()]
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return "inf" if value > 0 else ("-inf" if value < 0 else None)
-    return value
 
 
 def emit(payload: dict[str, Any], as_json: bool, render: Callable[[dict[str, Any]], None]) -> None:

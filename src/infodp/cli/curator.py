@@ -14,7 +14,8 @@ from typing import Any
 import click
 
 from infodp._format import format_number as _fmtn
-from infodp.cli._common import emit, json_option, parse_floats, to_jsonable
+from infodp._jsonable import to_jsonable
+from infodp.cli._common import emit, json_option, parse_floats
 from infodp.errors import ParameterError
 
 __all__ = ["COMMANDS"]
@@ -200,13 +201,14 @@ def analyst() -> None:
 @click.option("--delta", default="0", show_default=True, help="Total δ budget.")
 @click.option(
     "--currency",
-    type=click.Choice(["basic", "pure", "approx", "rdp", "nats"]),
+    type=click.Choice(["basic", "pure", "approx", "rdp", "zcdp", "nats"]),
     default="basic",
     show_default=True,
-    help="basic: exact (ε, δ) sums; pure/approx/rdp/nats: enforced by the accountant "
-    "(approx composes with the tight PLD; rdp caps the Rényi-DP curve at --orders; nats bounds "
-    "information at level --alpha).",
+    help="basic: exact (ε, δ) sums; pure/approx/rdp/zcdp/nats: enforced by the accountant "
+    "(approx composes with the tight PLD; rdp caps the Rényi-DP curve at --orders; zcdp sums ρ "
+    "up to --rho; nats bounds information at level --alpha).",
 )
+@click.option("--rho", default=None, help="ρ of a zcdp budget (Bun & Steinke 2016).")
 @click.option("--alpha", type=float, default=1.0, show_default=True, help="Level for nats.")
 @click.option("--nats", "nats_budget", type=float, default=None, help="Nats per individual.")
 @click.option("--orders", default=None, help="Rényi orders of an rdp budget, e.g. 2,4,8.")
@@ -223,6 +225,7 @@ def analyst_add(
     currency: str,
     alpha: float,
     nats_budget: float | None,
+    rho: str | None,
     orders: str | None,
     rdp_epsilons: str | None,
     as_json: bool,
@@ -240,6 +243,12 @@ def analyst_add(
             if nats_budget is None:
                 raise ParameterError("--nats", None, "given for the nats currency")
             budget = AccountantBudget.nats(alpha, nats_budget)
+        elif currency == "zcdp":
+            if rho is None:
+                raise ParameterError("--rho", None, "given for the zcdp currency")
+            from infodp.curator.cost import as_budget_fraction
+
+            budget = AccountantBudget.zcdp(float(as_budget_fraction("--rho", rho)))
         elif currency == "rdp":
             if orders is None or rdp_epsilons is None:
                 raise ParameterError(
@@ -305,7 +314,22 @@ def analyst_list(db: str, as_json: bool) -> None:
 @db_option
 @click.option("--analyst", "analyst_name", default=None, help="Who pays for the query.")
 @click.option("--epsilon", default=None, help="ε this query spends (exact decimal).")
-@click.option("--delta", default="0", show_default=True, help="δ (partition selection only).")
+@click.option(
+    "--delta", default="0", show_default=True, help="δ (partition selection, Gaussian noise)."
+)
+@click.option(
+    "--noise",
+    type=click.Choice(["laplace", "gaussian"]),
+    default="laplace",
+    show_default=True,
+    help="Noise for counts and sums: discrete Laplace (ε) or discrete Gaussian ((ε, δ), δ > 0).",
+)
+@click.option(
+    "--accuracy",
+    default=None,
+    help="Target 95%%-style half-width (at --confidence): find the least ε that reaches it; "
+    "with --analyst the query then runs at that ε, otherwise only the ε is printed.",
+)
 @click.option("--synopsis", default=None, help="Answer from a released synopsis (free).")
 @click.option(
     "--synopsis-dataset",
@@ -326,6 +350,8 @@ def query(
     analyst_name: str | None,
     epsilon: str | None,
     delta: str,
+    noise: str,
+    accuracy: str | None,
     synopsis: str | None,
     synopsis_dataset: str | None,
     confidence: float,
@@ -335,6 +361,19 @@ def query(
     """Answer an aggregate SQL query with differential privacy."""
     cur = _curator(db, keep_open=True)
     try:
+        if accuracy is not None:
+            if epsilon is not None:
+                raise ParameterError("--accuracy", accuracy, "not given together with --epsilon")
+            eps = cur.epsilon_for(
+                sql, accuracy=accuracy, confidence=confidence, delta=delta, noise=noise
+            )
+            if analyst_name is None:
+                plan = cur.estimate(
+                    sql, epsilon=eps, delta=delta, confidence=confidence, noise=noise
+                )
+                emit({"epsilon": str(eps), **plan}, as_json, _render_plan)
+                return
+            epsilon = str(eps)
         if synopsis is not None:
             payload = cur.query_synopsis(
                 synopsis, sql, confidence=confidence, dataset=synopsis_dataset
@@ -345,11 +384,28 @@ def query(
             if epsilon is None:
                 raise ParameterError("--epsilon", None, "given (the ε this query spends)")
             payload = cur.query(
-                analyst_name, sql, epsilon=epsilon, delta=delta, confidence=confidence
+                analyst_name,
+                sql,
+                epsilon=epsilon,
+                delta=delta,
+                confidence=confidence,
+                noise=noise,
             ).to_dict()
     finally:
         cur.close()
     emit(payload, as_json, _render_answer)
+
+
+def _render_plan(p: dict[str, Any]) -> None:
+    from infodp._format import format_number
+
+    lines = [f"epsilon needed: {p['epsilon']} (confidence {p['confidence']})"]
+    for a in p["accuracy"]:
+        if "halfwidth" in a:
+            lines.append(f"  {a['measurement']}: ± {format_number(a['halfwidth'])}")
+        else:
+            lines.append(f"  {a['measurement']}: rank error {format_number(a['rank_error'])}")
+    click.echo("\n".join(lines))
 
 
 def _render_answer(p: dict[str, Any]) -> None:

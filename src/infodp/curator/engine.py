@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import itertools
 import json
 import math
@@ -50,24 +49,29 @@ from typing import Any
 import numpy as np
 
 from infodp._exact import parse_exact
-from infodp.curator.backends.duckdb import (
-    DuckDBBackend,
-    ExactAggregates,
-    column_grid,
-    quantile_bins,
+from infodp.curator.backends.duckdb import DuckDBBackend, ExactAggregates
+from infodp.curator.cost import (
+    MAX_CELLS,
+    MAX_HISTOGRAM_CELLS,
+    PRIVACY_PARAMETER_RANGE,
+    MeasurementCost,
+    QueryCost,
+    _float_up,
+    as_budget_fraction,
+    as_noise,
+    leakage_of,
+    plan_cost,
+    selection,
 )
-from infodp.curator.budget_info import discrete_laplace_information
+from infodp.curator.grid import column_grid, quantile_bins
 from infodp.curator.ledger import Budget, Ledger
-from infodp.curator.noise import (
+from infodp.curator.plan import Aggregate, QueryPlan, measurements
+from infodp.curator.release import (
     BufferedCryptoSource,
-    dlap_halfwidth,
-    dlap_tail,
-    exponential_mechanism_rows,
-    exponential_mechanism_scaled,
-    release_integers,
+    draw_noise,
+    quantile_draws,
     require_release_source,
 )
-from infodp.curator.plan import Aggregate, Measurement, QueryPlan, measurements
 from infodp.curator.schema import DatasetSchema, load_schema
 from infodp.curator.sql import parse_query, referenced_table
 from infodp.curator.store import fingerprint, open_store, private_files, record_dataset
@@ -84,280 +88,9 @@ __all__ = [
     "QueryCost",
     "QueryResult",
     "as_budget_fraction",
-    "leakage_summary",
+    "leakage_of",
     "plan_cost",
 ]
-
-#: Largest number of declared GROUP BY cells a query may ask for (and most groups released
-#: by partition selection); refused before anything is reserved.
-MAX_CELLS = 50_000
-#: Largest number of histogram bins (cells × bins, over all quantiles) a query may ask for.
-MAX_HISTOGRAM_CELLS = 2_000_000
-
-#: Exact bounds of a non-zero ε or δ (their float roundings stay normal numbers).
-PRIVACY_PARAMETER_RANGE = (Fraction(1, 10**300), Fraction(10**300))
-
-
-def as_budget_fraction(name: str, value: Any, *, allow_zero: bool = False) -> Fraction:
-    """A privacy parameter as an exact fraction: "0.1" and 0.1 both give 1/10 exactly.
-
-    Floats are read through their shortest decimal repr, so the ε the ledger debits is the
-    one the user typed, and the noise is calibrated to that same exact number.
-
-    >>> as_budget_fraction("epsilon", 0.1), as_budget_fraction("epsilon", "1e-6")
-    (Fraction(1, 10), Fraction(1, 1000000))
-    >>> as_budget_fraction("epsilon", -1)
-    Traceback (most recent call last):
-    ...
-    infodp.errors.ParameterError: epsilon must be a positive finite number; got -1.
-    """
-    allowed = "a non-negative finite number" if allow_zero else "a positive finite number"
-    if isinstance(value, bool):
-        raise ParameterError(name, value, allowed)
-    frac = parse_exact(name, value)
-    if frac < 0 or (frac == 0 and not allow_zero):
-        raise ParameterError(name, value, allowed)
-    if frac != 0 and not PRIVACY_PARAMETER_RANGE[0] <= frac <= PRIVACY_PARAMETER_RANGE[1]:
-        # Outside this range a float rounding of the value underflows to 0 or overflows (and
-        # the accounting downstream would divide by zero or produce NaN) after the charge.
-        span = "a number in [1e-300, 1e300]"
-        raise ParameterError(name, value, ("0 or " if allow_zero else "") + span)
-    return frac
-
-
-def _float_up(x: Fraction) -> float:
-    f = float(x)
-    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
-
-
-@dataclass(frozen=True, slots=True)
-class MeasurementCost:
-    """One noisy measurement: its ε share, integer sensitivity and noise scale (grid units)."""
-
-    measurement: Measurement
-    epsilon: Fraction
-    sensitivity: int
-    step: float
-
-    @property
-    def scale(self) -> float:
-        """Noise scale b = Δ/ε (grid units) — for the exponential mechanism 2Δ/ε."""
-        return float(Fraction(self.sensitivity) / self.epsilon)
-
-
-@dataclass(frozen=True, slots=True)
-class QueryCost:
-    """What a query costs: (ε, δ) for the analyst, information (nats) about the whole table."""
-
-    epsilon: Fraction
-    delta: Fraction
-    parts: tuple[MeasurementCost, ...]
-    information_nats: float
-    cells: int
-    #: The declared public row bound the information cost assumes (None: none declared).
-    row_bound: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (floats rounded up; exact fractions alongside)."""
-        return {
-            "information_scope": _information_scope(self.row_bound, self.information_nats),
-            "epsilon": _float_up(self.epsilon),
-            "delta": _float_up(self.delta),
-            "epsilon_exact": str(self.epsilon),
-            "delta_exact": str(self.delta),
-            "information_nats": self.information_nats,
-            "information_bits": self.information_nats / math.log(2.0),
-            "measurements": [
-                {
-                    "measurement": p.measurement.key,
-                    "epsilon": _float_up(p.epsilon),
-                    "sensitivity": p.sensitivity * p.step,
-                    "mechanism": "exponential"
-                    if p.measurement.kind == "quantile"
-                    else "discrete_laplace",
-                    "noise_scale": p.scale * p.step,
-                }
-                for p in self.parts
-            ],
-        }
-
-
-def _information_scope(row_bound: int | None, nats: float) -> str:
-    """What ``information_nats`` covers (it never uses the measured, private row count)."""
-    if row_bound is None and not math.isfinite(nats):
-        return (
-            "per individual only: the table declares no public row count or bound, so the "
-            "information about the whole table is not bounded here (inf)"
-        )
-    if not math.isfinite(nats):
-        return "not bounded: the released key set (partition selection) is not covered here"
-    if row_bound is None:
-        return "about the whole table (this query's information does not depend on its size)"
-    return f"about the whole table, assuming its declared public bound of {row_bound} rows"
-
-
-def _cells(plan: QueryPlan) -> int:
-    n = 1
-    for g in plan.group_by:
-        if g.categories is None:
-            return -1
-        n *= len(g.categories)
-    return n
-
-
-def plan_cost(
-    plan: QueryPlan, schema: DatasetSchema, epsilon: Fraction, delta: Fraction, rows: int | None
-) -> QueryCost:
-    """Split ε over the plan's measurements and bound the information released.
-
-    ``rows`` is the declared public bound on the row count (:attr:`DatasetSchema.row_bound`),
-    never the measured count: the cost must be the same on neighbouring tables. Without one,
-    counts and sums release an unbounded amount of information about the whole table (inf).
-
-    Sensitivities (L1 over all cells, add/remove one unit with at most m rows): COUNT m;
-    SUM m·max|v|; centred sums m·r and m·r² (r = largest |v − centre|), in grid units; the
-    quantile score |#{x < t} − q·n| changes by at most m (exponential mechanism).
-
-    >>> from infodp.curator.plan import Output
-    >>> s = load_schema({"table": "t", "privacy_unit": "row",
-    ...                  "columns": {"x": {"type": "int", "bounds": [0, 10]}}})
-    >>> c = plan_cost(parse_query("SELECT AVG(x) FROM t", s), s, Fraction(1), Fraction(0), 100)
-    >>> [(p.measurement.key, str(p.epsilon), p.sensitivity) for p in c.parts]
-    [('csum(x)', '1/2', 5), ('count(x)', '1/2', 1)]
-    """
-    ms = measurements(plan)
-    share = epsilon / len(ms)
-    m = schema.max_rows_per_unit
-    parts: list[MeasurementCost] = []
-    for meas in ms:
-        step = 1.0
-        if meas.kind in ("count_rows", "count", "quantile"):
-            sens = m
-        else:
-            if meas.column is None:
-                raise InternalError(f"{meas.key} without a column")
-            grid = column_grid(schema.column(meas.column))
-            step = grid.step
-            if meas.kind == "sum":
-                sens = m * grid.magnitude
-            elif meas.kind == "csum":
-                sens = m * grid.radius
-            elif meas.kind == "csumsq":
-                sens = m * grid.radius**2
-                step = grid.step**2
-            else:
-                raise InternalError(f"unknown measurement {meas.kind}")
-        parts.append(MeasurementCost(meas, share, sens, step))
-        if sens > 0 and not parts[-1].scale > 0:
-            # ε so large that Δ/ε underflows: refused before anything is reserved (this check
-            # does not depend on the table, unlike the information cost).
-            raise ParameterError(
-                "scale", 0.0, "a positive number (> 0): epsilon is too large for its noise scale"
-            )
-    cells = _cells(plan)
-    if plan.needs_partition_selection:
-        if any(meas.kind == "quantile" for meas in ms):
-            # Each quantile histogram is its own bounded statement; keys seen only there would
-            # become extra candidates for selection, beyond the k per unit the threshold's δ
-            # assumes. Refused until all measurements share one bounded row set.
-            cols = ", ".join(g.column for g in plan.group_by if g.categories is None)
-            raise ParameterError(
-                f"MEDIAN/QUANTILE with GROUP BY over {cols} (no declared categories) is not "
-                "supported: declare the column's categories, or ask the quantile separately."
-            )
-        if delta <= 0:
-            cols = ", ".join(g.column for g in plan.group_by if g.categories is None)
-            raise ParameterError(
-                "delta",
-                float(delta),
-                f"> 0 for GROUP BY over {cols}, which has no declared categories (DP partition "
-                "selection costs δ; or declare the column as a category)",
-            )
-        info = math.inf  # the released key set itself is not bounded by this accounting
-    else:
-        delta = Fraction(0)
-        if cells > MAX_CELLS:
-            raise ParameterError("GROUP BY", cells, f"at most {MAX_CELLS} declared cells")
-        bins = sum(
-            cells * quantile_bins(schema.column(p.measurement.column))[0]
-            for p in parts
-            if p.measurement.kind == "quantile" and p.measurement.column is not None
-        )
-        if bins > MAX_HISTOGRAM_CELLS:
-            raise ParameterError(
-                "GROUP BY with MEDIAN/QUANTILE",
-                f"{cells} cells × histogram bins = {bins}",
-                f"at most {MAX_HISTOGRAM_CELLS} histogram bins in all (fewer groups or quantiles)",
-            )
-        info = 0.0
-        for p in parts:
-            info += cells * _information(p, schema, rows)
-        info = math.nextafter(info, math.inf) if 0 < info < math.inf else info
-    return QueryCost(epsilon, delta, tuple(parts), info, cells, rows)
-
-
-def _information(p: MeasurementCost, schema: DatasetSchema, rows: int | None) -> float:
-    """Nats about the whole table released by one cell of one measurement (budget_info)."""
-    meas = p.measurement
-    if p.sensitivity == 0:
-        return 0.0
-    if meas.kind == "quantile":
-        if meas.column is None:
-            raise InternalError("quantile without a column")
-        return math.log(quantile_bins(schema.column(meas.column))[0] + 1)
-    if rows is None:
-        return math.inf  # no declared bound on the count: the width is not public
-    if meas.kind in ("count_rows", "count"):
-        width = rows
-    else:
-        if meas.column is None:
-            raise InternalError(f"{meas.key} without a column")
-        g = column_grid(schema.column(meas.column))
-        per_row = {"sum": g.hi - g.lo, "csum": g.hi - g.lo, "csumsq": g.radius**2}[meas.kind]
-        width = rows * per_row
-    return discrete_laplace_information(float(width), p.scale)
-
-
-@functools.lru_cache(maxsize=256)
-def _leakage_cached(epsilon: float, delta: float, rows: int | None) -> str:
-    return json.dumps(_leakage(epsilon, delta, rows))
-
-
-def leakage_summary(epsilon: float, delta: float, rows: int | None) -> dict[str, Any]:
-    """The :func:`infodp.explain.explain` summary of a query's cost (per individual).
-
-    >>> s = leakage_summary(1.0, 0.0, None)
-    >>> round(s["bits"]["inf"], 4), round(s["attacker_success_max"], 6)
-    (1.4427, 0.731059)
-    """
-    out: dict[str, Any] = json.loads(_leakage_cached(epsilon, delta, rows))
-    return out
-
-
-def _leakage(epsilon: float, delta: float, rows: int | None) -> dict[str, Any]:
-    try:
-        from infodp.accounting import approximate_dp_profile, pure_dp_profile
-        from infodp.explain import explain
-    except ImportError:  # pragma: no cover - the explain/accounting modules are part of infodp
-        return {"epsilon": epsilon, "delta": delta, "note": "explain() unavailable"}
-    profile = pure_dp_profile(epsilon) if delta == 0 else approximate_dp_profile(epsilon, delta)
-    e = explain(profile, rows=rows)
-    # The fields of Explanation.to_dict this summary keeps, read directly: to_dict would also
-    # tabulate the attacker's trade-off curve, which is most of its cost (a fixed cost of
-    # every query) and is not part of the summary.
-    out: dict[str, Any] = {
-        "epsilon": e.epsilon,
-        "delta": e.delta,
-        "nats": dict(e.nats),
-        "bits": dict(e.bits),
-        "attacker_success_max": e.attacker_success_max,
-        "posterior_odds_bound": e.posterior_odds_bound,
-        "unbounded_probability": e.unbounded_probability,
-        "warnings": list(e.warnings),
-    }
-    if rows is not None:
-        out["expected_exposed_individuals"] = e.expected_exposed_individuals
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -686,35 +419,21 @@ class Curator:
         epsilon: Any,
         delta: Any = 0,
         confidence: float = 0.95,
+        noise: Any = "laplace",
     ) -> QueryResult:
         """Answer ``sql`` with DP noise, charging ``epsilon`` (and ``delta``) to ``analyst``.
+
+        ``noise``: ``"laplace"`` (discrete Laplace, pure ε) or ``"gaussian"`` (the discrete
+        Gaussian calibrated to (ε, δ), δ > 0; it composes tightly in the approx, rdp and
+        zcdp currencies).
 
         Raises :class:`~infodp.errors.BudgetExceeded` (nothing released, nothing spent) when
         the analyst's remaining budget or the dataset's information cap is too small.
         """
-        eps = as_budget_fraction("epsilon", epsilon)
-        dlt = as_budget_fraction("delta", delta, allow_zero=True)
-        if dlt >= 1:
-            raise ParameterError("delta", delta, "a probability in [0, 1)")
-        if not (
-            isinstance(confidence, float | int)
-            and not isinstance(confidence, bool)
-            and 0 < confidence < 1
-        ):
-            raise ParameterError("confidence", confidence, "a number in (0, 1)")
-        # Validate completely, then reserve: everything below up to the reservation depends
-        # on the query and the declared schema only, and a refusal costs nothing.
-        plan, schema, rows, unit_ok = self.plan(sql)
-        cost = plan_cost(plan, schema, eps, dlt, rows)
-        leak = leakage_summary(_float_up(cost.epsilon), _float_up(cost.delta), rows)
-        _require_finite("the query's privacy summary", leak)
+        plan, schema, _, unit_ok, cost, leak = self._priced(sql, epsilon, delta, noise, confidence)
         ms = tuple(p.measurement for p in cost.parts)
-        if plan.needs_partition_selection:
-            # Computed now so that a threshold that cannot be formed fails before the charge.
-            sel = cost.parts[[p.measurement.key for p in cost.parts].index("count(*)")]
-            _selection_threshold(sel, schema.group_limit, schema.max_rows_per_unit, cost.delta)
         self.backend.check(plan, schema, ms, unit_rows_ok=unit_ok)
-        profile = _profile_spec(cost)
+        profile = cost.profile_spec()
         entry = self.ledger.reserve(
             analyst,
             plan.table,
@@ -731,7 +450,7 @@ class Curator:
             self.ledger.cancel(entry, f"store not opened: {type(err).__name__}")
             raise
         try:
-            noise: dict[tuple[str, ...], list[int | None]] | None = None
+            drawn: dict[tuple[str, ...], list[int | None]] | None = None
             try:
                 if not plan.needs_partition_selection:
                     # The released cells are known in advance (declared keys) and the noise does
@@ -739,7 +458,7 @@ class Curator:
                     # durable reservation. (Batched, it takes ~0.3 ms for 200 cells; overlapping
                     # it with DuckDB in a worker thread cost more in thread start-up and GIL
                     # hand-offs than it saved, so it is drawn inline.)
-                    noise = self._draw_noise(plan, cost)
+                    drawn = self._draw_noise(plan, cost)
                 exact = self.backend.aggregate(
                     con, plan, schema, ms, unit_rows_ok=unit_ok, deadline=self.query_timeout
                 )
@@ -749,7 +468,7 @@ class Curator:
                 raise
             self._at("aggregated", entry)
             columns, out_rows, intervals, notes, raw = self._release(
-                plan, schema, cost, exact, 1 - confidence, noise
+                plan, schema, cost, exact, 1 - confidence, drawn
             )
             remaining = self.ledger.budget(analyst, plan.table)
             result = QueryResult(
@@ -767,6 +486,101 @@ class Curator:
             raise
         self.ledger.complete(entry, payload)
         return result
+
+    def _priced(
+        self, sql: str, epsilon: Any, delta: Any, noise: Any, confidence: Any = 0.95
+    ) -> tuple[QueryPlan, DatasetSchema, int | None, bool, QueryCost, dict[str, Any]]:
+        """Validate completely and price ``sql``: everything here depends on the query and the
+        declared schema only, so a refusal (before any reservation) costs nothing."""
+        eps = as_budget_fraction("epsilon", epsilon)
+        dlt = as_budget_fraction("delta", delta, allow_zero=True)
+        if dlt >= 1:
+            raise ParameterError("delta", delta, "a probability in [0, 1)")
+        _check_confidence(confidence)
+        kind = as_noise(noise)
+        plan, schema, rows, unit_ok = self.plan(sql)
+        cost = plan_cost(plan, schema, eps, dlt, rows, kind)
+        if plan.needs_partition_selection:
+            selection(cost).threshold()  # a threshold that cannot be formed fails here
+        leak = leakage_of(cost)
+        _require_finite("the query's privacy summary", leak)
+        return plan, schema, rows, unit_ok, cost, leak
+
+    def estimate(
+        self,
+        sql: str,
+        *,
+        epsilon: Any,
+        delta: Any = 0,
+        confidence: float = 0.95,
+        noise: Any = "laplace",
+    ) -> dict[str, Any]:
+        """Cost and accuracy of ``sql`` at ``epsilon`` without spending or reading data.
+
+        Per measurement: the half-width h (in the column's units) with P(|noise| > h) ≤ β =
+        1 − confidence for one cell, from the mechanism's own tail; for quantiles the rank
+        error of the exponential mechanism (Dwork & Roth 2014, Thm 3.11).
+        """
+        _, schema, _, _, cost, leak = self._priced(sql, epsilon, delta, noise, confidence)
+        beta = 1.0 - float(confidence)
+        return {
+            "cost": {**cost.to_dict(), "leakage": leak},
+            "accuracy": [_accuracy(p, schema, beta) for p in cost.parts],
+            "confidence": confidence,
+            "cells": cost.cells,
+        }
+
+    def epsilon_for(
+        self,
+        sql: str,
+        *,
+        accuracy: Any,
+        confidence: float = 0.95,
+        delta: Any = 0,
+        noise: Any = "laplace",
+    ) -> Fraction:
+        """The least ε (to 3 significant digits, rounded up) at which every non-quantile
+        measurement's half-width is at most ``accuracy`` with the given confidence.
+
+        Accuracy-first planning (as OpenDP's ``summarize(alpha=…)`` and Tumult's error
+        reports): bisection on ε over the mechanisms' own half-widths, which shrink as ε
+        grows. Nothing is spent.
+        """
+        target = parse_exact("accuracy", accuracy)
+        if not target > 0:
+            raise ParameterError("accuracy", accuracy, "a positive half-width")
+        _check_confidence(confidence)
+        beta = 1.0 - float(confidence)
+
+        def ok(eps: Fraction) -> bool:
+            _, schema, _, _, cost, _ = self._priced(sql, eps, delta, noise, confidence)
+            widths = [
+                _accuracy(p, schema, beta).get("halfwidth", 0.0)
+                for p in cost.parts
+                if p.measurement.kind != "quantile"
+            ]
+            return all(Fraction(w) <= target for w in widths)
+
+        hi = Fraction(1)
+        while not ok(hi):
+            hi *= 2
+            if hi > 10**6:
+                raise ParameterError("accuracy", accuracy, "a half-width reachable with ε ≤ 1e6")
+        lo = hi / 2
+        while ok(lo):
+            hi, lo = lo, lo / 2
+            if lo < Fraction(1, 10**9):
+                return hi
+        for _ in range(40):  # hi is always feasible
+            if (hi - lo) / hi < Fraction(1, 1000):
+                break
+            mid = (lo + hi) / 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid
+        digits = Fraction(10) ** (2 - math.floor(math.log10(float(hi))))
+        return Fraction(math.ceil(hi * digits)) / digits
 
     # -- non-interactive release ---------------------------------------------------------------
 
@@ -834,20 +648,15 @@ class Curator:
         cost: QueryCost,
         keys: Sequence[tuple[str, ...]] | None = None,
     ) -> dict[tuple[str, ...], list[int | None]]:
-        """Discrete Laplace noise for every cell (``keys``, default: the declared ones) and
-        non-quantile measurement: one exact batch per measurement (CKS 2020, Algorithm 2)."""
+        """Noise for every cell (``keys``, default: the declared ones) and non-quantile
+        measurement, from the measurement's mechanism: one exact batch per measurement."""
         if keys is None and plan.group_by:
             keys = [
                 tuple(k) for k in itertools.product(*(g.categories or () for g in plan.group_by))
             ]
         elif keys is None:
             keys = [()]
-        columns = [
-            None
-            if p.measurement.kind == "quantile"
-            else release_integers([0] * len(keys), p.sensitivity, p.epsilon, self._source)
-            for p in cost.parts
-        ]
+        columns = draw_noise(cost.parts, len(keys), self._source)
         return {
             key: [None if col is None else col[j] for col in columns] for j, key in enumerate(keys)
         }
@@ -893,10 +702,7 @@ class Curator:
                 None if n is None else int(vals[i] or 0) + n for i, n in enumerate(noise[key])
             ]
         if plan.needs_partition_selection:
-            sel = parts[index["count(*)"]]
-            threshold = _selection_threshold(
-                sel, schema.group_limit, schema.max_rows_per_unit, cost.delta
-            )
+            threshold = selection(cost).threshold()
             keys = [k for k in keys if (noisy[k][index["count(*)"]] or 0) >= threshold]
             notes.append(
                 f"groups were chosen by DP partition selection: a group is released only when "
@@ -947,7 +753,7 @@ class Curator:
 
         Scores |#{x < t_j} − q·n| (McSherry & Talwar 2007; Dwork & Roth 2014, Thm 3.10 with
         Δ = m) as integers over q's denominator; all groups of a measurement are drawn in one
-        vectorised batch (:func:`~infodp.curator.noise.exponential_mechanism_rows`).
+        vectorised batch (:meth:`~infodp.mechanisms.ExponentialQuantile.release_rows`).
         """
         out: dict[tuple[tuple[str, ...], int], int] = {}
         for i, p in enumerate(parts):
@@ -966,21 +772,15 @@ class Curator:
             below = np.zeros((len(keys), k + 1), dtype=np.int64)
             np.cumsum(hist, axis=1, out=below[:, 1:])
             top = int(n.max())
-            eps, sens = p.epsilon, Fraction(p.sensitivity)
             if b * max(top, 1) < 2**62 and a * top < 2**62:
                 scaled = np.abs(below * b - (n * a)[:, None])  # exact in int64
-                js = exponential_mechanism_rows(scaled, b, eps, sens, self._source)
+                js = quantile_draws(p, scaled, b, self._source)
             else:
-                js = [
-                    exponential_mechanism_scaled(
-                        [abs(b * int(c) - a * int(total)) for c in row.tolist()],
-                        b,
-                        eps,
-                        sens,
-                        self._source,
-                    )
+                rows = [
+                    [abs(b * int(c) - a * int(total)) for c in row.tolist()]
                     for row, total in zip(below, n, strict=True)
                 ]
+                js = quantile_draws(p, rows, b, self._source)
             for key, j in zip(keys, js, strict=True):
                 out[(key, i)] = j
         return out
@@ -1003,7 +803,7 @@ class Curator:
             v = noisy[i]
             if v is None:
                 raise InternalError(f"{mkey} has no noisy value")
-            return v, _halfwidth(p.sensitivity, p.epsilon, level), p
+            return v, p.halfwidth(level), p
 
         if agg.func == "count":
             mkey = "count(*)" if agg.column is None else f"count({agg.column})"
@@ -1082,41 +882,28 @@ class Curator:
         raise InternalError(f"unknown aggregate {agg.func}")
 
 
-def _profile_spec(cost: QueryCost) -> dict[str, Any]:
-    """The query's privacy profile as an ``infodp.accounting`` spec (ε rounded up).
-
-    The query is ε-DP (every measurement is ε_i-DP, Σ ε_i = ε) or, with partition selection,
-    (ε, δ)-DP; ``pure_dp_profile`` holds the tight bounds implied by ε-DP alone.
-    """
-    from infodp.accounting import approximate_dp_profile, pure_dp_profile
-    from infodp.accounting.spec import profile_to_spec
-
-    eps = _float_up(cost.epsilon)
-    if cost.delta == 0:
-        return profile_to_spec(pure_dp_profile(eps))
-    return profile_to_spec(approximate_dp_profile(eps, _float_up(cost.delta)))
-
-
-@functools.lru_cache(maxsize=4096)
-def _halfwidth(sensitivity: int, epsilon: Fraction, beta: float) -> int:
-    # The same for every cell of a measurement: computed once per (Δ, ε, β).
-    return dlap_halfwidth(float(Fraction(sensitivity) / epsilon), beta)
+def _accuracy(p: MeasurementCost, schema: DatasetSchema, beta: float) -> dict[str, Any]:
+    m = p.measurement
+    if m.kind == "quantile" and m.column is not None:
+        k = quantile_bins(schema.column(m.column))[0]
+        # Dwork & Roth 2014, Thm 3.11 (as in Curator._answer): rank error at level β.
+        rank = float(2 * p.sensitivity / p.epsilon) * (math.log(k + 1) + math.log(1 / beta))
+        return {"measurement": m.key, "rank_error": rank}
+    return {
+        "measurement": m.key,
+        "mechanism": p.mechanism_name,
+        "halfwidth": p.halfwidth(beta) * p.step,
+        "noise_scale": p.scale * p.step,
+    }
 
 
-def _selection_threshold(sel: MeasurementCost, k: int, m: int, delta: Fraction) -> int:
-    """Smallest integer τ with k·P(m + Y ≥ τ) ≤ δ for Y discrete Laplace of scale b.
-
-    A unit creates at most k new groups, each with a count of at most m; a group absent from
-    the neighbour is released only if its noisy count reaches τ (Korolova et al. 2009;
-    Wilson et al. 2020, Sec. 3), so the δ of the whole selection is at most k times that
-    tail. P(Y ≥ j) = p^j/(1 + p) for j ≥ 1 (half of the two-sided tail :func:`dlap_tail`).
-    """
-    b = sel.scale
-    target = float(delta) / k
-    j = max(1, math.ceil(b * (math.log(1 / target) - math.log1p(math.exp(-1 / b)))))
-    while dlap_tail(b, j - 1) / 2 > target:
-        j += 1
-    return m + j
+def _check_confidence(confidence: Any) -> None:
+    if not (
+        isinstance(confidence, float | int)
+        and not isinstance(confidence, bool)
+        and 0 < confidence < 1
+    ):
+        raise ParameterError("confidence", confidence, "a number in (0, 1)")
 
 
 def _require_finite(what: str, value: Any) -> None:
@@ -1135,7 +922,7 @@ def _require_finite(what: str, value: Any) -> None:
 
 
 def _jsonable(payload: dict[str, Any]) -> dict[str, Any]:
-    from infodp.cli._common import to_jsonable
+    from infodp._jsonable import to_jsonable
 
     out = to_jsonable(payload)
     if not isinstance(out, dict):

@@ -888,7 +888,7 @@ class Ledger:
         short_delta = delta - b.remaining_delta
         new_state: str | None = None
         if b.accountant_json is not None:
-            new_state = _accountant_spend(b.accountant_json, profile_spec)
+            new_state = _accountant_spend(b.accountant_json, profile_spec, epsilon, delta)
         elif short_eps > 0 or short_delta > 0:
             raise BudgetExceeded(
                 f"epsilon={format_fraction(epsilon)}, delta={format_fraction(delta)}",
@@ -990,9 +990,10 @@ class Ledger:
                     (e.analyst, e.dataset),
                 ).fetchone()
                 specs = [
-                    r[0]
+                    (r[0], _frac(r[1]), _frac(r[2]))
                     for r in conn.execute(
-                        "SELECT profile_json FROM entries WHERE analyst = ? AND dataset = ? "
+                        "SELECT profile_json, epsilon, delta FROM entries WHERE analyst = ? "
+                        "AND dataset = ? "
                         f"AND status IN {_SPENDING} AND id <> ? ORDER BY id",
                         (e.analyst, e.dataset, entry_id),
                     )
@@ -1070,6 +1071,17 @@ class Ledger:
         if row is None:
             raise InternalError(f"no ledger entry {entry_id}")
         return _to_entry(row)
+
+    def entry_profile(self, entry_id: int) -> dict[str, Any] | None:
+        """The privacy profile spec the entry was charged (``infodp.accounting.spec``)."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT profile_json FROM entries WHERE id = ?", (entry_id,)
+            ).fetchone()
+        if row is None:
+            raise InternalError(f"no ledger entry {entry_id}")
+        out: dict[str, Any] | None = None if row[0] is None else json.loads(row[0])
+        return out
 
     def entry(self, entry_id: int) -> Entry:
         """One entry by id."""
@@ -1258,28 +1270,35 @@ def _digest(salt: str, secret: str) -> str:
     return hashlib.sha256((salt + secret).encode()).hexdigest()
 
 
-def _accountant_spend(state: str, profile_spec: dict[str, Any] | None) -> str:
-    """The accountant state after spending the query's profile (BudgetExceeded if it can't)."""
+def _accountant_spend(
+    state: str, profile_spec: dict[str, Any] | None, epsilon: Fraction, delta: Fraction
+) -> str:
+    """The accountant state after spending the query's profile (BudgetExceeded if it can't).
+
+    The query's exact (ε, δ) is declared with it, so pure-ε sums stay exact in every currency.
+    """
     from infodp.accounting.accountant import Accountant
     from infodp.accounting.spec import profile_from_spec
 
     if profile_spec is None:
         raise InternalError("an accountant budget needs the query's privacy profile")
     acc = Accountant.from_json(state)
-    acc.spend(profile_from_spec(profile_spec))
+    acc.spend(profile_from_spec(profile_spec), epsilon=epsilon, delta=delta)
     return acc.to_json()
 
 
-def _accountant_rebuild(budget_json: str, specs: list[str | None]) -> str:
+def _accountant_rebuild(
+    budget_json: str, specs: list[tuple[str | None, Fraction, Fraction]]
+) -> str:
     from infodp.accounting.accountant import Accountant
     from infodp.accounting.accountant import Budget as AccountantBudget
     from infodp.accounting.spec import profile_from_spec
 
     acc = Accountant(AccountantBudget.from_dict(json.loads(budget_json)))
-    for spec in specs:
+    for spec, eps, dlt in specs:
         if spec is None:
             raise InternalError("a spending entry without its privacy profile")
-        acc.spend(profile_from_spec(json.loads(spec)))
+        acc.spend(profile_from_spec(json.loads(spec)), epsilon=eps, delta=dlt)
     return acc.to_json()
 
 

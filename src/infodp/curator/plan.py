@@ -16,22 +16,55 @@ query language; the plan never contains SQL text.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from fractions import Fraction
 
 __all__ = [
     "AGGREGATES",
     "Aggregate",
+    "AggregateFunc",
     "GroupKey",
     "Measurement",
+    "MeasurementKind",
     "Output",
     "Predicate",
     "QueryPlan",
     "measurements",
 ]
 
+
+class AggregateFunc(enum.StrEnum):
+    """The aggregate functions a plan may hold (typed plan nodes; equal to their names)."""
+
+    COUNT = "count"
+    SUM = "sum"
+    AVG = "avg"
+    VARIANCE = "variance"
+    STDDEV = "stddev"
+    QUANTILE = "quantile"
+
+
+class MeasurementKind(enum.StrEnum):
+    """What a noisy measurement sums (see :class:`Measurement`)."""
+
+    COUNT_ROWS = "count_rows"
+    COUNT = "count"
+    SUM = "sum"
+    CSUM = "csum"
+    CSUMSQ = "csumsq"
+    QUANTILE = "quantile"
+
+
 #: Aggregate functions a plan may hold.
-AGGREGATES: tuple[str, ...] = ("count", "sum", "avg", "variance", "stddev", "quantile")
+AGGREGATES: tuple[str, ...] = tuple(f.value for f in AggregateFunc)
+
+
+def _typed(cls: type[enum.StrEnum], value: str, name: str) -> enum.StrEnum:
+    try:
+        return cls(value)
+    except ValueError:
+        raise ValueError(f"unknown {name} {value!r}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,10 +88,13 @@ class Aggregate:
     ``variance``/``stddev`` (``population`` for VAR_POP/STDDEV_POP), ``quantile`` (``q``).
     """
 
-    func: str
+    func: AggregateFunc
     column: str | None = None
     q: Fraction | None = None
     population: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "func", _typed(AggregateFunc, self.func, "aggregate"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,9 +144,12 @@ class Measurement:
     their squares), ``quantile`` (a histogram of the column for the exponential mechanism).
     """
 
-    kind: str
+    kind: MeasurementKind
     column: str | None = None
     q: Fraction | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", _typed(MeasurementKind, self.kind, "measurement"))
 
     @property
     def key(self) -> str:
@@ -125,20 +164,23 @@ class Measurement:
 def _needs(agg: Aggregate) -> tuple[Measurement, ...]:
     if agg.func == "count":
         if agg.column is None:
-            return (Measurement("count_rows"),)
-        return (Measurement("count", agg.column),)
+            return (Measurement(MeasurementKind.COUNT_ROWS),)
+        return (Measurement(MeasurementKind.COUNT, agg.column),)
     if agg.func == "sum":
-        return (Measurement("sum", agg.column),)
+        return (Measurement(MeasurementKind.SUM, agg.column),)
     if agg.func == "avg":
-        return (Measurement("csum", agg.column), Measurement("count", agg.column))
+        return (
+            Measurement(MeasurementKind.CSUM, agg.column),
+            Measurement(MeasurementKind.COUNT, agg.column),
+        )
     if agg.func in ("variance", "stddev"):
         return (
-            Measurement("csum", agg.column),
-            Measurement("csumsq", agg.column),
-            Measurement("count", agg.column),
+            Measurement(MeasurementKind.CSUM, agg.column),
+            Measurement(MeasurementKind.CSUMSQ, agg.column),
+            Measurement(MeasurementKind.COUNT, agg.column),
         )
     if agg.func == "quantile":
-        return (Measurement("quantile", agg.column, agg.q),)
+        return (Measurement(MeasurementKind.QUANTILE, agg.column, agg.q),)
     raise ValueError(f"unknown aggregate {agg.func!r}")
 
 
@@ -156,7 +198,7 @@ def measurements(plan: QueryPlan) -> tuple[Measurement, ...]:
     """
     seen: dict[str, Measurement] = {}
     if plan.needs_partition_selection:
-        seen["count(*)"] = Measurement("count_rows")
+        seen["count(*)"] = Measurement(MeasurementKind.COUNT_ROWS)
     for agg in plan.aggregates:
         for m in _needs(agg):
             seen.setdefault(m.key, m)

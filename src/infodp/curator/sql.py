@@ -36,7 +36,7 @@ import sqlglot
 from sqlglot import exp
 
 from infodp._exact import parse_exact
-from infodp.curator.plan import Aggregate, GroupKey, Output, Predicate, QueryPlan
+from infodp.curator.plan import Aggregate, AggregateFunc, GroupKey, Output, Predicate, QueryPlan
 from infodp.curator.schema import ColumnSpec, DatasetSchema
 from infodp.errors import ParameterError
 
@@ -372,7 +372,7 @@ def _aggregate(node: exp.Expr, schema: DatasetSchema, q: set[str]) -> Aggregate 
         if isinstance(arg, exp.Distinct):
             raise _refuse("COUNT(DISTINCT ...)")
         if arg is None or isinstance(arg, exp.Star):
-            return Aggregate("count")
+            return Aggregate(AggregateFunc.COUNT)
         col = _column(arg, schema, q)
         if not (col.is_numeric and col.bounds is not None):
             # The engine counts the bounded copy of a numeric column; refuse here, before any
@@ -381,7 +381,7 @@ def _aggregate(node: exp.Expr, schema: DatasetSchema, q: set[str]) -> Aggregate 
                 f"COUNT({col.name}) counts the values of a bounded numeric column; for column "
                 f"{col.name} ({col.type}) use COUNT(*) with WHERE {col.name} IS NOT NULL."
             )
-        return Aggregate("count", col.name)
+        return Aggregate(AggregateFunc.COUNT, col.name)
     simple: dict[type[exp.Expr], tuple[str, bool]] = {
         exp.Sum: ("sum", False),
         exp.Avg: ("avg", False),
@@ -398,16 +398,16 @@ def _aggregate(node: exp.Expr, schema: DatasetSchema, q: set[str]) -> Aggregate 
                 raise _refuse(f"{name}(DISTINCT ...)")
             col = _column(arg, schema, q)
             _needs_bounds(func.upper(), col, schema.table)
-            return Aggregate(func, col.name, population=population)
+            return Aggregate(AggregateFunc(func), col.name, population=population)
     if isinstance(node, exp.Median):
         col = _column(node.this, schema, q)
         _needs_bounds("MEDIAN", col, schema.table)
-        return Aggregate("quantile", col.name, q=Fraction(1, 2))
+        return Aggregate(AggregateFunc.QUANTILE, col.name, q=Fraction(1, 2))
     if isinstance(node, (exp.Quantile, exp.ApproxQuantile, exp.PercentileCont, exp.PercentileDisc)):
         col = _column(node.this, schema, q)
         _needs_bounds("QUANTILE", col, schema.table)
         qnode = node.args.get("quantile") or node.args.get("expression")
-        return Aggregate("quantile", col.name, q=_quantile_arg(qnode))
+        return Aggregate(AggregateFunc.QUANTILE, col.name, q=_quantile_arg(qnode))
     if (
         isinstance(node, exp.Anonymous)
         and node.name.upper() in ("QUANTILE_CONT", "QUANTILE_DISC")
@@ -416,7 +416,7 @@ def _aggregate(node: exp.Expr, schema: DatasetSchema, q: set[str]) -> Aggregate 
         # sqlglot's generic dialect leaves DuckDB's QUANTILE_CONT/DISC as plain calls.
         col = _column(node.expressions[0], schema, q)
         _needs_bounds("QUANTILE", col, schema.table)
-        return Aggregate("quantile", col.name, q=_quantile_arg(node.expressions[1]))
+        return Aggregate(AggregateFunc.QUANTILE, col.name, q=_quantile_arg(node.expressions[1]))
     if isinstance(node, exp.AggFunc):
         raise _refuse(
             f"aggregate function {name}",

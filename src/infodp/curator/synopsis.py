@@ -28,11 +28,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from infodp.curator.noise import dlap_halfwidth
 from infodp.curator.plan import Predicate
 from infodp.curator.schema import DatasetSchema
 from infodp.curator.sql import INT_GROUP_MAX_KEYS, parse_query
 from infodp.errors import ParameterError
+from infodp.mechanisms.laplace import DiscreteLaplaceMechanism
 
 __all__ = [
     "MAX_SYNOPSIS_CELLS",
@@ -63,9 +63,10 @@ def _log_mgf(u: npt.NDArray[np.float64], scale: float) -> npt.NDArray[np.float64
 def chernoff_halfwidth(weights: Sequence[float], scale: float, beta: float) -> float:
     """h with P(|Σ w_c N_c| ≥ h) ≤ β for iid discrete Laplace N_c of ``scale`` (see module).
 
-    One unit weight reduces to the exact two-sided tail (:func:`dlap_halfwidth`).
+    One unit weight reduces to the exact two-sided tail
+    (:meth:`DiscreteLaplaceMechanism.halfwidth`).
 
-    >>> chernoff_halfwidth([1.0], 10.0, 0.05) == dlap_halfwidth(10.0, 0.05) + 1
+    >>> chernoff_halfwidth([1.0], 10.0, 0.05) == DiscreteLaplaceMechanism(10.0).halfwidth(0.05) + 1
     True
     """
     w = np.abs(np.asarray([x for x in weights if x != 0], dtype=np.float64))
@@ -73,7 +74,7 @@ def chernoff_halfwidth(weights: Sequence[float], scale: float, beta: float) -> f
         return 0.0
     if w.size == 1:
         # P(|N| > k) ≤ β exactly; |wN| ≥ h with h = w(k + 1) has the same probability.
-        return float(w[0]) * (dlap_halfwidth(scale, beta) + 1)
+        return float(w[0]) * (DiscreteLaplaceMechanism(scale).halfwidth(beta) + 1)
     top = float(w.max())
     ts = np.linspace(1e-3, 0.999, 400) / (scale * top)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

@@ -35,6 +35,8 @@ if _typing.TYPE_CHECKING:
         gaussian_delta,
     )
     from infodp.mechanisms.laplace import DiscreteLaplaceMechanism, LaplaceMechanism
+    from infodp.mechanisms.partition import PartitionSelection
+    from infodp.mechanisms.quantile import ExponentialQuantile
     from infodp.mechanisms.randomized_response import RandomizedResponse
     from infodp.mechanisms.sampling import CryptoRandomSource, InsecureSeededSource, RandomSource
     from infodp.mechanisms.staircase import StaircaseMechanism, optimal_gamma
@@ -56,6 +58,8 @@ __getattr__, __dir__ = _lazy_exports(
         "gaussian_delta": "infodp.mechanisms.gaussian",
         "DiscreteLaplaceMechanism": "infodp.mechanisms.laplace",
         "LaplaceMechanism": "infodp.mechanisms.laplace",
+        "PartitionSelection": "infodp.mechanisms.partition",
+        "ExponentialQuantile": "infodp.mechanisms.quantile",
         "RandomizedResponse": "infodp.mechanisms.randomized_response",
         "CryptoRandomSource": "infodp.mechanisms.sampling",
         "InsecureSeededSource": "infodp.mechanisms.sampling",
@@ -72,10 +76,12 @@ __all__ = [
     "DiscreteGaussianMechanism",
     "DiscreteLaplaceMechanism",
     "ExponentialMechanism",
+    "ExponentialQuantile",
     "GaussianMechanism",
     "InsecureSeededSource",
     "LaplaceMechanism",
     "Mechanism",
+    "PartitionSelection",
     "RandomSource",
     "RandomizedResponse",
     "ReportNoisyMax",

@@ -295,6 +295,47 @@ class _AdditiveLattice(Mechanism):
         n = self._center(value) + self._exact_noise(src)
         return n if self._integer else float(Fraction(n) * Fraction(self._unit))
 
+    def _exact_noise_batch(self, size: int, source: Any) -> list[int]:
+        # Subclasses with a vectorised exact sampler override this (same distribution).
+        return [self._exact_noise(source) for _ in range(size)]
+
+    def release_batch(self, values: Sequence[int], *, source: Any = None) -> list[int]:
+        """``values[i]`` + independent exact noise each, in grid units (one batch of draws).
+
+        The same distribution per value as :meth:`release` on an integer value; for snapped
+        mechanisms the values are already in grid units (integers).
+
+        >>> from infodp.mechanisms import DiscreteLaplaceMechanism, InsecureSeededSource
+        >>> src = InsecureSeededSource(0, i_understand_this_is_not_private=True)
+        >>> len(DiscreteLaplaceMechanism(2.0).release_batch([0] * 5, source=src))
+        5
+        """
+        from infodp.mechanisms.sampling import require_secure_source
+
+        src = require_secure_source(source)
+        ints = [int(v) for v in values]
+        noise = self._exact_noise_batch(len(ints), src)
+        return [v + z for v, z in zip(ints, noise, strict=True)]
+
+    def upper_tail(self, k: int) -> float:
+        """P[N ≥ k] of the integer noise N (k ≥ 1)."""
+        return self._noise_tail(k)
+
+    def halfwidth(self, beta: float) -> int:
+        """The smallest integer h ≥ 0 with P(|N| > h) ≤ β (grid units), never optimistic.
+
+        P(|N| > h) = 2·P[N ≥ h + 1] (symmetric noise); found by doubling and bisection on
+        :meth:`upper_tail`.
+
+        >>> from infodp.mechanisms import DiscreteLaplaceMechanism
+        >>> DiscreteLaplaceMechanism(10.0).halfwidth(0.05)
+        30
+        """
+        from infodp._validate import as_probability
+
+        b = as_probability("beta", beta, open_low=True, open_high=True)
+        return _halfwidth(self, b)
+
     def simulate(self, value: Any, size: int, rng: Any = None) -> Any:
         """Simulation only, NOT private: ``size`` draws of the release for ``value`` (numpy)."""
         from infodp._validate import as_positive_int
@@ -348,6 +389,35 @@ class _AdditiveLattice(Mechanism):
             inputs=values,
             max_outputs=cap,
         )
+
+
+def _halfwidth(mech: _AdditiveLattice, beta: float) -> int:
+    key = (mech, beta)
+    cached = _HALFWIDTHS.get(key)
+    if cached is not None:
+        return cached
+    hi = 1
+    while 2.0 * mech.upper_tail(hi + 1) > beta:
+        hi *= 2
+    lo = 0 if 2.0 * mech.upper_tail(1) > beta else -1
+    if lo == -1:
+        h = 0
+    else:
+        while hi - lo > 1:  # invariant: lo fails, hi meets the target
+            mid = (lo + hi) // 2
+            if 2.0 * mech.upper_tail(mid + 1) > beta:
+                lo = mid
+            else:
+                hi = mid
+        h = hi
+    if len(_HALFWIDTHS) > 4096:
+        _HALFWIDTHS.clear()
+    _HALFWIDTHS[key] = h
+    return h
+
+
+#: Half-widths already found, per (mechanism, β): the same for every cell of a measurement.
+_HALFWIDTHS: dict[tuple[Any, float], int] = {}
 
 
 class _SnappedReal(_AdditiveLattice):

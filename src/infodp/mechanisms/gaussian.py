@@ -42,7 +42,11 @@ from infodp.mechanisms.base import (
     grid_sensitivity,
     round_up,
 )
-from infodp.mechanisms.sampling import discrete_gaussian, simulate_discrete_gaussian
+from infodp.mechanisms.sampling import (
+    discrete_gaussian,
+    discrete_gaussian_batch,
+    simulate_discrete_gaussian,
+)
 
 __all__ = [
     "DiscreteGaussianMechanism",
@@ -300,6 +304,20 @@ class DiscreteGaussianMechanism(_AdditiveLattice):
 
     def _exact_noise(self, source: Any) -> int:
         return discrete_gaussian(Fraction(self.sigma), source)
+
+    def _exact_noise_batch(self, size: int, source: Any) -> list[int]:
+        return discrete_gaussian_batch(Fraction(self.sigma), size, source)
+
+    def upper_tail(self, k: int) -> float:
+        """P[N ≥ k], never understated: the direct sum of the pmf (rounded up by 10⁻⁹
+        relative) for σ ≤ 2000, else e^(−k²/(2σ²)) (the discrete Gaussian is σ-subgaussian,
+        Canonne, Kamath & Steinke 2020, Corollary 9)."""
+        if k <= 0:
+            return 1.0
+        bound = math.exp(-(k * k) / (2.0 * self.sigma * self.sigma))
+        if self.sigma > 2000:
+            return bound
+        return min(bound, _dgauss_tail(self.sigma, k) * (1 + 1e-9))
 
     def _fast_noise(self, size: int, gen: np.random.Generator) -> npt.NDArray[np.int64]:
         return simulate_discrete_gaussian(self.sigma, size, gen)

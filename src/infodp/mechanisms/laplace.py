@@ -34,7 +34,11 @@ from infodp.mechanisms.base import (
     grid_sensitivity,
     round_up,
 )
-from infodp.mechanisms.sampling import discrete_laplace, simulate_discrete_laplace
+from infodp.mechanisms.sampling import (
+    discrete_laplace,
+    discrete_laplace_batch,
+    simulate_discrete_laplace,
+)
 
 __all__ = ["DiscreteLaplaceMechanism", "LaplaceMechanism"]
 
@@ -187,6 +191,13 @@ class DiscreteLaplaceMechanism(_AdditiveLattice):
 
     def _exact_noise(self, source: Any) -> int:
         return discrete_laplace(Fraction(self.scale), source)
+
+    def _exact_noise_batch(self, size: int, source: Any) -> list[int]:
+        return discrete_laplace_batch(Fraction(self.scale), size, source)
+
+    def upper_tail(self, k: int) -> float:
+        """P[N ≥ k] = q^k/(1 + q), q = e^(−1/scale), for k ≥ 1 (CKS 2020, Definition 2)."""
+        return 1.0 if k <= 0 else _dlap_tail(self.scale, k)
 
     def _fast_noise(self, size: int, gen: np.random.Generator) -> npt.NDArray[np.int64]:
         return simulate_discrete_laplace(self.scale, size, gen)

@@ -17,7 +17,7 @@ from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from infodp.cli._common import to_jsonable
+from infodp._jsonable import to_jsonable
 from infodp.errors import BudgetExceeded, InfodpError, ParameterError, QueryFailed
 from infodp.server.auth import Identity
 from infodp.server.errors import ApiError, budget_error, internal_error

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
@@ -38,9 +38,14 @@ class QueryRequest(BaseModel):
 
     sql: str = Field(min_length=1, max_length=_MAX_SQL)
     epsilon: _Number = Field(description="ε this query spends (> 0).")
-    delta: _Number = Field(0, description="δ (DP partition selection only).")
+    delta: _Number = Field(
+        0, description="δ (DP partition selection, or Gaussian noise: it is (ε, δ)-DP)."
+    )
     confidence: StrictFloat | StrictInt = Field(
         0.95, description="Level of the confidence intervals, in (0, 1)."
+    )
+    noise: Literal["laplace", "gaussian"] = Field(
+        "laplace", description="Noise for counts and sums: discrete Laplace or Gaussian."
     )
 
 

@@ -37,7 +37,7 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 
-from infodp.curator.noise import grid_step
+from infodp.curator.grid import QUANTILE_BINS, ColumnGrid, column_grid, quantile_bins
 from infodp.curator.plan import Measurement, Predicate, QueryPlan
 from infodp.curator.schema import ColumnSpec, DatasetSchema
 from infodp.errors import InfodpError, InternalError, ParameterError
@@ -56,9 +56,6 @@ __all__ = [
     "quantile_bins",
 ]
 
-#: Number of equal-width bins (candidates − 1) for quantiles of float / wide int columns.
-QUANTILE_BINS = 1024
-
 
 def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
@@ -74,53 +71,6 @@ def _lit(value: float | int | str) -> str:
     if not math.isfinite(value):
         raise ParameterError("literal", value, "a finite number")
     return repr(float(value))
-
-
-@dataclass(frozen=True, slots=True)
-class ColumnGrid:
-    """How a numeric column becomes integers: clamp to [low, high], divide by ``step``, round.
-
-    ``lo``/``hi`` are the integer range of one snapped value, ``center`` the snapped midpoint
-    (used by centred sums), so |v − center| ≤ ``radius`` for every snapped value v.
-    """
-
-    low: float
-    high: float
-    step: float
-    lo: int
-    hi: int
-    center: int
-
-    @property
-    def radius(self) -> int:
-        """The largest |v − center| over snapped values."""
-        return max(self.hi - self.center, self.center - self.lo)
-
-    @property
-    def magnitude(self) -> int:
-        """The largest |v| over snapped values."""
-        return max(abs(self.lo), abs(self.hi))
-
-
-def column_grid(col: ColumnSpec) -> ColumnGrid:
-    """The grid of a bounded numeric column.
-
-    >>> g = column_grid(ColumnSpec("age", "int", bounds=(0.0, 120.0)))
-    >>> (g.step, g.lo, g.hi, g.center, g.radius)
-    (1.0, 0, 120, 60, 60)
-    """
-    if col.bounds is None:
-        raise InternalError(f"column {col.name} has no bounds")
-    low, high = col.bounds
-    step = grid_step(low, high, col.type == "int")
-    lo, hi = _round_half_away(low / step), _round_half_away(high / step)
-    center = _round_half_away((low + high) / 2 / step)
-    return ColumnGrid(low, high, step, lo, hi, center)
-
-
-def _round_half_away(x: float) -> int:
-    # DuckDB's round() rounds half away from zero; mirror it for the bounds.
-    return math.floor(abs(x) + 0.5) * (1 if x >= 0 else -1)
 
 
 def _clean(col: ColumnSpec, *, assume_clean: bool = True) -> str:
@@ -325,16 +275,6 @@ def compile_aggregate(
     return (
         _source_cte(plan, schema, value_cols, unit_rows_ok) + f"\nSELECT {select} FROM __src{tail}"
     )
-
-
-def quantile_bins(col: ColumnSpec) -> tuple[int, float, float]:
-    """(K, low, high): K equal bins over the bounds; integer-width bins for narrow int columns."""
-    if col.bounds is None:
-        raise InternalError(f"column {col.name} has no bounds")
-    low, high = col.bounds
-    if col.type == "int" and 0 < high - low <= QUANTILE_BINS:
-        return int(high - low), low, high
-    return (QUANTILE_BINS if high > low else 1), low, high
 
 
 def compile_histogram(

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
+from fractions import Fraction
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from infodp.errors import ParameterError
 from infodp.server.auth import Identity
 from infodp.server.deps import AUTH, Heavy, guard, json_response, service_of
 from infodp.server.errors import error_responses
@@ -45,61 +44,33 @@ def query(request: Request, body: QueryRequest, who: Heavy) -> JSONResponse:
             epsilon=body.epsilon,
             delta=body.delta,
             confidence=body.confidence,
+            noise=body.noise,
         ),
     )
     return json_response(result.to_dict())
 
 
 def _estimate(svc: Service, identity: Identity, body: QueryRequest) -> dict[str, Any]:
-    from infodp.curator.backends.duckdb import quantile_bins
-    from infodp.curator.engine import (
-        _float_up,
-        _require_finite,
-        as_budget_fraction,
-        leakage_summary,
-        plan_cost,
-    )
-    from infodp.curator.noise import dlap_halfwidth
-
-    plan, schema, rows = svc.plan(body.sql, identity.analyst)
+    plan, _, _ = svc.plan(body.sql, identity.analyst)
     budget = svc.budget_or_403(identity.analyst, plan.table)
-    if not (isinstance(body.confidence, float | int) and 0 < body.confidence < 1):
-        raise ParameterError("confidence", body.confidence, "a number in (0, 1)")
-    eps = as_budget_fraction("epsilon", body.epsilon)
-    dlt = as_budget_fraction("delta", body.delta, allow_zero=True)
-    if dlt >= 1:
-        raise ParameterError("delta", body.delta, "a probability in [0, 1)")
-    cost = plan_cost(plan, schema, eps, dlt, rows)
-    leak = leakage_summary(_float_up(cost.epsilon), _float_up(cost.delta), rows)
-    _require_finite("the query's privacy summary", leak)
-    beta = 1.0 - float(body.confidence)
-    accuracy = []
-    for p in cost.parts:
-        m = p.measurement
-        if m.kind == "quantile":
-            if m.column is None:
-                continue
-            k = quantile_bins(schema.column(m.column))[0]
-            # Dwork & Roth 2014, Thm 3.11 (as in Curator._answer): rank error at level β.
-            rank = float(2 * p.sensitivity / p.epsilon) * (math.log(k + 1) + math.log(1 / beta))
-            accuracy.append({"measurement": m.key, "rank_error": rank})
-        else:
-            # Discrete Laplace half-width with P(|Y| > h) ≤ β (infodp.curator.noise).
-            h = dlap_halfwidth(p.scale, beta) * p.step
-            accuracy.append({"measurement": m.key, "halfwidth": h, "noise_scale": p.scale * p.step})
+    est = svc.curator.estimate(
+        body.sql,
+        epsilon=body.epsilon,
+        delta=body.delta,
+        confidence=body.confidence,
+        noise=body.noise,
+    )
+    cost = est["cost"]
     currency = getattr(budget, "currency", "basic")
     fits: bool | None = None
     if currency == "basic":
         # Basic composition (Dwork & Roth 2014, Thm 3.16): the ledger's own check, exactly.
-        fits = cost.epsilon <= budget.remaining_epsilon and cost.delta <= budget.remaining_delta
+        fits = (
+            Fraction(cost["epsilon_exact"]) <= budget.remaining_epsilon
+            and Fraction(cost["delta_exact"]) <= budget.remaining_delta
+        )
     return {
-        "cost": {
-            **cost.to_dict(),
-            "leakage": leak,
-        },
-        "accuracy": accuracy,
-        "confidence": body.confidence,
-        "cells": cost.cells,
+        **est,
         "remaining": budget.to_dict(),
         "fits": fits,
         "notes": [

@@ -17,8 +17,9 @@ import pytest
 from scipy import stats
 
 from infodp.curator.engine import Curator
-from infodp.curator.noise import BufferedCryptoSource, release_integers
+from infodp.curator.release import BufferedCryptoSource, require_release_source
 from infodp.errors import ParameterError
+from infodp.mechanisms.laplace import DiscreteLaplaceMechanism
 from infodp.mechanisms.sampling import InsecureSeededSource
 
 
@@ -79,6 +80,18 @@ def test_buffered_source_bytes_are_uniform() -> None:
     counts = np.bincount(np.frombuffer(stream, np.uint8), minlength=256)
     # Not seedable by design: alpha = 1e-6 keeps the false-alarm rate negligible.
     assert stats.chisquare(counts).pvalue > 1e-6
+
+
+def release_integers(
+    values: list[int], sensitivity: int, epsilon: Fraction, source: object
+) -> list[int]:
+    """The curator's batch release: the discrete Laplace mechanism object's batch."""
+    if epsilon <= 0:
+        raise ParameterError("epsilon", float(epsilon), "positive")
+    if sensitivity == 0:
+        return list(values)
+    mech = DiscreteLaplaceMechanism(float(Fraction(sensitivity) / epsilon), sensitivity)
+    return mech.release_batch(values, source=require_release_source(source))
 
 
 @pytest.mark.parametrize(

@@ -14,22 +14,34 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from infodp.curator.budget_info import _dlap_abs_mean as dlap_abs_mean
+from infodp.curator.budget_info import _dlap_entropy as dlap_entropy
 from infodp.curator.budget_info import (
     discrete_laplace_information,
     gaussian_information,
     laplace_information,
 )
-from infodp.curator.noise import (
-    dlap_abs_mean,
-    dlap_entropy,
-    dlap_halfwidth,
-    exponential_mechanism,
-    grid_step,
-    release_integer,
-)
+from infodp.curator.grid import grid_step
+from infodp.curator.release import require_release_source
 from infodp.curator.synopsis import chernoff_halfwidth
 from infodp.errors import ParameterError
+from infodp.mechanisms.laplace import DiscreteLaplaceMechanism
+from infodp.mechanisms.quantile import exponential_mechanism
 from infodp.mechanisms.sampling import InsecureSeededSource
+
+
+def dlap_halfwidth(scale: float, beta: float) -> int:
+    return DiscreteLaplaceMechanism(scale).halfwidth(beta)
+
+
+def release_integer(value: int, sensitivity: int, epsilon: Fraction, source: object) -> int:
+    """The curator's release of one integer: the discrete Laplace mechanism object."""
+    if sensitivity == 0:
+        return value
+    if epsilon <= 0:
+        raise ParameterError("epsilon", float(epsilon), "positive")
+    mech = DiscreteLaplaceMechanism(float(Fraction(sensitivity) / epsilon), sensitivity)
+    return int(mech.release_batch([value], source=require_release_source(source))[0])
 
 
 def pmf(scale: float, support: int) -> tuple[np.ndarray, np.ndarray]:
@@ -139,7 +151,7 @@ def test_exponential_mechanism_refinement_rounds_are_exact(monkeypatch: pytest.M
     # decimal refinement alone decides; frequencies still match the exact probabilities.
     from scipy import stats
 
-    from infodp.curator import noise
+    from infodp.mechanisms import quantile as noise
 
     monkeypatch.setattr(noise, "_float_round", lambda g: ([0] * len(g), [2**60] * len(g), 2**60))
     src = InsecureSeededSource(12, i_understand_this_is_not_private=True)
@@ -158,7 +170,7 @@ def test_exponential_mechanism_rows_matches_exact_probabilities() -> None:
     # 2007); scipy's chi-square against the exact weights, pooled over identical rows.
     from scipy import stats
 
-    from infodp.curator.noise import exponential_mechanism_rows
+    from infodp.mechanisms.quantile import exponential_mechanism_rows
 
     src = InsecureSeededSource(21, i_understand_this_is_not_private=True)
     row = np.array([0, 1, 3, 2], dtype=np.int64)  # scores over denominator 2
@@ -171,7 +183,7 @@ def test_exponential_mechanism_rows_matches_exact_probabilities() -> None:
 
 
 def test_exponential_mechanism_rows_use_the_same_randomness_for_any_data() -> None:
-    from infodp.curator.noise import exponential_mechanism_rows
+    from infodp.mechanisms.quantile import exponential_mechanism_rows
 
     used = []
     for rows in (
@@ -189,7 +201,7 @@ def test_exponential_mechanism_rows_refinement_is_exact(monkeypatch: pytest.Monk
     # Every first-round decision is withheld, so the exact decimal rounds decide alone.
     from scipy import stats
 
-    from infodp.curator import noise
+    from infodp.mechanisms import quantile as noise
 
     real = noise._decide
 
@@ -208,8 +220,10 @@ def test_exponential_mechanism_rows_refinement_is_exact(monkeypatch: pytest.Monk
 
 
 def test_release_paths_refuse_sources_that_are_not_secure() -> None:
+    from infodp.curator.cost import MeasurementCost
     from infodp.curator.engine import Curator
-    from infodp.curator.noise import require_release_source
+    from infodp.curator.plan import Measurement
+    from infodp.curator.release import quantile_draws
     from infodp.mechanisms.sampling import RandomSource
 
     class Predictable(RandomSource):  # secure = False, and no explicit opt-in
@@ -219,7 +233,12 @@ def test_release_paths_refuse_sources_that_are_not_secure() -> None:
     with pytest.raises(ParameterError, match="secure RandomSource"):
         require_release_source(Predictable())
     with pytest.raises(ParameterError, match="secure RandomSource"):
-        exponential_mechanism([Fraction(0)], Fraction(1), Fraction(1), Predictable())
+        quantile_draws(
+            MeasurementCost(Measurement("quantile", "x", Fraction(1, 2)), Fraction(1), 1, 1.0),
+            [[0, 1]],
+            1,
+            Predictable(),
+        )
     with pytest.raises(ParameterError, match="secure RandomSource"):
         release_integer(1, 1, Fraction(1), Predictable())
     with pytest.raises(ParameterError, match="secure RandomSource"):
@@ -314,7 +333,7 @@ def test_chernoff_halfwidth_covers_exact_convolution(k: int, scale: float, beta:
 def test_buffered_crypto_source_is_uniform_and_fork_safe() -> None:
     import os
 
-    from infodp.curator.noise import BufferedCryptoSource
+    from infodp.curator.release import BufferedCryptoSource
 
     src = BufferedCryptoSource(block=64)  # tiny blocks exercise the refill path
     n = 30000

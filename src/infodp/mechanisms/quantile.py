@@ -1,26 +1,18 @@
-"""The curator's release primitives over the mechanisms' exact secure samplers.
+"""The exponential mechanism sampled exactly over integer scores, and quantiles through it.
 
-Every noisy value the curator releases is an *integer* aggregate (a count, or a sum of values
-snapped to a power-of-two grid inside the database) plus exact discrete Laplace noise drawn by
-:func:`infodp.mechanisms.sampling.discrete_laplace` from a cryptographic source. For integer
-sensitivity Δ and noise P(k) ∝ exp(−|k|/b) with b = Δ/ε the release is exactly ε-DP
-(Canonne, Kamath & Steinke 2020, arXiv:2004.00010, Thm 7 / the geometric mechanism of Ghosh,
-Roughgarden & Sundararajan 2009). No floating-point noise is ever formed.
-
-Quantiles use the exponential mechanism (McSherry & Talwar 2007) sampled *exactly* by inverse
-CDF over certified intervals of the weights exp(−(γ_j − γ_min)), refined lazily (Knuth & Yao
-1976) only when the uniform draw falls within the weights' error — so the work does not
-depend on the data (a rejection loop would run a data-dependent number of rounds).
-
-This module is the minimal adapter the brief allows while ``infodp.mechanisms`` has no
-calibrated release API for these cases; it uses only the mechanisms' samplers.
+The curator's quantiles use the exponential mechanism (McSherry & Talwar 2007; Dwork & Roth
+2014, Definition 3.4 and Theorem 3.10: ε-DP when every score has sensitivity Δ), sampled
+*exactly* by inverse CDF over certified intervals of the weights exp(−(γ_j − γ_min)), refined
+lazily (Knuth & Yao 1976) only when the uniform draw falls within the weights' error — so the
+work does not depend on the data (a rejection loop would run a data-dependent number of
+rounds). :class:`ExponentialQuantile` is the mechanism object (``profile()``, ``channel()``,
+``release_rows``) the curator calls; the functions below are its samplers.
 
 >>> from infodp.mechanisms.sampling import InsecureSeededSource
 >>> src = InsecureSeededSource(0, i_understand_this_is_not_private=True)
->>> isinstance(release_integer(10, 1, Fraction(1), src), int)
-True
->>> dlap_halfwidth(10.0, 0.05)  # P(|Y| > k) <= 5% for P(k) ∝ exp(-|k|/10)
-30
+>>> m = ExponentialQuantile(Fraction(1), 1)
+>>> m.release([Fraction(0), Fraction(10**6)], source=src), m.profile().pure_epsilon()
+(0, 1.0)
 """
 
 from __future__ import annotations
@@ -30,253 +22,98 @@ import decimal
 import functools
 import itertools
 import math
-import os
-import threading
-import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from infodp.errors import ParameterError
-from infodp.mechanisms.sampling import (
-    InsecureSeededSource,
-    RandomSource,
-    discrete_laplace,
-    discrete_laplace_batch,
-    require_secure_source,
-)
+from infodp.mechanisms.base import ChannelView, Mechanism
+from infodp.mechanisms.sampling import RandomSource, require_secure_source
+
+if TYPE_CHECKING:
+    from infodp.accounting import PrivacyProfile
 
 __all__ = [
-    "BufferedCryptoSource",
-    "dlap_abs_mean",
-    "dlap_entropy",
-    "dlap_halfwidth",
-    "dlap_tail",
+    "ExponentialQuantile",
     "exponential_mechanism",
     "exponential_mechanism_rows",
     "exponential_mechanism_scaled",
-    "grid_step",
-    "release_integer",
-    "release_integers",
-    "require_release_source",
 ]
 
 
-class BufferedCryptoSource(RandomSource):
-    """The OS CSPRNG (``os.urandom``) read in 64 KiB blocks: the same randomness as
-    :class:`~infodp.mechanisms.sampling.CryptoRandomSource`, without one system call per
-    integer (a release of 200 cells needs thousands of draws).
+def _up(x: Fraction) -> float:
+    f = float(x)
+    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
 
-    ``randbelow(n)`` takes ⌈log2 n⌉ fresh bits and rejects values ≥ n, so it is exactly
-    uniform; ``random_bytes(n)`` (the batch samplers' input) hands out the next n buffered
-    bytes, or n fresh ones when n exceeds the block. Every hand-out happens under a lock, so
-    no two threads get the same bytes; after ``os.fork()`` the child discards the buffer and
-    the lock (``os.register_at_fork``), so no two processes get the same bytes either.
-    (A fork made by C code behind Python's back is not seen; CPython does not support running
-    Python in such a child anyway.)
 
-    >>> src = BufferedCryptoSource()
-    >>> all(0 <= src.randbelow(7) < 7 for _ in range(100)), src.secure
-    (True, True)
-    >>> len(src.random_bytes(100_000))
-    100000
+@dataclass(frozen=True)
+class ExponentialQuantile(Mechanism):
+    """Exponential mechanism over candidates scored by *lower is better* integer-ratio scores.
+
+    Picks j with probability ∝ exp(−ε·score_j/(2Δ)) (McSherry & Talwar 2007): ε-DP when each
+    score moves by at most Δ between neighbours (Dwork & Roth 2014, Theorem 3.10). For a
+    quantile q the scores are |#{x < t_j} − q·n|, of sensitivity Δ = the rows per unit.
+    ``epsilon`` is exact (a Fraction), so the charge and the sampler use the same number.
     """
 
-    secure = True
+    epsilon: Fraction
+    sensitivity: int = 1
 
-    def __init__(self, block: int = 65536) -> None:
-        self._block = block
-        self._buffer = b""
-        self._pos = 0
-        self._lock = threading.Lock()
-        _LIVE_SOURCES.add(self)
+    def __post_init__(self) -> None:
+        eps = Fraction(self.epsilon)
+        if eps <= 0:
+            raise ParameterError("epsilon", float(eps), "a positive number")
+        if isinstance(self.sensitivity, bool) or not (
+            isinstance(self.sensitivity, int) and self.sensitivity >= 1
+        ):
+            raise ParameterError("sensitivity", self.sensitivity, "an integer >= 1")
+        object.__setattr__(self, "epsilon", eps)
 
-    def _forget(self) -> None:
-        # In a forked child: never reuse the parent's bytes; the lock may have been held by a
-        # parent thread that does not exist here.
-        self._buffer, self._pos, self._lock = b"", 0, threading.Lock()
+    def profile(self) -> PrivacyProfile:
+        """``pure_dp_profile(ε)`` (ε rounded up to a float)."""
+        from infodp.accounting import pure_dp_profile
 
-    def random_bytes(self, n: int) -> bytes:
-        """``n`` bytes of the OS CSPRNG, never handed to another thread or process."""
-        if n <= 0:
-            return b""
-        if n > self._block:
-            return os.urandom(n)
-        with self._lock:  # threads must never be handed the same bytes
-            if self._pos + n > len(self._buffer):
-                self._buffer = os.urandom(self._block)
-                self._pos = 0
-            chunk = self._buffer[self._pos : self._pos + n]
-            self._pos += n
-        return chunk
+        return pure_dp_profile(_up(self.epsilon))
 
-    def randbelow(self, n: int) -> int:
-        if n < 1:
-            raise ParameterError("n", n, "an integer >= 1")
-        if n == 1:
-            return 0
-        k = (n - 1).bit_length()
-        nbytes = (k + 7) // 8
-        while True:
-            r = int.from_bytes(self.random_bytes(nbytes), "big") >> (8 * nbytes - k)
-            if r < n:
-                return r
+    def release(self, value: Any, *, source: Any = None) -> int:
+        """The chosen index for the scores ``value`` (lower is better), exactly."""
+        return exponential_mechanism(
+            [Fraction(v) for v in value], self.epsilon, Fraction(self.sensitivity), source
+        )
 
-    def __repr__(self) -> str:
-        return "BufferedCryptoSource()"
+    def release_rows(
+        self, rows: npt.NDArray[np.int64], denominator: int, *, source: Any = None
+    ) -> list[int]:
+        """One independent draw per row of integer scores ``rows / denominator``."""
+        return exponential_mechanism_rows(
+            rows, denominator, self.epsilon, Fraction(self.sensitivity), source
+        )
 
+    def simulate(self, value: Any, size: int, rng: Any = None) -> Any:
+        """Simulation only, NOT private: numpy draws of the chosen index."""
+        from infodp.mechanisms.exponential import ExponentialMechanism
 
-#: Every live BufferedCryptoSource, so a forked child can make each one forget its buffer.
-_LIVE_SOURCES: weakref.WeakSet[BufferedCryptoSource] = weakref.WeakSet()
+        return ExponentialMechanism(_up(self.epsilon), float(self.sensitivity)).simulate(
+            [-float(v) for v in value], size, rng
+        )
 
+    def probabilities(self, scores: Sequence[float]) -> npt.NDArray[np.float64]:
+        """The output law: softmax(−ε·scores/(2Δ))."""
+        from infodp.mechanisms.exponential import ExponentialMechanism
 
-def _after_fork_in_child() -> None:
-    for source in list(_LIVE_SOURCES):
-        source._forget()
+        m = ExponentialMechanism(float(self.epsilon), float(self.sensitivity))
+        return m.probabilities([-float(v) for v in scores])
 
+    def channel(self, scores: Sequence[Sequence[float]]) -> ChannelView:
+        """Exact channel: one row per neighbouring dataset's score vector."""
+        from infodp.mechanisms.exponential import ExponentialMechanism
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def grid_step(low: float, high: float, integer: bool) -> float:
-    """The power-of-two grid g that values in [low, high] are snapped to before summing.
-
-    g = 1 for int columns whose bounds are below 2^24 (exact); otherwise the largest power of
-    two not above max(|low|, |high|) / 2^20, so that snapping moves a value by at most
-    g/2 ≤ 2^-21 of the larger bound while the integer sums stay far from overflow.
-
-    >>> grid_step(0, 120, True), grid_step(0, 500000, False)
-    (1.0, 0.25)
-    """
-    top = max(abs(low), abs(high))
-    if integer and top <= 2.0**24:
-        return 1.0
-    if top == 0:
-        return 1.0
-    exponent = math.floor(math.log2(top)) - 20
-    return math.ldexp(1.0, exponent) if not integer else max(1.0, math.ldexp(1.0, exponent))
-
-
-def require_release_source(source: RandomSource | None) -> RandomSource:
-    """The source a release may use: cryptographic, or one built with the insecure opt-in.
-
-    :func:`~infodp.mechanisms.sampling.require_secure_source` already refuses seeds; a
-    :class:`~infodp.mechanisms.sampling.RandomSource` that does not declare itself ``secure``
-    is refused too, unless it is an :class:`~infodp.mechanisms.sampling.InsecureSeededSource`
-    (which cannot be built without ``i_understand_this_is_not_private=True``).
-
-    >>> class Counter(RandomSource):
-    ...     def randbelow(self, n): return 0
-    >>> require_release_source(Counter())
-    Traceback (most recent call last):
-    ...
-    infodp.errors.ParameterError: source must be a secure RandomSource (or InsecureSeededSource(seed, i_understand_this_is_not_private=True) in tests); got 'Counter'.
-    """  # noqa: E501
-    src = require_secure_source(source)
-    if getattr(src, "secure", False) is True or isinstance(src, InsecureSeededSource):
-        return src
-    raise ParameterError(
-        "source",
-        type(src).__name__,
-        "a secure RandomSource (or InsecureSeededSource(seed, "
-        "i_understand_this_is_not_private=True) in tests)",
-    )
-
-
-def release_integer(
-    value: int, sensitivity: int, epsilon: Fraction, source: RandomSource | None
-) -> int:
-    """``value`` + discrete Laplace noise of scale sensitivity/ε: exactly ε-DP (CKS 2020).
-
-    A sensitivity of 0 releases the value itself (it does not depend on the data).
-    """
-    if sensitivity < 0 or epsilon <= 0:
-        raise ParameterError("epsilon", float(epsilon), "a positive number with sensitivity >= 0")
-    if sensitivity == 0:
-        return int(value)
-    src = require_release_source(source)
-    return int(value) + discrete_laplace(Fraction(sensitivity) / epsilon, src)
-
-
-def release_integers(
-    values: Sequence[int], sensitivity: int, epsilon: Fraction, source: RandomSource | None
-) -> list[int]:
-    """Each of ``values`` + independent discrete Laplace noise of scale sensitivity/ε.
-
-    Same distribution as :func:`release_integer` per value (exactly ε-DP each, CKS 2020), drawn
-    in one batch by :func:`~infodp.mechanisms.sampling.discrete_laplace_batch`.
-
-    >>> from infodp.mechanisms.sampling import InsecureSeededSource
-    >>> src = InsecureSeededSource(0, i_understand_this_is_not_private=True)
-    >>> release_integers([5, 7], 0, Fraction(1), src)  # sensitivity 0: nothing to hide
-    [5, 7]
-    >>> len(release_integers([0] * 200, 1, Fraction(1, 10), src))
-    200
-    """
-    if sensitivity < 0 or epsilon <= 0:
-        raise ParameterError("epsilon", float(epsilon), "a positive number with sensitivity >= 0")
-    if sensitivity == 0:
-        return [int(v) for v in values]
-    src = require_release_source(source)
-    noise = discrete_laplace_batch(Fraction(sensitivity) / epsilon, len(values), src)
-    return [int(v) + z for v, z in zip(values, noise, strict=True)]
-
-
-def dlap_tail(scale: float, k: int) -> float:
-    """P(|Y| > k) for P(Y = y) ∝ exp(−|y|/scale): 2 p^(k+1) / (1 + p) with p = e^(−1/scale).
-
-    >>> round(dlap_tail(1.0, 0), 6)  # 2e^-1/(1+e^-1)
-    0.537883
-    """
-    if k < 0:
-        return 1.0
-    log_p = -1.0 / scale
-    return min(1.0, 2.0 * math.exp((k + 1) * log_p) / (1.0 + math.exp(log_p)))
-
-
-def dlap_halfwidth(scale: float, beta: float) -> int:
-    """The smallest integer k with P(|Y| > k) ≤ β for the discrete Laplace of ``scale``.
-
-    From P(|Y| > k) = 2p^(k+1)/(1+p): k = ⌈scale·ln(2/(β(1+p)))⌉ − 1, then checked (and
-    nudged up) against :func:`dlap_tail` so the stated coverage is never optimistic.
-    """
-    if scale <= 0:
-        return 0
-    p = math.exp(-1.0 / scale)
-    k = max(0, math.ceil(scale * math.log(2.0 / (beta * (1.0 + p)))) - 1)
-    while dlap_tail(scale, k) > beta:
-        # Step by at least one float ulp of k: for astronomical scales k + 1 rounds back to k
-        # inside dlap_tail and a unit step never ends (found by the HTTP service's fuzzing).
-        k += max(1, k >> 50)
-    return k
-
-
-def dlap_abs_mean(scale: float) -> float:
-    """E|Y| = 2p / (1 − p²) for the discrete Laplace, p = e^(−1/scale).
-
-    >>> round(dlap_abs_mean(1e6) / 1e6, 6)  # -> scale for a large scale (continuous Laplace)
-    1.0
-    """
-    t = 1.0 / scale
-    # 2p/(1-p^2) = 1/sinh(1/scale), stable for large and small scales.
-    return 1.0 / math.sinh(t) if t < 700 else 0.0
-
-
-def dlap_entropy(scale: float) -> float:
-    """Shannon entropy (nats) of the discrete Laplace: ln((1+p)/(1−p)) + E|Y|/scale.
-
-    −ln P(y) = ln((1+p)/(1−p)) + |y|/scale, averaged over y. ln((1+p)/(1−p)) = ln coth(1/(2 scale)).
-
-    >>> abs(dlap_entropy(1e4) - (1 + math.log(2e4))) < 1e-6  # continuous Laplace: 1 + ln(2b)
-    True
-    """
-    t = 1.0 / scale
-    if t > 700:
-        return 0.0
-    return -math.log(math.tanh(t / 2.0)) + dlap_abs_mean(scale) * t
+        m = ExponentialMechanism(float(self.epsilon), float(self.sensitivity))
+        return m.channel([[-float(v) for v in row] for row in scores])
 
 
 def exponential_mechanism(
@@ -325,7 +162,7 @@ def exponential_mechanism_scaled(
         raise ParameterError("scores", list(numerators), "a non-empty sequence")
     if not (isinstance(denominator, int) and denominator > 0):
         raise ParameterError("denominator", denominator, "a positive integer")
-    src = require_release_source(source)
+    src = require_secure_source(source)
     factor = Fraction(epsilon) / (2 * Fraction(sensitivity) * denominator)
     # γ_j = shifted_j · factor; as floats with relative error ≤ 3·2^−53 (two roundings and a
     # product), far inside the first round's 2^−39 margin.
@@ -481,7 +318,7 @@ def exponential_mechanism_rows(
     >>> exponential_mechanism_rows(rows, 1, Fraction(1), Fraction(1), src)
     [0, 1]
     """
-    src = require_release_source(source)
+    src = require_secure_source(source)
     g, n = rows.shape
     if g == 0:
         return []

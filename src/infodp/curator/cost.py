@@ -1,0 +1,478 @@
+"""What a query costs: the composition of its mechanisms' privacy profiles (no backend).
+
+:func:`plan_cost` splits the query's exact (ε, δ) over the plan's measurements and gives each
+a mechanism from :mod:`infodp.mechanisms` (discrete Laplace or discrete Gaussian for counts
+and sums, the exponential mechanism for quantiles, partition selection for undeclared group
+keys). The query's profile is the sequential composition of the measurements' profiles (each
+measurement's cells are disjoint: parallel composition); the ledger stores that profile's
+spec, and the per-individual information (nats at α = 1, 2, ∞) is read from it
+(:func:`leakage_of`). The information about the *whole table* uses the declared public row
+bound only (:mod:`infodp.curator.budget_info`).
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import json
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from infodp._exact import parse_exact
+from infodp.curator.budget_info import discrete_gaussian_information, discrete_laplace_information
+from infodp.curator.grid import column_grid, quantile_bins
+from infodp.curator.plan import Measurement, MeasurementKind, QueryPlan, measurements
+from infodp.curator.schema import DatasetSchema
+from infodp.errors import InternalError, ParameterError
+
+if TYPE_CHECKING:
+    from infodp.accounting import PrivacyProfile
+
+__all__ = [
+    "MAX_CELLS",
+    "MAX_HISTOGRAM_CELLS",
+    "PRIVACY_PARAMETER_RANGE",
+    "MeasurementCost",
+    "Noise",
+    "QueryCost",
+    "as_budget_fraction",
+    "as_noise",
+    "leakage_of",
+    "plan_cost",
+    "selection",
+]
+
+#: Largest number of declared GROUP BY cells a query may ask for (and most groups released
+#: by partition selection); refused before anything is reserved.
+MAX_CELLS = 50_000
+#: Largest number of histogram bins (cells × bins, over all quantiles) a query may ask for.
+MAX_HISTOGRAM_CELLS = 2_000_000
+
+#: Exact bounds of a non-zero ε or δ (their float roundings stay normal numbers).
+PRIVACY_PARAMETER_RANGE = (Fraction(1, 10**300), Fraction(10**300))
+
+
+def as_budget_fraction(name: str, value: Any, *, allow_zero: bool = False) -> Fraction:
+    """A privacy parameter as an exact fraction: "0.1" and 0.1 both give 1/10 exactly.
+
+    Floats are read through their shortest decimal repr, so the ε the ledger debits is the
+    one the user typed, and the noise is calibrated to that same exact number.
+
+    >>> as_budget_fraction("epsilon", 0.1), as_budget_fraction("epsilon", "1e-6")
+    (Fraction(1, 10), Fraction(1, 1000000))
+    >>> as_budget_fraction("epsilon", -1)
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: epsilon must be a positive finite number; got -1.
+    """
+    allowed = "a non-negative finite number" if allow_zero else "a positive finite number"
+    if isinstance(value, bool):
+        raise ParameterError(name, value, allowed)
+    frac = parse_exact(name, value)
+    if frac < 0 or (frac == 0 and not allow_zero):
+        raise ParameterError(name, value, allowed)
+    if frac != 0 and not PRIVACY_PARAMETER_RANGE[0] <= frac <= PRIVACY_PARAMETER_RANGE[1]:
+        # Outside this range a float rounding of the value underflows to 0 or overflows (and
+        # the accounting downstream would divide by zero or produce NaN) after the charge.
+        span = "a number in [1e-300, 1e300]"
+        raise ParameterError(name, value, ("0 or " if allow_zero else "") + span)
+    return frac
+
+
+def _float_up(x: Fraction) -> float:
+    f = float(x)
+    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
+
+
+class Noise(enum.StrEnum):
+    """The noise added to counts and sums: discrete Laplace (pure ε) or discrete Gaussian."""
+
+    LAPLACE = "laplace"
+    GAUSSIAN = "gaussian"
+
+
+def as_noise(value: Any) -> Noise:
+    """``"laplace"`` or ``"gaussian"`` as a :class:`Noise` (ParameterError otherwise).
+
+    >>> as_noise("gaussian")
+    <Noise.GAUSSIAN: 'gaussian'>
+    """
+    try:
+        return Noise(value)
+    except (ValueError, TypeError):
+        raise ParameterError("noise", value, "'laplace' or 'gaussian'") from None
+
+
+@dataclass(frozen=True, slots=True)
+class MeasurementCost:
+    """One noisy measurement: its (ε, δ) share, integer sensitivity, grid step and noise.
+
+    :attr:`mechanism` is the :mod:`infodp.mechanisms` object that releases every cell of it
+    (the exponential mechanism for quantiles, discrete Laplace or discrete Gaussian for
+    counts and sums; None when the sensitivity is 0 and nothing needs hiding).
+    """
+
+    measurement: Measurement
+    epsilon: Fraction
+    sensitivity: int
+    step: float
+    noise: Noise = Noise.LAPLACE
+    delta: Fraction = Fraction(0)
+
+    @property
+    def mechanism(self) -> Any:
+        """The calibrated mechanism object (cached per measurement cost)."""
+        return _mechanism(self)
+
+    @property
+    def scale(self) -> float:
+        """Noise scale in grid units: b for Laplace, σ for Gaussian; 2Δ/ε for quantiles."""
+        if self.measurement.kind == MeasurementKind.QUANTILE:
+            return float(2 * Fraction(self.sensitivity) / self.epsilon)
+        mech = self.mechanism
+        if mech is None:
+            return 0.0
+        return float(mech.sigma if self.noise == Noise.GAUSSIAN else mech.scale)
+
+    @property
+    def mechanism_name(self) -> str:
+        """The name shown in the cost (exponential, discrete_laplace, discrete_gaussian)."""
+        if self.measurement.kind == MeasurementKind.QUANTILE:
+            return "exponential"
+        return "discrete_gaussian" if self.noise == Noise.GAUSSIAN else "discrete_laplace"
+
+    def profile(self) -> PrivacyProfile:
+        """The privacy profile of this measurement over all its cells.
+
+        The cells are disjoint (a row falls in one cell): parallel composition (McSherry
+        2009), with the sensitivity m covering a unit's m rows in any cells (L1 for Laplace
+        and the exponential mechanism; L2 ≤ L1 for the Gaussian).
+        """
+        from infodp.accounting import pure_dp_profile
+
+        mech = self.mechanism
+        return pure_dp_profile(0.0) if mech is None else mech.profile()
+
+    def halfwidth(self, beta: float) -> int:
+        """Grid units h with P(|noise| > h) ≤ β for one cell (from the mechanism's own tail)."""
+        mech = self.mechanism
+        return 0 if mech is None else int(mech.halfwidth(beta))
+
+
+@functools.lru_cache(maxsize=4096)
+def _mechanism(p: MeasurementCost) -> Any:
+    from infodp.mechanisms import (
+        DiscreteGaussianMechanism,
+        DiscreteLaplaceMechanism,
+        ExponentialQuantile,
+    )
+
+    if p.sensitivity == 0:
+        return None
+    if p.measurement.kind == MeasurementKind.QUANTILE:
+        return ExponentialQuantile(p.epsilon, p.sensitivity)
+    if p.noise == Noise.GAUSSIAN:
+        # Calibrated at floats not above the exact (ε, δ) share, so the release is (ε, δ)-DP
+        # for the exact values charged (Balle & Wang 2018 analytic calibration, then the
+        # discrete Gaussian's own profile, Canonne, Kamath & Steinke 2020).
+        return DiscreteGaussianMechanism.calibrate(
+            _float_down(p.epsilon), _float_down(p.delta), p.sensitivity
+        )
+    # scale rounded up: ε_real = Δ/scale ≤ the exact ε charged (Ghosh et al. 2009).
+    return DiscreteLaplaceMechanism(_float_up(Fraction(p.sensitivity) / p.epsilon), p.sensitivity)
+
+
+def _float_down(x: Fraction) -> float:
+    f = float(x)
+    return f if Fraction(f) <= x else math.nextafter(f, -math.inf)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryCost:
+    """What a query costs: (ε, δ) for the analyst, information (nats) about the whole table."""
+
+    epsilon: Fraction
+    delta: Fraction
+    parts: tuple[MeasurementCost, ...]
+    information_nats: float
+    cells: int
+    #: The declared public row bound the information cost assumes (None: none declared).
+    row_bound: int | None = None
+    #: Groups one unit may add under partition selection (the schema's group limit).
+    group_limit: int = 1
+
+    def profile(self) -> PrivacyProfile:
+        """The composed profile of the measurements (sequential composition, Dwork & Roth
+        2014, Thm 3.16 and its tight PLD/RDP forms); with partition selection the selected
+        count is replaced by the (ε, δ) profile of :class:`~infodp.mechanisms.PartitionSelection`.
+        """
+        return _profile_of(self)
+
+    def profile_spec(self) -> dict[str, Any]:
+        """:meth:`profile` as an :mod:`infodp.accounting.spec` (what the ledger stores)."""
+        from infodp.accounting.spec import profile_to_spec
+
+        return profile_to_spec(self.profile())
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (floats rounded up; exact fractions alongside)."""
+        return {
+            "information_scope": _information_scope(self.row_bound, self.information_nats),
+            "epsilon": _float_up(self.epsilon),
+            "delta": _float_up(self.delta),
+            "epsilon_exact": str(self.epsilon),
+            "delta_exact": str(self.delta),
+            "information_nats": self.information_nats,
+            "information_bits": self.information_nats / math.log(2.0),
+            "measurements": [
+                {
+                    "measurement": p.measurement.key,
+                    "epsilon": _float_up(p.epsilon),
+                    "sensitivity": p.sensitivity * p.step,
+                    "mechanism": p.mechanism_name,
+                    "noise_scale": p.scale * p.step,
+                }
+                for p in self.parts
+            ],
+        }
+
+
+def _information_scope(row_bound: int | None, nats: float) -> str:
+    """What ``information_nats`` covers (it never uses the measured, private row count)."""
+    if row_bound is None and not math.isfinite(nats):
+        return (
+            "per individual only: the table declares no public row count or bound, so the "
+            "information about the whole table is not bounded here (inf)"
+        )
+    if not math.isfinite(nats):
+        return "not bounded: the released key set (partition selection) is not covered here"
+    if row_bound is None:
+        return "about the whole table (this query's information does not depend on its size)"
+    return f"about the whole table, assuming its declared public bound of {row_bound} rows"
+
+
+def _cells(plan: QueryPlan) -> int:
+    n = 1
+    for g in plan.group_by:
+        if g.categories is None:
+            return -1
+        n *= len(g.categories)
+    return n
+
+
+def plan_cost(
+    plan: QueryPlan,
+    schema: DatasetSchema,
+    epsilon: Fraction,
+    delta: Fraction,
+    rows: int | None,
+    noise: Noise | str = Noise.LAPLACE,
+) -> QueryCost:
+    """Split ε over the plan's measurements and bound the information released.
+
+    ``rows`` is the declared public bound on the row count (:attr:`DatasetSchema.row_bound`),
+    never the measured count: the cost must be the same on neighbouring tables. Without one,
+    counts and sums release an unbounded amount of information about the whole table (inf).
+
+    Sensitivities (L1 over all cells, add/remove one unit with at most m rows): COUNT m;
+    SUM m·max|v|; centred sums m·r and m·r² (r = largest |v − centre|), in grid units; the
+    quantile score |#{x < t} − q·n| changes by at most m (exponential mechanism).
+
+    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.sql import parse_query
+    >>> s = load_schema({"table": "t", "privacy_unit": "row",
+    ...                  "columns": {"x": {"type": "int", "bounds": [0, 10]}}})
+    >>> c = plan_cost(parse_query("SELECT AVG(x) FROM t", s), s, Fraction(1), Fraction(0), 100)
+    >>> [(p.measurement.key, str(p.epsilon), p.sensitivity) for p in c.parts]
+    [('csum(x)', '1/2', 5), ('count(x)', '1/2', 1)]
+    """
+    noise = as_noise(noise)
+    ms = measurements(plan)
+    share = epsilon / len(ms)
+    m = schema.max_rows_per_unit
+    additive = [x for x in ms if x.kind != MeasurementKind.QUANTILE]
+    gaussian = noise == Noise.GAUSSIAN and bool(additive)
+    if gaussian and plan.needs_partition_selection:
+        cols = ", ".join(g.column for g in plan.group_by if g.categories is None)
+        raise ParameterError(
+            "noise",
+            str(noise),
+            f"'laplace' for GROUP BY over {cols} (no declared categories: partition selection "
+            "uses Laplace counts); or declare the column's categories",
+        )
+    if gaussian and delta <= 0:
+        raise ParameterError("delta", float(delta), "> 0 for Gaussian noise (it is (ε, δ)-DP)")
+    delta_share = delta / len(additive) if gaussian else Fraction(0)
+    parts: list[MeasurementCost] = []
+    for meas in ms:
+        step = 1.0
+        if meas.kind in ("count_rows", "count", "quantile"):
+            sens = m
+        else:
+            if meas.column is None:
+                raise InternalError(f"{meas.key} without a column")
+            grid = column_grid(schema.column(meas.column))
+            step = grid.step
+            if meas.kind == "sum":
+                sens = m * grid.magnitude
+            elif meas.kind == "csum":
+                sens = m * grid.radius
+            elif meas.kind == "csumsq":
+                sens = m * grid.radius**2
+                step = grid.step**2
+            else:
+                raise InternalError(f"unknown measurement {meas.kind}")
+        noise_i = Noise.GAUSSIAN if gaussian and meas.kind != MeasurementKind.QUANTILE else None
+        parts.append(
+            MeasurementCost(
+                meas,
+                share,
+                sens,
+                step,
+                noise_i or Noise.LAPLACE,
+                delta_share if noise_i else Fraction(0),
+            )
+        )
+        if sens > 0 and not float(Fraction(sens) / share) > 0:
+            # ε so large that Δ/ε underflows: refused before anything is reserved (this check
+            # does not depend on the table, unlike the information cost).
+            raise ParameterError(
+                "scale", 0.0, "a positive number (> 0): epsilon is too large for its noise scale"
+            )
+        _ = parts[-1].mechanism  # calibrated now: a refusal comes before any reservation
+    cells = _cells(plan)
+    if plan.needs_partition_selection:
+        if any(meas.kind == "quantile" for meas in ms):
+            # Each quantile histogram is its own bounded statement; keys seen only there would
+            # become extra candidates for selection, beyond the k per unit the threshold's δ
+            # assumes. Refused until all measurements share one bounded row set.
+            cols = ", ".join(g.column for g in plan.group_by if g.categories is None)
+            raise ParameterError(
+                f"MEDIAN/QUANTILE with GROUP BY over {cols} (no declared categories) is not "
+                "supported: declare the column's categories, or ask the quantile separately."
+            )
+        if delta <= 0:
+            cols = ", ".join(g.column for g in plan.group_by if g.categories is None)
+            raise ParameterError(
+                "delta",
+                float(delta),
+                f"> 0 for GROUP BY over {cols}, which has no declared categories (DP partition "
+                "selection costs δ; or declare the column as a category)",
+            )
+        info = math.inf  # the released key set itself is not bounded by this accounting
+    else:
+        delta = delta if gaussian else Fraction(0)
+        if cells > MAX_CELLS:
+            raise ParameterError("GROUP BY", cells, f"at most {MAX_CELLS} declared cells")
+        bins = sum(
+            cells * quantile_bins(schema.column(p.measurement.column))[0]
+            for p in parts
+            if p.measurement.kind == "quantile" and p.measurement.column is not None
+        )
+        if bins > MAX_HISTOGRAM_CELLS:
+            raise ParameterError(
+                "GROUP BY with MEDIAN/QUANTILE",
+                f"{cells} cells × histogram bins = {bins}",
+                f"at most {MAX_HISTOGRAM_CELLS} histogram bins in all (fewer groups or quantiles)",
+            )
+        info = 0.0
+        for p in parts:
+            info += cells * _information(p, schema, rows)
+        info = math.nextafter(info, math.inf) if 0 < info < math.inf else info
+    return QueryCost(epsilon, delta, tuple(parts), info, cells, rows, schema.group_limit)
+
+
+def _information(p: MeasurementCost, schema: DatasetSchema, rows: int | None) -> float:
+    """Nats about the whole table released by one cell of one measurement (budget_info)."""
+    meas = p.measurement
+    if p.sensitivity == 0:
+        return 0.0
+    if meas.kind == "quantile":
+        if meas.column is None:
+            raise InternalError("quantile without a column")
+        return math.log(quantile_bins(schema.column(meas.column))[0] + 1)
+    if rows is None:
+        return math.inf  # no declared bound on the count: the width is not public
+    if meas.kind in ("count_rows", "count"):
+        width = rows
+    else:
+        if meas.column is None:
+            raise InternalError(f"{meas.key} without a column")
+        g = column_grid(schema.column(meas.column))
+        per_row = {"sum": g.hi - g.lo, "csum": g.hi - g.lo, "csumsq": g.radius**2}[meas.kind]
+        width = rows * per_row
+    if p.noise == Noise.GAUSSIAN:
+        return discrete_gaussian_information(float(width), p.scale)
+    return discrete_laplace_information(float(width), p.scale)
+
+
+@functools.lru_cache(maxsize=1024)
+def _profile_of(cost: QueryCost) -> PrivacyProfile:
+    from infodp.accounting import compose
+    from infodp.mechanisms import PartitionSelection
+
+    profiles = []
+    for p in cost.parts:
+        if cost.cells < 0 and p.measurement.kind == MeasurementKind.COUNT_ROWS:
+            # Partition selection: the selection count and the released key set, (ε, δ).
+            sel = PartitionSelection(p.scale, cost.group_limit, p.sensitivity, cost.delta)
+            profiles.append(sel.profile())
+        else:
+            profiles.append(p.profile())
+    return profiles[0] if len(profiles) == 1 else compose(*profiles)
+
+
+def selection(cost: QueryCost) -> Any:
+    """The :class:`~infodp.mechanisms.PartitionSelection` of a cost with unknown group keys."""
+    from infodp.mechanisms import PartitionSelection
+
+    p = next(q for q in cost.parts if q.measurement.kind == MeasurementKind.COUNT_ROWS)
+    return PartitionSelection(p.scale, cost.group_limit, p.sensitivity, cost.delta)
+
+
+@functools.lru_cache(maxsize=256)
+def _leakage_cached(spec: str, rows: int | None) -> str:
+    return json.dumps(_leakage(spec, rows))
+
+
+def leakage_of(cost: QueryCost) -> dict[str, Any]:
+    """The :func:`infodp.explain.explain` summary (per individual) of the query's composed
+    profile: nats at α = 1, 2, ∞ read from the mechanisms' profiles.
+
+    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.sql import parse_query
+    >>> s = load_schema({"table": "t", "privacy_unit": "row", "public_rows": 100,
+    ...                  "columns": {"x": {"type": "int", "bounds": [0, 10]}}})
+    >>> c = plan_cost(parse_query("SELECT AVG(x) FROM t", s), s, Fraction(1), Fraction(0), 100)
+    >>> 0.2 < leakage_of(c)["nats"]["1"] < 0.25
+    True
+    """
+    out: dict[str, Any] = json.loads(
+        _leakage_cached(json.dumps(cost.profile_spec(), sort_keys=True), cost.row_bound)
+    )
+    return out
+
+
+def _leakage(spec: str, rows: int | None) -> dict[str, Any]:
+    from infodp.accounting.spec import profile_from_spec
+    from infodp.explain import explain
+
+    e = explain(profile_from_spec(json.loads(spec)), rows=rows)
+    # The fields of Explanation.to_dict this summary keeps, read directly: to_dict would also
+    # tabulate the attacker's trade-off curve, which is most of its cost (a fixed cost of
+    # every query) and is not part of the summary.
+    out: dict[str, Any] = {
+        "epsilon": e.epsilon,
+        "delta": e.delta,
+        "nats": dict(e.nats),
+        "bits": dict(e.bits),
+        "attacker_success_max": e.attacker_success_max,
+        "posterior_odds_bound": e.posterior_odds_bound,
+        "unbounded_probability": e.unbounded_probability,
+        "warnings": list(e.warnings),
+    }
+    if rows is not None:
+        out["expected_exposed_individuals"] = e.expected_exposed_individuals
+    return out
