@@ -184,3 +184,61 @@ def test_tiny_randomized_response_rdp_is_not_rounded_to_zero(alpha: float) -> No
     # randomized response. Rounding this to 0 would be an optimistic claim.
     eps = 1e-9
     assert rdp.randomized_response_rdp(eps, 2, alpha) == pytest.approx(alpha * eps**2 / 2, rel=1e-6)
+
+
+def test_row_logsumexp_matches_scipy() -> None:
+    import numpy as np
+    from scipy import special
+
+    from infodp.accounting.rdp import _logsumexp_rows
+
+    rng = np.random.default_rng(0)
+    terms = rng.normal(scale=300, size=(20, 7))
+    terms[3, 2] = -np.inf
+    terms[4, :] = -np.inf
+    want = special.logsumexp(terms, axis=1)
+    got = _logsumexp_rows(terms)
+    assert np.array_equal(np.isinf(want), np.isinf(got))
+    assert np.allclose(got[np.isfinite(want)], want[np.isfinite(want)], rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize("scale", [0.5, 3.0, 100.0, 5000.0, 1e5])
+@pytest.mark.parametrize("d", [2, 3, 50, 1000, 2000])
+def test_discrete_laplace_closed_form_bounds_the_atom_sum(scale: float, d: int) -> None:
+    """The geometric-series form used for Δ > 2048 against the Δ + 1-atom sum it replaces.
+
+    Both sum Σ_k P(k)^α P(k−Δ)^{1−α} for the discrete Laplace pair; the closed form must never
+    be below (up to the atom sum's own rounding) and must be close.
+    """
+    import numpy as np
+
+    from infodp.accounting.rdp import _discrete_laplace_rdp_closed, discrete_laplace_rdp
+
+    orders = np.array([1.001, 1.01, 1.5, 2.0, 3.0, 8.0, 32.0, 128.0, 1e4])
+    atoms = np.asarray(discrete_laplace_rdp(scale, d, orders))
+    closed = _discrete_laplace_rdp_closed(1.0 / scale, d, orders)
+    assert np.all(closed >= atoms * (1 - 1e-7))
+    assert np.allclose(closed, atoms, rtol=1e-3, atol=1e-15)
+
+
+def test_discrete_laplace_on_a_fine_grid_approaches_mironovs_laplace() -> None:
+    """Δ = 10⁶ grid steps at ε = Δ/scale = 1: the discrete pair tends to the continuous one,
+    whose RDP is Mironov (2017), Table II: 1/(α−1)·log(α/(2α−1)e^{(α−1)ε} + (α−1)/(2α−1)e^{−αε}).
+    """
+    import math
+
+    import numpy as np
+
+    from infodp.accounting.rdp import discrete_laplace_rdp
+
+    orders = np.array([1.5, 2.0, 4.0, 16.0])
+    got = np.asarray(discrete_laplace_rdp(1e6, 1_000_000, orders))
+    want = np.array(
+        [
+            math.log(a / (2 * a - 1) * math.exp(a - 1) + (a - 1) / (2 * a - 1) * math.exp(-a))
+            / (a - 1)
+            for a in orders
+        ]
+    )
+    assert np.allclose(got, want, rtol=1e-5)
+    assert np.all(got >= want * (1 - 1e-9))
