@@ -12,7 +12,7 @@
    Bun & Steinke 2016 Prop. 1.3 — computed from that documented rule, tmlt.analytics is not
    installed here).
 
-Run: ``PYTHONPATH=src python3 benchmarks/curator_accounting.py [--queries 10000]``
+Run: ``python3 -m benchmarks.curator_accounting [--queries 10000]``
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def main() -> None:
         f"(ε, δ) = {BUDGET}:\n\n"
         + markdown_table(["system", "queries", "ε per query (Laplace) / σ"], rows)
     )
-    command = f"PYTHONPATH=src python3 benchmarks/curator_accounting.py --queries {args.queries}"
+    command = f"python3 -m benchmarks.curator_accounting --queries {args.queries}"
     write_section("curator_accounting", command, body)
     print(body)
 

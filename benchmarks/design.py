@@ -12,7 +12,7 @@ frequency-estimation error against the published variance curves.
    repetitions) next to the published variance (Wang et al. 2017, Eq. (2); Erlingsson et al.
    2014; Acharya, Sun & Zhang 2019) averaged over items; plot in docs/design_local_mse.png.
 
-Run: ``python3 benchmarks/design.py`` (``--quick`` uses 64 symbols for step 1 and 10⁵ users;
+Run: ``python3 -m benchmarks.design`` (``--quick`` uses 64 symbols for step 1 and 10⁵ users;
 ``--size N`` sets the rate–distortion source size alone).
 """
 
@@ -166,7 +166,7 @@ def main() -> None:
         f"(plot: `docs/{png.name}`):\n\n"
         + markdown_table(["randomizer", "ε", "simulated MSE", "published variance"], local)
     )
-    command = "python3 benchmarks/design.py " + " ".join(sys.argv[1:])
+    command = "python3 -m benchmarks.design " + " ".join(sys.argv[1:])
     write_section("design", command, body)
     print(body)
 

@@ -6,7 +6,7 @@ time (branch and bound on simplicial cells, :mod:`infodp.channel.certificates`),
 diameter max D_α(W_x‖W_x'), which was the only certified upper end before for more than three
 inputs. No peer library computes C_α, so there is no peer column.
 
-Run: ``PYTHONPATH=src python3 benchmarks/renyi_capacity.py [--outputs 64] [--budget 30]``.
+Run: ``python3 -m benchmarks.renyi_capacity [--outputs 64] [--budget 30]``.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def main() -> None:
         "shared, busy machine.\n\n" + markdown_table(header, rows)
     )
     command = (
-        f"PYTHONPATH=src python3 benchmarks/renyi_capacity.py --outputs {args.outputs} "
+        f"python3 -m benchmarks.renyi_capacity --outputs {args.outputs} "
         f"--budget {args.budget:g}"
     )
     write_section("renyi_capacity", command, body)
