@@ -90,8 +90,7 @@ def main() -> None:
         "shared, busy machine.\n\n" + markdown_table(header, rows)
     )
     command = (
-        f"python3 -m benchmarks.renyi_capacity --outputs {args.outputs} "
-        f"--budget {args.budget:g}"
+        f"python3 -m benchmarks.renyi_capacity --outputs {args.outputs} --budget {args.budget:g}"
     )
     write_section("renyi_capacity", command, body)
 
