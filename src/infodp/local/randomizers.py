@@ -49,8 +49,12 @@ __all__ = [
 ]
 
 
-def _check(epsilon: Any, domain: Any) -> tuple[float, int]:
-    return as_positive("epsilon", epsilon), as_positive_int("domain", domain, minimum=2)
+class _Checked(LocalRandomizer):
+    """Validates and normalises (ε, k) once for every randomizer dataclass below."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", as_positive("epsilon", self.epsilon))
+        object.__setattr__(self, "domain", as_positive_int("domain", self.domain, minimum=2))
 
 
 def _binomial_support(counts: IntArray, p: float, q: float, gen: np.random.Generator) -> IntArray:
@@ -60,16 +64,11 @@ def _binomial_support(counts: IntArray, p: float, q: float, gen: np.random.Gener
 
 
 @dataclass(frozen=True)
-class KRandomizedResponse(LocalRandomizer):
+class KRandomizedResponse(_Checked):
     """k-ary randomized response (direct encoding): report the truth w.p. e^ε/(e^ε + k − 1)."""
 
     epsilon: float
     domain: int
-
-    def __post_init__(self) -> None:
-        eps, k = _check(self.epsilon, self.domain)
-        object.__setattr__(self, "epsilon", eps)
-        object.__setattr__(self, "domain", k)
 
     @property
     def p(self) -> float:
@@ -118,16 +117,11 @@ def binary_randomized_response(epsilon: float = math.log(3.0)) -> KRandomizedRes
 
 
 @dataclass(frozen=True)
-class OptimizedUnaryEncoding(LocalRandomizer):
+class OptimizedUnaryEncoding(_Checked):
     """OUE: one-hot encode, keep the true bit w.p. 1/2, set each other bit w.p. 1/(e^ε + 1)."""
 
     epsilon: float
     domain: int
-
-    def __post_init__(self) -> None:
-        eps, k = _check(self.epsilon, self.domain)
-        object.__setattr__(self, "epsilon", eps)
-        object.__setattr__(self, "domain", k)
 
     @property
     def p(self) -> float:
@@ -173,7 +167,7 @@ def _hash(seed: int, value: int, modulus: int) -> int:
 
 
 @dataclass(frozen=True)
-class OptimizedLocalHashing(LocalRandomizer):
+class OptimizedLocalHashing(_Checked):
     """OLH: hash the value into g = round(e^ε + 1) buckets, randomized response on the bucket.
 
     A report is ``(seed, bucket)``; the seed picks the hash function (SHA-256 of seed and
@@ -182,11 +176,6 @@ class OptimizedLocalHashing(LocalRandomizer):
 
     epsilon: float
     domain: int
-
-    def __post_init__(self) -> None:
-        eps, k = _check(self.epsilon, self.domain)
-        object.__setattr__(self, "epsilon", eps)
-        object.__setattr__(self, "domain", k)
 
     @property
     def buckets(self) -> int:
@@ -234,17 +223,12 @@ class OptimizedLocalHashing(LocalRandomizer):
 
 
 @dataclass(frozen=True)
-class HadamardResponse(LocalRandomizer):
+class HadamardResponse(_Checked):
     """Hadamard response: item x owns the K/2 columns where row x+1 of the K×K Hadamard
     matrix is +1; the report is one of them w.p. e^ε/(e^ε + 1), else one of the others."""
 
     epsilon: float
     domain: int
-
-    def __post_init__(self) -> None:
-        eps, k = _check(self.epsilon, self.domain)
-        object.__setattr__(self, "epsilon", eps)
-        object.__setattr__(self, "domain", k)
 
     @property
     def size(self) -> int:
