@@ -109,7 +109,9 @@ def test_exact_aggregates_equal_plain_duckdb_on_bounded_data(
 
 def test_bounds_are_enforced_by_the_aggregating_sql_itself(tmp_path: Path) -> None:
     # Contribution bounding runs inside the statement that aggregates: even if the bounded copy
-    # made at registration is edited afterwards, no row contributes beyond the declared bounds
+    # made at registration is edited afterwards, no row contributes beyond the declared bounds.
+    # A NULL-free column (policy error) is bounded by a row filter: an edited row is left out
+    # of the query entirely; a column whose dropped values are NULL (policy drop) is clamped
     # (and a dropped NULL stays dropped).
     db = tmp_path / "t.duckdb"
     cur = Curator(db, source=seeded(3))
@@ -117,14 +119,19 @@ def test_bounds_are_enforced_by_the_aggregating_sql_itself(tmp_path: Path) -> No
     schema = {**SCHEMA, "privacy_unit": "row", "max_rows_per_unit": 1}
     cur.register_dataset("people", frame.drop(columns=["person_id"]), schema)
     con = duckdb.connect(str(db))
-    con.execute("UPDATE people SET __bnd_age = 10 * __bnd_age + 1000000, __bnd_income = -5000000")
+    con.execute("UPDATE people SET __bnd_age = 10 * __bnd_age + 1000000 WHERE region = 'north'")
+    con.execute("UPDATE people SET __bnd_income = -5000000")
     con.close()
-    exact = cur.exact_aggregates("SELECT COUNT(income), SUM(age), AVG(income) FROM people")
-    (count_income, sum_age, csum_income, *_rest) = exact.values[()]
-    assert sum_age == 100 * len(frame)  # every tampered age clamps to the upper bound 100
+    sql = "SELECT COUNT(*), COUNT(income), SUM(age), AVG(income) FROM people"
+    exact = cur.exact_aggregates(sql)
+    (rows, count_income, sum_age, csum_income, *_rest) = exact.values[()]
+    kept = frame[frame["region"] != "north"]
+    assert 0 < len(kept) < len(frame)
+    assert rows == len(kept)  # every edited age leaves its row out of the query
+    assert sum_age == int(kept["age"].clip(0, 100).sum())
     income = column_grid(cur.schema("people").column("income"))
-    assert count_income == len(frame)  # NULLs were overwritten by the edit, still counted once
-    assert csum_income == (income.lo - income.center) * len(frame)
+    assert count_income == len(kept)  # NULLs were overwritten by the edit, still counted once
+    assert csum_income == (income.lo - income.center) * len(kept)  # clamped to the lower bound
 
 
 def test_row_limit_per_unit_runs_in_the_database(store: tuple[Curator, pd.DataFrame]) -> None:
