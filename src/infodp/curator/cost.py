@@ -163,23 +163,25 @@ class MeasurementCost:
 
 @functools.lru_cache(maxsize=4096)
 def _mechanism(p: MeasurementCost) -> Any:
-    from infodp.mechanisms import (
-        DiscreteGaussianMechanism,
-        DiscreteLaplaceMechanism,
-        ExponentialQuantile,
-    )
-
+    # Each family is imported only when used: the Gaussian's module loads scipy, which a
+    # Laplace query (the CLI's default) never needs (about 100 ms of start-up).
     if p.sensitivity == 0:
         return None
     if p.measurement.kind == MeasurementKind.QUANTILE:
+        from infodp.mechanisms.quantile import ExponentialQuantile
+
         return ExponentialQuantile(p.epsilon, p.sensitivity)
     if p.noise == Noise.GAUSSIAN:
+        from infodp.mechanisms.gaussian import DiscreteGaussianMechanism
+
         # Calibrated at floats not above the exact (ε, δ) share, so the release is (ε, δ)-DP
         # for the exact values charged (Balle & Wang 2018 analytic calibration, then the
         # discrete Gaussian's own profile, Canonne, Kamath & Steinke 2020).
         return DiscreteGaussianMechanism.calibrate(
             _float_down(p.epsilon), _float_down(p.delta), p.sensitivity
         )
+    from infodp.mechanisms.laplace import DiscreteLaplaceMechanism
+
     # scale rounded up: ε_real = Δ/scale ≤ the exact ε charged (Ghosh et al. 2009).
     return DiscreteLaplaceMechanism(_float_up(Fraction(p.sensitivity) / p.epsilon), p.sensitivity)
 

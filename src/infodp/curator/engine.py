@@ -714,7 +714,9 @@ class Curator:
                 keys = keys[:MAX_CELLS]
                 notes.append(f"only the first {MAX_CELLS} selected groups (by key) are shown")
         draws = self._quantile_draws(parts, schema, exact, keys)
-        # Per-measurement half-widths at level beta / (measurements an aggregate combines).
+        # Per-measurement half-widths at level beta / (measurements an aggregate combines) and
+        # column grids depend on the query only: computed once, not once per cell.
+        memo: dict[Any, Any] = {}
         out_rows: list[tuple[Any, ...]] = []
         out_cis: list[tuple[Any, ...]] = []
         for key in keys:
@@ -727,7 +729,7 @@ class Curator:
                     cis.append(None)
                     continue
                 value, ci = self._answer(
-                    out.aggregate, key, noisy[key], index, parts, schema, exact, beta, draws
+                    out.aggregate, key, noisy[key], index, parts, schema, beta, draws, memo
                 )
                 row.append(value)
                 cis.append(ci)
@@ -793,17 +795,23 @@ class Curator:
         index: dict[str, int],
         parts: tuple[MeasurementCost, ...],
         schema: DatasetSchema,
-        exact: ExactAggregates,
         beta: float,
         draws: dict[tuple[tuple[str, ...], int], int],
+        memo: dict[Any, Any],
     ) -> tuple[Any, Any]:
+        """One released cell of ``agg`` and its interval; ``memo`` keeps what depends on the
+        query only (half-widths, grids) across the cells of one release."""
+
         def get(mkey: str, level: float) -> tuple[int, int, MeasurementCost]:
             i = index[mkey]
             p = parts[i]
             v = noisy[i]
             if v is None:
                 raise InternalError(f"{mkey} has no noisy value")
-            return v, p.halfwidth(level), p
+            h = memo.get((i, level))
+            if h is None:
+                h = memo[(i, level)] = p.halfwidth(level)
+            return v, h, p
 
         if agg.func == "count":
             mkey = "count(*)" if agg.column is None else f"count({agg.column})"
@@ -812,7 +820,9 @@ class Curator:
             return max(0, v), [max(0, v - h), max(0, v + h)]
         if agg.column is None:
             raise InternalError(f"{agg.func} without a column")
-        grid = column_grid(schema.column(agg.column))
+        grid = memo.get(agg.column)
+        if grid is None:
+            grid = memo[agg.column] = column_grid(schema.column(agg.column))
         g = grid.step
         if agg.func == "sum":
             v, h, _ = get(f"sum({agg.column})", beta)
