@@ -47,10 +47,11 @@ from infodp._validate import (
     as_probability,
     as_real,
 )
+from infodp.accounting.rdp import _logsumexp_rows
 from infodp.errors import InternalError, ParameterError
 
-# scipy loads on first use: pure-ε queries in the curator never need it.
-sfft = lazy_module("scipy.fft")
+# scipy loads on first use: the curator's per-query summaries of discrete Laplace
+# compositions (FFT products, Chernoff windows) run on numpy alone.
 signal = lazy_module("scipy.signal")
 special = lazy_module("scipy.special")
 
@@ -278,8 +279,8 @@ def _log_mgf_bounds(pmf: _PMF, ts: ArrayF) -> tuple[ArrayF, ArrayF]:
     up_losses = np.minimum(base + (width - 1) * pmf.interval, (pmf.offset + n - 1) * pmf.interval)
     with np.errstate(divide="ignore"):
         logp = np.log(mass)
-    log_m_pos = special.logsumexp(logp[None, :] + ts[:, None] * up_losses[None, :], axis=1)
-    log_m_neg = special.logsumexp(logp[None, :] - ts[:, None] * base[None, :], axis=1)
+    log_m_pos = _logsumexp_rows(logp[None, :] + ts[:, None] * up_losses[None, :])
+    log_m_neg = _logsumexp_rows(logp[None, :] - ts[:, None] * base[None, :])
     return np.asarray(log_m_pos, dtype=np.float64), np.asarray(log_m_neg, dtype=np.float64)
 
 
@@ -319,21 +320,41 @@ def _compose_many(items: Sequence[tuple[_PMF, int]]) -> _PMF:
         tail += float(np.exp(np.min(log_m_neg + ts * (lo - 1) * h)))
     width = hi - lo + 1
     _check_size(width, h)
-    size = sfft.next_fast_len(max(width, *(p.probs.size for p, _ in items)), real=True)
+    size = _next_fast_len(max(width, *(p.probs.size for p, _ in items)))
     log_r = np.zeros(size // 2 + 1)
     angle = np.zeros(size // 2 + 1)
     with np.errstate(divide="ignore"):
         for p, k in items:
-            spectrum = sfft.rfft(p.probs, size)
+            spectrum = np.fft.rfft(p.probs, size)
             log_r += k * np.log(np.abs(spectrum))
             angle += k * np.angle(spectrum)
     # Π X_i^{k_i} only where it does not underflow (|·| < e^{−745} is 0 in float64 anyway).
     keep = log_r > -745.0
     product = np.zeros(log_r.shape, dtype=np.complex128)
     product[keep] = np.exp(log_r[keep] + 1j * angle[keep])
-    composed = sfft.irfft(product, size)
+    composed = np.fft.irfft(product, size)
     window = composed[(lo - full_lo + np.arange(width)) % size]
     return _trim(h, lo, window, inf + tail)
+
+
+def _next_fast_len(n: int) -> int:
+    """The smallest 5-smooth number (2^a·3^b·5^c) ≥ n: a fast real FFT length for pocketfft
+    (as ``scipy.fft.next_fast_len(n, real=True)``, without loading scipy).
+
+    >>> [_next_fast_len(n) for n in (1, 7, 11, 97, 1025)]
+    [1, 8, 12, 100, 1080]
+    """
+    best = 1 << max(0, (n - 1).bit_length())  # a power of two is always 5-smooth
+    p5 = 1
+    while p5 < best:
+        p35 = p5
+        while p35 < best:
+            # the least power of two lifting p35 to at least n
+            q = p35 if p35 >= n else p35 << ((-(-n // p35)) - 1).bit_length()
+            best = min(best, q)
+            p35 *= 3
+        p5 *= 5
+    return best
 
 
 def _self_compose(pmf: _PMF, k: int) -> _PMF:
