@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from infodp.curator.backends.duckdb import column_grid
+from infodp.curator.backends.duckdb import column_grid, empty_relation
 from infodp.curator.engine import Curator, as_budget_fraction
 from infodp.errors import BudgetExceeded, ParameterError, QueryFailed
 from infodp.mechanisms.sampling import InsecureSeededSource
@@ -132,6 +132,27 @@ def test_bounds_are_enforced_by_the_aggregating_sql_itself(tmp_path: Path) -> No
     income = column_grid(cur.schema("people").column("income"))
     assert count_income == len(kept)  # NULLs were overwritten by the edit, still counted once
     assert csum_income == (income.lo - income.center) * len(kept)  # clamped to the lower bound
+
+
+def test_the_check_relation_has_the_stored_columns_and_types(
+    store: tuple[Curator, pd.DataFrame],
+) -> None:
+    # The pre-reservation check binds the statements against empty_relation instead of the
+    # table: it must offer every stored column under the same name and type (the privacy unit
+    # column aside when undeclared: it is typed VARCHAR there, as the empty table was).
+    cur, _ = store
+    schema = cur.schema("people")
+    con = duckdb.connect(str(cur.db), read_only=True)
+    try:
+        stored = con.execute('DESCRIBE "people"').fetchall()
+        empty = con.execute(f"DESCRIBE SELECT * FROM {empty_relation(schema)}").fetchall()
+        assert con.execute(f"SELECT count(*) FROM {empty_relation(schema)}").fetchone() == (0,)
+    finally:
+        con.close()
+    declared = {c.name for c in schema.columns}
+    want = {n: t for n, t, *_ in stored if n != schema.privacy_unit or n in declared}
+    got = {n: t for n, t, *_ in empty if n != schema.privacy_unit or n in declared}
+    assert got == want
 
 
 def test_row_limit_per_unit_runs_in_the_database(store: tuple[Curator, pd.DataFrame]) -> None:

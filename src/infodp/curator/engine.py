@@ -199,6 +199,9 @@ class Curator:
             raise
         self._hook = _hook
         self._keep_open = keep_open
+        # A one-shot process checks its statements on the connection it answers with (they
+        # read no stored data, see DuckDBBackend.check) rather than starting a second DuckDB.
+        self._one_shot = self._con is not None
         if query_timeout is not None and not (
             isinstance(query_timeout, (int, float)) and 0 < query_timeout < math.inf
         ):
@@ -432,7 +435,9 @@ class Curator:
         """
         plan, schema, _, unit_ok, cost, leak = self._priced(sql, epsilon, delta, noise, confidence)
         ms = tuple(p.measurement for p in cost.parts)
-        self.backend.check(plan, schema, ms, unit_rows_ok=unit_ok)
+        self.backend.check(
+            plan, schema, ms, unit_rows_ok=unit_ok, con=self._con if self._one_shot else None
+        )
         profile = cost.profile_spec()
         entry = self.ledger.reserve(
             analyst,

@@ -53,6 +53,7 @@ __all__ = [
     "compile_aggregate",
     "compile_histogram",
     "compiled_statements",
+    "empty_relation",
     "quantile_bins",
 ]
 
@@ -186,8 +187,12 @@ def _source_cte(
     value_columns: Sequence[str],
     unit_rows_ok: bool,
     extra_items: Sequence[str] = (),
+    source: str | None = None,
 ) -> str:
-    """``WITH ... __src AS (...)``: filtered, cleaned, bounded rows (one column per input)."""
+    """``WITH ... __src AS (...)``: filtered, cleaned, bounded rows (one column per input).
+
+    ``source``: the relation read instead of the table (:func:`empty_relation` for checks).
+    """
     items: list[str] = []
     unit_needed = not schema.unit_is_row
     if unit_needed:
@@ -224,7 +229,7 @@ def _source_cte(
         elif filter_declared:
             keys = ", ".join(_lit(k) for k in g.categories)
             alias_filters.append(f"(__g{i} IN ({keys}))")
-    base = f"SELECT {', '.join(items)} FROM {_ident(plan.table)}"
+    base = f"SELECT {', '.join(items)} FROM {source or _ident(plan.table)}"
     if row_filters:
         base += " WHERE " + " AND ".join(row_filters)
     ctes = [f"__base AS ({base})"]
@@ -260,7 +265,12 @@ def _value_columns(ms: Sequence[Measurement]) -> list[str]:
 
 
 def compile_aggregate(
-    plan: QueryPlan, schema: DatasetSchema, ms: Sequence[Measurement], *, unit_rows_ok: bool
+    plan: QueryPlan,
+    schema: DatasetSchema,
+    ms: Sequence[Measurement],
+    *,
+    unit_rows_ok: bool,
+    source: str | None = None,
 ) -> str:
     """The one SQL statement computing every non-quantile measurement per group."""
     value_cols = _value_columns(ms)
@@ -290,12 +300,18 @@ def compile_aggregate(
     select = ", ".join([*keys, *exprs])
     tail = f" GROUP BY {', '.join(keys)}" if keys else ""
     return (
-        _source_cte(plan, schema, value_cols, unit_rows_ok) + f"\nSELECT {select} FROM __src{tail}"
+        _source_cte(plan, schema, value_cols, unit_rows_ok, source=source)
+        + f"\nSELECT {select} FROM __src{tail}"
     )
 
 
 def compile_histogram(
-    plan: QueryPlan, schema: DatasetSchema, column: str, *, unit_rows_ok: bool
+    plan: QueryPlan,
+    schema: DatasetSchema,
+    column: str,
+    *,
+    unit_rows_ok: bool,
+    source: str | None = None,
 ) -> str:
     """SQL of the per-group histogram of ``column`` over :func:`quantile_bins` (for quantiles)."""
     col = schema.column(column)
@@ -314,7 +330,9 @@ def compile_histogram(
         )
     else:
         bin_expr = f"CASE WHEN ({clean}) IS NULL THEN NULL ELSE 0 END"
-    cte = _source_cte(plan, schema, [], unit_rows_ok, extra_items=[f"{bin_expr} AS __bin"])
+    cte = _source_cte(
+        plan, schema, [], unit_rows_ok, extra_items=[f"{bin_expr} AS __bin"], source=source
+    )
     keys = [f"__g{i}" for i in range(len(plan.group_by))]
     # __gid numbers the groups densely (1, 2, ...), so the engine can fill one dense
     # (groups × bins) array with vectorised numpy instead of a Python loop over bins.
@@ -533,18 +551,31 @@ class DuckDBBackend:
         ms: Sequence[Measurement],
         *,
         unit_rows_ok: bool,
+        con: duckdb.DuckDBPyConnection | None = None,
     ) -> None:
-        """Bind and run the compiled SQL against an *empty* table of the same schema.
+        """Bind and run the compiled SQL against an *empty* relation of the table's columns.
 
         Run before the budget is reserved: whatever DuckDB refuses at bind or constant-folding
-        time is refused here, with a data-free message, at no cost.
+        time is refused here, with a data-free message, at no cost. The statements read
+        :func:`empty_relation` (typed NULL columns, no rows) instead of the table, so they
+        touch no stored data and no table statistics: the outcome depends on the query and the
+        declared schema only, on whichever connection runs them. ``con``: a connection to run
+        them on (a one-shot process passes the one it answers with, instead of starting an
+        in-memory DuckDB, ~10-40 ms); by default one in-memory DuckDB per thread, which
+        remembers the statements that passed.
         """
-        statements = tuple(compiled_statements(plan, schema, ms, unit_rows_ok=unit_rows_ok))
-        con, passed = _empty_connection(schema)
-        if statements in passed:
-            # The same statements already ran without error on this empty table: running
-            # them again is deterministic (no data), so the refusal could not differ.
-            return
+        statements = tuple(
+            compiled_statements(
+                plan, schema, ms, unit_rows_ok=unit_rows_ok, source=empty_relation(schema)
+            )
+        )
+        passed: set[tuple[str, ...]] | None = None
+        if con is None:
+            con, passed = _empty_connection()
+            if statements in passed:
+                # The same statements already ran without error on no data: running them
+                # again is deterministic, so the refusal could not differ.
+                return
         try:
             for sql in statements:
                 con.execute(sql).fetchall()
@@ -552,9 +583,10 @@ class DuckDBBackend:
             raise ParameterError(
                 "sql", plan.sql[:80], "a query the engine can compile (it was refused at bind time)"
             ) from None
-        if len(passed) >= _PASSED_MAX:
-            passed.clear()
-        passed.add(statements)
+        if passed is not None:
+            if len(passed) >= _PASSED_MAX:
+                passed.clear()
+            passed.add(statements)
 
     def aggregate(
         self,
@@ -706,56 +738,68 @@ def _watchdog() -> _Watchdog:
 
 
 def compiled_statements(
-    plan: QueryPlan, schema: DatasetSchema, ms: Sequence[Measurement], *, unit_rows_ok: bool
+    plan: QueryPlan,
+    schema: DatasetSchema,
+    ms: Sequence[Measurement],
+    *,
+    unit_rows_ok: bool,
+    source: str | None = None,
 ) -> list[str]:
-    """Every SQL statement :meth:`DuckDBBackend.aggregate` runs for ``plan`` (in order)."""
+    """Every SQL statement :meth:`DuckDBBackend.aggregate` runs for ``plan`` (in order);
+    ``source`` replaces the table (see :func:`empty_relation`)."""
     out: list[str] = []
     if any(m.kind != "quantile" for m in ms):
-        out.append(compile_aggregate(plan, schema, ms, unit_rows_ok=unit_rows_ok))
+        out.append(compile_aggregate(plan, schema, ms, unit_rows_ok=unit_rows_ok, source=source))
     for m in ms:
         if m.kind == "quantile" and m.column is not None:
-            out.append(compile_histogram(plan, schema, m.column, unit_rows_ok=unit_rows_ok))
+            out.append(
+                compile_histogram(plan, schema, m.column, unit_rows_ok=unit_rows_ok, source=source)
+            )
     return out
 
 
 _EMPTY = threading.local()
 
 
-#: Statements remembered per empty table as having passed :meth:`DuckDBBackend.check`.
+#: Statements remembered per thread as having passed :meth:`DuckDBBackend.check`.
 _PASSED_MAX = 1024
 
 
-def _empty_connection(
-    schema: DatasetSchema,
-) -> tuple[duckdb.DuckDBPyConnection, set[tuple[str, ...]]]:
-    """An in-memory DuckDB (one per thread and schema) holding an empty copy of the table,
-    and the statement tuples that already ran on it without error."""
-    cache: dict[str, tuple[duckdb.DuckDBPyConnection, set[tuple[str, ...]]]] | None = getattr(
-        _EMPTY, "cons", None
+def _empty_connection() -> tuple[duckdb.DuckDBPyConnection, set[tuple[str, ...]]]:
+    """An in-memory DuckDB (one per thread) for checks, and the statement tuples that
+    already ran on it without error."""
+    hit: tuple[duckdb.DuckDBPyConnection, set[tuple[str, ...]]] | None = getattr(
+        _EMPTY, "con", None
     )
-    if cache is None:
-        cache = _EMPTY.cons = {}
-    key = schema.table + "\0" + schema.to_json()
-    hit = cache.get(key)
-    if hit is not None:
-        return hit
-    if len(cache) > 64:
-        for old, _ in cache.values():
-            old.close()
-        cache.clear()
-    cols: list[str] = []
+    if hit is None:
+        hit = _EMPTY.con = (duckdb.connect(":memory:"), set())
+    return hit
+
+
+def empty_relation(schema: DatasetSchema) -> str:
+    """A relation with the stored table's columns and types and no rows (SQL).
+
+    Every declared column (BIGINT, DOUBLE or VARCHAR, as registration stores them), the
+    privacy unit when it is not declared, and the bounded copy of each bounded numeric column;
+    aliased as the table. A constant: no stored data or statistics behind it.
+
+    >>> from infodp.curator.schema import load_schema
+    >>> s = load_schema({"table": "t", "privacy_unit": "row",
+    ...                  "columns": {"x": {"type": "int", "bounds": [0, 10]}}})
+    >>> empty_relation(s)
+    '(SELECT CAST(NULL AS BIGINT) AS "x", CAST(NULL AS BIGINT) AS "__bnd_x" LIMIT 0) AS "t"'
+    """
+    cols: list[tuple[str, str]] = []
     names = {c.name.lower() for c in schema.columns}
     if not schema.unit_is_row and schema.privacy_unit.lower() not in names:
-        cols.append(f"{_ident(schema.privacy_unit)} VARCHAR")
+        cols.append((schema.privacy_unit, "VARCHAR"))
     for col in schema.columns:
-        cols.append(f"{_ident(col.name)} {_TYPES.get(col.type, 'VARCHAR')}")
+        cols.append((col.name, _TYPES.get(col.type, "VARCHAR")))
     for col in schema.columns:
         if col.is_numeric and col.bounds is not None:
-            cols.append(f"{_ident(bounded_column(col.name))} BIGINT")
-    con = duckdb.connect(":memory:")
-    con.execute(f"CREATE TABLE {_ident(schema.table)} ({', '.join(cols)})")
-    cache[key] = (con, set())
-    return cache[key]
+            cols.append((bounded_column(col.name), "BIGINT"))
+    select = ", ".join(f"CAST(NULL AS {t}) AS {_ident(n)}" for n, t in cols)
+    return f"(SELECT {select} LIMIT 0) AS {_ident(schema.table)}"
 
 
 _TYPES = {"int": "BIGINT", "float": "DOUBLE"}
