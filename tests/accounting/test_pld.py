@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize, special, stats
 
+from infodp.accounting import pld as pld_module
 from infodp.accounting.pld import PrivacyLossDistribution
 from infodp.errors import ParameterError
 
@@ -144,6 +145,33 @@ def test_discrete_laplace_against_brute_force_and_dp_accounting(scale: float, se
     ).self_compose(10)
     ours = pld.self_compose(10)
     assert ours.epsilon(1e-6) == pytest.approx(theirs.get_epsilon_for_delta(1e-6), abs=2e-3)
+
+
+@pytest.mark.parametrize(("scale", "sens"), [(30_000.0, 3000), (250_000.0, 20_000)])
+def test_discrete_laplace_closed_form_against_brute_force_and_the_atoms(
+    scale: float, sens: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Above 2048 atoms spaced 2/scale ≤ h apart the PLD is built from geometric series
+    # (a curator sum has Δ in the millions): the same δ-curve as the atom-by-atom build and as
+    # the hockey-stick divergence of the two shifted pmfs summed directly.
+    ks = np.arange(-int(40 * scale), int(40 * scale) + sens + 1)
+    logw = -np.abs(ks) / scale
+    norm = special.logsumexp(logw)
+    p = np.exp(logw - norm)
+    q = np.exp(-np.abs(ks - sens) / scale - norm)
+    closed = PrivacyLossDistribution.from_discrete_laplace(scale, sens, H)
+    monkeypatch.setattr(pld_module, "_DLAP_ATOMS_MAX", 10**9)
+    atoms = PrivacyLossDistribution.from_discrete_laplace(scale, sens, H)
+    top = sens / scale
+    for e in [0.0, top / 7, top / 2, top - 3 * H]:
+        exact = _hockey_stick(p, q, e)
+        assert closed.delta(e) >= exact - 1e-14
+        assert closed.delta(e) == pytest.approx(exact, abs=2e-5)
+        assert closed.delta(e) == pytest.approx(atoms.delta(e), abs=1e-9)
+    assert closed.delta(top + H) == pytest.approx(0.0, abs=1e-13)  # pure ε = Δ/scale
+    assert closed.self_compose(10).epsilon(1e-6) == pytest.approx(
+        atoms.self_compose(10).epsilon(1e-6), abs=2e-4
+    )
 
 
 @pytest.mark.parametrize("sigma", [0.8, 3.0])

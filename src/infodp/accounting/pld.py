@@ -263,6 +263,54 @@ def _pmf_from_atoms(interval: float, losses: ArrayF, masses: ArrayF, infinity_ma
     return _connect_dots(interval, nodes, np.clip(deltas, infinity_mass, 1.0))
 
 
+#: Above this sensitivity the discrete Laplace PLD is built from closed-form tail sums.
+_DLAP_ATOMS_MAX = 2048
+#: Absolute slack added to the closed-form δ at every node (pessimistic: it moves that much
+#: mass to +∞); it covers the few roundings of each closed-form value.
+_DLAP_SLACK = 2.0**-49
+
+
+def _dlap_pmf_closed(lam: float, d: int, interval: float) -> _PMF:
+    """:func:`_pmf_from_atoms` of the discrete Laplace's losses, in closed form (2λ ≤ h).
+
+    The atoms (see :meth:`PrivacyLossDistribution.from_discrete_laplace`, r = e^{−λ}) are Δλ
+    w.p. 1/(1+r), −Δλ w.p. r^Δ/(1+r) and λ(Δ − 2k) w.p. (1−r)/(1+r)·r^k for 0 < k < Δ: an
+    arithmetic progression with step 2λ ≤ h, so ⌊l/h⌋ and ⌈l/h⌉ cover every grid index from
+    ⌊−Δλ/h⌋ to ⌈Δλ/h⌉. At a node ε, δ(ε) = Σ_{l > ε} p_l (1 − e^{ε − l}) (Doroshenko et al.
+    2022, the δ-curve that connect-the-dots interpolates); with the K middle atoms above ε
+    (those with k < (Δ − ε/λ)/2) the geometric series give
+    Σ_{k≤K} (1−r)/(1+r)·r^k = r(1 − r^K)/(1+r) and
+    Σ_{k≤K} (1−r)/(1+r)·r^k e^{−λ(Δ−2k)} = e^{−λΔ}(e^{λK} − 1)/(1+r).
+    An atom equal to ε adds 0 whichever side it is counted on.
+    """
+    top = d * lam
+    if not top / interval < 2.0**62:
+        raise PLDTooLarge(2**62, interval)
+    lo_node, hi_node = math.floor(-top / interval), math.ceil(top / interval)
+    _check_size(hi_node - lo_node + 1, interval)
+    nodes = np.arange(lo_node, hi_node + 1, dtype=np.int64)
+    eps = nodes * interval
+    r = math.exp(-lam)
+    norm = 1.0 + r
+    kk = np.clip(np.ceil((d - eps / lam) / 2.0) - 1.0, 0.0, d - 1.0)  # middle atoms above ε
+    x = lam * kk
+    y = eps - top  # ≤ h: e^{ε − Δλ} never overflows
+    a = r * -np.expm1(-x) / norm
+    e_b = np.empty_like(x)
+    small = x < 700.0
+    e_b[small] = np.exp(y[small]) * np.expm1(x[small])
+    e_b[~small] = np.exp(y[~small] + x[~small]) - np.exp(y[~small])
+    e_b /= norm
+    above_top = eps < top  # the atom Δλ lies above ε
+    a += np.where(above_top, 1.0 / norm, 0.0)
+    e_b += np.where(above_top, np.exp(np.minimum(y, 0.0)) / norm, 0.0)
+    above_bottom = eps < -top  # the atom −Δλ lies above ε (its e^{ε}·p e^{Δλ} is e^{ε}/(1+r))
+    a += np.where(above_bottom, math.exp(-top) / norm, 0.0)
+    e_b += np.where(above_bottom, np.exp(np.minimum(eps, 0.0)) / norm, 0.0)
+    deltas = a - e_b + _DLAP_SLACK
+    return _connect_dots(interval, nodes, np.clip(deltas, 0.0, 1.0))
+
+
 def _log_mgf_bounds(pmf: _PMF, ts: ArrayF) -> tuple[ArrayF, ArrayF]:
     """Upper bounds on log E[e^{tL}] and log E[e^{−tL}] (t > 0) of one pmf (sub-probability).
 
@@ -633,6 +681,10 @@ class PrivacyLossDistribution:
         d = as_positive_int("sensitivity", sensitivity)
         h = as_positive("interval", interval)
         lam = 1.0 / t
+        if d > _DLAP_ATOMS_MAX and 2.0 * lam <= h:
+            # Δ − 1 atoms spaced 2λ ≤ h apart (a curator sum has Δ in the millions): δ at the
+            # grid nodes from geometric series instead of sorting and summing every atom.
+            return cls(h, (_dlap_pmf_closed(lam, d, h),))
         r = math.exp(-lam)
         k = np.arange(1, d, dtype=np.float64)
         losses = np.concatenate([[d * lam, -d * lam], lam * (d - 2 * k)])
