@@ -242,3 +242,31 @@ def test_discrete_laplace_on_a_fine_grid_approaches_mironovs_laplace() -> None:
     )
     assert np.allclose(got, want, rtol=1e-5)
     assert np.all(got >= want * (1 - 1e-9))
+
+
+@pytest.mark.parametrize(
+    ("scale", "sens"), [(7.0, 3000), (3000.0, 2500), (2e5, 20_000), (1e9, 5000)]
+)
+def test_discrete_laplace_kl_closed_form_against_the_atom_sum_in_decimal(
+    scale: float, sens: int
+) -> None:
+    # Above 2048 atoms the KL is ε − (λ/sinh λ)(1 − e^{−ε}) (E|k−Δ| − |k| = Δ − 2E clip(k, 0, Δ),
+    # a tail sum of geometric probabilities); checked against the definition summed atom by
+    # atom in 40-digit decimal arithmetic: λ·Σ_k P(k)(|k − Δ| − |k|).
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 40
+        lam = 1 / Decimal(scale)
+        r = (-lam).exp()
+        d = Decimal(sens)
+        total = d / (1 + r) - d * r**sens / (1 + r)
+        c = (1 - r) / (1 + r)
+        rk = Decimal(1)
+        for k in range(1, sens):
+            rk *= r
+            total += (d - 2 * k) * c * rk
+        exact = float(lam * total)
+    got = rdp.discrete_laplace_kl(scale, sens)
+    assert got >= exact  # rounded up
+    assert got == pytest.approx(exact, rel=1e-11)
