@@ -66,6 +66,20 @@ def timed(fn: Callable[[], Any], reps: int) -> float:
     return statistics.median(times)
 
 
+def interleaved(cases: dict[str, Callable[[], Any]], reps: int) -> dict[str, float]:
+    """Median wall time of each case, the cases run in turn in every repetition (after one
+    warm-up each), so load that comes and goes on a shared machine hits all of them alike."""
+    for fn in cases.values():
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(reps):
+        for name, fn in cases.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def bench_size(rows: int, reps: int, workdir: Path, peers: bool) -> list[tuple[str, float | str]]:
     from infodp.curator.engine import Curator
 
@@ -76,39 +90,24 @@ def bench_size(rows: int, reps: int, workdir: Path, peers: bool) -> list[tuple[s
     setup.register_dataset("t", str(parquet), SCHEMA)
     setup.add_analyst("bench", "t", epsilon=10**9)
     setup.close()
-    results: list[tuple[str, float | str]] = []
 
     con = duckdb.connect(str(db), read_only=True)
-    plain = timed(lambda: con.execute(PLAIN).fetchall(), reps)
-    con.close()
-    results.append(("DuckDB alone, no noise (physical limit)", plain))
-
-    results.append(
-        (
-            "one fsync'd SQLite commit (WAL, synchronous=FULL): the reservation's floor",
-            timed(_fsynced_commit(workdir / f"floor{rows}.sqlite"), reps),
-        )
-    )
-
     service = Curator(db, keep_open=True)
-    results.append(
-        (
-            "its durable reservation alone (Ledger.reserve, one fsync)",
-            timed(
-                lambda: service.ledger.reserve(
-                    "bench", "t", "-", Fraction(1), Fraction(0), 0.0, profile_spec=None
-                ),
-                reps,
-            ),
-        )
-    )
-    results.append(
-        (
-            "infodp, kept-open reader (service)",
-            timed(lambda: service.query("bench", SQL, epsilon=1), reps),
-        )
-    )
+    cases: dict[str, Callable[[], Any]] = {
+        "DuckDB alone, no noise (physical limit)": lambda: con.execute(PLAIN).fetchall(),
+        "one fsync'd SQLite commit (WAL, synchronous=FULL): the reservation's floor": (
+            _fsynced_commit(workdir / f"floor{rows}.sqlite")
+        ),
+        "its durable reservation alone (Ledger.reserve, one fsync)": lambda: service.ledger.reserve(
+            "bench", "t", "-", Fraction(1), Fraction(0), 0.0, profile_spec=None
+        ),
+        "infodp, kept-open reader (service)": lambda: service.query("bench", SQL, epsilon=1),
+    }
+    results: list[tuple[str, float | str]] = list(interleaved(cases, reps).items())
     service.close()
+    con.close()
+    # Alone, with no other connection of this process open: each query really opens the
+    # store (an open connection in the same process would be shared instead).
     per_query = Curator(db)
     results.append(
         (
@@ -218,7 +217,8 @@ def main(argv: list[str] | None = None) -> None:
     body = (
         "DP `SELECT g, COUNT(*), SUM(v) FROM t GROUP BY g` over a 100-category column (ε = 1, "
         "row-level privacy, v clamped to [0, 1000]); median wall time of "
-        f"{args.reps} runs after a warm-up, all engines in the same process and run. infodp's "
+        f"{args.reps} runs after a warm-up, all engines in the same process and run (the "
+        "infodp and DuckDB lines interleaved, one of each per repetition). infodp's "
         "time is end to end: parse, plan, durable ledger reservation (fsync), bounded "
         "aggregation in DuckDB, exact discrete Laplace noise from the OS CSPRNG for all 200 "
         "cells, intervals, explain() summary and ledger completion.\n\n"
