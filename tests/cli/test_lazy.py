@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 
@@ -43,3 +44,41 @@ def test_help_lists_every_command() -> None:
     ).stdout
     for name, (_m, _a, short) in LAZY_COMMANDS.items():
         assert f"  {name}" in out and short in out
+
+
+def test_a_laplace_query_loads_no_scipy_pandas_or_plotting(tmp_path: Path) -> None:
+    # The whole-process query path (parse, plan, leakage summary with its PLD composition,
+    # check, noise, answer) runs on numpy, sqlglot and duckdb alone: scipy alone once cost
+    # more start-up than the aggregate itself.
+    from infodp.curator import Curator
+
+    db = tmp_path / "s.duckdb"
+    cur = Curator(db)
+    schema = {
+        "table": "t",
+        "privacy_unit": "row",
+        "columns": {
+            "g": {"type": "category", "categories": ["a", "b"]},
+            "v": {"type": "float", "bounds": [0, 100000]},
+        },
+    }
+    cur.register_dataset("t", str(_csv(tmp_path)), schema)
+    cur.add_analyst("a", "t", epsilon=10)
+    cur.close()
+    sql = "SELECT g, COUNT(*), AVG(v), SUM(v) FROM t GROUP BY g"
+    loaded = _modules_after(
+        "from infodp.cli import main\n"
+        "import contextlib, io\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    code = main(['query', '--db', {str(db)!r}, '--analyst', 'a', '--epsilon', '1',"
+        f" {sql!r}, '--json'])\n"
+        "assert code == 0, code"
+    )
+    assert "infodp.curator.engine" in loaded
+    assert not {m for m in loaded if m.split(".")[0] in ("scipy", "pandas", "matplotlib")}
+
+
+def _csv(directory: Path) -> Path:
+    path = directory / "t.csv"
+    path.write_text("g,v\n" + "".join(f"{'ab'[i % 2]},{i * 37 % 100000}\n" for i in range(500)))
+    return path
