@@ -139,6 +139,11 @@ def _fsynced_commit(path: Path) -> Callable[[], Any]:
     return commit
 
 
+def _not_run(err: Exception) -> str:
+    """Why a peer did not run, on one line (it goes into a Markdown table cell)."""
+    return f"not run: {type(err).__name__}: {' '.join(str(err).split())[:80]}"
+
+
 def _peers(parquet: Path, rows: int, reps: int) -> list[tuple[str, float | str]]:
     out: list[tuple[str, float | str]] = []
     try:
@@ -163,7 +168,7 @@ def _peers(parquet: Path, rows: int, reps: int) -> list[tuple[str, float | str]]
         query = "SELECT g, COUNT(*) AS n, SUM(v) AS s FROM B.T GROUP BY g"
         out.append(("SmartNoise SQL (pandas)", timed(lambda: reader.execute(query), reps)))
     except Exception as err:  # report why the peer did not run
-        out.append(("SmartNoise SQL", f"not run: {type(err).__name__}: {str(err)[:80]}"))
+        out.append(("SmartNoise SQL", _not_run(err)))
     try:
         import opendp.prelude as dp
         import polars as pl
@@ -191,7 +196,7 @@ def _peers(parquet: Path, rows: int, reps: int) -> list[tuple[str, float | str]]
 
         out.append(("OpenDP polars API", timed(opendp_query, reps)))
     except Exception as err:  # report why the peer did not run
-        out.append(("OpenDP polars API", f"not run: {type(err).__name__}: {str(err)[:80]}"))
+        out.append(("OpenDP polars API", _not_run(err)))
     return out
 
 
@@ -239,7 +244,8 @@ def main(argv: list[str] | None = None) -> None:
         "2.3–2.7× before). The machine is shared with other jobs, so single numbers vary by "
         "tens of percent."
     )
-    write_section("curator", f"python3 -m benchmarks.curator --sizes {args.sizes}", body)
+    command = f"python3 -m benchmarks.curator --sizes {args.sizes} --reps {args.reps}"
+    write_section("curator", command, body)
 
 
 if __name__ == "__main__":
