@@ -163,8 +163,8 @@ class SubsampledGaussian(Mechanism):
         unit = Fraction(self._unit)
         exact = Fraction(self.noise_multiplier) * Fraction(self.clip_norm) / unit
         s = float(exact)
-        if Fraction(s) > exact:  # less noise is pessimistic: never round σ up
-            s = math.nextafter(s, 0.0)
+        if Fraction(s) > exact:  # never round σ up (a one-ulp change is far inside the
+            s = math.nextafter(s, 0.0)  # 1e-9 relative margins of the lattice certificate)
         return s, math.floor((Fraction(self.clip_norm) / unit) ** 2)
 
     def profile(self) -> PrivacyProfile:
