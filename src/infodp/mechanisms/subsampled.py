@@ -12,17 +12,19 @@ exact integer check enforces it), the Bernoulli(q) choices are exact (q is a dya
 the sum is exact integer arithmetic, and the noise is the discrete Gaussian N_Z(0, (zC/grid)²)
 per coordinate (CKS 2020, Algorithm 3).
 
-Accounting: ``profile()`` is the profile of exactly what ``release()`` does in one
-coordinate — the pair (1 − q)·N_Z(0, s²) + q·N_Z(μ, s²) against N_Z(0, s²) in both
-add/remove directions, s = zC/grid (rounded down) and μ = ⌊C/grid⌋ lattice units
-(:func:`infodp.accounting.discrete_subsampled_gaussian_profile`: PLD and Rényi sums over the
-exact atoms, truncated mass bounded rigorously and counted pessimistically). The continuous
-profile is NOT an upper bound for the lattice release (at grid = C, z = 0.4, q = 0.1 it
+Accounting: ``profile()`` certifies what ``release()`` does for a row of any dimension d.
+One row moves the lattice sum by an integer vector v with ‖v‖² ≤ n = ⌊(C/grid)²⌋, and the
+pair N_Z^d(v, s²) against N_Z^d(0, s²) (s = zC/grid, rounded down) is *not* a function of ‖v‖
+alone: on coarse lattices the shift (3, 4) leaks more than the shift (5, 0). Every such pair,
+for every d and every ‖v‖² ≤ n, is dominated by one continuous Gaussian pair of ratio r′
+(:mod:`infodp.mechanisms._subsampled_lattice`: N_Z(0, s²) is below N(0, s′²) in the convex
+order, s′² ≈ s² + 1/12, then a certified envelope), so the profile is the Poisson-subsampled
+Gaussian with noise multiplier 1/r′; at the default grid r′ exceeds 1/z by about 1e-4
+relatively. When n = 1 only the unit vectors ±e_i exist and the exact lattice pair
+(:func:`infodp.accounting.discrete_subsampled_gaussian_profile`) is used. The continuous
+profile at z is NOT an upper bound for the lattice release (at grid = C, z = 0.4, q = 0.1 it
 understates δ(6) by a factor 2.8); it is kept as ``ideal_profile()`` for the idealised
-mechanism. Two assumptions are stated rather than proven: rows with d > 1 coordinates are
-certified as if their lattice shift were the worst 1-d shift μ (exact for shifts along an axis;
-for the continuous Gaussian rotation invariance makes this exact), and a shift smaller than μ
-(a row clipped to less than C) is taken to leak no more than μ.
+mechanism.
 
 >>> m = SubsampledGaussian(1.1, 0.01)
 >>> round(m.profile().repeat(1000).epsilon(1e-5), 2)
@@ -44,9 +46,11 @@ from infodp._validate import as_positive, as_positive_int, as_probability
 from infodp.accounting import (
     PrivacyProfile,
     discrete_subsampled_gaussian_profile,
+    pure_dp_profile,
     subsampled_gaussian_profile,
 )
 from infodp.errors import InternalError, ParameterError
+from infodp.mechanisms._subsampled_lattice import dominating_gaussian_ratio
 from infodp.mechanisms.base import ChannelView, Mechanism, as_grid
 from infodp.mechanisms.gaussian import _dgauss_pmf, _dgauss_tail
 from infodp.mechanisms.sampling import as_generator, discrete_gaussian, require_secure_source
@@ -119,7 +123,10 @@ class SubsampledGaussian(Mechanism):
         def ok(z: float) -> bool:
             # The certified PLD of the lattice release (what ``profile()`` uses; its Rényi
             # curve is slower and only ever lowers ε), asked at a δ a little below the target.
-            pld = cls(z, q, sensitivity, g).profile().repeat(k).pld()
+            try:
+                pld = cls(z, q, sensitivity, g).profile().repeat(k).pld()
+            except ParameterError:  # too little noise for this grid to be certified
+                return False
             return pld.epsilon(max(0.0, dlt * (1 - 1e-9) - 1e-14)) <= eps
 
         lo, hi = 0.05, 1.0
@@ -152,23 +159,43 @@ class SubsampledGaussian(Mechanism):
 
     @property
     def _lattice(self) -> tuple[float, int]:
-        """(s, μ): noise sd zC/grid rounded down and the largest shift ⌊C/grid⌋, in units."""
+        """(s, n): noise sd zC/grid rounded down and the bound ⌊(C/grid)²⌋ on ‖shift‖² (units)."""
         unit = Fraction(self._unit)
         exact = Fraction(self.noise_multiplier) * Fraction(self.clip_norm) / unit
         s = float(exact)
-        if Fraction(s) > exact:  # less noise is pessimistic: never round σ up
-            s = math.nextafter(s, 0.0)
-        return s, math.floor(Fraction(self.clip_norm) / unit)
+        if Fraction(s) > exact:  # never round σ up (a one-ulp change is far inside the
+            s = math.nextafter(s, 0.0)  # 1e-9 relative margins of the lattice certificate)
+        return s, math.floor((Fraction(self.clip_norm) / unit) ** 2)
 
     def profile(self) -> PrivacyProfile:
-        """Certified profile of ``release()``: the subsampled *discrete* Gaussian pair.
+        """Certified profile of ``release()`` for rows of any dimension (module docstring).
+
+        Raises ParameterError when the lattice is too coarse (noise below about one grid
+        unit against a clip norm of several units) or too fine (noise above 2**16 units) for
+        the certificate.
 
         >>> m = SubsampledGaussian(0.4, 0.1, clip_norm=1.0, grid=1.0)
         >>> m.profile().delta(6.0) > m.ideal_profile().delta(6.0)   # the lattice leaks more
         True
         """
-        s, mu = self._lattice
-        return discrete_subsampled_gaussian_profile(s, mu, self.sampling_rate)
+        s, n = self._lattice
+        q = self.sampling_rate
+        if n == 0 or q == 0.0:
+            return pure_dp_profile(0.0)
+        if n == 1:  # only ±e_i: exactly the one-dimensional lattice pair
+            return discrete_subsampled_gaussian_profile(s, 1, q)
+        try:
+            ratio = dominating_gaussian_ratio(s, n)
+        except ParameterError:
+            raise ParameterError(
+                "grid",
+                self.grid,
+                f"a grid on which the noise z·C/grid = {s:g} units can be certified against "
+                f"shifts of norm C/grid = {math.sqrt(n):g} units (between about 1 and 65536 "
+                "units of noise)",
+            ) from None
+        noise = 1.0 / ratio
+        return subsampled_gaussian_profile(math.nextafter(noise, 0.0), q)
 
     def ideal_profile(self) -> PrivacyProfile:
         """The continuous idealisation ``subsampled_gaussian_profile(z, q)``: NOT a bound for
