@@ -191,10 +191,20 @@ def _fix_node(table: str, view: str) -> Any:
     return fix
 
 
+def _double_division(node: exp.Expression) -> exp.Expression:
+    # DuckDB divides in DOUBLE even when both sides are DECIMAL literals; Spark would divide
+    # exactly in DECIMAL and put a value on a quantile bin's edge in the other bin.
+    if isinstance(node, exp.Div):
+        node.set("this", exp.cast(node.this, "DOUBLE"))
+        node.set("expression", exp.cast(node.expression, "DOUBLE"))
+    return node
+
+
 def to_spark_sql(sql: str, table: str, view: str) -> str:
     """DuckDB SQL (as compiled for a plan) in Spark SQL, reading ``view`` for ``table``."""
     tree = sqlglot.parse_one(sql, read="duckdb")
-    return str(tree.transform(_fix_node(table, view)).sql(dialect="spark"))
+    tree = tree.transform(_fix_node(table, view)).transform(_double_division)
+    return str(tree.sql(dialect="spark"))
 
 
 def _duck_ident(name: str) -> str:
@@ -250,13 +260,14 @@ class SparkBackend:
     # -- session ---------------------------------------------------------------------------
 
     def session(self) -> Any:
-        """The SparkSession (the active one, else a new one from :func:`spark_settings`)."""
+        """The SparkSession: the running one if any (a notebook's, a test's), else a new one
+        from :func:`spark_settings`."""
         from pyspark.sql import SparkSession
 
-        active = SparkSession.getActiveSession()
-        if active is not None:
-            return active
         with self._lock:
+            active = SparkSession.getActiveSession()
+            if active is not None:
+                return active
             builder = SparkSession.builder.master(self.master).appName("infodp")
             for key, value in self.settings.items():
                 builder = builder.config(key, value)
