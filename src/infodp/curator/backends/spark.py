@@ -478,7 +478,7 @@ class SparkBackend:
             )
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._run(spark, lambda: spark.sql(body).write.parquet(str(target)), None)
+            self._run(spark, lambda _: spark.sql(body).write.parquet(str(target)), None)
         except BaseException:
             shutil.rmtree(target, ignore_errors=True)
             raise
@@ -612,7 +612,7 @@ class SparkBackend:
         view = self._view(plan.table)
         statements = compiled_statements(plan, schema, ms, unit_rows_ok=True)
         sqls = [to_spark_sql(s, plan.table, view) for s in statements]
-        results = self._run(spark, lambda: [spark.sql(s).collect() for s in sqls], deadline)
+        results = self._run(spark, lambda fired: _collect(spark, sqls, fired), deadline)
         return _assemble(plan, schema, ms, results)
 
     def _run(self, spark: Any, work: Any, deadline: float | None) -> Any:
@@ -635,7 +635,7 @@ class SparkBackend:
             if bar is not None:
                 bar.start()
             try:
-                out = work()
+                out = work(fired)
             except Exception:
                 if fired.is_set():
                     raise QueryDeadline(f"the query ran longer than {deadline} s") from None
@@ -649,6 +649,17 @@ class SparkBackend:
             if bar is not None:
                 bar.stop()
             sc.setLocalProperty("spark.jobGroup.id", None)
+
+
+def _collect(spark: Any, sqls: Sequence[str], fired: threading.Event) -> list[Any]:
+    """Run the statements in turn; none starts after the deadline (a job group cancels only
+    the jobs running when it is cancelled)."""
+    out = []
+    for sql in sqls:
+        if fired.is_set():
+            raise QueryDeadline("the query ran past its deadline")
+        out.append(spark.sql(sql).collect())
+    return out
 
 
 def _assemble(
