@@ -303,6 +303,8 @@ class SparkBackend:
     def _source_frame(self, spark: Any, source: Any) -> Any:
         if isinstance(source, (str, Path)):
             text = str(source)
+            if _is_uri(text):
+                return spark.read.parquet(text)  # a data lake's Parquet (s3a://, hdfs://, ...)
             path = Path(text)
             if path.exists():
                 if path.is_file() and path.suffix.lower() in (".csv", ".tsv", ".txt"):
@@ -341,10 +343,13 @@ class SparkBackend:
         """
         from pyspark.sql.types import DecimalType, DoubleType, FloatType
 
-        target = Path(bounded_path) if bounded_path is not None else self.default_path(name)
-        target = target.resolve()
-        if target.exists():
-            raise ParameterError("bounded_path", str(target), "a path that does not exist yet")
+        raw_target = str(bounded_path) if bounded_path is not None else str(self.default_path(name))
+        remote = _is_uri(raw_target)
+        # A URI (hdfs://, s3a://, abfss://...) is written by Spark as given (it refuses an
+        # existing path itself); a local path is made absolute and kept owner-only.
+        target = raw_target if remote else str(Path(raw_target).resolve())
+        if not remote and Path(target).exists():
+            raise ParameterError("bounded_path", target, "a path that does not exist yet")
         spark = self.session()
         frame = self._source_frame(spark, source)
         available = {f.name.lower(): f for f in frame.schema.fields}
@@ -405,7 +410,7 @@ class SparkBackend:
         view: str,
         schema: DatasetSchema,
         checks: list[tuple[str, str]],
-        target: Path,
+        target: str,
     ) -> tuple[int, bool]:
         # Two passes for every refusal (mistyped values on the source; the null policy
         # ``error``, NULL units and the row count on the typed view), one for the unit limit.
@@ -476,14 +481,18 @@ class SparkBackend:
                 f"{u} ORDER BY xxhash64({salt}, {cols})) AS __rank FROM ({body})) "
                 f"WHERE __rank <= {schema.max_rows_per_unit}"
             )
-        target.parent.mkdir(parents=True, exist_ok=True)
+        local = None if _is_uri(target) else Path(target)
+        if local is not None:
+            local.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._run(spark, lambda _: spark.sql(body).write.parquet(str(target)), None)
+            self._run(spark, lambda _: spark.sql(body).write.parquet(target), None)
         except BaseException:
-            shutil.rmtree(target, ignore_errors=True)
+            if local is not None:
+                shutil.rmtree(local, ignore_errors=True)
             raise
-        _chmod_private(target)
-        self.attach(name, str(target))
+        if local is not None:
+            _chmod_private(local)
+        self.attach(name, target)
         return rows, True
 
     def fingerprint(self, name: str, schema: DatasetSchema) -> str:
@@ -522,7 +531,8 @@ class SparkBackend:
             return
         with contextlib.suppress(Exception):
             self.session().catalog.dropTempView(_view_name("bnd", path))
-        shutil.rmtree(path, ignore_errors=True)
+        if not _is_uri(path):
+            shutil.rmtree(path, ignore_errors=True)
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -531,7 +541,7 @@ class SparkBackend:
         view = _view_name("bnd", path)
         spark = self.session()
         if not spark.catalog.tableExists(view):
-            if not Path(path).exists():
+            if not _is_uri(path) and not Path(path).exists():
                 # No path in the message: it can reach an analyst through the service.
                 raise ParameterError(
                     "the bounded copy is missing (it was moved or deleted); nothing was released."
@@ -695,6 +705,15 @@ def _assemble(
             histograms[(key, i)] = hist
             values.setdefault(key, tuple(None for _ in ms))
     return ExactAggregates(values, histograms)
+
+
+def _is_uri(path: str) -> bool:
+    """True for a storage URI (``s3a://b/k``), which only Spark can read or write.
+
+    >>> _is_uri("s3a://lake/people"), _is_uri("/data/people")
+    (True, False)
+    """
+    return "://" in path
 
 
 def _chmod_private(root: Path) -> None:
