@@ -11,6 +11,7 @@ a deadline cancels the query's Spark job group and fails the same way.
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import sys
 from fractions import Fraction
@@ -201,3 +202,28 @@ def test_bad_settings_are_refused_naming_them(
     Path(str(store) + ".spark.toml").write_text(text)
     with pytest.raises(ParameterError):
         spark_settings(store, conf=conf)
+
+
+# -- progress --------------------------------------------------------------------------------
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("progress", [True, False])
+def test_progress_is_drawn_on_a_terminal_only_when_asked(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, progress: bool
+) -> None:
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    backend = SparkBackend(progress=progress)
+    work = spark.range(0, 20_000_000, numPartitions=4).selectExpr("sum(id % 7)")
+    backend._run(spark, lambda _: work.collect(), None)
+    drawn = terminal.getvalue()
+    if progress:
+        assert "Spark" in drawn and "%" in drawn
+    else:
+        assert drawn == ""
