@@ -39,7 +39,7 @@ def _curator(db: str, *, keep_open: bool = False, **spark: Any) -> Any:
     return Curator(db, keep_open=keep_open, _one_shot=keep_open, **spark)
 
 
-def spark_options(command: Any) -> Any:
+def _spark_options(command: Any) -> Any:
     """``--spark-master`` and ``--spark-conf KEY=VALUE`` (for datasets on the Spark backend)."""
     command = click.option(
         "--spark-conf",
@@ -146,7 +146,7 @@ def dataset() -> None:
     help="With --backend spark: where Spark writes the bounded Parquet copy "
     "(default <db>.bounded/NAME).",
 )
-@spark_options
+@_spark_options
 @json_option
 def dataset_register(
     db: str,
@@ -393,7 +393,7 @@ def analyst_list(db: str, as_json: bool) -> None:
     help="Coverage of the noise intervals printed with each answer.",
 )
 @click.argument("sql")
-@spark_options
+@_spark_options
 @json_option
 def query(
     db: str,

@@ -15,8 +15,8 @@ Sessions are created on demand (``local[*]`` unless ``master``, ``INFODP_SPARK_M
 store's ``<store>.spark.toml`` says otherwise); deadlines cancel the query's Spark job group.
 Without pyspark or Java, :class:`SparkUnavailable` says exactly what to install.
 
->>> to_spark_sql('SELECT isfinite(x), hash(a, 7) FROM "people"', "people", "v")
-'SELECT ABS(x) < CAST(\\'Infinity\\' AS DOUBLE), XXHASH64(a, 7) FROM v'
+>>> print(to_spark_sql('SELECT isfinite(x), hash(a, 7) FROM "people"', "people", "v"))
+SELECT ABS(x) < CAST('Infinity' AS DOUBLE), XXHASH64(a, 7) FROM v
 """
 
 from __future__ import annotations
