@@ -341,3 +341,15 @@ def test_server_answers_a_spark_dataset(store: Curator) -> None:
     response = call(app, "POST", "/v1/query", body, key=key)
     assert response.status_code == 200, response.text
     assert [row[0] for row in response.json()["rows"]] == ["a", "b", "c"]
+
+
+def test_the_same_data_registered_twice_on_spark_is_refused(store: Curator) -> None:
+    """The fingerprint is taken before the per-unit row limit (the rows a unit keeps are a
+    secret random choice), so a second copy of the same data is recognised, and its bounded
+    copy is removed again."""
+    from infodp.curator.store import catalogue
+
+    source = catalogue(store.backend)["limits_spark"]["source"]
+    with pytest.raises(ParameterError, match="limits_spark"):
+        store.register_dataset("limits_again", source, LIMITS, backend="spark")
+    assert not Path(str(store.db) + ".bounded", "limits_again").exists()

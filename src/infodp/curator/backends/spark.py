@@ -253,6 +253,7 @@ class SparkBackend:
         self.master, self.settings = spark_settings(store, master=master, conf=conf)
         self.progress = progress
         self._paths: dict[str, str] = {}
+        self._fingerprints: dict[str, str] = {}
         self._lock = threading.Lock()
         # The same pre-reservation validation as DuckDB's (its empty in-memory table).
         self._duck = DuckDBBackend(":memory:")
@@ -397,7 +398,11 @@ class SparkBackend:
         try:
             typed_sql = to_spark_sql(f"SELECT {select} FROM __raw", "__raw", raw_view)
             spark.sql(typed_sql).createOrReplaceTempView(view)
-            return self._write(spark, name, raw_view, view, schema, checks, target)
+            return self._run(  # type: ignore[no-any-return]
+                spark,
+                lambda _: self._write(spark, name, raw_view, view, schema, checks, target),
+                None,
+            )
         finally:
             spark.catalog.dropTempView(view)
             spark.catalog.dropTempView(raw_view)
@@ -428,6 +433,12 @@ class SparkBackend:
         if not schema.unit_is_row:
             counters.append(("null_unit", f"count_if({_spark_ident(schema.privacy_unit)} IS NULL)"))
         counters.append(("rows", "count(*)"))
+        counters.append(
+            (
+                "fp",
+                f"coalesce(sum(CAST(xxhash64({_fingerprint_items(schema)}) AS DECIMAL(38, 0))), 0)",
+            )
+        )
         # The typed columns come from the raw ones: check the casts against the raw view.
         cast_checks = [c for c in counters if c[0].startswith("bad")]
         other = [c for c in counters if not c[0].startswith("bad")]
@@ -454,6 +465,7 @@ class SparkBackend:
                 "row must belong to an individual."
             )
         rows = int(got["rows"])
+        self._fingerprints[name] = _fingerprint_text(schema, rows, got["fp"])
         unit_ok = True
         if not schema.unit_is_row:
             u = _spark_ident(schema.privacy_unit)
@@ -485,7 +497,7 @@ class SparkBackend:
         if local is not None:
             local.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._run(spark, lambda _: spark.sql(body).write.parquet(target), None)
+            spark.sql(body).write.parquet(target)
         except BaseException:
             if local is not None:
                 shutil.rmtree(local, ignore_errors=True)
@@ -496,33 +508,17 @@ class SparkBackend:
         return rows, True
 
     def fingerprint(self, name: str, schema: DatasetSchema) -> str:
-        """SHA-256 of the bounded copy's content (row order ignored), as computed by Spark.
+        """SHA-256 of the content of dataset ``name`` as registered by this backend (row
+        order ignored), computed in the registration's validating pass.
 
         The same idea as :func:`infodp.curator.store.fingerprint` (a sum of per-row hashes of
-        the unit and the bounded columns) with Spark's 64-bit hash, so fingerprints compare
-        between Spark datasets, not with DuckDB ones.
+        the unit and the bounded columns, before any per-unit row limit) with Spark's 64-bit
+        hash, so fingerprints compare between Spark datasets, not with DuckDB ones.
         """
-        cols: list[str] = []
-        if not schema.unit_is_row:
-            cols.append(schema.privacy_unit)
-        for col in schema.columns:
-            if col.name.lower() == schema.privacy_unit.lower():
-                continue
-            cols.append(
-                bounded_column(col.name) if col.is_numeric and col.bounds is not None else col.name
-            )
-        listed = ", ".join(_spark_ident(c) for c in cols)
-        row = (
-            self.session()
-            .sql(
-                f"SELECT count(*), coalesce(sum(CAST(xxhash64({listed}) AS DECIMAL(38, 0))), 0) "
-                f"FROM {self._view(name)}"
-            )
-            .collect()[0]
-        )
-        types = [c.type for c in schema.columns]
-        text = json.dumps(["spark", int(row[0]), str(row[1]), types])
-        return hashlib.sha256(text.encode()).hexdigest()
+        text = self._fingerprints.get(name)
+        if text is None:
+            raise InternalError(f"dataset {name} was not registered by this backend")
+        return text
 
     def drop(self, name: str) -> None:
         """Delete the bounded copy of ``name`` (a registration that failed after writing it)."""
@@ -705,6 +701,28 @@ def _assemble(
             histograms[(key, i)] = hist
             values.setdefault(key, tuple(None for _ in ms))
     return ExactAggregates(values, histograms)
+
+
+def _fingerprint_items(schema: DatasetSchema) -> str:
+    """The unit and every declared column (bounded numeric ones clamped and snapped), as the
+    Spark SQL arguments of the per-row hash."""
+    items: list[str] = []
+    if not schema.unit_is_row:
+        items.append(_spark_ident(schema.privacy_unit))
+    for col in schema.columns:
+        if col.name.lower() == schema.privacy_unit.lower():
+            continue
+        if col.is_numeric and col.bounds is not None:
+            items.append(to_spark_sql(_snap_expression(col), "", ""))
+        else:
+            items.append(_spark_ident(col.name))
+    return ", ".join(items)
+
+
+def _fingerprint_text(schema: DatasetSchema, rows: int, total: Any) -> str:
+    types = [c.type for c in schema.columns]
+    text = json.dumps(["spark", rows, str(total), types])
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _is_uri(path: str) -> bool:
