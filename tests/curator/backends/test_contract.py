@@ -353,3 +353,28 @@ def test_the_same_data_registered_twice_on_spark_is_refused(store: Curator) -> N
     with pytest.raises(ParameterError, match="limits_spark"):
         store.register_dataset("limits_again", source, LIMITS, backend="spark")
     assert not Path(str(store.db) + ".bounded", "limits_again").exists()
+
+
+def test_a_session_runs_on_spark(spark: Any, tmp_path: Path) -> None:
+    from infodp import Session
+
+    frame = _limits_frame()
+    seeded = InsecureSeededSource(3, i_understand_this_is_not_private=True)
+    s = Session(frame, LIMITS, epsilon=1, backend="spark", source=seeded)
+    duck = Session(
+        frame,
+        LIMITS,
+        epsilon=1,
+        source=InsecureSeededSource(3, i_understand_this_is_not_private=True),
+    )
+    sql = "SELECT COUNT(*), AVG(x) FROM t"
+    # Units within the same values whatever rows they keep: the same exact aggregates and
+    # the same seed give the same answer on both engines.
+    assert s.query(sql, epsilon=0.5).rows == duck.query(sql, epsilon=0.5).rows
+    assert s.remaining_epsilon == 0.5
+    scratch = s._scratch
+    assert scratch is not None and scratch.is_dir()
+    s.close()
+    assert not scratch.exists()  # the private bounded copy goes with the session
+    with pytest.raises(ParameterError, match="ledger"):
+        Session(frame, LIMITS, epsilon=1, backend="spark", ledger=tmp_path / "l")
