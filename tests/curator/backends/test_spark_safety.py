@@ -227,3 +227,24 @@ def test_progress_is_drawn_on_a_terminal_only_when_asked(
         assert "Spark" in drawn and "%" in drawn
     else:
         assert drawn == ""
+
+
+@pytest.mark.spark
+def test_a_source_spark_cannot_read_is_one_clear_error(spark: Any, tmp_path: Path) -> None:
+    bad = tmp_path / "broken.parquet"
+    bad.write_text("this is not Parquet")
+    schema = {
+        "table": "t",
+        "privacy_unit": "row",
+        "columns": {"x": {"type": "int", "bounds": [0, 9]}},
+    }
+    cur = Curator(tmp_path / "s.duckdb")
+    try:
+        with pytest.raises(ParameterError, match="Spark could not register the source"):
+            cur.register_dataset("t", str(bad), schema, backend="spark")
+        with pytest.raises(ParameterError, match="a Parquet path or a table"):
+            cur.register_dataset("t", "no such table!", schema, backend="spark")
+        assert cur.ledger.datasets() == []
+        assert not Path(str(cur.db) + ".bounded", "t").exists()
+    finally:
+        cur.close()

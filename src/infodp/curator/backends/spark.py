@@ -342,8 +342,6 @@ class SparkBackend:
         mistyped columns, values the null policy forbids, NULL units) name the column and
         never a value.
         """
-        from pyspark.sql.types import DecimalType, DoubleType, FloatType
-
         raw_target = str(bounded_path) if bounded_path is not None else str(self.default_path(name))
         remote = _is_uri(raw_target)
         # A URI (hdfs://, s3a://, abfss://...) is written by Spark as given (it refuses an
@@ -352,10 +350,26 @@ class SparkBackend:
         if not remote and Path(target).exists():
             raise ParameterError("bounded_path", target, "a path that does not exist yet")
         spark = self.session()
+        try:
+            return self._register(spark, name, source, schema, target)
+        except Exception as err:
+            if not type(err).__module__.startswith(("pyspark", "py4j")):
+                raise
+            # The data owner's own error (registration is never an analyst's): the engine's
+            # first line, so a broken source or a storage problem can be fixed.
+            first = (str(err).strip().splitlines() or [""])[0][:300]
+            raise ParameterError(
+                f"Spark could not register the source ({type(err).__name__}: {first})"
+            ) from None
+
+    def _register(
+        self, spark: Any, name: str, source: Any, schema: DatasetSchema, target: str
+    ) -> tuple[int, bool]:
+        from pyspark.sql.types import DecimalType, DoubleType, FloatType
+
         frame = self._source_frame(spark, source)
         available = {f.name.lower(): f for f in frame.schema.fields}
         names = ", ".join(f.name for f in frame.schema.fields)
-        raw: list[str] = []  # DuckDB-dialect expressions over the source
         typed: list[tuple[str, str]] = []
         checks: list[tuple[str, str]] = []
         if not schema.unit_is_row:
@@ -390,7 +404,6 @@ class SparkBackend:
                         f"{src} IS NOT NULL AND {expr} IS NULL",
                     )
                 )
-            raw.append(src)
         select = ", ".join(f"{e} AS {_duck_ident(c)}" for c, e in typed)
         raw_view = _view_name("raw", name + secrets.token_hex(8))
         view = raw_view + "_typed"
