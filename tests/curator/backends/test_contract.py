@@ -378,3 +378,28 @@ def test_a_session_runs_on_spark(spark: Any, tmp_path: Path) -> None:
     assert not scratch.exists()  # the private bounded copy goes with the session
     with pytest.raises(ParameterError, match="ledger"):
         Session(frame, LIMITS, epsilon=1, backend="spark", ledger=tmp_path / "l")
+
+
+def test_sums_of_squares_do_not_overflow_on_spark(spark: Any, tmp_path: Path) -> None:
+    """VARIANCE's centred sum of squares passes 2^63 here: 2.4M rows at the bound 1e6 of
+    [-1e6, 1e6], snapped on the grid of step 1/2 (``grid_step``) to 2e6 each, so the exact
+    value is n · (2e6)^2 = 9.6e18 > 2^63 − 1 ≈ 9.22e18. DuckDB sums into HUGEINT; Spark must
+    give the same exact value (not an overflow error, not a wrapped sum)."""
+    n = 2_400_000
+    path = tmp_path / "wide.parquet"
+    pd.DataFrame({"x": np.full(n, 1e6)}).to_parquet(path)
+    schema = {
+        "table": "t",
+        "privacy_unit": "row",
+        "columns": {"x": {"type": "float", "bounds": [-1e6, 1e6]}},
+    }
+    cur = Curator(tmp_path / "s.duckdb")
+    try:
+        cur.register_dataset("wide_duckdb", str(path), schema)
+        cur.register_dataset("wide_spark", str(path), schema, backend="spark")
+        duck, sp = _both(cur, "SELECT VARIANCE(x) FROM {t}", "wide")
+        _same(duck, sp)
+        # (csum, csumsq, count) with centre 0: n·2e6, n·(2e6)^2, n.
+        assert sp.values[()] == (n * 2_000_000, n * 2_000_000**2, n)
+    finally:
+        cur.close()

@@ -248,3 +248,17 @@ def test_a_source_spark_cannot_read_is_one_clear_error(spark: Any, tmp_path: Pat
         assert not Path(str(cur.db) + ".bounded", "t").exists()
     finally:
         cur.close()
+
+
+@pytest.mark.spark
+def test_a_failing_spark_statement_prints_nothing(
+    spark: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """pyspark logs a failing statement's error (which can hold data) to stderr; the backend
+    silences it, so a failure after the reservation shows only the constant error."""
+    backend = SparkBackend()
+    session = backend.session()
+    capfd.readouterr()
+    with pytest.raises(Exception, match="DIVIDE_BY_ZERO"):
+        session.sql("SELECT 1 / 0 AS x").collect()
+    assert capfd.readouterr().err == ""

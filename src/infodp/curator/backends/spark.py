@@ -175,6 +175,12 @@ def _fix_node(table: str, view: str) -> Any:
     def fix(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Table) and not node.db and node.name == table:
             return exp.to_table(view)
+        if isinstance(node, exp.Sum) and isinstance(node.this, exp.Mul):
+            # A sum of squares (centred, VARIANCE/STDDEV): each term is below 2^42 on the
+            # grid, so 2^21 rows could pass 2^63. DuckDB sums BIGINT into HUGEINT; Spark would
+            # sum into BIGINT (and fail or wrap), so it sums DECIMAL(38, 0) here.
+            node.set("this", exp.cast(node.this, "DECIMAL(38, 0)"))
+            return node
         if isinstance(node, exp.Anonymous):
             name = str(node.this).lower()
             if name == "isfinite":
@@ -265,6 +271,7 @@ class SparkBackend:
         from :func:`spark_settings`."""
         from pyspark.sql import SparkSession
 
+        _quiet_query_context_loggers()
         with self._lock:
             active = SparkSession.getActiveSession()
             if active is not None:
@@ -273,7 +280,9 @@ class SparkBackend:
             for key, value in self.settings.items():
                 builder = builder.config(key, value)
             spark = builder.getOrCreate()
-            spark.sparkContext.setLogLevel("ERROR")
+            # The JVM logs failing tasks (with values) to stderr: nothing but the constant
+            # error may reach an analyst after the reservation.
+            spark.sparkContext.setLogLevel("OFF")
             return spark
 
     def connect(self, *, read_only: bool) -> _Handle:
@@ -736,6 +745,18 @@ def _fingerprint_text(schema: DatasetSchema, rows: int, total: Any) -> str:
     types = [c.type for c in schema.columns]
     text = json.dumps(["spark", rows, str(total), types])
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _quiet_query_context_loggers() -> None:
+    """Silence pyspark's loggers that print a failing statement's error (with its values)
+    to stderr: after the reservation a failure is one constant error, and nothing else may
+    reach an analyst's terminal."""
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def _is_uri(path: str) -> bool:
