@@ -208,11 +208,13 @@ def dataset_register(
 @json_option
 def dataset_list(db: str, as_json: bool) -> None:
     """List the registered datasets."""
-    records = _curator(db).ledger.datasets()
+    cur = _curator(db)
+    records = cur.ledger.datasets()
     payload = {
         "datasets": [
             {
                 "name": r.name,
+                "backend": cur.dataset_backend(r.name),
                 "rows": r.rows,
                 "schema": json.loads(r.schema_json),
                 "info_cap_bits": r.info_cap_bits,

@@ -233,16 +233,20 @@ class Curator:
             self._spark = SparkBackend(self.db, **self._spark_options)
         return self._spark
 
-    def _engine(self, table: str) -> Backend:
-        """The backend holding dataset ``table`` (DuckDB unless registered with Spark)."""
-        meta = self._catalogue.get(table)
+    def dataset_backend(self, dataset: str) -> str:
+        """Which backend holds ``dataset``: ``"duckdb"`` or ``"spark"`` (the store's catalogue)."""
+        meta = self._catalogue.get(dataset)
         if meta is None:
             self._catalogue = catalogue(self.backend, self._con)
-            meta = self._catalogue.setdefault(table, {})
-        if meta.get("backend", "duckdb") != "spark":
+            meta = self._catalogue.setdefault(dataset, {})
+        return str(meta.get("backend", "duckdb"))
+
+    def _engine(self, table: str) -> Backend:
+        """The backend holding dataset ``table`` (DuckDB unless registered with Spark)."""
+        if self.dataset_backend(table) != "spark":
             return self.backend
         spark = self.spark()
-        spark.attach(table, str(meta["bounded_path"]))
+        spark.attach(table, str(self._catalogue[table]["bounded_path"]))
         return spark  # type: ignore[no-any-return]
 
     def _open(self, engine: Backend | None = None) -> Any:

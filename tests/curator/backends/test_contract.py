@@ -323,6 +323,10 @@ def test_cli_registers_and_queries_a_spark_dataset(
     add = ["analyst", "add", "--db", db, "--name", "a", "--dataset", "people", "--epsilon", "1"]
     assert main([*add, "--json"]) == 0
     capsys.readouterr()
+    assert main(["dataset", "list", "--db", db, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["datasets"]
+    assert [(d["name"], d["backend"]) for d in listed] == [("people", "spark")]
+    capsys.readouterr()
     sql = "SELECT g, COUNT(*) FROM people GROUP BY g"
     code = main(["query", "--db", db, "--analyst", "a", "--epsilon", "0.5", "--json", sql])
     captured = capsys.readouterr()
