@@ -3,13 +3,18 @@
 # and runs the whole test suite. README.md and .ci/run both call this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install --quiet --disable-pip-version-check -e ".[test,docs]"
+python3 -m pip install --quiet --disable-pip-version-check -e ".[test,docs,spark]"
 echo "== ruff"; python3 -m ruff check . && python3 -m ruff format --check .
 echo "== mypy"; python3 -m mypy
 # The HTML report tests open the report in headless Chromium (Debian's package).
 if ! command -v chromium >/dev/null; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium
+fi
+# The Spark backend's tests run Spark in local mode: pyspark 4 needs a Java 17+ runtime.
+if ! command -v java >/dev/null && [ -z "${JAVA_HOME:-}" ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq default-jre-headless
 fi
 echo "== docs"; NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict --quiet
 # In parallel on every core (-n auto, work stealing so the long hypothesis tests do not leave

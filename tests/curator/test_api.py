@@ -20,7 +20,9 @@ MODULES = [
     "infodp.curator.synopsis",
     "infodp.curator.budget_info",
     "infodp.curator.demo",
+    "infodp.curator.backends.base",
     "infodp.curator.backends.duckdb",
+    "infodp.curator.backends.spark",
     "infodp.cli.curator",
 ]
 

@@ -31,12 +31,30 @@ db_option = click.option(
 )
 
 
-def _curator(db: str, *, keep_open: bool = False) -> Any:
+def _curator(db: str, *, keep_open: bool = False, **spark: Any) -> Any:
     from infodp.curator.engine import Curator
 
     # keep_open: a one-shot process that answers a query opens the store once (for its id
     # and for the answer) instead of twice.
-    return Curator(db, keep_open=keep_open, _one_shot=keep_open)
+    return Curator(db, keep_open=keep_open, _one_shot=keep_open, **spark)
+
+
+def _spark_options(command: Any) -> Any:
+    """``--spark-master`` and ``--spark-conf KEY=VALUE`` (for datasets on the Spark backend)."""
+    command = click.option(
+        "--spark-conf",
+        "spark_conf",
+        multiple=True,
+        help="A spark.* setting KEY=VALUE for the Spark session (repeatable; wins over "
+        "<db>.spark.toml).",
+    )(command)
+    return click.option(
+        "--spark-master",
+        "spark_master",
+        default=None,
+        help="Spark master URL for datasets on the Spark backend (default: $INFODP_SPARK_MASTER, "
+        "the master in <db>.spark.toml, else local[*]).",
+    )(command)
 
 
 def _answer_table(p: dict[str, Any]) -> Any:
@@ -91,7 +109,11 @@ def dataset() -> None:
 @dataset.command("register")
 @db_option
 @click.option("--name", required=True, help="Name of the dataset (the table name in SQL).")
-@click.option("--source", required=True, help="A CSV or Parquet file.")
+@click.option(
+    "--source",
+    required=True,
+    help="A CSV or Parquet file; with --backend spark a Parquet path or a Spark table name.",
+)
 @click.option("--schema", "schema_path", required=True, help="The schema (YAML or JSON file).")
 @click.option(
     "--info-cap-bits",
@@ -110,6 +132,21 @@ def dataset() -> None:
     default=None,
     help="Cap on the δ all analysts together may spend on this dataset.",
 )
+@click.option(
+    "--backend",
+    type=click.Choice(["duckdb", "spark"]),
+    default="duckdb",
+    show_default=True,
+    help="Where the bounded copy lives and queries run: the DuckDB store, or Apache Spark "
+    "(needs pip install 'infodp[spark]' and Java 17+).",
+)
+@click.option(
+    "--bounded-path",
+    default=None,
+    help="With --backend spark: where Spark writes the bounded Parquet copy "
+    "(default <db>.bounded/NAME).",
+)
+@_spark_options
 @json_option
 def dataset_register(
     db: str,
@@ -119,6 +156,10 @@ def dataset_register(
     info_cap_bits: float | None,
     max_epsilon: str | None,
     max_delta: str | None,
+    backend: str,
+    bounded_path: str | None,
+    spark_master: str | None,
+    spark_conf: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Copy SOURCE into the store under NAME with its declared schema."""
@@ -126,13 +167,20 @@ def dataset_register(
 
     if not Path(schema_path).is_file():
         raise ParameterError("--schema", schema_path, "an existing YAML or JSON file")
-    info = _curator(db).register_dataset(
+    spark: dict[str, Any] = {
+        "spark_master": spark_master,
+        "spark_conf": spark_conf,
+        "progress": not as_json,
+    }
+    info = _curator(db, **spark).register_dataset(
         name,
         source,
         Path(schema_path).read_text(),
         info_cap_bits=info_cap_bits,
         max_epsilon=max_epsilon,
         max_delta=max_delta,
+        backend=backend,
+        bounded_path=bounded_path,
     )
     payload = {
         "dataset": info["name"],
@@ -142,6 +190,7 @@ def dataset_register(
         "max_epsilon": info["max_epsilon"],
         "max_delta": info["max_delta"],
         "fingerprint": info["fingerprint"],
+        "backend": backend,
         "db": db,
     }
     emit(
@@ -159,11 +208,13 @@ def dataset_register(
 @json_option
 def dataset_list(db: str, as_json: bool) -> None:
     """List the registered datasets."""
-    records = _curator(db).ledger.datasets()
+    cur = _curator(db)
+    records = cur.ledger.datasets()
     payload = {
         "datasets": [
             {
                 "name": r.name,
+                "backend": cur.dataset_backend(r.name),
                 "rows": r.rows,
                 "schema": json.loads(r.schema_json),
                 "info_cap_bits": r.info_cap_bits,
@@ -344,6 +395,7 @@ def analyst_list(db: str, as_json: bool) -> None:
     help="Coverage of the noise intervals printed with each answer.",
 )
 @click.argument("sql")
+@_spark_options
 @json_option
 def query(
     db: str,
@@ -356,10 +408,17 @@ def query(
     synopsis_dataset: str | None,
     confidence: float,
     sql: str,
+    spark_master: str | None,
+    spark_conf: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Answer an aggregate SQL query with differential privacy."""
-    cur = _curator(db, keep_open=True)
+    spark: dict[str, Any] = {
+        "spark_master": spark_master,
+        "spark_conf": spark_conf,
+        "progress": not as_json,
+    }
+    cur = _curator(db, keep_open=True, **spark)
     try:
         if accuracy is not None:
             if epsilon is not None:

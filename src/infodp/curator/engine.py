@@ -49,7 +49,8 @@ from typing import Any
 import numpy as np
 
 from infodp._exact import parse_exact
-from infodp.curator.backends.duckdb import DuckDBBackend, ExactAggregates
+from infodp.curator.backends.base import BACKENDS, Backend, ExactAggregates
+from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.cost import (
     MAX_CELLS,
     MAX_HISTOGRAM_CELLS,
@@ -74,7 +75,13 @@ from infodp.curator.release import (
 )
 from infodp.curator.schema import DatasetSchema, load_schema
 from infodp.curator.sql import parse_query, referenced_table
-from infodp.curator.store import fingerprint, open_store, private_files, record_dataset
+from infodp.curator.store import (
+    catalogue,
+    fingerprint,
+    open_store,
+    private_files,
+    record_dataset,
+)
 from infodp.curator.synopsis import Synopsis, synopsis_keys
 from infodp.errors import InternalError, ParameterError, QueryFailed
 from infodp.mechanisms.sampling import RandomSource
@@ -170,6 +177,9 @@ class Curator:
         query_timeout: float | None = 60.0,
         duckdb_threads: int | None = None,
         ledger: str | Path | None = None,
+        spark_master: str | None = None,
+        spark_conf: Any = (),
+        progress: bool = False,
         _hook: Hook | None = None,
         _one_shot: bool = False,
     ) -> None:
@@ -208,8 +218,43 @@ class Curator:
             raise ParameterError("query_timeout", query_timeout, "a positive number of seconds")
         self.query_timeout = query_timeout
         self._schemas: dict[str, DatasetSchema] = {}
+        # Which backend holds each dataset (the store's catalogue, read once and cached:
+        # a dataset's backend never changes under its name).
+        self._catalogue: dict[str, dict[str, Any]] = {}
+        self._spark_options: dict[str, Any] = {
+            "master": spark_master,
+            "conf": spark_conf,
+            "progress": progress,
+        }
+        self._spark: Any = None
 
-    def _open(self) -> Any:
+    def spark(self) -> Any:
+        """The Spark backend of this store (made on first use; needs ``infodp[spark]``)."""
+        if self._spark is None:
+            from infodp.curator.backends.spark import SparkBackend
+
+            self._spark = SparkBackend(self.db, **self._spark_options)
+        return self._spark
+
+    def dataset_backend(self, dataset: str) -> str:
+        """Which backend holds ``dataset``: ``"duckdb"`` or ``"spark"`` (the store's catalogue)."""
+        meta = self._catalogue.get(dataset)
+        if meta is None:
+            self._catalogue = catalogue(self.backend, self._con)
+            meta = self._catalogue.setdefault(dataset, {})
+        return str(meta.get("backend", "duckdb"))
+
+    def _engine(self, table: str) -> Backend:
+        """The backend holding dataset ``table`` (DuckDB unless registered with Spark)."""
+        if self.dataset_backend(table) != "spark":
+            return self.backend
+        spark = self.spark()
+        spark.attach(table, str(self._catalogue[table]["bounded_path"]))
+        return spark  # type: ignore[no-any-return]
+
+    def _open(self, engine: Backend | None = None) -> Any:
+        if engine is not None and engine is not self.backend:
+            return engine.connect(read_only=True)
         if not self._keep_open:
             return self.backend.connect(read_only=True)
         if self._con is None:
@@ -222,7 +267,7 @@ class Curator:
 
     def _discard(self, con: Any) -> None:
         # After a failure or an interrupt the connection is not reused.
-        if con is self._con:
+        if con is self._con and con is not None:
             self._con = None
         with contextlib.suppress(Exception):  # closing a broken connection: best effort
             con.close()
@@ -252,8 +297,15 @@ class Curator:
         info_cap_bits: float | None = None,
         max_epsilon: Any = None,
         max_delta: Any = None,
+        backend: str = "duckdb",
+        bounded_path: str | Path | None = None,
     ) -> dict[str, Any]:
         """Load ``source`` (CSV/Parquet path or frame) under ``name`` with its declared schema.
+
+        ``backend="spark"``: ``source`` is a Parquet path or a table of Spark's catalogue (or
+        a frame); Spark writes the bounded copy as Parquet at ``bounded_path`` (default
+        ``<store>.bounded/NAME``) and every query on ``name`` runs on Spark. The store's
+        catalogue records the backend, the source and the copy's path.
 
         ``info_cap_bits`` optionally caps the total information (α = 1) released about the
         table by all analysts together (it needs a declared public row bound).
@@ -264,6 +316,12 @@ class Curator:
         refused, naming that dataset.
         """
         parsed = load_schema(schema)
+        if backend not in BACKENDS:
+            raise ParameterError("backend", backend, "one of " + ", ".join(BACKENDS))
+        if bounded_path is not None and backend != "spark":
+            raise ParameterError(
+                "bounded_path", str(bounded_path), "given only with backend='spark'"
+            )
         if self._con is not None:  # our own reader would block the write
             self._con.close()
             self._con = None
@@ -292,8 +350,14 @@ class Curator:
         if name in {d.name for d in self.ledger.datasets()}:
             raise ParameterError("name", name, "a dataset name not registered yet")
         schema_for_table = dataclasses.replace(parsed, table=name)
+        engine: Any = self.spark() if backend == "spark" else self.backend
         with private_files():
-            rows, unit_ok = self.backend.register(name, source, schema_for_table)
+            if backend == "spark":
+                rows, unit_ok = engine.register(
+                    name, source, schema_for_table, bounded_path=bounded_path
+                )
+            else:
+                rows, unit_ok = engine.register(name, source, schema_for_table)
         try:
             # The declared public facts must be true: the owner sees this refusal, nobody else.
             if parsed.public_rows is not None and rows != parsed.public_rows:
@@ -306,7 +370,10 @@ class Curator:
                     parsed.public_max_rows,
                     f"at least the table's row count ({rows})",
                 )
-            fp = fingerprint(self.backend, name, schema_for_table)
+            if backend == "spark":
+                fp = engine.fingerprint(name, schema_for_table)
+            else:
+                fp = fingerprint(self.backend, name, schema_for_table)
             shown_source = str(source) if isinstance(source, (str, Path)) else type(source).__name__
             self.ledger.register_dataset(
                 name,
@@ -321,12 +388,16 @@ class Curator:
             )
         except BaseException:
             with private_files():
-                self.backend.drop(name)
+                engine.drop(name)
             raise
+        where: dict[str, Any] = {}
+        if backend == "spark":
+            where = {"backend": "spark", "bounded_path": engine.bounded_path(name)}
         record_dataset(
             self.backend,
             name,
             {
+                **where,
                 "schema_json": schema_for_table.to_json(),
                 "rows": rows,
                 "source": shown_source,
@@ -337,6 +408,7 @@ class Curator:
                 "fingerprint": fp,
             },
         )
+        self._catalogue[name] = {**where}
         return {
             "name": name,
             "rows": rows,
@@ -404,11 +476,10 @@ class Curator:
     def exact_aggregates(self, sql: str) -> ExactAggregates:
         """The bounded pre-noise aggregates of ``sql``. NOT PRIVATE: for tests and audits only."""
         plan, schema, _, unit_ok = self.plan(sql)
-        con = self._open()
+        engine = self._engine(plan.table)
+        con = self._open(engine)
         try:
-            return self.backend.aggregate(
-                con, plan, schema, measurements(plan), unit_rows_ok=unit_ok
-            )
+            return engine.aggregate(con, plan, schema, measurements(plan), unit_rows_ok=unit_ok)
         finally:
             self._done(con)
 
@@ -435,9 +506,14 @@ class Curator:
         """
         plan, schema, _, unit_ok, cost, leak = self._priced(sql, epsilon, delta, noise, confidence)
         ms = tuple(p.measurement for p in cost.parts)
-        self.backend.check(
-            plan, schema, ms, unit_rows_ok=unit_ok, con=self._con if self._one_shot else None
-        )
+        engine = self._engine(plan.table)
+        if engine is self.backend:
+            # A one-shot process checks on the connection it already holds (no second open).
+            self.backend.check(
+                plan, schema, ms, unit_rows_ok=unit_ok, con=self._con if self._one_shot else None
+            )
+        else:
+            engine.check(plan, schema, ms, unit_rows_ok=unit_ok)
         profile = cost.profile_spec()
         entry = self.ledger.reserve(
             analyst,
@@ -450,7 +526,7 @@ class Curator:
         )
         self._at("reserved", entry)
         try:
-            con = self._open()
+            con = self._open(engine)
         except BaseException as err:
             self.ledger.cancel(entry, f"store not opened: {type(err).__name__}")
             raise
@@ -464,7 +540,7 @@ class Curator:
                     # it with DuckDB in a worker thread cost more in thread start-up and GIL
                     # hand-offs than it saved, so it is drawn inline.)
                     drawn = self._draw_noise(plan, cost)
-                exact = self.backend.aggregate(
+                exact = engine.aggregate(
                     con, plan, schema, ms, unit_rows_ok=unit_ok, deadline=self.query_timeout
                 )
                 self._done(con)

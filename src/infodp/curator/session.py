@@ -47,6 +47,10 @@ class Session:
     SQL; ``name`` overrides it). ``epsilon``/``delta``: the total budget of this session.
     ``ledger``: a path to keep the budget durably (default: in memory, gone with the session).
     ``source``: the randomness (default: the OS CSPRNG).
+    ``backend="spark"``: the frame (or a Parquet path / Spark table name) is bounded and
+    queried by Apache Spark (``pip install 'infodp[spark]'``); its bounded copy goes to
+    ``bounded_path`` (default: a new private temporary directory). Only with a ledger in
+    memory: a durable ledger's data are re-registered into the in-memory DuckDB store.
     """
 
     def __init__(
@@ -59,8 +63,16 @@ class Session:
         ledger: str | Path | None = None,
         name: str | None = None,
         source: Any = None,
+        backend: str = "duckdb",
+        bounded_path: str | Path | None = None,
     ) -> None:
         parsed = load_schema(schema)
+        #: The temporary directory of a Spark bounded copy (removed by :meth:`close`).
+        self._scratch: Path | None = None
+        if backend == "spark" and ledger is not None:
+            raise ParameterError(
+                "ledger", str(ledger), "None with backend='spark' (use a Curator over a store)"
+            )
         self.table = name or parsed.table
         self._curator = Curator(
             ":memory:", source=source, ledger=":memory:" if ledger is None else ledger
@@ -70,7 +82,14 @@ class Session:
         ledger_obj = self._curator.ledger
         known = {d.name: d for d in ledger_obj.datasets()}
         if self.table not in known:
-            self._curator.register_dataset(self.table, data, parsed.to_dict())
+            if backend == "spark" and bounded_path is None:
+                import tempfile
+
+                self._scratch = Path(tempfile.mkdtemp(prefix="infodp-"))
+                bounded_path = self._scratch / self.table
+            self._curator.register_dataset(
+                self.table, data, parsed.to_dict(), backend=backend, bounded_path=bounded_path
+            )
             self._curator.add_analyst(SESSION_ANALYST, self.table, epsilon=eps, delta=dlt)
         else:
             # A durable ledger from an earlier session: same table, same declaration, same
@@ -123,8 +142,14 @@ class Session:
         return self._curator.ledger.budget(SESSION_ANALYST, self.table)
 
     def close(self) -> None:
-        """Release the in-memory store and the ledger connection."""
+        """Release the in-memory store and the ledger connection (and delete a Spark bounded
+        copy made in a temporary directory)."""
         self._curator.close()
+        if self._scratch is not None:
+            import shutil
+
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
     def __repr__(self) -> str:
         from infodp._format import format_number

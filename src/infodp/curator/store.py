@@ -46,6 +46,7 @@ from infodp.curator.schema import DatasetSchema
 from infodp.errors import LedgerError, ParameterError
 
 __all__ = [
+    "catalogue",
     "fingerprint",
     "ledger_path",
     "open_store",
@@ -227,6 +228,33 @@ def record_dataset(backend: DuckDBBackend, name: str, meta: dict[str, Any]) -> N
         finally:
             con.close()
     _chmod_private(backend.path)
+
+
+def catalogue(
+    backend: DuckDBBackend, con: duckdb.DuckDBPyConnection | None = None
+) -> dict[str, dict[str, Any]]:
+    """Every dataset's record in the store (name → what :func:`record_dataset` kept).
+
+    A record's ``backend`` is ``"duckdb"`` (the default, a table in this file) or ``"spark"``
+    (``source`` and ``bounded_path``: the Parquet copy Spark wrote at registration).
+
+    >>> import tempfile, os
+    >>> db = os.path.join(tempfile.mkdtemp(), "s.duckdb")
+    >>> record_dataset(DuckDBBackend(db), "t", {"backend": "spark", "bounded_path": "/b/t"})
+    >>> catalogue(DuckDBBackend(db))["t"]["backend"]
+    'spark'
+    """
+    own = con is None
+    if con is None:
+        con = backend.connect(read_only=True)
+    try:
+        rows = con.execute(f"SELECT name, meta_json FROM {_DATASETS_TABLE}").fetchall()
+    except duckdb.CatalogException:
+        return {}
+    finally:
+        if own:
+            con.close()
+    return {str(name): json.loads(meta) for name, meta in rows}
 
 
 def fingerprint(backend: DuckDBBackend, table: str, schema: DatasetSchema) -> str:

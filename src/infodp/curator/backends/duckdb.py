@@ -29,7 +29,6 @@ import secrets
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +36,11 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 
+from infodp.curator.backends.base import ExactAggregates, QueryDeadline
 from infodp.curator.grid import QUANTILE_BINS, ColumnGrid, column_grid, quantile_bins
 from infodp.curator.plan import Measurement, Predicate, QueryPlan
 from infodp.curator.schema import ColumnSpec, DatasetSchema
-from infodp.errors import InfodpError, InternalError, ParameterError
+from infodp.errors import InternalError, ParameterError
 
 __all__ = [
     "QUANTILE_BINS",
@@ -343,18 +343,6 @@ def compile_histogram(
         + f"\nSELECT {select} FROM __src WHERE __bin IS NOT NULL "
         + f"GROUP BY {', '.join([*keys, '__bin'])}"
     )
-
-
-@dataclass(frozen=True, slots=True)
-class ExactAggregates:
-    """Bounded, pre-noise integer aggregates per group (never leaves the engine).
-
-    ``values[group][i]`` is measurement i (None for quantile measurements); ``histograms``
-    maps (group, measurement index) to the bin counts.
-    """
-
-    values: dict[tuple[str, ...], tuple[int | None, ...]]
-    histograms: dict[tuple[tuple[str, ...], int], npt.NDArray[np.int64]]
 
 
 class DuckDBBackend:
@@ -663,10 +651,6 @@ class DuckDBBackend:
                 histograms[(key, i)] = dense[g]
                 values.setdefault(key, tuple(None for _ in ms))
         return ExactAggregates(values, histograms)
-
-
-class QueryDeadline(InfodpError):
-    """A query ran past its deadline and was interrupted."""
 
 
 class _Deadline:
