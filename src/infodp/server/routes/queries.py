@@ -38,7 +38,7 @@ def query(request: Request, body: QueryRequest, who: Heavy) -> JSONResponse:
     svc.budget_or_403(who.analyst, plan.table)
     result = guard(
         "query",
-        lambda: svc.curator.query(
+        lambda: svc.answer(
             who.analyst,
             body.sql,
             epsilon=body.epsilon,
@@ -53,7 +53,8 @@ def query(request: Request, body: QueryRequest, who: Heavy) -> JSONResponse:
 def _estimate(svc: Service, identity: Identity, body: QueryRequest) -> dict[str, Any]:
     plan, _, _ = svc.plan(body.sql, identity.analyst)
     budget = svc.budget_or_403(identity.analyst, plan.table)
-    est = svc.curator.estimate(
+    est = svc.run(
+        "estimate",
         body.sql,
         epsilon=body.epsilon,
         delta=body.delta,

@@ -76,8 +76,8 @@ def query_synopsis(
         )
     answer = guard(
         "synopsis",
-        lambda: svc.curator.query_synopsis(
-            name, body.sql, confidence=body.confidence, dataset=found[0]
+        lambda: svc.run(
+            "query_synopsis", name, body.sql, confidence=body.confidence, dataset=found[0]
         ),
     )
     return json_response(answer)

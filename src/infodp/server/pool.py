@@ -1,0 +1,336 @@
+"""Worker processes that run the service's CPU-heavy curator work, isolated from each other.
+
+One Python process serving every analyst shares one interpreter lock: while one analyst's
+heavy query draws noise and builds a 1900-cell answer, every other request waits for the lock
+at each hand-over (BENCHMARKS.md "server abuse" measured a victim's p99 at 17× its idle value).
+A :class:`WorkerPool` runs that work in ``workers`` processes of their own, each with its own
+read-only :class:`~infodp.curator.Curator` over the same store (DuckDB allows many read-only
+processes) and its own cryptographic noise source, so analysts compete for cores, not for one
+lock. The server process keeps everything that decides what is charged and what is seen:
+authentication, rate limits, per-key slots, the ledger's reservation (durable, before any
+data is touched) and the recording of the outcome. A worker only runs
+
+* :meth:`~infodp.curator.Curator.run_reserved`: noise, the bounded aggregate and the release
+  of a query whose cost the server has already reserved;
+* :meth:`~infodp.curator.Curator.estimate` and
+  :meth:`~infodp.curator.Curator.query_synopsis` (free, but CPU-heavy).
+
+Deadlines: a worker that has not answered ``deadline`` seconds after a task was sent (the
+query's own DuckDB interrupt fires first, at the query timeout) is killed and replaced, and
+the caller gets :class:`WorkerDeadline`; for a reserved query the curator turns it into the
+one constant failure whose charge stays spent. A worker that dies is replaced the same way.
+Errors raised in a worker cross back by pickle (every :class:`~infodp.errors.InfodpError`
+pickles faithfully); an error that cannot be pickled crosses as a ``RuntimeError`` with its
+class name and text, which only the ledger and the server log ever see.
+
+The processes are started with ``spawn`` (never ``fork``): a forked child would inherit the
+server's threads, locks and buffered random bytes.
+
+>>> WorkerPool.METHODS
+('estimate', 'query_synopsis', 'run_reserved')
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import multiprocessing
+import os
+import pickle
+import queue
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from infodp.errors import InfodpError, ParameterError
+
+__all__ = ["WorkerDeadline", "WorkerPool", "WorkerUnavailable", "default_workers"]
+
+log = logging.getLogger("infodp.server")
+
+
+def default_workers() -> int:
+    """One worker per core this process may run on (at least 1).
+
+    >>> default_workers() >= 1
+    True
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, cores)
+
+
+class WorkerDeadline(InfodpError):
+    """A worker did not answer within its deadline; it was killed and is being replaced."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the request ran longer than its deadline of {seconds:g} s")
+        self.seconds = seconds
+
+
+class WorkerUnavailable(InfodpError):
+    """No worker became free (or could be started) within the deadline."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"no worker was free within {seconds:g} s; retry later")
+        self.seconds = seconds
+
+
+@dataclass(slots=True)
+class _Worker:
+    process: Any  # multiprocessing.context.SpawnProcess
+    conn: Connection
+
+
+class WorkerPool:
+    """``workers`` processes, each with a read-only curator over ``db``; thread-safe.
+
+    ``deadline``: seconds a task may run before its worker is killed and replaced (it should
+    exceed the curator's ``query_timeout``, which interrupts DuckDB inside the worker first).
+    ``wait``: seconds a caller waits for a free worker. ``startup``: seconds a new worker may
+    take to open the store.
+    """
+
+    METHODS = ("estimate", "query_synopsis", "run_reserved")
+
+    def __init__(
+        self,
+        db: str,
+        workers: int,
+        *,
+        query_timeout: float | None,
+        duckdb_threads: int | None,
+        keep_open: bool = True,
+        deadline: float,
+        wait: float,
+        startup: float = 120.0,
+    ) -> None:
+        if not (isinstance(workers, int) and not isinstance(workers, bool) and workers >= 1):
+            raise ParameterError("workers", workers, "a positive number of worker processes")
+        self._args = (str(db), query_timeout, duckdb_threads, keep_open)
+        self.size = workers
+        self.deadline = float(deadline)
+        self.wait = float(wait)
+        self.startup = float(startup)
+        self._ctx = multiprocessing.get_context("spawn")
+        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._live: dict[int, _Worker] = {}  # started and not yet retired, by id
+        self._closed = False
+        self._ready = threading.Condition()
+        self._started = 0  # workers that have opened the store, ever
+        for _ in range(workers):
+            self._start()
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) until every first worker has opened the store."""
+        end = time.monotonic() + timeout
+        with self._ready:
+            while self._started < self.size:
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self._ready.wait(left)
+        return True
+
+    # -- life cycle ----------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        """Start one worker; it joins the idle queue once it has opened the store."""
+        if self._closed:
+            return
+        parent, child = self._ctx.Pipe(duplex=True)
+        process = self._ctx.Process(
+            target=_worker_main, args=(child, *self._args), name="infodp-worker", daemon=True
+        )
+        process.start()
+        child.close()  # the worker holds its end; ours closes so its death is an EOF here
+        worker = _Worker(process, parent)
+        with self._lock:
+            self._live[id(worker)] = worker
+        threading.Thread(
+            target=self._await_ready, args=(worker,), name="infodp-worker-start", daemon=True
+        ).start()
+
+    def _await_ready(self, worker: _Worker) -> None:
+        ready = False
+        try:
+            if worker.conn.poll(self.startup):
+                kind, detail = worker.conn.recv()
+                ready = kind == "ready"
+                if not ready:
+                    log.error("worker could not open the store: %s", detail)
+            else:
+                log.error("worker did not start within %g s", self.startup)
+        except (EOFError, OSError) as err:
+            log.error("worker died while starting: %s", type(err).__name__)
+        if ready and not self._closed:
+            self._idle.put(worker)
+            with self._ready:
+                self._started += 1
+                self._ready.notify_all()
+            return
+        self._retire(worker)
+        if not self._closed:
+            time.sleep(1.0)  # a store that cannot be opened now: retry, not in a tight loop
+            self._start()
+
+    def _retire(self, worker: _Worker) -> None:
+        """Kill ``worker`` (if it still runs) and reap it; it is never used again."""
+        with self._lock:
+            self._live.pop(id(worker), None)
+        with contextlib.suppress(Exception):
+            if worker.process.is_alive():
+                worker.process.kill()
+            worker.process.join(timeout=10)
+        with contextlib.suppress(Exception):
+            worker.conn.close()
+
+    def _replace(self, worker: _Worker) -> None:
+        self._retire(worker)
+        self._start()
+
+    def close(self) -> None:
+        """Stop every worker (idle ones at once; busy ones when their caller gets them back)."""
+        self._closed = True
+        while True:
+            try:
+                worker = self._idle.get_nowait()
+            except queue.Empty:
+                break
+            with contextlib.suppress(Exception):
+                worker.conn.send(None)
+            self._retire(worker)
+
+    # -- calls ---------------------------------------------------------------------------------
+
+    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Run ``Curator.<method>(*args, **kwargs)`` in a free worker and return its result.
+
+        Raises what the method raised, :class:`WorkerUnavailable` when no worker was free
+        within ``wait`` seconds, or :class:`WorkerDeadline` when the worker did not answer
+        within ``deadline`` seconds (it is then killed and replaced).
+        """
+        if method not in self.METHODS:
+            raise ParameterError("method", method, f"one of {', '.join(self.METHODS)}")
+        task = pickle.dumps((method, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        worker = self._acquire()
+        try:
+            worker.conn.send_bytes(task)
+        except (OSError, ValueError):
+            # It died while idle: nothing ran; one more try on another worker.
+            self._replace(worker)
+            worker = self._acquire()
+            try:
+                worker.conn.send_bytes(task)
+            except (OSError, ValueError):
+                self._replace(worker)
+                raise WorkerUnavailable(self.wait) from None
+        try:
+            answered = worker.conn.poll(self.deadline)
+            reply = worker.conn.recv_bytes() if answered else None
+        except (EOFError, OSError):
+            reply = None
+            answered = False
+            log.error("a worker died while running %s; it is replaced", method)
+            self._replace(worker)
+            raise WorkerDeadline(self.deadline) from None
+        if not answered:
+            log.error("a worker ran %s past its %g s deadline; replaced", method, self.deadline)
+            self._replace(worker)
+            raise WorkerDeadline(self.deadline)
+        self._release(worker)
+        ok, value = pickle.loads(reply or b"")
+        if ok:
+            return value
+        raise value
+
+    def _acquire(self) -> _Worker:
+        try:
+            return self._idle.get(timeout=self.wait)
+        except queue.Empty:
+            raise WorkerUnavailable(self.wait) from None
+
+    def _release(self, worker: _Worker) -> None:
+        if self._closed:
+            with contextlib.suppress(Exception):
+                worker.conn.send(None)
+            self._retire(worker)
+        else:
+            self._idle.put(worker)
+
+    def pids(self) -> list[int]:
+        """Process ids of the live workers (for tests and diagnostics)."""
+        with self._lock:
+            return sorted(int(w.process.pid) for w in self._live.values())
+
+
+# -- the worker process ------------------------------------------------------------------------
+
+
+#: Modules the release path imports lazily; a new worker imports them before it is ready.
+_WARM = ("infodp.mechanisms.gaussian", "infodp.mechanisms.quantile", "infodp.curator.release")
+
+
+def _worker_main(
+    conn: Connection,
+    db: str,
+    query_timeout: float | None,
+    duckdb_threads: int | None,
+    keep_open: bool,
+) -> None:
+    """A worker: open the store read-only, then run tasks until the pipe closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, which stops us
+    try:
+        from infodp.curator.engine import Curator
+
+        curator = Curator(
+            db, keep_open=keep_open, query_timeout=query_timeout, duckdb_threads=duckdb_threads
+        )
+    except BaseException as err:
+        with contextlib.suppress(Exception):
+            conn.send(("failed", f"{type(err).__name__}: {err}"))
+        return
+    if keep_open:  # open the store connection now, not during the first query
+        curator._done(curator._open())
+    for name in _WARM:  # and import what a release needs (about 0.4 s at the first query)
+        importlib.import_module(name)
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            data = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        message = pickle.loads(data)
+        if message is None:
+            return
+        method, args, kwargs = message
+        try:
+            reply: tuple[bool, Any] = (True, getattr(curator, method)(*args, **kwargs))
+        except Exception as err:
+            reply = (False, _portable(err))
+        try:
+            out = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as err:  # a result that does not pickle: a bug, reported as one
+            out = pickle.dumps((False, _portable(err)), protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            conn.send_bytes(out)
+        except (OSError, ValueError):
+            return
+
+
+def _portable(err: BaseException) -> BaseException:
+    """``err`` if it survives a pickle round trip, else a RuntimeError with its class and text."""
+    try:
+        again = pickle.loads(pickle.dumps(err, protocol=pickle.HIGHEST_PROTOCOL))
+        if type(again) is type(err) and str(again) == str(err):
+            return err
+    except Exception:  # any failure means: send the text instead
+        pass
+    return RuntimeError(f"{type(err).__name__}: {err}")
