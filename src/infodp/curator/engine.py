@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -184,6 +184,7 @@ class StoreNotOpened(InfodpError):
 
 
 Hook = Callable[[str, int], None]
+_T = TypeVar("_T")
 
 
 class Curator:
@@ -553,34 +554,54 @@ class Curator:
         whatever its cause, and the charge stays. The cause goes to the ledger only. Only a
         store that could not be opened (:class:`StoreNotOpened`) refunds the reservation.
         """
+        return self._settle(reserved, lambda: self._result(reserved, run()))
+
+    def finish_json(self, reserved: Reservation, run: Callable[[], str]) -> str:
+        """:meth:`finish` for an answer already rendered as JSON text (by :meth:`release_json`,
+        typically in a worker process): the same recording, and the text is returned as is."""
+
+        def produce() -> tuple[str, str]:
+            text = run()
+            return text, text
+
+        return self._settle(reserved, produce)
+
+    def release_json(self, reserved: Reservation) -> str:
+        """:meth:`run_reserved`, then the answer's payload (``QueryResult.to_dict()``, the
+        remaining budget read from the ledger) rendered as strict JSON text."""
+        _, payload = self._result(reserved, self.run_reserved(reserved))
+        return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+    def _result(self, reserved: Reservation, released: Released) -> tuple[QueryResult, Any]:
+        columns, out_rows, intervals, notes, raw = released
+        remaining = self.ledger.budget(reserved.analyst, reserved.plan.table)
+        result = QueryResult(
+            columns,
+            out_rows,
+            intervals,
+            reserved.confidence,
+            reserved.cost,
+            remaining,
+            reserved.entry,
+            reserved.leakage,
+            notes,
+            raw,
+        )
+        return result, _jsonable(result.to_dict())
+
+    def _settle(self, reserved: Reservation, produce: Callable[[], tuple[_T, Any]]) -> _T:
+        """``produce()`` → (value, payload); records the payload (or the failure) in the ledger."""
         entry = reserved.entry
         try:
-            columns, out_rows, intervals, notes, raw = run()
+            value, payload = produce()
         except StoreNotOpened as err:
             self.ledger.cancel(entry, str(err))
             # In this process, the opening error itself (as before the split).
             raise (err.__cause__ or err) from None
         except BaseException as err:
             raise self._failed(entry, err) from None
-        try:
-            remaining = self.ledger.budget(reserved.analyst, reserved.plan.table)
-            result = QueryResult(
-                columns,
-                out_rows,
-                intervals,
-                reserved.confidence,
-                reserved.cost,
-                remaining,
-                entry,
-                reserved.leakage,
-                notes,
-                raw,
-            )
-            payload = _jsonable(result.to_dict())
-        except BaseException as err:
-            raise self._failed(entry, err) from None
         self.ledger.complete(entry, payload)
-        return result
+        return value
 
     def _failed(self, entry: int, err: BaseException) -> BaseException:
         """Record a failure after the reservation; what the caller raises instead."""

@@ -10,8 +10,9 @@ lock. The server process keeps everything that decides what is charged and what 
 authentication, rate limits, per-key slots, the ledger's reservation (durable, before any
 data is touched) and the recording of the outcome. A worker only runs
 
-* :meth:`~infodp.curator.Curator.run_reserved`: noise, the bounded aggregate and the release
-  of a query whose cost the server has already reserved;
+* :meth:`~infodp.curator.Curator.release_json`: noise, the bounded aggregate and the release
+  of a query whose cost the server has already reserved, rendered as the answer's JSON (so
+  the server process does not spend its interpreter on a large answer either);
 * :meth:`~infodp.curator.Curator.estimate` and
   :meth:`~infodp.curator.Curator.query_synopsis` (free, but CPU-heavy).
 
@@ -27,7 +28,7 @@ The processes are started with ``spawn`` (never ``fork``): a forked child would 
 server's threads, locks and buffered random bytes.
 
 >>> WorkerPool.METHODS
-('estimate', 'query_synopsis', 'run_reserved')
+('estimate', 'query_synopsis', 'release_json')
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ class WorkerPool:
     take to open the store.
     """
 
-    METHODS = ("estimate", "query_synopsis", "run_reserved")
+    METHODS = ("estimate", "query_synopsis", "release_json")
 
     def __init__(
         self,

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request
+from fastapi.responses import JSONResponse, Response
 
+from infodp._jsonable import to_jsonable
 from infodp.errors import ParameterError
 from infodp.server.auth import Identity, KeyStore, key_store_path, parse_bearer
 from infodp.server.errors import ApiError
@@ -138,20 +140,22 @@ class Service:
 
     def answer(
         self, analyst: str, sql: str, *, epsilon: Any, delta: Any, confidence: float, noise: Any
-    ) -> Any:
-        """``Curator.query``: validated and reserved here, released by a worker process.
+    ) -> Response:
+        """``Curator.query`` as a response: validated and reserved here, released by a worker.
 
         The reservation (durable, before the data is touched) and the record of the outcome
-        stay in this process; only :meth:`~infodp.curator.Curator.run_reserved` runs in a
+        stay in this process; only :meth:`~infodp.curator.Curator.release_json` runs in a
         worker. A worker past its deadline, or none free in time, is a failure after the
         reservation: the one constant :class:`~infodp.errors.QueryFailed`, the charge stays.
         """
         cur = self.curator
         kwargs = {"epsilon": epsilon, "delta": delta, "confidence": confidence, "noise": noise}
         if self.pool is None:
-            return cur.query(analyst, sql, **kwargs)
+            result = cur.query(analyst, sql, **kwargs)
+            return JSONResponse(to_jsonable(result.to_dict()))
         reserved = cur.reserve(analyst, sql, **kwargs)
-        return cur.finish(reserved, lambda: self.pool.call("run_reserved", reserved))
+        text = cur.finish_json(reserved, lambda: self.pool.call("release_json", reserved))
+        return Response(text.encode("utf-8"), media_type="application/json")
 
     def run(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """A free, CPU-heavy curator call (``estimate``, ``query_synopsis``), in a worker
