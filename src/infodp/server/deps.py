@@ -99,8 +99,9 @@ def guard(where: str, call: Callable[[], Any]) -> Any:
     except ParameterError as err:
         raise ApiError(400, "bad_query", str(err)) from None
     except (WorkerDeadline, WorkerUnavailable) as err:
-        # Free routes only (after a reservation the curator answers QueryFailed): nothing of
-        # the data was read, so saying which limit was hit reveals nothing.
+        # Raised only where nothing was charged or read (no worker free before a query's
+        # reservation; a free estimate or synopsis query past its deadline): after a
+        # reservation the curator answers the constant QueryFailed instead.
         raise ApiError(503, "unavailable", str(err), retry_after=1) from None
     except InfodpError as err:
         raise internal_error(err, where) from None

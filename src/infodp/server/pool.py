@@ -24,8 +24,10 @@ Errors raised in a worker cross back by pickle (every :class:`~infodp.errors.Inf
 pickles faithfully); an error that cannot be pickled crosses as a ``RuntimeError`` with its
 class name and text, which only the ledger and the server log ever see.
 
-The processes are started with ``spawn`` (never ``fork``): a forked child would inherit the
-server's threads, locks and buffered random bytes.
+The processes are fresh interpreters (``python -c ...``, never ``fork``: a
+forked child would inherit the server's threads, locks and buffered random bytes; nor
+``multiprocessing``'s spawn, which re-runs the parent's main module), talking over a socket
+pair.
 
 >>> WorkerPool.METHODS
 ('estimate', 'query_synopsis', 'release_json')
@@ -36,20 +38,24 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
-import multiprocessing
 import os
 import pickle
 import queue
 import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 from infodp.errors import InfodpError, ParameterError
 
-__all__ = ["WorkerDeadline", "WorkerPool", "WorkerUnavailable", "default_workers"]
+__all__ = ["Lease", "WorkerDeadline", "WorkerPool", "WorkerUnavailable", "default_workers"]
 
 log = logging.getLogger("infodp.server")
 
@@ -85,8 +91,18 @@ class WorkerUnavailable(InfodpError):
 
 @dataclass(slots=True)
 class _Worker:
-    process: Any  # multiprocessing.context.SpawnProcess
+    process: subprocess.Popen[bytes]
     conn: Connection
+
+
+def _child_env() -> dict[str, str]:
+    """The environment of a worker: ours, with this infodp first on the import path."""
+    import infodp
+
+    env = dict(os.environ)
+    here = str(Path(infodp.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
+    return env
 
 
 class WorkerPool:
@@ -119,7 +135,6 @@ class WorkerPool:
         self.deadline = float(deadline)
         self.wait = float(wait)
         self.startup = float(startup)
-        self._ctx = multiprocessing.get_context("spawn")
         self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._live: dict[int, _Worker] = {}  # started and not yet retired, by id
@@ -146,13 +161,18 @@ class WorkerPool:
         """Start one worker; it joins the idle queue once it has opened the store."""
         if self._closed:
             return
-        parent, child = self._ctx.Pipe(duplex=True)
-        process = self._ctx.Process(
-            target=_worker_main, args=(child, *self._args), name="infodp-worker", daemon=True
-        )
-        process.start()
-        child.close()  # the worker holds its end; ours closes so its death is an EOF here
-        worker = _Worker(process, parent)
+        ours, theirs = socket.socketpair()
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-c", _WORKER_MAIN, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                env=_child_env(),
+            )
+        finally:
+            theirs.close()  # the worker holds its end; its death is an EOF on ours
+        worker = _Worker(process, Connection(ours.detach()))
+        worker.conn.send(self._args)
         with self._lock:
             self._live[id(worker)] = worker
         threading.Thread(
@@ -187,9 +207,9 @@ class WorkerPool:
         with self._lock:
             self._live.pop(id(worker), None)
         with contextlib.suppress(Exception):
-            if worker.process.is_alive():
+            if worker.process.poll() is None:
                 worker.process.kill()
-            worker.process.join(timeout=10)
+            worker.process.wait(timeout=10)
         with contextlib.suppress(Exception):
             worker.conn.close()
 
@@ -198,15 +218,17 @@ class WorkerPool:
         self._start()
 
     def close(self) -> None:
-        """Stop every worker (idle ones at once; busy ones when their caller gets them back)."""
+        """Stop every worker (a busy one's caller gets :class:`WorkerDeadline`)."""
         self._closed = True
-        while True:
-            try:
-                worker = self._idle.get_nowait()
-            except queue.Empty:
-                break
+        with self._lock:
+            workers = list(self._live.values())
+        for worker in workers:
             with contextlib.suppress(Exception):
-                worker.conn.send(None)
+                worker.conn.send_bytes(pickle.dumps(None))
+        end = time.monotonic() + 2.0
+        for worker in workers:
+            with contextlib.suppress(Exception):
+                worker.process.wait(timeout=max(0.0, end - time.monotonic()))
             self._retire(worker)
 
     # -- calls ---------------------------------------------------------------------------------
@@ -218,50 +240,62 @@ class WorkerPool:
         within ``wait`` seconds, or :class:`WorkerDeadline` when the worker did not answer
         within ``deadline`` seconds (it is then killed and replaced).
         """
+        with self.lease() as lease:
+            return lease.call(method, *args, **kwargs)
+
+    @contextlib.contextmanager
+    def lease(self) -> Iterator[Lease]:
+        """Hold a free worker for the block (waiting at most ``wait`` s for one).
+
+        The service takes the worker *before* it reserves a query's cost, so that "no worker
+        free in time" is a refusal that costs nothing rather than a failure after the charge.
+        """
+        lease = Lease(self, self._acquire())
+        try:
+            yield lease
+        finally:
+            if lease.worker is not None:
+                self._release(lease.worker)
+
+    def _run(self, lease: Lease, method: str, args: Any, kwargs: Any) -> Any:
         if method not in self.METHODS:
             raise ParameterError("method", method, f"one of {', '.join(self.METHODS)}")
+        worker = lease.worker
+        if worker is None:
+            raise WorkerUnavailable(self.wait)
         task = pickle.dumps((method, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
-        worker = self._acquire()
         try:
             worker.conn.send_bytes(task)
-        except (OSError, ValueError):
-            # It died while idle: nothing ran; one more try on another worker.
-            self._replace(worker)
-            worker = self._acquire()
-            try:
-                worker.conn.send_bytes(task)
-            except (OSError, ValueError):
-                self._replace(worker)
-                raise WorkerUnavailable(self.wait) from None
-        try:
             answered = worker.conn.poll(self.deadline)
             reply = worker.conn.recv_bytes() if answered else None
-        except (EOFError, OSError):
-            reply = None
-            answered = False
+        except (EOFError, OSError, ValueError):
             log.error("a worker died while running %s; it is replaced", method)
+            lease.worker = None
             self._replace(worker)
             raise WorkerDeadline(self.deadline) from None
-        if not answered:
+        if reply is None:
             log.error("a worker ran %s past its %g s deadline; replaced", method, self.deadline)
+            lease.worker = None
             self._replace(worker)
             raise WorkerDeadline(self.deadline)
-        self._release(worker)
-        ok, value = pickle.loads(reply or b"")
+        ok, value = pickle.loads(reply)
         if ok:
             return value
         raise value
 
     def _acquire(self) -> _Worker:
-        try:
-            return self._idle.get(timeout=self.wait)
-        except queue.Empty:
-            raise WorkerUnavailable(self.wait) from None
+        end = time.monotonic() + self.wait
+        while True:
+            try:
+                worker = self._idle.get(timeout=max(0.0, end - time.monotonic()))
+            except queue.Empty:
+                raise WorkerUnavailable(self.wait) from None
+            if worker.process.poll() is None:
+                return worker
+            self._replace(worker)  # it died while idle: nothing ran on it
 
     def _release(self, worker: _Worker) -> None:
         if self._closed:
-            with contextlib.suppress(Exception):
-                worker.conn.send(None)
             self._retire(worker)
         else:
             self._idle.put(worker)
@@ -272,11 +306,40 @@ class WorkerPool:
             return sorted(int(w.process.pid) for w in self._live.values())
 
 
+class Lease:
+    """A worker held by one caller (see :meth:`WorkerPool.lease`)."""
+
+    __slots__ = ("pool", "worker")
+
+    def __init__(self, pool: WorkerPool, worker: _Worker) -> None:
+        self.pool = pool
+        self.worker: _Worker | None = worker
+
+    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Run ``Curator.<method>(*args, **kwargs)`` on the held worker (see
+        :meth:`WorkerPool.call`); after a deadline the lease holds no worker any more."""
+        return self.pool._run(self, method, args, kwargs)
+
+
 # -- the worker process ------------------------------------------------------------------------
 
 
 #: Modules the release path imports lazily; a new worker imports them before it is ready.
 _WARM = ("infodp.mechanisms.gaussian", "infodp.mechanisms.quantile", "infodp.curator.release")
+
+
+#: What a worker process runs (``python -c ... FD``).
+_WORKER_MAIN = "import sys; from infodp.server.pool import _serve_fd; _serve_fd(int(sys.argv[1]))"
+
+
+def _serve_fd(fd: int) -> None:
+    """A worker process on socket ``fd`` (see :data:`_WORKER_MAIN`)."""
+    conn = Connection(fd)
+    try:
+        args = conn.recv()
+    except (EOFError, OSError):
+        return
+    _worker_main(conn, *args)
 
 
 def _worker_main(

@@ -91,7 +91,8 @@ class Service:
                 # The worker's own DuckDB interrupt fires at the query timeout; the kill is the
                 # backstop for work stuck outside DuckDB.
                 deadline=timeout + max(1.0, timeout / 10),
-                wait=timeout,
+                # A free worker is awaited up to the deadline plus a worker's start-up time.
+                wait=timeout + 30.0,
             )
             # Healthy only once the workers can answer (a worker opens the store in ~1-3 s).
             self.pool.wait_ready(self.pool.startup)
@@ -145,16 +146,19 @@ class Service:
 
         The reservation (durable, before the data is touched) and the record of the outcome
         stay in this process; only :meth:`~infodp.curator.Curator.release_json` runs in a
-        worker. A worker past its deadline, or none free in time, is a failure after the
-        reservation: the one constant :class:`~infodp.errors.QueryFailed`, the charge stays.
+        worker, taken before the reservation (none free in time: a 503 that costs nothing). A
+        worker past its deadline is a failure after the reservation: the one constant
+        :class:`~infodp.errors.QueryFailed`, and the charge stays.
         """
         cur = self.curator
         kwargs = {"epsilon": epsilon, "delta": delta, "confidence": confidence, "noise": noise}
         if self.pool is None:
             result = cur.query(analyst, sql, **kwargs)
             return JSONResponse(to_jsonable(result.to_dict()))
-        reserved = cur.reserve(analyst, sql, **kwargs)
-        text = cur.finish_json(reserved, lambda: self.pool.call("release_json", reserved))
+        # The worker is taken before the charge: none free in time is a free refusal (503).
+        with self.pool.lease() as worker:
+            reserved = cur.reserve(analyst, sql, **kwargs)
+            text = cur.finish_json(reserved, lambda: worker.call("release_json", reserved))
         return Response(text.encode("utf-8"), media_type="application/json")
 
     def run(self, method: str, *args: Any, **kwargs: Any) -> Any:
