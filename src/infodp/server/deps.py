@@ -99,9 +99,8 @@ def guard(where: str, call: Callable[[], Any]) -> Any:
     except ParameterError as err:
         raise ApiError(400, "bad_query", str(err)) from None
     except (WorkerDeadline, WorkerUnavailable) as err:
-        # Raised only where nothing was charged or read (no worker free before a query's
-        # reservation; a free estimate or synopsis query past its deadline): after a
-        # reservation the curator answers the constant QueryFailed instead.
+        # Raised here only by the free routes (estimate, synopsis query), where nothing was
+        # charged or read: after a reservation the curator answers QueryFailed instead.
         raise ApiError(503, "unavailable", str(err), retry_after=1) from None
     except InfodpError as err:
         raise internal_error(err, where) from None

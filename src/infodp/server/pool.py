@@ -245,11 +245,7 @@ class WorkerPool:
 
     @contextlib.contextmanager
     def lease(self) -> Iterator[Lease]:
-        """Hold a free worker for the block (waiting at most ``wait`` s for one).
-
-        The service takes the worker *before* it reserves a query's cost, so that "no worker
-        free in time" is a refusal that costs nothing rather than a failure after the charge.
-        """
+        """Hold a free worker for the block (waiting at most ``wait`` s for one)."""
         lease = Lease(self, self._acquire())
         try:
             yield lease

@@ -146,19 +146,20 @@ class Service:
 
         The reservation (durable, before the data is touched) and the record of the outcome
         stay in this process; only :meth:`~infodp.curator.Curator.release_json` runs in a
-        worker, taken before the reservation (none free in time: a 503 that costs nothing). A
-        worker past its deadline is a failure after the reservation: the one constant
-        :class:`~infodp.errors.QueryFailed`, and the charge stays.
+        worker. A worker past its deadline, or none free within the query timeout plus a
+        worker's start-up time (only when workers keep dying), is a failure after the
+        reservation: the one constant :class:`~infodp.errors.QueryFailed`, the charge stays.
         """
         cur = self.curator
         kwargs = {"epsilon": epsilon, "delta": delta, "confidence": confidence, "noise": noise}
         if self.pool is None:
             result = cur.query(analyst, sql, **kwargs)
             return JSONResponse(to_jsonable(result.to_dict()))
-        # The worker is taken before the charge: none free in time is a free refusal (503).
-        with self.pool.lease() as worker:
-            reserved = cur.reserve(analyst, sql, **kwargs)
-            text = cur.finish_json(reserved, lambda: worker.call("release_json", reserved))
+        # The worker is taken after the reservation: held during the reservation's fsync it
+        # would sit idle, and concurrent reservations would not share one group commit
+        # (BENCHMARKS.md "server load").
+        reserved = cur.reserve(analyst, sql, **kwargs)
+        text = cur.finish_json(reserved, lambda: self.pool.call("release_json", reserved))
         return Response(text.encode("utf-8"), media_type="application/json")
 
     def run(self, method: str, *args: Any, **kwargs: Any) -> Any:
