@@ -256,3 +256,18 @@ def test_a_deadline_in_the_worker_fails_the_reserved_query_and_keeps_the_charge(
         here.finish_json(reserved, too_late)
     assert here.ledger.entry(reserved.entry).status == "failed"
     assert here.ledger.budget("victim", "t").spent_epsilon == before + Fraction(1, 4)
+
+
+def test_a_synopsis_released_through_a_worker_is_exact_and_answers_alike(
+    store: tuple[str, dict[str, str]], pool: WorkerPool
+) -> None:
+    db, _ = store
+    here = Curator(db)
+    syn = here.release_synopsis(
+        "victim", "by_c", "t", ["c"], epsilon=1000, run=lambda r: pool.call("run_reserved", r)
+    )
+    # Noise 0 at ε = 1000 (module docstring): the released cells are the true counts.
+    assert list(syn.counts) == [n for _, n in TRUE_COUNTS]
+    sql = "SELECT c, COUNT(*) FROM t GROUP BY c"
+    there = pool.call("query_synopsis", "by_c", sql, dataset="t")
+    assert there == here.query_synopsis("by_c", sql, dataset="t")

@@ -714,10 +714,13 @@ class Curator:
         columns: Sequence[str],
         *,
         epsilon: Any,
+        run: Callable[[Reservation], Released] | None = None,
     ) -> Synopsis:
         """Publish a noisy histogram over ``columns`` once (cost ε), stored as ``name``.
 
         Later :meth:`query_synopsis` calls answer from it for free (Dwork & Roth 2014).
+        ``run``: what releases the reserved histogram (default :meth:`run_reserved` here; the
+        service passes one that runs it in a worker process).
         """
         if not isinstance(name, str) or not name.isidentifier():
             raise ParameterError("name", name, "an identifier (letters, digits, _)")
@@ -731,7 +734,9 @@ class Curator:
         keys = synopsis_keys(schema, cols)
         listed = ", ".join(f'"{c}"' for c in cols)
         sql = f'SELECT {listed}, COUNT(*) AS n FROM "{schema.table}" GROUP BY {listed}'
-        result = self.query(analyst, sql, epsilon=epsilon)
+        reserved = self.reserve(analyst, sql, epsilon=epsilon)
+        release = self.run_reserved if run is None else run
+        result = self.finish(reserved, lambda: release(reserved))
         # The unclamped noisy counts: clamping each cell at 0 would bias every sum of cells
         # upwards while the synopsis intervals assume zero-mean noise.
         counts = tuple(int(row[0] or 0) for row in result.noisy)

@@ -12,7 +12,8 @@ data is touched) and the recording of the outcome. A worker only runs
 
 * :meth:`~infodp.curator.Curator.release_json`: noise, the bounded aggregate and the release
   of a query whose cost the server has already reserved, rendered as the answer's JSON (so
-  the server process does not spend its interpreter on a large answer either);
+  the server process does not spend its interpreter on a large answer either), or
+  :meth:`~infodp.curator.Curator.run_reserved` for a synopsis release;
 * :meth:`~infodp.curator.Curator.estimate` and
   :meth:`~infodp.curator.Curator.query_synopsis` (free, but CPU-heavy).
 
@@ -30,7 +31,7 @@ forked child would inherit the server's threads, locks and buffered random bytes
 pair.
 
 >>> WorkerPool.METHODS
-('estimate', 'query_synopsis', 'release_json')
+('estimate', 'query_synopsis', 'release_json', 'run_reserved')
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ class WorkerPool:
     take to open the store.
     """
 
-    METHODS = ("estimate", "query_synopsis", "release_json")
+    METHODS = ("estimate", "query_synopsis", "release_json", "run_reserved")
 
     def __init__(
         self,
@@ -167,6 +168,7 @@ class WorkerPool:
                 [sys.executable, "-c", _WORKER_MAIN, str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,  # `infodp serve --json`: stdout holds one object
                 env=_child_env(),
             )
         finally:

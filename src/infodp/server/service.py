@@ -162,6 +162,16 @@ class Service:
         text = cur.finish_json(reserved, lambda: self.pool.call("release_json", reserved))
         return Response(text.encode("utf-8"), media_type="application/json")
 
+    def release_synopsis(
+        self, analyst: str, name: str, dataset: str, columns: Any, *, epsilon: Any
+    ) -> Any:
+        """``Curator.release_synopsis``, its reserved histogram released by a worker process."""
+        pool = self.pool
+        run = None if pool is None else (lambda reserved: pool.call("run_reserved", reserved))
+        return self.curator.release_synopsis(
+            analyst, name, dataset, columns, epsilon=epsilon, run=run
+        )
+
     def run(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """A free, CPU-heavy curator call (``estimate``, ``query_synopsis``), in a worker
         process when the service has them."""

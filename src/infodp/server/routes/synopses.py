@@ -35,7 +35,7 @@ def release_synopsis(request: Request, body: SynopsisRequest, who: Heavy) -> JSO
     name = svc.dataset_or_403(who.analyst, body.dataset)
     syn = guard(
         "release",
-        lambda: svc.curator.release_synopsis(
+        lambda: svc.release_synopsis(
             who.analyst, body.name, name, body.columns, epsilon=body.epsilon
         ),
     )
