@@ -142,6 +142,7 @@ class WorkerPool:
         self._closed = False
         self._ready = threading.Condition()
         self._started = 0  # workers that have opened the store, ever
+        self._failures = 0  # failed starts since the last good one
         for _ in range(workers):
             self._start()
 
@@ -197,11 +198,16 @@ class WorkerPool:
             self._idle.put(worker)
             with self._ready:
                 self._started += 1
+                self._failures = 0
                 self._ready.notify_all()
             return
         self._retire(worker)
         if not self._closed:
-            time.sleep(1.0)  # a store that cannot be opened now: retry, not in a tight loop
+            # A store that cannot be opened now: retry, backing off to one try a minute.
+            with self._ready:
+                self._failures += 1
+                pause = min(60.0, 2.0 ** min(self._failures, 6))
+            time.sleep(pause)
             self._start()
 
     def _retire(self, worker: _Worker) -> None:
