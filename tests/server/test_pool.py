@@ -1,4 +1,4 @@
-"""Worker processes isolate analysts from each other's CPU work (issue 10's abusive case).
+"""Worker processes isolate analysts from each other's CPU work (the threat model's abusive case).
 
 The service runs the data-touching part of each query (and the free estimates and synopsis
 queries) in worker processes; the server process keeps the ledger. These tests check, on a
