@@ -92,7 +92,7 @@ def _instance(cls: type[BaseException]) -> BaseException:
         and p.default is inspect.Parameter.empty
         and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]
-    samples: dict[str, object] = {"points": 17, "interval": 1e-4, "status": 409}
+    samples: dict[str, object] = {"points": 17, "interval": 1e-4, "status": 409, "seconds": 1.5}
     args = [samples.get(p.name, f"<{p.name}>") for p in params]
     return cls(*args)
 
