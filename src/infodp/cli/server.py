@@ -104,7 +104,7 @@ def _known_analyst(db: str, name: str) -> None:
     default=None,
     help="Worker processes running the CPU-heavy part of queries, estimates and synopsis "
     "queries, so one analyst's heavy work does not slow the others down (default: one per "
-    "core; 0: everything in the server process).",
+    "core, at least 2; 0: everything in the server process).",
 )
 @click.option(
     "--log-level",

@@ -62,16 +62,19 @@ log = logging.getLogger("infodp.server")
 
 
 def default_workers() -> int:
-    """One worker per core this process may run on (at least 1).
+    """One worker per core this process may run on, and at least 2.
 
-    >>> default_workers() >= 1
+    With the default of one heavy request in flight per key, two workers are what it takes
+    for one analyst's heavy queries never to leave the others without a worker.
+
+    >>> default_workers() >= 2
     True
     """
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    return max(1, cores)
+    return max(2, cores)
 
 
 class WorkerDeadline(InfodpError):

@@ -43,7 +43,7 @@ class ServerSettings:
     worker processes run the CPU-heavy part of queries, estimates and synopsis queries
     (:mod:`infodp.server.pool`), so one analyst's heavy work does not hold the interpreter
     lock the others need; 0 runs everything in the server process (the library default,
-    ``infodp serve`` starts one per core).
+    ``infodp serve`` starts one per core, at least 2).
 
     >>> ServerSettings("store.duckdb").rate, ServerSettings("store.duckdb", burst=5).burst
     (50.0, 5)
