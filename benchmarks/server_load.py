@@ -1,10 +1,12 @@
 """Benchmark: the curator's HTTP service under load on loopback (issue 6).
 
-``python3 -m benchmarks.server_load [--rows 1000000] [--queries 150] [--seconds 30]``
+``python3 -m benchmarks.server_load [--rows 1000000] [--queries 150] [--seconds 30]
+[--workers 2,0]``
 
 A DP ``SELECT g, COUNT(*) FROM t GROUP BY g`` over 100 declared categories of a synthetic
 table of ``--rows`` rows (DuckDB's own generator, fixed seed), sent to a real ``infodp serve``
-subprocess on 127.0.0.1 by 1 and by 16 concurrent clients (:class:`infodp.client.Client`, one
+subprocess on 127.0.0.1 (once per ``--workers`` setting: by default with one worker process
+per core, then with none) by 1 and by 16 concurrent clients (:class:`infodp.client.Client`, one
 keep-alive connection each). Every query is a full release: parse → plan → ledger reservation
 (SQLite WAL, fsync'd) → bounded aggregation in DuckDB → exact discrete Laplace noise from the
 OS CSPRNG → ledger completion → JSON. Reported: queries per second (completed / wall time)
@@ -114,11 +116,24 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=150, help="Queries per run (bound).")
     parser.add_argument("--seconds", type=float, default=30.0, help="Wall time per run (bound).")
+    parser.add_argument(
+        "--workers",
+        default=None,
+        help="Comma-separated worker-process counts to serve with, each its own run "
+        "(default: one per core, then 0 = everything in the server process).",
+    )
     parser.add_argument("--no-write", action="store_true", help="Do not touch BENCHMARKS.md.")
     args = parser.parse_args()
 
     from infodp.curator.engine import Curator
     from infodp.server._harness import ServerProcess
+    from infodp.server.pool import default_workers
+
+    configs = (
+        [default_workers(), 0]
+        if args.workers is None
+        else [int(w) for w in str(args.workers).split(",")]
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -159,14 +174,17 @@ def main() -> None:
             in_process.close()
 
         results = {}
-        with ServerProcess(db, log_path=work / "server.log") as server:
-            load(server.url, keys, CLIENTS, 2 * CLIENTS, 30.0)  # warm-up: every worker thread
-            for label, clients, used in (
-                ("1 client", 1, keys[:1]),
-                (f"{CLIENTS} clients, {CLIENTS} analysts (one key each)", CLIENTS, keys),
-                (f"{CLIENTS} clients sharing one key", CLIENTS, keys[:1]),
-            ):
-                results[label] = load(server.url, used, clients, args.queries, args.seconds)
+        for workers in configs:
+            with ServerProcess(db, log_path=work / "server.log", workers=workers) as server:
+                load(server.url, keys, CLIENTS, 2 * CLIENTS, 30.0)  # warm-up: every worker
+                for label, clients, used in (
+                    ("1 client", 1, keys[:1]),
+                    (f"{CLIENTS} clients, {CLIENTS} analysts (one key each)", CLIENTS, keys),
+                    (f"{CLIENTS} clients sharing one key", CLIENTS, keys[:1]),
+                ):
+                    results[f"--workers {workers}, {label}"] = load(
+                        server.url, used, clients, args.queries, args.seconds
+                    )
 
     def ms(x: float) -> str:
         return f"{x * 1000:.1f}"
@@ -209,12 +227,15 @@ def main() -> None:
         f"A DP `{SQL}` (100 declared categories) over {args.rows:,} synthetic rows, each query a "
         "full release (ledger reservation fsync'd before the data is touched, exact discrete "
         "Laplace noise from the OS CSPRNG, completion recorded). HTTP runs: a real `infodp "
-        "serve` (uvicorn, one process) on loopback, clients from `infodp.client.Client` with "
+        "serve` (uvicorn, one server process) on loopback, with `--workers N` worker processes "
+        "running the noise, aggregate and rendering of each answer (0: all in the server "
+        "process), clients from `infodp.client.Client` with "
         f"one keep-alive connection each; at most {args.queries} queries or {args.seconds:g} s "
         "per run. Latency is per request as the client sees it.\n\n"
         f"{table}\n\n"
-        "The server keeps one read-only store connection per worker thread (`--keep-open`, the "
-        "default) and runs at most one query per key at a time (`--max-concurrent 1`, a "
+        "Each worker process (or, with `--workers 0`, each server thread) keeps one read-only "
+        "store connection open (`--keep-open`, the default); the service runs at most one "
+        "query per key at a time (`--max-concurrent 1`, a "
         f"side-channel protection), so the {CLIENTS}-client throughput is measured with "
         f"{CLIENTS} analysts holding one key each; {CLIENTS} clients sharing one key queue "
         "behind each other by design. Every accepted query pays a durable (fsync'd) ledger "

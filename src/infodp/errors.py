@@ -12,6 +12,8 @@ alpha must be a number in [0, inf]; got -1.0.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "BudgetExceeded",
     "InfodpError",
@@ -23,7 +25,22 @@ __all__ = [
 
 
 class InfodpError(Exception):
-    """Base class of every error infodp raises on purpose."""
+    """Base class of every error infodp raises on purpose.
+
+    Every subclass pickles faithfully (same class, message and attributes), whatever its
+    ``__init__`` takes: errors cross process boundaries (the service's worker processes).
+
+    >>> import pickle
+    >>> err = BudgetExceeded("epsilon=1", "epsilon=0", "epsilon=1")
+    >>> again = pickle.loads(pickle.dumps(err))
+    >>> type(again).__name__, str(again) == str(err), again.gap
+    ('BudgetExceeded', True, 'epsilon=1')
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Exception's own reduce calls ``cls(*args)``, which breaks for subclasses whose
+        # __init__ formats the message from other arguments (BudgetExceeded, QueryFailed...).
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
 
 
 class ParameterError(InfodpError, ValueError):
@@ -78,6 +95,14 @@ class QueryFailed(InfodpError):
 
     def __init__(self) -> None:
         super().__init__(self.MESSAGE)
+
+
+def _rebuild(cls: type[InfodpError], args: tuple[Any, ...], state: dict[str, Any]) -> InfodpError:
+    """An error of class ``cls`` with ``args`` and attributes ``state``, without its __init__."""
+    err = cls.__new__(cls)
+    err.args = args
+    err.__dict__.update(state)
+    return err
 
 
 def _short(value: object, limit: int = 80) -> str:

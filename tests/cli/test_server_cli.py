@@ -33,6 +33,7 @@ def test_serve_refuses_a_missing_store(tmp_path: Path, capsys: pytest.CaptureFix
         (["--burst", "0"], "--burst"),
         (["--max-body", "-5"], "--max-body"),
         (["--port", "70000"], "--port"),
+        (["--workers", "-1"], "--workers"),
         (["--admin-token-file", "/nonexistent/token"], "--admin-token-file"),
     ],
 )
@@ -119,3 +120,4 @@ def test_serve_json_prints_one_object_then_serves(tmp_path: Path) -> None:
     payload = json.loads(lines[0])
     assert payload["url"] == f"http://127.0.0.1:{port}"
     assert payload["db"] == db and payload["pid"] == proc.pid and payload["keep_open"] is True
+    assert payload["workers"] >= 1  # worker processes by default (one per core)

@@ -31,6 +31,12 @@ def _existing_store(db: str) -> str:
     return db
 
 
+def _workers(n: int) -> int:
+    if n < 0 or n > 256:
+        raise ParameterError("--workers", n, "a number of worker processes in [0, 256]")
+    return n
+
+
 def _known_analyst(db: str, name: str) -> None:
     from infodp.server.auth import KeyStore, key_store_path
 
@@ -93,6 +99,14 @@ def _known_analyst(db: str, name: str) -> None:
     help="Seconds after which a running query is interrupted (its cost stays spent).",
 )
 @click.option(
+    "--workers",
+    type=int,
+    default=None,
+    help="Worker processes running the CPU-heavy part of queries, estimates and synopsis "
+    "queries, so one analyst's heavy work does not slow the others down (default: one per "
+    "core, at least 2; 0: everything in the server process).",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info",
@@ -111,6 +125,7 @@ def serve(
     keep_open: bool,
     max_concurrent: int,
     query_timeout: float,
+    workers: int | None,
     log_level: str,
     as_json: bool,
 ) -> None:
@@ -128,6 +143,7 @@ def serve(
         admin_token_hash_from_env,
         create_app,
     )
+    from infodp.server.pool import default_workers
 
     settings = ServerSettings(
         db=_existing_store(db),
@@ -140,6 +156,7 @@ def serve(
         keep_open=keep_open,
         max_concurrent_per_key=as_positive_int("--max-concurrent", max_concurrent),
         query_timeout=as_positive("--query-timeout", query_timeout),
+        workers=default_workers() if workers is None else _workers(workers),
     )
     app = create_app(settings)
     url = f"http://{host}:{port}"
@@ -156,6 +173,7 @@ def serve(
         "keep_open": settings.keep_open,
         "max_concurrent_per_key": settings.max_concurrent_per_key,
         "query_timeout": settings.query_timeout,
+        "workers": settings.workers,
     }
     emit(
         payload,

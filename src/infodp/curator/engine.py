@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -83,7 +83,7 @@ from infodp.curator.store import (
     record_dataset,
 )
 from infodp.curator.synopsis import Synopsis, synopsis_keys
-from infodp.errors import InternalError, ParameterError, QueryFailed
+from infodp.errors import InfodpError, InternalError, ParameterError, QueryFailed
 from infodp.mechanisms.sampling import RandomSource
 
 __all__ = [
@@ -94,6 +94,9 @@ __all__ = [
     "MeasurementCost",
     "QueryCost",
     "QueryResult",
+    "Released",
+    "Reservation",
+    "StoreNotOpened",
     "as_budget_fraction",
     "leakage_of",
     "plan_cost",
@@ -153,7 +156,42 @@ class QueryResult:
         return result_html(self)
 
 
+#: What :meth:`Curator.run_reserved` returns: columns, rows, intervals, notes and the noisy
+#: measurements per released row (see :class:`QueryResult`).
+Released = tuple[
+    tuple[str, ...],
+    tuple[tuple[Any, ...], ...],
+    tuple[tuple[Any, ...], ...],
+    tuple[str, ...],
+    tuple[tuple[int | None, ...], ...],
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """A validated, priced query whose cost the ledger has reserved durably (entry ``entry``).
+
+    Everything :meth:`Curator.run_reserved` needs, and nothing of the data; it pickles, so
+    the release can run in another process over the same store.
+    """
+
+    analyst: str
+    plan: QueryPlan
+    schema: DatasetSchema
+    unit_rows_ok: bool
+    cost: QueryCost
+    leakage: dict[str, Any] = field(compare=False)
+    confidence: float = 0.95
+    entry: int = 0
+
+
+class StoreNotOpened(InfodpError):
+    """The store could not be opened for a reserved query: nothing of the data was touched,
+    and :meth:`Curator.finish` refunds the reservation."""
+
+
 Hook = Callable[[str, int], None]
+_T = TypeVar("_T")
 
 
 class Curator:
@@ -504,6 +542,32 @@ class Curator:
         Raises :class:`~infodp.errors.BudgetExceeded` (nothing released, nothing spent) when
         the analyst's remaining budget or the dataset's information cap is too small.
         """
+        reserved = self.reserve(
+            analyst, sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise
+        )
+        return self.finish(reserved, lambda: self.run_reserved(reserved))
+
+    # The query path in three steps, so that a service can run the middle one (the only one
+    # touching the data, and the CPU-heavy one) in a worker process of its own while the
+    # ledger stays with the caller: ``reserve`` (validate completely, then reserve durably),
+    # ``run_reserved`` (noise, aggregate, release; pure given the reservation) and ``finish``
+    # (record the outcome; any failure after the reservation is one constant error).
+
+    def reserve(
+        self,
+        analyst: str,
+        sql: str,
+        *,
+        epsilon: Any,
+        delta: Any = 0,
+        confidence: float = 0.95,
+        noise: Any = "laplace",
+    ) -> Reservation:
+        """Validate and price ``sql`` completely, then reserve its cost durably (fsync'd).
+
+        Nothing of the data is touched; a refusal (bad input, :class:`BudgetExceeded`) costs
+        nothing. The reservation must then be passed to :meth:`finish`.
+        """
         plan, schema, _, unit_ok, cost, leak = self._priced(sql, epsilon, delta, noise, confidence)
         ms = tuple(p.measurement for p in cost.parts)
         engine = self._engine(plan.table)
@@ -514,7 +578,6 @@ class Curator:
             )
         else:
             engine.check(plan, schema, ms, unit_rows_ok=unit_ok)
-        profile = cost.profile_spec()
         entry = self.ledger.reserve(
             analyst,
             plan.table,
@@ -522,51 +585,111 @@ class Curator:
             cost.epsilon,
             cost.delta,
             cost.information_nats,
-            profile_spec=profile,
+            profile_spec=cost.profile_spec(),
         )
         self._at("reserved", entry)
+        return Reservation(analyst, plan, schema, unit_ok, cost, leak, float(confidence), entry)
+
+    def run_reserved(self, reserved: Reservation) -> Released:
+        """Draw the noise, aggregate the store and release the answer of a reservation.
+
+        The only step that reads the data. It writes nothing to the ledger, so it may run in
+        another process over the same store (:mod:`infodp.server.pool`). Raises
+        :class:`StoreNotOpened` when the store could not be opened (nothing was touched).
+        """
+        plan, schema, cost = reserved.plan, reserved.schema, reserved.cost
         try:
+            engine = self._engine(plan.table)
             con = self._open(engine)
-        except BaseException as err:
-            self.ledger.cancel(entry, f"store not opened: {type(err).__name__}")
-            raise
+        except Exception as err:
+            raise StoreNotOpened(f"store not opened: {type(err).__name__}") from err
         try:
             drawn: dict[tuple[str, ...], list[int | None]] | None = None
-            try:
-                if not plan.needs_partition_selection:
-                    # The released cells are known in advance (declared keys) and the noise does
-                    # not depend on the data: one exact batch per measurement, drawn after the
-                    # durable reservation. (Batched, it takes ~0.3 ms for 200 cells; overlapping
-                    # it with DuckDB in a worker thread cost more in thread start-up and GIL
-                    # hand-offs than it saved, so it is drawn inline.)
-                    drawn = self._draw_noise(plan, cost)
-                exact = engine.aggregate(
-                    con, plan, schema, ms, unit_rows_ok=unit_ok, deadline=self.query_timeout
-                )
-                self._done(con)
-            except BaseException:
-                self._discard(con)
-                raise
-            self._at("aggregated", entry)
-            columns, out_rows, intervals, notes, raw = self._release(
-                plan, schema, cost, exact, 1 - confidence, drawn
+            if not plan.needs_partition_selection:
+                # The released cells are known in advance (declared keys) and the noise does
+                # not depend on the data: one exact batch per measurement, drawn after the
+                # durable reservation. (Batched, it takes ~0.3 ms for 200 cells; overlapping
+                # it with DuckDB in a worker thread cost more in thread start-up and GIL
+                # hand-offs than it saved, so it is drawn inline.)
+                drawn = self._draw_noise(plan, cost)
+            ms = tuple(p.measurement for p in cost.parts)
+            exact = engine.aggregate(
+                con,
+                plan,
+                schema,
+                ms,
+                unit_rows_ok=reserved.unit_rows_ok,
+                deadline=self.query_timeout,
             )
-            remaining = self.ledger.budget(analyst, plan.table)
-            result = QueryResult(
-                columns, out_rows, intervals, confidence, cost, remaining, entry, leak, notes, raw
-            )
-            payload = _jsonable(result.to_dict())
-        except Exception as err:
-            # After the reservation a failure can depend on the data (a row reaching an
-            # expression, the time a statement takes): the analyst sees one constant error,
-            # whatever its cause, and the charge stays. The cause goes to the ledger only.
-            self.ledger.fail(entry, f"{type(err).__name__}: {err}"[:500])
-            raise QueryFailed() from None
-        except BaseException as err:
-            self.ledger.fail(entry, f"{type(err).__name__}: {err}"[:500])
+            self._done(con)
+        except BaseException:
+            self._discard(con)
             raise
+        self._at("aggregated", reserved.entry)
+        return self._release(plan, schema, cost, exact, 1 - reserved.confidence, drawn)
+
+    def finish(self, reserved: Reservation, run: Callable[[], Released]) -> QueryResult:
+        """Run ``run`` (:meth:`run_reserved`, here or elsewhere) and record its outcome.
+
+        After the reservation a failure can depend on the data (a row reaching an expression,
+        the time a statement takes): the analyst sees one constant :class:`QueryFailed`,
+        whatever its cause, and the charge stays. The cause goes to the ledger only. Only a
+        store that could not be opened (:class:`StoreNotOpened`) refunds the reservation.
+        """
+        return self._settle(reserved, lambda: self._result(reserved, run()))
+
+    def finish_json(self, reserved: Reservation, run: Callable[[], str]) -> str:
+        """:meth:`finish` for an answer already rendered as JSON text (by :meth:`release_json`,
+        typically in a worker process): the same recording, and the text is returned as is."""
+
+        def produce() -> tuple[str, str]:
+            text = run()
+            return text, text
+
+        return self._settle(reserved, produce)
+
+    def release_json(self, reserved: Reservation) -> str:
+        """:meth:`run_reserved`, then the answer's payload (``QueryResult.to_dict()``, the
+        remaining budget read from the ledger) rendered as strict JSON text."""
+        _, payload = self._result(reserved, self.run_reserved(reserved))
+        return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+    def _result(self, reserved: Reservation, released: Released) -> tuple[QueryResult, Any]:
+        columns, out_rows, intervals, notes, raw = released
+        remaining = self.ledger.budget(reserved.analyst, reserved.plan.table)
+        result = QueryResult(
+            columns,
+            out_rows,
+            intervals,
+            reserved.confidence,
+            reserved.cost,
+            remaining,
+            reserved.entry,
+            reserved.leakage,
+            notes,
+            raw,
+        )
+        return result, _jsonable(result.to_dict())
+
+    def _settle(self, reserved: Reservation, produce: Callable[[], tuple[_T, Any]]) -> _T:
+        """``produce()`` → (value, payload); records the payload (or the failure) in the ledger."""
+        entry = reserved.entry
+        try:
+            value, payload = produce()
+        except StoreNotOpened as err:
+            self.ledger.cancel(entry, str(err))
+            # In this process, the opening error itself (as before the split).
+            raise (err.__cause__ or err) from None
+        except BaseException as err:
+            raise self._failed(entry, err) from None
         self.ledger.complete(entry, payload)
-        return result
+        return value
+
+    def _failed(self, entry: int, err: BaseException) -> BaseException:
+        """Record a failure after the reservation; what the caller raises instead."""
+        self.ledger.fail(entry, f"{type(err).__name__}: {err}"[:500])
+        # Only interrupts (KeyboardInterrupt, SystemExit) pass through as themselves.
+        return QueryFailed() if isinstance(err, Exception) else err
 
     def _priced(
         self, sql: str, epsilon: Any, delta: Any, noise: Any, confidence: Any = 0.95
@@ -673,10 +796,13 @@ class Curator:
         columns: Sequence[str],
         *,
         epsilon: Any,
+        run: Callable[[Reservation], Released] | None = None,
     ) -> Synopsis:
         """Publish a noisy histogram over ``columns`` once (cost ε), stored as ``name``.
 
         Later :meth:`query_synopsis` calls answer from it for free (Dwork & Roth 2014).
+        ``run``: what releases the reserved histogram (default :meth:`run_reserved` here; the
+        service passes one that runs it in a worker process).
         """
         if not isinstance(name, str) or not name.isidentifier():
             raise ParameterError("name", name, "an identifier (letters, digits, _)")
@@ -690,7 +816,9 @@ class Curator:
         keys = synopsis_keys(schema, cols)
         listed = ", ".join(f'"{c}"' for c in cols)
         sql = f'SELECT {listed}, COUNT(*) AS n FROM "{schema.table}" GROUP BY {listed}'
-        result = self.query(analyst, sql, epsilon=epsilon)
+        reserved = self.reserve(analyst, sql, epsilon=epsilon)
+        release = self.run_reserved if run is None else run
+        result = self.finish(reserved, lambda: release(reserved))
         # The unclamped noisy counts: clamping each cell at 0 would bias every sum of cells
         # upwards while the synopsis intervals assume zero-mean noise.
         counts = tuple(int(row[0] or 0) for row in result.noisy)

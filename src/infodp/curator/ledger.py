@@ -1034,9 +1034,10 @@ class Ledger:
         """Mark a query that failed after touching the data: its cost stays spent."""
         self._finish(entry_id, "failed", None, reason)
 
-    def complete(self, entry_id: int, result: dict[str, Any]) -> None:
-        """Record the released answer of a reserved entry."""
-        self._finish(entry_id, "released", json.dumps(result, allow_nan=False), None)
+    def complete(self, entry_id: int, result: dict[str, Any] | str) -> None:
+        """Record the released answer of a reserved entry (a mapping, or its JSON text)."""
+        text = result if isinstance(result, str) else json.dumps(result, allow_nan=False)
+        self._finish(entry_id, "released", text, None)
 
     def _finish(
         self, entry_id: int, status: str, result_json: str | None, error: str | None

@@ -79,10 +79,16 @@ class ServerProcess:
         admin_token_file: str | None = None,
         log_path: str | os.PathLike[str] | None = None,
         keep_open: bool = True,
+        workers: int | None = None,
+        query_timeout: float | None = None,
     ) -> None:
         self.db = str(db)
         self.args = ["--rate", str(rate), "--burst", str(burst), "--max-body", str(max_body)]
         self.args.append("--keep-open" if keep_open else "--open-per-query")
+        if workers is not None:  # default: the CLI's (one worker process per core)
+            self.args += ["--workers", str(workers)]
+        if query_timeout is not None:
+            self.args += ["--query-timeout", str(query_timeout)]
         if admin_token_file is not None:
             self.args += ["--admin-token-file", admin_token_file]
         self.log_path = Path(log_path) if log_path is not None else Path(self.db + ".server.log")

@@ -22,6 +22,7 @@ from infodp.errors import BudgetExceeded, InfodpError, ParameterError, QueryFail
 from infodp.server.auth import Identity
 from infodp.server.errors import ApiError, budget_error, internal_error
 from infodp.server.limits import SlotsBusy
+from infodp.server.pool import WorkerDeadline, WorkerUnavailable
 from infodp.server.service import Service
 
 __all__ = ["AUTH", "Admin", "Analyst", "Heavy", "guard", "json_response", "service_of"]
@@ -84,7 +85,8 @@ def json_response(payload: Any) -> JSONResponse:
 
 
 def guard(where: str, call: Callable[[], Any]) -> Any:
-    """Run a curator call: budget → 409, user errors → 400, anything else → 500 (logged)."""
+    """Run a curator call: budget → 409, user errors → 400, a worker past its deadline (free
+    routes) → 503, anything else → 500 (logged)."""
     try:
         return call()
     except ApiError:
@@ -96,6 +98,10 @@ def guard(where: str, call: Callable[[], Any]) -> Any:
         raise ApiError(500, "query_failed", QueryFailed.MESSAGE) from None
     except ParameterError as err:
         raise ApiError(400, "bad_query", str(err)) from None
+    except (WorkerDeadline, WorkerUnavailable) as err:
+        # Raised here only by the free routes (estimate, synopsis query), where nothing was
+        # charged or read: after a reservation the curator answers QueryFailed instead.
+        raise ApiError(503, "unavailable", str(err), retry_after=1) from None
     except InfodpError as err:
         raise internal_error(err, where) from None
     except Exception as err:

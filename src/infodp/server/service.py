@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request
+from fastapi.responses import JSONResponse, Response
 
+from infodp._jsonable import to_jsonable
 from infodp.errors import ParameterError
 from infodp.server.auth import Identity, KeyStore, key_store_path, parse_bearer
 from infodp.server.errors import ApiError
@@ -35,9 +37,13 @@ class ServerSettings:
     (a constant error, the cost stays spent); bodies of at most
     ``max_body_bytes``. ``admin_token_sha256`` is the hex SHA-256 of the admin token (the
     token itself is never kept); None disables the admin routes. ``keep_open``: each worker
-    thread keeps its read-only DuckDB connection open (about half the latency of opening the
-    store per query, see BENCHMARKS.md "curator"); datasets registered while the service runs
-    then wait for it to stop, and are seen after a restart.
+    thread (or process) keeps its read-only DuckDB connection open (about half the latency of
+    opening the store per query, see BENCHMARKS.md "curator"); datasets registered while the
+    service runs then wait for it to stop, and are seen after a restart. ``workers``: how many
+    worker processes run the CPU-heavy part of queries, estimates and synopsis queries
+    (:mod:`infodp.server.pool`), so one analyst's heavy work does not hold the interpreter
+    lock the others need; 0 runs everything in the server process (the library default,
+    ``infodp serve`` starts one per core, at least 2).
 
     >>> ServerSettings("store.duckdb").rate, ServerSettings("store.duckdb", burst=5).burst
     (50.0, 5)
@@ -52,6 +58,7 @@ class ServerSettings:
     max_concurrent_per_key: int = 1
     query_timeout: float = 30.0
     duckdb_threads: int | None = 1
+    workers: int = 0
 
 
 class Service:
@@ -70,6 +77,25 @@ class Service:
         self._local = threading.local()
         self._override: Any = None
         self.curator  # noqa: B018 - open the store now, so a bad store fails at start-up
+        self.pool: Any = None
+        if settings.workers:
+            from infodp.server.pool import WorkerPool
+
+            timeout = settings.query_timeout
+            self.pool = WorkerPool(
+                settings.db,
+                settings.workers,
+                query_timeout=timeout,
+                duckdb_threads=settings.duckdb_threads,
+                keep_open=settings.keep_open,
+                # The worker's own DuckDB interrupt fires at the query timeout; the kill is the
+                # backstop for work stuck outside DuckDB.
+                deadline=timeout + max(1.0, timeout / 10),
+                # A free worker is awaited up to the deadline plus a worker's start-up time.
+                wait=timeout + 30.0,
+            )
+            # Healthy only once the workers can answer (a worker opens the store in ~1-3 s).
+            self.pool.wait_ready(self.pool.startup)
         self.keys = KeyStore(key_store_path(settings.db))
         self.limiter = RateLimiter(settings.rate, settings.burst)
         self.slots = KeySlots(settings.max_concurrent_per_key)
@@ -105,6 +131,53 @@ class Service:
     def curator(self, value: Any) -> None:
         # For tests: one curator (e.g. with a patched method) for every thread.
         self._override = value
+
+    def close(self) -> None:
+        """Stop the worker processes (if any)."""
+        if self.pool is not None:
+            self.pool.close()
+
+    # -- running curator work ------------------------------------------------------------------
+
+    def answer(
+        self, analyst: str, sql: str, *, epsilon: Any, delta: Any, confidence: float, noise: Any
+    ) -> Response:
+        """``Curator.query`` as a response: validated and reserved here, released by a worker.
+
+        The reservation (durable, before the data is touched) and the record of the outcome
+        stay in this process; only :meth:`~infodp.curator.Curator.release_json` runs in a
+        worker. A worker past its deadline, or none free within the query timeout plus a
+        worker's start-up time (only when workers keep dying), is a failure after the
+        reservation: the one constant :class:`~infodp.errors.QueryFailed`, the charge stays.
+        """
+        cur = self.curator
+        kwargs = {"epsilon": epsilon, "delta": delta, "confidence": confidence, "noise": noise}
+        if self.pool is None:
+            result = cur.query(analyst, sql, **kwargs)
+            return JSONResponse(to_jsonable(result.to_dict()))
+        # The worker is taken after the reservation: held during the reservation's fsync it
+        # would sit idle, and concurrent reservations would not share one group commit
+        # (BENCHMARKS.md "server load").
+        reserved = cur.reserve(analyst, sql, **kwargs)
+        text = cur.finish_json(reserved, lambda: self.pool.call("release_json", reserved))
+        return Response(text.encode("utf-8"), media_type="application/json")
+
+    def release_synopsis(
+        self, analyst: str, name: str, dataset: str, columns: Any, *, epsilon: Any
+    ) -> Any:
+        """``Curator.release_synopsis``, its reserved histogram released by a worker process."""
+        pool = self.pool
+        run = None if pool is None else (lambda reserved: pool.call("run_reserved", reserved))
+        return self.curator.release_synopsis(
+            analyst, name, dataset, columns, epsilon=epsilon, run=run
+        )
+
+    def run(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """A free, CPU-heavy curator call (``estimate``, ``query_synopsis``), in a worker
+        process when the service has them."""
+        if self.pool is None:
+            return getattr(self.curator, method)(*args, **kwargs)
+        return self.pool.call(method, *args, **kwargs)
 
     # -- authentication ------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from fractions import Fraction
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from infodp.server.auth import Identity
 from infodp.server.deps import AUTH, Heavy, guard, json_response, service_of
@@ -31,14 +31,14 @@ def estimate(request: Request, body: QueryRequest, who: Heavy) -> JSONResponse:
     tags=["queries"],
     responses=error_responses(*AUTH, 400, 403, 409, 413, 500),
 )
-def query(request: Request, body: QueryRequest, who: Heavy) -> JSONResponse:
+def query(request: Request, body: QueryRequest, who: Heavy) -> Response:
     """Answer ``sql`` with DP noise, charged to the caller (as ``infodp query --json``)."""
     svc = service_of(request)
     plan, _, _ = svc.plan(body.sql, who.analyst)
     svc.budget_or_403(who.analyst, plan.table)
-    result = guard(
+    response: Response = guard(
         "query",
-        lambda: svc.curator.query(
+        lambda: svc.answer(
             who.analyst,
             body.sql,
             epsilon=body.epsilon,
@@ -47,13 +47,14 @@ def query(request: Request, body: QueryRequest, who: Heavy) -> JSONResponse:
             noise=body.noise,
         ),
     )
-    return json_response(result.to_dict())
+    return response
 
 
 def _estimate(svc: Service, identity: Identity, body: QueryRequest) -> dict[str, Any]:
     plan, _, _ = svc.plan(body.sql, identity.analyst)
     budget = svc.budget_or_403(identity.analyst, plan.table)
-    est = svc.curator.estimate(
+    est = svc.run(
+        "estimate",
         body.sql,
         epsilon=body.epsilon,
         delta=body.delta,

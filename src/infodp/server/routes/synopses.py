@@ -35,7 +35,7 @@ def release_synopsis(request: Request, body: SynopsisRequest, who: Heavy) -> JSO
     name = svc.dataset_or_403(who.analyst, body.dataset)
     syn = guard(
         "release",
-        lambda: svc.curator.release_synopsis(
+        lambda: svc.release_synopsis(
             who.analyst, body.name, name, body.columns, epsilon=body.epsilon
         ),
     )
@@ -76,8 +76,8 @@ def query_synopsis(
         )
     answer = guard(
         "synopsis",
-        lambda: svc.curator.query_synopsis(
-            name, body.sql, confidence=body.confidence, dataset=found[0]
+        lambda: svc.run(
+            "query_synopsis", name, body.sql, confidence=body.confidence, dataset=found[0]
         ),
     )
     return json_response(answer)
