@@ -57,12 +57,14 @@ import threading
 import time
 import urllib.parse
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from infodp._exact import format_fraction
 from infodp.errors import (
     BudgetExceeded,
     InfodpError,
@@ -124,38 +126,6 @@ def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
 
 
-def format_fraction(x: Fraction) -> str:
-    """A fraction as a short decimal when exact, else "p/q" with its decimal value.
-
-    >>> format_fraction(Fraction(1, 10)), format_fraction(Fraction(1, 3))
-    ('0.1', '1/3 (≈0.333333)')
-    """
-    if _is_decimal(x.denominator):
-        return _decimal(x)
-    return f"{x.numerator}/{x.denominator} (≈{float(x):.6g})"
-
-
-def _is_decimal(d: int) -> bool:
-    for p in (2, 5):
-        while d % p == 0:
-            d //= p
-    return d == 1
-
-
-def _decimal(x: Fraction) -> str:
-    # Exact decimal expansion of a fraction whose denominator is 2^a 5^b.
-    d = x.denominator
-    digits = 0
-    while (x * 10**digits).denominator != 1:
-        digits += 1
-    if digits == 0:
-        return str(x.numerator)
-    scaled = abs(x.numerator) * 10**digits // d
-    text = str(scaled).rjust(digits + 1, "0")
-    sign = "-" if x < 0 else ""
-    return f"{sign}{text[:-digits]}.{text[-digits:]}".rstrip("0").rstrip(".")
-
-
 def _frac(text: str) -> Fraction:
     return Fraction(text)
 
@@ -177,7 +147,7 @@ class Budget:
         """``basic`` (exact ε, δ sums) or the accountant's currency (pure/approx/rdp/nats)."""
         if self.accountant_json is None:
             return "basic"
-        return str(json.loads(self.accountant_json)["budget"]["currency"])
+        return str(_accountant_of(self.accountant_json).budget.currency)
 
     @property
     def remaining_epsilon(self) -> Fraction:
@@ -209,9 +179,7 @@ class Budget:
             },
         }
         if self.accountant_json is not None:
-            from infodp.accounting.accountant import Accountant
-
-            acc = Accountant.from_json(self.accountant_json)
+            acc = _accountant_of(self.accountant_json)
             out["accountant"] = {
                 "budget": acc.budget.to_dict(),
                 "remaining": acc.remaining(),
@@ -884,19 +852,11 @@ class Ledger:
     ) -> int:
         """One reservation inside an open write transaction (see :meth:`reserve`)."""
         b = self._budget(conn, analyst, dataset)
-        short_eps = epsilon - b.remaining_epsilon
-        short_delta = delta - b.remaining_delta
-        new_state: str | None = None
-        if b.accountant_json is not None:
-            new_state = _accountant_spend(b.accountant_json, profile_spec, epsilon, delta)
-        elif short_eps > 0 or short_delta > 0:
-            raise BudgetExceeded(
-                f"epsilon={format_fraction(epsilon)}, delta={format_fraction(delta)}",
-                f"epsilon={format_fraction(b.remaining_epsilon)}, "
-                f"delta={format_fraction(b.remaining_delta)}",
-                f"epsilon={format_fraction(max(short_eps, Fraction(0)))}, "
-                f"delta={format_fraction(max(short_delta, Fraction(0)))}",
-            )
+        # Every currency, basic included, is enforced by the accountant; its state is taken
+        # from the cache of parsed states when the stored text is the one cached (the text
+        # is the whole state, so another process's charge shows as a different text and the
+        # state is re-read: a cached state is never trusted beyond what is on disk).
+        new_state = _accountant_spend(b, profile_spec, epsilon, delta)
         cap, spent, max_eps, max_dlt, d_eps, d_dlt = conn.execute(
             "SELECT info_cap_bits, info_spent_nats, max_epsilon, max_delta, spent_epsilon, "
             "spent_delta FROM datasets WHERE name = ?",
@@ -983,22 +943,11 @@ class Ledger:
             b = self._budget(conn, e.analyst, e.dataset)
             state = None
             if b.accountant_json is not None:
-                # An accountant cannot un-spend: rebuild it from its budget and every other
-                # spending entry of this analyst on this dataset.
+                # The refund is incremental: the accountant takes this one spend back out.
                 row = conn.execute(
-                    "SELECT budget_json FROM analysts WHERE name = ? AND dataset = ?",
-                    (e.analyst, e.dataset),
+                    "SELECT profile_json FROM entries WHERE id = ?", (entry_id,)
                 ).fetchone()
-                specs = [
-                    (r[0], _frac(r[1]), _frac(r[2]))
-                    for r in conn.execute(
-                        "SELECT profile_json, epsilon, delta FROM entries WHERE analyst = ? "
-                        "AND dataset = ? "
-                        f"AND status IN {_SPENDING} AND id <> ? ORDER BY id",
-                        (e.analyst, e.dataset, entry_id),
-                    )
-                ]
-                state = _accountant_rebuild(row[0], specs)
+                state = _accountant_refund(b.accountant_json, row[0], e.epsilon, e.delta)
             conn.execute(
                 "UPDATE analysts SET spent_epsilon = ?, spent_delta = ?, "
                 "accountant_json = coalesce(?, accountant_json) WHERE name = ? AND dataset = ?",
@@ -1127,7 +1076,7 @@ class Ledger:
             dlt = sum((_frac(r[1]) for r in rows), Fraction(0))
             if eps != b.spent_epsilon or dlt != b.spent_delta:
                 problems.append(f"{b.analyst}/{b.dataset}: spent {b.spent_epsilon} != {eps}")
-            basic = b.accountant_json is None  # else the accountant enforces its currency
+            basic = b.currency == "basic"  # else the accountant enforces its currency
             if basic and (b.spent_epsilon > b.epsilon or b.spent_delta > b.delta):
                 problems.append(f"{b.analyst}/{b.dataset}: overspent")
         # The dataset totals (caps shared by all analysts) equal their entries' sums.
@@ -1270,36 +1219,94 @@ def _digest(salt: str, secret: str) -> str:
     return hashlib.sha256((salt + secret).encode()).hexdigest()
 
 
-def _accountant_spend(
-    state: str, profile_spec: dict[str, Any] | None, epsilon: Fraction, delta: Fraction
-) -> str:
-    """The accountant state after spending the query's profile (BudgetExceeded if it can't).
+class _ParsedStates:
+    """Parsed accountant states by their exact JSON text (a small LRU shared in a process).
 
-    The query's exact (ε, δ) is declared with it, so pure-ε sums stay exact in every currency.
+    The text is the whole state, so a cached parse can never be stale: a state another
+    process advanced is a different text and is parsed (and validated) afresh.
     """
-    from infodp.accounting.accountant import Accountant
+
+    def __init__(self, size: int = 256) -> None:
+        self._lock = threading.Lock()
+        self._items: OrderedDict[str, Any] = OrderedDict()
+        self._size = size
+
+    def get(self, text: str) -> Any:
+        from infodp.accounting.accountant import Accountant
+
+        with self._lock:
+            acc = self._items.get(text)
+            if acc is not None:
+                self._items.move_to_end(text)
+                return acc
+        acc = Accountant.from_json(text)
+        self.put(text, acc)
+        return acc
+
+    def put(self, text: str, acc: Any) -> None:
+        with self._lock:
+            self._items[text] = acc
+            self._items.move_to_end(text)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+_STATES = _ParsedStates()
+
+
+def _accountant_of(text: str) -> Any:
+    """The (shared, read-only) accountant of a stored state text."""
+    return _STATES.get(text)
+
+
+def _spend_profile(
+    profile_spec: dict[str, Any] | str | None, epsilon: Fraction, delta: Fraction
+) -> Any:
+    from infodp.accounting.accountant import _guarantee_profile
     from infodp.accounting.spec import profile_from_spec
 
     if profile_spec is None:
-        raise InternalError("an accountant budget needs the query's privacy profile")
-    acc = Accountant.from_json(state)
-    acc.spend(profile_from_spec(profile_spec), epsilon=epsilon, delta=delta)
-    return acc.to_json()
+        return _guarantee_profile(epsilon, delta)
+    spec = json.loads(profile_spec) if isinstance(profile_spec, str) else profile_spec
+    return profile_from_spec(spec)
 
 
-def _accountant_rebuild(
-    budget_json: str, specs: list[tuple[str | None, Fraction, Fraction]]
-) -> str:
+def _accountant_spend(
+    b: Budget, profile_spec: dict[str, Any] | None, epsilon: Fraction, delta: Fraction
+) -> str | None:
+    """The accountant state after spending the query's profile (BudgetExceeded if it can't).
+
+    The query's exact (ε, δ) is declared with it, so pure-ε sums stay exact in every currency.
+    A basic budget (no stored state) is an accountant rebuilt from its exact sums; its new
+    state is those sums, kept in the analysts row (None is returned).
+    """
     from infodp.accounting.accountant import Accountant
-    from infodp.accounting.accountant import Budget as AccountantBudget
-    from infodp.accounting.spec import profile_from_spec
 
-    acc = Accountant(AccountantBudget.from_dict(json.loads(budget_json)))
-    for spec, eps, dlt in specs:
-        if spec is None:
-            raise InternalError("a spending entry without its privacy profile")
-        acc.spend(profile_from_spec(json.loads(spec)), epsilon=eps, delta=dlt)
-    return acc.to_json()
+    profile = _spend_profile(profile_spec, epsilon, delta)
+    if b.accountant_json is None:
+        basic = Accountant.basic(b.epsilon, b.delta, (b.spent_epsilon, b.spent_delta))
+        basic.spend(profile, epsilon=epsilon, delta=delta)
+        return None
+    if profile_spec is None:
+        raise InternalError("an accountant budget needs the query's privacy profile")
+    acc = _accountant_of(b.accountant_json).copy()
+    acc.spend(profile, epsilon=epsilon, delta=delta)
+    text: str = acc.to_json()
+    _STATES.put(text, acc)
+    return text
+
+
+def _accountant_refund(
+    state: str, profile_json: str | None, epsilon: Fraction, delta: Fraction
+) -> str:
+    """The accountant state with one spend (an entry being cancelled) taken back out."""
+    if profile_json is None:
+        raise InternalError("a spending entry without its privacy profile")
+    acc = _accountant_of(state).copy()
+    acc.refund(_spend_profile(profile_json, epsilon, delta), epsilon=epsilon, delta=delta)
+    text: str = acc.to_json()
+    _STATES.put(text, acc)
+    return text
 
 
 def _to_budget(analyst: str, dataset: str, row: Any) -> Budget:
