@@ -267,8 +267,8 @@ class Accountant:
     budget: Budget
     #: (spec key) -> [profile, count, declared (ε, δ) or None]; identical spends merged.
     _spent: dict[Key, list[Any]] = field(default_factory=dict)
-    #: Additive totals (None: infinite): ε (pure), ρ (zcdp), nats, RDP at the budget's orders
-    #: (rdp) or at DEFAULT_ORDERS (approx, a cheap certified bound beside the PLD).
+    #: Additive totals (None: infinite): ε (pure), ρ (zcdp), nats or RDP at the budget's
+    #: orders (rdp).
     _totals: list[Fraction | None] = field(default_factory=list)
     #: Sums of the declared (ε, δ) (None once a spend declared nothing): basic composition.
     _declared: tuple[Fraction, Fraction] | None = (Fraction(0), Fraction(0))
@@ -300,21 +300,17 @@ class Accountant:
         cur = self.budget.currency
         if cur == "rdp":
             return len(self.budget.orders)
-        if cur == "approx":
-            return len(DEFAULT_ORDERS)
-        return 0 if cur == "basic" else 1
+        return 0 if cur in ("basic", "approx") else 1
 
     def _cost(self, profile: PrivacyProfile, declared: Declared = None) -> list[Fraction | None]:
         """The spend's cost per tracked total (None: infinite)."""
         b = self.budget
-        if b.currency == "basic":
-            return []
+        if b.currency in ("basic", "approx"):
+            return []  # approx: see _rdp_total
         if b.currency == "pure":
             if declared is not None and declared[1] == 0:
                 return [declared[0]]
             return [_finite(profile.pure_epsilon())]
-        if b.currency == "approx":
-            return [_finite(float(x)) for x in profile._rdp_grid()]
         exact_inf = declared[0] if declared is not None and declared[1] == 0 else None
         if b.currency == "rdp":
             # At α = ∞ the RDP of an ε-DP spend is ε: the exact declared value there.
@@ -468,12 +464,7 @@ class Accountant:
         basic = _add(self._declared, _times(declared, count))
         if basic is not None and basic[0] <= b.epsilon and basic[1] <= b.delta:
             return None  # basic composition of the declared (ε, δ) (Thm 3.16)
-        cost = self._cost(profile, declared)
-        totals = [
-            None if t is None or c is None else t + c * count
-            for t, c in zip(self._totals, cost, strict=True)
-        ]
-        if self._rdp_delta(totals) <= b.delta:
+        if self._rdp_delta((profile, count)) <= b.delta:
             return None  # the RDP bound already fits (Mironov 2017, Proposition 1)
         counts = self._counts()
         key = _key(profile, declared)
@@ -493,16 +484,28 @@ class Accountant:
     def _counts(self) -> Counts:
         return {k: v[1] for k, v in self._spent.items()}
 
-    def _rdp_delta(self, totals: list[Fraction | None]) -> Fraction:
-        """δ at the budget's ε from RDP totals at DEFAULT_ORDERS (certified, rounded up)."""
-        finite = [
-            (a, t) for a, t in zip(DEFAULT_ORDERS.tolist(), totals, strict=True) if t is not None
-        ]
-        if not finite:
+    def _rdp_total(self, extra: tuple[PrivacyProfile, int] | None = None) -> Any:
+        """RDP of the spends (and ``extra``) at DEFAULT_ORDERS, summed per order (Mironov
+        2017, Proposition 1), rounded up: a float sum of n non-negative terms is within a
+        relative (n + 1)·2⁻⁵³ of the exact sum (Higham 2002, §4.2), so the slack covers it.
+
+        A function of the multiset only, so an incremental state and a replay agree.
+        """
+        rows = [(p, k) for p, k, _ in self._spent.values()]
+        if extra is not None:
+            rows.append(extra)
+        total = np.zeros(DEFAULT_ORDERS.shape)
+        for p, k in rows:
+            total += k * p._rdp_grid()
+        return total * (1 + (len(rows) + 3) * 2.0**-50)
+
+    def _rdp_delta(self, extra: tuple[PrivacyProfile, int] | None = None) -> Fraction:
+        """δ at the budget's ε from the spends' summed RDP (certified, rounded up)."""
+        total = self._rdp_total(extra)
+        ok = np.isfinite(total)
+        if not ok.any():
             return Fraction(1)
-        value = rdp_to_delta(
-            [_up(t) for _, t in finite], [a for a, _ in finite], _down(self.budget.epsilon)
-        )
+        value = rdp_to_delta(total[ok], DEFAULT_ORDERS[ok], _down(self.budget.epsilon))
         return Fraction(min(1.0, value * (1 + _SLACK)))
 
     def spent(self) -> tuple[PrivacyProfile, ...]:
@@ -544,20 +547,15 @@ class Accountant:
         b = self.budget
         if not self._spent:
             return {"delta": _down(b.delta), "epsilon_spent": 0.0}
-        used = self._rdp_delta(self._totals)
+        used = self._rdp_delta()
         d = self._declared
         if d is not None and d[0] <= b.epsilon:
             used = min(used, d[1])
-        finite = [
-            (a, t)
-            for a, t in zip(DEFAULT_ORDERS.tolist(), self._totals, strict=True)
-            if t is not None
-        ]
+        total = self._rdp_total()
+        ok = np.isfinite(total)
         eps_spent = math.inf
-        if finite:
-            eps_spent = rdp_to_epsilon(
-                [_up(t) for _, t in finite], [a for a, _ in finite], _down(b.delta)
-            ) * (1 + _SLACK)
+        if ok.any():
+            eps_spent = rdp_to_epsilon(total[ok], DEFAULT_ORDERS[ok], _down(b.delta)) * (1 + _SLACK)
         if d is not None and d[1] <= b.delta:
             eps_spent = min(eps_spent, _up(d[0]))
         if used > b.delta or eps_spent > b.epsilon:
@@ -586,10 +584,7 @@ class Accountant:
             "version": _STATE_VERSION,
             "budget": budget,
             "spent": spent,
-            # approx: the RDP totals are a cache of the spends (recomputed on load), not state.
-            "totals": []
-            if self.budget.currency == "approx"
-            else ["inf" if t is None else str(t) for t in self._totals],
+            "totals": ["inf" if t is None else str(t) for t in self._totals],
         }
         return json.dumps(state, allow_nan=False, sort_keys=True)
 
@@ -633,7 +628,7 @@ class Accountant:
             raise ParameterError(
                 f"state.spent exceeds the budget ({problem}); the state is corrupt."
             )
-        if budget.currency != "approx":
+        if state["version"] == _STATE_VERSION or budget.currency != "approx":
             if not isinstance(state["totals"], list):
                 raise ParameterError("state.totals", state["totals"], "a list of fractions")
             try:
@@ -662,7 +657,7 @@ class Accountant:
             d = self._declared
             if d is not None and d[0] <= b.epsilon and d[1] <= b.delta:
                 return None
-            if not self._spent or self._rdp_delta(self._totals) <= b.delta:
+            if not self._spent or self._rdp_delta() <= b.delta:
                 return None
             counts = self._counts()
             profiles = {k: v[0] for k, v in self._spent.items()}
