@@ -248,7 +248,7 @@ def analyst_add(
                 raise ParameterError("--rho", None, "given for the zcdp currency")
             from infodp.curator.cost import as_budget_fraction
 
-            budget = AccountantBudget.zcdp(float(as_budget_fraction("--rho", rho)))
+            budget = AccountantBudget.zcdp(as_budget_fraction("--rho", rho))
         elif currency == "rdp":
             if orders is None or rdp_epsilons is None:
                 raise ParameterError(
@@ -262,11 +262,11 @@ def analyst_add(
         else:
             from infodp.curator.engine import as_budget_fraction
 
-            eps = float(as_budget_fraction("--epsilon", epsilon))
+            eps = as_budget_fraction("--epsilon", epsilon)
             if currency == "pure":
                 budget = AccountantBudget.pure(eps)
             else:
-                dlt = float(as_budget_fraction("--delta", delta, allow_zero=True))
+                dlt = as_budget_fraction("--delta", delta, allow_zero=True)
                 budget = AccountantBudget.approx(eps, dlt)
         key = cur.add_analyst(name, dataset_name, budget=budget)
     budget = cur.ledger.budget(name, cur.ledger.dataset(dataset_name).name)
