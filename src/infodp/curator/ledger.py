@@ -353,13 +353,8 @@ class Ledger:
                     (store_id or secrets.token_hex(16), _now()),
                 )
         conn = self._connection()
-        bad = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
-        if bad != ["ok"]:
-            raise LedgerError(
-                f"the ledger {self.path.name} failed SQLite's integrity check "
-                f"({'; '.join(str(b) for b in bad[:3])}); restore it from a backup, or (data "
-                "owner) run 'infodp ledger reinit --db STORE --yes', which forgets all budgets."
-            )
+        if self.in_memory or self.path.stat().st_size <= _QUICK_CHECK_BYTES:
+            self._quick_check(conn)
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if "meta" not in tables:
             raise LedgerError(
@@ -378,39 +373,204 @@ class Ledger:
                 "swapped. Restore this store's own ledger, or (data owner) run 'infodp ledger "
                 "reinit --db STORE --yes', which forgets all budgets."
             )
-        problems = self.verify()
+        problems, unverified, last = self._verify(full=False)
         if problems:
+            raise self._inconsistent(problems)
+        if unverified >= _CHECKPOINT_EVERY:
+            self._advance_checkpoint(last)
+
+    def _inconsistent(self, problems: list[str]) -> LedgerError:
+        return LedgerError(
+            f"the ledger {self.path.name} is inconsistent ({'; '.join(problems[:3])}): "
+            "it was edited or corrupted. Restore it from a backup, or (data owner) run "
+            "'infodp ledger reinit --db STORE --yes', which forgets all budgets."
+        )
+
+    def _quick_check(self, conn: sqlite3.Connection) -> None:
+        bad = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+        if bad != ["ok"]:
             raise LedgerError(
-                f"the ledger {self.path.name} is inconsistent ({'; '.join(problems[:3])}): "
-                "it was edited or corrupted. Restore it from a backup, or (data owner) run "
-                "'infodp ledger reinit --db STORE --yes', which forgets all budgets."
+                f"the ledger {self.path.name} failed SQLite's integrity check "
+                f"({'; '.join(str(b) for b in bad[:3])}); restore it from a backup, or (data "
+                "owner) run 'infodp ledger reinit --db STORE --yes', which forgets all budgets."
             )
 
     def verify(self) -> list[str]:
-        """Integrity problems (empty when sound): the entries' hash chain and :meth:`check`.
+        """Full integrity check (empty when sound): SQLite's quick_check, the whole hash chain
+        of the entries, the head, the spends against the entries' sums (:meth:`check`) and
+        every accountant state against a replay of its entries.
 
         Read in one transaction, so a concurrent writer cannot make a sound ledger look
-        inconsistent.
+        inconsistent. When sound, the verified checkpoint moves to the head, so the next
+        opens only verify the entries written after it (``infodp ledger verify``).
         """
-        problems: list[str] = []
+        with self._lock:
+            bad = [r[0] for r in self._connection().execute("PRAGMA quick_check").fetchall()]
+        if bad != ["ok"]:
+            return [f"SQLite's integrity check: {'; '.join(str(b) for b in bad[:3])}"]
+        problems, _, last = self._verify(full=True)
+        if not problems:
+            self._advance_checkpoint(last)
+        return problems
+
+    def _verify(self, *, full: bool) -> tuple[list[str], int, Any]:
+        """(problems, entries verified, last verified (id, chain) or None) from the checkpoint
+        (``full``: from the start) on.
+
+        Open runs this with ``full=False``: its cost is the number of entries written since
+        the verified checkpoint, not the length of the history (see docs/curator.md).
+        """
         with self._lock:
             conn = self._connection()
             conn.execute("BEGIN")
             try:
-                prev = ""
-                for row in conn.execute(
-                    "SELECT id, analyst, dataset, sql, epsilon, delta, info_nats, created, chain "
-                    "FROM entries ORDER BY id"
-                ).fetchall():
-                    want = _chain(prev, self.store_id, row[:8])
-                    if row[8] != want:
-                        problems.append(f"entry {row[0]} does not match the hash chain")
-                        break
-                    prev = want
-                problems += self._check(conn)
+                return self._verify_in(conn, full)
             finally:
                 conn.execute("COMMIT")
+
+    def _verify_in(self, conn: sqlite3.Connection, full: bool) -> tuple[list[str], int, Any]:
+        problems: list[str] = []
+        cp = None if full else _load_checkpoint(conn)
+        prev, start = "", 0
+        if cp is not None:
+            row = conn.execute("SELECT chain FROM entries WHERE id = ?", (cp.id,)).fetchone()
+            if row is None or row[0] != cp.chain:
+                return [f"the verified entry {cp.id} is missing or was altered"], 0, None
+            prev, start = cp.chain, cp.id
+        rows = conn.execute(
+            "SELECT id, analyst, dataset, sql, epsilon, delta, info_nats, created, chain, status "
+            "FROM entries WHERE id > ? ORDER BY id",
+            (start,),
+        ).fetchall()
+        for row in rows:
+            want = _chain(prev, self.store_id, row[:8])
+            if row[8] != want:
+                problems.append(f"entry {row[0]} does not match the hash chain")
+                return problems, len(rows), None
+            prev = want
+        head = conn.execute("SELECT value FROM meta WHERE key = 'head'").fetchone()
+        last = conn.execute("SELECT id, chain FROM entries ORDER BY id DESC LIMIT 1").fetchone()
+        if head is not None and json.loads(head[0]) != ([] if last is None else list(last)):
+            problems.append("the last entries are missing (the head of the chain moved back)")
+        problems += self._check_sums(conn, cp, rows)
+        if full:
+            problems += self._check_accountants(conn)
+        return problems, len(rows), None if last is None else (last[0], last[1])
+
+    def _check_sums(
+        self, conn: sqlite3.Connection, cp: _Checkpoint | None, rows: list[Any]
+    ) -> list[str]:
+        """Stored spends equal the checkpoint's sums plus the spending entries after it."""
+        if cp is None:
+            return self._check(conn)
+        per_analyst: dict[str, list[Fraction]] = {}
+        per_dataset: dict[str, list[Fraction]] = {}
+        for k, v in cp.analysts.items():
+            per_analyst[k] = [_frac(v[0]), _frac(v[1])]
+        for k, v in cp.datasets.items():
+            per_dataset[k] = [_frac(v[0]), _frac(v[1])]
+        for row in rows:
+            if row[9] not in _SPENDING:
+                continue
+            eps, dlt = _frac(row[4]), _frac(row[5])
+            for table, key in ((per_analyst, _pair_key(row[1], row[2])), (per_dataset, row[2])):
+                t = table.setdefault(key, [Fraction(0), Fraction(0)])
+                t[0] += eps
+                t[1] += dlt
+        problems: list[str] = []
+        for b in self._budgets_in(conn):
+            want = per_analyst.get(_pair_key(b.analyst, b.dataset), [Fraction(0), Fraction(0)])
+            if [b.spent_epsilon, b.spent_delta] != want:
+                problems.append(f"{b.analyst}/{b.dataset}: spent {b.spent_epsilon} != {want[0]}")
+            if b.currency == "basic" and (b.spent_epsilon > b.epsilon or b.spent_delta > b.delta):
+                problems.append(f"{b.analyst}/{b.dataset}: overspent")
+        for name, spent_eps, spent_dlt in conn.execute(
+            "SELECT name, spent_epsilon, spent_delta FROM datasets"
+        ).fetchall():
+            want = per_dataset.get(name, [Fraction(0), Fraction(0)])
+            if [_frac(spent_eps), _frac(spent_dlt)] != want:
+                problems.append(f"dataset {name}: spent {spent_eps} != {want[0]}")
         return problems
+
+    def _check_accountants(self, conn: sqlite3.Connection) -> list[str]:
+        """Every stored accountant state equals the replay of its spending entries."""
+        from infodp.accounting.accountant import Accountant
+
+        problems: list[str] = []
+        for b in self._budgets_in(conn):
+            if b.accountant_json is None:
+                continue
+            row = conn.execute(
+                "SELECT budget_json FROM analysts WHERE name = ? AND dataset = ?",
+                (b.analyst, b.dataset),
+            ).fetchone()
+            try:
+                stored = _accountant_of(b.accountant_json)
+                budget = type(stored.budget).from_dict(json.loads(row[0]))
+                replay = Accountant(budget)
+                for spec, eps, dlt in conn.execute(
+                    "SELECT profile_json, epsilon, delta FROM entries WHERE analyst = ? AND "
+                    f"dataset = ? AND status IN {_SPENDING} ORDER BY id",
+                    (b.analyst, b.dataset),
+                ):
+                    e, d = _frac(eps), _frac(dlt)
+                    replay._add(_spend_profile(spec, e, d), (e, d), 1)
+            except InfodpError as err:
+                problems.append(f"{b.analyst}/{b.dataset}: accountant state unreadable ({err})")
+                continue
+            if replay.to_json() != stored.to_json():
+                problems.append(f"{b.analyst}/{b.dataset}: accountant state != its entries")
+        return problems
+
+    def _advance_checkpoint(self, verified: Any) -> None:
+        """Move the verified checkpoint to the head (after a sound verification).
+
+        ``verified``: the (id, chain) of the last entry the verification covered. Not
+        fsync'd: losing it only means the next open verifies more. It moves only if no entry
+        was written since (the head is still ``verified``), and the sums it records are the
+        stored spends, which the verification found equal to the entries' sums (a cancel
+        since then changed both alike). A ledger that cannot be written keeps its checkpoint.
+        """
+        if verified is None:
+            return
+        with contextlib.suppress(sqlite3.OperationalError, InternalError):
+            if not self.in_memory and self.path.stat().st_size > _QUICK_CHECK_BYTES:
+                self._quick_check(self._connection())  # pages checked once per checkpoint
+            with self._transaction(durable=False) as conn:
+                last = conn.execute(
+                    "SELECT id, chain FROM entries ORDER BY id DESC LIMIT 1"
+                ).fetchone()
+                if last is None or (last[0], last[1]) != tuple(verified):
+                    return
+                cp = {
+                    "id": last[0],
+                    "chain": last[1],
+                    "analysts": {
+                        _pair_key(b.analyst, b.dataset): [str(b.spent_epsilon), str(b.spent_delta)]
+                        for b in self._budgets_in(conn)
+                    },
+                    "datasets": {
+                        r[0]: [r[1], r[2]]
+                        for r in conn.execute(
+                            "SELECT name, spent_epsilon, spent_delta FROM datasets"
+                        ).fetchall()
+                    },
+                }
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('checkpoint', ?), "
+                    "('head', ?)",
+                    (json.dumps(cp), json.dumps(list(last))),
+                )
+
+    @staticmethod
+    def _budgets_in(conn: sqlite3.Connection) -> list[Budget]:
+        return [
+            _to_budget(r[0], r[1], r[2:])
+            for r in conn.execute(
+                "SELECT name, dataset, epsilon, delta, spent_epsilon, spent_delta, accountant_json "
+                "FROM analysts ORDER BY dataset, name"
+            ).fetchall()
+        ]
 
     def _still_mine(self, conn: sqlite3.Connection) -> None:
         """Refuse to write into a ledger file that was deleted, replaced or re-bound."""
@@ -932,6 +1092,11 @@ class Ledger:
         ).fetchone()
         link = _chain("" if last is None else last[0], self.store_id, stored)
         conn.execute("UPDATE entries SET chain = ? WHERE id = ?", (link, entry_id))
+        # The head of the chain: an open that finds fewer entries knows some were dropped.
+        conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('head', ?)",
+            (json.dumps([entry_id, link]),),
+        )
         return int(entry_id)
 
     def cancel(self, entry_id: int, reason: str) -> None:
@@ -978,6 +1143,7 @@ class Ledger:
                 "UPDATE entries SET status = 'cancelled', finished = ?, error = ? WHERE id = ?",
                 (_now(), reason, entry_id),
             )
+            _refund_checkpoint(conn, e)
 
     def fail(self, entry_id: int, reason: str) -> None:
         """Mark a query that failed after touching the data: its cost stays spent."""
@@ -1307,6 +1473,63 @@ def _accountant_refund(
     text: str = acc.to_json()
     _STATES.put(text, acc)
     return text
+
+
+#: Open runs SQLite's quick_check (linear in the file) only on ledgers up to this size; larger
+#: ones are checked when the verified checkpoint moves and by ``infodp ledger verify``.
+_QUICK_CHECK_BYTES = 4 << 20
+#: Open moves the verified checkpoint once it has verified this many entries after it.
+_CHECKPOINT_EVERY = 64
+
+
+@dataclass(frozen=True, slots=True)
+class _Checkpoint:
+    """Entries up to ``id`` were verified (``chain`` is that entry's link) and the spends
+    they add up to, per analyst/dataset and per dataset, as exact text."""
+
+    id: int
+    chain: str
+    analysts: dict[str, list[str]]
+    datasets: dict[str, list[str]]
+
+
+def _pair_key(analyst: str, dataset: str) -> str:
+    return json.dumps([analyst, dataset])
+
+
+def _load_checkpoint(conn: sqlite3.Connection) -> _Checkpoint | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'checkpoint'").fetchone()
+    if row is None:
+        return None
+    try:
+        obj = json.loads(row[0])
+        return _Checkpoint(
+            int(obj["id"]), str(obj["chain"]), dict(obj["analysts"]), dict(obj["datasets"])
+        )
+    except (TypeError, ValueError, KeyError):
+        raise LedgerError(
+            "the ledger's verified checkpoint is unreadable: it was edited or corrupted. "
+            "Restore it from a backup, or (data owner) run 'infodp ledger reinit --db STORE "
+            "--yes', which forgets all budgets."
+        ) from None
+
+
+def _refund_checkpoint(conn: sqlite3.Connection, e: Entry) -> None:
+    """A cancelled entry at or before the checkpoint leaves the checkpoint's sums."""
+    cp = _load_checkpoint(conn)
+    if cp is None or e.id > cp.id:
+        return
+    for table, key in ((cp.analysts, _pair_key(e.analyst, e.dataset)), (cp.datasets, e.dataset)):
+        eps, dlt = table.get(key, ["0", "0"])
+        table[key] = [str(_frac(eps) - e.epsilon), str(_frac(dlt) - e.delta)]
+    conn.execute(
+        "UPDATE meta SET value = ? WHERE key = 'checkpoint'",
+        (
+            json.dumps(
+                {"id": cp.id, "chain": cp.chain, "analysts": cp.analysts, "datasets": cp.datasets}
+            ),
+        ),
+    )
 
 
 def _to_budget(analyst: str, dataset: str, row: Any) -> Budget:
