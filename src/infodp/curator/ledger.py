@@ -16,15 +16,19 @@ Life of a query's entry::
 
 A process killed after ``reserve`` leaves a 'reserved' entry: the budget is lost, privacy is
 not. Budgets are exact fractions (ε and δ under basic sequential composition, Dwork & Roth
-2014, Thm 3.16), stored as text "p/q", so they never drift. API keys are 256-bit secrets of
+2014, Thm 3.16, or another currency), stored as text "p/q", so they never drift; every
+currency is enforced by :class:`infodp.accounting.Accountant`, whose parsed state is kept in
+memory by its exact stored text (never stale: another process's charge is another text). API keys are 256-bit secrets of
 which only a salted SHA-256 is stored (a key this long cannot be brute-forced, so a slow
 password hash would add nothing).
 
 The ledger belongs to its store: both carry one store id (``meta.store_id`` here, a table in
-the DuckDB file, see :mod:`infodp.curator.store`). Opening checks SQLite's ``quick_check``,
-the store id, a SHA-256 hash chain over the entries (each entry's ``chain`` hashes the
-previous one and its own immutable fields, so an edited, dropped or corrupted entry in the
-middle breaks it) and that the stored spends equal the entries' sums; any failure raises
+the DuckDB file, see :mod:`infodp.curator.store`). Opening checks the store id, a SHA-256
+hash chain over the entries (each entry's ``chain`` hashes the previous one and its own
+immutable fields, so an edited, dropped or corrupted entry breaks it), the head of the chain
+and that the stored spends equal the entries' sums — from a verified checkpoint on, so its
+cost does not grow with the history (:meth:`Ledger.verify` checks everything and moves the
+checkpoint; SQLite's ``quick_check`` runs at open on ledgers up to 4 MiB); any failure raises
 :class:`~infodp.errors.LedgerError`. Each reservation re-checks that the file on disk is
 still the one opened and carries the same store id, so a ledger deleted or replaced while a
 service runs cannot swallow charges. All key state (issued keys, revocations) lives here too,
