@@ -18,9 +18,9 @@ A process killed after ``reserve`` leaves a 'reserved' entry: the budget is lost
 not. Budgets are exact fractions (ε and δ under basic sequential composition, Dwork & Roth
 2014, Thm 3.16, or another currency), stored as text "p/q", so they never drift; every
 currency is enforced by :class:`infodp.accounting.Accountant`, whose parsed state is kept in
-memory by its exact stored text (never stale: another process's charge is another text). API keys are 256-bit secrets of
-which only a salted SHA-256 is stored (a key this long cannot be brute-forced, so a slow
-password hash would add nothing).
+memory by its exact stored text (never stale: another process's charge is another text).
+API keys are 256-bit secrets of which only a salted SHA-256 is stored (a key this long
+cannot be brute-forced, so a slow password hash would add nothing).
 
 The ledger belongs to its store: both carry one store id (``meta.store_id`` here, a table in
 the DuckDB file, see :mod:`infodp.curator.store`). Opening checks the store id, a SHA-256
