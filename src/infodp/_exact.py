@@ -29,7 +29,14 @@ from typing import Any
 
 from infodp.errors import ParameterError
 
-__all__ = ["MAX_DECIMAL_EXPONENT", "MAX_NUMBER_CHARS", "number_shape", "parse_exact"]
+__all__ = [
+    "MAX_DECIMAL_EXPONENT",
+    "MAX_NUMBER_CHARS",
+    "format_fraction",
+    "number_shape",
+    "parse_exact",
+    "parse_ratio",
+]
 
 #: Longest number text accepted (digits, sign, point and exponent together).
 MAX_NUMBER_CHARS = 100
@@ -127,3 +134,52 @@ def _check_fraction(name: str, frac: Fraction) -> Fraction:
 def _shown(value: Any) -> str:
     text = value if isinstance(value, str) else type(value).__name__
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+_RATIO = re.compile(r"[0-9]{1,400}/[1-9][0-9]{0,399}", re.ASCII)
+
+
+def parse_ratio(name: str, value: Any) -> Fraction:
+    """An exact value as written back by infodp: a decimal (:func:`parse_exact`) or "p/q".
+
+    Stored budgets and totals that are not finite decimals (a third, say) are kept as "p/q"
+    text; this reads them back with the same bounds on length as :func:`parse_exact`.
+
+    >>> parse_ratio("epsilon", "1/3"), parse_ratio("epsilon", "0.25"), parse_ratio("x", 2)
+    (Fraction(1, 3), Fraction(1, 4), Fraction(2, 1))
+    """
+    if isinstance(value, str) and _RATIO.fullmatch(value.strip()):
+        return Fraction(value.strip())
+    return parse_exact(name, value)
+
+
+def format_fraction(x: Fraction) -> str:
+    """A fraction as a short decimal when exact, else "p/q" with its decimal value.
+
+    >>> format_fraction(Fraction(1, 10)), format_fraction(Fraction(1, 3))
+    ('0.1', '1/3 (≈0.333333)')
+    """
+    if _is_decimal(x.denominator):
+        return _decimal(x)
+    return f"{x.numerator}/{x.denominator} (≈{float(x):.6g})"
+
+
+def _is_decimal(d: int) -> bool:
+    for p in (2, 5):
+        while d % p == 0:
+            d //= p
+    return d == 1
+
+
+def _decimal(x: Fraction) -> str:
+    # Exact decimal expansion of a fraction whose denominator is 2^a 5^b.
+    d = x.denominator
+    digits = 0
+    while (x * 10**digits).denominator != 1:
+        digits += 1
+    if digits == 0:
+        return str(x.numerator)
+    scaled = abs(x.numerator) * 10**digits // d
+    text = str(scaled).rjust(digits + 1, "0")
+    sign = "-" if x < 0 else ""
+    return f"{sign}{text[:-digits]}.{text[-digits:]}".rstrip("0").rstrip(".")

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import infodp.accounting as acc
+from infodp._exact import parse_exact
 from infodp.accounting.accountant import Accountant, Budget
 from infodp.errors import BudgetExceeded, ParameterError
 
@@ -61,7 +62,8 @@ def test_never_overspends(costs: list[float], budget: float) -> None:
         else:
             with pytest.raises(BudgetExceeded):
                 a.spend(p)
-    assert sum(Fraction(c) for c in accepted) <= Fraction(budget)
+    # A float budget means its shortest decimal (infodp._exact, the one converter).
+    assert sum(Fraction(c) for c in accepted) <= parse_exact("budget", budget)
     assert len(a.spent()) == len(accepted)
     restored = Accountant.from_json(a.to_json())
     assert restored.remaining() == a.remaining()

@@ -167,6 +167,8 @@ def test_approx_budget_answers_at_least_fifty_gaussian_counts(tmp_path: Path) ->
     state = Accountant.from_json(cur.ledger.budget("a", "t").accountant_json or "")
     spent = compose(*state.spent())
     assert spent.delta(1.0) <= 1e-6  # the certified total is within the budget
+    # and the refused query was refused by the tight composition, not by a looser bound
+    assert compose(*state.spent(), state.spent()[0]).delta(1.0) > 1e-6
     # and under basic composition only ten would have fitted
     assert n > 10 * 4
 
@@ -184,6 +186,8 @@ def test_zcdp_budget_answers_at_least_fifty_gaussian_counts(tmp_path: Path) -> N
     state = Accountant.from_json(cur.ledger.budget("a", "t").accountant_json or "")
     rho = compose(*state.spent()).zcdp_rho()
     assert rho is not None and rho <= lo
+    one = state.spent()[0].zcdp_rho()
+    assert one is not None and rho + one > lo  # the refused one would not have fitted
     assert zcdp_to_epsilon(rho, 1e-6) <= 1.0
 
 

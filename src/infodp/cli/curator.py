@@ -16,7 +16,7 @@ import click
 from infodp._format import format_number as _fmtn
 from infodp._jsonable import to_jsonable
 from infodp.cli._common import emit, json_option, parse_floats
-from infodp.errors import ParameterError
+from infodp.errors import LedgerError, ParameterError
 
 __all__ = ["COMMANDS"]
 
@@ -299,7 +299,7 @@ def analyst_add(
                 raise ParameterError("--rho", None, "given for the zcdp currency")
             from infodp.curator.cost import as_budget_fraction
 
-            budget = AccountantBudget.zcdp(float(as_budget_fraction("--rho", rho)))
+            budget = AccountantBudget.zcdp(as_budget_fraction("--rho", rho))
         elif currency == "rdp":
             if orders is None or rdp_epsilons is None:
                 raise ParameterError(
@@ -313,11 +313,11 @@ def analyst_add(
         else:
             from infodp.curator.engine import as_budget_fraction
 
-            eps = float(as_budget_fraction("--epsilon", epsilon))
+            eps = as_budget_fraction("--epsilon", epsilon)
             if currency == "pure":
                 budget = AccountantBudget.pure(eps)
             else:
-                dlt = float(as_budget_fraction("--delta", delta, allow_zero=True))
+                dlt = as_budget_fraction("--delta", delta, allow_zero=True)
                 budget = AccountantBudget.approx(eps, dlt)
         key = cur.add_analyst(name, dataset_name, budget=budget)
     budget = cur.ledger.budget(name, cur.ledger.dataset(dataset_name).name)
@@ -560,6 +560,24 @@ def ledger(
             )
 
     emit(to_jsonable(payload), as_json, render)
+
+
+@ledger.command("verify")
+@db_option
+@json_option
+def ledger_verify(db: str, as_json: bool) -> None:
+    """Verify the whole ledger: SQLite's check, every entry's hash chain, the spends against
+    the entries, every accountant state against its entries (opening verifies only the
+    entries since the last verified checkpoint; this moves the checkpoint to the head)."""
+    led = _curator(db).ledger
+    problems = led.verify()
+    if problems:
+        raise LedgerError(
+            f"the ledger of {db} is inconsistent ({'; '.join(problems[:3])}): restore it from "
+            "a backup, or (data owner) run 'infodp ledger reinit --db STORE --yes'."
+        )
+    payload = {"db": db, "consistent": True}
+    emit(payload, as_json, lambda p: click.echo(f"ledger of {p['db']}: consistent"))
 
 
 @ledger.command("reinit")

@@ -470,9 +470,9 @@ class Curator:
 
         Either ``epsilon`` (and ``delta``): exact (ε, δ) under basic composition; or
         ``budget``, an :class:`infodp.accounting.Budget` in any currency the accountant
-        supports (``Budget.pure``, ``Budget.approx`` with tight PLD composition,
-        ``Budget.rdp``, ``Budget.nats``), enforced by the ledger through an
-        :class:`infodp.accounting.Accountant` whose state it keeps.
+        supports (``Budget.basic``, ``Budget.pure``, ``Budget.approx`` with tight PLD
+        composition, ``Budget.rdp``, ``Budget.zcdp``, ``Budget.nats``), enforced by the
+        ledger through an :class:`infodp.accounting.Accountant` whose state it keeps.
         """
         if not isinstance(name, str) or not name.strip():
             raise ParameterError("name", name, "a non-empty analyst name")
@@ -483,10 +483,12 @@ class Curator:
 
             if not isinstance(budget, AccountantBudget):
                 raise ParameterError("budget", budget, "an infodp.accounting Budget")
-            state = Accountant(budget).to_json()
-            shown = budget.to_dict()
-            eps_value = shown.get("epsilon", 0) if budget.currency in ("pure", "approx") else 0
-            epsilon, delta = eps_value, shown.get("delta", 0)
+            if budget.currency == "basic":  # kept as the analysts row's exact sums
+                epsilon, delta = budget.epsilon, budget.delta
+            else:
+                state = Accountant(budget).to_json()
+                eps_value = budget.epsilon if budget.currency in ("pure", "approx") else 0
+                epsilon, delta = eps_value, budget.delta
         elif epsilon is None:
             raise ParameterError("epsilon", None, "given (or pass an accountant budget)")
         eps = as_budget_fraction("epsilon", epsilon, allow_zero=True)

@@ -16,15 +16,19 @@ Life of a query's entry::
 
 A process killed after ``reserve`` leaves a 'reserved' entry: the budget is lost, privacy is
 not. Budgets are exact fractions (ε and δ under basic sequential composition, Dwork & Roth
-2014, Thm 3.16), stored as text "p/q", so they never drift. API keys are 256-bit secrets of
-which only a salted SHA-256 is stored (a key this long cannot be brute-forced, so a slow
-password hash would add nothing).
+2014, Thm 3.16, or another currency), stored as text "p/q", so they never drift; every
+currency is enforced by :class:`infodp.accounting.Accountant`, whose parsed state is kept in
+memory by its exact stored text (never stale: another process's charge is another text).
+API keys are 256-bit secrets of which only a salted SHA-256 is stored (a key this long
+cannot be brute-forced, so a slow password hash would add nothing).
 
 The ledger belongs to its store: both carry one store id (``meta.store_id`` here, a table in
-the DuckDB file, see :mod:`infodp.curator.store`). Opening checks SQLite's ``quick_check``,
-the store id, a SHA-256 hash chain over the entries (each entry's ``chain`` hashes the
-previous one and its own immutable fields, so an edited, dropped or corrupted entry in the
-middle breaks it) and that the stored spends equal the entries' sums; any failure raises
+the DuckDB file, see :mod:`infodp.curator.store`). Opening checks the store id, a SHA-256
+hash chain over the entries (each entry's ``chain`` hashes the previous one and its own
+immutable fields, so an edited, dropped or corrupted entry breaks it), the head of the chain
+and that the stored spends equal the entries' sums — from a verified checkpoint on, so its
+cost does not grow with the history (:meth:`Ledger.verify` checks everything and moves the
+checkpoint; SQLite's ``quick_check`` runs at open on ledgers up to 4 MiB); any failure raises
 :class:`~infodp.errors.LedgerError`. Each reservation re-checks that the file on disk is
 still the one opened and carries the same store id, so a ledger deleted or replaced while a
 service runs cannot swallow charges. All key state (issued keys, revocations) lives here too,
@@ -57,12 +61,14 @@ import threading
 import time
 import urllib.parse
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from infodp._exact import format_fraction
 from infodp.errors import (
     BudgetExceeded,
     InfodpError,
@@ -124,38 +130,6 @@ def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
 
 
-def format_fraction(x: Fraction) -> str:
-    """A fraction as a short decimal when exact, else "p/q" with its decimal value.
-
-    >>> format_fraction(Fraction(1, 10)), format_fraction(Fraction(1, 3))
-    ('0.1', '1/3 (≈0.333333)')
-    """
-    if _is_decimal(x.denominator):
-        return _decimal(x)
-    return f"{x.numerator}/{x.denominator} (≈{float(x):.6g})"
-
-
-def _is_decimal(d: int) -> bool:
-    for p in (2, 5):
-        while d % p == 0:
-            d //= p
-    return d == 1
-
-
-def _decimal(x: Fraction) -> str:
-    # Exact decimal expansion of a fraction whose denominator is 2^a 5^b.
-    d = x.denominator
-    digits = 0
-    while (x * 10**digits).denominator != 1:
-        digits += 1
-    if digits == 0:
-        return str(x.numerator)
-    scaled = abs(x.numerator) * 10**digits // d
-    text = str(scaled).rjust(digits + 1, "0")
-    sign = "-" if x < 0 else ""
-    return f"{sign}{text[:-digits]}.{text[-digits:]}".rstrip("0").rstrip(".")
-
-
 def _frac(text: str) -> Fraction:
     return Fraction(text)
 
@@ -177,7 +151,7 @@ class Budget:
         """``basic`` (exact ε, δ sums) or the accountant's currency (pure/approx/rdp/nats)."""
         if self.accountant_json is None:
             return "basic"
-        return str(json.loads(self.accountant_json)["budget"]["currency"])
+        return str(_accountant_of(self.accountant_json).budget.currency)
 
     @property
     def remaining_epsilon(self) -> Fraction:
@@ -209,9 +183,7 @@ class Budget:
             },
         }
         if self.accountant_json is not None:
-            from infodp.accounting.accountant import Accountant
-
-            acc = Accountant.from_json(self.accountant_json)
+            acc = _accountant_of(self.accountant_json)
             out["accountant"] = {
                 "budget": acc.budget.to_dict(),
                 "remaining": acc.remaining(),
@@ -385,13 +357,8 @@ class Ledger:
                     (store_id or secrets.token_hex(16), _now()),
                 )
         conn = self._connection()
-        bad = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
-        if bad != ["ok"]:
-            raise LedgerError(
-                f"the ledger {self.path.name} failed SQLite's integrity check "
-                f"({'; '.join(str(b) for b in bad[:3])}); restore it from a backup, or (data "
-                "owner) run 'infodp ledger reinit --db STORE --yes', which forgets all budgets."
-            )
+        if self.in_memory or self.path.stat().st_size <= _QUICK_CHECK_BYTES:
+            self._quick_check(conn)
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if "meta" not in tables:
             raise LedgerError(
@@ -410,39 +377,204 @@ class Ledger:
                 "swapped. Restore this store's own ledger, or (data owner) run 'infodp ledger "
                 "reinit --db STORE --yes', which forgets all budgets."
             )
-        problems = self.verify()
+        problems, unverified, last = self._verify(full=False)
         if problems:
+            raise self._inconsistent(problems)
+        if unverified >= _CHECKPOINT_EVERY:
+            self._advance_checkpoint(last)
+
+    def _inconsistent(self, problems: list[str]) -> LedgerError:
+        return LedgerError(
+            f"the ledger {self.path.name} is inconsistent ({'; '.join(problems[:3])}): "
+            "it was edited or corrupted. Restore it from a backup, or (data owner) run "
+            "'infodp ledger reinit --db STORE --yes', which forgets all budgets."
+        )
+
+    def _quick_check(self, conn: sqlite3.Connection) -> None:
+        bad = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+        if bad != ["ok"]:
             raise LedgerError(
-                f"the ledger {self.path.name} is inconsistent ({'; '.join(problems[:3])}): "
-                "it was edited or corrupted. Restore it from a backup, or (data owner) run "
-                "'infodp ledger reinit --db STORE --yes', which forgets all budgets."
+                f"the ledger {self.path.name} failed SQLite's integrity check "
+                f"({'; '.join(str(b) for b in bad[:3])}); restore it from a backup, or (data "
+                "owner) run 'infodp ledger reinit --db STORE --yes', which forgets all budgets."
             )
 
     def verify(self) -> list[str]:
-        """Integrity problems (empty when sound): the entries' hash chain and :meth:`check`.
+        """Full integrity check (empty when sound): SQLite's quick_check, the whole hash chain
+        of the entries, the head, the spends against the entries' sums (:meth:`check`) and
+        every accountant state against a replay of its entries.
 
         Read in one transaction, so a concurrent writer cannot make a sound ledger look
-        inconsistent.
+        inconsistent. When sound, the verified checkpoint moves to the head, so the next
+        opens only verify the entries written after it (``infodp ledger verify``).
         """
-        problems: list[str] = []
+        with self._lock:
+            bad = [r[0] for r in self._connection().execute("PRAGMA quick_check").fetchall()]
+        if bad != ["ok"]:
+            return [f"SQLite's integrity check: {'; '.join(str(b) for b in bad[:3])}"]
+        problems, _, last = self._verify(full=True)
+        if not problems:
+            self._advance_checkpoint(last)
+        return problems
+
+    def _verify(self, *, full: bool) -> tuple[list[str], int, Any]:
+        """(problems, entries verified, last verified (id, chain) or None) from the checkpoint
+        (``full``: from the start) on.
+
+        Open runs this with ``full=False``: its cost is the number of entries written since
+        the verified checkpoint, not the length of the history (see docs/curator.md).
+        """
         with self._lock:
             conn = self._connection()
             conn.execute("BEGIN")
             try:
-                prev = ""
-                for row in conn.execute(
-                    "SELECT id, analyst, dataset, sql, epsilon, delta, info_nats, created, chain "
-                    "FROM entries ORDER BY id"
-                ).fetchall():
-                    want = _chain(prev, self.store_id, row[:8])
-                    if row[8] != want:
-                        problems.append(f"entry {row[0]} does not match the hash chain")
-                        break
-                    prev = want
-                problems += self._check(conn)
+                return self._verify_in(conn, full)
             finally:
                 conn.execute("COMMIT")
+
+    def _verify_in(self, conn: sqlite3.Connection, full: bool) -> tuple[list[str], int, Any]:
+        problems: list[str] = []
+        cp = None if full else _load_checkpoint(conn)
+        prev, start = "", 0
+        if cp is not None:
+            row = conn.execute("SELECT chain FROM entries WHERE id = ?", (cp.id,)).fetchone()
+            if row is None or row[0] != cp.chain:
+                return [f"the verified entry {cp.id} is missing or was altered"], 0, None
+            prev, start = cp.chain, cp.id
+        rows = conn.execute(
+            "SELECT id, analyst, dataset, sql, epsilon, delta, info_nats, created, chain, status "
+            "FROM entries WHERE id > ? ORDER BY id",
+            (start,),
+        ).fetchall()
+        for row in rows:
+            want = _chain(prev, self.store_id, row[:8])
+            if row[8] != want:
+                problems.append(f"entry {row[0]} does not match the hash chain")
+                return problems, len(rows), None
+            prev = want
+        head = conn.execute("SELECT value FROM meta WHERE key = 'head'").fetchone()
+        last = conn.execute("SELECT id, chain FROM entries ORDER BY id DESC LIMIT 1").fetchone()
+        if head is not None and json.loads(head[0]) != ([] if last is None else list(last)):
+            problems.append("the last entries are missing (the head of the chain moved back)")
+        problems += self._check_sums(conn, cp, rows)
+        if full:
+            problems += self._check_accountants(conn)
+        return problems, len(rows), None if last is None else (last[0], last[1])
+
+    def _check_sums(
+        self, conn: sqlite3.Connection, cp: _Checkpoint | None, rows: list[Any]
+    ) -> list[str]:
+        """Stored spends equal the checkpoint's sums plus the spending entries after it."""
+        if cp is None:
+            return self._check(conn)
+        per_analyst: dict[str, list[Fraction]] = {}
+        per_dataset: dict[str, list[Fraction]] = {}
+        for k, v in cp.analysts.items():
+            per_analyst[k] = [_frac(v[0]), _frac(v[1])]
+        for k, v in cp.datasets.items():
+            per_dataset[k] = [_frac(v[0]), _frac(v[1])]
+        for row in rows:
+            if row[9] not in _SPENDING:
+                continue
+            eps, dlt = _frac(row[4]), _frac(row[5])
+            for table, key in ((per_analyst, _pair_key(row[1], row[2])), (per_dataset, row[2])):
+                t = table.setdefault(key, [Fraction(0), Fraction(0)])
+                t[0] += eps
+                t[1] += dlt
+        problems: list[str] = []
+        for b in self._budgets_in(conn):
+            want = per_analyst.get(_pair_key(b.analyst, b.dataset), [Fraction(0), Fraction(0)])
+            if [b.spent_epsilon, b.spent_delta] != want:
+                problems.append(f"{b.analyst}/{b.dataset}: spent {b.spent_epsilon} != {want[0]}")
+            if b.currency == "basic" and (b.spent_epsilon > b.epsilon or b.spent_delta > b.delta):
+                problems.append(f"{b.analyst}/{b.dataset}: overspent")
+        for name, spent_eps, spent_dlt in conn.execute(
+            "SELECT name, spent_epsilon, spent_delta FROM datasets"
+        ).fetchall():
+            want = per_dataset.get(name, [Fraction(0), Fraction(0)])
+            if [_frac(spent_eps), _frac(spent_dlt)] != want:
+                problems.append(f"dataset {name}: spent {spent_eps} != {want[0]}")
         return problems
+
+    def _check_accountants(self, conn: sqlite3.Connection) -> list[str]:
+        """Every stored accountant state equals the replay of its spending entries."""
+        from infodp.accounting.accountant import Accountant
+
+        problems: list[str] = []
+        for b in self._budgets_in(conn):
+            if b.accountant_json is None:
+                continue
+            row = conn.execute(
+                "SELECT budget_json FROM analysts WHERE name = ? AND dataset = ?",
+                (b.analyst, b.dataset),
+            ).fetchone()
+            try:
+                stored = _accountant_of(b.accountant_json)
+                budget = type(stored.budget).from_dict(json.loads(row[0]))
+                replay = Accountant(budget)
+                for spec, eps, dlt in conn.execute(
+                    "SELECT profile_json, epsilon, delta FROM entries WHERE analyst = ? AND "
+                    f"dataset = ? AND status IN {_SPENDING} ORDER BY id",
+                    (b.analyst, b.dataset),
+                ):
+                    e, d = _frac(eps), _frac(dlt)
+                    replay._add(_spend_profile(spec, e, d), (e, d), 1)
+            except InfodpError as err:
+                problems.append(f"{b.analyst}/{b.dataset}: accountant state unreadable ({err})")
+                continue
+            if replay.to_json() != stored.to_json():
+                problems.append(f"{b.analyst}/{b.dataset}: accountant state != its entries")
+        return problems
+
+    def _advance_checkpoint(self, verified: Any) -> None:
+        """Move the verified checkpoint to the head (after a sound verification).
+
+        ``verified``: the (id, chain) of the last entry the verification covered. Not
+        fsync'd: losing it only means the next open verifies more. It moves only if no entry
+        was written since (the head is still ``verified``), and the sums it records are the
+        stored spends, which the verification found equal to the entries' sums (a cancel
+        since then changed both alike). A ledger that cannot be written keeps its checkpoint.
+        """
+        if verified is None:
+            return
+        with contextlib.suppress(sqlite3.OperationalError, InternalError):
+            if not self.in_memory and self.path.stat().st_size > _QUICK_CHECK_BYTES:
+                self._quick_check(self._connection())  # pages checked once per checkpoint
+            with self._transaction(durable=False) as conn:
+                last = conn.execute(
+                    "SELECT id, chain FROM entries ORDER BY id DESC LIMIT 1"
+                ).fetchone()
+                if last is None or (last[0], last[1]) != tuple(verified):
+                    return
+                cp = {
+                    "id": last[0],
+                    "chain": last[1],
+                    "analysts": {
+                        _pair_key(b.analyst, b.dataset): [str(b.spent_epsilon), str(b.spent_delta)]
+                        for b in self._budgets_in(conn)
+                    },
+                    "datasets": {
+                        r[0]: [r[1], r[2]]
+                        for r in conn.execute(
+                            "SELECT name, spent_epsilon, spent_delta FROM datasets"
+                        ).fetchall()
+                    },
+                }
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('checkpoint', ?), "
+                    "('head', ?)",
+                    (json.dumps(cp), json.dumps(list(last))),
+                )
+
+    @staticmethod
+    def _budgets_in(conn: sqlite3.Connection) -> list[Budget]:
+        return [
+            _to_budget(r[0], r[1], r[2:])
+            for r in conn.execute(
+                "SELECT name, dataset, epsilon, delta, spent_epsilon, spent_delta, accountant_json "
+                "FROM analysts ORDER BY dataset, name"
+            ).fetchall()
+        ]
 
     def _still_mine(self, conn: sqlite3.Connection) -> None:
         """Refuse to write into a ledger file that was deleted, replaced or re-bound."""
@@ -884,19 +1016,11 @@ class Ledger:
     ) -> int:
         """One reservation inside an open write transaction (see :meth:`reserve`)."""
         b = self._budget(conn, analyst, dataset)
-        short_eps = epsilon - b.remaining_epsilon
-        short_delta = delta - b.remaining_delta
-        new_state: str | None = None
-        if b.accountant_json is not None:
-            new_state = _accountant_spend(b.accountant_json, profile_spec, epsilon, delta)
-        elif short_eps > 0 or short_delta > 0:
-            raise BudgetExceeded(
-                f"epsilon={format_fraction(epsilon)}, delta={format_fraction(delta)}",
-                f"epsilon={format_fraction(b.remaining_epsilon)}, "
-                f"delta={format_fraction(b.remaining_delta)}",
-                f"epsilon={format_fraction(max(short_eps, Fraction(0)))}, "
-                f"delta={format_fraction(max(short_delta, Fraction(0)))}",
-            )
+        # Every currency, basic included, is enforced by the accountant; its state is taken
+        # from the cache of parsed states when the stored text is the one cached (the text
+        # is the whole state, so another process's charge shows as a different text and the
+        # state is re-read: a cached state is never trusted beyond what is on disk).
+        new_state = _accountant_spend(b, profile_spec, epsilon, delta)
         cap, spent, max_eps, max_dlt, d_eps, d_dlt = conn.execute(
             "SELECT info_cap_bits, info_spent_nats, max_epsilon, max_delta, spent_epsilon, "
             "spent_delta FROM datasets WHERE name = ?",
@@ -972,6 +1096,11 @@ class Ledger:
         ).fetchone()
         link = _chain("" if last is None else last[0], self.store_id, stored)
         conn.execute("UPDATE entries SET chain = ? WHERE id = ?", (link, entry_id))
+        # The head of the chain: an open that finds fewer entries knows some were dropped.
+        conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('head', ?)",
+            (json.dumps([entry_id, link]),),
+        )
         return int(entry_id)
 
     def cancel(self, entry_id: int, reason: str) -> None:
@@ -983,22 +1112,11 @@ class Ledger:
             b = self._budget(conn, e.analyst, e.dataset)
             state = None
             if b.accountant_json is not None:
-                # An accountant cannot un-spend: rebuild it from its budget and every other
-                # spending entry of this analyst on this dataset.
+                # The refund is incremental: the accountant takes this one spend back out.
                 row = conn.execute(
-                    "SELECT budget_json FROM analysts WHERE name = ? AND dataset = ?",
-                    (e.analyst, e.dataset),
+                    "SELECT profile_json FROM entries WHERE id = ?", (entry_id,)
                 ).fetchone()
-                specs = [
-                    (r[0], _frac(r[1]), _frac(r[2]))
-                    for r in conn.execute(
-                        "SELECT profile_json, epsilon, delta FROM entries WHERE analyst = ? "
-                        "AND dataset = ? "
-                        f"AND status IN {_SPENDING} AND id <> ? ORDER BY id",
-                        (e.analyst, e.dataset, entry_id),
-                    )
-                ]
-                state = _accountant_rebuild(row[0], specs)
+                state = _accountant_refund(b.accountant_json, row[0], e.epsilon, e.delta)
             conn.execute(
                 "UPDATE analysts SET spent_epsilon = ?, spent_delta = ?, "
                 "accountant_json = coalesce(?, accountant_json) WHERE name = ? AND dataset = ?",
@@ -1029,6 +1147,7 @@ class Ledger:
                 "UPDATE entries SET status = 'cancelled', finished = ?, error = ? WHERE id = ?",
                 (_now(), reason, entry_id),
             )
+            _refund_checkpoint(conn, e)
 
     def fail(self, entry_id: int, reason: str) -> None:
         """Mark a query that failed after touching the data: its cost stays spent."""
@@ -1128,7 +1247,7 @@ class Ledger:
             dlt = sum((_frac(r[1]) for r in rows), Fraction(0))
             if eps != b.spent_epsilon or dlt != b.spent_delta:
                 problems.append(f"{b.analyst}/{b.dataset}: spent {b.spent_epsilon} != {eps}")
-            basic = b.accountant_json is None  # else the accountant enforces its currency
+            basic = b.currency == "basic"  # else the accountant enforces its currency
             if basic and (b.spent_epsilon > b.epsilon or b.spent_delta > b.delta):
                 problems.append(f"{b.analyst}/{b.dataset}: overspent")
         # The dataset totals (caps shared by all analysts) equal their entries' sums.
@@ -1271,36 +1390,151 @@ def _digest(salt: str, secret: str) -> str:
     return hashlib.sha256((salt + secret).encode()).hexdigest()
 
 
-def _accountant_spend(
-    state: str, profile_spec: dict[str, Any] | None, epsilon: Fraction, delta: Fraction
-) -> str:
-    """The accountant state after spending the query's profile (BudgetExceeded if it can't).
+class _ParsedStates:
+    """Parsed accountant states by their exact JSON text (a small LRU shared in a process).
 
-    The query's exact (ε, δ) is declared with it, so pure-ε sums stay exact in every currency.
+    The text is the whole state, so a cached parse can never be stale: a state another
+    process advanced is a different text and is parsed (and validated) afresh.
     """
-    from infodp.accounting.accountant import Accountant
+
+    def __init__(self, size: int = 256) -> None:
+        self._lock = threading.Lock()
+        self._items: OrderedDict[str, Any] = OrderedDict()
+        self._size = size
+
+    def get(self, text: str) -> Any:
+        from infodp.accounting.accountant import Accountant
+
+        with self._lock:
+            acc = self._items.get(text)
+            if acc is not None:
+                self._items.move_to_end(text)
+                return acc
+        acc = Accountant.from_json(text)
+        self.put(text, acc)
+        return acc
+
+    def put(self, text: str, acc: Any) -> None:
+        with self._lock:
+            self._items[text] = acc
+            self._items.move_to_end(text)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+_STATES = _ParsedStates()
+
+
+def _accountant_of(text: str) -> Any:
+    """The (shared, read-only) accountant of a stored state text."""
+    return _STATES.get(text)
+
+
+def _spend_profile(
+    profile_spec: dict[str, Any] | str | None, epsilon: Fraction, delta: Fraction
+) -> Any:
+    from infodp.accounting.accountant import _guarantee_profile
     from infodp.accounting.spec import profile_from_spec
 
     if profile_spec is None:
-        raise InternalError("an accountant budget needs the query's privacy profile")
-    acc = Accountant.from_json(state)
-    acc.spend(profile_from_spec(profile_spec), epsilon=epsilon, delta=delta)
-    return acc.to_json()
+        return _guarantee_profile(epsilon, delta)
+    spec = json.loads(profile_spec) if isinstance(profile_spec, str) else profile_spec
+    return profile_from_spec(spec)
 
 
-def _accountant_rebuild(
-    budget_json: str, specs: list[tuple[str | None, Fraction, Fraction]]
-) -> str:
+def _accountant_spend(
+    b: Budget, profile_spec: dict[str, Any] | None, epsilon: Fraction, delta: Fraction
+) -> str | None:
+    """The accountant state after spending the query's profile (BudgetExceeded if it can't).
+
+    The query's exact (ε, δ) is declared with it, so pure-ε sums stay exact in every currency.
+    A basic budget (no stored state) is an accountant rebuilt from its exact sums; its new
+    state is those sums, kept in the analysts row (None is returned).
+    """
     from infodp.accounting.accountant import Accountant
-    from infodp.accounting.accountant import Budget as AccountantBudget
-    from infodp.accounting.spec import profile_from_spec
 
-    acc = Accountant(AccountantBudget.from_dict(json.loads(budget_json)))
-    for spec, eps, dlt in specs:
-        if spec is None:
-            raise InternalError("a spending entry without its privacy profile")
-        acc.spend(profile_from_spec(json.loads(spec)), epsilon=eps, delta=dlt)
-    return acc.to_json()
+    profile = _spend_profile(profile_spec, epsilon, delta)
+    if b.accountant_json is None:
+        basic = Accountant.basic(b.epsilon, b.delta, (b.spent_epsilon, b.spent_delta))
+        basic.spend(profile, epsilon=epsilon, delta=delta)
+        return None
+    if profile_spec is None:
+        raise InternalError("an accountant budget needs the query's privacy profile")
+    acc = _accountant_of(b.accountant_json).copy()
+    acc.spend(profile, epsilon=epsilon, delta=delta)
+    text: str = acc.to_json()
+    _STATES.put(text, acc)
+    return text
+
+
+def _accountant_refund(
+    state: str, profile_json: str | None, epsilon: Fraction, delta: Fraction
+) -> str:
+    """The accountant state with one spend (an entry being cancelled) taken back out."""
+    if profile_json is None:
+        raise InternalError("a spending entry without its privacy profile")
+    acc = _accountant_of(state).copy()
+    acc.refund(_spend_profile(profile_json, epsilon, delta), epsilon=epsilon, delta=delta)
+    text: str = acc.to_json()
+    _STATES.put(text, acc)
+    return text
+
+
+#: Open runs SQLite's quick_check (linear in the file) only on ledgers up to this size; larger
+#: ones are checked when the verified checkpoint moves and by ``infodp ledger verify``.
+_QUICK_CHECK_BYTES = 4 << 20
+#: Open moves the verified checkpoint once it has verified this many entries after it.
+_CHECKPOINT_EVERY = 64
+
+
+@dataclass(frozen=True, slots=True)
+class _Checkpoint:
+    """Entries up to ``id`` were verified (``chain`` is that entry's link) and the spends
+    they add up to, per analyst/dataset and per dataset, as exact text."""
+
+    id: int
+    chain: str
+    analysts: dict[str, list[str]]
+    datasets: dict[str, list[str]]
+
+
+def _pair_key(analyst: str, dataset: str) -> str:
+    return json.dumps([analyst, dataset])
+
+
+def _load_checkpoint(conn: sqlite3.Connection) -> _Checkpoint | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'checkpoint'").fetchone()
+    if row is None:
+        return None
+    try:
+        obj = json.loads(row[0])
+        return _Checkpoint(
+            int(obj["id"]), str(obj["chain"]), dict(obj["analysts"]), dict(obj["datasets"])
+        )
+    except (TypeError, ValueError, KeyError):
+        raise LedgerError(
+            "the ledger's verified checkpoint is unreadable: it was edited or corrupted. "
+            "Restore it from a backup, or (data owner) run 'infodp ledger reinit --db STORE "
+            "--yes', which forgets all budgets."
+        ) from None
+
+
+def _refund_checkpoint(conn: sqlite3.Connection, e: Entry) -> None:
+    """A cancelled entry at or before the checkpoint leaves the checkpoint's sums."""
+    cp = _load_checkpoint(conn)
+    if cp is None or e.id > cp.id:
+        return
+    for table, key in ((cp.analysts, _pair_key(e.analyst, e.dataset)), (cp.datasets, e.dataset)):
+        eps, dlt = table.get(key, ["0", "0"])
+        table[key] = [str(_frac(eps) - e.epsilon), str(_frac(dlt) - e.delta)]
+    conn.execute(
+        "UPDATE meta SET value = ? WHERE key = 'checkpoint'",
+        (
+            json.dumps(
+                {"id": cp.id, "chain": cp.chain, "analysts": cp.analysts, "datasets": cp.datasets}
+            ),
+        ),
+    )
 
 
 def _to_budget(analyst: str, dataset: str, row: Any) -> Budget:
