@@ -1,0 +1,358 @@
+"""Benchmark: a DP COUNT and SUM by a 100-key column over Parquet, on Spark local[2].
+
+``python3 -m benchmarks.spark_groupby [--rows 10000000,100000000] [--reps 3]``
+
+The data (columns person_id, g, v; about four rows per person_id) are generated once per size
+with DuckDB into ``--cache`` (default ``/tmp/infodp-bench/spark/rows=N``, outside the
+repository) and reused. Each size then measures, in the same run and with the same Spark
+settings (``benchmarks/_spark_common.py``: local[2], 4 GB driver, adaptive execution):
+
+* plain Spark SQL ``SELECT g, count(*), sum(v) FROM t GROUP BY g`` (the limit), on a warm
+  SparkSession;
+* the per-unit truncation written as a global window in plain Spark SQL (a reference for what
+  contribution bounding costs when done per query);
+* infodp on Spark (``Curator.register_dataset(..., backend="spark")``) for row-level privacy and
+  per-unit privacy (at most 5 rows per person_id): the one-off registration (validation and
+  the bounded Parquet copy) and the query, end to end (parse, plan, ledger reservation, bounded
+  aggregates in Spark, noise, intervals, ledger completion);
+* Tumult Analytics with the same Spark settings for row-level privacy (``AddOneRow``) and
+  per-unit privacy (``AddRowsWithID`` then ``MaxRowsPerID(5)``), in its own environment
+  (``--tumult-python``, default ``/work/venvs/tumult/bin/python``; it pins pyspark 3.5), through
+  ``benchmarks/_tumult_spark_runner.py``; it also times plain Spark SQL on its pyspark;
+* DuckDB (2 threads) on the same Parquet files, for orientation.
+
+Every cell is the median of ``--reps`` runs after a warm-up (one run after the warm-up when the
+warm-up takes over 30 s; registration is timed once). A cell that cannot run says why. The
+section "spark_groupby" of BENCHMARKS.md is rewritten with the results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from benchmarks._report import markdown_table, write_section
+from benchmarks._spark_common import (
+    CATEGORIES,
+    HIGH,
+    LOW,
+    MAX_ROWS_PER_UNIT,
+    PLAIN,
+    ROWS_PER_UNIT,
+    SQL,
+    once,
+    one_line,
+    spark_conf,
+    spark_session,
+    timed,
+    window_truncation_sql,
+)
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_CACHE = Path("/tmp/infodp-bench/spark")
+DEFAULT_TUMULT = Path("/work/venvs/tumult/bin/python")
+CHUNK = 5_000_000  # rows per Parquet file: several files per size, so Spark splits the scan
+
+Cell = tuple[str, float | str, int]  # (what, seconds or why not, measured runs)
+
+
+def _schema(unit: str) -> dict[str, Any]:
+    schema: dict[str, Any] = {
+        "table": "t",
+        "privacy_unit": unit,
+        "columns": {
+            "g": {"type": "category", "categories": CATEGORIES},
+            "v": {"type": "float", "bounds": [LOW, HIGH]},
+        },
+    }
+    if unit != "row":
+        schema["max_rows_per_unit"] = MAX_ROWS_PER_UNIT
+    return schema
+
+
+def dataset(rows: int, cache: Path) -> Path:
+    """The Parquet folder of ``rows`` rows, generated on first use (deterministic hashes).
+
+    person_id is uniform over rows / ROWS_PER_UNIT ids (so units have about ROWS_PER_UNIT
+    rows, spread over all files), g one of 100 keys, v in [0, 1000] with 3 decimals.
+    """
+    final = cache / f"rows={rows}"
+    if (final / "_COMPLETE").exists():
+        return final
+    partial = cache / f"rows={rows}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    units = max(1, rows // ROWS_PER_UNIT)
+    con = duckdb.connect()
+    for part, start in enumerate(range(0, rows, CHUNK)):
+        stop = min(rows, start + CHUNK)
+        con.execute(
+            "COPY (SELECT "
+            f"CAST(hash(i, 1) % {units} AS BIGINT) AS person_id, "
+            "'c' || lpad(CAST(hash(i, 2) % 100 AS VARCHAR), 2, '0') AS g, "
+            "CAST(hash(i, 3) % 1000001 AS DOUBLE) / 1000 AS v "
+            f"FROM range({start}, {stop}) r(i)) "
+            f"TO '{partial / f'part-{part:05d}.parquet'}' (FORMAT parquet)"
+        )
+        print(f"  generated rows {start:,}..{stop:,}", flush=True)
+    con.close()
+    (partial / "_COMPLETE").write_text(f"{rows}\n")
+    shutil.rmtree(final, ignore_errors=True)
+    partial.rename(final)
+    return final
+
+
+def _safely(name: str, measure: Callable[[], tuple[float, int]]) -> Cell:
+    try:
+        seconds, runs = measure()
+        return (name, seconds, runs)
+    except Exception as err:  # report why the cell did not run, keep the others
+        return (name, f"not run: {one_line(err)}", 0)
+
+
+def bench_spark(spark: Any, path: Path, reps: int) -> list[Cell]:
+    frame = spark.read.parquet(str(path))
+    frame.createOrReplaceTempView("t")
+    return [
+        _safely(
+            "plain Spark SQL, no noise (the limit)",
+            lambda: timed(lambda: spark.sql(PLAIN).collect(), reps),
+        ),
+        _safely(
+            f"plain Spark SQL with per-unit truncation by a global window (≤ {MAX_ROWS_PER_UNIT} "
+            "rows per person_id, v clamped)",
+            lambda: timed(lambda: spark.sql(window_truncation_sql()).collect(), reps),
+        ),
+    ]
+
+
+def infodp_spark_available() -> str | None:
+    """None when this infodp has a Spark backend, else why not (one line)."""
+    import inspect
+
+    from infodp.curator.engine import Curator
+
+    if "backend" not in inspect.signature(Curator.register_dataset).parameters:
+        return "not available: this infodp has no Spark backend (register_dataset(backend=...))"
+    return None
+
+
+def bench_infodp(path: Path, reps: int, workdir: Path) -> list[Cell]:
+    from infodp.curator.engine import Curator
+
+    why = infodp_spark_available()
+    labels = {"row": "row-level", "person_id": f"per-unit (≤ {MAX_ROWS_PER_UNIT} rows)"}
+    if why is not None:
+        return [(f"infodp on Spark, {labels[u]}", why, 0) for u in labels]
+    cells: list[Cell] = []
+    for unit, label in labels.items():
+        store = workdir / f"{unit}.duckdb"
+        curator = Curator(store, query_timeout=3600.0)
+        try:
+            register = partial(
+                curator.register_dataset,
+                "t",
+                source=str(path),
+                schema=_schema(unit),
+                backend="spark",
+            )
+            cell = _safely(
+                f"infodp on Spark, {label}: registration (one-off: checks, bounded Parquet copy)",
+                partial(once, register),
+            )
+            cells.append(cell)
+            if isinstance(cell[1], str):
+                continue
+            curator.add_analyst("bench", "t", epsilon=10**9)
+            cells.append(
+                _safely(
+                    f"infodp on Spark, {label}: DP query, end to end",
+                    partial(timed, partial(curator.query, "bench", SQL, epsilon=1), reps),
+                )
+            )
+        finally:
+            curator.close()
+    return cells
+
+
+def bench_tumult(
+    path: Path, reps: int, python: Path, conf: dict[str, str]
+) -> tuple[list[Cell], dict[str, str]]:
+    if not python.exists():
+        why = f"not run: no Tumult environment at {python} (see --tumult-python)"
+        return [("Tumult Analytics", why, 0)], {}
+    config = json.dumps({"path": str(path), "conf": conf, "reps": reps})
+    proc = subprocess.run(
+        [str(python), str(HERE / "_tumult_spark_runner.py"), config],
+        capture_output=True,
+        text=True,
+        env=_tumult_env(python),
+        check=False,
+    )
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return [("Tumult Analytics", f"not run: exit {proc.returncode}: {tail[:160]}", 0)], {}
+    out = json.loads(lines[-1])
+    return [(str(n), v, int(r)) for n, v, r in out["cells"]], dict(out["versions"])
+
+
+def _tumult_env(python: Path) -> dict[str, str]:
+    """This environment without infodp's paths; Spark's Python workers run Tumult's Python."""
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "SPARK_HOME"}}
+    env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = str(python)
+    return env
+
+
+def bench_duckdb(path: Path, reps: int) -> Cell:
+    con = duckdb.connect(config={"threads": 2})
+    query = PLAIN.replace("FROM t", f"FROM read_parquet('{path}/*.parquet')")
+    cell = _safely(
+        "DuckDB on the same Parquet, 2 threads, no noise",
+        lambda: timed(lambda: con.execute(query).fetchall(), reps),
+    )
+    con.close()
+    return cell
+
+
+def _java_version() -> str:
+    proc = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False)
+    first = (proc.stderr.strip().splitlines() or ["unknown"])[0]
+    return first.replace('"', "")
+
+
+def _infodp_source() -> str:
+    import infodp
+
+    src = Path(infodp.__file__).resolve().parent
+    proc = subprocess.run(
+        ["git", "-C", str(src), "log", "-1", "--format=%h %s"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return f"{src} at {proc.stdout.strip()[:70] or 'unknown commit'}"
+
+
+def _fmt(value: float | str) -> str:
+    return value if isinstance(value, str) else f"{value:.2f}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", default="10000000,100000000")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--tumult-python", type=Path, default=DEFAULT_TUMULT)
+    parser.add_argument("--generate-only", action="store_true")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.rows.split(",")]
+    paths = {rows: dataset(rows, args.cache) for rows in sizes}
+    if args.generate_only:
+        return
+    conf = spark_conf()
+    os.environ["INFODP_SPARK_MASTER"] = conf["spark.master"]
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # one machine: no interface lookup
+    results: dict[int, list[Cell]] = {}
+    versions: dict[str, str] = {}
+    for rows, path in paths.items():
+        # Spark and infodp share one warm session (the backend finds it with getOrCreate);
+        # it is stopped before Tumult's process starts, so the two never compete for cores.
+        spark = spark_session(conf)
+        versions["pyspark (infodp)"] = spark.version
+        with tempfile.TemporaryDirectory(prefix="infodp-spark-bench-") as tmp:
+            cells = bench_spark(spark, path, args.reps)
+            cells += bench_infodp(path, args.reps, Path(tmp))
+        spark.stop()
+        tumult, tumult_versions = bench_tumult(path, args.reps, args.tumult_python, conf)
+        versions.update({f"{k} (Tumult)": v for k, v in tumult_versions.items()})
+        cells += tumult
+        cells.append(bench_duckdb(path, args.reps))
+        results[rows] = cells
+        for name, value, runs in cells:
+            print(f"{rows:>12,}  {_fmt(value):>8} s  ({runs} runs)  {name}", flush=True)
+    versions.update(
+        {"duckdb": duckdb.__version__, "java": _java_version(), "infodp": _infodp_source()}
+    )
+    body = _section(results, versions, conf, args.reps)
+    write_section("spark_groupby", f"python3 -m benchmarks.spark_groupby --rows {args.rows}", body)
+
+
+def _section(
+    results: dict[int, list[Cell]], versions: dict[str, str], conf: dict[str, str], reps: int
+) -> str:
+    table: list[list[str]] = []
+    for rows, cells in results.items():
+        limit = cells[0][1]
+        for name, value, runs in cells:
+            ratio = (
+                f"{value / limit:.1f}x"
+                if isinstance(value, float) and isinstance(limit, float)
+                else ""
+            )
+            table.append([f"{rows:,}", name, _fmt(value), str(runs), ratio])
+    settings = ", ".join(f"`{k}={v}`" for k, v in conf.items())
+    shown = "; ".join(f"{k} {v}" for k, v in versions.items())
+    return (
+        "DP `SELECT g, COUNT(*), SUM(v) FROM t GROUP BY g` (ε = 1, 100 declared keys, v clamped "
+        f"to [{LOW:g}, {HIGH:g}]) over Parquet (person_id, g, v; about {ROWS_PER_UNIT} rows "
+        f"per person_id, per-unit privacy keeps at most {MAX_ROWS_PER_UNIT}), Spark settings "
+        f"{settings} for every Spark cell. Median seconds of {reps} runs after a warm-up "
+        "(one run after the warm-up when the warm-up took over 30 s; registration and "
+        "session build are one-off and timed once); ratios are against plain Spark SQL of "
+        f"the same size.\n\nVersions: {shown}.\n\n"
+        + markdown_table(["rows", "engine / step", "seconds", "runs", "vs plain Spark"], table)
+        + "\n\n"
+        + _growth(results)
+        + "\n\n"
+        + CLUSTER
+    )
+
+
+def _growth(results: dict[int, list[Cell]]) -> str:
+    sizes = sorted(results)
+    if len(sizes) < 2:
+        return "Growth with size: needs two sizes (`--rows 10000000,100000000`)."
+    small, large = sizes[0], sizes[-1]
+    before = {name: value for name, value, _ in results[small]}
+    lines = [
+        f"Growth from {small:,} to {large:,} rows ({large / small:g}× the data): "
+        "time at the large size over time at the small size."
+    ]
+    for name, value, _ in results[large]:
+        old = before.get(name)
+        if isinstance(value, float) and isinstance(old, float):
+            lines.append(f"- {name}: {value / old:.1f}×")
+    return "\n".join(lines)
+
+
+CLUSTER = (
+    "What a cluster would change (on paper, not measured): every cell here scans Parquet and "
+    "aggregates on two local cores, so the plain query and infodp's query are bound by scan "
+    "and decode throughput, which scales with executors (n executors × c cores read n·c "
+    "splits at once); the 100 groups make the final exchange tiny, so the driver's share "
+    "(infodp's parse, ledger fsync, noise for 200 cells, Tumult's noise) stays fixed and its "
+    "relative weight grows as the cluster shrinks the scan. Per-unit bounding is the part that "
+    "moves data: a global window (or Tumult's truncation) shuffles every row by person_id "
+    "across the network on each query, so on a cluster it is bound by network and shuffle "
+    "spill, not cores; bounding once at registration pays that shuffle once and leaves each "
+    "query a local scan plus a 100-row exchange. Object stores (S3, GCS) add per-file "
+    "latency that favours fewer, larger files than the ones used here, and a real cluster adds "
+    "a few seconds of job scheduling that local mode does not show."
+)
+
+
+if __name__ == "__main__":
+    main()
