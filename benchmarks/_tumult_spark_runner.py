@@ -33,13 +33,15 @@ from _spark_common import (  # type: ignore[import-not-found]  # the script's ow
 )
 
 
-def _cell(cells: list[list[Any]], name: str, measure: Callable[[], tuple[float, int]]) -> None:
+def _cell(
+    cells: list[list[Any]], key: str, what: str, measure: Callable[[], tuple[float, int]]
+) -> None:
     try:
         seconds, runs = measure()
-        cells.append([name, seconds, runs])
+        cells.append([key, what, seconds, runs])
     except Exception as err:  # report why the cell did not run, keep the others
         traceback.print_exc(file=sys.stderr)
-        cells.append([name, f"not run: {one_line(err)}", 0])
+        cells.append([key, what, f"not run: {one_line(err)}", 0])
     print(json.dumps(cells[-1]), file=sys.stderr, flush=True)
 
 
@@ -64,6 +66,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     cells: list[list[Any]] = []
     _cell(
         cells,
+        "tumult_plain",
         f"plain Spark SQL (pyspark {pyspark.__version__}, Tumult's environment)",
         lambda: timed(lambda: spark.sql(PLAIN).collect(), reps, slow),
     )
@@ -84,10 +87,19 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
         for query in (count, total):
             sessions[kind].evaluate(query, PureDPBudget(0.5)).collect()
 
-    for kind, label in (("row", "row-level"), ("unit", "per-unit")):
-        _cell(cells, f"Tumult, {label}: session build", partial(once, partial(build, kind)))
+    for kind, label in (
+        ("row", "row-level"),
+        ("unit", f"per-unit (AddRowsWithID, MaxRowsPerID({MAX_ROWS_PER_UNIT}))"),
+    ):
         _cell(
             cells,
+            f"tumult_{kind}_build",
+            f"Tumult, {label}: session build",
+            partial(once, partial(build, kind)),
+        )
+        _cell(
+            cells,
+            f"tumult_{kind}",
             f"Tumult, {label}: COUNT and SUM by g (two queries)",
             partial(timed, partial(release, kind), reps, slow),
         )

@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,19 @@ DEFAULT_CACHE = Path("/tmp/infodp-bench/spark")
 DEFAULT_TUMULT = Path("/work/venvs/tumult/bin/python")
 CHUNK = 5_000_000  # rows per Parquet file: several files per size, so Spark splits the scan
 
-Cell = tuple[str, float | str, int]  # (what, seconds or why not, measured runs)
+
+@dataclass(frozen=True)
+class Cell:
+    """One measured step: ``seconds`` is a number, or the reason the step did not run."""
+
+    key: str  # stable name used for ratios across sizes and the summary lines
+    what: str
+    seconds: float | str
+    runs: int
+
+    @property
+    def ok(self) -> bool:
+        return isinstance(self.seconds, float)
 
 
 def _schema(unit: str) -> dict[str, Any]:
@@ -113,12 +126,12 @@ def dataset(rows: int, cache: Path) -> Path:
     return final
 
 
-def _safely(name: str, measure: Callable[[], tuple[float, int]]) -> Cell:
+def _safely(key: str, what: str, measure: Callable[[], tuple[float, int]]) -> Cell:
     try:
         seconds, runs = measure()
-        return (name, seconds, runs)
+        return Cell(key, what, seconds, runs)
     except Exception as err:  # report why the cell did not run, keep the others
-        return (name, f"not run: {one_line(err)}", 0)
+        return Cell(key, what, f"not run: {one_line(err)}", 0)
 
 
 def bench_spark(spark: Any, path: Path, reps: int) -> list[Cell]:
@@ -126,15 +139,27 @@ def bench_spark(spark: Any, path: Path, reps: int) -> list[Cell]:
     frame.createOrReplaceTempView("t")
     return [
         _safely(
+            "plain",
             "plain Spark SQL, no noise (the limit)",
             lambda: timed(lambda: spark.sql(PLAIN).collect(), reps),
         ),
         _safely(
+            "window",
             f"plain Spark SQL with per-unit truncation by a global window (≤ {MAX_ROWS_PER_UNIT} "
-            "rows per person_id, v clamped)",
+            "rows per person_id, v clamped), no noise",
             lambda: timed(lambda: spark.sql(window_truncation_sql()).collect(), reps),
         ),
     ]
+
+
+def exact_counts(spark: Any) -> dict[str, int]:
+    """The true total row count and the total after per-unit truncation (view ``t``)."""
+    (total,) = spark.sql("SELECT count(*) FROM t").collect()[0]
+    (kept,) = spark.sql(
+        f"SELECT sum(least(n, {MAX_ROWS_PER_UNIT})) FROM "
+        "(SELECT count(*) AS n FROM t GROUP BY person_id)"
+    ).collect()[0]
+    return {"row": int(total), "unit": int(kept)}
 
 
 def infodp_spark_available() -> str | None:
@@ -148,17 +173,28 @@ def infodp_spark_available() -> str | None:
     return None
 
 
-def bench_infodp(path: Path, reps: int, workdir: Path) -> list[Cell]:
+def bench_infodp(
+    path: Path, reps: int, workdir: Path, exact: dict[str, int]
+) -> tuple[list[Cell], list[str]]:
+    """Registration and query cells for both privacy units, and one line per unit comparing
+    a released total COUNT with the exact one (the cells time the same computation)."""
     from infodp.curator.engine import Curator
 
     why = infodp_spark_available()
-    labels = {"row": "row-level", "person_id": f"per-unit (≤ {MAX_ROWS_PER_UNIT} rows)"}
+    units = {
+        "row": ("row", "row-level"),
+        "unit": ("person_id", f"per-unit (≤ {MAX_ROWS_PER_UNIT} rows per person_id)"),
+    }
     if why is not None:
-        return [(f"infodp on Spark, {labels[u]}", why, 0) for u in labels]
+        cells = [
+            Cell(f"infodp_{k}", f"infodp on Spark, {label}", why, 0)
+            for k, (_, label) in units.items()
+        ]
+        return cells, []
     cells: list[Cell] = []
-    for unit, label in labels.items():
-        store = workdir / f"{unit}.duckdb"
-        curator = Curator(store, query_timeout=3600.0)
+    checks: list[str] = []
+    for key, (unit, label) in units.items():
+        curator = Curator(workdir / f"{key}.duckdb", query_timeout=3600.0)
         try:
             register = partial(
                 curator.register_dataset,
@@ -167,23 +203,36 @@ def bench_infodp(path: Path, reps: int, workdir: Path) -> list[Cell]:
                 schema=_schema(unit),
                 backend="spark",
             )
-            cell = _safely(
-                f"infodp on Spark, {label}: registration (one-off: checks, bounded Parquet copy)",
-                partial(once, register),
-            )
-            cells.append(cell)
-            if isinstance(cell[1], str):
-                continue
-            curator.add_analyst("bench", "t", epsilon=10**9)
             cells.append(
                 _safely(
-                    f"infodp on Spark, {label}: DP query, end to end",
-                    partial(timed, partial(curator.query, "bench", SQL, epsilon=1), reps),
+                    f"infodp_{key}_register",
+                    f"infodp on Spark, {label}: registration (one-off: checks, bounded "
+                    "Parquet copy)",
+                    partial(once, register),
                 )
             )
+            if not cells[-1].ok:
+                continue
+            curator.add_analyst("bench", "t", epsilon=10**9)
+            query = partial(curator.query, "bench", SQL, epsilon=1)
+            cells.append(
+                _safely(
+                    f"infodp_{key}",
+                    f"infodp on Spark, {label}: DP query, end to end",
+                    partial(timed, query, reps),
+                )
+            )
+            if cells[-1].ok:
+                result = query()
+                at = list(result.columns).index("COUNT(*)")
+                released = sum(int(row[at]) for row in result.rows)
+                checks.append(
+                    f"infodp {label}: released total COUNT {released:,}, exact "
+                    f"{exact[key]:,} ({(released - exact[key]) / exact[key]:+.4%})"
+                )
         finally:
             curator.close()
-    return cells
+    return cells, checks
 
 
 def bench_tumult(
@@ -191,7 +240,7 @@ def bench_tumult(
 ) -> tuple[list[Cell], dict[str, str]]:
     if not python.exists():
         why = f"not run: no Tumult environment at {python} (see --tumult-python)"
-        return [("Tumult Analytics", why, 0)], {}
+        return [Cell("tumult", "Tumult Analytics", why, 0)], {}
     config = json.dumps({"path": str(path), "conf": conf, "reps": reps})
     proc = subprocess.run(
         [str(python), str(HERE / "_tumult_spark_runner.py"), config],
@@ -203,9 +252,11 @@ def bench_tumult(
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        return [("Tumult Analytics", f"not run: exit {proc.returncode}: {tail[:160]}", 0)], {}
+        why = f"not run: exit {proc.returncode}: {tail[:160]}"
+        return [Cell("tumult", "Tumult Analytics", why, 0)], {}
     out = json.loads(lines[-1])
-    return [(str(n), v, int(r)) for n, v, r in out["cells"]], dict(out["versions"])
+    cells = [Cell(str(k), str(w), v, int(r)) for k, w, v, r in out["cells"]]
+    return cells, dict(out["versions"])
 
 
 def _tumult_env(python: Path) -> dict[str, str]:
@@ -219,7 +270,8 @@ def bench_duckdb(path: Path, reps: int) -> Cell:
     con = duckdb.connect(config={"threads": 2})
     query = PLAIN.replace("FROM t", f"FROM read_parquet('{path}/*.parquet')")
     cell = _safely(
-        "DuckDB on the same Parquet, 2 threads, no noise",
+        "duckdb",
+        "DuckDB on the same Parquet, 2 threads, no noise (for orientation)",
         lambda: timed(lambda: con.execute(query).fetchall(), reps),
     )
     con.close()
@@ -263,57 +315,66 @@ def main(argv: list[str] | None = None) -> None:
         return
     conf = spark_conf()
     os.environ["INFODP_SPARK_MASTER"] = conf["spark.master"]
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # one machine: no interface lookup
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # one machine: no interface lookup
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     results: dict[int, list[Cell]] = {}
+    checks: dict[int, list[str]] = {}
     versions: dict[str, str] = {}
     for rows, path in paths.items():
-        # Spark and infodp share one warm session (the backend finds it with getOrCreate);
-        # it is stopped before Tumult's process starts, so the two never compete for cores.
+        # Spark and infodp share one warm session (the backend finds the running one); it is
+        # stopped before Tumult's process starts, so the two never compete for the cores.
         spark = spark_session(conf)
-        versions["pyspark (infodp)"] = spark.version
+        versions["pyspark (plain Spark, infodp)"] = spark.version
         with tempfile.TemporaryDirectory(prefix="infodp-spark-bench-") as tmp:
             cells = bench_spark(spark, path, args.reps)
-            cells += bench_infodp(path, args.reps, Path(tmp))
+            infodp_cells, checks[rows] = bench_infodp(
+                path, args.reps, Path(tmp), exact_counts(spark)
+            )
+            cells += infodp_cells
         spark.stop()
         tumult, tumult_versions = bench_tumult(path, args.reps, args.tumult_python, conf)
         versions.update({f"{k} (Tumult)": v for k, v in tumult_versions.items()})
         cells += tumult
         cells.append(bench_duckdb(path, args.reps))
         results[rows] = cells
-        for name, value, runs in cells:
-            print(f"{rows:>12,}  {_fmt(value):>8} s  ({runs} runs)  {name}", flush=True)
+        for c in cells:
+            print(f"{rows:>12,}  {_fmt(c.seconds):>8} s  ({c.runs} runs)  {c.what}", flush=True)
     versions.update(
         {"duckdb": duckdb.__version__, "java": _java_version(), "infodp": _infodp_source()}
     )
-    body = _section(results, versions, conf, args.reps)
+    body = _section(results, checks, versions, conf, args.reps)
+    print(body)
     write_section("spark_groupby", f"python3 -m benchmarks.spark_groupby --rows {args.rows}", body)
 
 
 def _section(
-    results: dict[int, list[Cell]], versions: dict[str, str], conf: dict[str, str], reps: int
+    results: dict[int, list[Cell]],
+    checks: dict[int, list[str]],
+    versions: dict[str, str],
+    conf: dict[str, str],
+    reps: int,
 ) -> str:
     table: list[list[str]] = []
     for rows, cells in results.items():
-        limit = cells[0][1]
-        for name, value, runs in cells:
-            ratio = (
-                f"{value / limit:.1f}x"
-                if isinstance(value, float) and isinstance(limit, float)
-                else ""
-            )
-            table.append([f"{rows:,}", name, _fmt(value), str(runs), ratio])
+        limit = _seconds(cells, "plain")
+        for c in cells:
+            ratio = f"{c.seconds / limit:.1f}x" if isinstance(c.seconds, float) and limit else ""
+            table.append([f"{rows:,}", c.what, _fmt(c.seconds), str(c.runs), ratio])
     settings = ", ".join(f"`{k}={v}`" for k, v in conf.items())
     shown = "; ".join(f"{k} {v}" for k, v in versions.items())
     return (
         "DP `SELECT g, COUNT(*), SUM(v) FROM t GROUP BY g` (ε = 1, 100 declared keys, v clamped "
         f"to [{LOW:g}, {HIGH:g}]) over Parquet (person_id, g, v; about {ROWS_PER_UNIT} rows "
-        f"per person_id, per-unit privacy keeps at most {MAX_ROWS_PER_UNIT}), Spark settings "
+        f"per person_id; per-unit privacy keeps at most {MAX_ROWS_PER_UNIT}), Spark settings "
         f"{settings} for every Spark cell. Median seconds of {reps} runs after a warm-up "
         "(one run after the warm-up when the warm-up took over 30 s; registration and "
-        "session build are one-off and timed once); ratios are against plain Spark SQL of "
-        f"the same size.\n\nVersions: {shown}.\n\n"
+        "session build are one-off and timed once); ratios are against plain Spark SQL "
+        "(pyspark of infodp's environment) at the same size. Tumult releases one aggregate "
+        "per query, so its cell is a COUNT query and a SUM query.\n\n"
+        f"Versions: {shown}.\n\n"
         + markdown_table(["rows", "engine / step", "seconds", "runs", "vs plain Spark"], table)
+        + "\n\n"
+        + _summary(results, checks)
         + "\n\n"
         + _growth(results)
         + "\n\n"
@@ -321,20 +382,51 @@ def _section(
     )
 
 
+def _seconds(cells: list[Cell], key: str) -> float | None:
+    for c in cells:
+        if c.key == key and isinstance(c.seconds, float):
+            return c.seconds
+    return None
+
+
+def _ratio(cells: list[Cell], top: str, bottom: str) -> str:
+    a, b = _seconds(cells, top), _seconds(cells, bottom)
+    return "n/a" if a is None or b is None else f"{a / b:.1f}×"
+
+
+def _summary(results: dict[int, list[Cell]], checks: dict[int, list[str]]) -> str:
+    lines = [
+        "Against the targets (infodp's query within 1.5× of plain Spark SQL, per-unit "
+        "bounding within 3×, faster than Tumult):"
+    ]
+    for rows, cells in results.items():
+        lines.append(
+            f"- {rows:,} rows: infodp / plain Spark SQL: row-level "
+            f"{_ratio(cells, 'infodp_row', 'plain')}, per-unit "
+            f"{_ratio(cells, 'infodp_unit', 'plain')}"
+            f" (registration, once: {_ratio(cells, 'infodp_row_register', 'plain')} and "
+            f"{_ratio(cells, 'infodp_unit_register', 'plain')}); Tumult / infodp: row-level "
+            f"{_ratio(cells, 'tumult_row', 'infodp_row')}, per-unit "
+            f"{_ratio(cells, 'tumult_unit', 'infodp_unit')}; window truncation / plain "
+            f"{_ratio(cells, 'window', 'plain')}."
+        )
+        lines += [f"  - {check}" for check in checks.get(rows, [])]
+    return "\n".join(lines)
+
+
 def _growth(results: dict[int, list[Cell]]) -> str:
     sizes = sorted(results)
     if len(sizes) < 2:
         return "Growth with size: needs two sizes (`--rows 10000000,100000000`)."
     small, large = sizes[0], sizes[-1]
-    before = {name: value for name, value, _ in results[small]}
     lines = [
-        f"Growth from {small:,} to {large:,} rows ({large / small:g}× the data): "
-        "time at the large size over time at the small size."
+        f"Growth from {small:,} to {large:,} rows ({large / small:g}× the data), time at "
+        "the large size over time at the small size:"
     ]
-    for name, value, _ in results[large]:
-        old = before.get(name)
-        if isinstance(value, float) and isinstance(old, float):
-            lines.append(f"- {name}: {value / old:.1f}×")
+    for c in results[large]:
+        old = _seconds(results[small], c.key)
+        if isinstance(c.seconds, float) and old:
+            lines.append(f"- {c.what}: {c.seconds / old:.1f}×")
     return "\n".join(lines)
 
 
