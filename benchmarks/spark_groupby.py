@@ -289,12 +289,19 @@ def _infodp_source() -> str:
 
     src = Path(infodp.__file__).resolve().parent
     proc = subprocess.run(
-        ["git", "-C", str(src), "log", "-1", "--format=%h %s"],
+        ["git", "-C", str(src), "log", "-1", "--format=%h"],
         capture_output=True,
         text=True,
         check=False,
     )
-    return f"{src} at {proc.stdout.strip()[:70] or 'unknown commit'}"
+    dirty = subprocess.run(
+        ["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no", "."],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    changes = " with uncommitted changes" if dirty else ""
+    return f"{src} at commit {proc.stdout.strip() or 'unknown'}{changes}"
 
 
 def _fmt(value: float | str) -> str:
