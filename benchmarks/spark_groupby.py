@@ -129,9 +129,15 @@ def dataset(rows: int, cache: Path) -> Path:
 def _safely(key: str, what: str, measure: Callable[[], tuple[float, int]]) -> Cell:
     try:
         seconds, runs = measure()
-        return Cell(key, what, seconds, runs)
+        cell = Cell(key, what, seconds, runs)
     except Exception as err:  # report why the cell did not run, keep the others
-        return Cell(key, what, f"not run: {one_line(err)}", 0)
+        cell = Cell(key, what, f"not run: {one_line(err)}", 0)
+    print(f"  {_fmt(cell.seconds)} s ({cell.runs} runs): {what}", file=sys.stderr, flush=True)
+    return cell
+
+
+def _collect(spark: Any, sql: str) -> list[Any]:
+    return list(spark.sql(sql).collect())
 
 
 def bench_spark(spark: Any, path: Path, reps: int) -> list[Cell]:
@@ -141,13 +147,13 @@ def bench_spark(spark: Any, path: Path, reps: int) -> list[Cell]:
         _safely(
             "plain",
             "plain Spark SQL, no noise (the limit)",
-            lambda: timed(lambda: spark.sql(PLAIN).collect(), reps),
+            partial(timed, partial(_collect, spark, PLAIN), reps),
         ),
         _safely(
             "window",
             f"plain Spark SQL with per-unit truncation by a global window (≤ {MAX_ROWS_PER_UNIT} "
             "rows per person_id, v clamped), no noise",
-            lambda: timed(lambda: spark.sql(window_truncation_sql()).collect(), reps),
+            partial(timed, partial(_collect, spark, window_truncation_sql()), reps),
         ),
     ]
 
@@ -174,10 +180,15 @@ def infodp_spark_available() -> str | None:
 
 
 def bench_infodp(
-    path: Path, reps: int, workdir: Path, exact: dict[str, int]
+    spark: Any, path: Path, reps: int, workdir: Path, exact: dict[str, int]
 ) -> tuple[list[Cell], list[str]]:
     """Registration and query cells for both privacy units, and one line per unit comparing
-    a released total COUNT with the exact one (the cells time the same computation)."""
+    a released total COUNT with the exact one (the cells time the same computation).
+
+    A reference cell times plain Spark SQL on infodp's bounded copy (the scan infodp's query
+    runs, without parsing, ledger or noise).
+    """
+    from infodp.curator.backends.duckdb import bounded_column
     from infodp.curator.engine import Curator
 
     why = infodp_spark_available()
@@ -202,6 +213,7 @@ def bench_infodp(
                 source=str(path),
                 schema=_schema(unit),
                 backend="spark",
+                bounded_path=str(workdir / f"{key}.bounded"),
             )
             cells.append(
                 _safely(
@@ -230,6 +242,17 @@ def bench_infodp(
                     f"infodp {label}: released total COUNT {released:,}, exact "
                     f"{exact[key]:,} ({(released - exact[key]) / exact[key]:+.4%})"
                 )
+            copy = (
+                f"SELECT g, count(*), sum(`{bounded_column('v')}`) "
+                f"FROM parquet.`{workdir / f'{key}.bounded'}` GROUP BY g"
+            )
+            cells.append(
+                _safely(
+                    f"infodp_{key}_copy",
+                    f"(reference) plain Spark SQL on infodp's {label} bounded copy, no noise",
+                    partial(timed, partial(_collect, spark, copy), reps),
+                )
+            )
         finally:
             curator.close()
     return cells, checks
@@ -242,16 +265,22 @@ def bench_tumult(
         why = f"not run: no Tumult environment at {python} (see --tumult-python)"
         return [Cell("tumult", "Tumult Analytics", why, 0)], {}
     config = json.dumps({"path": str(path), "conf": conf, "reps": reps})
-    proc = subprocess.run(
+    with subprocess.Popen(
         [str(python), str(HERE / "_tumult_spark_runner.py"), config],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
         env=_tumult_env(python),
-        check=False,
-    )
-    lines = proc.stdout.strip().splitlines()
+    ) as proc:
+        assert proc.stderr is not None and proc.stdout is not None
+        tail = "(no output)"
+        for line in proc.stderr:  # the runner reports each cell as it finishes
+            if line.strip():
+                tail = line.strip()
+            if line.startswith('["'):
+                print(f"  Tumult runner: {line.strip()}", file=sys.stderr, flush=True)
+        lines = proc.stdout.read().strip().splitlines()
     if proc.returncode != 0 or not lines:
-        tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         why = f"not run: exit {proc.returncode}: {tail[:160]}"
         return [Cell("tumult", "Tumult Analytics", why, 0)], {}
     out = json.loads(lines[-1])
@@ -335,7 +364,7 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory(prefix="infodp-spark-bench-") as tmp:
             cells = bench_spark(spark, path, args.reps)
             infodp_cells, checks[rows] = bench_infodp(
-                path, args.reps, Path(tmp), exact_counts(spark)
+                spark, path, args.reps, Path(tmp), exact_counts(spark)
             )
             cells += infodp_cells
         spark.stop()
