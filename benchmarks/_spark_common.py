@@ -52,6 +52,8 @@ def spark_conf(master: str = "local[2]", memory: str = "4g") -> dict[str, str]:
         # 16 is the ceiling it starts from (200, the default, only adds scheduling on 2 cores).
         "spark.sql.shuffle.partitions": "16",
         "spark.sql.adaptive.enabled": "true",
+        # Spark creates its warehouse folder in the working directory unless told otherwise.
+        "spark.sql.warehouse.dir": "/tmp/infodp-bench/spark-warehouse",
     }
 
 
@@ -67,15 +69,22 @@ def spark_session(conf: dict[str, str]) -> Any:
     return spark
 
 
-def timed(fn: Callable[[], Any], reps: int, slow: float = 30.0) -> tuple[float, int]:
+def timed(
+    fn: Callable[[], Any], reps: int, slow: float = 30.0, very_slow: float = 300.0
+) -> tuple[float, int]:
     """(median seconds, measured runs) of ``fn`` after one warm-up run.
 
     A cell whose warm-up takes longer than ``slow`` seconds is measured once more only: the
-    JIT and the caches are warm by then, and the cell's spread is small beside its size.
+    JIT and the caches are warm by then, and the cell's spread is small beside its size. One
+    whose warm-up takes longer than ``very_slow`` seconds is not run again: the warm-up is
+    the measurement, reported as 0 measured runs.
     """
     start = time.perf_counter()
     fn()
-    if time.perf_counter() - start > slow:
+    warm_up = time.perf_counter() - start
+    if warm_up > very_slow:
+        return warm_up, 0
+    if warm_up > slow:
         reps = 1
     times = []
     for _ in range(reps):

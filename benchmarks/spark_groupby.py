@@ -22,7 +22,8 @@ settings (``benchmarks/_spark_common.py``: local[2], 4 GB driver, adaptive execu
 * DuckDB (2 threads) on the same Parquet files, for orientation.
 
 Every cell is the median of ``--reps`` runs after a warm-up (one run after the warm-up when the
-warm-up takes over 30 s; registration is timed once). A cell that cannot run says why. The
+warm-up takes over 30 s, the warm-up alone when it takes over 300 s; registration is timed
+once). A cell that cannot run says why. The
 section "spark_groupby" of BENCHMARKS.md is rewritten with the results.
 """
 
@@ -349,6 +350,7 @@ def main(argv: list[str] | None = None) -> None:
     paths = {rows: dataset(rows, args.cache) for rows in sizes}
     if args.generate_only:
         return
+    load = os.getloadavg()[0]  # other work on the machine: the numbers' noise
     conf = spark_conf()
     os.environ["INFODP_SPARK_MASTER"] = conf["spark.master"]
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # one machine: no interface lookup
@@ -378,7 +380,7 @@ def main(argv: list[str] | None = None) -> None:
     versions.update(
         {"duckdb": duckdb.__version__, "java": _java_version(), "infodp": _infodp_source()}
     )
-    body = _section(results, checks, versions, conf, args.reps)
+    body = _section(results, checks, versions, conf, args.reps, load)
     print(body)
     write_section("spark_groupby", f"python3 -m benchmarks.spark_groupby --rows {args.rows}", body)
 
@@ -389,13 +391,15 @@ def _section(
     versions: dict[str, str],
     conf: dict[str, str],
     reps: int,
+    load: float,
 ) -> str:
     table: list[list[str]] = []
     for rows, cells in results.items():
         limit = _seconds(cells, "plain")
         for c in cells:
             ratio = f"{c.seconds / limit:.1f}x" if isinstance(c.seconds, float) and limit else ""
-            table.append([f"{rows:,}", c.what, _fmt(c.seconds), str(c.runs), ratio])
+            runs = str(c.runs) if c.runs or not c.ok else "warm-up only"
+            table.append([f"{rows:,}", c.what, _fmt(c.seconds), runs, ratio])
     settings = ", ".join(f"`{k}={v}`" for k, v in conf.items())
     shown = "; ".join(f"{k} {v}" for k, v in versions.items())
     return (
@@ -403,11 +407,12 @@ def _section(
         f"to [{LOW:g}, {HIGH:g}]) over Parquet (person_id, g, v; about {ROWS_PER_UNIT} rows "
         f"per person_id; per-unit privacy keeps at most {MAX_ROWS_PER_UNIT}), Spark settings "
         f"{settings} for every Spark cell. Median seconds of {reps} runs after a warm-up "
-        "(one run after the warm-up when the warm-up took over 30 s; registration and "
-        "session build are one-off and timed once); ratios are against plain Spark SQL "
+        "(one run after the warm-up when the warm-up took over 30 s, the warm-up alone when "
+        "it took over 300 s; registration and session build are one-off and timed once); "
+        "ratios are against plain Spark SQL "
         "(pyspark of infodp's environment) at the same size. Tumult releases one aggregate "
         "per query, so its cell is a COUNT query and a SUM query.\n\n"
-        f"Versions: {shown}.\n\n"
+        f"Versions: {shown}. Load average (1 min) when the run started: {load:.1f}.\n\n"
         + markdown_table(["rows", "engine / step", "seconds", "runs", "vs plain Spark"], table)
         + "\n\n"
         + _summary(results, checks)
@@ -444,7 +449,10 @@ def _summary(results: dict[int, list[Cell]], checks: dict[int, list[str]]) -> st
             f"{_ratio(cells, 'infodp_unit_register', 'plain')}); Tumult / infodp: row-level "
             f"{_ratio(cells, 'tumult_row', 'infodp_row')}, per-unit "
             f"{_ratio(cells, 'tumult_unit', 'infodp_unit')}; window truncation / plain "
-            f"{_ratio(cells, 'window', 'plain')}."
+            f"{_ratio(cells, 'window', 'plain')}; infodp / plain Spark SQL on infodp's own "
+            f"bounded copy (parse, ledger, noise and its SQL over the same scan): row-level "
+            f"{_ratio(cells, 'infodp_row', 'infodp_row_copy')}, per-unit "
+            f"{_ratio(cells, 'infodp_unit', 'infodp_unit_copy')}."
         )
         lines += [f"  - {check}" for check in checks.get(rows, [])]
     return "\n".join(lines)
