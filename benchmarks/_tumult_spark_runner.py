@@ -57,6 +57,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
         QueryBuilder,
         Session,
     )
+    from tmlt.analytics.utils import cleanup
 
     spark = spark_session(config["conf"])
     reps, slow = int(config["reps"]), float(config.get("slow", 30.0))
@@ -108,6 +109,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
         "pyspark": pyspark.__version__,
         "spark": spark.version,
     }
+    cleanup()  # Tumult's temporary tables, before the session stops (its documented order)
     spark.stop()
     return {"versions": versions, "cells": cells}
 
