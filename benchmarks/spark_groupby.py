@@ -198,11 +198,10 @@ def bench_infodp(
         "unit": ("person_id", f"per-unit (≤ {MAX_ROWS_PER_UNIT} rows per person_id)"),
     }
     if why is not None:
-        cells = [
+        return [
             Cell(f"infodp_{k}", f"infodp on Spark, {label}", why, 0)
             for k, (_, label) in units.items()
-        ]
-        return cells, []
+        ], []
     cells: list[Cell] = []
     checks: list[str] = []
     for key, (unit, label) in units.items():
