@@ -76,6 +76,16 @@ def test_a_laplace_query_loads_no_scipy_pandas_or_plotting(tmp_path: Path) -> No
     )
     assert "infodp.curator.engine" in loaded
     assert not {m for m in loaded if m.split(".")[0] in ("scipy", "pandas", "matplotlib")}
+    # Nor the modules a one-shot COUNT/SUM/AVG never uses: synopses (published histograms),
+    # the Spark backend, the HTTP service and the HTML report.
+    unused = {
+        "infodp.curator.synopsis",
+        "infodp.curator.backends.spark",
+        "infodp.server",
+        "infodp.explain.html",
+    }
+    assert not unused & loaded
+    assert not {m for m in loaded if m.startswith("infodp.server.")}
 
 
 def _csv(directory: Path) -> Path:

@@ -12,6 +12,9 @@ noise → answer with confidence intervals, cost and leakage (DESIGN.md). See :c
 
 from __future__ import annotations
 
+import typing as _typing
+
+from infodp._lazy import lazy_exports as _lazy_exports
 from infodp.curator.budget_info import (
     discrete_laplace_information,
     gaussian_information,
@@ -23,7 +26,12 @@ from infodp.curator.plan import QueryPlan
 from infodp.curator.schema import ColumnSpec, DatasetSchema, load_schema
 from infodp.curator.sql import parse_query
 from infodp.curator.store import open_store, reinit_ledger
-from infodp.curator.synopsis import Synopsis
+
+if _typing.TYPE_CHECKING:
+    from infodp.curator.synopsis import Synopsis
+
+# Imported on first use (infodp._lazy): a query process never builds a synopsis.
+__getattr__, __dir__ = _lazy_exports(__name__, {"Synopsis": "infodp.curator.synopsis"})
 
 __all__ = [
     "Budget",

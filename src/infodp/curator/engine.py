@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -82,9 +82,12 @@ from infodp.curator.store import (
     private_files,
     record_dataset,
 )
-from infodp.curator.synopsis import Synopsis, synopsis_keys
 from infodp.errors import InfodpError, InternalError, ParameterError, QueryFailed
 from infodp.mechanisms.sampling import RandomSource
+
+if TYPE_CHECKING:
+    # Synopses are loaded on first use: a query process never builds one.
+    from infodp.curator.synopsis import Synopsis
 
 __all__ = [
     "MAX_CELLS",
@@ -815,6 +818,8 @@ class Curator:
         cols = [schema.column(c).name for c in columns]
         if not cols or len(set(cols)) != len(cols):
             raise ParameterError("columns", list(columns), "one or more distinct column names")
+        from infodp.curator.synopsis import Synopsis, synopsis_keys
+
         keys = synopsis_keys(schema, cols)
         listed = ", ".join(f'"{c}"' for c in cols)
         sql = f'SELECT {listed}, COUNT(*) AS n FROM "{schema.table}" GROUP BY {listed}'
@@ -837,6 +842,8 @@ class Curator:
 
     def synopsis(self, name: str, dataset: str | None = None) -> Synopsis:
         """A stored synopsis (of ``dataset`` when given; names are unique per dataset)."""
+        from infodp.curator.synopsis import Synopsis
+
         _, _, spec, data = self.ledger.synopsis(name, dataset)
         return Synopsis.from_stored(name, spec, data)
 
