@@ -29,7 +29,6 @@ from infodp._validate import (
     as_real,
 )
 from infodp.errors import ParameterError
-from infodp.information.entropy import inverse_binary_entropy_deficit
 
 optimize = lazy_module("scipy.optimize")  # loaded on first use
 
@@ -119,6 +118,9 @@ def mi_to_delta(epsilon: float) -> float:
         return 1.0
     # 1 − 2h⁻¹(ln 2 − ε) = 2x with ln 2 − h(½ − x) = ε. Solving for x directly keeps small ε
     # exact: ln 2 − ε would round to ln 2 for ε < 1e-16 and give an optimistic δ = 0.
+    # Imported here: the profiles import this module, and a query's pricing never asks for it.
+    from infodp.information.entropy import inverse_binary_entropy_deficit
+
     x = float(inverse_binary_entropy_deficit(eps))
     return min(1.0, 2.0 * x)
 
