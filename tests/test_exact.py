@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 from fractions import Fraction
 
@@ -9,7 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infodp._exact import MAX_DECIMAL_EXPONENT, MAX_NUMBER_CHARS, number_shape, parse_exact
+from infodp._exact import (
+    MAX_DECIMAL_EXPONENT,
+    MAX_NUMBER_CHARS,
+    float_down,
+    float_up,
+    number_shape,
+    parse_exact,
+)
 from infodp.errors import ParameterError
 
 
@@ -83,3 +91,18 @@ def test_extremes_inside_the_bounds_are_exact() -> None:
     assert parse_exact("x", " 0.25 ") == Fraction(1, 4)
     assert parse_exact("x", Decimal("2.5")) == Fraction(5, 2)
     assert parse_exact("x", Fraction(1, 3)) == Fraction(1, 3)
+
+
+@given(st.fractions(max_denominator=10**30) | st.integers(-(10**400), 10**400).map(Fraction))
+def test_float_up_and_down_are_the_tightest_floats_on_each_side(x: Fraction) -> None:
+    # Directed rounding of an exact rational (IEEE 754-2008 §4.3.2, roundTowardPositive and
+    # roundTowardNegative), checked by exact comparison with the neighbouring floats.
+    up, down = float_up(x), float_down(x)
+    assert Fraction(up) >= x if math.isfinite(up) else up == math.inf and x > 0
+    assert Fraction(down) <= x if math.isfinite(down) else down == -math.inf and x < 0
+    if math.isfinite(up):
+        below = math.nextafter(up, -math.inf)
+        assert below == -math.inf or Fraction(below) < x
+    if math.isfinite(down):
+        above = math.nextafter(down, math.inf)
+        assert above == math.inf or Fraction(above) > x

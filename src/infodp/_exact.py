@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -32,6 +33,8 @@ from infodp.errors import ParameterError
 __all__ = [
     "MAX_DECIMAL_EXPONENT",
     "MAX_NUMBER_CHARS",
+    "float_down",
+    "float_up",
     "format_fraction",
     "number_shape",
     "parse_exact",
@@ -183,3 +186,29 @@ def _decimal(x: Fraction) -> str:
     text = str(scaled).rjust(digits + 1, "0")
     sign = "-" if x < 0 else ""
     return f"{sign}{text[:-digits]}.{text[-digits:]}".rstrip("0").rstrip(".")
+
+
+def float_up(x: Fraction) -> float:
+    """The smallest float ≥ the exact rational ``x``: ε and δ must never round down.
+
+    >>> float_up(Fraction(1, 10)) >= Fraction(1, 10), float_up(Fraction(10**400))
+    (True, inf)
+    """
+    try:
+        f = float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -sys.float_info.max
+    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
+
+
+def float_down(x: Fraction) -> float:
+    """The largest float ≤ the exact rational ``x`` (a remaining budget never rounds up).
+
+    >>> float_down(Fraction(1, 10)) <= Fraction(1, 10), float_down(-Fraction(10**400))
+    (True, -inf)
+    """
+    try:
+        f = float(x)
+    except OverflowError:
+        return sys.float_info.max if x > 0 else -math.inf
+    return f if Fraction(f) <= x else math.nextafter(f, -math.inf)

@@ -67,6 +67,8 @@ from typing import Any
 
 import numpy as np
 
+from infodp._exact import float_down as _down
+from infodp._exact import float_up as _up
 from infodp._exact import format_fraction, parse_ratio
 from infodp._validate import as_alpha
 from infodp.accounting.conversions import rdp_to_delta, rdp_to_epsilon
@@ -119,16 +121,6 @@ def _shown(x: Fraction) -> float | str:
     if math.isfinite(f) and parse_ratio("x", repr(f)) == x:
         return f
     return f"{x.numerator}/{x.denominator}"
-
-
-def _up(x: Fraction) -> float:
-    f = float(x)
-    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
-
-
-def _down(x: Fraction) -> float:
-    f = float(x)
-    return f if Fraction(f) <= x else math.nextafter(f, -math.inf)
 
 
 @dataclass(frozen=True)

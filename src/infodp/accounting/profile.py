@@ -43,6 +43,7 @@ from typing import overload
 import numpy as np
 import numpy.typing as npt
 
+from infodp._exact import float_up as _up
 from infodp._lazy import lazy_module
 from infodp._validate import (
     as_alpha,
@@ -115,14 +116,6 @@ _PLD_ROUNDING = 2e-15
 
 def _round_up_delta(value: float, infinity_mass: float) -> float:
     return min(1.0, value + _PLD_ROUNDING) if value > infinity_mass else value
-
-
-def _up(x: Fraction) -> float:
-    """The smallest float ≥ the exact rational ``x`` (ε must never round down)."""
-    if x.denominator == 1 and abs(x.numerator) > 2**1000:
-        return math.inf if x > 0 else -math.inf
-    f = float(x)
-    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
 
 
 def _div_up(numerator: float, denominator: float) -> float:

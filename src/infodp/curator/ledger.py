@@ -68,6 +68,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from infodp._exact import float_down as _float_down
+from infodp._exact import float_up as _float_up
 from infodp._exact import format_fraction
 from infodp.errors import (
     BudgetExceeded,
@@ -191,16 +193,6 @@ class Budget:
                 "basic-composition totals, for information",
             }
         return out
-
-
-def _float_up(x: Fraction) -> float:
-    f = float(x)
-    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
-
-
-def _float_down(x: Fraction) -> float:
-    f = float(x)
-    return f if Fraction(f) <= x else math.nextafter(f, -math.inf)
 
 
 @dataclass(frozen=True, slots=True)

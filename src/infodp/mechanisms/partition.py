@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from infodp._exact import float_up as _up
 from infodp.errors import ParameterError
 from infodp.mechanisms.base import ChannelView, Mechanism
 from infodp.mechanisms.laplace import DiscreteLaplaceMechanism
@@ -86,11 +87,6 @@ class PartitionSelection(Mechanism):
     def channel(self, inputs: Any, **kw: Any) -> ChannelView:
         """The channel of one group's noisy count (before thresholding, a post-processing)."""
         return self.counts.channel(inputs, **kw)
-
-
-def _up(x: Fraction) -> float:
-    f = float(x)
-    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
 
 
 def _threshold(scale: float, k: int, m: int, delta: Fraction) -> int:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from infodp._exact import float_up as _up
 from infodp.errors import ParameterError
 from infodp.mechanisms.base import ChannelView, Mechanism
 from infodp.mechanisms.sampling import RandomSource, require_secure_source
@@ -43,11 +44,6 @@ __all__ = [
     "exponential_mechanism_rows",
     "exponential_mechanism_scaled",
 ]
-
-
-def _up(x: Fraction) -> float:
-    f = float(x)
-    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
 
 
 @dataclass(frozen=True)
