@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["lazy_exports", "lazy_module"]
+__all__ = ["lazy_exports", "lazy_module", "loaded"]
 
 
 def lazy_exports(
@@ -50,8 +50,11 @@ class _LazyModule:
         self._name = name
 
     def __getattr__(self, attr: str) -> Any:
-        module = importlib.import_module(self._name)
-        return getattr(module, attr)
+        # Only called for names not yet cached on the instance: after the first use of a
+        # name, later lookups are plain attribute reads (numpy's names sit in hot loops).
+        value = getattr(importlib.import_module(self._name), attr)
+        object.__setattr__(self, attr, value)
+        return value
 
     def __repr__(self) -> str:
         return f"<lazy module {self._name!r}>"
@@ -60,8 +63,23 @@ class _LazyModule:
 def lazy_module(name: str) -> Any:
     """A stand-in for ``import name`` that imports on first use (scipy costs ~0.5 s).
 
+    Modules on the CLI's query path bind ``np = lazy_module("numpy")`` (and the real module
+    under ``if TYPE_CHECKING:``), so a query that never touches an array never imports numpy.
+
     >>> special = lazy_module("math")
     >>> special.sqrt(4.0)
     2.0
     """
     return _LazyModule(name)
+
+
+def loaded(name: str) -> Any:
+    """The module ``name`` if some code has imported it already, else None (imports nothing).
+
+    A value can only be, say, a numpy integer if numpy is loaded, so type checks against a
+    heavy library's types ask this first:
+
+    >>> loaded("math") is __import__("math"), loaded("no_such_module_here")
+    (True, None)
+    """
+    return sys.modules.get(name)

@@ -8,12 +8,16 @@ Privacy parameters never become NaN: NaN is rejected everywhere.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
-
+from infodp._lazy import lazy_module, loaded
 from infodp.errors import ParameterError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+else:
+    np = lazy_module("numpy")  # scalar checks never import it
 
 __all__ = [
     "as_alpha",
@@ -77,15 +81,23 @@ def as_positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
     """An integer >= ``minimum`` (bools and non-integral floats refused)."""
     if isinstance(value, bool):
         raise ParameterError(name, value, f"an integer >= {minimum}")
-    if isinstance(value, (int, np.integer)) or (
-        isinstance(value, (float, np.floating)) and float(value).is_integer()
-    ):
+    if _is_integer(value) or (_is_float(value) and float(value).is_integer()):
         n = int(value)
     else:
         raise ParameterError(name, value, f"an integer >= {minimum}")
     if n < minimum:
         raise ParameterError(name, value, f"an integer >= {minimum}")
     return n
+
+
+def _is_integer(value: Any) -> bool:
+    numpy = loaded("numpy")  # only a loaded numpy can have made a numpy integer
+    return isinstance(value, int) or (numpy is not None and isinstance(value, numpy.integer))
+
+
+def _is_float(value: Any) -> bool:
+    numpy = loaded("numpy")
+    return isinstance(value, float) or (numpy is not None and isinstance(value, numpy.floating))
 
 
 def as_alpha(name: str, value: Any, *, minimum: float = 0.0) -> float:

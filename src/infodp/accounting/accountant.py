@@ -63,16 +63,15 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from infodp._exact import float_down as _down
 from infodp._exact import float_up as _up
 from infodp._exact import format_fraction, parse_ratio
+from infodp._lazy import lazy_module
 from infodp._validate import as_alpha
+from infodp.accounting import rdp as _rdp
 from infodp.accounting.conversions import rdp_to_delta, rdp_to_epsilon
-from infodp.accounting.pld import PLDTooLarge
 from infodp.accounting.profile import (
     _PLD_ROUNDING,
     DEFAULT_INTERVAL,
@@ -81,9 +80,16 @@ from infodp.accounting.profile import (
     approximate_dp_profile,
     compose,
 )
-from infodp.accounting.rdp import DEFAULT_ORDERS
 from infodp.accounting.spec import profile_from_spec, profile_to_spec
 from infodp.errors import BudgetExceeded, InternalError, ParameterError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from infodp.accounting import pld as _pldlib
+else:
+    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
+    _pldlib = lazy_module("infodp.accounting.pld")
 
 __all__ = ["CURRENCIES", "Accountant", "Budget", "exact_amount"]
 
@@ -489,7 +495,7 @@ class Accountant:
         rows = [(p, k) for p, k, _ in self._spent.values()]
         if extra is not None:
             rows.append(extra)
-        total = np.zeros(DEFAULT_ORDERS.shape)
+        total = np.zeros(_rdp.DEFAULT_ORDERS.shape)
         for p, k in rows:
             total += k * p._rdp_grid()
         return total * (1 + (len(rows) + 3) * 2.0**-50)
@@ -500,7 +506,7 @@ class Accountant:
         ok = np.isfinite(total)
         if not ok.any():
             return Fraction(1)
-        value = rdp_to_delta(total[ok], DEFAULT_ORDERS[ok], _down(self.budget.epsilon))
+        value = rdp_to_delta(total[ok], _rdp.DEFAULT_ORDERS[ok], _down(self.budget.epsilon))
         return Fraction(min(1.0, value * (1 + _SLACK)))
 
     def spent(self) -> tuple[PrivacyProfile, ...]:
@@ -550,7 +556,9 @@ class Accountant:
         ok = np.isfinite(total)
         eps_spent = math.inf
         if ok.any():
-            eps_spent = rdp_to_epsilon(total[ok], DEFAULT_ORDERS[ok], _down(b.delta)) * (1 + _SLACK)
+            eps_spent = rdp_to_epsilon(total[ok], _rdp.DEFAULT_ORDERS[ok], _down(b.delta)) * (
+                1 + _SLACK
+            )
         if d is not None and d[1] <= b.delta:
             eps_spent = min(eps_spent, _up(d[0]))
         if used > b.delta or eps_spent > b.epsilon:
@@ -571,7 +579,7 @@ class Accountant:
         profile = compose(*[p.repeat(k) if k > 1 else p for p, k, _ in self._spent.values()])
         try:
             pld = profile.pld(DEFAULT_INTERVAL * scale)
-        except PLDTooLarge:
+        except _pldlib.PLDTooLarge:
             return 1.0, math.inf
         # As PrivacyProfile.delta/epsilon: allow the float rounding of the PLD's sums.
         d = min(1.0, pld.delta(epsilon) + _PLD_ROUNDING)

@@ -15,9 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from infodp._lazy import lazy_module
 from infodp._validate import (
@@ -29,6 +27,12 @@ from infodp._validate import (
     as_real,
 )
 from infodp.errors import ParameterError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+else:
+    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 optimize = lazy_module("scipy.optimize")  # loaded on first use
 

@@ -38,10 +38,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import overload
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, overload
 
 from infodp._exact import float_up as _up
 from infodp._lazy import lazy_module
@@ -56,14 +53,19 @@ from infodp._validate import (
 )
 from infodp.accounting import conversions as _conv
 from infodp.accounting import rdp as _rdp
-from infodp.accounting.pld import (
-    _DSG_WIDTH,
-    PLDTooLarge,
-    PrivacyLossDistribution,
-    _dgauss_log_out,
-    _dgauss_log_z,
-)
 from infodp.errors import ParameterError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from infodp.accounting import pld as _pldlib
+    from infodp.accounting.pld import PrivacyLossDistribution
+else:
+    # Both on first use: a pure-ε profile answers α = 1, 2, ∞ and δ in closed form, so a
+    # Laplace query's leakage summary builds no PLD and no numpy array.
+    np = lazy_module("numpy")
+    _pldlib = lazy_module("infodp.accounting.pld")
 
 special = lazy_module("scipy.special")  # loaded on first use
 
@@ -106,7 +108,8 @@ square of the interval — +0.002% on 10 000 DP-SGD steps and +0.0001% on 1000 L
 mechanisms at 2e-4 (benchmarks/accounting.py) — while composition costs about half.
 """
 
-ArrayF = npt.NDArray[np.float64]
+if TYPE_CHECKING:
+    ArrayF = npt.NDArray[np.float64]
 
 
 # Absolute allowance for floating-point rounding in PLD δ queries: δ is computed as
@@ -308,7 +311,7 @@ class PrivacyProfile(abc.ABC):
         # bounds still hold, they are only looser.
         try:
             return query(self.pld())
-        except PLDTooLarge:
+        except _pldlib.PLDTooLarge:
             return fallback
 
     def _rdp_grid(self) -> ArrayF:
@@ -354,7 +357,7 @@ class LaplaceProfile(PrivacyProfile):
         return np.asarray(_rdp.laplace_rdp(self.scale / self.sensitivity, alphas))
 
     def _pld(self, interval: float) -> PrivacyLossDistribution:
-        return PrivacyLossDistribution.from_laplace(self.scale, self.sensitivity, interval)
+        return _pldlib.PrivacyLossDistribution.from_laplace(self.scale, self.sensitivity, interval)
 
     def _group(self, k: int) -> PrivacyProfile:
         return LaplaceProfile(self.scale, self.sensitivity * k)
@@ -381,7 +384,7 @@ class GaussianProfile(PrivacyProfile):
         return self.sensitivity**2 / (2.0 * self.sigma**2)
 
     def _pld(self, interval: float) -> PrivacyLossDistribution:
-        return PrivacyLossDistribution.from_gaussian(self.sigma, self.sensitivity, interval)
+        return _pldlib.PrivacyLossDistribution.from_gaussian(self.sigma, self.sensitivity, interval)
 
     def _group(self, k: int) -> PrivacyProfile:
         return GaussianProfile(self.sigma, self.sensitivity * k)
@@ -411,7 +414,9 @@ class DiscreteLaplaceProfile(PrivacyProfile):
         return np.asarray(_rdp.discrete_laplace_rdp(self.scale, self.sensitivity, alphas))
 
     def _pld(self, interval: float) -> PrivacyLossDistribution:
-        return PrivacyLossDistribution.from_discrete_laplace(self.scale, self.sensitivity, interval)
+        return _pldlib.PrivacyLossDistribution.from_discrete_laplace(
+            self.scale, self.sensitivity, interval
+        )
 
     def _group(self, k: int) -> PrivacyProfile:
         return DiscreteLaplaceProfile(self.scale, self.sensitivity * k)
@@ -438,7 +443,7 @@ class DiscreteGaussianProfile(PrivacyProfile):
         return self.sensitivity**2 / (2.0 * self.sigma**2)
 
     def _pld(self, interval: float) -> PrivacyLossDistribution:
-        return PrivacyLossDistribution.from_discrete_gaussian(
+        return _pldlib.PrivacyLossDistribution.from_discrete_gaussian(
             self.sigma, self.sensitivity, interval
         )
 
@@ -467,7 +472,7 @@ class RandomizedResponseProfile(PrivacyProfile):
         return self.eps**2 / 2.0
 
     def _pld(self, interval: float) -> PrivacyLossDistribution:
-        return PrivacyLossDistribution.from_randomized_response(self.eps, self.k, interval)
+        return _pldlib.PrivacyLossDistribution.from_randomized_response(self.eps, self.k, interval)
 
     def _group(self, k: int) -> PrivacyProfile:
         return PureDPProfile(self.eps * k)
@@ -507,7 +512,7 @@ class PureDPProfile(PrivacyProfile):
         return self.eps**2 / 2.0
 
     def _pld(self, interval: float) -> PrivacyLossDistribution:
-        return PrivacyLossDistribution.from_randomized_response(self.eps, 2, interval)
+        return _pldlib.PrivacyLossDistribution.from_randomized_response(self.eps, 2, interval)
 
     def _group(self, k: int) -> PrivacyProfile:
         # Dwork & Roth 2014, Theorem 2.2: ε-DP gives kε-DP for groups of k.
@@ -531,7 +536,7 @@ class SubsampledGaussianProfile(PrivacyProfile):
         return _rdp.subsampled_gaussian_rdp(self.noise_multiplier, self.sampling_rate, alphas)
 
     def _pld(self, interval: float) -> PrivacyLossDistribution:
-        return PrivacyLossDistribution.from_subsampled_gaussian(
+        return _pldlib.PrivacyLossDistribution.from_subsampled_gaussian(
             self.noise_multiplier, self.sampling_rate, interval
         )
 
@@ -576,8 +581,8 @@ class DiscreteSubsampledGaussianProfile(PrivacyProfile):
         c = αμ (remove) or (1−α)μ (add), by convexity of x^α resp. x^{1−α}.
         """
         s, mu, q = self.sigma_units, self.mu_units, self.sampling_rate
-        log_z = _dgauss_log_z(s)
-        w = math.ceil(_DSG_WIDTH * s) + 2
+        log_z = _pldlib._dgauss_log_z(s)
+        w = math.ceil(_pldlib._DSG_WIDTH * s) + 2
         c = alpha * mu if remove else (1 - alpha) * mu
         lo = math.floor(min(0.0, c)) - w
         hi = math.ceil(max(float(mu), c)) + w
@@ -589,8 +594,8 @@ class DiscreteSubsampledGaussianProfile(PrivacyProfile):
         log_p, log_q = (lmix, lp0) if remove else (lp0, lmix)
         expo = alpha * (alpha - 1) * mu * mu / (2 * s * s)
         out = np.logaddexp(
-            math.log1p(-q) + _dgauss_log_out(s, 0.0, lo, hi),
-            math.log(q) + expo + _dgauss_log_out(s, c, lo, hi),
+            math.log1p(-q) + _pldlib._dgauss_log_out(s, 0.0, lo, hi),
+            math.log(q) + expo + _pldlib._dgauss_log_out(s, c, lo, hi),
         )
         return log_p, log_q, float(out)
 
@@ -614,7 +619,7 @@ class DiscreteSubsampledGaussianProfile(PrivacyProfile):
         bound = self._jensen(alphas)
         add_cap = -math.log1p(-self.sampling_rate)
         s, mu = self.sigma_units, self.mu_units
-        width = 2 * (math.ceil(_DSG_WIDTH * s) + 2) + mu
+        width = 2 * (math.ceil(_pldlib._DSG_WIDTH * s) + 2) + mu
         out = np.empty(alphas.shape, dtype=np.float64)
         for i, a in enumerate(alphas.tolist()):
             best = float(bound[i])
@@ -628,7 +633,7 @@ class DiscreteSubsampledGaussianProfile(PrivacyProfile):
         return out
 
     def _pld(self, interval: float) -> PrivacyLossDistribution:
-        return PrivacyLossDistribution.from_discrete_subsampled_gaussian(
+        return _pldlib.PrivacyLossDistribution.from_discrete_subsampled_gaussian(
             self.sigma_units, self.mu_units, self.sampling_rate, interval
         )
 
@@ -658,7 +663,9 @@ class ApproximateDPProfile(PrivacyProfile):
         return np.full(alphas.shape, math.inf)
 
     def _pld(self, interval: float) -> PrivacyLossDistribution:
-        return PrivacyLossDistribution.from_privacy_parameters(self.eps, self.delta_, interval)
+        return _pldlib.PrivacyLossDistribution.from_privacy_parameters(
+            self.eps, self.delta_, interval
+        )
 
     def _group(self, k: int) -> PrivacyProfile:
         # Dwork & Roth 2014, Theorem 2.2 (group privacy): (kε, k·e^{(k−1)ε}·δ).
@@ -705,7 +712,9 @@ class ComposedProfile(PrivacyProfile):
         if not self.parts:
             raise _internal("empty composition")
         # One FFT product over all distinct parts (each raised to its multiplicity).
-        return PrivacyLossDistribution.compose_all([(p.pld(interval), k) for p, k in self.parts])
+        return _pldlib.PrivacyLossDistribution.compose_all(
+            [(p.pld(interval), k) for p, k in self.parts]
+        )
 
     def information_bound(self, alpha: float) -> InformationBound:
         """The RDP curve, or the article's level-α composition when it is smaller.
@@ -755,7 +764,9 @@ class GroupProfile(PrivacyProfile):
         return None if rho is None else self.k**2 * rho
 
     def _pld(self, interval: float) -> PrivacyLossDistribution:
-        return PrivacyLossDistribution.from_rdp_curve(self.rdp, self._pure_epsilon(), interval)
+        return _pldlib.PrivacyLossDistribution.from_rdp_curve(
+            self.rdp, self._pure_epsilon(), interval
+        )
 
     def _group(self, k: int) -> PrivacyProfile:
         return GroupProfile(self.base, self.k * k)
@@ -783,7 +794,7 @@ class ParallelProfile(PrivacyProfile):
         return None if any(r is None for r in rhos) else max(r for r in rhos if r is not None)
 
     def _pld(self, interval: float) -> PrivacyLossDistribution:
-        return PrivacyLossDistribution.maximum([p.pld(interval) for p in self.parts])
+        return _pldlib.PrivacyLossDistribution.maximum([p.pld(interval) for p in self.parts])
 
     def _group(self, k: int) -> PrivacyProfile:
         return ParallelProfile(tuple(p.group(k) for p in self.parts))

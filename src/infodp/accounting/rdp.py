@@ -15,13 +15,17 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from infodp._lazy import lazy_module
 from infodp._validate import as_alphas, as_positive, as_positive_int, as_probability, as_real
 from infodp.errors import ParameterError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+else:
+    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 integrate = lazy_module("scipy.integrate")  # loaded on first use
 special = lazy_module("scipy.special")
@@ -39,31 +43,49 @@ __all__ = [
     "subsampled_gaussian_rdp",
 ]
 
-ArrayF = npt.NDArray[np.float64]
+if TYPE_CHECKING:
+    ArrayF = npt.NDArray[np.float64]
 
-# Sorted and deduplicated by hand: np.unique on floats imports numpy.ma, a fixed cost of
-# every process that imports this module (the CLI's query path does).
-DEFAULT_ORDERS: ArrayF = np.array(
-    sorted(
-        set(
-            np.concatenate(
-                [
-                    np.round(np.arange(1.05, 3.0, 0.05), 10),
-                    np.round(np.arange(3.0, 12.0, 0.1), 10),
-                    np.round(np.arange(12.0, 64.0, 1.0), 10),
-                    np.round(np.geomspace(64.0, 4096.0, 19), 6),
-                ]
-            ).tolist()
-        )
-    ),
-    dtype=np.float64,
-)
-"""Orders at which RDP curves are tabulated for conversions (any order gives a valid bound).
+    DEFAULT_ORDERS: ArrayF
+    """Orders at which RDP curves are tabulated for conversions (any order gives a valid
+    bound): see :func:`_default_orders`."""
 
-A superset of dp-accounting's ``DEFAULT_RDP_ORDERS`` up to 1024 (1.1 … 10.9 by 0.1, integers
-to 63, powers of two), so the RDP conversion is never looser than its ``RdpAccountant``.
-"""
-DEFAULT_ORDERS.setflags(write=False)
+
+@functools.cache
+def _default_orders() -> ArrayF:
+    """The orders behind ``DEFAULT_ORDERS``, built on first use (a query that asks for α = 1,
+    2 and ∞ alone never tabulates a curve, nor imports numpy).
+
+    A superset of dp-accounting's ``DEFAULT_RDP_ORDERS`` up to 1024 (1.1 … 10.9 by 0.1,
+    integers to 63, powers of two), so the RDP conversion is never looser than its
+    ``RdpAccountant``. Sorted and deduplicated by hand: np.unique on floats imports numpy.ma.
+
+    >>> float(_default_orders()[0]), float(_default_orders()[-1])
+    (1.05, 4096.0)
+    """
+    orders = np.array(
+        sorted(
+            set(
+                np.concatenate(
+                    [
+                        np.round(np.arange(1.05, 3.0, 0.05), 10),
+                        np.round(np.arange(3.0, 12.0, 0.1), 10),
+                        np.round(np.arange(12.0, 64.0, 1.0), 10),
+                        np.round(np.geomspace(64.0, 4096.0, 19), 6),
+                    ]
+                ).tolist()
+            )
+        ),
+        dtype=np.float64,
+    )
+    orders.setflags(write=False)
+    return orders
+
+
+def __getattr__(name: str) -> ArrayF:
+    if name == "DEFAULT_ORDERS":
+        return _default_orders()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _orders(alpha: npt.ArrayLike) -> ArrayF:

@@ -46,9 +46,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import numpy as np
-
 from infodp._exact import parse_exact
+from infodp._lazy import lazy_module
 from infodp.curator.backends.base import BACKENDS, Backend, ExactAggregates
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.cost import (
@@ -84,6 +83,11 @@ from infodp.curator.store import (
 )
 from infodp.errors import InfodpError, InternalError, ParameterError, QueryFailed
 from infodp.mechanisms.sampling import RandomSource
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 if TYPE_CHECKING:
     # Synopses are loaded on first use: a query process never builds one.

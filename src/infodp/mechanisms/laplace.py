@@ -20,11 +20,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
-
+from infodp._lazy import lazy_module
 from infodp._validate import as_nonnegative, as_positive, as_positive_int
 from infodp.accounting import PrivacyProfile, discrete_laplace_profile, laplace_profile
 from infodp.mechanisms.base import (
@@ -39,6 +37,12 @@ from infodp.mechanisms.sampling import (
     discrete_laplace_batch,
     simulate_discrete_laplace,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+else:
+    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 __all__ = ["DiscreteLaplaceMechanism", "LaplaceMechanism"]
 

@@ -30,17 +30,22 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import numpy as np
-import numpy.typing as npt
 
+from infodp._lazy import lazy_module
 from infodp.curator.backends.base import ExactAggregates, QueryDeadline
 from infodp.curator.grid import QUANTILE_BINS, ColumnGrid, column_grid, quantile_bins
 from infodp.curator.plan import Measurement, Predicate, QueryPlan
 from infodp.curator.schema import ColumnSpec, DatasetSchema
 from infodp.errors import InternalError, ParameterError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+else:
+    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 __all__ = [
     "QUANTILE_BINS",
