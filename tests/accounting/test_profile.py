@@ -365,3 +365,30 @@ def test_information_bound_never_exceeds_rdp_and_is_additive_at_one() -> None:
     assert composed.information(1.0) <= sum(p.information(1.0) for p in parts) * (1 + 1e-12)
     for a in (1.0, 1.5, 4.0, math.inf):
         assert composed.information(a) <= float(composed.rdp(a))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    scale=st.floats(0.5, 1e5),
+    d=st.integers(1, 5000),
+    k=st.integers(1, 4),
+    alpha=st.one_of(st.just(1.0), st.just(math.inf), st.floats(1.0, 300.0)),
+)
+def test_one_order_on_floats_matches_the_array_path(
+    scale: float, d: int, k: int, alpha: float
+) -> None:
+    # A Python order is answered on floats (_rdp_at: the closed forms, sums over parts); an
+    # array goes through _rdp_orders and numpy. Both must give the same curve.
+    from infodp.accounting import compose, discrete_laplace_profile, gaussian_profile, parallel
+
+    lap = discrete_laplace_profile(scale, d)
+    for profile in (
+        lap,
+        compose(lap, discrete_laplace_profile(30.0, 1)).repeat(k),
+        parallel(lap, discrete_laplace_profile(2.0, 1)),
+        compose(lap, gaussian_profile(3.0)),
+    ):
+        scalar = profile.rdp(alpha)
+        array = float(np.asarray(profile.rdp(np.array([alpha])))[0])
+        assert isinstance(scalar, float)
+        assert scalar == pytest.approx(array, rel=1e-9, abs=1e-300)

@@ -205,20 +205,29 @@ def test_row_logsumexp_matches_scipy() -> None:
 @pytest.mark.parametrize("scale", [0.5, 3.0, 100.0, 5000.0, 1e5])
 @pytest.mark.parametrize("d", [2, 3, 50, 1000, 2000])
 def test_discrete_laplace_closed_form_bounds_the_atom_sum(scale: float, d: int) -> None:
-    """The geometric-series form used for Δ > 2048 against the Δ + 1-atom sum it replaces.
+    """The geometric-series form (Python floats) against the Δ + 1-atom sum (numpy).
 
     Both sum Σ_k P(k)^α P(k−Δ)^{1−α} for the discrete Laplace pair; the closed form must never
-    be below (up to the atom sum's own rounding) and must be close.
+    be below (up to the atom sum's own rounding), must be close, and where it calls itself
+    precise it must agree to its stated tolerance.
     """
     import numpy as np
 
-    from infodp.accounting.rdp import _discrete_laplace_rdp_closed, discrete_laplace_rdp
+    from infodp.accounting.rdp import (
+        _CLOSED_RTOL,
+        _discrete_laplace_rdp_atoms,
+        _discrete_laplace_rdp_closed,
+    )
 
     orders = np.array([1.001, 1.01, 1.5, 2.0, 3.0, 8.0, 32.0, 128.0, 1e4])
-    atoms = np.asarray(discrete_laplace_rdp(scale, d, orders))
-    closed = _discrete_laplace_rdp_closed(1.0 / scale, d, orders)
+    atoms = _discrete_laplace_rdp_atoms(1.0 / scale, d, orders)
+    pairs = [_discrete_laplace_rdp_closed(1.0 / scale, d, a) for a in orders.tolist()]
+    closed = np.array([v for v, _ in pairs])
     assert np.all(closed >= atoms * (1 - 1e-7))
     assert np.allclose(closed, atoms, rtol=1e-3, atol=1e-15)
+    for (value, precise), atom in zip(pairs, atoms.tolist(), strict=True):
+        if precise:
+            assert value == pytest.approx(atom, rel=2 * _CLOSED_RTOL, abs=1e-300)
 
 
 def test_discrete_laplace_on_a_fine_grid_approaches_mironovs_laplace() -> None:

@@ -52,6 +52,7 @@ from infodp._validate import (
     as_real,
 )
 from infodp.accounting import conversions as _conv
+from infodp.accounting import hockey as _hockey
 from infodp.accounting import rdp as _rdp
 from infodp.errors import ParameterError
 
@@ -188,7 +189,10 @@ class PrivacyProfile(abc.ABC):
 
         α = 1 gives the KL bound and α = ∞ the pure ε (Mironov 2017, Definition 3 and
         Proposition 1 in the limits). The result is min(curve, pure ε), since D_α ≤ D_∞.
+        A Python number is answered on floats (:meth:`_rdp_at`), without building an array.
         """
+        if isinstance(alpha, int | float) and not isinstance(alpha, bool):
+            return self._rdp_scalar(as_alpha("alpha", alpha, minimum=1.0))
         a = as_alphas("alpha", alpha, minimum=1.0)
         flat = a.reshape(-1)
         out = np.empty(flat.shape, dtype=np.float64)
@@ -204,6 +208,27 @@ class PrivacyProfile(abc.ABC):
         if a.ndim == 0:
             return float(out[0])
         return out.reshape(a.shape)
+
+    def _rdp_scalar(self, a: float) -> float:
+        pure = self._pure_epsilon()
+        if a == 1.0:
+            value = self._kl()
+        elif math.isinf(a):
+            value = pure
+        else:
+            value = self._rdp_at(a)
+        value = min(max(value, 0.0), pure)
+        if math.isnan(value):
+            raise _internal("rdp produced NaN")
+        return float(value)
+
+    def _delta_closed(self, epsilon: float) -> float | None:
+        """The tight δ(ε) in closed form (rounded up) when the profile has one, else None."""
+        return None
+
+    def _rdp_at(self, alpha: float) -> float:
+        """The curve at one finite order α > 1; profiles with a closed form override this."""
+        return float(self._rdp_orders(np.array([alpha], dtype=np.float64))[0])
 
     def zcdp_rho(self) -> float | None:
         """zCDP ρ (Bun & Steinke 2016, Definition 1.1) when the profile has one, else ``None``."""
@@ -223,6 +248,9 @@ class PrivacyProfile(abc.ABC):
         pure = self._pure_epsilon()
         if math.isfinite(pure) and eps >= pure:
             return 0.0
+        closed = self._delta_closed(eps)
+        if closed is not None:
+            return closed  # the tight value (rounded up by ~1e-12): the PLD and RDP add nothing
         # The PLD's δ is a difference of sums of floats (≤ 1): allow its rounding error.
         # Only the part above the (exact) mass at +∞ loss carries rounding error.
         pld_delta = self._pld_query(
@@ -412,6 +440,12 @@ class DiscreteLaplaceProfile(PrivacyProfile):
 
     def _rdp_orders(self, alphas: ArrayF) -> ArrayF:
         return np.asarray(_rdp.discrete_laplace_rdp(self.scale, self.sensitivity, alphas))
+
+    def _rdp_at(self, alpha: float) -> float:
+        return float(_rdp.discrete_laplace_rdp(self.scale, self.sensitivity, alpha))
+
+    def _delta_closed(self, epsilon: float) -> float | None:
+        return _hockey.discrete_laplace_delta(self.scale, self.sensitivity, epsilon)
 
     def _pld(self, interval: float) -> PrivacyLossDistribution:
         return _pldlib.PrivacyLossDistribution.from_discrete_laplace(
@@ -699,6 +733,22 @@ class ComposedProfile(PrivacyProfile):
             total = total + k * np.asarray(p.rdp(alphas), dtype=np.float64)
         return total
 
+    def _rdp_at(self, alpha: float) -> float:
+        total = 0.0
+        for p, k in self.parts:
+            total = total + k * p.rdp(alpha)
+        return total
+
+    def _delta_closed(self, epsilon: float) -> float | None:
+        # Discrete Laplace parts only (a curator's pure-ε query): the exact hockey stick of
+        # the product of the pairs (infodp.accounting.hockey); others go through the PLD.
+        pairs: list[tuple[float, int]] = []
+        for p, k in self.parts:
+            if type(p) is not DiscreteLaplaceProfile or k > _hockey.MAX_COMBINATIONS:
+                return None
+            pairs += [(p.scale, p.sensitivity)] * k
+        return _hockey.composed_discrete_laplace_delta(pairs, epsilon)
+
     def _zcdp_rho(self) -> float | None:
         # Bun & Steinke 2016, Lemma 1.7: ρ adds under composition.
         rhos = [p._zcdp_rho() for p, _ in self.parts]
@@ -788,6 +838,9 @@ class ParallelProfile(PrivacyProfile):
         return np.asarray(
             np.max([np.asarray(p.rdp(alphas)) for p in self.parts], axis=0), dtype=np.float64
         )
+
+    def _rdp_at(self, alpha: float) -> float:
+        return max(p.rdp(alpha) for p in self.parts)
 
     def _zcdp_rho(self) -> float | None:
         rhos = [p._zcdp_rho() for p in self.parts]

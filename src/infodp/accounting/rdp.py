@@ -14,11 +14,19 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from infodp._lazy import lazy_module
-from infodp._validate import as_alphas, as_positive, as_positive_int, as_probability, as_real
+from infodp._validate import (
+    as_alpha,
+    as_alphas,
+    as_positive,
+    as_positive_int,
+    as_probability,
+    as_real,
+)
 from infodp.errors import ParameterError
 
 if TYPE_CHECKING:
@@ -224,80 +232,113 @@ def discrete_laplace_rdp(scale: float, sensitivity: int, alpha: npt.ArrayLike) -
 
     Σ_k P(k)^α P(k−Δ)^{1−α} summed in closed form: splitting the sum at 0 and Δ, the privacy
     loss is Δλ on k ≤ 0 (mass 1/(1+r)), −Δλ on k ≥ Δ (mass r^Δ/(1+r)) and λ(Δ − 2k) in
-    between (λ = 1/scale), so the sum is E_P[e^{(α−1)L}] over Δ + 1 atoms.
-    ε(α) = log Σ/(α−1); ε(1) is :func:`discrete_laplace_kl`; ε(∞) = Δ/scale.
+    between (λ = 1/scale), so the sum is E_P[e^{(α−1)L}] over Δ + 1 atoms, whose middle part
+    is a geometric series (:func:`_discrete_laplace_rdp_closed`). Where the rounding of that
+    closed form is not negligible (tiny ε, orders near 1) and Δ is small, the Δ + 1 atoms
+    are summed instead. ε(1) is :func:`discrete_laplace_kl`; ε(∞) = Δ/scale.
+
+    A scalar order is answered on Python floats (no array; the curator's leakage summary
+    asks for α = 1, 2, ∞ only).
 
     >>> round(discrete_laplace_rdp(1.0, 1, float("inf")), 6)
     1.0
+    >>> round(discrete_laplace_rdp(2.0, 1, 2.0), 6)   # log((e^{1/2} + e^{-1})/(1 + e^{-1/2}))
+    0.227336
     """
     t = as_positive("scale", scale)
     d = as_positive_int("sensitivity", sensitivity)
-    a = _orders(alpha)
-    flat = a.reshape(-1)
     lam = 1.0 / t
-    out = np.empty(flat.shape)
-    one = flat == 1.0
-    inf = np.isinf(flat)
-    mid = ~(one | inf)
-    out[one] = discrete_laplace_kl(t, d)
-    out[inf] = d * lam
-    # Privacy loss λ(|k−Δ| − |k|) under P: Δλ w.p. 1/(1+r), −Δλ w.p. r^Δ/(1+r) and
-    # λ(Δ−2k) w.p. P(k) for 0 < k < Δ, so Σ_k P(k)^α P(k−Δ)^{1−α} = E_P[e^{(α−1)L}].
-    if d > _ATOMS_MAX:
-        # Many atoms (a fine release grid): the middle terms are a geometric series.
-        out[mid] = _discrete_laplace_rdp_closed(lam, d, flat[mid])
-        return _out(a, out.reshape(a.shape))
+    if isinstance(alpha, int | float) and not isinstance(alpha, bool):
+        a = as_alpha("alpha", alpha, minimum=1.0)
+        value, precise = _discrete_laplace_rdp_at(lam, d, a)
+        if precise or d > _ATOMS_MAX:
+            return value
+        return float(_discrete_laplace_rdp_atoms(lam, d, np.array([a]))[0])
+    orders = _orders(alpha)
+    flat = orders.reshape(-1)
+    pairs = [_discrete_laplace_rdp_at(lam, d, x) for x in flat.tolist()]
+    out = np.array([v for v, _ in pairs], dtype=np.float64)
+    rough = np.array([not ok for _, ok in pairs], dtype=bool)
+    if d <= _ATOMS_MAX and rough.any():
+        out[rough] = _discrete_laplace_rdp_atoms(lam, d, flat[rough])
+    return _out(orders, out.reshape(orders.shape))
+
+
+#: Up to this many atoms, orders whose closed form is not precise to :data:`_CLOSED_RTOL`
+#: are summed atom by atom (O(Δ) per order); above it the closed form is used throughout (a
+#: curator cell on a fine grid has Δ in the millions).
+_ATOMS_MAX = 2048
+#: Largest relative rounding allowance of the closed form taken as exact enough.
+_CLOSED_RTOL = 1e-9
+
+
+def _discrete_laplace_rdp_at(lam: float, d: int, alpha: float) -> tuple[float, bool]:
+    """The RDP at one order α ∈ [1, ∞] on Python floats, and whether it is precise.
+
+    α = 1 and ∞ are exact (the KL's closed form; Δλ); in between the closed form of
+    :func:`_discrete_laplace_rdp_closed` is precise when its rounding allowance is at most
+    :data:`_CLOSED_RTOL` of the value.
+    """
+    if alpha == 1.0:
+        return _discrete_laplace_kl(1.0 / lam, d), True
+    if math.isinf(alpha):
+        return d * lam, True
+    return _discrete_laplace_rdp_closed(lam, d, alpha)
+
+
+def _discrete_laplace_rdp_closed(lam: float, d: int, alpha: float) -> tuple[float, bool]:
+    """Upper bound on the discrete Laplace RDP from the closed-form sum, order α ∈ (1, ∞).
+
+    With t = α − 1 > 0 the sum E_P[e^{tL}] of :func:`discrete_laplace_rdp` is
+    e^{tΔλ}/(1+r) + e^{−(1+t)Δλ}/(1+r) + (1−r)/(1+r)·e^{tΔλ}·Σ_{k=1}^{Δ−1} q^k with
+    q = e^{−λ(1+2t)} < 1 (a geometric series; empty when Δ = 1). It is evaluated in the log
+    domain; the rounding of that evaluation (a few ulps of its largest term, divided by t) is
+    added, so the value stays an upper bound, and it is capped by the pure-ε bound Δλ
+    (Mironov 2017, Prop. 3) and by α(Δλ)²/2 (Bun & Steinke 2016, Prop. 1.4: ε-DP implies
+    (ε²/2)-zCDP). The flag says whether that rounding allowance is below
+    :data:`_CLOSED_RTOL` of the value.
+
+    >>> value, precise = _discrete_laplace_rdp_closed(0.5, 1, 2.0)
+    >>> round(value, 6), precise
+    (0.227336, True)
+    """
+    t = alpha - 1.0
+    eps = d * lam
+    log1r = math.log1p(math.exp(-lam))
+    terms = [t * eps - log1r, -(1.0 + t) * eps - log1r]
+    if d > 1:
+        log_q = -lam * (1.0 + 2.0 * t)
+        # log Σ_{k=1}^{Δ−1} q^k = log q + log(1 − q^{Δ−1}) − log(1 − q).
+        geo = log_q + math.log(-math.expm1((d - 1) * log_q)) - math.log(-math.expm1(log_q))
+        terms.append(math.log(-math.expm1(-lam)) - log1r + t * eps + geo)
+    top = max(terms)
+    log_e = top + math.log(math.fsum(math.exp(x - top) for x in terms))
+    slack = 8 * sys.float_info.epsilon * (max(abs(x) for x in terms) + 1.0)
+    value = (log_e + slack) / t
+    precise = slack <= _CLOSED_RTOL * log_e
+    return min(max(value, 0.0), eps, alpha * eps * eps / 2), precise
+
+
+def _discrete_laplace_rdp_atoms(lam: float, d: int, alphas: ArrayF) -> ArrayF:
+    """The RDP at orders α ∈ (1, ∞) summed over the Δ + 1 atoms of the privacy loss.
+
+    Privacy loss λ(|k−Δ| − |k|) under P: Δλ w.p. 1/(1+r), −Δλ w.p. r^Δ/(1+r) and
+    λ(Δ−2k) w.p. P(k) for 0 < k < Δ, so Σ_k P(k)^α P(k−Δ)^{1−α} = E_P[e^{(α−1)L}].
+    """
     r = math.exp(-lam)
     k = np.arange(1, d, dtype=np.float64)
     losses = np.concatenate([[d * lam, -d * lam], lam * (d - 2 * k)])
     masses = np.concatenate(
         [[1 / (1 + r), math.exp(-lam * d) / (1 + r)], (1 - r) / (1 + r) * np.exp(-lam * k)]
     )
-    out[mid] = _renyi_from_losses(losses, masses, flat[mid])
-    return _out(a, out.reshape(a.shape))
-
-
-#: Above this many atoms the discrete Laplace RDP is summed in closed form (O(1) per order
-#: instead of O(Δ)); a curator cell on a fine grid has Δ in the millions.
-_ATOMS_MAX = 2048
-
-
-def _discrete_laplace_rdp_closed(lam: float, d: int, alphas: ArrayF) -> ArrayF:
-    """Upper bound on the discrete Laplace RDP from the closed-form sum, orders α ∈ (1, ∞).
-
-    With t = α − 1 > 0 the sum E_P[e^{tL}] of :func:`discrete_laplace_rdp` is
-    e^{tΔλ}/(1+r) + e^{−(1+t)Δλ}/(1+r) + (1−r)/(1+r)·e^{tΔλ}·Σ_{k=1}^{Δ−1} q^k with
-    q = e^{−λ(1+2t)} < 1 (a geometric series). It is evaluated in the log domain; the rounding
-    of that evaluation (a few ulps of its largest term, divided by t) is added, so the value
-    stays an upper bound, and it is capped by the pure-ε bound Δλ (Mironov 2017, Prop. 3) and
-    by α(Δλ)²/2 (Bun & Steinke 2016, Prop. 1.4: ε-DP implies (ε²/2)-zCDP).
-    """
-    t = alphas - 1.0
-    eps = d * lam
-    log1r = math.log1p(math.exp(-lam))
-    log_q = -lam * (1.0 + 2.0 * t)
-    # log Σ_{k=1}^{Δ−1} q^k = log q + log(1 − q^{Δ−1}) − log(1 − q).
-    geo = log_q + np.log(-np.expm1((d - 1) * log_q)) - np.log(-np.expm1(log_q))
-    terms = np.stack(
-        [
-            t * eps - log1r,
-            -(1.0 + t) * eps - log1r,
-            math.log(-math.expm1(-lam)) - log1r + t * eps + geo,
-        ]
-    )
-    top = np.max(terms, axis=0)
-    log_e = top + np.log(np.sum(np.exp(terms - top), axis=0))
-    slack = 8 * np.finfo(float).eps * (np.max(np.abs(terms), axis=0) + 1.0)
-    value = (log_e + slack) / t
-    out: ArrayF = np.minimum(np.maximum(value, 0.0), np.minimum(eps, alphas * eps * eps / 2))
-    return out
+    return _renyi_from_losses(losses, masses, alphas)
 
 
 def discrete_laplace_kl(scale: float, sensitivity: int) -> float:
     """KL divergence of the discrete Laplace pair shifted by Δ (RDP at α = 1).
 
     KL = λ·E[|k−Δ| − |k|] with P(k ≤ 0) = 1/(1+r), P(k ≥ Δ) = r^Δ/(1+r) and the middle terms
-    summed exactly.
+    a geometric series (:func:`_discrete_laplace_kl_closed`); at Δ = 1 it is ε·tanh(ε/2).
 
     >>> round(discrete_laplace_kl(1.0, 1), 6)
     0.462117
@@ -309,22 +350,12 @@ def discrete_laplace_kl(scale: float, sensitivity: int) -> float:
 
 @functools.lru_cache(maxsize=1024)
 def _discrete_laplace_kl(t: float, d: int) -> float:
-    # Cached: a query's composed profile asks for the same pair many times, and on a fine
-    # release grid Δ runs to millions of atoms.
-    lam = 1.0 / t
-    if d > 2048:
-        return _discrete_laplace_kl_closed(lam, d)
-    r = math.exp(-lam)
-    total = d / (1 + r) - d * r**d / (1 + r)
-    if d >= 2:
-        k = np.arange(1, d, dtype=np.float64)
-        pk = (1 - r) / (1 + r) * np.exp(-lam * k)
-        total += float(np.sum((d - 2 * k) * pk))
-    return lam * total
+    # Cached: a query's composed profile asks for the same pair many times.
+    return _discrete_laplace_kl_closed(1.0 / t, d)
 
 
 def _discrete_laplace_kl_closed(lam: float, d: int) -> float:
-    """:func:`discrete_laplace_kl` in closed form (no sum over the Δ − 1 middle atoms).
+    """:func:`discrete_laplace_kl` in closed form, O(1) for any Δ ≥ 1 (no sum over atoms).
 
     |k − Δ| − |k| = Δ − 2·clip(k, 0, Δ) and E[clip(k, 0, Δ)] = Σ_{j=1}^{Δ} P(k ≥ j) with
     P(k ≥ j) = r^j/(1+r), so with ε = λΔ
@@ -332,13 +363,18 @@ def _discrete_laplace_kl_closed(lam: float, d: int) -> float:
     both brackets from their Taylor series when small (no cancellation), rounded up by
     2^-40 relative.
 
-    >>> abs(_discrete_laplace_kl_closed(1 / 3000, 2500) - discrete_laplace_kl(3000.0, 2500)) < 1e-12
+    At Δ = 1 the pair is binary randomized response, whose KL is ε·tanh(ε/2) (Cuff & Yu 2016,
+    Property 1):
+
+    >>> 0 <= _discrete_laplace_kl_closed(0.5, 1) - 0.5 * math.tanh(0.25) < 1e-12   # rounded up
     True
     """
     e = lam * d
     # Small arguments: ε − 1 + e^{−ε} = ε²/2 − ε³/6 + ε⁴/24 − …, 1 − λ/sinh λ = λ²/6 − 7λ⁴/360 + …
     head = e * e * (0.5 - e * (1 / 6 - e * (1 / 24 - e / 120))) if e < 1e-3 else e + math.expm1(-e)
-    corr = lam * lam * (1 / 6 - 7 * lam * lam / 360) if lam < 1e-3 else 1 - lam / math.sinh(lam)
+    # λ/sinh λ = 2λe^{−λ}/(1 − e^{−2λ}): no overflow at large λ (a scale far below 1).
+    ratio = 2 * lam * math.exp(-lam) / -math.expm1(-2 * lam)
+    corr = lam * lam * (1 / 6 - 7 * lam * lam / 360) if lam < 1e-3 else 1 - ratio
     return (head + corr * -math.expm1(-e)) * (1 + 2.0**-40)
 
 

@@ -80,7 +80,9 @@ def pure_dp_divergence(epsilon: Any, alpha: Any) -> float:
         tail = math.exp(-eps)
         lead = math.log1p((math.expm1(s) + tail * math.expm1(-s)) / (1.0 + tail))
     else:
-        lead = float(np.logaddexp(s, -a * eps)) - math.log1p(math.exp(-eps))
+        # logaddexp(s, −αε) on floats: the larger term plus log1p of the other's ratio.
+        hi, lo = max(s, -a * eps), min(s, -a * eps)
+        lead = hi + math.log1p(math.exp(lo - hi)) - math.log1p(math.exp(-eps))
     return max(kl, min(eps, lead / (a - 1.0)))
 
 

@@ -470,6 +470,11 @@ def _geometric_exp1_batch(size: int, source: RandomSource) -> npt.NDArray[np.int
     return v
 
 
+#: Batches this small are drawn by the scalar sampler (about 20 µs a draw): the numpy batch
+#: pays off beyond it, and a query releasing a few cells then never imports numpy.
+_SCALAR_BATCH = 64
+
+
 def discrete_laplace_batch(scale: Fraction, size: int, source: Any = None) -> list[int]:
     """``size`` independent integers with P[Y = y] ∝ exp(-|y| / scale), exactly.
 
@@ -480,8 +485,9 @@ def discrete_laplace_batch(scale: Fraction, size: int, source: Any = None) -> li
     candidates are iid trials, so the accepted ones, taken in order, are iid draws of the
     target; blocks are repeated until ``size`` are accepted. Uniform integers come from
     :meth:`RandomSource.random_bytes` by exact rejection and every decision is an integer
-    comparison, so the distribution is exact. When t or s exceed 2^62 the scalar sampler is
-    used; when U + tV could leave int64 range it is computed with Python integers.
+    comparison, so the distribution is exact. When t or s exceed 2^62, or at most
+    :data:`_SCALAR_BATCH` draws are asked for, the scalar sampler is used; when U + tV could
+    leave int64 range it is computed with Python integers.
 
     ``source`` is a :class:`RandomSource` or None (the OS CSPRNG); seeds are refused
     (:func:`require_secure_source`). Returns Python ints (no overflow, any magnitude).
@@ -497,7 +503,7 @@ def discrete_laplace_batch(scale: Fraction, size: int, source: Any = None) -> li
     n = as_positive_int("size", size, minimum=0)
     src = require_secure_source(source)
     t, s = scale.numerator, scale.denominator
-    if t > _BATCH_MAX or s > _BATCH_MAX:
+    if t > _BATCH_MAX or s > _BATCH_MAX or n <= _SCALAR_BATCH:
         return [discrete_laplace(scale, src) for _ in range(n)]
     out: list[int] = []
     while len(out) < n:
