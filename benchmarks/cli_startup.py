@@ -9,8 +9,8 @@ after one warm-up; all in the same run, interleaved so machine load hits all ali
 * ``infodp --help`` — the CLI's start-up (target: within 8× of the floor);
 * ``python3 -c "import duckdb; …"`` — a Python process opening the 1M-row demo store and
   running the same grouped aggregate without noise (the peer);
-* ``python3 -c "import numpy, sqlglot, duckdb, click"`` — the imports every infodp query
-  process needs (the floor under the next line);
+* ``python3 -c "import sqlglot, duckdb, click"`` — the imports every infodp query process
+  needs (the floor under the next line; a pure-ε query does not import numpy);
 * ``infodp query … --json`` — the same aggregate as a DP query, end to end (parse, plan,
   ledger reservation, bounded aggregation, noise, leakage summary, ledger completion;
   target: within 2× of the peer).
@@ -82,12 +82,13 @@ def main() -> None:
                 f"import duckdb; c = duckdb.connect({str(db)!r}, read_only=True); "
                 f"print(c.execute({PLAIN!r}).fetchall())",
             ],
-            # What any infodp query process must import (parse: sqlglot; store: duckdb; noise
-            # and intervals: numpy; the CLI: click): the floor under the figure below.
-            "python3 -c 'import numpy, sqlglot, duckdb, click'": [
+            # What any infodp query process must import (parse: sqlglot; store: duckdb; the
+            # CLI: click): the floor under the figure below. A pure-ε query prices, explains
+            # and draws its noise on Python floats and integers, without numpy.
+            "python3 -c 'import sqlglot, duckdb, click'": [
                 py,
                 "-c",
-                "import numpy, sqlglot, duckdb, click",
+                "import sqlglot, duckdb, click",
             ],
             "infodp query --json": [
                 *cli,
@@ -113,7 +114,7 @@ def main() -> None:
     help_ratio = med["infodp --help"] / med["python3 -c pass"]
     query_ratio = med["infodp query --json"] / med["python3 + duckdb aggregate"]
     floor_ratio = (
-        med["python3 -c 'import numpy, sqlglot, duckdb, click'"] / med["python3 + duckdb aggregate"]
+        med["python3 -c 'import sqlglot, duckdb, click'"] / med["python3 + duckdb aggregate"]
     )
     body = (
         f"Whole processes, {args.reps} repetitions each (interleaved), after one warm-up; "

@@ -413,12 +413,13 @@ def _information(p: MeasurementCost, schema: DatasetSchema, rows: int | None) ->
 @functools.lru_cache(maxsize=1024)
 def _profile_of(cost: QueryCost) -> PrivacyProfile:
     from infodp.accounting import compose
-    from infodp.mechanisms import PartitionSelection
 
     profiles = []
     for p in cost.parts:
         if cost.cells < 0 and p.measurement.kind == MeasurementKind.COUNT_ROWS:
             # Partition selection: the selection count and the released key set, (ε, δ).
+            from infodp.mechanisms import PartitionSelection  # only then: a module and a class
+
             sel = PartitionSelection(p.scale, cost.group_limit, p.sensitivity, cost.delta)
             profiles.append(sel.profile())
         else:
