@@ -3,14 +3,14 @@
 ``python3 -m benchmarks.server_load [--rows 1000000] [--queries 150] [--seconds 30]
 [--workers 2,0]``
 
-A DP ``SELECT g, COUNT(*) FROM t GROUP BY g`` over 100 declared categories of a synthetic
-table of ``--rows`` rows (DuckDB's own generator, fixed seed), sent to a real ``infodp serve``
-subprocess on 127.0.0.1 (once per ``--workers`` setting: by default with one worker process
-per core, then with none) by 1 and by 16 concurrent clients (threads of this process, one
-keep-alive :class:`http.client.HTTPConnection` each). Every query is a full release: parse →
-plan → ledger reservation (SQLite WAL, fsync'd) → bounded aggregation in DuckDB → exact
-discrete Laplace noise from the OS CSPRNG → ledger completion → JSON. Reported: queries per
-second (completed / wall time) and p50/p99 latency per request. Each run is bounded by ``--queries`` in total and by
+A DP ``SELECT g, COUNT(*) FROM t GROUP BY g`` over 100 declared categories of a synthetic table
+of ``--rows`` rows (DuckDB's own generator, fixed seed), sent to a real ``infodp serve``
+subprocess on 127.0.0.1 (once per ``--workers`` setting: by default with one worker process per
+core, then with none) by 1 and by 16 concurrent clients (threads of this process, one keep-alive
+:class:`http.client.HTTPConnection` each). Every query is a full release: parse → plan → ledger
+reservation (SQLite WAL, fsync'd) → bounded aggregation in DuckDB → exact discrete Laplace noise
+from the OS CSPRNG → ledger completion → JSON. Reported: queries per second (completed / wall
+time) and p50/p99 latency per request. Each run is bounded by ``--queries`` in total and by
 ``--seconds`` of wall time, whichever comes first.
 
 In the same run, for reference: the same query through :meth:`infodp.curator.Curator.query`
