@@ -132,6 +132,15 @@ def load(url: str, keys: list[str], clients: int, total: int, seconds: float) ->
     }
 
 
+def _stack() -> str:
+    """The HTTP parser and event loop uvicorn picks here ("auto": the fast ones if installed)."""
+    import importlib.util
+
+    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    return f"{http} and {loop}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -248,9 +257,9 @@ def main() -> None:
         f"A DP `{SQL}` (100 declared categories) over {args.rows:,} synthetic rows, each query a "
         "full release (ledger reservation fsync'd before the data is touched, exact discrete "
         "Laplace noise from the OS CSPRNG, completion recorded). HTTP runs: a real `infodp "
-        "serve` (uvicorn, one server process) on loopback, with `--workers N` worker processes "
-        "running the noise, aggregate and rendering of each answer (0: all in the server "
-        "process), clients are threads of the benchmark process with one keep-alive "
+        f"serve` (uvicorn on {_stack()}, one server process) on loopback, with `--workers N` "
+        "worker processes running the noise, aggregate and rendering of each answer (0: all in "
+        "the server process), clients are threads of the benchmark process with one keep-alive "
         "`http.client` connection each (light, so that the clients, which share the machine, "
         f"take little CPU from the server); at most {args.queries} queries or {args.seconds:g} s "
         "per run. Latency is per request as the client sees it.\n\n"
