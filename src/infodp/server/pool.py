@@ -125,8 +125,8 @@ class WorkerPool:
 
     ``deadline``: seconds a task may run before its worker is killed and replaced (it should
     exceed the curator's ``query_timeout``, which interrupts DuckDB inside the worker first).
-    ``wait``: seconds a caller waits for a free worker. ``startup``: seconds a new worker may
-    take to open the store.
+    ``wait``: seconds a caller waits for a free worker (callers waiting are served in order
+    of arrival). ``startup``: seconds a new worker may take to open the store.
     """
 
     METHODS = ("estimate", "query_synopsis", "release_json", "run_reserved")
