@@ -30,7 +30,7 @@ from infodp.curator.engine import Curator
 from infodp.curator.ledger import Ledger
 from infodp.errors import ParameterError, QueryFailed
 from infodp.server._harness import ServerProcess, get_json
-from infodp.server.pool import WorkerDeadline, WorkerPool
+from infodp.server.pool import WorkerDeadline, WorkerPool, WorkerUnavailable
 
 GROUPS = 400
 ROWS = 20_000
@@ -271,3 +271,41 @@ def test_a_synopsis_released_through_a_worker_is_exact_and_answers_alike(
     sql = "SELECT c, COUNT(*) FROM t GROUP BY c"
     there = pool.call("query_synopsis", "by_c", sql, dataset="t")
     assert there == here.query_synopsis("by_c", sql, dataset="t")
+
+
+def test_a_freed_worker_goes_to_the_callers_in_order_of_arrival(pool: WorkerPool) -> None:
+    # First come, first served: with the only worker held, callers queue; each freed worker
+    # goes to the oldest waiter, so no caller is overtaken (the tail latency under load).
+    order: list[int] = []
+    threads = []
+    with pool.lease():
+        for i in range(6):
+            thread = threading.Thread(target=_take_and_note, args=(pool, i, order))
+            thread.start()
+            threads.append(thread)
+            # The next caller arrives only once this one waits in line.
+            assert _wait_for(lambda n=i + 1: len(pool._waiters) == n, 30.0)
+    for thread in threads:
+        thread.join(timeout=60)
+    assert order == list(range(6))
+    assert not pool._waiters
+
+
+def _take_and_note(pool: WorkerPool, i: int, order: list[int]) -> None:
+    with pool.lease():
+        order.append(i)
+
+
+def test_a_caller_that_waited_too_long_leaves_the_line(store: tuple[str, dict[str, str]]) -> None:
+    db, _ = store
+    small = WorkerPool(db, 1, query_timeout=5.0, duckdb_threads=1, deadline=10.0, wait=0.2)
+    try:
+        assert small.wait_ready(120.0)
+        with small.lease():
+            with pytest.raises(WorkerUnavailable):
+                small.call("estimate", VICTIM_SQL, epsilon="0.5")
+            assert not small._waiters
+        # The worker freed after the timeout is idle again, not handed to the gone caller.
+        assert small.call("estimate", VICTIM_SQL, epsilon="0.5")["cells"] == 4
+    finally:
+        small.close()

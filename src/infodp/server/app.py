@@ -36,8 +36,10 @@ see :mod:`infodp.server.auth`. Errors use one format (:mod:`infodp.server.errors
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -46,6 +48,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from infodp.errors import ParameterError
+from infodp.server._heap import freeze_heap
 from infodp.server.errors import ApiError, internal_error
 from infodp.server.limits import BodySizeLimit
 from infodp.server.models import QueryRequest, SynopsisQueryRequest, SynopsisRequest
@@ -82,6 +85,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         openapi_url="/v1/openapi.json",
         # No 307 to the slash-less route: its Location would be built from the Host header.
         redirect_slashes=False,
+        lifespan=None if settings is None else _serving,
     )
     from infodp.server.docs_ui import install_docs
 
@@ -127,6 +131,18 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         app.include_router(router)
     app.add_middleware(BodySizeLimit, max_bytes=max_body)
     return app
+
+
+@contextlib.asynccontextmanager
+async def _serving(app: FastAPI) -> AsyncIterator[None]:
+    """Before the first request: keep the start-up heap out of the collector's full passes
+    (:mod:`infodp.server._heap`), with the release path imported first when this process
+    runs releases itself (no worker processes)."""
+    from infodp.server.pool import _WARM
+
+    service = getattr(app.state, "service", None)
+    freeze_heap(*(_WARM if service is not None and service.pool is None else ()))
+    yield
 
 
 #: Environment variable that may hold the admin token instead of a file.

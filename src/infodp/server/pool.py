@@ -36,12 +36,11 @@ pair.
 
 from __future__ import annotations
 
+import collections
 import contextlib
-import importlib
 import logging
 import os
 import pickle
-import queue
 import signal
 import socket
 import subprocess
@@ -55,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from infodp.errors import InfodpError, ParameterError
+from infodp.server._heap import freeze_heap
 
 __all__ = ["Lease", "WorkerDeadline", "WorkerPool", "WorkerUnavailable", "default_workers"]
 
@@ -99,6 +99,17 @@ class _Worker:
     conn: Connection
 
 
+class _Waiter:
+    """A caller waiting for a worker: ``lock`` is released once ``worker`` is handed over."""
+
+    __slots__ = ("lock", "worker")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.lock.acquire()
+        self.worker: _Worker | None = None
+
+
 def _child_env() -> dict[str, str]:
     """The environment of a worker: ours, with this infodp first on the import path."""
     import infodp
@@ -114,8 +125,8 @@ class WorkerPool:
 
     ``deadline``: seconds a task may run before its worker is killed and replaced (it should
     exceed the curator's ``query_timeout``, which interrupts DuckDB inside the worker first).
-    ``wait``: seconds a caller waits for a free worker. ``startup``: seconds a new worker may
-    take to open the store.
+    ``wait``: seconds a caller waits for a free worker (callers waiting are served in order
+    of arrival). ``startup``: seconds a new worker may take to open the store.
     """
 
     METHODS = ("estimate", "query_synopsis", "release_json", "run_reserved")
@@ -139,7 +150,12 @@ class WorkerPool:
         self.deadline = float(deadline)
         self.wait = float(wait)
         self.startup = float(startup)
-        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        # Idle workers, and the callers waiting for one in order of arrival: a freed worker
+        # goes to the oldest waiter (first come, first served; a plain queue wakes waiters in
+        # no particular order, and the unlucky ones set the tail latency).
+        self._idle: list[_Worker] = []
+        self._waiters: collections.deque[_Waiter] = collections.deque()
+        self._hand = threading.Lock()  # guards _idle and _waiters
         self._lock = threading.Lock()
         self._live: dict[int, _Worker] = {}  # started and not yet retired, by id
         self._closed = False
@@ -198,7 +214,7 @@ class WorkerPool:
         except (EOFError, OSError) as err:
             log.error("worker died while starting: %s", type(err).__name__)
         if ready and not self._closed:
-            self._idle.put(worker)
+            self._put(worker)
             with self._ready:
                 self._started += 1
                 self._failures = 0
@@ -293,19 +309,40 @@ class WorkerPool:
     def _acquire(self) -> _Worker:
         end = time.monotonic() + self.wait
         while True:
-            try:
-                worker = self._idle.get(timeout=max(0.0, end - time.monotonic()))
-            except queue.Empty:
-                raise WorkerUnavailable(self.wait) from None
+            worker = self._take(end)
             if worker.process.poll() is None:
                 return worker
             self._replace(worker)  # it died while idle: nothing ran on it
+
+    def _take(self, end: float) -> _Worker:
+        """An idle worker, or the first one freed after every caller that waited before us."""
+        with self._hand:
+            if self._idle:  # (then nobody is waiting)
+                return self._idle.pop()
+            waiter = _Waiter()
+            self._waiters.append(waiter)
+        waiter.lock.acquire(timeout=max(0.0, end - time.monotonic()))
+        with self._hand:
+            if waiter.worker is None:  # not handed one in time
+                self._waiters.remove(waiter)
+                raise WorkerUnavailable(self.wait)
+            return waiter.worker
+
+    def _put(self, worker: _Worker) -> None:
+        """Hand ``worker`` to the oldest waiting caller, or make it idle."""
+        with self._hand:
+            if self._waiters:
+                waiter = self._waiters.popleft()
+                waiter.worker = worker
+                waiter.lock.release()
+            else:
+                self._idle.append(worker)
 
     def _release(self, worker: _Worker) -> None:
         if self._closed:
             self._retire(worker)
         else:
-            self._idle.put(worker)
+            self._put(worker)
 
     def pids(self) -> list[int]:
         """Process ids of the live workers (for tests and diagnostics)."""
@@ -370,8 +407,9 @@ def _worker_main(
         return
     if keep_open:  # open the store connection now, not during the first query
         curator._done(curator._open())
-    for name in _WARM:  # and import what a release needs (about 0.4 s at the first query)
-        importlib.import_module(name)
+    # Import what a release needs (about 0.4 s at the first query), then keep the start-up
+    # heap out of the collector's full passes (pauses of 50-300 ms otherwise).
+    freeze_heap(*_WARM)
     conn.send(("ready", os.getpid()))
     while True:
         try:
