@@ -259,38 +259,122 @@ def _jensen_bound(
     """
     sigma = 1.0 if alpha > 1 else -1.0
     n = V.shape[1]
+    lam_c = np.full(n, 1.0 / n)
+    D = np.ascontiguousarray(np.broadcast_to(np.eye(n) - lam_c, (len(V), n, n)))
+    radius2 = np.sum(D * D, axis=2).max(axis=1)
+    best = np.full(len(V), np.inf)
     with np.errstate(all="ignore"):
         phi = _power(Qv, 1.0 - alpha)  # (B, i, y)
-        excess = sigma * (Sv.mean(axis=1) * phi.mean(axis=1) - F_c)
-        good = np.isfinite(phi).all(axis=1) & (excess <= zero_order - sigma * F_c)
-        phi_good = np.where(good[:, None, :], phi, 0.0)
-        M = sigma * np.einsum("bjy,biy->bji", Sv, phi_good)
-        M = 0.5 * (M + np.swapaxes(M, 1, 2))
-        steep = np.sum(np.where(good, 0.0, zero_order), axis=1)
-        lam_c = np.full(n, 1.0 / n)
-        H = 2.0 * M
-        g = H @ lam_c
-        f_c = np.einsum("bij,i,j->b", M, lam_c, lam_c)
-        finite = np.isfinite(H).all(axis=(1, 2)) & np.isfinite(steep)
-        H = np.where(finite[:, None, None], H, 0.0)
-        g = np.where(finite[:, None], g, 0.0)
-        D = np.ascontiguousarray(np.broadcast_to(np.eye(n) - lam_c, (len(V), n, n)))
-        Qm = np.einsum("xk,bxz,zl->bkl", Z, H, Z)
-        lam, U = np.linalg.eigh(Qm)
-        lam = lam + 64.0 * _EPS * n * np.linalg.norm(Qm, axis=(1, 2))[:, None]
-        linear = np.einsum("bix,bx->bi", D, g).max(axis=1)
-        radius2 = np.sum(D * D, axis=2).max(axis=1)
-        f_a = linear + 0.5 * np.maximum(lam[:, -1], 0.0) * radius2
-        f_ub = f_c + np.minimum(f_a, _split_quadratic_max(D, g, Z, lam, U)) + steep
-        magnitude = np.abs(M).sum(axis=(1, 2)) + np.abs(steep) + np.abs(f_ub)
-        f_ub = f_ub + slack * magnitude
-        G_bound = f_ub if alpha > 1 else -f_ub
-        out = _log_information(G_bound, alpha)
-        if alpha > 1:
-            out = np.where(G_bound > 0, out, np.inf)
-        out = np.where(finite & np.isfinite(f_ub), out, np.inf)
-    result: FloatArray = np.where(np.isnan(out), np.inf, out)
-    return result
+        phi_ok: Any = np.isfinite(phi).all(axis=1)
+        ell_a, ell_b, Psi, mc_ok, err_a, err_b = _ratio_factors(alpha, Qv, Sv)
+        # candidates per output: 0 Jensen, 1 and 2 McCormick, 3 on its own (_steep_terms)
+        X = np.stack([Sv, ell_a, ell_b])  # (3, B, i, y)
+        Y = np.stack([np.where(phi_ok[:, None, :], phi, 0.0), Psi, Psi])
+        ok = np.stack([phi_ok, mc_ok, mc_ok])
+        errors = np.stack([np.zeros_like(err_a), err_a, err_b])
+        point = np.broadcast_to(lam_c, (len(V), n))
+        for _ in range(2):
+            # choose each output's bound by its value at ``point`` (first the centre, then
+            # the maximiser of the previous round's quadratic): all choices are valid
+            at = sigma * np.einsum("bi,kbiy->kby", point, X) * np.einsum("bi,kbiy->kby", point, Y)
+            at = np.where(ok & ~np.isnan(at), at + errors, np.inf)
+            candidates = np.concatenate([at, zero_order[None]])
+            choice = np.argmin(candidates, axis=0)  # (B, y)
+            idx = np.minimum(choice, 2)[None, :, None, :]
+            use = (choice < 3) & np.isfinite(candidates.min(axis=0))
+            Xc = np.take_along_axis(X, idx, axis=0)[0]
+            Yc = np.where(use[:, None, :], np.take_along_axis(Y, idx, axis=0)[0], 0.0)
+            M = sigma * np.einsum("bjy,biy->bji", Xc, Yc)
+            M = 0.5 * (M + np.swapaxes(M, 1, 2))
+            chosen_err = np.take_along_axis(errors, np.minimum(choice, 2)[None], axis=0)[0]
+            steep = np.sum(np.where(use, chosen_err, zero_order), axis=1)
+            H = 2.0 * M
+            g = H @ lam_c
+            f_c = np.einsum("bij,i,j->b", M, lam_c, lam_c)
+            finite = np.isfinite(H).all(axis=(1, 2)) & np.isfinite(steep)
+            H = np.where(finite[:, None, None], H, 0.0)
+            g = np.where(finite[:, None], g, 0.0)
+            Qm = np.einsum("xk,bxz,zl->bkl", Z, H, Z)
+            lam, U = np.linalg.eigh(Qm)
+            lam = lam + 64.0 * _EPS * n * np.linalg.norm(Qm, axis=(1, 2))[:, None]
+            linear = np.einsum("bix,bx->bi", D, g).max(axis=1)
+            f_a = linear + 0.5 * np.maximum(lam[:, -1], 0.0) * radius2
+            split, point = _split_quadratic_argmax(D, g, Z, lam, U)  # point: barycentric
+            f_ub = f_c + np.minimum(f_a, split) + steep
+            magnitude = np.abs(M).sum(axis=(1, 2)) + np.abs(steep) + np.abs(f_ub)
+            f_ub = f_ub + slack * magnitude
+            G_bound = f_ub if alpha > 1 else -f_ub
+            out = _log_information(G_bound, alpha)
+            if alpha > 1:
+                out = np.where(G_bound > 0, out, np.inf)
+            out = np.where(finite & np.isfinite(f_ub), out, np.inf)
+            best = np.minimum(best, np.where(np.isnan(out), np.inf, out))
+    return best
+
+
+def _ratio_factors(
+    alpha: float, Qv: FloatArray, Sv: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Vertex values of two linear forms ℓ_y, u_y with σF_y ≤ σ ℓ_y u_y on the cell.
+
+    Write F_y = s_y q_y^{1−α} = r_y ψ(q_y), r_y = s_y/q_y, ψ(t) = t^{2−α}. On a cell, r_y lies
+    in [r_lo, r_hi], its extreme vertex values (a ratio of linear functions with a positive
+    denominator is quasi-linear), and q_y in [q_lo, q_hi]. McCormick's inequalities for the
+    product s_y = r_y q_y (McCormick 1976, "Computability of global solutions to factorable
+    nonconvex programs", Sec. 3) give linear bounds on r_y:
+
+        (r − r_lo)(q − q_lo) ≥ 0  ⇒  r ≤ (s − r_lo(q − q_lo))/q_lo,
+        (r_hi − r)(q_hi − q) ≥ 0  ⇒  r ≤ (s − r_hi(q − q_hi))/q_hi,
+        (r − r_lo)(q_hi − q) ≥ 0  ⇒  r ≥ (s + r_lo(q_hi − q))/q_hi,
+        (r_hi − r)(q − q_lo) ≥ 0  ⇒  r ≥ (s − r_hi(q − q_lo))/q_lo.
+
+    For α > 1 (upper bounds), ψ is bounded above by a line u: its tangent at q(c) where ψ is
+    concave (1 < α ≤ 2), its secant on [q_lo, q_hi] where convex (α > 2); as 0 ≤ r ≤ ℓ and
+    0 ≤ ψ ≤ u, F_y ≤ ℓ u. For α < 1 (lower bounds), ψ is convex and lies above its tangent
+    u at q(c); where u ≥ 0 on [q_lo, q_hi], F_y = r ψ ≥ r u ≥ ℓ u (ℓ one of the lower
+    bounds). The error of the bound is the product of the widths of r and q, so it stays small for
+    outputs dominated by one input, where r_y hardly varies (Jensen's bound pays the full
+    curvature of q_y^{1−α} there). Returns the vertex values (cells, vertices, outputs) of
+    both ℓ and of u, where the bounds hold (cells, outputs), and σ-side rounding allowances
+    for σℓu with either ℓ (cells, outputs).
+    """
+    positive = (Qv > 0).all(axis=1)
+    Qs = np.where(Qv > 0, Qv, 1.0)
+    R = Sv / Qs
+    r_lo = R.min(axis=1) * (1.0 - 8.0 * _EPS)
+    r_hi = R.max(axis=1) * (1.0 + 8.0 * _EPS)
+    q_lo, q_hi = Qs.min(axis=1), Qs.max(axis=1)
+    q_c = Qs.mean(axis=1)
+    e = 2.0 - alpha
+    psi_c = _power(q_c, e)
+    if alpha > 1:
+        ell_a = (Sv - r_lo[:, None] * (Qs - q_lo[:, None])) / q_lo[:, None]
+        ell_b = (Sv - r_hi[:, None] * (Qs - q_hi[:, None])) / q_hi[:, None]
+        if alpha > 2:  # secant of the convex ψ
+            psi_lo, psi_hi = _power(q_lo, e), _power(q_hi, e)
+            wide = q_hi - q_lo > 1e-12 * q_hi
+            slope = np.where(wide, (psi_hi - psi_lo) / np.where(wide, q_hi - q_lo, 1.0), 0.0)
+            # where the interval is (numerically) a point, ψ is bounded by its value at q_lo
+            Psi = psi_lo[:, None] + slope[:, None] * (Qs - q_lo[:, None])
+            Psi = np.where(wide[:, None], Psi, np.maximum(psi_lo, psi_hi)[:, None])
+        else:  # tangent of the concave ψ at q(c)
+            Psi = psi_c[:, None] + (e * psi_c / q_c)[:, None] * (Qs - q_c[:, None])
+        valid = positive
+    else:
+        ell_a = (Sv + r_lo[:, None] * (q_hi[:, None] - Qs)) / q_hi[:, None]
+        ell_b = (Sv - r_hi[:, None] * (Qs - q_lo[:, None])) / q_lo[:, None]
+        Psi = psi_c[:, None] + (e * psi_c / q_c)[:, None] * (Qs - q_c[:, None])
+        valid = positive & (Psi.min(axis=1) > 0)
+    # rounding: each vertex value carries a few ulps of its terms' magnitudes
+    err_a = 16.0 * _EPS * (Sv + r_lo[:, None] * (Qs + q_lo[:, None])) / q_lo[:, None]
+    err_b = 16.0 * _EPS * (Sv + r_hi[:, None] * (Qs + q_hi[:, None])) / q_hi[:, None]
+    err_psi = 16.0 * _EPS * (np.abs(Psi) + 2.0 * np.abs(psi_c)[:, None] + 1e-300).max(axis=1)
+    psi_max = np.abs(Psi).max(axis=1)
+    valid = valid & np.isfinite(Psi).all(axis=1)
+    valid = valid & np.isfinite(ell_a).all(axis=1) & np.isfinite(ell_b).all(axis=1)
+    error_a = err_a.max(axis=1) * psi_max + np.abs(ell_a).max(axis=1) * err_psi
+    error_b = err_b.max(axis=1) * psi_max + np.abs(ell_b).max(axis=1) * err_psi
+    return ell_a, ell_b, Psi, valid, error_a, error_b
 
 
 def _split_quadratic_max(
@@ -305,6 +389,13 @@ def _split_quadratic_max(
     the simplex (Jaggi 2013, "Revisiting Frank–Wolfe", Sec. 2), minimised over 24 exact
     line-search iterations.
     """
+    return _split_quadratic_argmax(D, g, Z, lam, U)[0]
+
+
+def _split_quadratic_argmax(
+    D: FloatArray, g: FloatArray, Z: FloatArray, lam: FloatArray, U: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """:func:`_split_quadratic_max` and the last Frank–Wolfe iterate (barycentric)."""
     Dt = np.einsum("bix,xk,bkl->bil", D, Z, U)  # vertex offsets in the eigenbasis
     neg = np.minimum(lam, 0.0)
     pos = np.maximum(lam, 0.0)
@@ -329,7 +420,7 @@ def _split_quadratic_max(
         t = np.clip(t, 0.0, 1.0)
         lam_b = lam_b + t[:, None] * d
     out: FloatArray = best + convex
-    return out
+    return out, lam_b
 
 
 def _steep_terms(
