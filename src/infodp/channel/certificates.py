@@ -191,20 +191,20 @@ def _cell_bounds(
         model_c = np.sum(sc * lin_y, axis=1)
         grad = lin_y @ A.T + (b_y * sc) @ W.T
         grad_mag = np.abs(lin_y) @ A.T + (np.abs(b_y) * sc) @ W.T
-        T = np.einsum("bm,xm,zm->bxz", b_y, A, W)
+        T = (A[None] * b_y[:, None, :]) @ W.T
         M = sigma * (T + np.swapaxes(T, 1, 2))
     finite = np.isfinite(M).all(axis=(1, 2)) & np.isfinite(grad).all(axis=1)
     finite &= np.isfinite(model_c) & np.isfinite(steep) & np.isfinite(err)
     M = np.where(finite[:, None, None], M, 0.0)
     g = np.where(finite[:, None], sigma * grad, 0.0)
-    Qm = np.einsum("xk,bxz,zl->bkl", Z, M, Z)
+    Qm = Z.T @ M @ Z
     lam, U = np.linalg.eigh(Qm)
     lam = lam + 64.0 * _EPS * n * np.linalg.norm(Qm, axis=(1, 2))[:, None]
     lam_max = lam[:, -1]
     G_good = model_c
     f_c = sigma * np.where(finite, G_good, 0.0)
     D = V - c[:, None, :]
-    linear = np.einsum("bix,bx->bi", D, g).max(axis=1)
+    linear = (D @ g[:, :, None])[:, :, 0].max(axis=1)
     radius2 = np.sum(D * D, axis=2).max(axis=1)
     f_a = f_c + linear + 0.5 * np.maximum(lam_max, 0.0) * radius2
     gt = g @ Z
@@ -268,36 +268,43 @@ def _jensen_bound(
         phi_ok: Any = np.isfinite(phi).all(axis=1)
         ell_a, ell_b, Psi, mc_ok, err_a, err_b = _ratio_factors(alpha, Qv, Sv)
         # candidates per output: 0 Jensen, 1 and 2 McCormick, 3 on its own (_steep_terms)
-        X = np.stack([Sv, ell_a, ell_b])  # (3, B, i, y)
-        Y = np.stack([np.where(phi_ok[:, None, :], phi, 0.0), Psi, Psi])
+        phi0 = np.where(phi_ok[:, None, :], phi, 0.0)
         ok = np.stack([phi_ok, mc_ok, mc_ok])
         errors = np.stack([np.zeros_like(err_a), err_a, err_b])
         point = np.broadcast_to(lam_c, (len(V), n))
         for _ in range(2):
             # choose each output's bound by its value at ``point`` (first the centre, then
             # the maximiser of the previous round's quadratic): all choices are valid
-            at = sigma * np.einsum("bi,kbiy->kby", point, X) * np.einsum("bi,kbiy->kby", point, Y)
+            pt = point[:, None, :]
+            psi_at = (pt @ Psi)[:, 0]
+            at = sigma * np.stack(
+                [
+                    (pt @ Sv)[:, 0] * (pt @ phi0)[:, 0],
+                    (pt @ ell_a)[:, 0] * psi_at,
+                    (pt @ ell_b)[:, 0] * psi_at,
+                ]
+            )
             at = np.where(ok & ~np.isnan(at), at + errors, np.inf)
             candidates = np.concatenate([at, zero_order[None]])
             choice = np.argmin(candidates, axis=0)  # (B, y)
-            idx = np.minimum(choice, 2)[None, :, None, :]
             use = (choice < 3) & np.isfinite(candidates.min(axis=0))
-            Xc = np.take_along_axis(X, idx, axis=0)[0]
-            Yc = np.where(use[:, None, :], np.take_along_axis(Y, idx, axis=0)[0], 0.0)
-            M = sigma * np.einsum("bjy,biy->bji", Xc, Yc)
+            pick = [(choice == k)[:, None, :] for k in range(2)]
+            Xc = np.where(pick[0], Sv, np.where(pick[1], ell_a, ell_b))
+            Yc = np.where(pick[0], phi0, np.where(use[:, None, :], Psi, 0.0))
+            M = sigma * (Xc @ np.swapaxes(Yc, 1, 2))
             M = 0.5 * (M + np.swapaxes(M, 1, 2))
-            chosen_err = np.take_along_axis(errors, np.minimum(choice, 2)[None], axis=0)[0]
+            chosen_err = np.where(choice == 1, err_a, np.where(choice == 2, err_b, 0.0))
             steep = np.sum(np.where(use, chosen_err, zero_order), axis=1)
             H = 2.0 * M
             g = H @ lam_c
-            f_c = np.einsum("bij,i,j->b", M, lam_c, lam_c)
+            f_c = M.sum(axis=(1, 2)) / (n * n)
             finite = np.isfinite(H).all(axis=(1, 2)) & np.isfinite(steep)
             H = np.where(finite[:, None, None], H, 0.0)
             g = np.where(finite[:, None], g, 0.0)
-            Qm = np.einsum("xk,bxz,zl->bkl", Z, H, Z)
+            Qm = Z.T @ H @ Z
             lam, U = np.linalg.eigh(Qm)
             lam = lam + 64.0 * _EPS * n * np.linalg.norm(Qm, axis=(1, 2))[:, None]
-            linear = np.einsum("bix,bx->bi", D, g).max(axis=1)
+            linear = (D @ g[:, :, None])[:, :, 0].max(axis=1)
             f_a = linear + 0.5 * np.maximum(lam[:, -1], 0.0) * radius2
             split, point = _split_quadratic_argmax(D, g, Z, lam, U)  # point: barycentric
             f_ub = f_c + np.minimum(f_a, split) + steep
@@ -396,25 +403,25 @@ def _split_quadratic_argmax(
     D: FloatArray, g: FloatArray, Z: FloatArray, lam: FloatArray, U: FloatArray
 ) -> tuple[FloatArray, FloatArray]:
     """:func:`_split_quadratic_max` and the last Frank–Wolfe iterate (barycentric)."""
-    Dt = np.einsum("bix,xk,bkl->bil", D, Z, U)  # vertex offsets in the eigenbasis
+    Dt = (D @ Z) @ U  # vertex offsets in the eigenbasis
     neg = np.minimum(lam, 0.0)
     pos = np.maximum(lam, 0.0)
-    convex = 0.5 * np.einsum("bil,bl->bi", Dt * Dt, pos).max(axis=1)
-    b = np.einsum("bix,bx->bi", D, g)
-    K = np.einsum("bil,bl,bjl->bij", Dt, neg, Dt)
+    convex = 0.5 * ((Dt * Dt) @ pos[:, :, None])[:, :, 0].max(axis=1)
+    b = (D @ g[:, :, None])[:, :, 0]
+    K = (Dt * neg[:, None, :]) @ np.swapaxes(Dt, 1, 2)
     n = D.shape[1]
     lam_b = np.zeros_like(b)
     lam_b[np.arange(len(b)), np.argmax(b, axis=1)] = 1.0
     best = np.full(len(b), np.inf)
     for _ in range(24):
-        grad = b + np.einsum("bij,bj->bi", K, lam_b)
+        grad = b + (K @ lam_b[:, :, None])[:, :, 0]
         phi = np.sum(b * lam_b, axis=1) + 0.5 * np.sum(lam_b * (grad - b), axis=1)
         gap = grad.max(axis=1) - np.sum(grad * lam_b, axis=1)
         best = np.minimum(best, phi + gap)
         target = np.eye(n)[np.argmax(grad, axis=1)]
         d = target - lam_b
         slope = np.sum(grad * d, axis=1)
-        curv = -np.einsum("bi,bij,bj->b", d, K, d)
+        curv = -np.sum(d * (K @ d[:, :, None])[:, :, 0], axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             t = np.where(curv > 0, slope / np.where(curv > 0, curv, 1.0), 1.0)
         t = np.clip(t, 0.0, 1.0)

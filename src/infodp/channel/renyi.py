@@ -221,7 +221,9 @@ def _branch_and_bound(
                 if value > search.value:
                     search.value, search.p = value, p
             V = np.concatenate([V[keep], children])
-            ub = np.concatenate([ub[keep], bounds.upper])
+            # a child lies inside its parent, so the parent's bound holds for it too
+            child_ub = np.minimum(bounds.upper, np.tile(ub[pick], 2))
+            ub = np.concatenate([ub[keep], child_ub])
     finally:
         if bar is not None:
             bar.close()
