@@ -47,6 +47,7 @@ and bound converge with 6 and 8 inputs.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -246,77 +247,124 @@ def _jensen_bound(
     zero_order: FloatArray,
     slack: float,
 ) -> FloatArray:
-    """Upper bound on I_α over each cell from Jensen's inequality in barycentric coordinates.
+    """Upper bound on I_α over each cell from per-output quadratic forms in barycentric
+    coordinates.
 
     Write P = Σ_i λ_i v_i (λ in the simplex). Since φ(t) = t^{1−α} is convex for α > 1 and
-    concave for α < 1 and q is linear, σφ(q_y(P)) ≤ σΣ_i λ_i φ(q_y(v_i)), so each output's
-    term F_y = s_y φ(q_y) obeys σF_y(P) ≤ σ Σ_{j,i} λ_j λ_i s_y(v_j) φ(q_y(v_i)): a quadratic
-    form in λ. This is pointwise below the secant model of :func:`cell_bounds` (the vertex
-    values of q lie inside [q_lo, q_hi]). Outputs whose Jensen excess at the centre exceeds
-    that of :func:`_steep_terms` use the latter instead. The quadratic's maximum over the
-    λ-simplex is bounded by :func:`_split_quadratic_max` (Frank–Wolfe duality on the concave
-    part, vertex maximum of the convex part).
+    concave for α < 1 and q is linear, σφ(q_y(P)) ≤ σΣ_i λ_i φ(q_y(v_i)) (Jensen), so each
+    output's term F_y = s_y φ(q_y) obeys σF_y(P) ≤ σ Σ_{j,i} λ_j λ_i s_y(v_j) φ(q_y(v_i)): a
+    quadratic form in λ, pointwise below the secant model of :func:`cell_bounds`. Each output
+    has three more valid bounds: two products of linear forms from :func:`_ratio_factors`
+    (McCormick) and the constant of :func:`_steep_terms`. The minimum of valid bounds lies
+    below every convex combination θ_y of them, so for any weights θ the sum over outputs is
+    a quadratic in λ bounding σG on the cell; :func:`_smoothed_choice` picks θ near the
+    minimiser of that bound (any θ is valid). The quadratic's maximum over the λ-simplex is
+    bounded by :func:`_split_quadratic_max` (Frank–Wolfe duality on the concave part,
+    vertex maximum of the convex part).
     """
     sigma = 1.0 if alpha > 1 else -1.0
     n = V.shape[1]
     lam_c = np.full(n, 1.0 / n)
     D = np.ascontiguousarray(np.broadcast_to(np.eye(n) - lam_c, (len(V), n, n)))
     radius2 = np.sum(D * D, axis=2).max(axis=1)
-    best = np.full(len(V), np.inf)
     with np.errstate(all="ignore"):
         phi = _power(Qv, 1.0 - alpha)  # (B, i, y)
         phi_ok: Any = np.isfinite(phi).all(axis=1)
         ell_a, ell_b, Psi, mc_ok, err_a, err_b = _ratio_factors(alpha, Qv, Sv)
-        # candidates per output: 0 Jensen, 1 and 2 McCormick, 3 on its own (_steep_terms)
-        phi0 = np.where(phi_ok[:, None, :], phi, 0.0)
-        ok = np.stack([phi_ok, mc_ok, mc_ok])
-        errors = np.stack([np.zeros_like(err_a), err_a, err_b])
-        point = np.broadcast_to(lam_c, (len(V), n))
-        for _ in range(2):
-            # choose each output's bound by its value at ``point`` (first the centre, then
-            # the maximiser of the previous round's quadratic): all choices are valid
+        # candidates per output: 0 Jensen, 1 and 2 McCormick (σ X·λ Y·λ), 3 on its own
+        X = (Sv, ell_a, ell_b)
+        Y = (np.where(phi_ok[:, None, :], phi, 0.0), Psi, Psi)
+        ok = np.stack([phi_ok, mc_ok, mc_ok, np.isfinite(zero_order)])
+        errors = np.stack([np.zeros_like(err_a), err_a, err_b, zero_order])
+
+        def values(point: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+            """Candidates' σ-values at barycentric ``point`` (4, B, y), and X·λ, Y·λ."""
             pt = point[:, None, :]
-            psi_at = (pt @ Psi)[:, 0]
-            at = sigma * np.stack(
-                [
-                    (pt @ Sv)[:, 0] * (pt @ phi0)[:, 0],
-                    (pt @ ell_a)[:, 0] * psi_at,
-                    (pt @ ell_b)[:, 0] * psi_at,
-                ]
-            )
-            at = np.where(ok & ~np.isnan(at), at + errors, np.inf)
-            candidates = np.concatenate([at, zero_order[None]])
-            choice = np.argmin(candidates, axis=0)  # (B, y)
-            use = (choice < 3) & np.isfinite(candidates.min(axis=0))
-            pick = [(choice == k)[:, None, :] for k in range(2)]
-            Xc = np.where(pick[0], Sv, np.where(pick[1], ell_a, ell_b))
-            Yc = np.where(pick[0], phi0, np.where(use[:, None, :], Psi, 0.0))
-            M = sigma * (Xc @ np.swapaxes(Yc, 1, 2))
-            M = 0.5 * (M + np.swapaxes(M, 1, 2))
-            chosen_err = np.where(choice == 1, err_a, np.where(choice == 2, err_b, 0.0))
-            steep = np.sum(np.where(use, chosen_err, zero_order), axis=1)
-            H = 2.0 * M
-            g = H @ lam_c
-            f_c = M.sum(axis=(1, 2)) / (n * n)
-            finite = np.isfinite(H).all(axis=(1, 2)) & np.isfinite(steep)
-            H = np.where(finite[:, None, None], H, 0.0)
-            g = np.where(finite[:, None], g, 0.0)
-            Qm = Z.T @ H @ Z
-            lam, U = np.linalg.eigh(Qm)
-            lam = lam + 64.0 * _EPS * n * np.linalg.norm(Qm, axis=(1, 2))[:, None]
-            linear = (D @ g[:, :, None])[:, :, 0].max(axis=1)
-            f_a = linear + 0.5 * np.maximum(lam[:, -1], 0.0) * radius2
-            split, point = _split_quadratic_argmax(D, g, Z, lam, U)  # point: barycentric
-            f_ub = f_c + np.minimum(f_a, split) + steep
-            magnitude = np.abs(M).sum(axis=(1, 2)) + np.abs(steep) + np.abs(f_ub)
-            f_ub = f_ub + slack * magnitude
-            G_bound = f_ub if alpha > 1 else -f_ub
-            out = _log_information(G_bound, alpha)
-            if alpha > 1:
-                out = np.where(G_bound > 0, out, np.inf)
-            out = np.where(finite & np.isfinite(f_ub), out, np.inf)
-            best = np.minimum(best, np.where(np.isnan(out), np.inf, out))
-    return best
+            xs = np.stack([(pt @ x)[:, 0] for x in X])
+            ys = np.stack([(pt @ y)[:, 0] for y in Y])
+            at = np.concatenate([sigma * xs * ys, np.zeros_like(zero_order)[None]]) + errors
+            return np.where(ok & ~np.isnan(at), at, np.inf), xs, ys
+
+        # every convex combination of valid bounds (per output) is a valid bound: the
+        # weights come from an approximate maximiser of their pointwise minimum
+        theta = _smoothed_choice(values, X, Y, sigma, lam_c, len(V))
+        theta = np.where(ok, theta, 0.0)
+        total = theta.sum(axis=0)
+        dead = total <= 0  # no valid bound for this output
+        theta = theta / np.where(dead, 1.0, total)
+        M = sigma * sum(
+            ((X[k] * theta[k][:, None, :]) @ np.swapaxes(Y[k], 1, 2) for k in range(3)),
+            start=np.zeros((len(V), n, n)),
+        )
+        M = 0.5 * (M + np.swapaxes(M, 1, 2))
+        steep = np.sum(np.where(theta > 0, theta * np.where(ok, errors, 0.0), 0.0), axis=(0, 2))
+        steep = np.where(dead.any(axis=1), np.inf, steep)
+        H = 2.0 * M
+        g = H @ lam_c
+        f_c = M.sum(axis=(1, 2)) / (n * n)
+        finite = np.isfinite(H).all(axis=(1, 2)) & np.isfinite(steep)
+        H = np.where(finite[:, None, None], H, 0.0)
+        g = np.where(finite[:, None], g, 0.0)
+        Qm = Z.T @ H @ Z
+        lam, U = np.linalg.eigh(Qm)
+        lam = lam + 64.0 * _EPS * n * np.linalg.norm(Qm, axis=(1, 2))[:, None]
+        linear = (D @ g[:, :, None])[:, :, 0].max(axis=1)
+        f_a = linear + 0.5 * np.maximum(lam[:, -1], 0.0) * radius2
+        split = _split_quadratic_max(D, g, Z, lam, U)
+        f_ub = f_c + np.minimum(f_a, split) + steep
+        magnitude = np.abs(M).sum(axis=(1, 2)) + np.abs(steep) + np.abs(f_ub)
+        f_ub = f_ub + slack * magnitude
+        G_bound = f_ub if alpha > 1 else -f_ub
+        out = _log_information(G_bound, alpha)
+        if alpha > 1:
+            out = np.where(G_bound > 0, out, np.inf)
+        out = np.where(finite & np.isfinite(f_ub), out, np.inf)
+    result: FloatArray = np.where(np.isnan(out), np.inf, out)
+    return result
+
+
+_SMOOTH_STEPS = 16
+
+
+def _smoothed_choice(
+    values: Callable[[FloatArray], tuple[FloatArray, FloatArray, FloatArray]],
+    X: tuple[FloatArray, ...],
+    Y: tuple[FloatArray, ...],
+    sigma: float,
+    lam_c: FloatArray,
+    cells: int,
+) -> FloatArray:
+    """Per-output weights on the candidate bounds from an approximate maximiser of their
+    pointwise minimum over the cell.
+
+    Σ_y min_k b_yk(λ) is maximised approximately by exponentiated-gradient ascent on its
+    soft-min smoothing (temperature falling each step); the soft-min weights at the end
+    are near the optimal multipliers of min_θ max_λ Σ_y Σ_k θ_yk b_yk(λ), whose value for
+    any θ is a valid bound (a heuristic only chooses θ: validity does not depend on it).
+    """
+    point = np.broadcast_to(lam_c, (cells, len(lam_c))).copy()
+    theta = np.zeros((4, cells, X[0].shape[2]))
+    for step in range(_SMOOTH_STEPS):
+        at, xs, ys = values(point)
+        low = at.min(axis=0)
+        tau = (0.2 * 0.7**step) * (np.abs(np.where(np.isfinite(low), low, 0.0)) + 1e-300)
+        z = np.where(np.isfinite(at), -(at - low) / tau, -np.inf)
+        theta = np.exp(z)
+        theta = theta / np.maximum(theta.sum(axis=0), 1e-300)
+        grad = np.zeros_like(point)
+        for k in range(3):
+            w = np.where(np.isfinite(at[k]), theta[k], 0.0)
+            grad += (X[k] @ (w * ys[k])[:, :, None])[:, :, 0]
+            grad += (Y[k] @ (w * xs[k])[:, :, None])[:, :, 0]
+        grad = sigma * grad
+        grad = np.where(np.isfinite(grad), grad, 0.0)
+        spread = grad.max(axis=1, keepdims=True) - grad.min(axis=1, keepdims=True)
+        step_size = 1.5 * 0.85**step
+        point = point * np.exp(
+            step_size * (grad - grad.max(axis=1, keepdims=True)) / np.maximum(spread, 1e-300)
+        )
+        point = point / point.sum(axis=1, keepdims=True)
+    return theta
 
 
 def _ratio_factors(
