@@ -47,7 +47,6 @@ and bound converge with 6 and 8 inputs.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -277,17 +276,23 @@ def _jensen_bound(
         ok = np.stack([phi_ok, mc_ok, mc_ok, np.isfinite(zero_order)])
         errors = np.stack([np.zeros_like(err_a), err_a, err_b, zero_order])
 
-        def values(point: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-            """Candidates' σ-values at barycentric ``point`` (4, B, y), and X·λ, Y·λ."""
-            pt = point[:, None, :]
-            xs = np.stack([(pt @ x)[:, 0] for x in X])
-            ys = np.stack([(pt @ y)[:, 0] for y in Y])
-            at = np.concatenate([sigma * xs * ys, np.zeros_like(zero_order)[None]]) + errors
-            return np.where(ok & ~np.isnan(at), at, np.inf), xs, ys
-
         # every convex combination of valid bounds (per output) is a valid bound: the
-        # weights come from an approximate maximiser of their pointwise minimum
-        theta = _smoothed_choice(values, X, Y, sigma, lam_c, len(V))
+        # weights are the best bound at the centre, or, in cells where a McCormick bound is
+        # best there for some output, come from a maximiser of their pointwise minimum
+        centre = np.broadcast_to(lam_c, (len(V), n))
+        at, _, _ = _candidate_values(centre, X, Y, ok, errors, sigma)
+        choice = np.argmin(at, axis=0)
+        theta = (choice[None] == np.arange(4)[:, None, None]).astype(float)
+        mixed = ((choice == 1) | (choice == 2)).any(axis=1)
+        if mixed.any():
+            theta[:, mixed] = _smoothed_choice(
+                tuple(x[mixed] for x in X),
+                tuple(y[mixed] for y in Y),
+                ok[:, mixed],
+                errors[:, mixed],
+                sigma,
+                lam_c,
+            )
         theta = np.where(ok, theta, 0.0)
         total = theta.sum(axis=0)
         dead = total <= 0  # no valid bound for this output
@@ -323,16 +328,33 @@ def _jensen_bound(
     return result
 
 
-_SMOOTH_STEPS = 16
+_SMOOTH_STEPS = 10
+
+
+def _candidate_values(
+    point: FloatArray,
+    X: tuple[FloatArray, ...],
+    Y: tuple[FloatArray, ...],
+    ok: FloatArray,
+    errors: FloatArray,
+    sigma: float,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """σ-values (4, cells, outputs) of the candidate bounds of :func:`_jensen_bound` at the
+    barycentric ``point`` of each cell (+inf where not valid), and X·λ, Y·λ."""
+    pt = point[:, None, :]
+    xs = np.stack([(pt @ x)[:, 0] for x in X])
+    ys = np.stack([(pt @ y)[:, 0] for y in Y])
+    at = np.concatenate([sigma * xs * ys, np.zeros_like(xs[:1])]) + errors
+    return np.where(ok & ~np.isnan(at), at, np.inf), xs, ys
 
 
 def _smoothed_choice(
-    values: Callable[[FloatArray], tuple[FloatArray, FloatArray, FloatArray]],
     X: tuple[FloatArray, ...],
     Y: tuple[FloatArray, ...],
+    ok: FloatArray,
+    errors: FloatArray,
     sigma: float,
     lam_c: FloatArray,
-    cells: int,
 ) -> FloatArray:
     """Per-output weights on the candidate bounds from an approximate maximiser of their
     pointwise minimum over the cell.
@@ -342,12 +364,14 @@ def _smoothed_choice(
     are near the optimal multipliers of min_θ max_λ Σ_y Σ_k θ_yk b_yk(λ), whose value for
     any θ is a valid bound (a heuristic only chooses θ: validity does not depend on it).
     """
+    cells = len(X[0])
     point = np.broadcast_to(lam_c, (cells, len(lam_c))).copy()
     theta = np.zeros((4, cells, X[0].shape[2]))
     for step in range(_SMOOTH_STEPS):
-        at, xs, ys = values(point)
+        at, xs, ys = _candidate_values(point, X, Y, ok, errors, sigma)
         low = at.min(axis=0)
-        tau = (0.2 * 0.7**step) * (np.abs(np.where(np.isfinite(low), low, 0.0)) + 1e-300)
+        frac = 16.0 * step / _SMOOTH_STEPS  # the schedule spans the same range for any count
+        tau = (0.2 * 0.7**frac) * (np.abs(np.where(np.isfinite(low), low, 0.0)) + 1e-300)
         z = np.where(np.isfinite(at), -(at - low) / tau, -np.inf)
         theta = np.exp(z)
         theta = theta / np.maximum(theta.sum(axis=0), 1e-300)
@@ -359,7 +383,7 @@ def _smoothed_choice(
         grad = sigma * grad
         grad = np.where(np.isfinite(grad), grad, 0.0)
         spread = grad.max(axis=1, keepdims=True) - grad.min(axis=1, keepdims=True)
-        step_size = 1.5 * 0.85**step
+        step_size = 1.5 * 0.85**frac
         point = point * np.exp(
             step_size * (grad - grad.max(axis=1, keepdims=True)) / np.maximum(spread, 1e-300)
         )
