@@ -42,6 +42,15 @@ where Q = Zᵀ∇²m Z = U diag(λ) Uᵀ on an orthonormal basis Z of {Σ_x Δ_x
 Near a non-degenerate maximum these are tight to first order, which is what lets the branch
 and bound converge with 6 and 8 inputs.
 
+**Barycentric bound** (:func:`_jensen_bound`). In barycentric coordinates λ of the cell, each
+output's term has several valid quadratic (or constant) upper bounds: Jensen's inequality for
+q^{1−α}, McCormick's inequalities for s_y = r_y q_y with the ratio r_y = s_y/q_y confined to its
+vertex range (:func:`_ratio_factors`; tight for outputs dominated by one input, where r_y
+hardly varies), and the zero-order bound of :func:`_steep_terms`. Any convex combination of
+them is a bound; the weights are chosen per output by a smoothed maximisation of their
+pointwise minimum (:func:`_smoothed_choice`). On the large cells left after 30 s with 6
+inputs and α = 2 this bound is 0.01–0.03 nats closer to the cell maxima than Jensen's alone.
+
 """
 
 from __future__ import annotations

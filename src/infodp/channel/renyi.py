@@ -169,9 +169,11 @@ def _branch_and_bound(
     in batches; the batch with the largest bounds is split at longest edges. A cell whose bound
     is within 0.9·``tol`` of the best attained value is set aside (its bound still counts in
     the result); centre values and local ascents from promising centres raise the attained
-    value (``search``, updated in place). Stops when the largest bound is within ``tol`` of the
-    attained value, after ``max_cells`` cells, or at ``deadline`` (``time.monotonic()``),
-    returning the best upper bound so far and the number of cells evaluated.
+    value (``search``, updated in place). A child keeps at most its parent's bound (it lies
+    inside the parent); batches are bounded on up to four threads (:func:`_workers`). Stops
+    when the largest bound is within ``tol`` of the attained value, after ``max_cells``
+    cells, or at ``deadline`` (``time.monotonic()``), returning the best upper bound so far
+    and the number of cells evaluated.
     """
     n = W.shape[0]
     with np.errstate(under="ignore"):
