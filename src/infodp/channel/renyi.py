@@ -5,8 +5,10 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +27,7 @@ from infodp.channel._numerics import (
     _pairwise_renyi,
     _softmax,
 )
-from infodp.channel.certificates import bisect, cell_bounds, tangent_basis
+from infodp.channel.certificates import CellBounds, bisect, cell_bounds, tangent_basis
 from infodp.channel.result import CapacityResult
 from infodp.channel.shannon import _shannon_capacity
 from infodp.channel.sibson import _sibson_capacity
@@ -167,9 +169,11 @@ def _branch_and_bound(
     in batches; the batch with the largest bounds is split at longest edges. A cell whose bound
     is within 0.9·``tol`` of the best attained value is set aside (its bound still counts in
     the result); centre values and local ascents from promising centres raise the attained
-    value (``search``, updated in place). Stops when the largest bound is within ``tol`` of the
-    attained value, after ``max_cells`` cells, or at ``deadline`` (``time.monotonic()``),
-    returning the best upper bound so far and the number of cells evaluated.
+    value (``search``, updated in place). A child keeps at most its parent's bound (it lies
+    inside the parent); batches are bounded on up to four threads (:func:`_workers`). Stops
+    when the largest bound is within ``tol`` of the attained value, after ``max_cells``
+    cells, or at ``deadline`` (``time.monotonic()``), returning the best upper bound so far
+    and the number of cells evaluated.
     """
     n = W.shape[0]
     with np.errstate(under="ignore"):
@@ -182,6 +186,8 @@ def _branch_and_bound(
     set_aside = -_INF
     rounds = 0
     bar = _progress_bar(progress)
+    workers = _workers()
+    pool = ThreadPoolExecutor(workers) if workers > 1 else None
     try:
         while True:
             threshold = search.value + 0.9 * tol
@@ -206,7 +212,7 @@ def _branch_and_bound(
             keep = np.ones(len(V), dtype=bool)
             keep[pick] = False
             children = bisect(V[pick], W, A, alpha)
-            bounds = cell_bounds(W, A, alpha, children, Z)
+            bounds = _bounds(pool, workers, W, A, alpha, children, Z)
             cells += len(children)
             rounds += 1
             best = int(np.argmax(bounds.centre_value))
@@ -221,10 +227,46 @@ def _branch_and_bound(
                 if value > search.value:
                     search.value, search.p = value, p
             V = np.concatenate([V[keep], children])
-            ub = np.concatenate([ub[keep], bounds.upper])
+            # a child lies inside its parent, so the parent's bound holds for it too
+            child_ub = np.minimum(bounds.upper, np.tile(ub[pick], 2))
+            ub = np.concatenate([ub[keep], child_ub])
     finally:
+        if pool is not None:
+            pool.shutdown()
         if bar is not None:
             bar.close()
+
+
+def _workers() -> int:
+    """Threads for cell bounds: the cores this process may use, at most 4 (numpy releases
+    the GIL inside the batched products, eigendecompositions and reductions)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - platforms without affinity
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 4))
+
+
+def _bounds(
+    pool: ThreadPoolExecutor | None,
+    workers: int,
+    W: FloatArray,
+    A: FloatArray,
+    alpha: float,
+    V: FloatArray,
+    Z: FloatArray,
+) -> CellBounds:
+    """:func:`cell_bounds` of a batch, in equal parts on the pool's threads."""
+    parts = min(workers, len(V) // 64)
+    if parts <= 1 or pool is None:
+        return cell_bounds(W, A, alpha, V, Z)
+    chunks = np.array_split(V, parts)
+    results = list(pool.map(lambda chunk: cell_bounds(W, A, alpha, chunk, Z), chunks))
+    return CellBounds(
+        np.concatenate([r.upper for r in results]),
+        np.concatenate([r.centre_value for r in results]),
+        np.concatenate([r.centre for r in results]),
+    )
 
 
 class _Bar:
