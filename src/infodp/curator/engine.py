@@ -66,6 +66,7 @@ from infodp.curator.cost import (
 )
 from infodp.curator.grid import column_grid, quantile_bins
 from infodp.curator.ledger import Budget, Ledger
+from infodp.curator.overlap import Job, background
 from infodp.curator.plan import Aggregate, QueryPlan, measurements
 from infodp.curator.release import (
     BufferedCryptoSource,
@@ -547,10 +548,8 @@ class Curator:
         Raises :class:`~infodp.errors.BudgetExceeded` (nothing released, nothing spent) when
         the analyst's remaining budget or the dataset's information cap is too small.
         """
-        reserved = self.reserve(
-            analyst, sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise
-        )
-        return self.finish(reserved, lambda: self.run_reserved(reserved))
+        reserved = self._reserve(analyst, sql, epsilon, delta, confidence, noise, durable=False)
+        return self.finish(reserved, lambda: self._run_overlapped(reserved))
 
     # The query path in three steps, so that a service can run the middle one (the only one
     # touching the data, and the CPU-heavy one) in a worker process of its own while the
@@ -573,6 +572,21 @@ class Curator:
         Nothing of the data is touched; a refusal (bad input, :class:`BudgetExceeded`) costs
         nothing. The reservation must then be passed to :meth:`finish`.
         """
+        return self._reserve(analyst, sql, epsilon, delta, confidence, noise, durable=True)
+
+    def _reserve(
+        self,
+        analyst: str,
+        sql: str,
+        epsilon: Any,
+        delta: Any,
+        confidence: Any,
+        noise: Any,
+        *,
+        durable: bool,
+    ) -> Reservation:
+        """:meth:`reserve`; ``durable=False`` leaves the commit's fsync to :meth:`Ledger.sync`
+        (:meth:`_run_overlapped` runs it while DuckDB aggregates)."""
         plan, schema, _, unit_ok, cost, leak = self._priced(sql, epsilon, delta, noise, confidence)
         ms = tuple(p.measurement for p in cost.parts)
         engine = self._engine(plan.table)
@@ -591,6 +605,7 @@ class Curator:
             cost.delta,
             cost.information_nats,
             profile_spec=cost.profile_spec(),
+            durable=durable,
         )
         self._at("reserved", entry)
         return Reservation(analyst, plan, schema, unit_ok, cost, leak, float(confidence), entry)
@@ -632,6 +647,56 @@ class Curator:
             raise
         self._at("aggregated", reserved.entry)
         return self._release(plan, schema, cost, exact, 1 - reserved.confidence, drawn)
+
+    def _run_overlapped(self, reserved: Reservation) -> Released:
+        """:meth:`run_reserved` for a reservation whose fsync is still to come: the fsync
+        runs while DuckDB aggregates on a helper thread (both release the interpreter lock),
+        then the noise is drawn, and nothing is released before the fsync has returned.
+
+        The reservation was committed before the aggregate started, so the charge survives
+        this process dying at any point after it (only a power loss could undo a commit not
+        yet fsync'd, and then nothing had left). If the fsync fails, the aggregate is
+        interrupted and abandoned (nothing of it is used) and the failure is raised at once,
+        without waiting for it: the caller's outcome is :meth:`finish`'s constant failure, at
+        a time that does not depend on the data.
+        """
+        plan, schema, cost = reserved.plan, reserved.schema, reserved.cost
+        try:
+            engine = self._engine(plan.table)
+            con = self._open(engine)
+        except Exception as err:
+            raise StoreNotOpened(f"store not opened: {type(err).__name__}") from err
+        ms = tuple(p.measurement for p in cost.parts)
+        job = background(
+            lambda: engine.aggregate(
+                con,
+                plan,
+                schema,
+                ms,
+                unit_rows_ok=reserved.unit_rows_ok,
+                deadline=self.query_timeout,
+            )
+        )
+        try:
+            self.ledger.sync()  # the charge is durable from here on
+            drawn: dict[tuple[str, ...], list[int | None]] | None = None
+            if not plan.needs_partition_selection:
+                drawn = self._draw_noise(plan, cost)  # independent of the data
+            exact = job.result()
+        except BaseException:
+            self._abandon(con, job)
+            raise
+        self._done(con)
+        self._at("aggregated", reserved.entry)
+        return self._release(plan, schema, cost, exact, 1 - reserved.confidence, drawn)
+
+    def _abandon(self, con: Any, job: Job[Any]) -> None:
+        """Stop using ``con``: interrupt what runs on it and close it once that has ended."""
+        if con is self._con:
+            self._con = None
+        with contextlib.suppress(Exception):  # an interrupt of a finished statement: harmless
+            con.interrupt()
+        job.add_done_callback(lambda: self._discard(con))
 
     def finish(self, reserved: Reservation, run: Callable[[], Released]) -> QueryResult:
         """Run ``run`` (:meth:`run_reserved`, here or elsewhere) and record its outcome.

@@ -303,6 +303,11 @@ class Ledger:
         self._pid = -1
         self._lock = threading.RLock()
         self._identity: tuple[int, int] | None = None
+        #: The WAL file of this process's connection, opened by :meth:`sync` (see there).
+        self._wal: _WalFile | None = None
+        self._wal_lock = threading.Lock()
+        #: Whether this process's connection runs in WAL mode (deferred durability needs it).
+        self._wal_mode = False
         if self.in_memory:
             self._open(store_id, new=True)
             return
@@ -613,10 +618,50 @@ class Ledger:
                     f"the ledger {self.path.name} cannot be opened ({err}); was it deleted?"
                 ) from None
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
             conn.execute("PRAGMA synchronous = FULL")
+            self._drop_wal()
             self._conn, self._pid = conn, os.getpid()
+            self._wal_mode = mode is not None and str(mode[0]).lower() == "wal"
         return self._conn
+
+    def _drop_wal(self) -> None:
+        with self._wal_lock:
+            wal, self._wal = self._wal, None
+            if wal is not None and wal.pid == os.getpid():
+                with contextlib.suppress(OSError):
+                    os.close(wal.fd)
+
+    def sync(self) -> None:
+        """Make every transaction this process has committed durable (fsync the WAL).
+
+        A reservation made with ``durable=False`` (:meth:`reserve`) is committed to the WAL
+        with ``synchronous=NORMAL``: it is in the file (the operating system's page cache)
+        when the commit returns, so it survives the death of this process (SIGKILL, a
+        crash), but a power loss could still undo it. This call is the fsync that
+        ``synchronous=FULL`` would have made inside the commit (SQLite's WAL mode syncs the
+        WAL file, and the directory once for a new WAL; Linux's ``fsync`` flushes the
+        file's pages whichever descriptor wrote them), so nothing may be released for such
+        a reservation before it returns. Raises :class:`OSError` when the fsync fails.
+        """
+        if self.in_memory:
+            return
+        with self._lock:
+            self._connection()  # (re)opened after a fork: the WAL descriptor goes with it
+            if not self._wal_mode:
+                return  # nothing was deferred (see _deferrable): every commit was durable
+        with self._wal_lock:  # close() waits: the descriptor is never closed mid-fsync
+            if self._wal is None or self._wal.pid != os.getpid():
+                self._wal = _WalFile.open(self.path)
+            self._wal.sync()
+
+    def _deferrable(self) -> bool:
+        """Whether a reservation may commit without its fsync (WAL mode on a file)."""
+        if self.in_memory:
+            return False
+        with self._lock:
+            self._connection()
+            return self._wal_mode
 
     def close(self) -> None:
         """Close this process's connection (it reopens on next use)."""
@@ -626,6 +671,7 @@ class Ledger:
             if self._conn is not None and self._pid == os.getpid():
                 self._conn.close()
             self._conn = None
+            self._drop_wal()
 
     @contextlib.contextmanager
     def _transaction(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
@@ -941,11 +987,18 @@ class Ledger:
         delta: Fraction,
         info_nats: float,
         profile_spec: dict[str, Any] | None = None,
+        *,
+        durable: bool = True,
     ) -> int:
         """Debit (ε, δ) and the information cost durably; returns the entry id.
 
         ``profile_spec`` (an ``infodp.accounting`` profile spec of the query) is spent by the
         analyst's accountant when their budget is in an accountant currency.
+
+        ``durable=False``: the reservation is committed (checked, written, visible to every
+        process, and kept if this process dies) but its fsync is left to :meth:`sync`, which
+        the caller must call, successfully, before anything of the query is released. The
+        query path uses this to run the fsync while DuckDB aggregates.
 
         Raises :class:`~infodp.errors.BudgetExceeded` (requested, remaining, gap) when the
         analyst's budget or the dataset's information cap would be exceeded; nothing changes.
@@ -954,7 +1007,12 @@ class Ledger:
             raise InternalError(f"negative cost ({epsilon}, {delta}, {info_nats})")
         args = (analyst, dataset, sql, epsilon, delta, info_nats, profile_spec)
         entry_id = _group(self).submit(
-            _Pending(self, lambda conn: self._reserve_one(conn, *args), reservation=True)
+            _Pending(
+                self,
+                lambda conn: self._reserve_one(conn, *args),
+                reservation=True,
+                durable=durable,
+            )
         )
         if entry_id is None:
             raise InternalError("the ledger did not return an entry id")
@@ -973,7 +1031,11 @@ class Ledger:
         """
         outcomes: list[tuple[int | None, BaseException | None]] = []
         reserving = any(item.reservation for item in batch)
-        with self._transaction(durable=reserving) as conn:
+        # fsync'd here unless every reservation of the batch defers it to Ledger.sync.
+        durable = any(item.reservation and item.durable for item in batch) or (
+            reserving and not self._deferrable()
+        )
+        with self._transaction(durable=durable) as conn:
             swapped: LedgerError | None = None
             if reserving:
                 try:
@@ -1535,13 +1597,73 @@ def _to_budget(analyst: str, dataset: str, row: Any) -> Budget:
     )
 
 
+class _WalFile:
+    """A descriptor on a ledger's WAL file, for :meth:`Ledger.sync` (one per connection).
+
+    Opening it fsyncs the directory once, as SQLite does for a new WAL (the file's name must
+    survive a power loss too). If the WAL file was replaced since (SQLite deletes it when the
+    last connection closes), :meth:`sync` also syncs the new one and the database file.
+    """
+
+    __slots__ = ("db", "fd", "ino", "path", "pid")
+
+    def __init__(self, db: Path, path: Path, fd: int) -> None:
+        self.db, self.path, self.fd, self.pid = db, path, fd, os.getpid()
+        self.ino = os.fstat(fd).st_ino
+
+    @classmethod
+    def open(cls, db: Path) -> _WalFile:
+        path = db.with_name(db.name + "-wal")
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            _fsync_dir(db.parent)
+            return cls(db, path, fd)
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def sync(self) -> None:
+        os.fsync(self.fd)
+        try:
+            same = os.stat(self.path).st_ino == self.ino
+        except FileNotFoundError:
+            same = False
+        if not same:  # everything went through another file: sync them all
+            _fsync_path(self.db)
+            with contextlib.suppress(FileNotFoundError):
+                _fsync_path(self.path)
+            _fsync_dir(self.db.parent)
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(path: Path) -> None:
+    if os.name == "posix":  # directories cannot be opened (nor need syncing) on Windows
+        _fsync_path(path)
+
+
 # -- group commit of concurrent reservations ---------------------------------------------------
 
 
 class _Pending:
     """One write (a reservation or a completion) waiting for its group's transaction."""
 
-    __slots__ = ("entry_id", "error", "finished", "lead", "ledger", "reservation", "work")
+    __slots__ = (
+        "durable",
+        "entry_id",
+        "error",
+        "finished",
+        "lead",
+        "ledger",
+        "reservation",
+        "work",
+    )
 
     def __init__(
         self,
@@ -1549,10 +1671,13 @@ class _Pending:
         work: Callable[[sqlite3.Connection], int | None],
         *,
         reservation: bool,
+        durable: bool = True,
     ) -> None:
         self.ledger = ledger
         self.work = work
         self.reservation = reservation
+        #: A reservation whose commit must be fsync'd (False: the caller calls Ledger.sync).
+        self.durable = durable
         self.entry_id: int | None = None
         self.error: BaseException | None = None
         self.finished = False
