@@ -36,6 +36,7 @@ plus its ledger ``<file>.ledger``):
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import itertools
 import json
@@ -549,7 +550,16 @@ class Curator:
         the analyst's remaining budget or the dataset's information cap is too small.
         """
         reserved = self._reserve(analyst, sql, epsilon, delta, confidence, noise, durable=False)
-        return self.finish(reserved, lambda: self._run_overlapped(reserved))
+
+        def produce() -> tuple[QueryResult, Callable[[], str]]:
+            result = self._result_only(reserved, self._run_overlapped(reserved))
+            # The ledger's copy is rendered when it is written (with the next query's
+            # aggregate, or shortly after): from this snapshot of the answer.
+            payload = result.to_dict()
+            payload["cost"]["leakage"] = copy.deepcopy(payload["cost"]["leakage"])
+            return result, lambda: _ledger_text(payload)
+
+        return self._settle(reserved, produce, later=True)
 
     # The query path in three steps, so that a service can run the middle one (the only one
     # touching the data, and the CPU-heavy one) in a worker process of its own while the
@@ -682,6 +692,11 @@ class Curator:
             drawn: dict[tuple[str, ...], list[int | None]] | None = None
             if not plan.needs_partition_selection:
                 drawn = self._draw_noise(plan, cost)  # independent of the data
+            if not job.done():
+                # The earlier queries' completions, while DuckDB works (a failure keeps them
+                # held for the next flush; it is no failure of this query).
+                with contextlib.suppress(Exception):
+                    self.ledger.flush()
             exact = job.result()
         except BaseException:
             self._abandon(con, job)
@@ -725,6 +740,10 @@ class Curator:
         return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
     def _result(self, reserved: Reservation, released: Released) -> tuple[QueryResult, Any]:
+        result = self._result_only(reserved, released)
+        return result, _jsonable(result.to_dict())
+
+    def _result_only(self, reserved: Reservation, released: Released) -> QueryResult:
         columns, out_rows, intervals, notes, raw = released
         remaining = self.ledger.budget(reserved.analyst, reserved.plan.table)
         result = QueryResult(
@@ -739,10 +758,14 @@ class Curator:
             notes,
             raw,
         )
-        return result, _jsonable(result.to_dict())
+        return result
 
-    def _settle(self, reserved: Reservation, produce: Callable[[], tuple[_T, Any]]) -> _T:
-        """``produce()`` → (value, payload); records the payload (or the failure) in the ledger."""
+    def _settle(
+        self, reserved: Reservation, produce: Callable[[], tuple[_T, Any]], *, later: bool = False
+    ) -> _T:
+        """``produce()`` → (value, payload); records the payload (or the failure) in the ledger
+        (``later``: written after the answer is handed back, see :meth:`Ledger.complete_later`).
+        """
         entry = reserved.entry
         try:
             value, payload = produce()
@@ -752,7 +775,10 @@ class Curator:
             raise (err.__cause__ or err) from None
         except BaseException as err:
             raise self._failed(entry, err) from None
-        self.ledger.complete(entry, payload)
+        if later:
+            self.ledger.complete_later(entry, payload)
+        else:
+            self.ledger.complete(entry, payload)
         return value
 
     def _failed(self, entry: int, err: BaseException) -> BaseException:
@@ -1212,6 +1238,16 @@ def _require_finite(what: str, value: Any) -> None:
             raise ParameterError(
                 f"{what} is undefined (NaN) for these parameters; choose a smaller ε or δ."
             )
+
+
+def _ledger_text(payload: dict[str, Any]) -> str:
+    """The JSON text :meth:`Ledger.complete` stores for ``payload`` (strict JSON): as
+    ``json.dumps(_jsonable(payload))``, without the conversion pass when nothing needs it
+    (no numpy value, no infinite or NaN float; ``json.dumps`` refuses those)."""
+    try:
+        return json.dumps(payload, allow_nan=False)
+    except (TypeError, ValueError):
+        return json.dumps(_jsonable(payload), allow_nan=False)
 
 
 def _jsonable(payload: dict[str, Any]) -> dict[str, Any]:

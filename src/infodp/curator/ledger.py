@@ -12,7 +12,8 @@ Life of a query's entry::
     reserve  -> 'reserved'   cost debited and durable, before the data is touched or noise drawn
     cancel   -> 'cancelled'  failure *before* the data was touched: the cost is refunded
     fail     -> 'failed'     failure after the data was touched: the cost stays spent
-    complete -> 'released'   the noisy answer left; it is stored with the entry
+    complete -> 'released'   the noisy answer left; it is stored with the entry (at once, or
+                             held and written shortly after: :meth:`Ledger.complete_later`)
 
 A process killed after ``reserve`` leaves a 'reserved' entry: the budget is lost, privacy is
 not. Budgets are exact fractions (ε and δ under basic sequential composition, Dwork & Roth
@@ -47,6 +48,7 @@ True
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import copy
 import datetime as _dt
@@ -306,6 +308,10 @@ class Ledger:
         #: The WAL file of this process's connection, opened by :meth:`sync` (see there).
         self._wal: _WalFile | None = None
         self._wal_lock = threading.Lock()
+        #: Completions not written yet (see :meth:`complete_later`): entry id -> (time, text).
+        self._later: dict[int, tuple[str, str | Callable[[], str]]] = {}
+        self._later_pid = os.getpid()
+        self._later_lock = threading.RLock()
         #: Whether this process's connection runs in WAL mode (deferred durability needs it).
         self._wal_mode = False
         if self.in_memory:
@@ -405,6 +411,7 @@ class Ledger:
         inconsistent. When sound, the verified checkpoint moves to the head, so the next
         opens only verify the entries written after it (``infodp ledger verify``).
         """
+        self.flush()
         with self._lock:
             bad = [r[0] for r in self._connection().execute("PRAGMA quick_check").fetchall()]
         if bad != ["ok"]:
@@ -664,7 +671,9 @@ class Ledger:
             return self._wal_mode
 
     def close(self) -> None:
-        """Close this process's connection (it reopens on next use)."""
+        """Write the completions still pending, then close this process's connection (it
+        reopens on next use)."""
+        self.flush()
         with self._lock:
             if self.in_memory:
                 return  # closing would drop the in-memory budget state
@@ -1212,11 +1221,72 @@ class Ledger:
         text = result if isinstance(result, str) else json.dumps(result, allow_nan=False)
         self._finish(entry_id, "released", text, None)
 
+    def complete_later(self, entry_id: int, text: str | Callable[[], str]) -> None:
+        """:meth:`complete`, written later: with the next query's transaction window
+        (:meth:`flush`, which the query path calls while DuckDB aggregates), before any read
+        of the entries through this object, at :meth:`close` and at exit, or by a timer
+        shortly after.
+
+        The reservation already charged the full cost, so until then the entry reads
+        'reserved' (spent, no stored answer) to other processes; if this process dies first
+        it stays so: budget recorded, privacy intact, only the stored copy of the answer is
+        lost (as a non-fsync'd completion could always be lost to a power failure).
+        ``text`` may be a function rendering it then (an entry whose rendering fails is left
+        'reserved').
+        """
+        with self._later_lock:
+            if self._later_pid != os.getpid():  # forked: the parent writes its own
+                self._later, self._later_pid = {}, os.getpid()
+            if entry_id in self._later:
+                raise InternalError(f"entry {entry_id} finished twice (released -> released)")
+            self._later[entry_id] = (_now(), text)
+        _flusher().poke(self)
+
+    def flush(self) -> None:
+        """Write every completion :meth:`complete_later` still holds (one transaction)."""
+        with self._later_lock:
+            if not self._later or self._later_pid != os.getpid():
+                return
+            items, self._later = self._later, {}
+            try:
+                self._write_completions(items)
+            except InternalError:
+                raise  # a bug (an entry finished twice): not retried
+            except BaseException:
+                self._later = {**items, **self._later}  # kept for the next flush
+                raise
+
+    def _write_completions(self, items: dict[int, tuple[str, str | Callable[[], str]]]) -> None:
+        rows: list[tuple[int, str, str]] = []
+        for entry_id, (finished, text) in items.items():
+            if not isinstance(text, str):
+                try:
+                    text = text()
+                except Exception:  # a bug: the entry stays 'reserved' (spent, no answer kept)
+                    continue
+                items[entry_id] = (finished, text)  # rendered once, even if written later
+            rows.append((entry_id, finished, text))
+
+        def work(conn: sqlite3.Connection) -> None:
+            for entry_id, finished, text in rows:
+                cur = conn.execute(
+                    "UPDATE entries SET status = 'released', finished = ?, result_json = ? "
+                    "WHERE id = ? AND status = 'reserved'",
+                    (finished, text, entry_id),
+                )
+                if cur.rowcount != 1:
+                    raise InternalError(f"entry {entry_id} finished twice (-> released)")
+
+        _group(self).submit(_Pending(self, work, reservation=False))
+
     def _finish(
         self, entry_id: int, status: str, result_json: str | None, error: str | None
     ) -> None:
         # Not fsync'd on its own: if this commit is lost the entry stays 'reserved' (spent),
         # never refunded. It shares the group commit of the reservations running meanwhile.
+        with self._later_lock:
+            if entry_id in self._later:
+                raise InternalError(f"entry {entry_id} finished twice (released -> {status})")
         finished = _now()
 
         def work(conn: sqlite3.Connection) -> None:
@@ -1259,11 +1329,13 @@ class Ledger:
 
     def entry(self, entry_id: int) -> Entry:
         """One entry by id."""
+        self.flush()
         with self._read() as conn:
             return self._entry(conn, entry_id)
 
     def entries(self, analyst: str | None = None, dataset: str | None = None) -> list[Entry]:
         """Entries, oldest first, optionally for one analyst and/or dataset."""
+        self.flush()
         query = f"SELECT {self._ENTRY_COLUMNS} FROM entries WHERE 1=1"
         args: list[Any] = []
         if analyst is not None:
@@ -1278,6 +1350,7 @@ class Ledger:
 
     def check(self) -> list[str]:
         """Consistency problems (empty when sound): stored spends equal the entries' sums."""
+        self.flush()
         with self._read() as conn:
             return self._check(conn)
 
@@ -1595,6 +1668,61 @@ def _to_budget(analyst: str, dataset: str, row: Any) -> Budget:
     return Budget(
         analyst, dataset, _frac(row[0]), _frac(row[1]), _frac(row[2]), _frac(row[3]), row[4]
     )
+
+
+#: A completion held by Ledger.complete_later is written at the latest this long after.
+_FLUSH_AFTER = 0.05
+
+
+class _Flusher:
+    """One daemon thread writing held completions of idle ledgers (:meth:`Ledger.flush`),
+    and at interpreter exit those still held."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self._cond = threading.Condition(threading.Lock())
+        self._waiting: dict[int, Ledger] = {}  # strong references until written
+        threading.Thread(target=self._run, name="infodp-ledger-flush", daemon=True).start()
+
+    def poke(self, ledger: Ledger) -> None:
+        with self._cond:
+            if id(ledger) not in self._waiting:
+                self._waiting[id(ledger)] = ledger
+                self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._waiting:
+                    self._cond.wait()
+            time.sleep(_FLUSH_AFTER)
+            self.flush_all()
+
+    def flush_all(self) -> None:
+        with self._cond:
+            waiting, self._waiting = self._waiting, {}
+        for ledger in waiting.values():
+            with contextlib.suppress(Exception):  # kept by the ledger for its next flush
+                ledger.flush()
+
+
+_FLUSHER: list[_Flusher] = []
+_FLUSHER_LOCK = threading.Lock()
+
+
+def _flusher() -> _Flusher:
+    with _FLUSHER_LOCK:
+        if not _FLUSHER or _FLUSHER[0].pid != os.getpid():  # none yet, or forked
+            _FLUSHER[:] = [_Flusher()]
+        return _FLUSHER[0]
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    with _FLUSHER_LOCK:
+        flusher = _FLUSHER[0] if _FLUSHER and _FLUSHER[0].pid == os.getpid() else None
+    if flusher is not None:
+        flusher.flush_all()
 
 
 class _WalFile:
