@@ -476,6 +476,36 @@ def test_result_carries_cost_leakage_and_remaining(store: tuple[Curator, pd.Data
     assert entry.status == "released" and entry.result_json is not None
 
 
+def test_a_repeated_query_is_priced_once_and_as_when_fresh(
+    store: tuple[Curator, pd.DataFrame], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The remembered price equals a fresh Curator's (an object that never priced it), a
+    caller's changes to one answer's summary do not reach the next, and the data-free check
+    runs once per priced query; a refused one is refused every time."""
+    cur, _ = store
+    sql = "SELECT region, COUNT(*), SUM(income) FROM people GROUP BY region"
+    fresh = Curator(cur.db)
+    try:
+        want = fresh._priced(sql, "0.3", 0, "laplace")
+    finally:
+        fresh.close()
+    first = cur._priced(sql, Fraction(3, 10), 0, "laplace")
+    first[5]["nats"]["1"] = -1.0  # a caller's change to its own copy
+    again = cur._priced(sql, 0.3, "0", "laplace")  # the same exact values, other spellings
+    assert again[:5] == want[:5] and again[5] == want[5]
+    calls: list[Any] = []
+    real = cur.backend.check
+    monkeypatch.setattr(cur.backend, "check", lambda *a, **k: calls.append(a) or real(*a, **k))
+    sql2 = "SELECT COUNT(*) FROM people WHERE age > 41"
+    cur.query("alice", sql2, epsilon=0.01)
+    cur.query("alice", sql2, epsilon=0.01)
+    assert len(calls) == 1
+    bad = "SELECT SUM(nosuch) FROM people"
+    for _ in range(2):
+        with pytest.raises(ParameterError):
+            cur.query("alice", bad, epsilon=0.01)
+
+
 def test_sources_csv_parquet_arrow_polars(tmp_path: Path) -> None:
     frame = pd.DataFrame({"x": [1, 2, 3, 50], "g": ["a", "b", "a", "b"]})
     schema = {

@@ -195,6 +195,30 @@ class StoreNotOpened(InfodpError):
     and :meth:`Curator.finish` refunds the reservation."""
 
 
+class _Priced:
+    """A validated, priced query (:meth:`Curator._price`); ``checked`` once its compiled
+    statements passed the engine's data-free check."""
+
+    __slots__ = ("checked", "cost", "leak", "plan", "profile_spec", "rows", "schema", "unit_ok")
+
+    def __init__(
+        self,
+        plan: QueryPlan,
+        schema: DatasetSchema,
+        rows: int | None,
+        unit_ok: bool,
+        cost: QueryCost,
+        leak: dict[str, Any],
+        profile_spec: dict[str, Any],
+    ) -> None:
+        self.plan, self.schema, self.rows, self.unit_ok = plan, schema, rows, unit_ok
+        self.cost, self.leak, self.profile_spec = cost, leak, profile_spec
+        self.checked = False
+
+
+#: How many priced queries a Curator remembers (then it starts afresh).
+_REMEMBERED = 256
+
 Hook = Callable[[str, int], None]
 _T = TypeVar("_T")
 
@@ -261,6 +285,9 @@ class Curator:
             raise ParameterError("query_timeout", query_timeout, "a positive number of seconds")
         self.query_timeout = query_timeout
         self._schemas: dict[str, DatasetSchema] = {}
+        # Priced queries and the table each SQL text names (see _price).
+        self._prices: dict[tuple[Any, ...], _Priced] = {}
+        self._tables: dict[str, str] = {}
         # Which backend holds each dataset (the store's catalogue, read once and cached:
         # a dataset's backend never changes under its name).
         self._catalogue: dict[str, dict[str, Any]] = {}
@@ -597,14 +624,23 @@ class Curator:
     ) -> Reservation:
         """:meth:`reserve`; ``durable=False`` leaves the commit's fsync to :meth:`Ledger.sync`
         (:meth:`_run_overlapped` runs it while DuckDB aggregates)."""
-        plan, schema, _, unit_ok, cost, leak = self._priced(sql, epsilon, delta, noise, confidence)
+        priced = self._price(sql, epsilon, delta, noise, confidence)
+        plan, schema, unit_ok, cost = priced.plan, priced.schema, priced.unit_ok, priced.cost
         ms = tuple(p.measurement for p in cost.parts)
         engine = self._engine(plan.table)
         if engine is self.backend:
-            # A one-shot process checks on the connection it already holds (no second open).
-            self.backend.check(
-                plan, schema, ms, unit_rows_ok=unit_ok, con=self._con if self._one_shot else None
-            )
+            if not priced.checked:
+                # A one-shot process checks on the connection it already holds (no second
+                # open). The check reads no data, so its outcome for these statements never
+                # changes: once passed, it is not run again.
+                self.backend.check(
+                    plan,
+                    schema,
+                    ms,
+                    unit_rows_ok=unit_ok,
+                    con=self._con if self._one_shot else None,
+                )
+                priced.checked = True
         else:
             engine.check(plan, schema, ms, unit_rows_ok=unit_ok)
         entry = self.ledger.reserve(
@@ -614,10 +650,11 @@ class Curator:
             cost.epsilon,
             cost.delta,
             cost.information_nats,
-            profile_spec=cost.profile_spec(),
+            profile_spec=priced.profile_spec,
             durable=durable,
         )
         self._at("reserved", entry)
+        leak = copy.deepcopy(priced.leak)
         return Reservation(analyst, plan, schema, unit_ok, cost, leak, float(confidence), entry)
 
     def run_reserved(self, reserved: Reservation) -> Released:
@@ -792,19 +829,43 @@ class Curator:
     ) -> tuple[QueryPlan, DatasetSchema, int | None, bool, QueryCost, dict[str, Any]]:
         """Validate completely and price ``sql``: everything here depends on the query and the
         declared schema only, so a refusal (before any reservation) costs nothing."""
+        p = self._price(sql, epsilon, delta, noise, confidence)
+        return p.plan, p.schema, p.rows, p.unit_ok, p.cost, copy.deepcopy(p.leak)
+
+    def _price(self, sql: str, epsilon: Any, delta: Any, noise: Any, confidence: Any) -> _Priced:
+        """:meth:`_priced`, remembered per (SQL text, exact ε and δ, noise, dataset record):
+        the plan, its cost and its privacy summary are functions of these only (and are
+        immutable), so a repeated query is priced once. Refusals are never remembered."""
         eps = as_budget_fraction("epsilon", epsilon)
         dlt = as_budget_fraction("delta", delta, allow_zero=True)
         if dlt >= 1:
             raise ParameterError("delta", delta, "a probability in [0, 1)")
         _check_confidence(confidence)
         kind = as_noise(noise)
-        plan, schema, rows, unit_ok = self.plan(sql)
+        table = self._tables.get(sql)
+        if table is None:
+            table = referenced_table(sql)
+        record = self.ledger.dataset(table)
+        key = (sql, eps, dlt, kind, record.name, record.schema_json, record.unit_rows_ok)
+        hit = self._prices.get(key)
+        if hit is not None:
+            return hit
+        schema = self._schema_of(record.schema_json)
+        plan = parse_query(sql, schema)
+        rows = schema.row_bound  # the declaration, never the measured count (private)
         cost = plan_cost(plan, schema, eps, dlt, rows, kind)
         if plan.needs_partition_selection:
             selection(cost).threshold()  # a threshold that cannot be formed fails here
         leak = leakage_of(cost)
         _require_finite("the query's privacy summary", leak)
-        return plan, schema, rows, unit_ok, cost, leak
+        if len(self._prices) >= _REMEMBERED:
+            self._prices.clear()
+            self._tables.clear()
+        self._tables[sql] = table
+        hit = self._prices[key] = _Priced(
+            plan, schema, rows, record.unit_rows_ok, cost, leak, cost.profile_spec()
+        )
+        return hit
 
     def estimate(
         self,
