@@ -1087,24 +1087,16 @@ class Curator:
         # Per-measurement half-widths at level beta / (measurements an aggregate combines) and
         # column grids depend on the query only: computed once, not once per cell.
         memo: dict[Any, Any] = {}
+        cells = [
+            self._cell(out, plan, index, parts, schema, beta, draws, memo) for out in plan.outputs
+        ]
         out_rows: list[tuple[Any, ...]] = []
         out_cis: list[tuple[Any, ...]] = []
         for key in keys:
-            row: list[Any] = []
-            cis: list[Any] = []
-            for out in plan.outputs:
-                if out.aggregate is None:
-                    pos = [g.column for g in plan.group_by].index(out.group_column or "")
-                    row.append(key[pos])
-                    cis.append(None)
-                    continue
-                value, ci = self._answer(
-                    out.aggregate, key, noisy[key], index, parts, schema, beta, draws, memo
-                )
-                row.append(value)
-                cis.append(ci)
-            out_rows.append(tuple(row))
-            out_cis.append(tuple(cis))
+            values = noisy[key]
+            answered = [cell(key, values) for cell in cells]
+            out_rows.append(tuple(a[0] for a in answered))
+            out_cis.append(tuple(a[1] for a in answered))
         raw = tuple(tuple(noisy[key]) for key in keys)
         return (
             tuple(o.name for o in plan.outputs),
@@ -1157,6 +1149,58 @@ class Curator:
                 out[(key, i)] = j
         return out
 
+    def _cell(
+        self,
+        out: Any,
+        plan: QueryPlan,
+        index: dict[str, int],
+        parts: tuple[MeasurementCost, ...],
+        schema: DatasetSchema,
+        beta: float,
+        draws: dict[tuple[tuple[str, ...], int], int],
+        memo: dict[Any, Any],
+    ) -> Callable[[tuple[str, ...], list[int | None]], tuple[Any, Any]]:
+        """How one output column is answered in every released cell: (key, noisy
+        measurements) → (value, interval). What depends on the query only (positions,
+        half-widths, grid steps) is looked up here, once per release."""
+        agg = out.aggregate
+        if agg is None:
+            pos = [g.column for g in plan.group_by].index(out.group_column or "")
+            return lambda key, noisy: (key[pos], None)
+        if agg.func == "count" or (agg.func == "sum" and agg.column is not None):
+            if agg.func == "count":
+                mkey = "count(*)" if agg.column is None else f"count({agg.column})"
+                g = None
+            else:
+                mkey = f"sum({agg.column})"
+                g = column_grid(schema.column(agg.column or "")).step
+            i = index[mkey]
+            h = parts[i].halfwidth(beta)
+
+            def value_of(noisy: list[int | None]) -> int:
+                v = noisy[i]
+                if v is None:
+                    raise InternalError(f"{mkey} has no noisy value")
+                return v
+
+            if g is None:
+                # A count is never negative: clamping at 0 is post-processing, keeps coverage.
+                def count(key: tuple[str, ...], noisy: list[int | None]) -> tuple[Any, Any]:
+                    v = value_of(noisy)
+                    return max(0, v), [max(0, v - h), max(0, v + h)]
+
+                return count
+            step = g
+
+            def total(key: tuple[str, ...], noisy: list[int | None]) -> tuple[Any, Any]:
+                v = value_of(noisy)
+                return v * step, [(v - h) * step, (v + h) * step]
+
+            return total
+        return lambda key, noisy: self._answer(
+            agg, key, noisy, index, parts, schema, beta, draws, memo
+        )
+
     def _answer(
         self,
         agg: Aggregate,
@@ -1183,20 +1227,13 @@ class Curator:
                 h = memo[(i, level)] = p.halfwidth(level)
             return v, h, p
 
-        if agg.func == "count":
-            mkey = "count(*)" if agg.column is None else f"count({agg.column})"
-            v, h, _ = get(mkey, beta)
-            # A count is never negative: clamping at 0 is post-processing and keeps coverage.
-            return max(0, v), [max(0, v - h), max(0, v + h)]
+        # COUNT and SUM are answered by _cell directly.
         if agg.column is None:
             raise InternalError(f"{agg.func} without a column")
         grid = memo.get(agg.column)
         if grid is None:
             grid = memo[agg.column] = column_grid(schema.column(agg.column))
         g = grid.step
-        if agg.func == "sum":
-            v, h, _ = get(f"sum({agg.column})", beta)
-            return v * g, [(v - h) * g, (v + h) * g]
         if agg.func == "avg":
             s, hs, _ = get(f"csum({agg.column})", beta / 2)
             c, hc, _ = get(f"count({agg.column})", beta / 2)
@@ -1303,10 +1340,12 @@ def _require_finite(what: str, value: Any) -> None:
 
 def _ledger_text(payload: dict[str, Any]) -> str:
     """The JSON text :meth:`Ledger.complete` stores for ``payload`` (strict JSON): as
-    ``json.dumps(_jsonable(payload))``, without the conversion pass when nothing needs it
-    (no numpy value, no infinite or NaN float; ``json.dumps`` refuses those)."""
+    ``json.dumps(_jsonable(payload))``, without the conversion pass over the rows when they
+    need none (no numpy value, no infinite or NaN float; ``json.dumps`` refuses those)."""
+    # The small parts (cost, remaining budget) may hold an infinite information cost.
+    quick = {**payload, "cost": _jsonable(payload["cost"])}
     try:
-        return json.dumps(payload, allow_nan=False)
+        return json.dumps(quick, allow_nan=False)
     except (TypeError, ValueError):
         return json.dumps(_jsonable(payload), allow_nan=False)
 
