@@ -306,3 +306,18 @@ def test_a_held_completion_at_exit_or_kill(tmp_path: Path, how: str) -> None:
         assert status == "reserved" and text is None
     led = Ledger(str(db) + ".ledger")
     assert led.budget("a", "t").spent_epsilon == Fraction(1, 4) and led.check() == []
+
+
+@pytest.mark.parametrize("nats", [0, 0.1, 1e-300, 2.5e300, float("inf")])
+def test_the_chain_hashes_the_fields_as_stored(tmp_path: Path, nats: float) -> None:
+    """The reservation links the entry from the values it inserts; a fresh open and a full
+    verification recompute the links from the stored rows, and must agree."""
+    path = tmp_path / "l.ledger"
+    led = Ledger(path)
+    led.register_dataset("t", "{}", rows=1, source="-")
+    led.add_analyst("a", "t", Fraction(10), Fraction(0))
+    for q in ("q1", "SELECT 'é'"):
+        led.reserve("a", "t", q, Fraction(1, 3), Fraction(0), nats, durable=False)
+    led.close()
+    again = Ledger(path)
+    assert again.verify() == [] and len(again.entries()) == 2

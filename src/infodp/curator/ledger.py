@@ -1078,17 +1078,24 @@ class Ledger:
         profile_spec: dict[str, Any] | None,
     ) -> int:
         """One reservation inside an open write transaction (see :meth:`reserve`)."""
-        b = self._budget(conn, analyst, dataset)
+        # The analyst's budget and the dataset's totals in one read.
+        row = conn.execute(
+            "SELECT a.epsilon, a.delta, a.spent_epsilon, a.spent_delta, a.accountant_json, "
+            "d.info_cap_bits, d.info_spent_nats, d.max_epsilon, d.max_delta, d.spent_epsilon, "
+            "d.spent_delta FROM analysts a JOIN datasets d ON d.name = a.dataset "
+            "WHERE a.name = ? AND a.dataset = ?",
+            (analyst, dataset),
+        ).fetchone()
+        if row is None:
+            self._budget(conn, analyst, dataset)  # raises the error naming what is missing
+            raise InternalError(f"dataset {dataset!r} of analyst {analyst!r} is not registered")
+        b = _to_budget(analyst, dataset, row[:5])
+        cap, spent, max_eps, max_dlt, d_eps, d_dlt = row[5:]
         # Every currency, basic included, is enforced by the accountant; its state is taken
         # from the cache of parsed states when the stored text is the one cached (the text
         # is the whole state, so another process's charge shows as a different text and the
         # state is re-read: a cached state is never trusted beyond what is on disk).
         new_state = _accountant_spend(b, profile_spec, epsilon, delta)
-        cap, spent, max_eps, max_dlt, d_eps, d_dlt = conn.execute(
-            "SELECT info_cap_bits, info_spent_nats, max_epsilon, max_delta, spent_epsilon, "
-            "spent_delta FROM datasets WHERE name = ?",
-            (dataset,),
-        ).fetchone()
         new_d_eps, new_d_dlt = _frac(d_eps) + epsilon, _frac(d_dlt) + delta
         over_eps = max_eps is not None and new_d_eps > _frac(max_eps)
         over_dlt = max_dlt is not None and new_d_dlt > _frac(max_dlt)
@@ -1131,17 +1138,14 @@ class Ledger:
             (new_spent, str(new_d_eps), str(new_d_dlt), dataset),
         )
         created = _now()
+        # The immutable fields as stored (and read back by the verification): text, and the
+        # information cost as a REAL, which holds a Python float exactly.
+        fields = (analyst, dataset, sql, str(epsilon), str(delta), float(info_nats), created)
         cur = conn.execute(
             "INSERT INTO entries (analyst, dataset, sql, epsilon, delta, info_nats, status, "
             "created, pid, profile_json) VALUES (?, ?, ?, ?, ?, ?, 'reserved', ?, ?, ?)",
             (
-                analyst,
-                dataset,
-                sql,
-                str(epsilon),
-                str(delta),
-                info_nats,
-                created,
+                *fields,
                 os.getpid(),
                 None if profile_spec is None else json.dumps(profile_spec),
             ),
@@ -1152,12 +1156,7 @@ class Ledger:
         last = conn.execute(
             "SELECT chain FROM entries WHERE id < ? ORDER BY id DESC LIMIT 1", (entry_id,)
         ).fetchone()
-        stored = conn.execute(
-            "SELECT id, analyst, dataset, sql, epsilon, delta, info_nats, created "
-            "FROM entries WHERE id = ?",
-            (entry_id,),
-        ).fetchone()
-        link = _chain("" if last is None else last[0], self.store_id, stored)
+        link = _chain("" if last is None else last[0], self.store_id, (entry_id, *fields))
         conn.execute("UPDATE entries SET chain = ? WHERE id = ?", (link, entry_id))
         # The head of the chain: an open that finds fewer entries knows some were dropped.
         conn.execute(
