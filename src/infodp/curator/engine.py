@@ -36,7 +36,6 @@ plus its ledger ``<file>.ledger``):
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import itertools
 import json
@@ -583,7 +582,7 @@ class Curator:
             # The ledger's copy is rendered when it is written (with the next query's
             # aggregate, or shortly after): from this snapshot of the answer.
             payload = result.to_dict()
-            payload["cost"]["leakage"] = copy.deepcopy(payload["cost"]["leakage"])
+            payload["cost"]["leakage"] = _copy_summary(payload["cost"]["leakage"])
             return result, lambda: _ledger_text(payload)
 
         return self._settle(reserved, produce, later=True)
@@ -654,7 +653,7 @@ class Curator:
             durable=durable,
         )
         self._at("reserved", entry)
-        leak = copy.deepcopy(priced.leak)
+        leak = _copy_summary(priced.leak)
         return Reservation(analyst, plan, schema, unit_ok, cost, leak, float(confidence), entry)
 
     def run_reserved(self, reserved: Reservation) -> Released:
@@ -830,7 +829,7 @@ class Curator:
         """Validate completely and price ``sql``: everything here depends on the query and the
         declared schema only, so a refusal (before any reservation) costs nothing."""
         p = self._price(sql, epsilon, delta, noise, confidence)
-        return p.plan, p.schema, p.rows, p.unit_ok, p.cost, copy.deepcopy(p.leak)
+        return p.plan, p.schema, p.rows, p.unit_ok, p.cost, _copy_summary(p.leak)
 
     def _price(self, sql: str, epsilon: Any, delta: Any, noise: Any, confidence: Any) -> _Priced:
         """:meth:`_priced`, remembered per (SQL text, exact ε and δ, noise, dataset record):
@@ -1087,17 +1086,16 @@ class Curator:
         # Per-measurement half-widths at level beta / (measurements an aggregate combines) and
         # column grids depend on the query only: computed once, not once per cell.
         memo: dict[Any, Any] = {}
-        cells = [
-            self._cell(out, plan, index, parts, schema, beta, draws, memo) for out in plan.outputs
+        rows = [noisy[key] for key in keys]
+        columns = [
+            self._column(out, plan, keys, rows, index, parts, schema, beta, draws, memo)
+            for out in plan.outputs
         ]
-        out_rows: list[tuple[Any, ...]] = []
-        out_cis: list[tuple[Any, ...]] = []
-        for key in keys:
-            values = noisy[key]
-            answered = [cell(key, values) for cell in cells]
-            out_rows.append(tuple(a[0] for a in answered))
-            out_cis.append(tuple(a[1] for a in answered))
-        raw = tuple(tuple(noisy[key]) for key in keys)
+        out_rows = list(zip(*(values for values, _ in columns), strict=True))
+        out_cis = list(zip(*(cis for _, cis in columns), strict=True))
+        if not plan.outputs:
+            out_rows = out_cis = [() for _ in keys]
+        raw = tuple(tuple(row) for row in rows)
         return (
             tuple(o.name for o in plan.outputs),
             tuple(out_rows),
@@ -1149,57 +1147,47 @@ class Curator:
                 out[(key, i)] = j
         return out
 
-    def _cell(
+    def _column(
         self,
         out: Any,
         plan: QueryPlan,
+        keys: Sequence[tuple[str, ...]],
+        rows: list[list[int | None]],
         index: dict[str, int],
         parts: tuple[MeasurementCost, ...],
         schema: DatasetSchema,
         beta: float,
         draws: dict[tuple[tuple[str, ...], int], int],
         memo: dict[Any, Any],
-    ) -> Callable[[tuple[str, ...], list[int | None]], tuple[Any, Any]]:
-        """How one output column is answered in every released cell: (key, noisy
-        measurements) → (value, interval). What depends on the query only (positions,
-        half-widths, grid steps) is looked up here, once per release."""
+    ) -> tuple[list[Any], list[Any]]:
+        """One output column over every released cell: (values, intervals), ``rows`` being
+        each cell's noisy measurements. What depends on the query only (positions,
+        half-widths, grid steps) is looked up once; COUNT and SUM are answered here, column
+        at a time, the other aggregates cell by cell by :meth:`_answer`."""
         agg = out.aggregate
         if agg is None:
             pos = [g.column for g in plan.group_by].index(out.group_column or "")
-            return lambda key, noisy: (key[pos], None)
+            return [key[pos] for key in keys], [None] * len(keys)
         if agg.func == "count" or (agg.func == "sum" and agg.column is not None):
             if agg.func == "count":
                 mkey = "count(*)" if agg.column is None else f"count({agg.column})"
-                g = None
             else:
                 mkey = f"sum({agg.column})"
-                g = column_grid(schema.column(agg.column or "")).step
             i = index[mkey]
             h = parts[i].halfwidth(beta)
-
-            def value_of(noisy: list[int | None]) -> int:
-                v = noisy[i]
-                if v is None:
-                    raise InternalError(f"{mkey} has no noisy value")
-                return v
-
-            if g is None:
+            vs = [v for row in rows if (v := row[i]) is not None]
+            if len(vs) != len(rows):
+                raise InternalError(f"{mkey} has no noisy value")
+            if agg.func == "count":
                 # A count is never negative: clamping at 0 is post-processing, keeps coverage.
-                def count(key: tuple[str, ...], noisy: list[int | None]) -> tuple[Any, Any]:
-                    v = value_of(noisy)
-                    return max(0, v), [max(0, v - h), max(0, v + h)]
-
-                return count
-            step = g
-
-            def total(key: tuple[str, ...], noisy: list[int | None]) -> tuple[Any, Any]:
-                v = value_of(noisy)
-                return v * step, [(v - h) * step, (v + h) * step]
-
-            return total
-        return lambda key, noisy: self._answer(
-            agg, key, noisy, index, parts, schema, beta, draws, memo
-        )
+                return [max(0, v) for v in vs], [[max(0, v - h), max(0, v + h)] for v in vs]
+            g = column_grid(schema.column(agg.column or "")).step
+            return [v * g for v in vs], [[(v - h) * g, (v + h) * g] for v in vs]
+        answered = [
+            self._answer(agg, key, row, index, parts, schema, beta, draws, memo)
+            for key, row in zip(keys, rows, strict=True)
+        ]
+        return [a[0] for a in answered], [a[1] for a in answered]
 
     def _answer(
         self,
@@ -1336,6 +1324,17 @@ def _require_finite(what: str, value: Any) -> None:
             raise ParameterError(
                 f"{what} is undefined (NaN) for these parameters; choose a smaller ε or δ."
             )
+
+
+def _copy_summary(value: Any) -> Any:
+    """A copy of a privacy summary (nested dicts and lists of numbers and text) that shares
+    no container with it; faster than ``copy.deepcopy`` for these plain values."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _copy_summary(v) for k, v in value.items()}
+    if kind is list:
+        return [_copy_summary(v) for v in value]
+    return value
 
 
 def _ledger_text(payload: dict[str, Any]) -> str:
