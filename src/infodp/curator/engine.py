@@ -580,10 +580,16 @@ class Curator:
         def produce() -> tuple[QueryResult, Callable[[], str]]:
             result = self._result_only(reserved, self._run_overlapped(reserved))
             # The ledger's copy is rendered when it is written (with the next query's
-            # aggregate, or shortly after): from this snapshot of the answer.
-            payload = result.to_dict()
-            payload["cost"]["leakage"] = _copy_summary(payload["cost"]["leakage"])
-            return result, lambda: _ledger_text(payload)
+            # aggregate, or shortly after), from the answer and a copy of its summary (the
+            # one mutable part a caller holds).
+            leakage = _copy_summary(result.leakage)
+
+            def text() -> str:
+                payload = result.to_dict()
+                payload["cost"]["leakage"] = leakage
+                return _ledger_text(payload)
+
+            return result, text
 
         return self._settle(reserved, produce, later=True)
 
@@ -1180,7 +1186,10 @@ class Curator:
                 raise InternalError(f"{mkey} has no noisy value")
             if agg.func == "count":
                 # A count is never negative: clamping at 0 is post-processing, keeps coverage.
-                return [max(0, v) for v in vs], [[max(0, v - h), max(0, v + h)] for v in vs]
+                return (
+                    [v if v > 0 else 0 for v in vs],
+                    [[v - h if v > h else 0, v + h if v + h > 0 else 0] for v in vs],
+                )
             g = column_grid(schema.column(agg.column or "")).step
             return [v * g for v in vs], [[(v - h) * g, (v + h) * g] for v in vs]
         answered = [
