@@ -9,9 +9,11 @@ plus its ledger ``<file>.ledger``):
    composition, Dwork & Roth 2014, Thm 3.16); GROUP BY cells are disjoint, so a histogram costs
    the same as one cell (parallel composition, McSherry 2009, Thm 4) with the L1 sensitivity
    of the whole vector (a unit adds at most ``max_rows_per_unit`` rows in total);
-3. the ledger reserves (ε, δ) and the information cost durably (fsync'd) *before* the data is
-   touched — if opening the store fails the reservation is refunded, after that it stays spent;
-4. the backend computes the bounded integer aggregates inside DuckDB;
+3. the ledger reserves (ε, δ) and the information cost (committed *before* the data is
+   touched, fsync'd before anything is released) — if opening the store fails the reservation
+   is refunded, after that it stays spent;
+4. the backend computes the bounded integer aggregates inside DuckDB (in :meth:`Curator.query`
+   on a helper thread, while the reservation's fsync runs and the noise is drawn);
 5. noise: exact discrete Laplace (counts and grid-snapped sums), the exponential mechanism
    (quantiles), DP partition selection for undeclared GROUP BY keys (Korolova et al. 2009;
    Wilson et al. 2020, "Differentially Private SQL with Bounded User Contribution");
