@@ -717,6 +717,14 @@ class Curator:
         plan, schema, cost = reserved.plan, reserved.schema, reserved.cost
         try:
             engine = self._engine(plan.table)
+        except Exception as err:
+            raise StoreNotOpened(f"store not opened: {type(err).__name__}") from err
+        if engine is not self.backend:
+            # Spark runs for seconds (and keeps its own per-thread job state): the fsync
+            # first, then the query as the service's workers run it.
+            self.ledger.sync()
+            return self.run_reserved(reserved)
+        try:
             con = self._open(engine)
         except Exception as err:
             raise StoreNotOpened(f"store not opened: {type(err).__name__}") from err
