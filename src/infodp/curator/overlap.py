@@ -99,6 +99,9 @@ class _Helper:
             job, self._job = self._job, None
             if job is not None:
                 job._run()
+            # Nothing of the call outlives it here (an idle daemon thread's references are
+            # never released, not even at exit).
+            job = None
             self._pool.idle(self)
 
 
