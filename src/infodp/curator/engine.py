@@ -581,9 +581,9 @@ class Curator:
 
         def produce() -> tuple[QueryResult, Callable[[], str]]:
             result = self._result_only(reserved, self._run_overlapped(reserved))
-            # The ledger's copy is rendered when it is written (with the next query's
-            # aggregate, or shortly after), from the answer and a copy of its summary (the
-            # one mutable part a caller holds).
+            # The ledger's copy is rendered when it is written (by the ledger's background
+            # writer, in a batch), from the answer and a copy of its summary (the one mutable
+            # part a caller holds).
             leakage = _copy_summary(result.leakage)
 
             def text() -> str:
@@ -744,11 +744,6 @@ class Curator:
             drawn: dict[tuple[str, ...], list[int | None]] | None = None
             if not plan.needs_partition_selection:
                 drawn = self._draw_noise(plan, cost)  # independent of the data
-            if not job.done():
-                # The earlier queries' completions, while DuckDB works (a failure keeps them
-                # held for the next flush; it is no failure of this query).
-                with contextlib.suppress(Exception):
-                    self.ledger.flush()
             exact = job.result()
         except BaseException:
             self._abandon(con, job)

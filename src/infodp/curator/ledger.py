@@ -1221,10 +1221,10 @@ class Ledger:
         self._finish(entry_id, "released", text, None)
 
     def complete_later(self, entry_id: int, text: str | Callable[[], str]) -> None:
-        """:meth:`complete`, written later: with the next query's transaction window
-        (:meth:`flush`, which the query path calls while DuckDB aggregates), before any read
-        of the entries through this object, at :meth:`close` and at exit, or by a timer
-        shortly after.
+        """:meth:`complete`, written later (:meth:`flush`): by a background writer at most
+        ``_FLUSH_AFTER`` (50 ms) later, in one transaction with the others held by then,
+        and before any read of the entries through this object, at :meth:`close` and at
+        exit.
 
         The reservation already charged the full cost, so until then the entry reads
         'reserved' (spent, no stored answer) to other processes; if this process dies first
