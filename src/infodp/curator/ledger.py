@@ -1095,7 +1095,8 @@ class Ledger:
         # from the cache of parsed states when the stored text is the one cached (the text
         # is the whole state, so another process's charge shows as a different text and the
         # state is re-read: a cached state is never trusted beyond what is on disk).
-        new_state = _accountant_spend(b, profile_spec, epsilon, delta)
+        spec_text = None if profile_spec is None else json.dumps(profile_spec)
+        new_state = _accountant_spend(b, spec_text, epsilon, delta)
         new_d_eps, new_d_dlt = _frac(d_eps) + epsilon, _frac(d_dlt) + delta
         over_eps = max_eps is not None and new_d_eps > _frac(max_eps)
         over_dlt = max_dlt is not None and new_d_dlt > _frac(max_dlt)
@@ -1147,7 +1148,7 @@ class Ledger:
             (
                 *fields,
                 os.getpid(),
-                None if profile_spec is None else json.dumps(profile_spec),
+                spec_text,
             ),
         )
         entry_id = cur.lastrowid
@@ -1564,12 +1565,27 @@ def _spend_profile(
 
     if profile_spec is None:
         return _guarantee_profile(epsilon, delta)
-    spec = json.loads(profile_spec) if isinstance(profile_spec, str) else profile_spec
-    return profile_from_spec(spec)
+    if isinstance(profile_spec, str):
+        # Profiles are immutable values: one parse per distinct spec text (a repeated
+        # query's spend is read once).
+        with _PROFILES_LOCK:
+            cached = _PROFILES.get(profile_spec)
+        if cached is None:
+            cached = profile_from_spec(json.loads(profile_spec))
+            with _PROFILES_LOCK:
+                if len(_PROFILES) >= 256:
+                    _PROFILES.clear()
+                _PROFILES[profile_spec] = cached
+        return cached
+    return profile_from_spec(profile_spec)
+
+
+_PROFILES: dict[str, Any] = {}
+_PROFILES_LOCK = threading.Lock()
 
 
 def _accountant_spend(
-    b: Budget, profile_spec: dict[str, Any] | None, epsilon: Fraction, delta: Fraction
+    b: Budget, profile_spec: str | None, epsilon: Fraction, delta: Fraction
 ) -> str | None:
     """The accountant state after spending the query's profile (BudgetExceeded if it can't).
 
