@@ -266,6 +266,16 @@ def test_a_completion_is_finished_once(tmp_path: Path) -> None:
     with pytest.raises(InternalError):
         led.complete(e, {})
     assert [x.status for x in led.entries()] == ["released"]
+    # Held after it was already written: the flush says so, and still writes the others.
+    e2 = led.reserve("a", "t", "q", Fraction(1, 8), Fraction(0), 0.0)
+    led.complete_later(e, "{}")
+    led.complete_later(e2, '{"x": 1}')
+    with pytest.raises(InternalError, match=str(e)):
+        led.flush()
+    assert [(x.status, x.result_json) for x in led.entries()] == [
+        ("released", "{}"),
+        ("released", '{"x": 1}'),
+    ]
 
 
 _EXITS = textwrap.dedent(

@@ -673,7 +673,12 @@ class Ledger:
     def close(self) -> None:
         """Write the completions still pending, then close this process's connection (it
         reopens on next use)."""
-        self.flush()
+        try:
+            self.flush()
+        finally:
+            self._close()
+
+    def _close(self) -> None:
         with self._lock:
             if self.in_memory:
                 return  # closing would drop the in-memory budget state
@@ -1267,7 +1272,10 @@ class Ledger:
                 items[entry_id] = (finished, text)  # rendered once, even if written later
             rows.append((entry_id, finished, text))
 
+        twice: list[int] = []
+
         def work(conn: sqlite3.Connection) -> None:
+            twice.clear()  # (a retried transaction starts afresh)
             for entry_id, finished, text in rows:
                 cur = conn.execute(
                     "UPDATE entries SET status = 'released', finished = ?, result_json = ? "
@@ -1275,9 +1283,11 @@ class Ledger:
                     (finished, text, entry_id),
                 )
                 if cur.rowcount != 1:
-                    raise InternalError(f"entry {entry_id} finished twice (-> released)")
+                    twice.append(entry_id)  # the others are still written
 
         _group(self).submit(_Pending(self, work, reservation=False))
+        if twice:
+            raise InternalError(f"entries {twice} finished twice (-> released)")
 
     def _finish(
         self, entry_id: int, status: str, result_json: str | None, error: str | None
