@@ -29,6 +29,8 @@ def seeded(seed: int) -> InsecureSeededSource:
     return InsecureSeededSource(seed, i_understand_this_is_not_private=True)
 
 
+SIMPLE = {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int", "bounds": [0, 9]}}}
+
 SCHEMA: dict[str, Any] = {
     "table": "people",
     "privacy_unit": "person_id",
@@ -504,6 +506,30 @@ def test_a_repeated_query_is_priced_once_and_as_when_fresh(
     for _ in range(2):
         with pytest.raises(ParameterError):
             cur.query("alice", bad, epsilon=0.01)
+
+
+@pytest.mark.parametrize("currency", ["basic", "approx"])
+def test_the_remaining_budget_shown_is_the_ledgers(tmp_path: Path, currency: str) -> None:
+    """The answer's remaining budget (kept from the reservation's transaction) equals what a
+    fresh read of the ledger file gives, in the basic and in an accountant currency."""
+    from infodp.accounting.accountant import Budget as AccountantBudget
+    from infodp.curator.ledger import Ledger
+
+    cur = Curator(tmp_path / "b.duckdb", source=seeded(7), keep_open=True)
+    cur.register_dataset("t", pd.DataFrame({"x": [1, 2, 3]}), SIMPLE)
+    if currency == "basic":
+        cur.add_analyst("a", "t", epsilon="1", delta="1e-6")
+    else:
+        cur.add_analyst("a", "t", budget=AccountantBudget.approx(1, "1e-6"))
+    for _ in range(3):
+        r = cur.query("a", "SELECT COUNT(*) FROM t", epsilon="0.1", delta="1e-8", noise="gaussian")
+        fresh = Ledger(str(tmp_path / "b.duckdb") + ".ledger")
+        try:
+            assert r.remaining == fresh.budget("a", "t")
+            assert r.remaining.to_dict() == fresh.budget("a", "t").to_dict()
+        finally:
+            fresh.close()
+    cur.close()
 
 
 def test_sources_csv_parquet_arrow_polars(tmp_path: Path) -> None:

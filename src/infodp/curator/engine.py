@@ -792,7 +792,11 @@ class Curator:
 
     def _result_only(self, reserved: Reservation, released: Released) -> QueryResult:
         columns, out_rows, intervals, notes, raw = released
-        remaining = self.ledger.budget(reserved.analyst, reserved.plan.table)
+        # As the reservation left it (no second read), or read now when another process or
+        # object made it.
+        remaining = self.ledger.budget_after(reserved.entry) or self.ledger.budget(
+            reserved.analyst, reserved.plan.table
+        )
         result = QueryResult(
             columns,
             out_rows,

@@ -312,6 +312,8 @@ class Ledger:
         self._later: dict[int, tuple[str, str | Callable[[], str]]] = {}
         self._later_pid = os.getpid()
         self._later_lock = threading.RLock()
+        #: The budget each reservation of this object left, by entry id (see budget_after).
+        self._left: dict[int, Budget] = {}
         #: Whether this process's connection runs in WAL mode (deferred durability needs it).
         self._wal_mode = False
         if self.in_memory:
@@ -963,6 +965,12 @@ class Ledger:
         with self._read() as conn:
             return self._budget(conn, analyst, dataset)
 
+    def budget_after(self, entry_id: int) -> Budget | None:
+        """The analyst's budget as reservation ``entry_id`` left it (the state its
+        transaction committed), once, when this object made it; else None (read
+        :meth:`budget`)."""
+        return self._left.pop(entry_id, None)
+
     def budgets(self, analyst: str | None = None) -> list[Budget]:
         """Every (analyst, dataset) budget, or only ``analyst``'s."""
         query = (
@@ -1168,6 +1176,17 @@ class Ledger:
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('head', ?)",
             (json.dumps([entry_id, link]),),
+        )
+        if len(self._left) >= 1024:
+            self._left.clear()
+        self._left[int(entry_id)] = Budget(
+            analyst,
+            dataset,
+            b.epsilon,
+            b.delta,
+            b.spent_epsilon + epsilon,
+            b.spent_delta + delta,
+            b.accountant_json if new_state is None else new_state,
         )
         return int(entry_id)
 
