@@ -859,12 +859,12 @@ class Curator:
         table = self._tables.get(sql)
         if table is None:
             table = referenced_table(sql)
-        record = self.ledger.dataset(table)
-        key = (sql, eps, dlt, kind, record.name, record.schema_json, record.unit_rows_ok)
+        name, schema_json, unit_ok = self.ledger.dataset_declaration(table)
+        key = (sql, eps, dlt, kind, name, schema_json, unit_ok)
         hit = self._prices.get(key)
         if hit is not None:
             return hit
-        schema = self._schema_of(record.schema_json)
+        schema = self._schema_of(schema_json)
         plan = parse_query(sql, schema)
         rows = schema.row_bound  # the declaration, never the measured count (private)
         cost = plan_cost(plan, schema, eps, dlt, rows, kind)
@@ -877,7 +877,7 @@ class Curator:
             self._tables.clear()
         self._tables[sql] = table
         hit = self._prices[key] = _Priced(
-            plan, schema, rows, record.unit_rows_ok, cost, leak, cost.profile_spec()
+            plan, schema, rows, unit_ok, cost, leak, cost.profile_spec()
         )
         return hit
 

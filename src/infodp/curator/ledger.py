@@ -810,6 +810,19 @@ class Ledger:
                 )
         return _record(row)
 
+    def dataset_declaration(self, name: str) -> tuple[str, str, bool]:
+        """(name, schema JSON, unit_rows_ok) of a registered dataset: what pricing a query
+        needs, without the spend totals :meth:`dataset` also reads and parses."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT name, schema_json, unit_rows_ok FROM datasets WHERE lower(name) = lower(?)",
+                (name,),
+            ).fetchone()
+        if row is None:
+            self.dataset(name)  # raises the error listing the registered datasets
+            raise InternalError(f"dataset {name!r} vanished while being read")
+        return str(row[0]), str(row[1]), bool(row[2])
+
     def datasets(self) -> list[DatasetRecord]:
         """Every registered dataset."""
         with self._read() as conn:
