@@ -1277,6 +1277,7 @@ class Ledger:
             if entry_id in self._later:
                 raise InternalError(f"entry {entry_id} finished twice (released -> released)")
             self._later[entry_id] = (_now(), text)
+        _HOLDERS.add(self)
         _flusher().poke(self)
 
     def flush(self) -> None:
@@ -1774,12 +1775,18 @@ def _flusher() -> _Flusher:
         return _FLUSHER[0]
 
 
+#: Every ledger that has held a completion in this process (weakly: a ledger collected
+#: with completions still held loses them, and its entries stay 'reserved').
+_HOLDERS: weakref.WeakSet[Ledger] = weakref.WeakSet()
+
+
 @atexit.register
 def _flush_at_exit() -> None:
-    with _FLUSHER_LOCK:
-        flusher = _FLUSHER[0] if _FLUSHER and _FLUSHER[0].pid == os.getpid() else None
-    if flusher is not None:
-        flusher.flush_all()
+    # Each flush waits for one the background writer may have in progress (the ledger's
+    # lock), then writes what is still held.
+    for ledger in list(_HOLDERS):
+        with contextlib.suppress(Exception):  # kept 'reserved': charged, no answer stored
+            ledger.flush()
 
 
 class _WalFile:
