@@ -29,6 +29,8 @@ def seeded(seed: int) -> InsecureSeededSource:
     return InsecureSeededSource(seed, i_understand_this_is_not_private=True)
 
 
+SIMPLE = {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int", "bounds": [0, 9]}}}
+
 SCHEMA: dict[str, Any] = {
     "table": "people",
     "privacy_unit": "person_id",
@@ -474,6 +476,60 @@ def test_result_carries_cost_leakage_and_remaining(store: tuple[Curator, pd.Data
         assert ci[2][0] >= 0 and ci[2][1] <= 1000
     entry = cur.ledger.entry(r.entry_id)
     assert entry.status == "released" and entry.result_json is not None
+
+
+def test_a_repeated_query_is_priced_once_and_as_when_fresh(
+    store: tuple[Curator, pd.DataFrame], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The remembered price equals a fresh Curator's (an object that never priced it), a
+    caller's changes to one answer's summary do not reach the next, and the data-free check
+    runs once per priced query; a refused one is refused every time."""
+    cur, _ = store
+    sql = "SELECT region, COUNT(*), SUM(income) FROM people GROUP BY region"
+    fresh = Curator(cur.db)
+    try:
+        want = fresh._priced(sql, "0.3", 0, "laplace")
+    finally:
+        fresh.close()
+    first = cur._priced(sql, Fraction(3, 10), 0, "laplace")
+    first[5]["nats"]["1"] = -1.0  # a caller's change to its own copy
+    again = cur._priced(sql, 0.3, "0", "laplace")  # the same exact values, other spellings
+    assert again[:5] == want[:5] and again[5] == want[5]
+    calls: list[Any] = []
+    real = cur.backend.check
+    monkeypatch.setattr(cur.backend, "check", lambda *a, **k: calls.append(a) or real(*a, **k))
+    sql2 = "SELECT COUNT(*) FROM people WHERE age > 41"
+    cur.query("alice", sql2, epsilon=0.01)
+    cur.query("alice", sql2, epsilon=0.01)
+    assert len(calls) == 1
+    bad = "SELECT SUM(nosuch) FROM people"
+    for _ in range(2):
+        with pytest.raises(ParameterError):
+            cur.query("alice", bad, epsilon=0.01)
+
+
+@pytest.mark.parametrize("currency", ["basic", "approx"])
+def test_the_remaining_budget_shown_is_the_ledgers(tmp_path: Path, currency: str) -> None:
+    """The answer's remaining budget (kept from the reservation's transaction) equals what a
+    fresh read of the ledger file gives, in the basic and in an accountant currency."""
+    from infodp.accounting.accountant import Budget as AccountantBudget
+    from infodp.curator.ledger import Ledger
+
+    cur = Curator(tmp_path / "b.duckdb", source=seeded(7), keep_open=True)
+    cur.register_dataset("t", pd.DataFrame({"x": [1, 2, 3]}), SIMPLE)
+    if currency == "basic":
+        cur.add_analyst("a", "t", epsilon="1", delta="1e-6")
+    else:
+        cur.add_analyst("a", "t", budget=AccountantBudget.approx(1, "1e-6"))
+    for _ in range(3):
+        r = cur.query("a", "SELECT COUNT(*) FROM t", epsilon="0.1", delta="1e-8", noise="gaussian")
+        fresh = Ledger(str(tmp_path / "b.duckdb") + ".ledger")
+        try:
+            assert r.remaining == fresh.budget("a", "t")
+            assert r.remaining.to_dict() == fresh.budget("a", "t").to_dict()
+        finally:
+            fresh.close()
+    cur.close()
 
 
 def test_sources_csv_parquet_arrow_polars(tmp_path: Path) -> None:

@@ -215,3 +215,119 @@ def test_budgets_of_one_analyst(tmp_path: Path) -> None:
     assert led.budgets("a") == [b for b in everyone if b.analyst == "a"]
     assert [b.epsilon for b in led.budgets("a")] == [Fraction(1), Fraction(3)]
     assert led.budgets("nobody") == []
+
+
+# -- completions written after the answer (Ledger.complete_later) --------------------------------
+
+
+def _stored(db: Path) -> list[tuple[str, str | None]]:
+    """(status, result_json) of every entry, read by a connection of its own."""
+    con = sqlite3.connect(f"file:{db}.ledger?mode=ro", uri=True)
+    try:
+        return con.execute("SELECT status, result_json FROM entries ORDER BY id").fetchall()
+    finally:
+        con.close()
+
+
+def test_a_held_completion_is_written_by_reads_close_and_timer(tmp_path: Path) -> None:
+    from infodp._jsonable import to_jsonable
+
+    db = make_store(tmp_path)
+    cur = Curator(db, keep_open=True)
+    r = cur.query("a", "SELECT COUNT(*) FROM t", epsilon="0.25")
+    # The ledger's copy is the answer's own payload, whenever it is written.
+    (entry,) = cur.ledger.entries()  # a read through the ledger writes what it holds first
+    assert entry.status == "released"
+    assert json.loads(entry.result_json or "") == to_jsonable(r.to_dict())
+    # The timer: nobody reads or closes, and the file still gets it within a few seconds.
+    r2 = cur.query("a", "SELECT COUNT(*) FROM t", epsilon="0.25")
+    deadline = time.monotonic() + 30
+    while _stored(db)[-1][0] != "released":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert json.loads(_stored(db)[-1][1] or "") == to_jsonable(r2.to_dict())
+    cur.query("a", "SELECT COUNT(*) FROM t", epsilon="0.25")
+    cur.close()  # close writes what is held
+    assert [s for s, _ in _stored(db)] == ["released"] * 3
+    assert Ledger(str(db) + ".ledger").check() == []
+
+
+def test_a_completion_is_finished_once(tmp_path: Path) -> None:
+    led = Ledger(tmp_path / "l.ledger")
+    led.register_dataset("t", "{}", rows=1, source="-")
+    led.add_analyst("a", "t", Fraction(1), Fraction(0))
+    e = led.reserve("a", "t", "q", Fraction(1, 2), Fraction(0), 0.0)
+    led.complete_later(e, "{}")
+    with pytest.raises(InternalError):
+        led.complete_later(e, "{}")
+    with pytest.raises(InternalError):
+        led.fail(e, "late")
+    led.flush()
+    with pytest.raises(InternalError):
+        led.complete(e, {})
+    assert [x.status for x in led.entries()] == ["released"]
+    # Held after it was already written: the flush says so, and still writes the others.
+    e2 = led.reserve("a", "t", "q", Fraction(1, 8), Fraction(0), 0.0)
+    led.complete_later(e, "{}")
+    led.complete_later(e2, '{"x": 1}')
+    with pytest.raises(InternalError, match=str(e)):
+        led.flush()
+    assert [(x.status, x.result_json) for x in led.entries()] == [
+        ("released", "{}"),
+        ("released", '{"x": 1}'),
+    ]
+
+
+_EXITS = textwrap.dedent(
+    """
+    import sys
+    import infodp.curator.ledger as ledger
+    from infodp.curator.engine import Curator
+    ledger._FLUSH_AFTER = 600  # no timer: only the exit writes it
+    r = Curator(sys.argv[1]).query("a", "SELECT COUNT(*) FROM t", epsilon="0.25")
+    print(r.entry_id, flush=True)
+    if sys.argv[2] == "kill":
+        import time
+        time.sleep(600)
+    """
+)
+
+
+@pytest.mark.parametrize("how", ["exit", "kill"])
+def test_a_held_completion_at_exit_or_kill(tmp_path: Path, how: str) -> None:
+    """A normal exit writes it; a kill leaves the entry 'reserved': charged, no answer kept."""
+    db = make_store(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _EXITS, str(db), how],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.strip().isdigit(), proc.stderr.read() if proc.stderr else ""
+    if how == "kill":
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=120)
+    ((status, text),) = _stored(db)
+    if how == "exit":
+        assert proc.returncode == 0 and status == "released" and text is not None
+    else:
+        assert status == "reserved" and text is None
+    led = Ledger(str(db) + ".ledger")
+    assert led.budget("a", "t").spent_epsilon == Fraction(1, 4) and led.check() == []
+
+
+@pytest.mark.parametrize("nats", [0, 0.1, 1e-300, 2.5e300, float("inf")])
+def test_the_chain_hashes_the_fields_as_stored(tmp_path: Path, nats: float) -> None:
+    """The reservation links the entry from the values it inserts; a fresh open and a full
+    verification recompute the links from the stored rows, and must agree."""
+    path = tmp_path / "l.ledger"
+    led = Ledger(path)
+    led.register_dataset("t", "{}", rows=1, source="-")
+    led.add_analyst("a", "t", Fraction(10), Fraction(0))
+    for q in ("q1", "SELECT 'é'"):
+        led.reserve("a", "t", q, Fraction(1, 3), Fraction(0), nats, durable=False)
+    led.close()
+    again = Ledger(path)
+    assert again.verify() == [] and len(again.entries()) == 2

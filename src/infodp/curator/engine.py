@@ -9,9 +9,11 @@ plus its ledger ``<file>.ledger``):
    composition, Dwork & Roth 2014, Thm 3.16); GROUP BY cells are disjoint, so a histogram costs
    the same as one cell (parallel composition, McSherry 2009, Thm 4) with the L1 sensitivity
    of the whole vector (a unit adds at most ``max_rows_per_unit`` rows in total);
-3. the ledger reserves (ε, δ) and the information cost durably (fsync'd) *before* the data is
-   touched — if opening the store fails the reservation is refunded, after that it stays spent;
-4. the backend computes the bounded integer aggregates inside DuckDB;
+3. the ledger reserves (ε, δ) and the information cost (committed *before* the data is
+   touched, fsync'd before anything is released) — if opening the store fails the reservation
+   is refunded, after that it stays spent;
+4. the backend computes the bounded integer aggregates inside DuckDB (in :meth:`Curator.query`
+   on a helper thread, while the reservation's fsync runs and the noise is drawn);
 5. noise: exact discrete Laplace (counts and grid-snapped sums), the exponential mechanism
    (quantiles), DP partition selection for undeclared GROUP BY keys (Korolova et al. 2009;
    Wilson et al. 2020, "Differentially Private SQL with Bounded User Contribution");
@@ -65,6 +67,7 @@ from infodp.curator.cost import (
 )
 from infodp.curator.grid import column_grid, quantile_bins
 from infodp.curator.ledger import Budget, Ledger
+from infodp.curator.overlap import Job, background
 from infodp.curator.plan import Aggregate, QueryPlan, measurements
 from infodp.curator.release import (
     BufferedCryptoSource,
@@ -197,6 +200,30 @@ class StoreNotOpened(InfodpError):
     and :meth:`Curator.finish` refunds the reservation."""
 
 
+class _Priced:
+    """A validated, priced query (:meth:`Curator._price`); ``checked`` once its compiled
+    statements passed the engine's data-free check."""
+
+    __slots__ = ("checked", "cost", "leak", "plan", "profile_spec", "rows", "schema", "unit_ok")
+
+    def __init__(
+        self,
+        plan: QueryPlan,
+        schema: DatasetSchema,
+        rows: int | None,
+        unit_ok: bool,
+        cost: QueryCost,
+        leak: dict[str, Any],
+        profile_spec: dict[str, Any],
+    ) -> None:
+        self.plan, self.schema, self.rows, self.unit_ok = plan, schema, rows, unit_ok
+        self.cost, self.leak, self.profile_spec = cost, leak, profile_spec
+        self.checked = False
+
+
+#: How many priced queries a Curator remembers (then it starts afresh).
+_REMEMBERED = 256
+
 Hook = Callable[[str, int], None]
 _T = TypeVar("_T")
 
@@ -263,6 +290,9 @@ class Curator:
             raise ParameterError("query_timeout", query_timeout, "a positive number of seconds")
         self.query_timeout = query_timeout
         self._schemas: dict[str, DatasetSchema] = {}
+        # Priced queries and the table each SQL text names (see _price).
+        self._prices: dict[tuple[Any, ...], _Priced] = {}
+        self._tables: dict[str, str] = {}
         # Which backend holds each dataset (the store's catalogue, read once and cached:
         # a dataset's backend never changes under its name).
         self._catalogue: dict[str, dict[str, Any]] = {}
@@ -551,10 +581,23 @@ class Curator:
         Raises :class:`~infodp.errors.BudgetExceeded` (nothing released, nothing spent) when
         the analyst's remaining budget or the dataset's information cap is too small.
         """
-        reserved = self.reserve(
-            analyst, sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise
-        )
-        return self.finish(reserved, lambda: self.run_reserved(reserved))
+        reserved = self._reserve(analyst, sql, epsilon, delta, confidence, noise, durable=False)
+
+        def produce() -> tuple[QueryResult, Callable[[], str]]:
+            result = self._result_only(reserved, self._run_overlapped(reserved))
+            # The ledger's copy is rendered when it is written (by the ledger's background
+            # writer, in a batch), from the answer and a copy of its summary (the one mutable
+            # part a caller holds).
+            leakage = _copy_summary(result.leakage)
+
+            def text() -> str:
+                payload = result.to_dict()
+                payload["cost"]["leakage"] = leakage
+                return _ledger_text(payload)
+
+            return result, text
+
+        return self._settle(reserved, produce, later=True)
 
     # The query path in three steps, so that a service can run the middle one (the only one
     # touching the data, and the CPU-heavy one) in a worker process of its own while the
@@ -577,14 +620,38 @@ class Curator:
         Nothing of the data is touched; a refusal (bad input, :class:`BudgetExceeded`) costs
         nothing. The reservation must then be passed to :meth:`finish`.
         """
-        plan, schema, _, unit_ok, cost, leak = self._priced(sql, epsilon, delta, noise, confidence)
+        return self._reserve(analyst, sql, epsilon, delta, confidence, noise, durable=True)
+
+    def _reserve(
+        self,
+        analyst: str,
+        sql: str,
+        epsilon: Any,
+        delta: Any,
+        confidence: Any,
+        noise: Any,
+        *,
+        durable: bool,
+    ) -> Reservation:
+        """:meth:`reserve`; ``durable=False`` leaves the commit's fsync to :meth:`Ledger.sync`
+        (:meth:`_run_overlapped` runs it while DuckDB aggregates)."""
+        priced = self._price(sql, epsilon, delta, noise, confidence)
+        plan, schema, unit_ok, cost = priced.plan, priced.schema, priced.unit_ok, priced.cost
         ms = tuple(p.measurement for p in cost.parts)
         engine = self._engine(plan.table)
         if engine is self.backend:
-            # A one-shot process checks on the connection it already holds (no second open).
-            self.backend.check(
-                plan, schema, ms, unit_rows_ok=unit_ok, con=self._con if self._one_shot else None
-            )
+            if not priced.checked:
+                # A one-shot process checks on the connection it already holds (no second
+                # open). The check reads no data, so its outcome for these statements never
+                # changes: once passed, it is not run again.
+                self.backend.check(
+                    plan,
+                    schema,
+                    ms,
+                    unit_rows_ok=unit_ok,
+                    con=self._con if self._one_shot else None,
+                )
+                priced.checked = True
         else:
             engine.check(plan, schema, ms, unit_rows_ok=unit_ok)
         entry = self.ledger.reserve(
@@ -594,9 +661,11 @@ class Curator:
             cost.epsilon,
             cost.delta,
             cost.information_nats,
-            profile_spec=cost.profile_spec(),
+            profile_spec=priced.profile_spec,
+            durable=durable,
         )
         self._at("reserved", entry)
+        leak = _copy_summary(priced.leak)
         return Reservation(analyst, plan, schema, unit_ok, cost, leak, float(confidence), entry)
 
     def run_reserved(self, reserved: Reservation) -> Released:
@@ -637,6 +706,64 @@ class Curator:
         self._at("aggregated", reserved.entry)
         return self._release(plan, schema, cost, exact, 1 - reserved.confidence, drawn)
 
+    def _run_overlapped(self, reserved: Reservation) -> Released:
+        """:meth:`run_reserved` for a reservation whose fsync is still to come: the fsync
+        runs while DuckDB aggregates on a helper thread (both release the interpreter lock),
+        then the noise is drawn, and nothing is released before the fsync has returned.
+
+        The reservation was committed before the aggregate started, so the charge survives
+        this process dying at any point after it (only a power loss could undo a commit not
+        yet fsync'd, and then nothing had left). If the fsync fails, the aggregate is
+        interrupted and abandoned (nothing of it is used) and the failure is raised at once,
+        without waiting for it: the caller's outcome is :meth:`finish`'s constant failure, at
+        a time that does not depend on the data.
+        """
+        plan, schema, cost = reserved.plan, reserved.schema, reserved.cost
+        try:
+            engine = self._engine(plan.table)
+        except Exception as err:
+            raise StoreNotOpened(f"store not opened: {type(err).__name__}") from err
+        if engine is not self.backend:
+            # Spark runs for seconds (and keeps its own per-thread job state): the fsync
+            # first, then the query as the service's workers run it.
+            self.ledger.sync()
+            return self.run_reserved(reserved)
+        try:
+            con = self._open(engine)
+        except Exception as err:
+            raise StoreNotOpened(f"store not opened: {type(err).__name__}") from err
+        ms = tuple(p.measurement for p in cost.parts)
+        job = background(
+            lambda: engine.aggregate(
+                con,
+                plan,
+                schema,
+                ms,
+                unit_rows_ok=reserved.unit_rows_ok,
+                deadline=self.query_timeout,
+            )
+        )
+        try:
+            self.ledger.sync()  # the charge is durable from here on
+            drawn: dict[tuple[str, ...], list[int | None]] | None = None
+            if not plan.needs_partition_selection:
+                drawn = self._draw_noise(plan, cost)  # independent of the data
+            exact = job.result()
+        except BaseException:
+            self._abandon(con, job)
+            raise
+        self._done(con)
+        self._at("aggregated", reserved.entry)
+        return self._release(plan, schema, cost, exact, 1 - reserved.confidence, drawn)
+
+    def _abandon(self, con: Any, job: Job[Any]) -> None:
+        """Stop using ``con``: interrupt what runs on it and close it once that has ended."""
+        if con is self._con:
+            self._con = None
+        with contextlib.suppress(Exception):  # an interrupt of a finished statement: harmless
+            con.interrupt()
+        job.add_done_callback(lambda: self._discard(con))
+
     def finish(self, reserved: Reservation, run: Callable[[], Released]) -> QueryResult:
         """Run ``run`` (:meth:`run_reserved`, here or elsewhere) and record its outcome.
 
@@ -664,8 +791,16 @@ class Curator:
         return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
     def _result(self, reserved: Reservation, released: Released) -> tuple[QueryResult, Any]:
+        result = self._result_only(reserved, released)
+        return result, _jsonable(result.to_dict())
+
+    def _result_only(self, reserved: Reservation, released: Released) -> QueryResult:
         columns, out_rows, intervals, notes, raw = released
-        remaining = self.ledger.budget(reserved.analyst, reserved.plan.table)
+        # As the reservation left it (no second read), or read now when another process or
+        # object made it.
+        remaining = self.ledger.budget_after(reserved.entry) or self.ledger.budget(
+            reserved.analyst, reserved.plan.table
+        )
         result = QueryResult(
             columns,
             out_rows,
@@ -678,10 +813,14 @@ class Curator:
             notes,
             raw,
         )
-        return result, _jsonable(result.to_dict())
+        return result
 
-    def _settle(self, reserved: Reservation, produce: Callable[[], tuple[_T, Any]]) -> _T:
-        """``produce()`` → (value, payload); records the payload (or the failure) in the ledger."""
+    def _settle(
+        self, reserved: Reservation, produce: Callable[[], tuple[_T, Any]], *, later: bool = False
+    ) -> _T:
+        """``produce()`` → (value, payload); records the payload (or the failure) in the ledger
+        (``later``: written after the answer is handed back, see :meth:`Ledger.complete_later`).
+        """
         entry = reserved.entry
         try:
             value, payload = produce()
@@ -691,7 +830,10 @@ class Curator:
             raise (err.__cause__ or err) from None
         except BaseException as err:
             raise self._failed(entry, err) from None
-        self.ledger.complete(entry, payload)
+        if later:
+            self.ledger.complete_later(entry, payload)
+        else:
+            self.ledger.complete(entry, payload)
         return value
 
     def _failed(self, entry: int, err: BaseException) -> BaseException:
@@ -705,19 +847,43 @@ class Curator:
     ) -> tuple[QueryPlan, DatasetSchema, int | None, bool, QueryCost, dict[str, Any]]:
         """Validate completely and price ``sql``: everything here depends on the query and the
         declared schema only, so a refusal (before any reservation) costs nothing."""
+        p = self._price(sql, epsilon, delta, noise, confidence)
+        return p.plan, p.schema, p.rows, p.unit_ok, p.cost, _copy_summary(p.leak)
+
+    def _price(self, sql: str, epsilon: Any, delta: Any, noise: Any, confidence: Any) -> _Priced:
+        """:meth:`_priced`, remembered per (SQL text, exact ε and δ, noise, dataset record):
+        the plan, its cost and its privacy summary are functions of these only (and are
+        immutable), so a repeated query is priced once. Refusals are never remembered."""
         eps = as_budget_fraction("epsilon", epsilon)
         dlt = as_budget_fraction("delta", delta, allow_zero=True)
         if dlt >= 1:
             raise ParameterError("delta", delta, "a probability in [0, 1)")
         _check_confidence(confidence)
         kind = as_noise(noise)
-        plan, schema, rows, unit_ok = self.plan(sql)
+        table = self._tables.get(sql)
+        if table is None:
+            table = referenced_table(sql)
+        name, schema_json, unit_ok = self.ledger.dataset_declaration(table)
+        key = (sql, eps, dlt, kind, name, schema_json, unit_ok)
+        hit = self._prices.get(key)
+        if hit is not None:
+            return hit
+        schema = self._schema_of(schema_json)
+        plan = parse_query(sql, schema)
+        rows = schema.row_bound  # the declaration, never the measured count (private)
         cost = plan_cost(plan, schema, eps, dlt, rows, kind)
         if plan.needs_partition_selection:
             selection(cost).threshold()  # a threshold that cannot be formed fails here
         leak = leakage_of(cost)
         _require_finite("the query's privacy summary", leak)
-        return plan, schema, rows, unit_ok, cost, leak
+        if len(self._prices) >= _REMEMBERED:
+            self._prices.clear()
+            self._tables.clear()
+        self._tables[sql] = table
+        hit = self._prices[key] = _Priced(
+            plan, schema, rows, unit_ok, cost, leak, cost.profile_spec()
+        )
+        return hit
 
     def estimate(
         self,
@@ -939,25 +1105,16 @@ class Curator:
         # Per-measurement half-widths at level beta / (measurements an aggregate combines) and
         # column grids depend on the query only: computed once, not once per cell.
         memo: dict[Any, Any] = {}
-        out_rows: list[tuple[Any, ...]] = []
-        out_cis: list[tuple[Any, ...]] = []
-        for key in keys:
-            row: list[Any] = []
-            cis: list[Any] = []
-            for out in plan.outputs:
-                if out.aggregate is None:
-                    pos = [g.column for g in plan.group_by].index(out.group_column or "")
-                    row.append(key[pos])
-                    cis.append(None)
-                    continue
-                value, ci = self._answer(
-                    out.aggregate, key, noisy[key], index, parts, schema, beta, draws, memo
-                )
-                row.append(value)
-                cis.append(ci)
-            out_rows.append(tuple(row))
-            out_cis.append(tuple(cis))
-        raw = tuple(tuple(noisy[key]) for key in keys)
+        rows = [noisy[key] for key in keys]
+        columns = [
+            self._column(out, plan, keys, rows, index, parts, schema, beta, draws, memo)
+            for out in plan.outputs
+        ]
+        out_rows = list(zip(*(values for values, _ in columns), strict=True))
+        out_cis = list(zip(*(cis for _, cis in columns), strict=True))
+        if not plan.outputs:
+            out_rows = out_cis = [() for _ in keys]
+        raw = tuple(tuple(row) for row in rows)
         return (
             tuple(o.name for o in plan.outputs),
             tuple(out_rows),
@@ -1009,6 +1166,51 @@ class Curator:
                 out[(key, i)] = j
         return out
 
+    def _column(
+        self,
+        out: Any,
+        plan: QueryPlan,
+        keys: Sequence[tuple[str, ...]],
+        rows: list[list[int | None]],
+        index: dict[str, int],
+        parts: tuple[MeasurementCost, ...],
+        schema: DatasetSchema,
+        beta: float,
+        draws: dict[tuple[tuple[str, ...], int], int],
+        memo: dict[Any, Any],
+    ) -> tuple[list[Any], list[Any]]:
+        """One output column over every released cell: (values, intervals), ``rows`` being
+        each cell's noisy measurements. What depends on the query only (positions,
+        half-widths, grid steps) is looked up once; COUNT and SUM are answered here, column
+        at a time, the other aggregates cell by cell by :meth:`_answer`."""
+        agg = out.aggregate
+        if agg is None:
+            pos = [g.column for g in plan.group_by].index(out.group_column or "")
+            return [key[pos] for key in keys], [None] * len(keys)
+        if agg.func == "count" or (agg.func == "sum" and agg.column is not None):
+            if agg.func == "count":
+                mkey = "count(*)" if agg.column is None else f"count({agg.column})"
+            else:
+                mkey = f"sum({agg.column})"
+            i = index[mkey]
+            h = parts[i].halfwidth(beta)
+            vs = [v for row in rows if (v := row[i]) is not None]
+            if len(vs) != len(rows):
+                raise InternalError(f"{mkey} has no noisy value")
+            if agg.func == "count":
+                # A count is never negative: clamping at 0 is post-processing, keeps coverage.
+                return (
+                    [v if v > 0 else 0 for v in vs],
+                    [[v - h if v > h else 0, v + h if v + h > 0 else 0] for v in vs],
+                )
+            g = column_grid(schema.column(agg.column or "")).step
+            return [v * g for v in vs], [[(v - h) * g, (v + h) * g] for v in vs]
+        answered = [
+            self._answer(agg, key, row, index, parts, schema, beta, draws, memo)
+            for key, row in zip(keys, rows, strict=True)
+        ]
+        return [a[0] for a in answered], [a[1] for a in answered]
+
     def _answer(
         self,
         agg: Aggregate,
@@ -1035,20 +1237,13 @@ class Curator:
                 h = memo[(i, level)] = p.halfwidth(level)
             return v, h, p
 
-        if agg.func == "count":
-            mkey = "count(*)" if agg.column is None else f"count({agg.column})"
-            v, h, _ = get(mkey, beta)
-            # A count is never negative: clamping at 0 is post-processing and keeps coverage.
-            return max(0, v), [max(0, v - h), max(0, v + h)]
+        # COUNT and SUM are answered by _cell directly.
         if agg.column is None:
             raise InternalError(f"{agg.func} without a column")
         grid = memo.get(agg.column)
         if grid is None:
             grid = memo[agg.column] = column_grid(schema.column(agg.column))
         g = grid.step
-        if agg.func == "sum":
-            v, h, _ = get(f"sum({agg.column})", beta)
-            return v * g, [(v - h) * g, (v + h) * g]
         if agg.func == "avg":
             s, hs, _ = get(f"csum({agg.column})", beta / 2)
             c, hc, _ = get(f"count({agg.column})", beta / 2)
@@ -1151,6 +1346,29 @@ def _require_finite(what: str, value: Any) -> None:
             raise ParameterError(
                 f"{what} is undefined (NaN) for these parameters; choose a smaller ε or δ."
             )
+
+
+def _copy_summary(value: Any) -> Any:
+    """A copy of a privacy summary (nested dicts and lists of numbers and text) that shares
+    no container with it; faster than ``copy.deepcopy`` for these plain values."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _copy_summary(v) for k, v in value.items()}
+    if kind is list:
+        return [_copy_summary(v) for v in value]
+    return value
+
+
+def _ledger_text(payload: dict[str, Any]) -> str:
+    """The JSON text :meth:`Ledger.complete` stores for ``payload`` (strict JSON): as
+    ``json.dumps(_jsonable(payload))``, without the conversion pass over the rows when they
+    need none (no numpy value, no infinite or NaN float; ``json.dumps`` refuses those)."""
+    # The small parts (cost, remaining budget) may hold an infinite information cost.
+    quick = {**payload, "cost": _jsonable(payload["cost"])}
+    try:
+        return json.dumps(quick, allow_nan=False)
+    except (TypeError, ValueError):
+        return json.dumps(_jsonable(payload), allow_nan=False)
 
 
 def _jsonable(payload: dict[str, Any]) -> dict[str, Any]:

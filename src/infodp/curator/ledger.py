@@ -12,7 +12,8 @@ Life of a query's entry::
     reserve  -> 'reserved'   cost debited and durable, before the data is touched or noise drawn
     cancel   -> 'cancelled'  failure *before* the data was touched: the cost is refunded
     fail     -> 'failed'     failure after the data was touched: the cost stays spent
-    complete -> 'released'   the noisy answer left; it is stored with the entry
+    complete -> 'released'   the noisy answer left; it is stored with the entry (at once, or
+                             held and written shortly after: :meth:`Ledger.complete_later`)
 
 A process killed after ``reserve`` leaves a 'reserved' entry: the budget is lost, privacy is
 not. Budgets are exact fractions (ε and δ under basic sequential composition, Dwork & Roth
@@ -47,6 +48,7 @@ True
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import copy
 import datetime as _dt
@@ -303,6 +305,17 @@ class Ledger:
         self._pid = -1
         self._lock = threading.RLock()
         self._identity: tuple[int, int] | None = None
+        #: The WAL file of this process's connection, opened by :meth:`sync` (see there).
+        self._wal: _WalFile | None = None
+        self._wal_lock = threading.Lock()
+        #: Completions not written yet (see :meth:`complete_later`): entry id -> (time, text).
+        self._later: dict[int, tuple[str, str | Callable[[], str]]] = {}
+        self._later_pid = os.getpid()
+        self._later_lock = threading.RLock()
+        #: The budget each reservation of this object left, by entry id (see budget_after).
+        self._left: dict[int, Budget] = {}
+        #: Whether this process's connection runs in WAL mode (deferred durability needs it).
+        self._wal_mode = False
         if self.in_memory:
             self._open(store_id, new=True)
             return
@@ -400,6 +413,7 @@ class Ledger:
         inconsistent. When sound, the verified checkpoint moves to the head, so the next
         opens only verify the entries written after it (``infodp ledger verify``).
         """
+        self.flush()
         with self._lock:
             bad = [r[0] for r in self._connection().execute("PRAGMA quick_check").fetchall()]
         if bad != ["ok"]:
@@ -613,19 +627,67 @@ class Ledger:
                     f"the ledger {self.path.name} cannot be opened ({err}); was it deleted?"
                 ) from None
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
             conn.execute("PRAGMA synchronous = FULL")
+            self._drop_wal()
             self._conn, self._pid = conn, os.getpid()
+            self._wal_mode = mode is not None and str(mode[0]).lower() == "wal"
         return self._conn
 
+    def _drop_wal(self) -> None:
+        with self._wal_lock:
+            wal, self._wal = self._wal, None
+            if wal is not None and wal.pid == os.getpid():
+                with contextlib.suppress(OSError):
+                    os.close(wal.fd)
+
+    def sync(self) -> None:
+        """Make every transaction this process has committed durable (fsync the WAL).
+
+        A reservation made with ``durable=False`` (:meth:`reserve`) is committed to the WAL
+        with ``synchronous=NORMAL``: it is in the file (the operating system's page cache)
+        when the commit returns, so it survives the death of this process (SIGKILL, a
+        crash), but a power loss could still undo it. This call is the fsync that
+        ``synchronous=FULL`` would have made inside the commit (SQLite's WAL mode syncs the
+        WAL file, and the directory once for a new WAL; Linux's ``fsync`` flushes the
+        file's pages whichever descriptor wrote them), so nothing may be released for such
+        a reservation before it returns. Raises :class:`OSError` when the fsync fails.
+        """
+        if self.in_memory:
+            return
+        with self._lock:
+            self._connection()  # (re)opened after a fork: the WAL descriptor goes with it
+            if not self._wal_mode:
+                return  # nothing was deferred (see _deferrable): every commit was durable
+        with self._wal_lock:  # close() waits: the descriptor is never closed mid-fsync
+            if self._wal is None or self._wal.pid != os.getpid():
+                self._wal = _WalFile.open(self.path)
+            self._wal.sync()
+
+    def _deferrable(self) -> bool:
+        """Whether a reservation may commit without its fsync (WAL mode on a file)."""
+        if self.in_memory:
+            return False
+        with self._lock:
+            self._connection()
+            return self._wal_mode
+
     def close(self) -> None:
-        """Close this process's connection (it reopens on next use)."""
+        """Write the completions still pending, then close this process's connection (it
+        reopens on next use)."""
+        try:
+            self.flush()
+        finally:
+            self._close()
+
+    def _close(self) -> None:
         with self._lock:
             if self.in_memory:
                 return  # closing would drop the in-memory budget state
             if self._conn is not None and self._pid == os.getpid():
                 self._conn.close()
             self._conn = None
+            self._drop_wal()
 
     @contextlib.contextmanager
     def _transaction(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
@@ -747,6 +809,19 @@ class Ledger:
                     f"unknown dataset {name!r}; registered: {', '.join(known) or 'none'}."
                 )
         return _record(row)
+
+    def dataset_declaration(self, name: str) -> tuple[str, str, bool]:
+        """(name, schema JSON, unit_rows_ok) of a registered dataset: what pricing a query
+        needs, without the spend totals :meth:`dataset` also reads and parses."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT name, schema_json, unit_rows_ok FROM datasets WHERE lower(name) = lower(?)",
+                (name,),
+            ).fetchone()
+        if row is None:
+            self.dataset(name)  # raises the error listing the registered datasets
+            raise InternalError(f"dataset {name!r} vanished while being read")
+        return str(row[0]), str(row[1]), bool(row[2])
 
     def datasets(self) -> list[DatasetRecord]:
         """Every registered dataset."""
@@ -903,6 +978,12 @@ class Ledger:
         with self._read() as conn:
             return self._budget(conn, analyst, dataset)
 
+    def budget_after(self, entry_id: int) -> Budget | None:
+        """The analyst's budget as reservation ``entry_id`` left it (the state its
+        transaction committed), once, when this object made it; else None (read
+        :meth:`budget`)."""
+        return self._left.pop(entry_id, None)
+
     def budgets(self, analyst: str | None = None) -> list[Budget]:
         """Every (analyst, dataset) budget, or only ``analyst``'s."""
         query = (
@@ -941,11 +1022,18 @@ class Ledger:
         delta: Fraction,
         info_nats: float,
         profile_spec: dict[str, Any] | None = None,
+        *,
+        durable: bool = True,
     ) -> int:
         """Debit (ε, δ) and the information cost durably; returns the entry id.
 
         ``profile_spec`` (an ``infodp.accounting`` profile spec of the query) is spent by the
         analyst's accountant when their budget is in an accountant currency.
+
+        ``durable=False``: the reservation is committed (checked, written, visible to every
+        process, and kept if this process dies) but its fsync is left to :meth:`sync`, which
+        the caller must call, successfully, before anything of the query is released. The
+        query path uses this to run the fsync while DuckDB aggregates.
 
         Raises :class:`~infodp.errors.BudgetExceeded` (requested, remaining, gap) when the
         analyst's budget or the dataset's information cap would be exceeded; nothing changes.
@@ -954,7 +1042,12 @@ class Ledger:
             raise InternalError(f"negative cost ({epsilon}, {delta}, {info_nats})")
         args = (analyst, dataset, sql, epsilon, delta, info_nats, profile_spec)
         entry_id = _group(self).submit(
-            _Pending(self, lambda conn: self._reserve_one(conn, *args), reservation=True)
+            _Pending(
+                self,
+                lambda conn: self._reserve_one(conn, *args),
+                reservation=True,
+                durable=durable,
+            )
         )
         if entry_id is None:
             raise InternalError("the ledger did not return an entry id")
@@ -973,7 +1066,11 @@ class Ledger:
         """
         outcomes: list[tuple[int | None, BaseException | None]] = []
         reserving = any(item.reservation for item in batch)
-        with self._transaction(durable=reserving) as conn:
+        # fsync'd here unless every reservation of the batch defers it to Ledger.sync.
+        durable = any(item.reservation and item.durable for item in batch) or (
+            reserving and not self._deferrable()
+        )
+        with self._transaction(durable=durable) as conn:
             swapped: LedgerError | None = None
             if reserving:
                 try:
@@ -1007,17 +1104,25 @@ class Ledger:
         profile_spec: dict[str, Any] | None,
     ) -> int:
         """One reservation inside an open write transaction (see :meth:`reserve`)."""
-        b = self._budget(conn, analyst, dataset)
+        # The analyst's budget and the dataset's totals in one read.
+        row = conn.execute(
+            "SELECT a.epsilon, a.delta, a.spent_epsilon, a.spent_delta, a.accountant_json, "
+            "d.info_cap_bits, d.info_spent_nats, d.max_epsilon, d.max_delta, d.spent_epsilon, "
+            "d.spent_delta FROM analysts a JOIN datasets d ON d.name = a.dataset "
+            "WHERE a.name = ? AND a.dataset = ?",
+            (analyst, dataset),
+        ).fetchone()
+        if row is None:
+            self._budget(conn, analyst, dataset)  # raises the error naming what is missing
+            raise InternalError(f"dataset {dataset!r} of analyst {analyst!r} is not registered")
+        b = _to_budget(analyst, dataset, row[:5])
+        cap, spent, max_eps, max_dlt, d_eps, d_dlt = row[5:]
         # Every currency, basic included, is enforced by the accountant; its state is taken
         # from the cache of parsed states when the stored text is the one cached (the text
         # is the whole state, so another process's charge shows as a different text and the
         # state is re-read: a cached state is never trusted beyond what is on disk).
-        new_state = _accountant_spend(b, profile_spec, epsilon, delta)
-        cap, spent, max_eps, max_dlt, d_eps, d_dlt = conn.execute(
-            "SELECT info_cap_bits, info_spent_nats, max_epsilon, max_delta, spent_epsilon, "
-            "spent_delta FROM datasets WHERE name = ?",
-            (dataset,),
-        ).fetchone()
+        spec_text = None if profile_spec is None else json.dumps(profile_spec)
+        new_state = _accountant_spend(b, spec_text, epsilon, delta)
         new_d_eps, new_d_dlt = _frac(d_eps) + epsilon, _frac(d_dlt) + delta
         over_eps = max_eps is not None and new_d_eps > _frac(max_eps)
         over_dlt = max_dlt is not None and new_d_dlt > _frac(max_dlt)
@@ -1060,19 +1165,16 @@ class Ledger:
             (new_spent, str(new_d_eps), str(new_d_dlt), dataset),
         )
         created = _now()
+        # The immutable fields as stored (and read back by the verification): text, and the
+        # information cost as a REAL, which holds a Python float exactly.
+        fields = (analyst, dataset, sql, str(epsilon), str(delta), float(info_nats), created)
         cur = conn.execute(
             "INSERT INTO entries (analyst, dataset, sql, epsilon, delta, info_nats, status, "
             "created, pid, profile_json) VALUES (?, ?, ?, ?, ?, ?, 'reserved', ?, ?, ?)",
             (
-                analyst,
-                dataset,
-                sql,
-                str(epsilon),
-                str(delta),
-                info_nats,
-                created,
+                *fields,
                 os.getpid(),
-                None if profile_spec is None else json.dumps(profile_spec),
+                spec_text,
             ),
         )
         entry_id = cur.lastrowid
@@ -1081,17 +1183,23 @@ class Ledger:
         last = conn.execute(
             "SELECT chain FROM entries WHERE id < ? ORDER BY id DESC LIMIT 1", (entry_id,)
         ).fetchone()
-        stored = conn.execute(
-            "SELECT id, analyst, dataset, sql, epsilon, delta, info_nats, created "
-            "FROM entries WHERE id = ?",
-            (entry_id,),
-        ).fetchone()
-        link = _chain("" if last is None else last[0], self.store_id, stored)
+        link = _chain("" if last is None else last[0], self.store_id, (entry_id, *fields))
         conn.execute("UPDATE entries SET chain = ? WHERE id = ?", (link, entry_id))
         # The head of the chain: an open that finds fewer entries knows some were dropped.
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('head', ?)",
             (json.dumps([entry_id, link]),),
+        )
+        if len(self._left) >= 1024:
+            self._left.clear()
+        self._left[int(entry_id)] = Budget(
+            analyst,
+            dataset,
+            b.epsilon,
+            b.delta,
+            b.spent_epsilon + epsilon,
+            b.spent_delta + delta,
+            b.accountant_json if new_state is None else new_state,
         )
         return int(entry_id)
 
@@ -1150,11 +1258,78 @@ class Ledger:
         text = result if isinstance(result, str) else json.dumps(result, allow_nan=False)
         self._finish(entry_id, "released", text, None)
 
+    def complete_later(self, entry_id: int, text: str | Callable[[], str]) -> None:
+        """:meth:`complete`, written later (:meth:`flush`): by a background writer at most
+        ``_FLUSH_AFTER`` (50 ms) later, in one transaction with the others held by then,
+        and before any read of the entries through this object, at :meth:`close` and at
+        exit.
+
+        The reservation already charged the full cost, so until then the entry reads
+        'reserved' (spent, no stored answer) to other processes; if this process dies first
+        it stays so: budget recorded, privacy intact, only the stored copy of the answer is
+        lost (as a non-fsync'd completion could always be lost to a power failure).
+        ``text`` may be a function rendering it then (an entry whose rendering fails is left
+        'reserved').
+        """
+        with self._later_lock:
+            if self._later_pid != os.getpid():  # forked: the parent writes its own
+                self._later, self._later_pid = {}, os.getpid()
+            if entry_id in self._later:
+                raise InternalError(f"entry {entry_id} finished twice (released -> released)")
+            self._later[entry_id] = (_now(), text)
+        _HOLDERS.add(self)
+        _flusher().poke(self)
+
+    def flush(self) -> None:
+        """Write every completion :meth:`complete_later` still holds (one transaction)."""
+        with self._later_lock:
+            if not self._later or self._later_pid != os.getpid():
+                return
+            items, self._later = self._later, {}
+            try:
+                self._write_completions(items)
+            except InternalError:
+                raise  # a bug (an entry finished twice): not retried
+            except BaseException:
+                self._later = {**items, **self._later}  # kept for the next flush
+                raise
+
+    def _write_completions(self, items: dict[int, tuple[str, str | Callable[[], str]]]) -> None:
+        rows: list[tuple[int, str, str]] = []
+        for entry_id, (finished, text) in items.items():
+            if not isinstance(text, str):
+                try:
+                    text = text()
+                except Exception:  # a bug: the entry stays 'reserved' (spent, no answer kept)
+                    continue
+                items[entry_id] = (finished, text)  # rendered once, even if written later
+            rows.append((entry_id, finished, text))
+
+        twice: list[int] = []
+
+        def work(conn: sqlite3.Connection) -> None:
+            twice.clear()  # (a retried transaction starts afresh)
+            for entry_id, finished, text in rows:
+                cur = conn.execute(
+                    "UPDATE entries SET status = 'released', finished = ?, result_json = ? "
+                    "WHERE id = ? AND status = 'reserved'",
+                    (finished, text, entry_id),
+                )
+                if cur.rowcount != 1:
+                    twice.append(entry_id)  # the others are still written
+
+        _group(self).submit(_Pending(self, work, reservation=False))
+        if twice:
+            raise InternalError(f"entries {twice} finished twice (-> released)")
+
     def _finish(
         self, entry_id: int, status: str, result_json: str | None, error: str | None
     ) -> None:
         # Not fsync'd on its own: if this commit is lost the entry stays 'reserved' (spent),
         # never refunded. It shares the group commit of the reservations running meanwhile.
+        with self._later_lock:
+            if entry_id in self._later:
+                raise InternalError(f"entry {entry_id} finished twice (released -> {status})")
         finished = _now()
 
         def work(conn: sqlite3.Connection) -> None:
@@ -1197,11 +1372,13 @@ class Ledger:
 
     def entry(self, entry_id: int) -> Entry:
         """One entry by id."""
+        self.flush()
         with self._read() as conn:
             return self._entry(conn, entry_id)
 
     def entries(self, analyst: str | None = None, dataset: str | None = None) -> list[Entry]:
         """Entries, oldest first, optionally for one analyst and/or dataset."""
+        self.flush()
         query = f"SELECT {self._ENTRY_COLUMNS} FROM entries WHERE 1=1"
         args: list[Any] = []
         if analyst is not None:
@@ -1216,6 +1393,7 @@ class Ledger:
 
     def check(self) -> list[str]:
         """Consistency problems (empty when sound): stored spends equal the entries' sums."""
+        self.flush()
         with self._read() as conn:
             return self._check(conn)
 
@@ -1430,12 +1608,27 @@ def _spend_profile(
 
     if profile_spec is None:
         return _guarantee_profile(epsilon, delta)
-    spec = json.loads(profile_spec) if isinstance(profile_spec, str) else profile_spec
-    return profile_from_spec(spec)
+    if isinstance(profile_spec, str):
+        # Profiles are immutable values: one parse per distinct spec text (a repeated
+        # query's spend is read once).
+        with _PROFILES_LOCK:
+            cached = _PROFILES.get(profile_spec)
+        if cached is None:
+            cached = profile_from_spec(json.loads(profile_spec))
+            with _PROFILES_LOCK:
+                if len(_PROFILES) >= 256:
+                    _PROFILES.clear()
+                _PROFILES[profile_spec] = cached
+        return cached
+    return profile_from_spec(profile_spec)
+
+
+_PROFILES: dict[str, Any] = {}
+_PROFILES_LOCK = threading.Lock()
 
 
 def _accountant_spend(
-    b: Budget, profile_spec: dict[str, Any] | None, epsilon: Fraction, delta: Fraction
+    b: Budget, profile_spec: str | None, epsilon: Fraction, delta: Fraction
 ) -> str | None:
     """The accountant state after spending the query's profile (BudgetExceeded if it can't).
 
@@ -1535,13 +1728,134 @@ def _to_budget(analyst: str, dataset: str, row: Any) -> Budget:
     )
 
 
+#: A completion held by Ledger.complete_later is written at the latest this long after.
+_FLUSH_AFTER = 0.05
+
+
+class _Flusher:
+    """One daemon thread writing held completions of idle ledgers (:meth:`Ledger.flush`),
+    and at interpreter exit those still held."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self._cond = threading.Condition(threading.Lock())
+        self._waiting: dict[int, Ledger] = {}  # strong references until written
+        threading.Thread(target=self._run, name="infodp-ledger-flush", daemon=True).start()
+
+    def poke(self, ledger: Ledger) -> None:
+        with self._cond:
+            if id(ledger) not in self._waiting:
+                self._waiting[id(ledger)] = ledger
+                self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._waiting:
+                    self._cond.wait()
+            time.sleep(_FLUSH_AFTER)
+            self.flush_all()
+
+    def flush_all(self) -> None:
+        with self._cond:
+            waiting, self._waiting = self._waiting, {}
+        for ledger in waiting.values():
+            with contextlib.suppress(Exception):  # kept by the ledger for its next flush
+                ledger.flush()
+
+
+_FLUSHER: list[_Flusher] = []
+_FLUSHER_LOCK = threading.Lock()
+
+
+def _flusher() -> _Flusher:
+    with _FLUSHER_LOCK:
+        if not _FLUSHER or _FLUSHER[0].pid != os.getpid():  # none yet, or forked
+            _FLUSHER[:] = [_Flusher()]
+        return _FLUSHER[0]
+
+
+#: Every ledger that has held a completion in this process (weakly: a ledger collected
+#: with completions still held loses them, and its entries stay 'reserved').
+_HOLDERS: weakref.WeakSet[Ledger] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    # Each flush waits for one the background writer may have in progress (the ledger's
+    # lock), then writes what is still held.
+    for ledger in list(_HOLDERS):
+        with contextlib.suppress(Exception):  # kept 'reserved': charged, no answer stored
+            ledger.flush()
+
+
+class _WalFile:
+    """A descriptor on a ledger's WAL file, for :meth:`Ledger.sync` (one per connection).
+
+    Opening it fsyncs the directory once, as SQLite does for a new WAL (the file's name must
+    survive a power loss too). If the WAL file was replaced since (SQLite deletes it when the
+    last connection closes), :meth:`sync` also syncs the new one and the database file.
+    """
+
+    __slots__ = ("db", "fd", "ino", "path", "pid")
+
+    def __init__(self, db: Path, path: Path, fd: int) -> None:
+        self.db, self.path, self.fd, self.pid = db, path, fd, os.getpid()
+        self.ino = os.fstat(fd).st_ino
+
+    @classmethod
+    def open(cls, db: Path) -> _WalFile:
+        path = db.with_name(db.name + "-wal")
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            _fsync_dir(db.parent)
+            return cls(db, path, fd)
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def sync(self) -> None:
+        os.fsync(self.fd)
+        try:
+            same = os.stat(self.path).st_ino == self.ino
+        except FileNotFoundError:
+            same = False
+        if not same:  # everything went through another file: sync them all
+            _fsync_path(self.db)
+            with contextlib.suppress(FileNotFoundError):
+                _fsync_path(self.path)
+            _fsync_dir(self.db.parent)
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(path: Path) -> None:
+    if os.name == "posix":  # directories cannot be opened (nor need syncing) on Windows
+        _fsync_path(path)
+
+
 # -- group commit of concurrent reservations ---------------------------------------------------
 
 
 class _Pending:
     """One write (a reservation or a completion) waiting for its group's transaction."""
 
-    __slots__ = ("entry_id", "error", "finished", "lead", "ledger", "reservation", "work")
+    __slots__ = (
+        "durable",
+        "entry_id",
+        "error",
+        "finished",
+        "lead",
+        "ledger",
+        "reservation",
+        "work",
+    )
 
     def __init__(
         self,
@@ -1549,10 +1863,13 @@ class _Pending:
         work: Callable[[sqlite3.Connection], int | None],
         *,
         reservation: bool,
+        durable: bool = True,
     ) -> None:
         self.ledger = ledger
         self.work = work
         self.reservation = reservation
+        #: A reservation whose commit must be fsync'd (False: the caller calls Ledger.sync).
+        self.durable = durable
         self.entry_id: int | None = None
         self.error: BaseException | None = None
         self.finished = False

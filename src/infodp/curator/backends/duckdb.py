@@ -622,10 +622,15 @@ class DuckDBBackend:
         ng = len(plan.group_by)
         if any(m.kind != "quantile" for m in ms):
             sql = compile_aggregate(plan, schema, ms, unit_rows_ok=unit_rows_ok)
+            plain = all(m.kind != "quantile" for m in ms)  # one result column per measurement
             for row in con.execute(sql).fetchall():
-                if any(v is None for v in row[:ng]):
+                key_values = row[:ng]
+                if None in key_values:
                     continue  # a NULL key (dropped by its null policy) is never released
-                key = tuple(str(v) for v in row[:ng])
+                key = tuple(map(str, key_values))
+                if plain:
+                    values[key] = tuple([int(v or 0) for v in row[ng:]])
+                    continue
                 it = iter(row[ng:])
                 values[key] = tuple(
                     None if m.kind == "quantile" else int(next(it) or 0) for m in ms
