@@ -1,6 +1,6 @@
 """Accounting benchmark: infodp's certified ε against Google's dp-accounting, same run.
 
-Scenarios (the issue's bar):
+Scenarios (the published reference values):
 
 (a) DP-SGD: Poisson sampling rate 0.01, noise multiplier 1.0, 10 000 steps, δ = 1e-5;
 (b) 1000 Laplace mechanisms of scale 10 (sensitivity 1), δ = 1e-6.
@@ -92,7 +92,7 @@ def _scenario(
         )
     else:
         note = (
-            f"{name}: true ε ≤ {tight_hi:.6f} (pessimistic infodp PLD at {fine:g}); the issue "
+            f"{name}: true ε ≤ {tight_hi:.6f} (pessimistic infodp PLD at {fine:g}); the literature "
             "quotes the tight value as ≈ 6.1877. An optimistic bracket from dp-accounting's "
             "privacy buckets is too loose here (≈ 6.09 at 2e-5) to be informative."
         )

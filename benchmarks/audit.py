@@ -1,12 +1,12 @@
 """Audit benchmark: how close infodp's held-out ε lower bound gets to the truth, how fast.
 
-Peers: the auditing tools the issue names cannot run in this process: DP-Sniper (Bichsel et al.
+Peers: the published auditing tools cannot run in this process: DP-Sniper (Bichsel et al.
 2021) has no package and DP-Auditorium (Google) is not on PyPI. So each row compares, in the
 same run and on the same samples, infodp's auditor with the pre-declared textbook event (for
 Laplace and randomized response: ``Y ≤ 0``, the event that attains the true ratio), counted
 with the same joint Clopper–Pearson bounds (95%) on all samples (no selection needed), and
 with DP-Sniper's published figure where one exists (Laplace, ε = 0.1: 0.097 from 2·10⁸
-samples, as quoted in issue 7). True values are closed forms (Laplace: Δ/b; randomized
+samples, as published). True values are closed forms (Laplace: Δ/b; randomized
 response: ε; Gaussian: ε(δ) of Balle & Wang 2018 via ``PrivacyProfile.epsilon``).
 
 Run: ``python -m benchmarks.audit`` (writes the "audit" section of BENCHMARKS.md).
@@ -110,7 +110,7 @@ def main() -> None:
             "grid 2^-10 with discrete noise; randomized response), sampled through their fast",
             "`simulate`, on D = [0], D' = [sensitivity]; the claim is the",
             "mechanism's `profile()` (which charges the snapping, hence slightly above the true",
-            "ε). The peers named by the issue cannot run here (DP-Sniper has no package,",
+            "ε). The published peers cannot run here (DP-Sniper has no package,",
             "DP-Auditorium is not on PyPI): DP-Sniper's published figure is quoted. infodp",
             "selects the event (thresholds, intervals, logistic classifier, log-ratio table) on",
             "half of the samples and bounds it on the other half, so its bound holds with 95%",

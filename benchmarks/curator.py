@@ -244,9 +244,9 @@ def main(argv: list[str] | None = None) -> None:
         "DuckDB's column statistics prove true and drop, so it costs what the plain query "
         "does. "
         "Targets: ≤ 3× plain DuckDB at 1 M rows and ≤ 1.5× at 10 M "
-        "rows (issue 5); the service path within 1.5× of DuckDB alone at 1 M rows (issue 11, "
-        "2.3–2.7× before). The machine is shared with other jobs, so single numbers vary by "
-        "tens of percent."
+        "rows; the service path within 1.5× of DuckDB alone at 1 M rows (2.3–2.7× before "
+        "the single release path). The machine is shared with other jobs, so single numbers "
+        "vary by tens of percent."
     )
     command = f"python3 -m benchmarks.curator --sizes {args.sizes} --reps {args.reps}"
     write_section("curator", command, body)

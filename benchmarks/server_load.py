@@ -1,4 +1,4 @@
-"""Benchmark: the curator's HTTP service under load on loopback (issue 6).
+"""Benchmark: the curator's HTTP service under load on loopback.
 
 ``python3 -m benchmarks.server_load [--rows 1000000] [--queries 150] [--seconds 30]
 [--workers 2,0] [--repeat 3]``
@@ -284,7 +284,7 @@ def main() -> None:
         "reservation before its aggregate runs; concurrent reservations (and completions) "
         "of one process are group-committed: one SQLite transaction and one fsync per group, "
         "each reservation still checked in arrival order against what the ones before it left, "
-        "and none handed out before the commit is durable. Issue 11's goal for "
+        "and none handed out before the commit is durable. The goal for "
         f"{CLIENTS} clients: at least 2× the throughput measured before group commit (54–90 "
         "queries/s) with p99 ≤ 200 ms. The machine is shared with other jobs, so single "
         "numbers vary by tens of percent."

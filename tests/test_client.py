@@ -1,4 +1,4 @@
-"""The Python client against a real server on loopback (issue 6: "A small Python client
+"""The Python client against a real server on loopback ("A small Python client
 (infodp.client.Client(url, key)) with the same method names as the library API")."""
 
 from __future__ import annotations
@@ -140,7 +140,8 @@ def test_synopsis_release_then_free_queries(setup: Setup) -> None:
         for _ in range(3):
             a = c.query_synopsis("by_region", "SELECT region, COUNT(*) FROM people GROUP BY region")
             assert len(a["rows"]) == 4
-        # Post-processing of a released synopsis costs nothing (seed 002's non-interactive mode).
+        # Post-processing of a released synopsis costs nothing (the non-interactive mode, Dwork &
+        # Roth 2014 §2.3).
         assert led.budget("alice", "people").spent_epsilon == spent
         with pytest.raises(ApiError) as info:
             c.query_synopsis("nope", "SELECT COUNT(*) FROM people")

@@ -30,9 +30,9 @@ def _gaussian_exact_epsilon(mu: float, delta: float) -> float:
 
 
 @given(eps=st.floats(0.0, 20.0))
-def test_pure_to_kl_equals_kl_of_rr_pair_and_beats_seed(eps: float) -> None:
+def test_pure_to_kl_equals_kl_of_rr_pair_and_beats_the_tutorial_bound(eps: float) -> None:
     # Cuff & Yu 2016, Property 1: the extreme ε-DP pair (e^ε/(1+e^ε), 1/(1+e^ε)) has KL
-    # ε·tanh(ε/2); seed 004 states the looser min(ε, ε²).
+    # ε·tanh(ε/2); Ünsal & Önen states the looser min(ε, ε²).
     p = np.array([special.expit(eps), special.expit(-eps)])
     kl = float(np.sum(special.rel_entr(p, p[::-1])))
     assert conv.pure_to_kl(eps) == pytest.approx(kl, rel=1e-9, abs=1e-15)
@@ -64,7 +64,7 @@ def test_mi_to_delta_below_pinsker(eps: float) -> None:
 def test_approx_dp_property3_matches_brute_force_hockey_stick(
     eps: float, delta: float, eps2: float
 ) -> None:
-    # Seed 004, Property 3; checked against the hockey-stick divergence of the (ε, δ)
+    # Ünsal & Önen, Property 3; checked against the hockey-stick divergence of the (ε, δ)
     # dominating pair of Kairouz, Oh & Viswanath 2015 computed by brute force.
     a = (1 - delta) * special.expit(eps)
     b = (1 - delta) * special.expit(-eps)
@@ -109,7 +109,7 @@ def test_zcdp_to_epsilon_is_valid_and_no_worse_than_bun_steinke(rho: float, delt
 
 
 def test_level_composition_and_pure_group_privacy() -> None:
-    # "Differential Privacy and Information Theory" (2022): 1/(α−1) = Σ 1/(α_i − 1);
+    # "DP and Information Theory" (2022): 1/(α−1) = Σ 1/(α_i − 1);
     # group of n at α = ∞: nε (Dwork & Roth 2014, Thm 2.2).
     assert conv.level_composition([1.0, 2.0], [3.0, 3.0]) == (3.0, 2.0)
     assert conv.level_composition([1.0, 2.0], [2.0, 5.0]) == pytest.approx((3.0, 1.8))
@@ -131,7 +131,7 @@ def test_pure_group_privacy_is_composition_at_infinity(n: int, eps: float) -> No
 
 
 def test_leakage_tail_bound_formula_and_limits() -> None:
-    # Seed 000, footnote 2: (e^{(α−1)ε} − 1)/(e^{(α−1)R} − 1).
+    # "DP and Information Theory" (2022), footnote 2: (e^{(α−1)ε} − 1)/(e^{(α−1)R} − 1).
     eps, alpha, r = 0.3, 3.0, 2.0
     direct = (math.exp(2 * eps) - 1) / (math.exp(2 * r) - 1)
     assert conv.leakage_tail_bound(eps, alpha, r) == pytest.approx(direct, rel=1e-12)

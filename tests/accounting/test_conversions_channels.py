@@ -64,7 +64,7 @@ def random_channels(count: int, n: int, m: int, seed: int) -> list[Channel]:
 def test_group_rule_of_the_article_fails_for_a_noisy_sum_of_two_rows(
     name: str, log_pmf: object, k: int, alpha: float
 ) -> None:
-    # "Differential Privacy and Information Theory" (2022), "Group privacy": n rows of an
+    # "DP and Information Theory" (2022), "Group privacy": n rows of an
     # ε-private query (at level α) would be nε-private at level 1 + (α − 1)/n. For the sum of
     # two rows in {0, 1} plus noise, the group's input is the pair, whose sum takes 0, 1, 2:
     # a certified LOWER bound on its capacity exceeds 2 × a certified UPPER bound for one row.

@@ -195,7 +195,7 @@ def test_discrete_gaussian_against_brute_force_and_dp_accounting(sigma: float) -
 
 
 def test_privacy_parameters_pld_is_property3() -> None:
-    # Seed 004, Property 3: δ′ = 1 − (e^{ε′}+1)(1−δ)/(e^ε+1) for ε′ < ε.
+    # Ünsal & Önen, Property 3: δ′ = 1 − (e^{ε′}+1)(1−δ)/(e^ε+1) for ε′ < ε.
     eps, delta = 1.0, 1e-4
     pld = PrivacyLossDistribution.from_privacy_parameters(eps, delta, H)
     assert pld.delta(eps) == pytest.approx(delta, rel=1e-12)

@@ -146,13 +146,13 @@ def test_subsampled_gaussian_profile_vs_dp_accounting(seed: int) -> None:
 
 
 def test_dp_sgd_reference_value() -> None:
-    # The reference: q = 0.01, σ = 1, 10 000 steps, δ = 1e-5: tight ε ≈ 6.1877.
+    # Published reference: q = 0.01, σ = 1, 10 000 steps, δ = 1e-5: tight ε ≈ 6.1877.
     p = acc.subsampled_gaussian_profile(1.0, 0.01).repeat(10_000)
     assert p.epsilon(1e-5) == pytest.approx(6.1877, abs=1e-3)
 
 
 def test_laplace_reference_value() -> None:
-    # The reference: 1000 Laplace(10) mechanisms, δ = 1e-6: tight ε ≈ 18.950.
+    # Published reference: 1000 Laplace(10) mechanisms, δ = 1e-6: tight ε ≈ 18.950.
     assert acc.laplace_profile(10.0).repeat(1000).epsilon(1e-6) == pytest.approx(18.950, abs=2e-3)
 
 
@@ -338,7 +338,7 @@ def test_pld_queries_never_round_below_the_exact_value(eps: float) -> None:
 @pytest.mark.parametrize("sigma", [0.5, 2.0, 8.0])
 def test_information_of_composed_gaussian_uses_level_rule_where_tighter(sigma: float) -> None:
     # Before: information(α) read the RDP curve, 100·α/(2σ²) (Mironov 2017, Prop. 3 and 1).
-    # Now: the level-α composition of "Differential Privacy and Information Theory" (2022),
+    # Now: the level-α composition of "DP and Information Theory" (2022),
     # "Group privacy and composability": Σ ε_i at level α with 1/(α − 1) = Σ 1/(α_i − 1),
     # over the Gaussian's Shannon capacity ≤ Δ²/(4σ²) (Cover & Thomas 2006, Thm 9.4.1, with
     # total input variance ≤ Δ²/2).

@@ -7,7 +7,8 @@ values used here are closed forms: Laplace with scale b and sensitivity Δ is (�
 better between two grid points Δ apart (Dwork & Roth 2014, Thm 3.6; the event Y < 0 attains
 the ratio e^{Δ/b}); binary
 randomized response keeping the bit with probability e^ε/(1+e^ε) is exactly ε-DP (Warner 1965;
-seed 002, "ln 3" example); the Gaussian's (ε, δ) curve is Balle & Wang 2018, Thm 8 (via
+Dwork & Roth 2014 §3.2, the "ln 3" example); the Gaussian's (ε, δ) curve is Balle & Wang 2018, Thm
+8 (via
 ``PrivacyProfile.epsilon``, itself tested against dp-accounting in test_profile.py).
 """
 
@@ -75,7 +76,7 @@ def test_lower_bound_never_exceeds_the_true_epsilon(
     [("laplace", {"scale": 1.0}, 1.0), ("randomized-response", {"epsilon": 1.0}, 1.0)],
 )
 def test_tight_at_a_million_samples(name: str, params: dict[str, float], true_eps: float) -> None:
-    # Issue 7: ≥ 95% of the true ε at ε = 1 with 10⁶ samples per side.
+    # The bar: ≥ 95% of the true ε at ε = 1 with 10⁶ samples per side.
     mech, _profile, d0, d1 = reference_mechanism(name, **params)
     result = audit(mech, d0, d1, samples=1_000_000, claimed_epsilon=true_eps, rng=7)
     assert 0.95 * true_eps <= result.epsilon_lower <= true_eps
@@ -84,7 +85,7 @@ def test_tight_at_a_million_samples(name: str, params: dict[str, float], true_ep
 
 def test_dp_sniper_laplace_epsilon_point_one() -> None:
     """DP-Sniper (Bichsel et al. 2021) reports 0.097 for Laplace at ε = 0.1 with 2·10⁸
-    samples (figure quoted in issue 7). On infodp's LaplaceMechanism (scale 10) this auditor
+    samples (published figure). On infodp's LaplaceMechanism (scale 10) this auditor
     reaches ≥ 0.09 with 10⁶ samples per side (0.096 with seed 0; 0.098 with 10⁷ per side,
     i.e. 10× fewer samples than DP-Sniper in total, see benchmarks/audit.py) — a lower bound
     held out at 95% confidence, not a point estimate."""
@@ -123,7 +124,7 @@ def test_mis_calibrated_randomized_response_is_a_violation() -> None:
 
 def test_information_lower_bound_below_exact_mutual_information() -> None:
     # Binary RR with ε = 1 and a uniform secret: I = log 2 − H_b(1/(1+e)) nats (BSC capacity,
-    # seed 000 "binary symmetric channel").
+    # "Differential Privacy and Information Theory", binary symmetric channel).
     p = 1 / (1 + math.e)
     exact = math.log(2) - float(stats.entropy([p, 1 - p]))
     mech, _, d0, d1 = reference_mechanism("randomized-response", epsilon=1.0)
@@ -132,7 +133,7 @@ def test_information_lower_bound_below_exact_mutual_information() -> None:
 
 
 def test_user_callable_with_labels() -> None:
-    # A user's randomized response returning labels, ε = log 3 (seed 002: "ln 3").
+    # A user's randomized response returning labels, ε = log 3 (Dwork & Roth 2014 §3.2: "ln 3").
     def survey(dataset: list[int], rng: np.random.Generator) -> str:
         truth = bool(dataset[0])
         if rng.random() < 0.5:
@@ -242,7 +243,8 @@ def test_soundness_property_randomized_response(epsilon: float, seed: int) -> No
     assert 0.0 <= result.epsilon_lower <= epsilon
     assert result.kl_lower <= epsilon * math.tanh(epsilon / 2) + 1e-12  # RR's exact KL
     p = 1 / (1 + math.exp(epsilon))
-    assert result.mi_lower <= math.log(2) - float(stats.entropy([p, 1 - p]))  # BSC, seed 000
+    # BSC, "DP and Information Theory" (2022)
+    assert result.mi_lower <= math.log(2) - float(stats.entropy([p, 1 - p]))
 
 
 @pytest.mark.parametrize(

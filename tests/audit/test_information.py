@@ -1,7 +1,8 @@
 """Mutual-information lower bounds and event search, checked against exact values.
 
 Exact references: binary randomized response with a uniform secret has I = log 2 − H_b(p)
-(the BSC, seed 000), computed here with scipy.stats.entropy; for Laplace(0, b) vs Laplace(1, b)
+(the BSC, "DP and Information Theory" (2022)), computed here with scipy.stats.entropy; for
+Laplace(0, b) vs Laplace(1, b)
 with a uniform secret, I(X; Y) is computed by scipy quadrature of the mixture density.
 """
 

@@ -1,7 +1,8 @@
 """Capacities of infodp.channel.Channel checked against closed forms, peers and textbook laws.
 
 Independent references: closed forms (Shannon 1948; Cover & Thomas 2006 §7.1; Golomb 1980;
-the seed article seeds/000), cvxpy's convex formulation of Shannon capacity, dit's
+"Differential Privacy and Information Theory", 2022), cvxpy's convex formulation of Shannon
+capacity, dit's
 Blahut–Arimoto, and infodp.information (mutual informations at a given input, no shared code).
 """
 
@@ -222,7 +223,7 @@ def test_sibson_at_one_is_shannon_and_rejects_zero() -> None:
         bsc.sibson_capacity(-1.0)
 
 
-# ---- the seed article's Rényi capacity C_α ----
+# ---- the article's Rényi capacity C_α ----
 
 
 def _grid_max_two_inputs(w: np.ndarray, alpha: float, points: int = 4001) -> float:

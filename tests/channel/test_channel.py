@@ -199,7 +199,7 @@ def test_delta_rejects_bad_epsilon() -> None:
 
 @pytest.mark.parametrize("alpha", [0.5, 2.0, 7.0, math.inf])
 @pytest.mark.parametrize("p", [0.01, 0.1, 0.3])
-def test_bsc_diameter_matches_seed_formula(p: float, alpha: float) -> None:
+def test_bsc_diameter_matches_article_formula(p: float, alpha: float) -> None:
     # seeds/000 "Sufficient vs necessary": 1/(α−1) log(p^α/(1−p)^{α−1} + (1−p)^α/p^{α−1}).
     bsc = Channel.binary_symmetric(p)
     if math.isinf(alpha):

@@ -1,4 +1,4 @@
-"""``infodp audit`` / ``infodp attack``: the issue's exact forms, one JSON object, one-line
+"""``infodp audit`` / ``infodp attack``: the documented forms, one JSON object, one-line
 errors with exit status 2."""
 
 from __future__ import annotations

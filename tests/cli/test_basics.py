@@ -58,7 +58,7 @@ def test_demo_json_is_one_object(capsys: pytest.CaptureFixture[str], tmp_path: P
     out = capsys.readouterr().out
     assert out.count("\n") == 1
     payload = json.loads(out)
-    # Seed 002's coin-flip scheme is ε = ln 3; its Shannon capacity has the closed form
+    # the classic coin-flip coin-flip scheme is ε = ln 3; its Shannon capacity has the closed form
     # log 2 − h(1/4) nats (binary symmetric channel with crossover 1/4).
     info = payload["information"]
     assert info["pure_epsilon"] == pytest.approx(math.log(3))

@@ -85,7 +85,7 @@ def test_errors_exit_2_one_line(capsys: pytest.CaptureFixture[str], args: list[s
 
 def test_other_mechanisms(capsys: pytest.CaptureFixture[str]) -> None:
     p = _run(capsys, "--mechanism", "randomized-response", "--epsilon", str(math.log(3)))
-    assert p["keep_probability"] == pytest.approx(0.75)  # seed 002 coin flip
+    assert p["keep_probability"] == pytest.approx(0.75)  # Dwork & Roth 2014 §3.2 coin flip
     p = _run(capsys, "--mechanism", "randomized-response", "--epsilon", "1", "--k", "4")
     assert p["keep_probability"] == pytest.approx(math.e / (math.e + 3))
     p = _run(capsys, "--mechanism", "exponential", "--epsilon", "1", "--sensitivity", "2")

@@ -1,4 +1,4 @@
-"""The curator's CLI forms from issue 5, run through ``infodp.cli.main`` with capsys."""
+"""The curator's CLI forms , run through ``infodp.cli.main`` with capsys."""
 
 from __future__ import annotations
 

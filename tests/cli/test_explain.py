@@ -28,7 +28,7 @@ def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
 
 
 def test_epsilon_delta_json(capsys: pytest.CaptureFixture[str]) -> None:
-    # The seed article's example: ε = 1, δ = 0.01 on census-like data.
+    # the "DP and Information Theory" (2022) article's example: ε = 1, δ = 0.01 on census-like data.
     d = run_json(capsys, "--epsilon", "1", "--delta", "0.01", "--rows", "10000")
     assert d["epsilon"] == 1.0 and d["delta"] == 0.01
     assert d["nats"] == {"1": None, "2": None, "inf": None}
@@ -63,7 +63,8 @@ def test_pure_epsilon_json(capsys: pytest.CaptureFixture[str]) -> None:
 def test_group_json(capsys: pytest.CaptureFixture[str]) -> None:
     d = run_json(capsys, "--epsilon", "0.5", "--group", "4")
     assert d["group"]["size"] == 4
-    assert d["group"]["nats"]["inf"] == pytest.approx(2.0)  # kε, seed 000 group privacy
+    # kε, "DP and Information Theory" (2022) group privacy
+    assert d["group"]["nats"]["inf"] == pytest.approx(2.0)
 
 
 def test_gaussian_mechanism_json(capsys: pytest.CaptureFixture[str]) -> None:

@@ -468,7 +468,8 @@ def test_result_carries_cost_leakage_and_remaining(store: tuple[Curator, pd.Data
     payload = r.to_dict()
     assert set(payload) >= {"columns", "rows", "confidence_intervals", "cost", "remaining"}
     assert [row[0] for row in payload["rows"]] == ["north", "south", "east", "west"]
-    # ε-DP leaks at most ε nats at α = ∞ (seed 000: C_∞ = ε); explain() reports it in bits
+    # ε-DP leaks at most ε nats at α = ∞ ("DP and Information Theory" (2022): C_∞ = ε); explain()
+    # reports it in bits
     assert payload["cost"]["leakage"]["bits"]["inf"] == pytest.approx(0.5 / math.log(2))
     assert payload["cost"]["epsilon"] == 0.5
     for row, ci in zip(r.rows, r.confidence_intervals, strict=True):

@@ -1,6 +1,6 @@
 """The durable ledger: reservation protocol, keys, and real multi-process / SIGKILL behaviour.
 
-Issue 5, "Ledger": a query's cost is reserved durably before any noise is drawn; a crash after
+"Ledger": a query's cost is reserved durably before any noise is drawn; a crash after
 reservation loses budget, never privacy; two processes never overspend and never fail with a
 lock error. The references are exact fractions and counts of what the processes released.
 """
@@ -186,7 +186,8 @@ def test_accountant_currencies_are_enforced_by_the_ledger(tmp_path: Path) -> Non
             for _ in range(100):
                 cur.query(who, "SELECT COUNT(*) FROM t", epsilon="0.1")
                 released[who] += 1
-    # ε-DP has KL at most ε·tanh(ε/2) nats (Cuff & Yu 2016; seed 000 at α = 1):
+    # ε-DP has KL at most ε·tanh(ε/2) nats (Cuff & Yu 2016; "DP and Information Theory" (2022) at α
+    # = 1):
     # 0.01 / (0.1·tanh(0.05)) = 2.0017 -> 2 queries; pure: 0.35 / 0.1 -> 3 queries
     assert released["n"] == math.floor(0.01 / (0.1 * math.tanh(0.05)))
     assert released["p"] == 3

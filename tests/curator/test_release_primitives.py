@@ -1,7 +1,7 @@
 """Release primitives, accuracy bounds and the global information bound, against independent
 references: direct summation of the discrete Laplace pmf P(y) = (1−p)/(1+p)·p^|y|
 (Canonne–Kamath–Steinke 2020, Def. 1), numerical convolution, Blahut–Arimoto channel capacity,
-and the closed forms quoted in issue 5 (ln(1 + A/(2b)), ½ ln(1 + A²/(4σ²))).
+and the closed forms quoted in the design (ln(1 + A/(2b)), ½ ln(1 + A²/(4σ²))).
 """
 
 from __future__ import annotations
@@ -260,7 +260,7 @@ def test_grid_step_is_a_power_of_two() -> None:
 
 
 def test_issue_closed_forms() -> None:
-    # issue 5: log(1 + A/(2b)) for Laplace, ½ log(1 + A²/(4σ²)) for Gaussian
+    # log(1 + A/(2b)) for Laplace, ½ log(1 + A²/(4σ²)) for Gaussian
     assert laplace_information(6.0, 1.5) == pytest.approx(math.log(1 + 6 / 3))
     assert gaussian_information(6.0, 1.5) == pytest.approx(0.5 * math.log(1 + 36 / 9))
     with pytest.raises(ParameterError):

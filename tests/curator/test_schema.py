@@ -1,4 +1,4 @@
-"""Dataset schemas: the issue-5 YAML form, JSON, and clear errors for bad declarations."""
+"""Dataset schemas: the YAML form, JSON, and clear errors for bad declarations."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The safe SQL subset: accepted forms become plans; every unsafe construct is refused by name.
 
-Source of the list: issue 5 ("Everything else — joins with private tables, subqueries, window
+Source of the list: the design ("Everything else — joins with private tables, subqueries, window
 functions, raw column selection, multiple statements — is refused with an error that names the
 construct").
 """

@@ -1,4 +1,5 @@
-"""Non-interactive release (seed 002): one paid histogram, then free post-processed answers.
+"""Non-interactive release (Dwork & Roth 2014 §3.2): one paid histogram, then free post-processed
+answers.
 
 The reference for each answer is a direct sum over the released cells (post-processing, Dwork &
 Roth 2014, Prop. 2.1); the budget must not move after the release.

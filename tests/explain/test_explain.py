@@ -9,7 +9,8 @@ Sources of the expected values (computed here, never copied from our output):
 - Gaussian: δ(ε) of Balle & Wang 2018 (Thm 8), the GDP trade-off Φ(Φ⁻¹(1−α) − μ) of Dong,
   Roth & Su 2022, success Φ(μ/2), KL = μ²/2, and the binary-input mutual information by
   quadrature (a lower bound on capacity, so any valid upper bound must exceed it).
-- Seed 000: "approx. 1.44 bits per query" for ε = 1; Markov tail (footnote 2).
+- "DP and Information Theory" (2022): "approx. 1.44 bits per query" for ε = 1; Markov tail
+  (footnote 2).
 """
 
 from __future__ import annotations
@@ -160,8 +161,9 @@ def test_pure_epsilon_leakage_matches_randomized_response(eps: float) -> None:
     assert e.unbounded_probability == 0.0 and e.conditional_nats is None
 
 
-def test_seed_article_one_point_four_four_bits() -> None:
-    # Seed 000, Epilogue: ε = 1 leaks "at a rate of approx. 1.44 bits per query".
+def test_article_one_point_four_four_bits() -> None:
+    # "DP and Information Theory" (2022), Epilogue: ε = 1 leaks "at a rate of approx. 1.44 bits per
+    # query".
     e = explain_epsilon_delta(1.0)
     assert round(e.bits["inf"], 2) == 1.44
 
@@ -178,7 +180,7 @@ def test_pure_attacker_views_closed_forms(eps: float) -> None:
         min(1.0, 0.5 + eps / 2)
     )  # linear bound ½ + ε/2
     assert e.attacker_success_linear >= e.attacker_success_max
-    # Seed 004 eq. (50) (Barthe & Köpf): log(2e^ε/(1+e^ε)); eq. (51): log Σ_y max_x P(y|x).
+    # Ünsal & Önen eq. (50) (Barthe & Köpf): log(2e^ε/(1+e^ε)); eq. (51): log Σ_y max_x P(y|x).
     assert e.min_entropy_leakage_bound == pytest.approx(
         math.log(2 * math.exp(eps) / (1 + math.exp(eps)))
     )
@@ -194,12 +196,13 @@ def test_pure_rates_and_tail(eps: float) -> None:
         assert e.releases_for_bits[b] == math.ceil(b * LN2 / c1)
     c2 = _rr_renyi(eps, 2.0)
     for r, prob in e.tail:
-        # Seed 000, footnote 2 (Markov): (e^{(α−1)C} − 1)/(e^{(α−1)R} − 1) at α = 2.
+        # "DP and Information Theory" (2022), footnote 2 (Markov): (e^{(α−1)C} − 1)/(e^{(α−1)R} −
+        # 1) at α = 2.
         assert prob == pytest.approx(min(1.0, math.expm1(c2) / math.expm1(r)), rel=1e-9)
 
 
 def test_markov_tail_special_levels() -> None:
-    # α = 1: C/R (seed 000); α = ∞: a leak never exceeds the capacity.
+    # α = 1: C/R ("DP and Information Theory" (2022)); α = ∞: a leak never exceeds the capacity.
     assert bounds.markov_tail_bound(0.3, 1.2, 1) == pytest.approx(0.25)
     assert bounds.markov_tail_bound(0.3, 0.31, math.inf) == 0.0
     assert bounds.markov_tail_bound(0.3, 0.29, math.inf) == 1.0
@@ -247,7 +250,8 @@ def test_pure_dp_divergence_huge_epsilon_is_finite() -> None:
 def test_epsilon_delta_is_unbounded_with_probability_delta(eps: float, delta: float) -> None:
     e = explain(EpsDeltaRef(eps, delta), epsilon=eps)
     assert (e.epsilon, e.delta) == (eps, pytest.approx(delta))
-    # Seed 000, "Hacking (ε, δ)-privacy": no level is bounded; failure has probability δ.
+    # "DP and Information Theory" (2022), "Hacking (ε, δ)-privacy": no level is bounded; failure
+    # has probability δ.
     assert e.nats == {"1": None, "2": None, "inf": None}
     assert e.bits == {"1": None, "2": None, "inf": None}
     assert e.unbounded_probability == pytest.approx(delta)
@@ -271,7 +275,7 @@ def test_epsilon_delta_attacker_views_by_brute_force(eps: float, delta: float) -
         (math.exp(eps) + delta) / (1 + math.exp(eps))
     )
     assert e.attacker_success_linear >= e.attacker_success_max
-    # Min-entropy leakage of a binary secret: log Σ_y max_x P(y|x) (seed 004 eq. 51).
+    # Min-entropy leakage of a binary secret: log Σ_y max_x P(y|x) (Ünsal & Önen eq. 51).
     assert e.min_entropy_leakage_bound == pytest.approx(math.log(np.maximum(P, Q).sum()))
 
 
@@ -288,8 +292,9 @@ def test_tradeoff_matches_kov_region_by_linear_programming(eps: float, delta: fl
     np.testing.assert_allclose(bounds.tradeoff_fnr(fprs, eps, delta), want, atol=1e-9)
 
 
-def test_rows_census_example_from_seed_article() -> None:
-    # Seed 000: ε = 1, δ = 0.01 on census-like data: unbounded leakage with probability 1%.
+def test_rows_census_example_from_article() -> None:
+    # "DP and Information Theory" (2022): ε = 1, δ = 0.01 on census-like data: unbounded leakage
+    # with probability 1%.
     e = explain(EpsDeltaRef(1.0, 0.01), epsilon=1.0, rows=10_000)
     assert e.expected_exposed_individuals == pytest.approx(100.0)
     assert any("1/N" in w for w in e.warnings)
@@ -300,7 +305,8 @@ def test_rows_census_example_from_seed_article() -> None:
 
 
 def test_group_view() -> None:
-    # Seed 000 "Group privacy" / Dwork & Roth Thm 2.2: kε for pure, (kε, k e^{(k−1)ε} δ) else.
+    # "DP and Information Theory" (2022) "Group privacy" / Dwork & Roth Thm 2.2: kε for pure, (kε,
+    # k e^{(k−1)ε} δ) else.
     g = explain(PureRef(0.5), group=3).group
     assert g is not None and g.epsilon == pytest.approx(1.5)
     assert g.nats["1"] == pytest.approx(1.5 * math.tanh(0.75))
@@ -370,7 +376,7 @@ def test_laws_of_the_bounds(eps: float, delta: float, alpha: float) -> None:
     assert -1e-12 <= me <= min(LN2, eps + delta) + 1e-9
     d1 = bounds.pure_dp_divergence(eps, 1.0)
     da = bounds.pure_dp_divergence(eps, alpha)
-    # Monotone in α (seed 000: D_α increases with α), capped by ε = D_∞.
+    # Monotone in α ("DP and Information Theory" (2022): D_α increases with α), capped by ε = D_∞.
     assert d1 <= da + 1e-9 and da <= eps + 1e-12
     assert d1 <= min(eps, eps * eps / 2) + 1e-12  # ε·tanh(ε/2) ≤ min(ε, ε²/2)
 

@@ -1,7 +1,8 @@
 """Tests for infodp.information.entropy.
 
 References: Rényi 1961 ("On measures of entropy and information"); Cover & Thomas
-2006 ("Elements of Information Theory", eq. (2.1), Example 2.1.1); the seed article's binary Rényi
+2006 ("Elements of Information Theory", eq. (2.1), Example 2.1.1); the "DP and Information Theory"
+(2022) article's binary Rényi
 entropy H_α(p) = −1/(α−1) log(p^α + (1−p)^α); van Erven & Harremoës 2014 [vEH14].
 Peers: scipy.stats.entropy, dit.other.renyi_entropy (bits, converted with ln 2).
 """
@@ -41,7 +42,8 @@ _CTX = Context(prec=700, Emax=999_999_999, Emin=-999_999_999)
 
 
 def _decimal_binary_renyi(p: float, alpha: float) -> float:
-    """Seed article's H_α(p) in 700-digit decimals (1 − p formed exactly in Decimal)."""
+    """the "DP and Information Theory" (2022) article's H_α(p) in 700-digit decimals (1 − p formed
+    exactly in Decimal)."""
     with localcontext(_CTX):
         P = Decimal(p)
         a = Decimal(alpha)
@@ -129,7 +131,8 @@ def test_binary_entropy_endpoints_and_array() -> None:
 @pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0 - 1e-12, 1.0, 1.0 + 1e-12, 2.0, 1e6, math.inf])
 @pytest.mark.parametrize("p", [1e-300, 0.1, 0.5])
 def test_binary_renyi_entropy_against_decimal(p: float, alpha: float) -> None:
-    # Seed article: H_α(p) = −1/(α−1) log(p^α + (1−p)^α); α = 0, 1, ∞ by their definitions.
+    # "DP and Information Theory" (2022): H_α(p) = −1/(α−1) log(p^α + (1−p)^α); α = 0, 1, ∞ by
+    # their definitions.
     if alpha == 0.0:
         expected = LN2
     elif alpha == 1.0:

@@ -79,7 +79,8 @@ def test_bsc_shannon_capacity(p: float) -> None:
 @pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0, 2.0, 10.0, 1e6])
 @pytest.mark.parametrize("p", [0.01, 0.1, 0.3])
 def test_bsc_radius_is_log2_minus_binary_renyi(p: float, alpha: float) -> None:
-    # [Seed], "Sufficient vs Necessary": at P_X uniform both the seed article's I_α and
+    # "Sufficient vs Necessary": at P_X uniform both the "DP and Information Theory" (2022)
+    # article's I_α and
     # Sibson's I^s_α equal the radius log 2 − H_α(p) (P_Y is uniform, so P_X P_Y = P_X Q*).
     expected = LN2 - binary_renyi_entropy(p, alpha)
     assert renyi_mutual_information([0.5, 0.5], _bsc(p), alpha) == pytest.approx(
@@ -93,7 +94,7 @@ def test_bsc_radius_is_log2_minus_binary_renyi(p: float, alpha: float) -> None:
 
 @pytest.mark.parametrize("p", [0.01, 0.1, 0.3])
 def test_bsc_sibson_infinity_and_diameter(p: float) -> None:
-    # [Seed], Sibson's definition: I^s_∞ = log(2 max(p, 1−p)) whereas the ε of the channel
+    # Sibson's definition: I^s_∞ = log(2 max(p, 1−p)) whereas the ε of the channel
     # (its diameter at α = ∞) is log((1−p)/p).
     W = _bsc(p)
     assert sibson_mutual_information([0.5, 0.5], W, math.inf) == pytest.approx(

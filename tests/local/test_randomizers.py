@@ -59,7 +59,8 @@ def test_krr_capacity_closed_form() -> None:
 
 
 def test_coin_flip_is_ln3() -> None:
-    # seed 002: answer truthfully on heads, else a second coin: P(truth) = 3/4, ε = ln 3
+    # Dwork & Roth 2014 §3.2: answer truthfully on heads, else a second coin: P(truth) = 3/4, ε =
+    # ln 3
     rr = binary_randomized_response()
     assert rr.p == pytest.approx(0.75) and rr.channel().epsilon() == pytest.approx(math.log(3))
 

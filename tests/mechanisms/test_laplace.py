@@ -86,7 +86,7 @@ def test_channel_view_is_exact_discrete_laplace() -> None:
     m = DiscreteLaplaceMechanism(1.5, sensitivity=1)
     view = m.channel([0, 1], tail=1e-10)
     w = view.channel.matrix
-    # pure DP of the view equals e^{1/1.5} (ratio of adjacent rows, seed 001 D_inf)
+    # pure DP of the view equals e^{1/1.5} (ratio of adjacent rows, Mironov 2017 D_inf)
     assert view.channel.epsilon() == pytest.approx(1 / 1.5, rel=1e-9)
     outs = np.array(view.channel.outputs)
     q = math.exp(-1 / 1.5)

@@ -1,6 +1,7 @@
 """Information bounds of each mechanism's profile against its channel view's capacities.
 
-Seed 000: Sibson radius ≤ C_α ≤ diameter, and a mechanism's profile().information(α) must be
+"DP and Information Theory" (2022): Sibson radius ≤ C_α ≤ diameter, and a mechanism's
+profile().information(α) must be
 an upper bound on C_α (nats per individual). Each mechanism's channel view (a post-processing
 of its release: windowed outputs with the tails lumped) has capacities ≤ the release's, so
 every certified *lower* end of the view's capacity brackets, and its diameter (the RDP ε(α)

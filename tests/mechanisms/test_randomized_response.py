@@ -1,7 +1,8 @@
-"""Tests of randomized response (seed 002 coin-flip scheme; Kairouz, Oh & Viswanath 2014).
+"""Tests of randomized response (Dwork & Roth 2014 §3.2 coin-flip scheme; Kairouz, Oh & Viswanath
+2014).
 
-Independent values: seed 002's coin-flip probabilities 3/4 and 1/4 (ε = ln 3), the k-ary
-keep probability e^ε/(e^ε + k − 1), and the channel's D_∞ = ε (seed 001).
+Independent values: the classic coin-flip probabilities 3/4 and 1/4 (ε = ln 3), the k-ary
+keep probability e^ε/(e^ε + k − 1), and the channel's D_∞ = ε (Mironov 2017).
 """
 
 from __future__ import annotations

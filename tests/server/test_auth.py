@@ -1,6 +1,6 @@
 """Authentication and isolation of the HTTP service, against a real server on loopback.
 
-Issue 6: "missing, malformed, wrong, revoked keys → 401; analyst A cannot read or spend B's
+Required: "missing, malformed, wrong, revoked keys → 401; analyst A cannot read or spend B's
 budget; admin routes refuse analyst keys"; only salted hashes are stored; keys are created and
 revoked with the admin CLI, never over the analyst API.
 """

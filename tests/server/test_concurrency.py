@@ -1,4 +1,4 @@
-"""Concurrency: 50 clients race to spend one budget over HTTP (issue 6).
+"""Concurrency: 50 clients race to spend one budget over HTTP.
 
 "50 clients race to spend one budget with many small queries; the accepted total never exceeds
 the budget and accepted + refused adds up to what was sent." The budget arithmetic is exact

@@ -1,4 +1,4 @@
-"""Faults: the server is SIGKILLed during a burst of queries and restarted (issue 6).
+"""Faults: the server is SIGKILLed during a burst of queries and restarted.
 
 "The ledger is consistent (every released answer is charged; nothing charged twice), and the
 service comes back on the same store." DESIGN.md's contract: a release happens only after its

@@ -1,4 +1,4 @@
-"""Limits and the one JSON error format of the HTTP service (issue 6, "Limits and errors").
+"""Limits and the one JSON error format of the HTTP service ("Limits and errors").
 
 A real server on loopback for 413/429/400/404; the 500 path (an unexpected error must not leak
 its message) is exercised in-process with FastAPI's TestClient, because a healthy curator

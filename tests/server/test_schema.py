@@ -1,6 +1,6 @@
 """The OpenAPI document: kept in the repo, served by the app, and fuzzed with schemathesis.
 
-Issue 6: "its OpenAPI document is served and kept in the repo"; "Schema fuzzing of the OpenAPI
+Required: "its OpenAPI document is served and kept in the repo"; "Schema fuzzing of the OpenAPI
 document with schemathesis: no 5xx on any generated request." schemathesis generates requests
 from the committed document (an independent reading of the contract), sends them to a real
 server on loopback with a valid analyst key, and every answer must be < 500 and, for errors,

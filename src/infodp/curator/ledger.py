@@ -1,6 +1,6 @@
 """The durable privacy ledger: the only writer of budget state.
 
-Design (issue 5, "Ledger"): budget state lives in a SQLite database next to the DuckDB store
+Design: budget state lives in a SQLite database next to the DuckDB store
 (``<store>.ledger``) in WAL mode with ``synchronous=FULL``, so every commit is fsync'd before
 it returns. Each write is one ``BEGIN IMMEDIATE`` transaction: the check "cost ≤ remaining" and
 the debit happen under SQLite's single-writer lock, so two processes can never overspend;

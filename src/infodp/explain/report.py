@@ -67,7 +67,7 @@ __all__ = [
 LEVELS: tuple[tuple[str, float], ...] = (("1", 1.0), ("2", 2.0), ("inf", math.inf))
 #: Target δ for a non-pure profile when the caller gives neither ε nor δ (as infodp account).
 DEFAULT_DELTA = 1e-5
-#: Amounts of information (bits) for the "releases needed" table (issue 4).
+#: Amounts of information (bits) for the "releases needed" table.
 BITS_TO_EXTRACT: tuple[int, ...] = (1, 8, 64)
 #: False-positive rates at which the JSON report lists the trade-off curve.
 TRADEOFF_FPRS: tuple[float, ...] = (0.001, 0.01, 0.05, 0.1, 0.25, 0.5)

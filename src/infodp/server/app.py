@@ -1,4 +1,4 @@
-"""The curator as an HTTP service (issue 6): FastAPI over :class:`infodp.curator.Curator`.
+"""The curator as an HTTP service: FastAPI over :class:`infodp.curator.Curator`.
 
 Dwork & Roth's (2014) interactive curator "exposes an interface to which the analyst can issue
 queries"; analysts are not trusted with the data, so this service is the security boundary. It never

@@ -1,7 +1,7 @@
 """The one JSON error format of the HTTP service: ``{"error": {"code": ..., "message": ...}}``.
 
 Every failure leaves the service in this shape, with the HTTP status that says what happened
-(issue 6): 400 bad request or query, 401 missing/unknown key, 403 not allowed, 404 unknown
+400 bad request or query, 401 missing/unknown key, 403 not allowed, 404 unknown
 route or name, 409 budget exceeded (with ``requested``, ``remaining`` and ``gap``), 413 body
 too large, 429 rate limited, 500 anything unexpected (a generic message and an ``error_id``;
 the details go to the server log only, never to the client: a SQL engine message can quote

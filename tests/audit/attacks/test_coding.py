@@ -1,4 +1,5 @@
-"""Seed 000's broken-wifi attack: achieved information rate never exceeds the Shannon capacity
+"""the "DP and Information Theory" (2022) article's broken-wifi attack: achieved information rate
+never exceeds the Shannon capacity
 of one ε-DP query, and a real code beats repetition."""
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from infodp.errors import ParameterError
 
 
 def _bsc_capacity_bits(epsilon: float) -> float:
-    # Binary symmetric channel with p = 1/(1+e^ε): C = 1 − H₂(p) bits (Shannon 1948; seed 000).
+    # Binary symmetric channel with p = 1/(1+e^ε): C = 1 − H₂(p) bits (Shannon 1948; "DP and
+    # Information Theory" (2022)).
     p = 1 / (1 + math.exp(epsilon))
     return 1 - float(stats.entropy([p, 1 - p], base=2))
 

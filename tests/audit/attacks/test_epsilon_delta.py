@@ -1,4 +1,5 @@
-"""Seed 000's (ε, δ) catastrophe: the (ε, δ) audit passes, the α = 1 information is unbounded."""
+"""the "DP and Information Theory" (2022) article's (ε, δ) catastrophe: the (ε, δ) audit passes,
+the α = 1 information is unbounded."""
 
 from __future__ import annotations
 

@@ -66,7 +66,7 @@ def test_pure_dp_view_for_laplace() -> None:
 
 def test_rate_distortion_bound_meets_the_gaussian_rd_function() -> None:
     # at the bound, I(X; X + X_adv) = ½ ln(1 + σ_X²/σ_adv²) equals R(s²) = ½ ln(σ_X²/s²)
-    # (Cover & Thomas 2006, Thm 10.3.2; seed 004, Eqs. (63), (66) at n = 1)
+    # (Cover & Thomas 2006, Thm 10.3.2; Ünsal & Önen, Eqs. (63), (66) at n = 1)
     sz, eps, dlt, sx = 3.0, 0.8, 1e-6, 4.0
     var = rate_distortion_insertion_variance(sz, eps, dlt, sx)
     s2 = sz**2 * eps**2 / (2 * math.log(1.25 / dlt))
