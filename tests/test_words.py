@@ -7,13 +7,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # Whitespace (also a line break inside a docstring) may separate the words.
-PATTERN = re.compile(r"seed\s*0{2}[0-4]|seed\s+article|seeds/", re.IGNORECASE)
+# Tracker references ("issue 6", "the issue's bar") are internal too.
+PATTERN = re.compile(
+    r"seed\s*0{2}[0-4]|seed\s+article|seeds/|\bissue\s*\d|\bthe\s+issue\b|issue's",
+    re.IGNORECASE,
+)
 
 
 def _user_facing() -> list[Path]:
     files = [p for p in (ROOT / "src").rglob("*.py") if "__pycache__" not in p.parts]
     files += [*(ROOT / "docs").rglob("*.md"), ROOT / "README.md", ROOT / "docs/openapi.json"]
     files += list((ROOT / "examples").rglob("*.ipynb"))
+    # Benchmark scripts write BENCHMARKS.md, which users read.
+    files += [*(ROOT / "benchmarks").rglob("*.py"), ROOT / "BENCHMARKS.md"]
     return files
 
 
