@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from _kill import kill_when_marked
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import Ledger, format_fraction
 from infodp.errors import BudgetExceeded, InternalError, ParameterError
@@ -144,20 +145,8 @@ _VICTIM = textwrap.dedent(
 def test_sigkill_mid_query_leaves_ledger_consistent(tmp_path: Path) -> None:
     db = make_store(tmp_path, epsilon="1")
     marker = tmp_path / "marker"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _VICTIM, str(db), str(marker)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 120
-    while not marker.exists():
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGKILL)
-    out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == -signal.SIGKILL and "RESULT" not in out
+    out = kill_when_marked(_VICTIM, db, marker)
+    assert "RESULT" not in out
     led = Ledger(str(db) + ".ledger")
     (entry,) = led.entries()
     assert entry.id == int(marker.read_text())

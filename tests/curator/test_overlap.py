@@ -18,10 +18,7 @@ connection, another process after a SIGKILL) and a spy on what was released:
 from __future__ import annotations
 
 import os
-import signal
 import sqlite3
-import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -32,6 +29,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _kill import kill_when_marked
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import Ledger
@@ -177,20 +175,8 @@ _VICTIM = textwrap.dedent(
 def test_a_kill_between_the_commit_and_its_fsync_keeps_the_charge(tmp_path: Path) -> None:
     db = make_store(tmp_path)
     marker = tmp_path / "marker"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _VICTIM, str(db), str(marker)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 120
-    while not marker.exists():
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGKILL)
-    out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == -signal.SIGKILL and "RESULT" not in out
+    out = kill_when_marked(_VICTIM, db, marker)
+    assert "RESULT" not in out
     led = Ledger(str(db) + ".ledger")
     (entry,) = led.entries()
     assert entry.id == int(marker.read_text())

@@ -1,0 +1,34 @@
+"""Kill a child Python process with SIGKILL once it has reached a point it marks on disk.
+
+Crash tests run a victim script (``python -c SCRIPT DB MARKER``) that writes ``MARKER`` at the
+moment to interrupt and then waits; the test kills it there and inspects what it left.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def kill_when_marked(script: str, db: Path, marker: Path, timeout: float = 120.0) -> str:
+    """Run ``script`` with ``db`` and ``marker`` as arguments, SIGKILL it once ``marker``
+    exists, and return what it printed (asserting it really died of the signal)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(db), str(marker)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + timeout
+    while not marker.exists():
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    return out
