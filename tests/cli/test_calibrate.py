@@ -12,6 +12,7 @@ import math
 import dp_accounting
 import pytest
 
+from _cli_errors import json_error
 from infodp.cli import main
 
 
@@ -79,7 +80,7 @@ def test_human_output(capsys: pytest.CaptureFixture[str]) -> None:
 def test_errors_exit_2_one_line(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
     assert main(["calibrate", *args, "--json"]) == 2
     captured = capsys.readouterr()
-    assert captured.out == ""
+    json_error(captured.out, captured.err, 2)
     assert captured.err.count("\n") == 1 and captured.err.startswith("infodp: error:")
 
 

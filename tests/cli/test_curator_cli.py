@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _cli_errors import json_error
 from infodp.cli import main
 
 SCHEMA_YAML = """table: people
@@ -405,3 +406,36 @@ def test_gaussian_noise_zcdp_budget_and_accuracy_first(
     # discrete Laplace of scale 1/ε: P(|Y| > 10) = 2q^11/(1 + q) ≤ 5% (closed form)
     q = math.exp(-eps)
     assert 2 * q**11 / (1 + q) <= 0.05
+
+
+def test_with_json_a_failure_is_one_json_object_too(
+    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str]
+) -> None:
+    # DESIGN.md: with --json a sub-command prints exactly one JSON object, a failure included;
+    # the stderr line and the exit status stay as without --json.
+    db, csv, schema = files
+    run(capsys, "dataset", "register", "--db", db, "--name", "people", "--source", csv,
+        "--schema", schema)  # fmt: skip
+    run(capsys, "analyst", "add", "--db", db, "--name", "A", "--dataset", "people",
+        "--epsilon", "1")  # fmt: skip
+    sql = "SELECT COUNT(*) FROM people"
+
+    def failure(*args: str) -> tuple[int, dict[str, object], str]:
+        code, out, err = run(capsys, *args)
+        return code, json_error(out, err, code), err
+
+    # a refused spend: exit 3, what was asked, what is left, by how much
+    code, error, _ = failure("query", "--db", db, "--analyst", "A", "--epsilon", "2", sql, "--json")
+    assert code == 3 and error["kind"] == "budget_exceeded"
+    assert str(error["requested"]).startswith("epsilon=2,")
+    assert str(error["remaining"]).startswith("epsilon=1,")
+    assert str(error["short_by"]).startswith("epsilon=1")
+    # a bad parameter names the argument
+    code, error, _ = failure("query", "--db", db, "--analyst=A", "--epsilon", "-1", "--json", sql)
+    assert code == 2 and error["kind"] == "parameter" and error["argument"] == "epsilon"
+    # a bad flag (click's usage error), on one line
+    code, error, _ = failure("query", "--db", db, "--json", "--noise", "cauchy", sql)
+    assert code == 2 and error["kind"] == "usage" and "cauchy" in str(error["message"])
+    # after "--" a "--json" is an argument, not the flag: no JSON then
+    code, out, _ = run(capsys, "divergence", "--", "--json")
+    assert code == 2 and out == ""

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from _cli_errors import json_error
 from infodp.cli import main
 
 
@@ -89,5 +90,5 @@ def test_csv_matrix(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
 def test_bad_input_exits_2(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
     assert main(["design", *args, "--json"]) == 2
     captured = capsys.readouterr()
-    assert captured.out == ""
+    json_error(captured.out, captured.err, 2)
     assert captured.err.count("\n") == 1 and "Traceback" not in captured.err

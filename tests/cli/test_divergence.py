@@ -12,6 +12,7 @@ import math
 
 import pytest
 
+from _cli_errors import json_error
 from infodp.cli import main
 
 
@@ -82,7 +83,7 @@ def test_bad_input_is_one_line_and_exit_2(
 ) -> None:
     assert main(["divergence", *args, "--json"]) == 2
     captured = capsys.readouterr()
-    assert captured.out == ""
+    json_error(captured.out, captured.err, 2)
     assert captured.err.count("\n") == 1
     assert "Traceback" not in captured.err
     assert needle in captured.err

@@ -2,19 +2,24 @@
 
 The CLI is thin over the library. Errors a user can cause (:class:`~infodp.errors.InfodpError`
 and bad flags) print one line on stderr and exit with status 2, never a traceback; 3 means a
-privacy budget would be exceeded (nothing released), 4 that ``infodp audit`` found a violation. With
-``--json`` a sub-command prints exactly one JSON object on stdout.
+privacy budget would be exceeded (nothing released), 4 that ``infodp audit`` found a violation.
+With ``--json`` a sub-command prints exactly one JSON object on stdout, a failure included:
+``{"error": {"kind": ..., "message": ..., "exit_status": ...}}``, with ``argument`` for a bad
+parameter and ``requested``/``remaining``/``short_by`` for a refused spend; the error line
+still goes to stderr.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from typing import Any
 
 import click
 
 from infodp import __version__
-from infodp.cli._common import EXIT_BUDGET, EXIT_USAGE, fail
-from infodp.errors import BudgetExceeded, InfodpError
+from infodp.cli._common import EXIT_BUDGET, EXIT_USAGE, fail, fail_json
+from infodp.errors import BudgetExceeded, InfodpError, ParameterError
 
 __all__ = ["LAZY_COMMANDS", "LazyGroup", "cli", "main"]
 
@@ -80,30 +85,49 @@ def cli() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``infodp`` script; returns the exit status."""
+    args = list(argv) if argv is not None else sys.argv[1:]
+    # Options come before a "--" separator; after it, "--json" would be an argument's value.
+    as_json = "--json" in (args[: args.index("--")] if "--" in args else args)
     try:
-        status = cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
+        status = cli.main(args=args, standalone_mode=False)
     except click.exceptions.Exit as done:
         return int(done.exit_code)
     except click.exceptions.Abort:
-        fail("aborted")
-        return 1
+        return _failed(as_json, "aborted", "aborted", 1)
     except click.UsageError as err:
         # One line: click's message already names the option and the problem.
-        fail(err.format_message().replace("\n", " "))
-        return EXIT_USAGE
+        return _failed(as_json, "usage", " ".join(err.format_message().split()), EXIT_USAGE)
     except click.ClickException as err:
-        fail(err.format_message().replace("\n", " "))
-        return EXIT_USAGE
+        return _failed(as_json, "usage", " ".join(err.format_message().split()), EXIT_USAGE)
     except BudgetExceeded as err:
-        fail(str(err))
-        return EXIT_BUDGET
+        extra = {"requested": err.requested, "remaining": err.remaining, "short_by": err.gap}
+        return _failed(as_json, "budget_exceeded", str(err), EXIT_BUDGET, extra)
     except InfodpError as err:
-        fail(str(err))
-        return EXIT_USAGE
+        extra = {}
+        if isinstance(err, ParameterError) and err.argument is not None:
+            extra["argument"] = err.argument
+        return _failed(as_json, _kind(err), str(err), EXIT_USAGE, extra)
     except (RecursionError, MemoryError, OverflowError, ValueError, ArithmeticError) as err:
         # Bad input caught late (it should have been refused by a validator): one line, never
         # a traceback, and never the exception text (it could quote data).
-        fail(f"invalid input ({type(err).__name__})")
-        return EXIT_USAGE
+        message = f"invalid input ({type(err).__name__})"
+        return _failed(as_json, "invalid_input", message, EXIT_USAGE)
     # A command that raised click's Exit (``infodp audit`` on a violation) returns its status.
     return status if isinstance(status, int) else 0
+
+
+def _kind(err: InfodpError) -> str:
+    """``ParameterError`` → ``"parameter"``, ``LedgerError`` → ``"ledger"``, …"""
+    name = type(err).__name__
+    for suffix in ("Error", "Exceeded"):
+        name = name.removesuffix(suffix)
+    return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_") or "error"
+
+
+def _failed(
+    as_json: bool, kind: str, message: str, status: int, extra: dict[str, Any] | None = None
+) -> int:
+    fail(message)
+    if as_json:
+        fail_json(kind, message, status, extra or {})
+    return status

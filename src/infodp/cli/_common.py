@@ -28,6 +28,12 @@ def fail(message: str) -> None:
     click.echo(f"infodp: error: {message}", err=True)
 
 
+def fail_json(kind: str, message: str, status: int, extra: dict[str, Any]) -> None:
+    """The one JSON object of a failed ``--json`` command: what :func:`fail` says, typed."""
+    error = {"kind": kind, "message": message, "exit_status": status, **extra}
+    sys.stdout.write(json.dumps({"error": error}, allow_nan=False, ensure_ascii=False) + "\n")
+
+
 def emit(payload: dict[str, Any], as_json: bool, render: Callable[[dict[str, Any]], None]) -> None:
     """Print ``payload`` as one JSON object, or hand it to ``render`` for people."""
     if as_json:

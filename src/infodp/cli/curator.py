@@ -378,7 +378,7 @@ def analyst_list(db: str, as_json: bool) -> None:
 @click.option(
     "--accuracy",
     default=None,
-    help="Target 95%%-style half-width (at --confidence): find the least ε that reaches it; "
+    help="Target half-width of the interval (at --confidence): find the least ε that reaches it; "
     "with --analyst the query then runs at that ε, otherwise only the ε is printed.",
 )
 @click.option("--synopsis", default=None, help="Answer from a released synopsis (free).")
