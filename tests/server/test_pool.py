@@ -309,3 +309,32 @@ def test_a_caller_that_waited_too_long_leaves_the_line(store: tuple[str, dict[st
         assert small.call("estimate", VICTIM_SQL, epsilon="0.5")["cells"] == 4
     finally:
         small.close()
+
+
+def test_stopping_the_server_stops_its_workers_and_flushes_the_ledger(
+    store: tuple[str, dict[str, str]],
+) -> None:
+    # SIGTERM: uvicorn's shutdown runs the app's lifespan exit, which closes the service.
+    db, keys = store
+    server = ServerProcess(db, workers=2).start()
+    try:
+        workers = _worker_pids(server.proc.pid if server.proc else 0)
+        assert len(workers) == 2
+        with Client(server.url, keys["victim"], timeout=120) as client:
+            entry = client.query("SELECT COUNT(*) FROM t", epsilon="0.5")["entry"]
+    finally:
+        server.stop()
+
+    def gone(pid: int) -> bool:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return True
+        return stat.rsplit(")", 1)[1].split()[0] == "Z"  # exited, waiting to be reaped
+
+    assert _wait_for(lambda: all(gone(pid) for pid in workers), seconds=10)
+    done = Curator(db)
+    try:
+        assert done.ledger.entry(entry).status == "released"
+    finally:
+        done.close()

@@ -137,12 +137,17 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
 async def _serving(app: FastAPI) -> AsyncIterator[None]:
     """Before the first request: keep the start-up heap out of the collector's full passes
     (:mod:`infodp.server._heap`), with the release path imported first when this process
-    runs releases itself (no worker processes)."""
+    runs releases itself (no worker processes). At shutdown (SIGTERM, SIGINT), the worker
+    processes are told to stop and are reaped."""
     from infodp.server.pool import _WARM
 
     service = getattr(app.state, "service", None)
     freeze_heap(*(_WARM if service is not None and service.pool is None else ()))
-    yield
+    try:
+        yield
+    finally:
+        if service is not None:
+            service.close()
 
 
 #: Environment variable that may hold the admin token instead of a file.
