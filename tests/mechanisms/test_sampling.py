@@ -320,7 +320,7 @@ def test_all_matches_public_names() -> None:
     # ("@py_builtins" etc. appear when pytest rewrites the module collected for its doctests)
     public = {n for n in vars(sampling) if not n.startswith(("_", "@"))}
     imported = {"Any", "ABC", "Fraction", "abstractmethod", "annotations", "math", "np", "npt"}
-    imported |= {"TYPE_CHECKING", "lazy_module"}
+    imported |= {"TYPE_CHECKING", "lazy_module", "Sequence", "functools"}
     imported |= {"os", "random", "secrets", "as_positive", "as_positive_int", "ParameterError"}
     assert set(sampling.__all__) == public - imported
 

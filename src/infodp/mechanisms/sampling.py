@@ -36,11 +36,13 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import random
 import secrets
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +68,7 @@ __all__ = [
     "discrete_gaussian_batch",
     "discrete_laplace",
     "discrete_laplace_batch",
+    "discrete_laplace_batches",
     "geometric_exp",
     "require_secure_source",
     "simulate_discrete_gaussian",
@@ -474,6 +477,336 @@ def _geometric_exp1_batch(size: int, source: RandomSource) -> npt.NDArray[np.int
 #: pays off beyond it, and a query releasing a few cells then never imports numpy.
 _SCALAR_BATCH = 64
 
+#: Largest numerator t of a scale t/s served by the fast path (:func:`_laplace_fast`): its
+#: Bernoulli(U/(t k)) decisions compare one 32-bit word times t*k < 2^32 exactly in uint64.
+_FAST_T = 1 << 26
+
+#: Columns k of CKS 2020 Algorithm 1 decided together per round (see :func:`_bernoulli_exp_rows`).
+_ALG1_COLUMNS = 6
+
+
+class _Words:
+    """Uniform words cut from the source's raw bytes, read in as few calls as possible.
+
+    The fast path asks for its expected need up front (one ``random_bytes`` call, i.e. one
+    OS CSPRNG read with :class:`CryptoRandomSource`) and tops up only when a rejection loop
+    needs more. Every byte is handed out once, in order, so the words are iid uniform.
+    """
+
+    __slots__ = ("_buffer", "_pos", "_source", "reads")
+
+    def __init__(self, source: RandomSource, nbytes: int) -> None:
+        self._source = source
+        self._buffer = source.random_bytes(nbytes)
+        self._pos = 0
+        self.reads = 1
+
+    def take(self, count: int, dtype: Any) -> npt.NDArray[Any]:
+        """``count`` fresh uniform words of the unsigned integer ``dtype``."""
+        size = count * np.dtype(dtype).itemsize
+        if self._pos + size > len(self._buffer):
+            rest = self._buffer[self._pos :]
+            more = max(2 * size, 4096)  # top up generously: one more read, not many
+            self._buffer = rest + self._source.random_bytes(more)
+            self._pos = 0
+            self.reads += 1
+        out = np.frombuffer(self._buffer, dtype=dtype, count=count, offset=self._pos)
+        self._pos += size
+        return out
+
+
+def _bernoulli_ratio(
+    num: npt.NDArray[np.uint64],
+    den: npt.NDArray[np.uint64],
+    words: _Words,
+    dtype: Any = np.uint32,
+) -> npt.NDArray[np.bool_]:
+    """Independent Bernoulli(num/den) (broadcast shapes, 0 <= num <= den < 2^(64-w)), exactly.
+
+    Each decision is [X < num/den] for a uniform real X in [0, 1) whose binary digits are read
+    w bits (one word W of ``dtype``) at a time: X lies in [W, W+1)/2^w, so X·den < num for sure
+    when (W+1)·den <= num·2^w, and for sure not when W·den >= num·2^w. Otherwise (probability
+    below den/2^w) X = (W + X')/2^w with X' uniform and independent, and X < num/den exactly
+    when X' < (num·2^w − W·den)/den: the same question with a smaller numerator, asked again
+    with a fresh word. Every step is an integer comparison in uint64 (no overflow under the
+    bound on den), so P[True] = num/den exactly (Devroye 1986, "Non-Uniform Random Variate
+    Generation", Sec. 3.3: comparison with a uniform read digit by digit).
+    """
+    w = np.uint64(8 * np.dtype(dtype).itemsize)
+    shape = np.broadcast_shapes(num.shape, den.shape)
+    size = math.prod(shape)
+    big = np.broadcast_to(den, shape)
+    low = words.take(size, dtype).reshape(shape).astype(np.uint64) * big
+    target = np.broadcast_to(num << w, shape)
+    yes = low + big <= target
+    pending = np.flatnonzero((low < target) & ~yes)
+    if pending.size:
+        flat = yes.reshape(-1)
+        rest = target.reshape(-1)[pending] - low.reshape(-1)[pending]
+        d = big.reshape(-1)[pending]
+        while pending.size:
+            lo = words.take(pending.size, dtype).astype(np.uint64) * d
+            tg = rest << w
+            y = lo + d <= tg
+            flat[pending] = y
+            open_ = (lo < tg) & ~y
+            pending, rest, d = pending[open_], (tg - lo)[open_], d[open_]
+    return yes
+
+
+def _bernoulli_exp_rows(
+    num: npt.NDArray[np.uint64],
+    den: npt.NDArray[np.uint64],
+    words: _Words,
+    *,
+    first: int = 1,
+    dtype: Any = np.uint32,
+) -> npt.NDArray[np.bool_]:
+    """Independent Bernoulli(exp(-num_i/den_i)) for 0 <= num_i <= den_i (CKS 2020, Alg. 1).
+
+    A_k ~ Bernoulli(gamma/k) = Bernoulli(num/(den·k)) for k = 1, 2, ... until the first
+    A_k = 0; the result is whether that K is odd (P[K odd] = exp(-gamma)). Columns
+    k = first, ..., first + C − 1 are decided at once for every element (:func:`_bernoulli_ratio`),
+    then the next C for the elements whose A_k were all 1 (draws after an element's first
+    0 are never looked at, so the decisions used are exactly those of the scalar loop).
+    ``first`` > 1 means A_1 .. A_{first-1} are known to be 1 (gamma = 1 has A_1 = 1). When
+    den·k would leave the exact range of the word type, the remaining elements finish with
+    the scalar loop on Python integers.
+    """
+    bits = 8 * np.dtype(dtype).itemsize
+    out = np.empty(num.size, dtype=np.bool_)
+    idx: npt.NDArray[np.intp] | None = None
+    k = first
+    while True:
+        last = k + _ALG1_COLUMNS - 1
+        if int(den.max(initial=0)) * last >= 1 << (64 - bits):  # rare: exact Python finish
+            todo = range(num.size) if idx is None else idx.tolist()
+            for i, a, d in zip(todo, num.tolist(), den.tolist(), strict=True):
+                kk = k
+                while words._source.bernoulli(a, d * kk):
+                    kk += 1
+                out[i] = kk % 2 == 1
+            return out
+        ks = np.arange(k, last + 1, dtype=np.uint64)
+        hit = _bernoulli_ratio(num[:, None], den[:, None] * ks, words, dtype)
+        stop = hit.argmin(axis=1)  # the first A_k = 0 (0 also when there is none)
+        odd = (stop & 1) == (k + 1) % 2  # K = k + stop is odd
+        ended = ~hit.all(axis=1)
+        if idx is None:
+            out[:] = odd
+            if ended.all():
+                return out
+            idx = np.flatnonzero(~ended)
+        else:
+            out[idx] = odd
+            if ended.all():
+                return out
+            idx = idx[~ended]
+        num, den = num[~ended], den[~ended]
+        k = last + 1
+
+
+@functools.cache
+def _exp_neg1_bounds(terms: int) -> tuple[Fraction, Fraction]:
+    """Rationals lo < e^-1 < hi: the alternating series sum_k (-1)^k/k! to ``terms`` terms,
+    minus and plus the first omitted term 1/(terms+1)! (its error is below that term)."""
+    total, term = Fraction(0), Fraction(1)
+    for k in range(terms + 1):
+        total += -term if k % 2 else term
+        term /= k + 1
+    return total - term, total + term
+
+
+@functools.cache
+def _exp_neg_floor(v: int, bits: int) -> int:
+    """floor(2^bits · e^-v) for an integer v >= 1, exactly.
+
+    e^-v lies in [lo^v, hi^v] for the bounds of :func:`_exp_neg1_bounds` (x^v increases on
+    x > 0); when both ends have the same floor that is the answer, else the bounds are
+    tightened. It ends: e^-v is irrational (e is transcendental), so never an integer over 2^bits.
+    """
+    terms = 24
+    while True:
+        lo, hi = _exp_neg1_bounds(terms)
+        a, b = math.floor(lo**v * (1 << bits)), math.floor(hi**v * (1 << bits))
+        if a == b:
+            return a
+        terms *= 2
+
+
+@functools.cache
+def _geometric_thresholds() -> npt.NDArray[np.uint64]:
+    """0 and c_v = floor(2^64 e^-v) for every v >= 1 with c_v > 0, ascending (uint64)."""
+    cs = []
+    v = 1
+    while (c := _exp_neg_floor(v, 64)) > 0:
+        cs.append(c)
+        v += 1
+    return np.array([0, *reversed(cs)], dtype=np.uint64)
+
+
+def _below_exp_neg(v: int, digits: list[int], words: _Words) -> bool:
+    """[X < e^-v] for the uniform X whose 64-bit digits so far are ``digits`` (more are drawn
+    and appended as needed): the first digit where X and e^-v differ decides."""
+    j = 0
+    while True:
+        if j == len(digits):
+            digits.append(int(words.take(1, np.uint64)[0]))
+        d = _exp_neg_floor(v, 64 * (j + 1)) & ((1 << 64) - 1)
+        if digits[j] != d:
+            return digits[j] < d
+        j += 1
+
+
+def _geometric_exp1_fast(size: int, words: _Words) -> npt.NDArray[np.int64]:
+    """``size`` iid V with P[V = v] = (1 - e^-1) e^-v, i.e. P[V >= v] = e^-v, exactly.
+
+    The same law as CKS 2020, Algorithm 2, step 5, by inversion: for a uniform X in [0, 1),
+    V = #{v >= 1 : X < e^-v} has P[V >= v] = P[X < e^-v] = e^-v. X is read 64 bits at a time:
+    its first word W gives V = #{v : W < c_v}, c_v = floor(2^64 e^-v) computed exactly
+    (:func:`_exp_neg_floor`), unless W equals some c_v (or 0, below every e^-v with c_v = 0);
+    then X's next digits are compared with those of e^-v (:func:`_below_exp_neg`). Every
+    decision is an integer comparison (Devroye 1986, Sec. 3.3, comparison digit by digit).
+    """
+    table = _geometric_thresholds()
+    w = words.take(size, np.uint64)
+    right = np.searchsorted(table, w, side="right")  # >= 1: table[0] = 0 <= w
+    v = (table.size - right).astype(np.int64)  # #{c_v > w}
+    ties = np.flatnonzero(table[right - 1] == w)
+    for i in ties.tolist():  # probability about 45 / 2^64 each
+        digits = [int(w[i])]
+        k = 0
+        while _below_exp_neg(k + 1, digits, words):
+            k += 1
+        v[i] = k
+    return v
+
+
+def _uniform_below_fast(t: npt.NDArray[np.uint64], words: _Words) -> npt.NDArray[np.uint64]:
+    """U_i uniform on {0, ..., t_i − 1} (1 <= t_i <= 2^32), exactly, for every i.
+
+    Lemire (2019, "Fast random integer generation in an interval", ACM TOMACS 29(1)), the
+    multiply-shift method: with a uniform 32-bit W, P = W·t; the high half of P is the value
+    and P is rejected (W drawn again) when its low half is below 2^32 mod t, which leaves
+    every value with exactly floor(2^32/t) accepted words.
+    """
+    thr = np.uint64(1 << 32) % t
+    prod = words.take(t.size, np.uint32).astype(np.uint64) * t
+    out = prod >> np.uint64(32)
+    bad = np.flatnonzero((prod & np.uint64(0xFFFFFFFF)) < thr)
+    while bad.size:
+        prod = words.take(bad.size, np.uint32).astype(np.uint64) * t[bad]
+        out[bad] = prod >> np.uint64(32)
+        bad = bad[(prod & np.uint64(0xFFFFFFFF)) < thr[bad]]
+    return out
+
+
+def _candidates(need: int, t: int, s: int) -> int:
+    """Candidates to draw for ``need`` discrete Laplace values of scale t/s (sizing only).
+
+    A candidate survives exp(-U/t) with probability (1 − e^-1)/(t(1 − e^(-1/t))) and the
+    (−, 0) rejection with probability (1 + q)/2, q = e^(-s/t); 10% more plus 8 usually
+    finish in one round. Only public numbers enter, and the count never changes the
+    distribution of what is accepted (another round is drawn when short).
+    """
+    keep_u = -math.expm1(-1.0) / (t * -math.expm1(-1.0 / t))
+    keep_sign = (1 + math.exp(-s / t)) / 2
+    return math.ceil(1.1 * need / (keep_u * keep_sign)) + 8
+
+
+def _laplace_fast(
+    ts: list[int], ss: list[int], sizes: list[int], source: RandomSource
+) -> list[list[int]]:
+    """Discrete Laplace of scales t_j/s_j (t_j <= :data:`_FAST_T`), ``sizes[j]`` draws each,
+    in one vectorised pass over all candidates (CKS 2020, Algorithm 2, per-element scales)."""
+    out: list[list[int]] = [[] for _ in sizes]
+    need = list(sizes)
+    # ~4 bytes for U, ~4 per Algorithm 1 column visited plus the block, ~8 for V, 1 sign.
+    expected = sum(_candidates(n, t, s) for n, t, s in zip(sizes, ts, ss, strict=True))
+    words = _Words(source, 40 * expected)
+    while True:
+        live = [j for j, n in enumerate(need) if n > 0]
+        if not live:
+            return out
+        counts = [_candidates(need[j], ts[j], ss[j]) for j in live]
+        t = np.repeat(np.array([ts[j] for j in live], dtype=np.uint64), counts)
+        m = t.size
+        u = _uniform_below_fast(t, words)  # U ~ Uniform{0, ..., t-1}
+        keep = _bernoulli_exp_rows(u, t, words)  # kept with probability exp(-U/t)
+        v = _geometric_exp1_fast(m, words)  # V ~ Geometric(1 - e^-1)
+        negative = (words.take(m, np.uint8) & np.uint8(1)).astype(np.bool_)  # fair sign
+        if np.any(v.astype(np.uint64) > (np.uint64(_BATCH_MAX) - t) // t):
+            # U + tV could leave int64: this round in Python integers (exact, any size).
+            s_all = np.repeat(np.array([ss[j] for j in live], dtype=object), counts).tolist()
+            cols = (u.tolist(), t.tolist(), v.tolist(), s_all, negative.tolist(), keep.tolist())
+            rows = zip(*cols, strict=True)
+            ys: list[int | None] = []
+            for a, tt, b, s, neg, ok in rows:
+                yy = (a + tt * b) // s
+                ys.append(None if not ok or (neg and yy == 0) else (-yy if neg else yy))
+            off = 0
+            for j, c in zip(live, counts, strict=True):
+                got = [y for y in ys[off : off + c] if y is not None][: need[j]]
+                out[j].extend(got)
+                need[j] -= len(got)
+                off += c
+            continue
+        s64 = np.repeat(np.array([ss[j] for j in live], dtype=np.int64), counts)
+        y = (u.astype(np.int64) + t.astype(np.int64) * v) // s64
+        keep &= ~(negative & (y == 0))  # reject (B = 1, Y = 0): zero is not counted twice
+        signed = np.where(negative, -y, y)
+        off = 0
+        for j, c in zip(live, counts, strict=True):
+            got = signed[off : off + c][keep[off : off + c]][: need[j]].tolist()
+            out[j].extend(got)
+            need[j] -= len(got)
+            off += c
+
+
+def discrete_laplace_batches(
+    scales: Sequence[Any], sizes: Sequence[int], source: Any = None
+) -> list[list[int]]:
+    """``sizes[j]`` independent discrete Laplace draws of scale ``scales[j]``, for every j.
+
+    The same distribution as ``[discrete_laplace_batch(scales[j], sizes[j], source) ...]``
+    (so exactly the scalar :func:`discrete_laplace`'s), drawn in one pass: the candidates of
+    all scales share each vectorised step of Canonne, Kamath & Steinke (2020), Algorithm 2,
+    with per-element numerators and denominators, and the randomness is read from the source
+    in one call (topped up only when a rejection loop needs more). Uniforms below t come from
+    Lemire's multiply-shift with rejection, Bernoulli(U/(t k)) from exact digit comparisons
+    (:func:`_bernoulli_ratio`): every decision is an integer comparison. Scales whose
+    numerator exceeds 2^26 use the wider (slower) exact path of :func:`discrete_laplace_batch`
+    one by one; at most :data:`_SCALAR_BATCH` draws in all use the scalar sampler.
+
+    >>> src = InsecureSeededSource(5, i_understand_this_is_not_private=True)
+    >>> a, b = discrete_laplace_batches([Fraction(2), Fraction(4096000)], [100, 100], src)
+    >>> len(a), len(b), all(type(y) is int for y in a + b)
+    (100, 100, True)
+    """
+    if len(scales) != len(sizes):
+        raise ParameterError("sizes", len(sizes), f"one size per scale ({len(scales)})")
+    fracs = [as_fraction("scale", sc, positive=True) for sc in scales]
+    ns = [as_positive_int("size", n, minimum=0) for n in sizes]
+    src = require_secure_source(source)
+    out: list[list[int]] = [[] for _ in ns]
+    fast = [j for j, f in enumerate(fracs) if f.numerator <= _FAST_T and ns[j] > 0]
+    if sum(ns[j] for j in fast) <= _SCALAR_BATCH:
+        for j in fast:
+            out[j] = [discrete_laplace(fracs[j], src) for _ in range(ns[j])]
+    else:
+        drawn = _laplace_fast(
+            [fracs[j].numerator for j in fast],
+            [fracs[j].denominator for j in fast],
+            [ns[j] for j in fast],
+            src,
+        )
+        for j, ys in zip(fast, drawn, strict=True):
+            out[j] = ys
+    for j, f in enumerate(fracs):
+        if j not in fast and ns[j] > 0:
+            out[j] = _laplace_wide(f, ns[j], src)
+    return out
+
 
 def discrete_laplace_batch(scale: Fraction, size: int, source: Any = None) -> list[int]:
     """``size`` independent integers with P[Y = y] ∝ exp(-|y| / scale), exactly.
@@ -483,8 +816,8 @@ def discrete_laplace_batch(scale: Fraction, size: int, source: Any = None) -> li
     U ~ Uniform{0..t-1} is kept with probability exp(-U/t) (Algorithm 1), then
     V ~ Geometric(1 - e^-1), Y = floor((U + tV)/s) and a fair sign, rejecting (-, 0). The
     candidates are iid trials, so the accepted ones, taken in order, are iid draws of the
-    target; blocks are repeated until ``size`` are accepted. Uniform integers come from
-    :meth:`RandomSource.random_bytes` by exact rejection and every decision is an integer
+    target; blocks are repeated until ``size`` are accepted. See
+    :func:`discrete_laplace_batches` (one scale here): every decision is an integer
     comparison, so the distribution is exact. When t or s exceed 2^62, or at most
     :data:`_SCALAR_BATCH` draws are asked for, the scalar sampler is used; when U + tV could
     leave int64 range it is computed with Python integers.
@@ -499,9 +832,12 @@ def discrete_laplace_batch(scale: Fraction, size: int, source: Any = None) -> li
     >>> discrete_laplace_batch(Fraction(1, 1000), 3, CryptoRandomSource())
     [0, 0, 0]
     """
-    scale = as_fraction("scale", scale, positive=True)
-    n = as_positive_int("size", size, minimum=0)
-    src = require_secure_source(source)
+    return discrete_laplace_batches([scale], [size], source)[0]
+
+
+def _laplace_wide(scale: Fraction, n: int, src: RandomSource) -> list[int]:
+    """CKS 2020 Algorithm 2 in numpy for numerators t above :data:`_FAST_T` (64-bit words,
+    rejection from the top bits), with the scalar sampler beyond 2^62 or for small n."""
     t, s = scale.numerator, scale.denominator
     if t > _BATCH_MAX or s > _BATCH_MAX or n <= _SCALAR_BATCH:
         return [discrete_laplace(scale, src) for _ in range(n)]
