@@ -17,6 +17,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from infodp.errors import ParameterError
@@ -598,3 +600,266 @@ def test_bernoulli_exp_batch_above_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sampling, "_BATCH_MAX", 4)  # den 5 > 4: the scalar fallback
     hits = int(sampling._bernoulli_exp_batch([7] * 5000, 5, src).sum())
     assert stats.binomtest(hits, 5000, math.exp(-7 / 5)).pvalue > 1e-3
+
+
+# ------------------------------ one-pass batches (discrete_laplace_batches and its exact helpers)
+
+
+class _Scripted:
+    """A stand-in for sampling._Words handing out scripted words (then raising _NeedMore)."""
+
+    def __init__(self, script: list[int], source: RandomSource | None = None) -> None:
+        self.script, self.used, self._source = list(script), 0, source
+
+    def take(self, count: int, dtype: object) -> np.ndarray:
+        if self.used + count > len(self.script):
+            raise _NeedMore
+        out = np.array(self.script[self.used : self.used + count], dtype=dtype)
+        self.used += count
+        return out
+
+
+class _NeedMore(Exception):
+    pass
+
+
+def _enumerate_words(
+    run: Callable[[_Scripted], object], base: int, depth: int
+) -> tuple[dict, Fraction]:
+    """Every outcome of ``run`` over all word sequences of length <= depth (words < base), with
+    its exact probability; also the mass of sequences still undecided at that depth."""
+    outcomes: dict[object, Fraction] = defaultdict(Fraction)
+    open_mass = Fraction(0)
+    stack: list[list[int]] = [[w] for w in range(base)]
+    while stack:
+        prefix = stack.pop()
+        try:
+            result = run(_Scripted(prefix))
+        except _NeedMore:
+            if len(prefix) < depth:
+                stack.extend([*prefix, w] for w in range(base))
+            else:
+                open_mass += Fraction(1, base ** len(prefix))
+            continue
+        outcomes[result] += Fraction(1, base ** len(prefix))
+    return outcomes, open_mass
+
+
+def test_bernoulli_ratio_is_exact_by_enumeration() -> None:
+    # Bernoulli(num/den) from 8-bit digit comparisons: enumerating every word sequence, the
+    # mass of True is num/den up to the mass still undecided after 3 words (< 256^-2).
+    for den in (1, 2, 3, 5, 7, 12, 40, 255, 256, 1000):
+        for num in sorted({0, 1, den // 3, den // 2, den - 1, den}):
+
+            def run(w: _Scripted, num: int = num, den: int = den) -> bool:
+                a = np.array([num], dtype=np.uint64)
+                b = np.array([den], dtype=np.uint64)
+                return bool(sampling._bernoulli_ratio(a, b, w, np.uint8)[0])  # type: ignore[arg-type]
+
+            outcomes, open_mass = _enumerate_words(run, 256, 3)
+            p_true = outcomes.get(True, Fraction(0))
+            assert p_true <= Fraction(num, den) <= p_true + open_mass, (num, den)
+            assert open_mass < Fraction(1, 256**2)
+
+
+def _digits_value(words: list[int], bits: int) -> tuple[Fraction, Fraction]:
+    lo = sum(Fraction(w, 2 ** (bits * (i + 1))) for i, w in enumerate(words))
+    return lo, lo + Fraction(1, 2 ** (bits * len(words)))
+
+
+@given(
+    den=st.integers(1, 2**31 - 1),
+    frac=st.fractions(0, 1),
+    seed=st.integers(0, 2**32),
+)
+@settings(max_examples=300, deadline=None)
+def test_bernoulli_ratio_decides_only_when_certain(den: int, frac: Fraction, seed: int) -> None:
+    # Property: the answer is [X < num/den] for every X consistent with the 32-bit words read
+    # (the interval of X they pin down lies wholly on the answer's side of num/den).
+    num = int(frac * den)
+    rng = np.random.default_rng(seed)
+    # Words near the boundary make the undecided branch likely: W ≈ num·2^32/den.
+    near = (num << 32) // den
+    script = [min(2**32 - 1, max(0, near + int(rng.integers(-2, 3))))]
+    script += rng.integers(0, 2**32, size=40).tolist()
+    w = _Scripted(script)
+    got = bool(
+        sampling._bernoulli_ratio(  # type: ignore[arg-type]
+            np.array([num], np.uint64), np.array([den], np.uint64), w, np.uint32
+        )[0]
+    )
+    lo, hi = _digits_value(script[: w.used], 32)
+    if got:
+        assert hi <= Fraction(num, den)
+    else:
+        assert lo >= Fraction(num, den)
+
+
+@given(t=st.integers(1, 2**32), words=st.lists(st.integers(0, 2**32 - 1), min_size=8))
+@settings(max_examples=300, deadline=None)
+def test_uniform_below_fast_range_and_multiply_shift(t: int, words: list[int]) -> None:
+    # Lemire (2019): an accepted word W gives floor(W·t / 2^32) < t; a word is rejected
+    # exactly when (W·t mod 2^32) < 2^32 mod t.
+    w = _Scripted(words)
+    try:
+        out = sampling._uniform_below_fast(np.array([t], np.uint64), w)  # type: ignore[arg-type]
+    except _NeedMore:  # every scripted word rejected (possible only for large t)
+        assert all((x * t) % 2**32 < 2**32 % t for x in words)
+        return
+    used = words[: w.used]
+    assert all((x * t) % 2**32 < 2**32 % t for x in used[:-1])
+    assert (used[-1] * t) % 2**32 >= 2**32 % t
+    assert int(out[0]) == (used[-1] * t) >> 32 < t
+
+
+def test_uniform_below_fast_is_exact_by_enumeration() -> None:
+    # 8-bit words: over all 256 first words, every value below t is reached by the same number
+    # of accepted words, and a rejected word starts the same draw afresh, so P[value] = mass at
+    # depth 1 / (1 − rejected mass): the same for every value, exactly 1/t.
+    for t in (1, 2, 3, 5, 6, 7, 100, 129, 255, 256):
+
+        def run(w: _Scripted, t: int = t) -> int:
+            one = np.array([t], np.uint64)
+            return int(sampling._uniform_below_fast(one, w, np.uint8)[0])  # type: ignore[arg-type]
+
+        outcomes, open_mass = _enumerate_words(run, 256, 1)
+        assert set(outcomes) == set(range(t))
+        assert len(set(outcomes.values())) == 1
+        assert next(iter(outcomes.values())) / (1 - open_mass) == Fraction(1, t)
+    with pytest.raises(ParameterError, match="dtype"):
+        sampling._uniform_below_fast(np.array([3], np.uint64), _Scripted([1]), np.uint64)  # type: ignore[arg-type]
+
+
+def _exp_neg_floor_independent(v: int, bits: int) -> int:
+    # floor(2^bits / e^v) from the positive series e^v = sum v^k/k! (partial sums from below,
+    # the tail below term·2 once v/(k+1) <= 1/2): a different route than the library's
+    # alternating series for e^-1 raised to the power v.
+    n = 4 * v + bits
+    partial, term = Fraction(0), Fraction(1)
+    for k in range(n):
+        partial += term
+        term = term * v / (k + 1)
+    lo, hi = partial, partial + 2 * term
+    a, b = math.floor((1 << bits) / hi), math.floor((1 << bits) / lo)
+    assert a == b
+    return a
+
+
+def test_geometric_thresholds_are_exact() -> None:
+    table = sampling._geometric_thresholds().tolist()
+    assert table[0] == 0 and table == sorted(table) and len(table) == 45  # c_1 .. c_44 > 0
+    for v in range(1, 46):
+        assert sampling._exp_neg_floor(v, 64) == _exp_neg_floor_independent(v, 64)
+        assert abs(sampling._exp_neg_floor(v, 64) / 2**64 - math.exp(-v)) < 2**-60
+    for v in (1, 2, 30):
+        assert sampling._exp_neg_floor(v, 192) == _exp_neg_floor_independent(v, 192)
+
+
+def test_geometric_exp1_fast_resolves_ties_digit_by_digit() -> None:
+    # X's first word equal to c_v = floor(2^64 e^-v): the next digit of e^-v decides.
+    c1 = sampling._exp_neg_floor(1, 64)
+    d2 = sampling._exp_neg_floor(1, 128) % 2**64  # second 64-bit digit of e^-1
+    for second, expected in ((d2 - 1, 1), (d2 + 1, 0)):  # X just below / above e^-1
+        w = _Scripted([c1, second])
+        assert sampling._geometric_exp1_fast(1, w).tolist() == [expected]  # type: ignore[arg-type]
+        assert w.used == 2
+    # X = 2^-65 (first word 0): V = #{v : 2^-65 < e^-v} = floor(65 ln 2) = 45.
+    assert sampling._geometric_exp1_fast(1, _Scripted([0, 2**63])).tolist() == [45]  # type: ignore[arg-type]
+    # A first word strictly between thresholds needs no more digits: V = floor(-ln X).
+    for x in (0.9, 0.5, 0.2, 0.01, 1e-9):
+        word = int(x * 2**64)
+        got = sampling._geometric_exp1_fast(1, _Scripted([word])).tolist()  # type: ignore[arg-type]
+        assert got == [math.floor(-math.log(x))]
+
+
+def test_fast_helpers_goodness_of_fit() -> None:
+    src = InsecureSeededSource(91, i_understand_this_is_not_private=True)
+    words = sampling._Words(src, 1000)
+    # V ~ Geometric(1 - e^-1): P[V = v] = (1 - e^-1) e^-v (CKS 2020, Algorithm 2).
+    v = sampling._geometric_exp1_fast(30000, words)
+    ks = np.arange(8)
+    probs = (1 - math.exp(-1)) * np.exp(-ks.astype(float))
+    probs[-1] += math.exp(-8.0)
+    assert stats.chisquare(np.bincount(np.clip(v, 0, 7), minlength=8), probs * v.size).pvalue > 1e-3
+    # Bernoulli(exp(-num/den)) (CKS 2020, Algorithm 1), per-element numerators and denominators.
+    cases = [(0, 9), (1, 9), (5, 9), (9, 9), (3, 7), (2**25, 2**26 - 1)]
+    num = np.repeat(np.array([a for a, _ in cases], np.uint64), 6000)
+    den = np.repeat(np.array([b for _, b in cases], np.uint64), 6000)
+    out = sampling._bernoulli_exp_rows(num, den, words)
+    for j, (a, b) in enumerate(cases):
+        hits = int(out[j * 6000 : (j + 1) * 6000].sum())
+        assert stats.binomtest(hits, 6000, math.exp(-a / b)).pvalue > 1e-3
+    # gamma = 1 with A_1 = 1 known (first=2), on bytes: Bernoulli(exp(-1)).
+    one = np.ones(20000, np.uint64)
+    hits = int(sampling._bernoulli_exp_rows(one, one, words, first=2, dtype=np.uint8).sum())
+    assert stats.binomtest(hits, 20000, math.exp(-1)).pvalue > 1e-3
+    # Denominators too wide for bytes after the first columns: the exact Python finish.
+    big = np.full(4000, 2**53, np.uint64)
+    hits = int(sampling._bernoulli_exp_rows(big // np.uint64(2), big, words, dtype=np.uint8).sum())
+    assert stats.binomtest(hits, 4000, math.exp(-0.5)).pvalue > 1e-3
+    # Uniforms below t (Lemire): equal-mass bins.
+    t = np.full(30000, 6 * 10**6, np.uint64)
+    u = sampling._uniform_below_fast(t, words)
+    assert int(u.max()) < 6 * 10**6
+    assert stats.chisquare(np.bincount((u // np.uint64(10**6)).astype(np.int64))).pvalue > 1e-3
+
+
+@pytest.mark.parametrize(
+    ("scales", "seed"),
+    [
+        ((Fraction(2), Fraction(4096000)), 101),  # the service query's COUNT and SUM
+        ((Fraction(5, 2), Fraction(1, 3), Fraction(7, 1000)), 102),  # rational, tiny
+        ((Fraction(2**26 - 1, 5), Fraction(2**26 + 1, 3)), 103),  # either side of the fast range
+        ((Fraction(10**6, 7), 1 / Fraction(0.1), HUGE), 104),  # wide and scalar fallbacks
+    ],
+)
+def test_discrete_laplace_batches_goodness_of_fit(scales: tuple[Fraction, ...], seed: int) -> None:
+    # Every scale of one pass against Lap_Z(scale) (CKS 2020, Definition 2), chi-square on bins
+    # whose masses come from the closed-form CDF; the sizes differ so the split is exercised.
+    src = InsecureSeededSource(seed, i_understand_this_is_not_private=True)
+    sizes = [3000 + 500 * j for j in range(len(scales))]
+    if HUGE in scales:
+        sizes[-1] = 300
+    drawn = sampling.discrete_laplace_batches(list(scales), sizes, src)
+    for ys, scale, n in zip(drawn, scales, sizes, strict=True):
+        assert len(ys) == n and all(type(y) is int for y in ys)
+        assert _binned_pvalue(ys, scale) > 1e-3, scale
+
+
+def test_discrete_laplace_batches_match_the_scalar_sampler() -> None:
+    # Two-sample chi-square (contingency) of the one-pass batch against the scalar sampler.
+    a = InsecureSeededSource(111, i_understand_this_is_not_private=True)
+    b = InsecureSeededSource(112, i_understand_this_is_not_private=True)
+    scales = [Fraction(2, 3), Fraction(3)]
+    batches = sampling.discrete_laplace_batches(scales, [4000, 4000], a)
+    for scale, batch in zip(scales, batches, strict=True):
+        scalar = [discrete_laplace(scale, b) for _ in range(4000)]
+        table = np.array(
+            [np.bincount(np.clip(x, -6, 6) + 6, minlength=13) for x in (batch, scalar)]
+        )
+        assert stats.chi2_contingency(table[:, table.sum(axis=0) > 0]).pvalue > 1e-3
+    assert (
+        _binned_pvalue(sampling.discrete_laplace_batches([Fraction(3)], [6000], a)[0], Fraction(4))
+        < 1e-6
+    )
+
+
+def test_discrete_laplace_batches_read_the_source_a_bounded_number_of_times() -> None:
+    # One read for the expected need, a top-up only when a rejection loop runs over.
+    class Counting(InsecureSeededSource):
+        reads = 0
+
+        def random_bytes(self, n: int) -> bytes:
+            Counting.reads += 1
+            return super().random_bytes(n)
+
+    worst = 0
+    for seed in range(30):
+        src = Counting(seed, i_understand_this_is_not_private=True)
+        Counting.reads = 0
+        sampling.discrete_laplace_batches([Fraction(2), Fraction(4096000)], [100, 100], src)
+        worst = max(worst, Counting.reads)
+    assert worst <= 3
+    with pytest.raises(ParameterError, match="sizes"):
+        sampling.discrete_laplace_batches([Fraction(1)], [1, 2], None)
+    assert sampling.discrete_laplace_batches([], [], None) == []

@@ -682,22 +682,28 @@ def _geometric_exp1_fast(size: int, words: _Words) -> npt.NDArray[np.int64]:
     return v
 
 
-def _uniform_below_fast(t: npt.NDArray[np.uint64], words: _Words) -> npt.NDArray[np.uint64]:
-    """U_i uniform on {0, ..., t_i − 1} (1 <= t_i <= 2^32), exactly, for every i.
+def _uniform_below_fast(
+    t: npt.NDArray[np.uint64], words: _Words, dtype: Any = np.uint32
+) -> npt.NDArray[np.uint64]:
+    """U_i uniform on {0, ..., t_i − 1} (1 <= t_i <= 2^w, w = bits of ``dtype`` <= 32), exactly.
 
     Lemire (2019, "Fast random integer generation in an interval", ACM TOMACS 29(1)), the
-    multiply-shift method: with a uniform 32-bit W, P = W·t; the high half of P is the value
-    and P is rejected (W drawn again) when its low half is below 2^32 mod t, which leaves
-    every value with exactly floor(2^32/t) accepted words.
+    multiply-shift method: with a uniform w-bit word W, P = W·t; the high part P >> w is the
+    value and W is drawn again when the low part P mod 2^w is below 2^w mod t, which leaves
+    every value with exactly floor(2^w / t) accepted words.
     """
-    thr = np.uint64(1 << 32) % t
-    prod = words.take(t.size, np.uint32).astype(np.uint64) * t
-    out = prod >> np.uint64(32)
-    bad = np.flatnonzero((prod & np.uint64(0xFFFFFFFF)) < thr)
+    bits = 8 * np.dtype(dtype).itemsize
+    if bits > 32:  # W·t must stay below 2^64
+        raise ParameterError("dtype", dtype, "an unsigned integer type of at most 32 bits")
+    w, mask = np.uint64(bits), np.uint64((1 << bits) - 1)
+    thr = np.uint64(1 << bits) % t
+    prod = words.take(t.size, dtype).astype(np.uint64) * t
+    out = prod >> w
+    bad = np.flatnonzero((prod & mask) < thr)
     while bad.size:
-        prod = words.take(bad.size, np.uint32).astype(np.uint64) * t[bad]
-        out[bad] = prod >> np.uint64(32)
-        bad = bad[(prod & np.uint64(0xFFFFFFFF)) < thr[bad]]
+        prod = words.take(bad.size, dtype).astype(np.uint64) * t[bad]
+        out[bad] = prod >> w
+        bad = bad[(prod & mask) < thr[bad]]
     return out
 
 
