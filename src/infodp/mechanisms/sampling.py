@@ -565,10 +565,11 @@ def _bernoulli_exp_rows(
     """Independent Bernoulli(exp(-num_i/den_i)) for 0 <= num_i <= den_i (CKS 2020, Alg. 1).
 
     A_k ~ Bernoulli(gamma/k) = Bernoulli(num/(den·k)) for k = 1, 2, ... until the first
-    A_k = 0; the result is whether that K is odd (P[K odd] = exp(-gamma)). Columns
-    k = first, ..., first + C − 1 are decided at once for every element (:func:`_bernoulli_ratio`),
-    then the next C for the elements whose A_k were all 1 (draws after an element's first
-    0 are never looked at, so the decisions used are exactly those of the scalar loop).
+    A_k = 0; the result is whether that K is odd (P[K odd] = exp(-gamma)). Column
+    k = ``first`` is decided for every element, then C columns at once
+    (:func:`_bernoulli_ratio` on a matrix) for the elements whose A_k were all 1 so far, and
+    so on (draws after an element's first 0 are never looked at, so the decisions used are
+    exactly those of the scalar loop).
     ``first`` > 1 means A_1 .. A_{first-1} are known to be 1 (gamma = 1 has A_1 = 1). When
     den·k would leave the exact range of the word type, the remaining elements finish with
     the scalar loop on Python integers.
@@ -578,7 +579,8 @@ def _bernoulli_exp_rows(
     idx: npt.NDArray[np.intp] | None = None
     k = first
     while True:
-        last = k + _ALG1_COLUMNS - 1
+        # The first column alone (A_1 = 0 ends about half of the elements), then C at a time.
+        last = k if idx is None else k + _ALG1_COLUMNS - 1
         if int(den.max(initial=0)) * last >= 1 << (64 - bits):  # rare: exact Python finish
             todo = range(num.size) if idx is None else idx.tolist()
             for i, a, d in zip(todo, num.tolist(), den.tolist(), strict=True):
@@ -727,9 +729,10 @@ def _laplace_fast(
     in one vectorised pass over all candidates (CKS 2020, Algorithm 2, per-element scales)."""
     out: list[list[int]] = [[] for _ in sizes]
     need = list(sizes)
-    # ~4 bytes for U, ~4 per Algorithm 1 column visited plus the block, ~8 for V, 1 sign.
+    # <= 4 bytes for U, 4 for A_1 and 20 for the next 5 columns of the ~half with A_1 = 1,
+    # 8 for V, 1 for the sign.
     expected = sum(_candidates(n, t, s) for n, t, s in zip(sizes, ts, ss, strict=True))
-    words = _Words(source, 40 * expected)
+    words = _Words(source, 28 * expected + 256)
     while True:
         live = [j for j, n in enumerate(need) if n > 0]
         if not live:
@@ -737,7 +740,9 @@ def _laplace_fast(
         counts = [_candidates(need[j], ts[j], ss[j]) for j in live]
         t = np.repeat(np.array([ts[j] for j in live], dtype=np.uint64), counts)
         m = t.size
-        u = _uniform_below_fast(t, words)  # U ~ Uniform{0, ..., t-1}
+        top = int(t.max())  # words of 8, 16 or 32 bits: rejection below t/2^w <= 1/16
+        wide = np.uint8 if top <= 1 << 4 else np.uint16 if top <= 1 << 12 else np.uint32
+        u = _uniform_below_fast(t, words, wide)  # U ~ Uniform{0, ..., t-1}
         keep = _bernoulli_exp_rows(u, t, words)  # kept with probability exp(-U/t)
         v = _geometric_exp1_fast(m, words)  # V ~ Geometric(1 - e^-1)
         negative = (words.take(m, np.uint8) & np.uint8(1)).astype(np.bool_)  # fair sign
