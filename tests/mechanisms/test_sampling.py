@@ -591,15 +591,66 @@ def test_discrete_gaussian_batch_detects_wrong_sigma_and_matches_scalar() -> Non
         sampling.discrete_gaussian_batch(Fraction(-1), 3, None)
 
 
-def test_bernoulli_exp_batch_above_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    # exp(-gamma) for gamma > 1 = exp(-1)^floor(gamma) exp(-frac) (CKS 2020, Algorithm 1).
+def _gaussian_gamma(a: int, sigma: Fraction) -> float:
+    # CKS 2020, Algorithm 3: accept Y with probability exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2)).
+    t = math.floor(sigma) + 1
+    return float((a - sigma * sigma / t) ** 2 / (2 * sigma * sigma))
+
+
+def test_gaussian_accept_frequencies() -> None:
+    # Per |y|, the acceptance frequency against exp(-gamma): gamma below and above 1 (the
+    # whole part by one comparison with floor(2^64 e^-g)), for small and float-sized p, q.
     src = InsecureSeededSource(71, i_understand_this_is_not_private=True)
-    for num, den in ((5, 2), (7, 3), (0, 4), (9, 9)):
-        hits = int(sampling._bernoulli_exp_batch([num] * 20000, den, src).sum())
-        assert stats.binomtest(hits, 20000, math.exp(-num / den)).pvalue > 1e-3
-    monkeypatch.setattr(sampling, "_BATCH_MAX", 4)  # den 5 > 4: the scalar fallback
-    hits = int(sampling._bernoulli_exp_batch([7] * 5000, 5, src).sum())
-    assert stats.binomtest(hits, 5000, math.exp(-7 / 5)).pvalue > 1e-3
+    for sigma, values in (
+        (Fraction(5, 2), (0, 1, 3, 7)),
+        (Fraction(0.3), (0, 1, 2)),  # denominator 2^54
+        (Fraction(81, 2), (0, 40, 90, 130)),
+        (Fraction(1, 3), (0, 1)),
+    ):
+        t = math.floor(sigma) + 1
+        absy = [a for a in values for _ in range(6000)]
+        words = sampling._Words(src, 1000)
+        out = sampling._gaussian_accept(absy, sigma.numerator, sigma.denominator, t, words)
+        for j, a in enumerate(values):
+            hits = int(out[j * 6000 : (j + 1) * 6000].sum())
+            p = math.exp(-_gaussian_gamma(a, sigma))
+            assert stats.binomtest(hits, 6000, p).pvalue > 1e-3, (sigma, a)
+
+
+def test_gaussian_accept_undecided_digits_are_resolved_exactly() -> None:
+    # sigma = 3/2 (p = 3, q = 2), t = 2, |y| = 1: gamma = (1·4·2 − 9)^2 / (2·9·4·4) = 1/288
+    # (whole part 0). A first word W = F_1 = floor(2^64/288) leaves [X_1 < 1/288] to the rest
+    # (2^64 − 288 F_1)/288, which the source decides with one uniform integer below 288.
+    den = 2 * 9 * 4 * 4
+    f1 = (1 << 64) // den
+    rest = (1 << 64) - f1 * den
+    assert 0 < rest < den
+
+    class Below(RandomSource):
+        def __init__(self, value: int) -> None:
+            self.value = value
+
+        def randbelow(self, n: int) -> int:
+            assert n == den
+            return self.value
+
+    # Rest decided 1 (A_1 = 1), then A_2 = 0 (word 2^64 − 1): K = 2 is even, rejected.
+    # Rest decided 0 (A_1 = 0): K = 1 is odd, accepted. The first word (whole part) is unused.
+    for below, accepted in ((rest - 1, False), (rest, True)):
+        w = _Scripted([7, f1, 2**64 - 1, 0, 0, 0, 0], Below(below))
+        assert bool(sampling._gaussian_accept([1], 3, 2, 2, w)[0]) is accepted  # type: ignore[arg-type]
+    # Words either side of F_1 need no rest.
+    for second, accepted in ((f1 - 1, False), (f1 + 1, True)):
+        w = _Scripted([7, second, 2**64 - 1, 0, 0, 0, 0], Below(0))
+        assert bool(sampling._gaussian_accept([1], 3, 2, 2, w)[0]) is accepted  # type: ignore[arg-type]
+    # sigma = 1/3, t = 1, |y| = 3: gamma = (3 - 1/9)^2 · 9/2 = 37.56..., g = 37: the whole part
+    # is [X < e^-37]; a first word equal to floor(2^64 e^-37) is resolved by the next digit.
+    c37 = sampling._exp_neg_floor(37, 64)
+    d2 = sampling._exp_neg_floor(37, 128) % 2**64
+    for second, whole_ok in ((d2 - 1, True), (d2 + 1, False)):
+        w = _Scripted([c37, second, *[2**64 - 1] * 6], Below(0))  # the digit comes first
+        got = bool(sampling._gaussian_accept([3], 1, 3, 1, w)[0])  # type: ignore[arg-type]
+        assert got is whole_ok  # the fraction's A_1 = 0 (word 2^64 - 1): accepted if whole_ok
 
 
 # ------------------------------ one-pass batches (discrete_laplace_batches and its exact helpers)

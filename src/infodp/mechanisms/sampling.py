@@ -873,34 +873,6 @@ def _laplace_wide(scale: Fraction, n: int, src: RandomSource) -> list[int]:
     return out
 
 
-def _bernoulli_exp_batch(num: list[int], den: int, source: RandomSource) -> npt.NDArray[np.bool_]:
-    """Independent Bernoulli(exp(-num_i/den)) for rational gamma_i = num_i/den >= 0, exactly.
-
-    CKS 2020, Algorithm 1 for gamma > 1: exp(-gamma) = exp(-1)^floor(gamma) exp(-frac(gamma)),
-    i.e. floor(gamma) draws of Bernoulli(exp(-1)) and one of Bernoulli(exp(-frac)), all of
-    which must succeed. Elements whose numbers do not fit the exact numpy range use the
-    scalar sampler.
-    """
-    out = np.zeros(len(num), dtype=np.bool_)
-    if den > _BATCH_MAX or max(num, default=0) > _BATCH_MAX:
-        for i, a in enumerate(num):
-            out[i] = source.bernoulli_exp(Fraction(a, den))
-        return out
-    whole = np.array([a // den for a in num], dtype=np.int64)
-    frac = np.array([a % den for a in num], dtype=np.uint64)
-    alive = np.arange(len(num))
-    step = 0
-    while alive.size:  # floor(gamma_i) draws of Bernoulli(exp(-1)), stopping at a failure
-        todo = whole[alive] > step
-        if not todo.any():
-            break
-        hit = _bernoulli_exp_unit_batch(np.ones(int(todo.sum()), dtype=np.uint64), 1, source)
-        alive = np.concatenate([alive[~todo], alive[todo][hit]])
-        step += 1
-    out[alive] = _bernoulli_exp_unit_batch(frac[alive], den, source)
-    return out
-
-
 def discrete_gaussian_batch(sigma: Fraction, size: int, source: Any = None) -> list[int]:
     """``size`` independent integers with P[Y = y] ∝ exp(-y^2 / (2 sigma^2)), exactly.
 
@@ -909,7 +881,8 @@ def discrete_gaussian_batch(sigma: Fraction, size: int, source: Any = None) -> l
     Y ~ Lap_Z(t) by :func:`discrete_laplace_batch` and keep each with probability
     exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2)); for sigma = p/q that exponent is the rational
     (|Y| q^2 t - p^2)^2 / (2 p^2 q^2 t^2), formed with Python integers (exact), decided by
-    :func:`_bernoulli_exp_batch`. Accepted candidates, in order, are iid draws of the target.
+    :func:`_gaussian_accept` (64-bit digit comparisons, the rest exactly in Python integers).
+    Accepted candidates, in order, are iid draws of the target.
 
     >>> src = InsecureSeededSource(5, i_understand_this_is_not_private=True)
     >>> ys = discrete_gaussian_batch(Fraction(5, 2), 500, src)
@@ -923,17 +896,75 @@ def discrete_gaussian_batch(sigma: Fraction, size: int, source: Any = None) -> l
     src = require_secure_source(source)
     p, q = sigma.numerator, sigma.denominator
     t = math.floor(sigma) + 1
-    den = 2 * p * p * q * q * t * t
     out: list[int] = []
     while len(out) < n:
         need = n - len(out)
         # Measured acceptance is 0.45 (tiny sigma) to 0.76 (large sigma): 3x + 16 candidates
         # usually finish in one block; otherwise another block is drawn.
         ys = discrete_laplace_batch(Fraction(t), 3 * need + 16, src)
-        num = [(abs(y) * q * q * t - p * p) ** 2 for y in ys]
-        keep = _bernoulli_exp_batch(num, den, src)
+        words = _Words(src, 24 * len(ys))
+        keep = _gaussian_accept([abs(y) for y in ys], p, q, t, words)
         out.extend([y for y, k in zip(ys, keep.tolist(), strict=True) if k][:need])
     return out
+
+
+def _gaussian_accept(
+    absy: list[int], p: int, q: int, t: int, words: _Words
+) -> npt.NDArray[np.bool_]:
+    """Bernoulli(exp(-gamma_y)), gamma_y = (|y| - sigma^2/t)^2 / (2 sigma^2), sigma = p/q, for
+    every candidate |y| of CKS 2020, Algorithm 3, exactly; any size of p and q.
+
+    gamma = g + r/d with g = floor(gamma) (Python integers, exact). Algorithm 1 for gamma > 1
+    asks g draws of Bernoulli(exp(-1)) and one of Bernoulli(exp(-r/d)), all to succeed; the g
+    draws together succeed with probability e^-g, decided here by one uniform X < e^-g
+    (threshold floor(2^64 e^-g), ties digit by digit, as in :func:`_geometric_exp1_fast`).
+    Bernoulli(exp(-r/d)) is Algorithm 1 with A_k = [X_k < r/(d k)]: the first 64-bit digit
+    F_k = floor(2^64 r/(d k)) of r/(d k) settles it unless the word equals F_k, when the
+    rest (r 2^64 − F_k d k)/(d k) is drawn with Python integers. F_k and g depend on |y|
+    only, so they are computed once per distinct |y| of the batch.
+    """
+    den = 2 * p * p * q * q * t * t
+    cols = _ALG1_COLUMNS
+    index: dict[int, int] = {}
+    wholes: list[int] = []
+    rests: list[int] = []
+    digits: list[list[int]] = []
+    for a in absy:
+        if a not in index:
+            index[a] = len(wholes)
+            g, r = divmod((a * q * q * t - p * p) ** 2, den)
+            wholes.append(g)
+            rests.append(r)
+            digits.append([(r << 64) // (den * k) for k in range(1, cols + 1)])
+    row = np.array([index[a] for a in absy], dtype=np.intp)
+    m = row.size
+    # The whole part: [X < e^-g] (g = 0: always).
+    table = _geometric_thresholds()  # c_v for v = 1 .. table.size - 1, then 0
+    thresholds = np.array(
+        [int(table[-g]) if 0 < g < table.size else 0 for g in wholes], dtype=np.uint64
+    )
+    g_arr = np.array([min(g, table.size) for g in wholes], dtype=np.int64)[row]
+    w = words.take(m, np.uint64)
+    c = thresholds[row]
+    ok = (g_arr == 0) | (w < c)
+    for i in np.flatnonzero((g_arr > 0) & (w == c)).tolist():  # about 2^-64 each
+        ok[i] = _below_exp_neg(wholes[row[i]], [int(w[i])], words)
+    # The fraction: Algorithm 1 columns k = 1..C against the digits F_k, then Python integers.
+    f = np.array(digits, dtype=np.uint64)[row]  # (m, C)
+    w2 = words.take(m * cols, np.uint64).reshape(m, cols)
+    hit = w2 < f
+    for i, j in zip(*np.nonzero(w2 == f), strict=True):  # undecided first digits: exact rest
+        r, k = rests[row[i]], int(j) + 1
+        hit[i, j] = words._source.bernoulli((r << 64) - int(f[i, j]) * den * k, den * k)
+    stop = hit.argmin(axis=1)
+    frac_ok = (stop & 1) == 0  # K = stop + 1 is odd
+    for i in np.flatnonzero(hit.all(axis=1)).tolist():  # all C columns 1: continue exactly
+        r, k = rests[row[i]], cols + 1
+        while words._source.bernoulli(r, den * k):
+            k += 1
+        frac_ok[i] = k % 2 == 1
+    accepted: npt.NDArray[np.bool_] = ok & frac_ok
+    return accepted
 
 
 # ---------------------------------------------------------------------------------------------
