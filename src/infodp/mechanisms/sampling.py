@@ -746,7 +746,13 @@ def _laplace_fast(
         keep = _bernoulli_exp_rows(u, t, words)  # kept with probability exp(-U/t)
         v = _geometric_exp1_fast(m, words)  # V ~ Geometric(1 - e^-1)
         negative = (words.take(m, np.uint8) & np.uint8(1)).astype(np.bool_)  # fair sign
-        if np.any(v.astype(np.uint64) > (np.uint64(_BATCH_MAX) - t) // t):
+        t_top = max(ts[j] for j in live)
+        v_top = int(v.max())
+        # U + tV < t(V + 1) <= 2^62 keeps int64 exact (checked element by element only when
+        # the largest t and V together could pass it).
+        if t_top * (v_top + 1) > _BATCH_MAX and np.any(
+            v.astype(np.uint64) > (np.uint64(_BATCH_MAX) - t) // t
+        ):
             # U + tV could leave int64: this round in Python integers (exact, any size).
             s_all = np.repeat(np.array([ss[j] for j in live], dtype=object), counts).tolist()
             cols = (u.tolist(), t.tolist(), v.tolist(), s_all, negative.tolist(), keep.tolist())
@@ -762,8 +768,9 @@ def _laplace_fast(
                 need[j] -= len(got)
                 off += c
             continue
-        s64 = np.repeat(np.array([ss[j] for j in live], dtype=np.int64), counts)
-        y = (u.astype(np.int64) + t.astype(np.int64) * v) // s64
+        y = u.astype(np.int64) + t.astype(np.int64) * v
+        if any(ss[j] != 1 for j in live):  # integer scales (s = 1) need no division
+            y //= np.repeat(np.array([ss[j] for j in live], dtype=np.int64), counts)
         keep &= ~(negative & (y == 0))  # reject (B = 1, Y = 0): zero is not counted twice
         signed = np.where(negative, -y, y)
         off = 0
