@@ -41,6 +41,7 @@ import math
 import os
 import random
 import secrets
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from fractions import Fraction
@@ -473,9 +474,13 @@ def _geometric_exp1_batch(size: int, source: RandomSource) -> npt.NDArray[np.int
     return v
 
 
-#: Batches this small are drawn by the scalar sampler (about 20 µs a draw): the numpy batch
-#: pays off beyond it, and a query releasing a few cells then never imports numpy.
+#: Batches this small are drawn by the scalar sampler (8-15 µs a draw) while numpy is not yet
+#: imported: a query releasing a few cells then never imports it (about 45 ms).
 _SCALAR_BATCH = 64
+
+#: With numpy already imported, the vectorised pass (about 60 µs whatever the size up to a
+#: few hundred draws) is faster from this many draws on.
+_SCALAR_BATCH_LOADED = 8
 
 #: Largest numerator t of a scale t/s served by the fast path (:func:`_laplace_fast`): its
 #: Bernoulli(U/(t k)) decisions compare one 32-bit word times t*k < 2^32 exactly in uint64.
@@ -794,7 +799,9 @@ def discrete_laplace_batches(
     Lemire's multiply-shift with rejection, Bernoulli(U/(t k)) from exact digit comparisons
     (:func:`_bernoulli_ratio`): every decision is an integer comparison. Scales whose
     numerator exceeds 2^26 use the wider (slower) exact path of :func:`discrete_laplace_batch`
-    one by one; at most :data:`_SCALAR_BATCH` draws in all use the scalar sampler.
+    one by one. A few draws in all (at most :data:`_SCALAR_BATCH` while numpy is not imported,
+    :data:`_SCALAR_BATCH_LOADED` once it is) use the scalar sampler: the same distribution,
+    faster at that size.
 
     >>> src = InsecureSeededSource(5, i_understand_this_is_not_private=True)
     >>> a, b = discrete_laplace_batches([Fraction(2), Fraction(4096000)], [100, 100], src)
@@ -808,7 +815,8 @@ def discrete_laplace_batches(
     src = require_secure_source(source)
     out: list[list[int]] = [[] for _ in ns]
     fast = [j for j, f in enumerate(fracs) if f.numerator <= _FAST_T and ns[j] > 0]
-    if sum(ns[j] for j in fast) <= _SCALAR_BATCH:
+    small = _SCALAR_BATCH if "numpy" not in sys.modules else _SCALAR_BATCH_LOADED
+    if sum(ns[j] for j in fast) <= small:
         for j in fast:
             out[j] = [discrete_laplace(fracs[j], src) for _ in range(ns[j])]
     else:
@@ -836,8 +844,8 @@ def discrete_laplace_batch(scale: Fraction, size: int, source: Any = None) -> li
     candidates are iid trials, so the accepted ones, taken in order, are iid draws of the
     target; blocks are repeated until ``size`` are accepted. See
     :func:`discrete_laplace_batches` (one scale here): every decision is an integer
-    comparison, so the distribution is exact. When t or s exceed 2^62, or at most
-    :data:`_SCALAR_BATCH` draws are asked for, the scalar sampler is used; when U + tV could
+    comparison, so the distribution is exact. When t or s exceed 2^62, or only a few draws
+    are asked for, the scalar sampler is used; when U + tV could
     leave int64 range it is computed with Python integers.
 
     ``source`` is a :class:`RandomSource` or None (the OS CSPRNG); seeds are refused
