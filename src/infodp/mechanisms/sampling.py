@@ -628,17 +628,31 @@ def _exp_neg1_bounds(terms: int) -> tuple[Fraction, Fraction]:
 def _exp_neg_floor(v: int, bits: int) -> int:
     """floor(2^bits · e^-v) for an integer v >= 1, exactly.
 
-    e^-v lies in [lo^v, hi^v] for the bounds of :func:`_exp_neg1_bounds` (x^v increases on
-    x > 0); when both ends have the same floor that is the answer, else the bounds are
-    tightened. It ends: e^-v is irrational (e is transcendental), so never an integer over 2^bits.
+    Fixed point with ``prec`` bits: integers L <= 2^prec e^-1 <= H from the rational bounds of
+    :func:`_exp_neg1_bounds`, raised to the power v by squaring with every product rounded
+    down for L and up for H, so that L_v <= 2^prec e^-v <= H_v. When L_v and H_v give the
+    same floor at ``bits`` bits, that is the answer; else the precision doubles. It ends:
+    e^-v is irrational (e is transcendental), so never an integer over 2^bits.
     """
-    terms = 24
+    prec = bits + 64
     while True:
+        terms = 8
+        while math.factorial(terms + 1) < 1 << (prec + 2):
+            terms += 8
         lo, hi = _exp_neg1_bounds(terms)
-        a, b = math.floor(lo**v * (1 << bits)), math.floor(hi**v * (1 << bits))
+        low, high = math.floor(lo * (1 << prec)), math.ceil(hi * (1 << prec))
+        lv, hv = 1 << prec, 1 << prec  # the bounds of e^0
+        k = v
+        while k:
+            if k & 1:
+                lv, hv = (lv * low) >> prec, -((-hv * high) >> prec)
+            k >>= 1
+            if k:
+                low, high = (low * low) >> prec, -((-high * high) >> prec)
+        a, b = lv >> (prec - bits), hv >> (prec - bits)
         if a == b:
             return a
-        terms *= 2
+        prec *= 2
 
 
 @functools.cache
