@@ -802,7 +802,7 @@ def test_geometric_thresholds_are_exact() -> None:
     for v in range(1, 46):
         assert sampling._exp_neg_floor(v, 64) == _exp_neg_floor_independent(v, 64)
         assert abs(sampling._exp_neg_floor(v, 64) / 2**64 - math.exp(-v)) < 2**-60
-    for v in (1, 2, 30):
+    for v in (1, 2, 30, 50):
         assert sampling._exp_neg_floor(v, 192) == _exp_neg_floor_independent(v, 192)
 
 

@@ -11,12 +11,15 @@ Two kinds of sampler live here and they must not be confused:
   for differential privacy") on textbook floating-point Laplace sampling has nothing to find.
   The algorithms are Algorithms 1-3 of Canonne, Kamath & Steinke (2020), "The Discrete Gaussian
   for Differential Privacy" (NeurIPS 2020, arXiv:2004.00010).
-* **Batch release samplers** (:func:`discrete_laplace_batch`, :func:`discrete_gaussian_batch`):
-  the same Algorithms 1-3 vectorised with numpy over all pending samples. Uniform integers
-  come from the source's raw bytes (:meth:`RandomSource.random_bytes`) by exact rejection,
-  every accept/reject decision is an integer comparison, and anything that could leave exact
-  int64 range falls back to Python integers: the output distribution is exactly the scalar
-  samplers'.
+* **Batch release samplers** (:func:`discrete_laplace_batches`, :func:`discrete_laplace_batch`,
+  :func:`discrete_gaussian_batch`): the same Algorithms 1-3 vectorised with numpy over all
+  pending samples (of several scales at once), reading the source's raw bytes
+  (:meth:`RandomSource.random_bytes`) once per batch. Uniform integers come from Lemire's
+  multiply-shift with rejection, Bernoulli(a/b) from comparing a uniform's digits with a/b,
+  Bernoulli(exp(-g)) and the geometric step from comparing them with exactly computed digits
+  of e^-g; every decision is an integer comparison, ties read more digits, and anything that
+  could leave exact int64 range falls back to Python integers: the output distribution is
+  exactly the scalar samplers'.
 * **Simulators** (``simulate_*``) are vectorised numpy samplers for simulation and auditing.
   They use floating point and a seedable numpy Generator: they are *not* private and the
   release path never calls them.
