@@ -542,16 +542,15 @@ def _bernoulli_ratio(
     """
     w = np.uint64(8 * np.dtype(dtype).itemsize)
     shape = np.broadcast_shapes(num.shape, den.shape)
-    size = math.prod(shape)
-    big = np.broadcast_to(den, shape)
-    low = words.take(size, dtype).reshape(shape).astype(np.uint64) * big
-    target = np.broadcast_to(num << w, shape)
-    yes = low + big <= target
-    pending = np.flatnonzero((low < target) & ~yes)
+    low = words.take(math.prod(shape), dtype).reshape(shape).astype(np.uint64) * den
+    target = num << w
+    yes = low + den <= target
+    # Undecided: low < target < low + den (yes implies low < target, as den >= 1).
+    pending = np.flatnonzero((low < target) ^ yes)
     if pending.size:
         flat = yes.reshape(-1)
-        rest = target.reshape(-1)[pending] - low.reshape(-1)[pending]
-        d = big.reshape(-1)[pending]
+        rest = np.broadcast_to(target, shape).reshape(-1)[pending] - low.reshape(-1)[pending]
+        d = np.broadcast_to(den, shape).reshape(-1)[pending]
         while pending.size:
             lo = words.take(pending.size, dtype).astype(np.uint64) * d
             tg = rest << w
