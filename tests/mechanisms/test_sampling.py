@@ -862,6 +862,7 @@ def test_fast_helpers_goodness_of_fit() -> None:
         ((Fraction(5, 2), Fraction(1, 3), Fraction(7, 1000)), 102),  # rational, tiny
         ((Fraction(2**26 - 1, 5), Fraction(2**26 + 1, 3)), 103),  # either side of the fast range
         ((Fraction(10**6, 7), 1 / Fraction(0.1), HUGE), 104),  # wide and scalar fallbacks
+        ((Fraction(2**64 + 3, 2**63 + 1), Fraction(5, 2**70)), 105),  # denominators past 2^62
     ],
 )
 def test_discrete_laplace_batches_goodness_of_fit(scales: tuple[Fraction, ...], seed: int) -> None:

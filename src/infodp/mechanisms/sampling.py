@@ -814,10 +814,10 @@ def discrete_laplace_batches(
     in one call (topped up only when a rejection loop needs more). Uniforms below t come from
     Lemire's multiply-shift with rejection, Bernoulli(U/(t k)) from exact digit comparisons
     (:func:`_bernoulli_ratio`): every decision is an integer comparison. Scales whose
-    numerator exceeds 2^26 use the wider (slower) exact path of :func:`discrete_laplace_batch`
-    one by one. A few draws in all (at most :data:`_SCALAR_BATCH` while numpy is not imported,
-    :data:`_SCALAR_BATCH_LOADED` once it is) use the scalar sampler: the same distribution,
-    faster at that size.
+    numerator exceeds 2^26 (or denominator 2^62) use the wider (slower) exact path of
+    :func:`discrete_laplace_batch` one by one. A few draws in all (at most
+    :data:`_SCALAR_BATCH` while numpy is not imported, :data:`_SCALAR_BATCH_LOADED` once it
+    is) use the scalar sampler: the same distribution, faster at that size.
 
     >>> src = InsecureSeededSource(5, i_understand_this_is_not_private=True)
     >>> a, b = discrete_laplace_batches([Fraction(2), Fraction(4096000)], [100, 100], src)
@@ -830,7 +830,11 @@ def discrete_laplace_batches(
     ns = [as_positive_int("size", n, minimum=0) for n in sizes]
     src = require_secure_source(source)
     out: list[list[int]] = [[] for _ in ns]
-    fast = [j for j, f in enumerate(fracs) if f.numerator <= _FAST_T and ns[j] > 0]
+    fast = [
+        j
+        for j, f in enumerate(fracs)
+        if f.numerator <= _FAST_T and f.denominator <= _BATCH_MAX and ns[j] > 0
+    ]
     small = _SCALAR_BATCH if "numpy" not in sys.modules else _SCALAR_BATCH_LOADED
     if sum(ns[j] for j in fast) <= small:
         for j in fast:
