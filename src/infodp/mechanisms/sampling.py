@@ -527,7 +527,7 @@ def _bernoulli_ratio(
     num: npt.NDArray[np.uint64],
     den: npt.NDArray[np.uint64],
     words: _Words,
-    dtype: Any = np.uint32,
+    dtype: Any = None,
 ) -> npt.NDArray[np.bool_]:
     """Independent Bernoulli(num/den) (broadcast shapes, 0 <= num <= den < 2^(64-w)), exactly.
 
@@ -540,6 +540,7 @@ def _bernoulli_ratio(
     bound on den), so P[True] = num/den exactly (Devroye 1986, "Non-Uniform Random Variate
     Generation", Sec. 3.3: comparison with a uniform read digit by digit).
     """
+    dtype = np.uint32 if dtype is None else dtype  # (numpy is imported lazily)
     w = np.uint64(8 * np.dtype(dtype).itemsize)
     shape = np.broadcast_shapes(num.shape, den.shape)
     low = words.take(math.prod(shape), dtype).reshape(shape).astype(np.uint64) * den
@@ -567,7 +568,7 @@ def _bernoulli_exp_rows(
     words: _Words,
     *,
     first: int = 1,
-    dtype: Any = np.uint32,
+    dtype: Any = None,
 ) -> npt.NDArray[np.bool_]:
     """Independent Bernoulli(exp(-num_i/den_i)) for 0 <= num_i <= den_i (CKS 2020, Alg. 1).
 
@@ -581,6 +582,7 @@ def _bernoulli_exp_rows(
     den·k would leave the exact range of the word type, the remaining elements finish with
     the scalar loop on Python integers.
     """
+    dtype = np.uint32 if dtype is None else dtype  # (numpy is imported lazily)
     bits = 8 * np.dtype(dtype).itemsize
     out = np.empty(num.size, dtype=np.bool_)
     idx: npt.NDArray[np.intp] | None = None
@@ -706,7 +708,7 @@ def _geometric_exp1_fast(size: int, words: _Words) -> npt.NDArray[np.int64]:
 
 
 def _uniform_below_fast(
-    t: npt.NDArray[np.uint64], words: _Words, dtype: Any = np.uint32
+    t: npt.NDArray[np.uint64], words: _Words, dtype: Any = None
 ) -> npt.NDArray[np.uint64]:
     """U_i uniform on {0, ..., t_i − 1} (1 <= t_i <= 2^w, w = bits of ``dtype`` <= 32), exactly.
 
@@ -715,6 +717,7 @@ def _uniform_below_fast(
     value and W is drawn again when the low part P mod 2^w is below 2^w mod t, which leaves
     every value with exactly floor(2^w / t) accepted words.
     """
+    dtype = np.uint32 if dtype is None else dtype  # (numpy is imported lazily)
     bits = 8 * np.dtype(dtype).itemsize
     if bits > 32:  # W·t must stay below 2^64
         raise ParameterError("dtype", dtype, "an unsigned integer type of at most 32 bits")
