@@ -17,10 +17,10 @@ import pytest
 from scipy import stats
 
 from infodp.curator.engine import Curator
-from infodp.curator.release import BufferedCryptoSource, require_release_source
+from infodp.curator.release import BufferedCryptoSource, draw_noise, require_release_source
 from infodp.errors import ParameterError
 from infodp.mechanisms.laplace import DiscreteLaplaceMechanism
-from infodp.mechanisms.sampling import InsecureSeededSource
+from infodp.mechanisms.sampling import CryptoRandomSource, InsecureSeededSource
 
 
 def seeded(seed: int) -> InsecureSeededSource:
@@ -158,3 +158,45 @@ def test_query_noise_per_cell_is_discrete_laplace(tmp_path: Path) -> None:
     for col in (1, 2):
         assert len(noise[col]) == 400
         assert dlap_pvalue(noise[col], scales[col], int(2 * scales[col])) > 1e-3
+
+
+def test_query_noise_reads_the_os_csprng_a_bounded_number_of_times(tmp_path: Path) -> None:
+    # All the discrete Laplace measurements of a query are drawn in one pass that asks the
+    # source for its expected need at once (a top-up only when a rejection loop runs over):
+    # 100 cells x (COUNT, SUM) take at most 3 reads and no integer-at-a-time draws.
+    class Counting(CryptoRandomSource):
+        reads = 0
+        integers = 0
+
+        def random_bytes(self, n: int) -> bytes:
+            Counting.reads += 1
+            return super().random_bytes(n)
+
+        def randbelow(self, n: int) -> int:
+            Counting.integers += 1
+            return super().randbelow(n)
+
+    cats = [f"c{i:02d}" for i in range(100)]
+    frame = pd.DataFrame({"g": cats * 3, "v": list(range(300))})
+    schema = {
+        "table": "t",
+        "privacy_unit": "row",
+        "columns": {
+            "g": {"type": "category", "categories": cats},
+            "v": {"type": "float", "bounds": [0, 1000]},
+        },
+    }
+    sql = "SELECT g, COUNT(*), SUM(v) FROM t GROUP BY g"
+    cur = Curator(tmp_path / "s.duckdb")
+    cur.register_dataset("t", frame, schema)
+    cur.add_analyst("a", "t", epsilon=10**6)
+    parts = cur.query("a", sql, epsilon=1).cost.parts  # the query's measurements, priced
+    cur.close()
+    assert [type(p.mechanism) for p in parts] == [DiscreteLaplaceMechanism] * 2
+    worst = 0
+    for _ in range(50):
+        Counting.reads = 0
+        noise = draw_noise(parts, 100, Counting())
+        assert [len(col or ()) for col in noise] == [100, 100]
+        worst = max(worst, Counting.reads)
+    assert 1 <= worst <= 3 and Counting.integers == 0

@@ -17,6 +17,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from infodp.errors import ParameterError
@@ -320,7 +322,7 @@ def test_all_matches_public_names() -> None:
     # ("@py_builtins" etc. appear when pytest rewrites the module collected for its doctests)
     public = {n for n in vars(sampling) if not n.startswith(("_", "@"))}
     imported = {"Any", "ABC", "Fraction", "abstractmethod", "annotations", "math", "np", "npt"}
-    imported |= {"TYPE_CHECKING", "lazy_module"}
+    imported |= {"TYPE_CHECKING", "lazy_module", "Sequence", "functools", "sys"}
     imported |= {"os", "random", "secrets", "as_positive", "as_positive_int", "ParameterError"}
     assert set(sampling.__all__) == public - imported
 
@@ -589,12 +591,336 @@ def test_discrete_gaussian_batch_detects_wrong_sigma_and_matches_scalar() -> Non
         sampling.discrete_gaussian_batch(Fraction(-1), 3, None)
 
 
-def test_bernoulli_exp_batch_above_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    # exp(-gamma) for gamma > 1 = exp(-1)^floor(gamma) exp(-frac) (CKS 2020, Algorithm 1).
+def _gaussian_gamma(a: int, sigma: Fraction) -> float:
+    # CKS 2020, Algorithm 3: accept Y with probability exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2)).
+    t = math.floor(sigma) + 1
+    return float((a - sigma * sigma / t) ** 2 / (2 * sigma * sigma))
+
+
+def test_gaussian_accept_frequencies() -> None:
+    # Per |y|, the acceptance frequency against exp(-gamma): gamma below and above 1 (the
+    # whole part by one comparison with floor(2^64 e^-g)), for small and float-sized p, q.
     src = InsecureSeededSource(71, i_understand_this_is_not_private=True)
-    for num, den in ((5, 2), (7, 3), (0, 4), (9, 9)):
-        hits = int(sampling._bernoulli_exp_batch([num] * 20000, den, src).sum())
-        assert stats.binomtest(hits, 20000, math.exp(-num / den)).pvalue > 1e-3
-    monkeypatch.setattr(sampling, "_BATCH_MAX", 4)  # den 5 > 4: the scalar fallback
-    hits = int(sampling._bernoulli_exp_batch([7] * 5000, 5, src).sum())
-    assert stats.binomtest(hits, 5000, math.exp(-7 / 5)).pvalue > 1e-3
+    for sigma, values in (
+        (Fraction(5, 2), (0, 1, 3, 7)),
+        (Fraction(0.3), (0, 1, 2)),  # denominator 2^54
+        (Fraction(81, 2), (0, 40, 90, 130)),
+        (Fraction(1, 3), (0, 1)),
+    ):
+        t = math.floor(sigma) + 1
+        absy = [a for a in values for _ in range(6000)]
+        words = sampling._Words(src, 1000)
+        out = sampling._gaussian_accept(absy, sigma.numerator, sigma.denominator, t, words)
+        for j, a in enumerate(values):
+            hits = int(out[j * 6000 : (j + 1) * 6000].sum())
+            p = math.exp(-_gaussian_gamma(a, sigma))
+            assert stats.binomtest(hits, 6000, p).pvalue > 1e-3, (sigma, a)
+
+
+def test_gaussian_accept_undecided_digits_are_resolved_exactly() -> None:
+    # sigma = 3/2 (p = 3, q = 2), t = 2, |y| = 1: gamma = (1·4·2 − 9)^2 / (2·9·4·4) = 1/288
+    # (whole part 0). A first word W = F_1 = floor(2^64/288) leaves [X_1 < 1/288] to the rest
+    # (2^64 − 288 F_1)/288, which the source decides with one uniform integer below 288.
+    den = 2 * 9 * 4 * 4
+    f1 = (1 << 64) // den
+    rest = (1 << 64) - f1 * den
+    assert 0 < rest < den
+
+    class Below(RandomSource):
+        def __init__(self, value: int) -> None:
+            self.value = value
+
+        def randbelow(self, n: int) -> int:
+            assert n == den
+            return self.value
+
+    # Rest decided 1 (A_1 = 1), then A_2 = 0 (word 2^64 − 1): K = 2 is even, rejected.
+    # Rest decided 0 (A_1 = 0): K = 1 is odd, accepted. The first word (whole part) is unused.
+    for below, accepted in ((rest - 1, False), (rest, True)):
+        w = _Scripted([7, f1, 2**64 - 1, 0, 0, 0, 0], Below(below))
+        assert bool(sampling._gaussian_accept([1], 3, 2, 2, w)[0]) is accepted  # type: ignore[arg-type]
+    # Words either side of F_1 need no rest.
+    for second, accepted in ((f1 - 1, False), (f1 + 1, True)):
+        w = _Scripted([7, second, 2**64 - 1, 0, 0, 0, 0], Below(0))
+        assert bool(sampling._gaussian_accept([1], 3, 2, 2, w)[0]) is accepted  # type: ignore[arg-type]
+    # sigma = 1/3, t = 1, |y| = 3: gamma = (3 - 1/9)^2 · 9/2 = 37.56..., g = 37: the whole part
+    # is [X < e^-37]; a first word equal to floor(2^64 e^-37) is resolved by the next digit.
+    c37 = sampling._exp_neg_floor(37, 64)
+    d2 = sampling._exp_neg_floor(37, 128) % 2**64
+    for second, whole_ok in ((d2 - 1, True), (d2 + 1, False)):
+        w = _Scripted([c37, second, *[2**64 - 1] * 6], Below(0))  # the digit comes first
+        got = bool(sampling._gaussian_accept([3], 1, 3, 1, w)[0])  # type: ignore[arg-type]
+        assert got is whole_ok  # the fraction's A_1 = 0 (word 2^64 - 1): accepted if whole_ok
+
+
+# ------------------------------ one-pass batches (discrete_laplace_batches and its exact helpers)
+
+
+class _Scripted:
+    """A stand-in for sampling._Words handing out scripted words (then raising _NeedMore)."""
+
+    def __init__(self, script: list[int], source: RandomSource | None = None) -> None:
+        self.script, self.used, self._source = list(script), 0, source
+
+    def take(self, count: int, dtype: object) -> np.ndarray:
+        if self.used + count > len(self.script):
+            raise _NeedMore
+        out = np.array(self.script[self.used : self.used + count], dtype=dtype)
+        self.used += count
+        return out
+
+
+class _NeedMore(Exception):
+    pass
+
+
+def _enumerate_words(
+    run: Callable[[_Scripted], object], base: int, depth: int
+) -> tuple[dict, Fraction]:
+    """Every outcome of ``run`` over all word sequences of length <= depth (words < base), with
+    its exact probability; also the mass of sequences still undecided at that depth."""
+    outcomes: dict[object, Fraction] = defaultdict(Fraction)
+    open_mass = Fraction(0)
+    stack: list[list[int]] = [[w] for w in range(base)]
+    while stack:
+        prefix = stack.pop()
+        try:
+            result = run(_Scripted(prefix))
+        except _NeedMore:
+            if len(prefix) < depth:
+                stack.extend([*prefix, w] for w in range(base))
+            else:
+                open_mass += Fraction(1, base ** len(prefix))
+            continue
+        outcomes[result] += Fraction(1, base ** len(prefix))
+    return outcomes, open_mass
+
+
+def test_bernoulli_ratio_is_exact_by_enumeration() -> None:
+    # Bernoulli(num/den) from 8-bit digit comparisons: enumerating every word sequence, the
+    # mass of True is num/den up to the mass still undecided after 3 words (< 256^-2).
+    for den in (1, 2, 3, 5, 7, 12, 40, 255, 256, 1000):
+        for num in sorted({0, 1, den // 3, den // 2, den - 1, den}):
+
+            def run(w: _Scripted, num: int = num, den: int = den) -> bool:
+                a = np.array([num], dtype=np.uint64)
+                b = np.array([den], dtype=np.uint64)
+                return bool(sampling._bernoulli_ratio(a, b, w, np.uint8)[0])  # type: ignore[arg-type]
+
+            outcomes, open_mass = _enumerate_words(run, 256, 3)
+            p_true = outcomes.get(True, Fraction(0))
+            assert p_true <= Fraction(num, den) <= p_true + open_mass, (num, den)
+            assert open_mass < Fraction(1, 256**2)
+
+
+def _digits_value(words: list[int], bits: int) -> tuple[Fraction, Fraction]:
+    lo = sum(Fraction(w, 2 ** (bits * (i + 1))) for i, w in enumerate(words))
+    return lo, lo + Fraction(1, 2 ** (bits * len(words)))
+
+
+@given(
+    den=st.integers(1, 2**31 - 1),
+    frac=st.fractions(0, 1),
+    seed=st.integers(0, 2**32),
+)
+@settings(max_examples=300, deadline=None)
+def test_bernoulli_ratio_decides_only_when_certain(den: int, frac: Fraction, seed: int) -> None:
+    # Property: the answer is [X < num/den] for every X consistent with the 32-bit words read
+    # (the interval of X they pin down lies wholly on the answer's side of num/den).
+    num = int(frac * den)
+    rng = np.random.default_rng(seed)
+    # Words near the boundary make the undecided branch likely: W ≈ num·2^32/den.
+    near = (num << 32) // den
+    script = [min(2**32 - 1, max(0, near + int(rng.integers(-2, 3))))]
+    script += rng.integers(0, 2**32, size=40).tolist()
+    w = _Scripted(script)
+    got = bool(
+        sampling._bernoulli_ratio(  # type: ignore[arg-type]
+            np.array([num], np.uint64), np.array([den], np.uint64), w, np.uint32
+        )[0]
+    )
+    lo, hi = _digits_value(script[: w.used], 32)
+    if got:
+        assert hi <= Fraction(num, den)
+    else:
+        assert lo >= Fraction(num, den)
+
+
+@given(t=st.integers(1, 2**32), words=st.lists(st.integers(0, 2**32 - 1), min_size=8))
+@settings(max_examples=300, deadline=None)
+def test_uniform_below_fast_range_and_multiply_shift(t: int, words: list[int]) -> None:
+    # Lemire (2019): an accepted word W gives floor(W·t / 2^32) < t; a word is rejected
+    # exactly when (W·t mod 2^32) < 2^32 mod t.
+    w = _Scripted(words)
+    try:
+        out = sampling._uniform_below_fast(np.array([t], np.uint64), w)  # type: ignore[arg-type]
+    except _NeedMore:  # every scripted word rejected (possible only for large t)
+        assert all((x * t) % 2**32 < 2**32 % t for x in words)
+        return
+    used = words[: w.used]
+    assert all((x * t) % 2**32 < 2**32 % t for x in used[:-1])
+    assert (used[-1] * t) % 2**32 >= 2**32 % t
+    assert int(out[0]) == (used[-1] * t) >> 32 < t
+
+
+def test_uniform_below_fast_is_exact_by_enumeration() -> None:
+    # 8-bit words: over all 256 first words, every value below t is reached by the same number
+    # of accepted words, and a rejected word starts the same draw afresh, so P[value] = mass at
+    # depth 1 / (1 − rejected mass): the same for every value, exactly 1/t.
+    for t in (1, 2, 3, 5, 6, 7, 100, 129, 255, 256):
+
+        def run(w: _Scripted, t: int = t) -> int:
+            one = np.array([t], np.uint64)
+            return int(sampling._uniform_below_fast(one, w, np.uint8)[0])  # type: ignore[arg-type]
+
+        outcomes, open_mass = _enumerate_words(run, 256, 1)
+        assert set(outcomes) == set(range(t))
+        assert len(set(outcomes.values())) == 1
+        assert next(iter(outcomes.values())) / (1 - open_mass) == Fraction(1, t)
+    with pytest.raises(ParameterError, match="dtype"):
+        sampling._uniform_below_fast(np.array([3], np.uint64), _Scripted([1]), np.uint64)  # type: ignore[arg-type]
+
+
+def _exp_neg_floor_independent(v: int, bits: int) -> int:
+    # floor(2^bits / e^v) from the positive series e^v = sum v^k/k! (partial sums from below,
+    # the tail below term·2 once v/(k+1) <= 1/2): a different route than the library's
+    # alternating series for e^-1 raised to the power v.
+    n = 4 * v + bits
+    partial, term = Fraction(0), Fraction(1)
+    for k in range(n):
+        partial += term
+        term = term * v / (k + 1)
+    lo, hi = partial, partial + 2 * term
+    a, b = math.floor((1 << bits) / hi), math.floor((1 << bits) / lo)
+    assert a == b
+    return a
+
+
+def test_geometric_thresholds_are_exact() -> None:
+    table = sampling._geometric_thresholds().tolist()
+    assert table[0] == 0 and table == sorted(table) and len(table) == 45  # c_1 .. c_44 > 0
+    for v in range(1, 46):
+        assert sampling._exp_neg_floor(v, 64) == _exp_neg_floor_independent(v, 64)
+        assert abs(sampling._exp_neg_floor(v, 64) / 2**64 - math.exp(-v)) < 2**-60
+    for v in (1, 2, 30, 50):
+        assert sampling._exp_neg_floor(v, 192) == _exp_neg_floor_independent(v, 192)
+
+
+def test_geometric_exp1_fast_resolves_ties_digit_by_digit() -> None:
+    # X's first word equal to c_v = floor(2^64 e^-v): the next digit of e^-v decides.
+    c1 = sampling._exp_neg_floor(1, 64)
+    d2 = sampling._exp_neg_floor(1, 128) % 2**64  # second 64-bit digit of e^-1
+    for second, expected in ((d2 - 1, 1), (d2 + 1, 0)):  # X just below / above e^-1
+        w = _Scripted([c1, second])
+        assert sampling._geometric_exp1_fast(1, w).tolist() == [expected]  # type: ignore[arg-type]
+        assert w.used == 2
+    # X = 2^-65 (first word 0): V = #{v : 2^-65 < e^-v} = floor(65 ln 2) = 45.
+    assert sampling._geometric_exp1_fast(1, _Scripted([0, 2**63])).tolist() == [45]  # type: ignore[arg-type]
+    # A first word strictly between thresholds needs no more digits: V = floor(-ln X).
+    for x in (0.9, 0.5, 0.2, 0.01, 1e-9):
+        word = int(x * 2**64)
+        got = sampling._geometric_exp1_fast(1, _Scripted([word])).tolist()  # type: ignore[arg-type]
+        assert got == [math.floor(-math.log(x))]
+
+
+def test_fast_helpers_goodness_of_fit() -> None:
+    src = InsecureSeededSource(91, i_understand_this_is_not_private=True)
+    words = sampling._Words(src, 1000)
+    # V ~ Geometric(1 - e^-1): P[V = v] = (1 - e^-1) e^-v (CKS 2020, Algorithm 2).
+    v = sampling._geometric_exp1_fast(30000, words)
+    ks = np.arange(8)
+    probs = (1 - math.exp(-1)) * np.exp(-ks.astype(float))
+    probs[-1] += math.exp(-8.0)
+    assert stats.chisquare(np.bincount(np.clip(v, 0, 7), minlength=8), probs * v.size).pvalue > 1e-3
+    # Bernoulli(exp(-num/den)) (CKS 2020, Algorithm 1), per-element numerators and denominators.
+    cases = [(0, 9), (1, 9), (5, 9), (9, 9), (3, 7), (2**25, 2**26 - 1)]
+    num = np.repeat(np.array([a for a, _ in cases], np.uint64), 6000)
+    den = np.repeat(np.array([b for _, b in cases], np.uint64), 6000)
+    out = sampling._bernoulli_exp_rows(num, den, words)
+    for j, (a, b) in enumerate(cases):
+        hits = int(out[j * 6000 : (j + 1) * 6000].sum())
+        assert stats.binomtest(hits, 6000, math.exp(-a / b)).pvalue > 1e-3
+    # gamma = 1 with A_1 = 1 known (first=2), on bytes: Bernoulli(exp(-1)).
+    one = np.ones(20000, np.uint64)
+    hits = int(sampling._bernoulli_exp_rows(one, one, words, first=2, dtype=np.uint8).sum())
+    assert stats.binomtest(hits, 20000, math.exp(-1)).pvalue > 1e-3
+    # Denominators too wide for bytes after the first columns: the exact Python finish.
+    big = np.full(4000, 2**53, np.uint64)
+    hits = int(sampling._bernoulli_exp_rows(big // np.uint64(2), big, words, dtype=np.uint8).sum())
+    assert stats.binomtest(hits, 4000, math.exp(-0.5)).pvalue > 1e-3
+    # Uniforms below t (Lemire): equal-mass bins.
+    t = np.full(30000, 6 * 10**6, np.uint64)
+    u = sampling._uniform_below_fast(t, words)
+    assert int(u.max()) < 6 * 10**6
+    assert stats.chisquare(np.bincount((u // np.uint64(10**6)).astype(np.int64))).pvalue > 1e-3
+
+
+@pytest.mark.parametrize(
+    ("scales", "seed"),
+    [
+        ((Fraction(2), Fraction(4096000)), 101),  # the service query's COUNT and SUM
+        ((Fraction(5, 2), Fraction(1, 3), Fraction(7, 1000)), 102),  # rational, tiny
+        ((Fraction(2**26 - 1, 5), Fraction(2**26 + 1, 3)), 103),  # either side of the fast range
+        ((Fraction(10**6, 7), 1 / Fraction(0.1), HUGE), 104),  # wide and scalar fallbacks
+        ((Fraction(2**64 + 3, 2**63 + 1), Fraction(5, 2**70)), 105),  # denominators past 2^62
+    ],
+)
+def test_discrete_laplace_batches_goodness_of_fit(scales: tuple[Fraction, ...], seed: int) -> None:
+    # Every scale of one pass against Lap_Z(scale) (CKS 2020, Definition 2), chi-square on bins
+    # whose masses come from the closed-form CDF; the sizes differ so the split is exercised.
+    src = InsecureSeededSource(seed, i_understand_this_is_not_private=True)
+    sizes = [3000 + 500 * j for j in range(len(scales))]
+    if HUGE in scales:
+        sizes[-1] = 300
+    drawn = sampling.discrete_laplace_batches(list(scales), sizes, src)
+    for ys, scale, n in zip(drawn, scales, sizes, strict=True):
+        assert len(ys) == n and all(type(y) is int for y in ys)
+        assert _binned_pvalue(ys, scale) > 1e-3, scale
+
+
+def test_discrete_laplace_batches_match_the_scalar_sampler() -> None:
+    # Two-sample chi-square (contingency) of the one-pass batch against the scalar sampler.
+    a = InsecureSeededSource(111, i_understand_this_is_not_private=True)
+    b = InsecureSeededSource(112, i_understand_this_is_not_private=True)
+    scales = [Fraction(2, 3), Fraction(3)]
+    batches = sampling.discrete_laplace_batches(scales, [4000, 4000], a)
+    for scale, batch in zip(scales, batches, strict=True):
+        scalar = [discrete_laplace(scale, b) for _ in range(4000)]
+        table = np.array(
+            [np.bincount(np.clip(x, -6, 6) + 6, minlength=13) for x in (batch, scalar)]
+        )
+        assert stats.chi2_contingency(table[:, table.sum(axis=0) > 0]).pvalue > 1e-3
+    assert (
+        _binned_pvalue(sampling.discrete_laplace_batches([Fraction(3)], [6000], a)[0], Fraction(4))
+        < 1e-6
+    )
+
+
+def test_discrete_laplace_batches_read_the_source_a_bounded_number_of_times() -> None:
+    # One read for the expected need, a top-up only when a rejection loop runs over.
+    class Counting(InsecureSeededSource):
+        reads = 0
+
+        def random_bytes(self, n: int) -> bytes:
+            Counting.reads += 1
+            return super().random_bytes(n)
+
+    worst = 0
+    for seed in range(30):
+        src = Counting(seed, i_understand_this_is_not_private=True)
+        Counting.reads = 0
+        sampling.discrete_laplace_batches([Fraction(2), Fraction(4096000)], [100, 100], src)
+        worst = max(worst, Counting.reads)
+    assert worst <= 3
+    # numpy is imported here: from 9 draws on the vectorised pass runs (one read), below the
+    # scalar sampler (integers from randbelow, no byte reads).
+    src = Counting(0, i_understand_this_is_not_private=True)
+    Counting.reads = 0
+    assert len(sampling.discrete_laplace_batches([Fraction(2)], [9], src)[0]) == 9
+    assert Counting.reads == 1
+    Counting.reads = 0
+    assert len(sampling.discrete_laplace_batches([Fraction(2)], [8], src)[0]) == 8
+    assert Counting.reads == 0
+    with pytest.raises(ParameterError, match="sizes"):
+        sampling.discrete_laplace_batches([Fraction(1)], [1, 2], None)
+    assert sampling.discrete_laplace_batches([], [], None) == []

@@ -1045,9 +1045,11 @@ class Curator:
         elif keys is None:
             keys = [()]
         columns = draw_noise(cost.parts, len(keys), self._source)
-        return {
-            key: [None if col is None else col[j] for col in columns] for j, key in enumerate(keys)
-        }
+        if all(c is None for c in columns):  # quantiles only (or nothing): no noise here
+            return {key: [None] * len(columns) for key in keys}
+        # Cell j's noise is the j-th entry of every column (None for a quantile's column).
+        per_cell = zip(*(itertools.repeat(None) if c is None else c for c in columns), strict=False)
+        return dict(zip(keys, map(list, per_cell), strict=True))
 
     def _release(
         self,

@@ -18,6 +18,7 @@ True
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ from infodp.mechanisms.base import (
 from infodp.mechanisms.sampling import (
     discrete_laplace,
     discrete_laplace_batch,
+    discrete_laplace_batches,
     simulate_discrete_laplace,
 )
 
@@ -198,6 +200,25 @@ class DiscreteLaplaceMechanism(_AdditiveLattice):
 
     def _exact_noise_batch(self, size: int, source: Any) -> list[int]:
         return discrete_laplace_batch(Fraction(self.scale), size, source)
+
+    @staticmethod
+    def noise_batches(
+        mechanisms: Sequence[DiscreteLaplaceMechanism], size: int, source: Any = None
+    ) -> list[list[int]]:
+        """``size`` exact noise draws (grid units) for each of ``mechanisms``, drawn together.
+
+        The same distribution per mechanism as :meth:`release_batch` on zeros (the exact
+        discrete Laplace of its scale, CKS 2020), in one vectorised pass over all of them
+        (:func:`~infodp.mechanisms.sampling.discrete_laplace_batches`).
+
+        >>> from infodp.mechanisms import InsecureSeededSource
+        >>> src = InsecureSeededSource(0, i_understand_this_is_not_private=True)
+        >>> ms = [DiscreteLaplaceMechanism(2.0), DiscreteLaplaceMechanism(50.0)]
+        >>> [len(z) for z in DiscreteLaplaceMechanism.noise_batches(ms, 80, src)]
+        [80, 80]
+        """
+        scales = [Fraction(m.scale) for m in mechanisms]
+        return discrete_laplace_batches(scales, [size] * len(scales), source)
 
     def upper_tail(self, k: int) -> float:
         """P[N ≥ k] = q^k/(1 + q), q = e^(−1/scale), for k ≥ 1 (CKS 2020, Definition 2)."""
