@@ -195,5 +195,5 @@ def test_local_regions_keep_distinct_maxima_near_the_best() -> None:
     value = float(renyi_information(p[None], W, 0.5)[0])
     far = np.full(5, 0.2)
     regions = local_regions(W, 0.5, [(value, p), (value, p.copy()), (value - 1.0, far)])
-    assert len(regions) == 1 and len(regions.expansions) == 1
+    assert len(regions.radii) == 1 and len(regions.expansions) == 1 and len(regions) == 2
     assert isinstance(Region(p, 0.1, value), Region)

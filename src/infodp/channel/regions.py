@@ -251,7 +251,8 @@ class Regions:
         self.uppers = np.array([r.upper for r in items])
 
     def __len__(self) -> int:
-        return len(self.radii)
+        """The number of balls and expansions."""
+        return len(self.radii) + len(self.expansions)
 
     def cap(self, V: FloatArray) -> FloatArray:
         """For cells with vertex rows ``V`` (cells, n, n): the smallest certified bound of a
@@ -278,8 +279,9 @@ def local_regions(
     the expansion about the best of them.
 
     >>> W = np.array([[0.7, 0.2, 0.1], [0.1, 0.7, 0.2], [0.2, 0.1, 0.7]])
-    >>> len(local_regions(W, 2.0, [(0.1, np.full(3, 1 / 3)), (0.1, np.full(3, 1 / 3))]))
-    1
+    >>> found = local_regions(W, 2.0, [(0.1, np.full(3, 1 / 3)), (0.1, np.full(3, 1 / 3))])
+    >>> len(found.radii), len(found.expansions)  # one ball (duplicates merged), one expansion
+    (1, 1)
     """
     ranked = sorted(points, key=lambda item: -item[0])
     if not ranked:
@@ -350,7 +352,7 @@ class Expansion:
     """Certified upper bounds on sup_K I_α over cells K from the second-order expansion about
     a local maximum P* (module docstring, "Expansion about the maximiser")."""
 
-    __slots__ = ("E", "Z", "a1", "a2", "alpha", "c", "drop", "g", "p", "q", "r", "sigma_G", "wn")
+    __slots__ = ("F", "Z", "a1", "a2", "alpha", "c", "drop", "g", "p", "q", "r", "sigma_G", "wn")
 
     def __init__(self, W: FloatArray, alpha: float, p: FloatArray) -> None:
         c = _Columns(np.asarray(W, dtype=np.float64), alpha)
@@ -376,7 +378,10 @@ class Expansion:
         # a dropped ‖rest‖ changes K_y by at most 2‖rest‖‖Zᵀw‖ in norm (added as slack)
         self.drop = np.where(keep, 0.0, 2.0 * self.a2 * c.wn)
         self.a2 = np.where(keep, self.a2, 0.0)
-        self.E = np.stack([e1, e2], axis=2)  # (m, n−1, 2)
+        E = np.stack([e1, e2], axis=2)  # (m, n−1, 2)
+        # F[(y, u, v), (i, j)] = E_yiu E_yjv, so that Σ_y E_y T_y E_yᵀ is one matrix product
+        F = np.einsum("yiu,yjv->yuvij", E, E)
+        self.F = F.reshape(len(E) * 4, -1)
 
     def __call__(self, V: FloatArray) -> FloatArray:
         """Upper bounds on sup of I_α over each cell (vertex rows ``V``, shape (cells, n, n));
@@ -412,7 +417,7 @@ class Expansion:
             T[..., 1, 1] += np.where(coupled, scale * off * off, 0.0)
         T[..., 0, 0] += np.where(coupled, 0.0, np.where(top > 0, J_hi, J_lo) * top)
         T[..., 1, 0] = T[..., 0, 1]
-        M = np.einsum("yiu,cyuv,yjv->cij", self.E, T, self.E, optimize=True)
+        M = (T.reshape(len(V), -1) @ self.F).reshape(len(V), n - 1, n - 1)
         size = np.sum(J_hi * (np.abs(lam_p) + np.abs(lam_m) + self.drop), axis=1)
         M = np.where(ok[:, None, None] & np.isfinite(M).all(axis=(1, 2))[:, None, None], M, 0.0)
         lam, U = np.linalg.eigh(M)
