@@ -328,6 +328,8 @@ def _renyi_capacity(
     branch
     and bound of :func:`_branch_and_bound` (stopped early by ``time_budget`` seconds); for
     two or three inputs also the one-cell-at-a-time vertex bound :func:`_renyi_bnb_upper`.
+    The branch and bound also bounds its cells by the certified regions and the expansion
+    about the best local maximum of :mod:`~infodp.channel.regions`.
     """
     started = time.monotonic()
     W = _drop_null_outputs(matrix)
