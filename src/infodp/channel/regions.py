@@ -17,11 +17,12 @@ t K(r) ⪯ t K(r_hi) ⪯ t_hi K⁺ − t_lo K⁻, and summing over outputs
 
     σ∇²G(P) ⪯ M := Σ_y (t_hi,y K_y⁺ − t_lo,y K_y⁻)   for every P in R,
 
-so by Weyl's inequality (Horn and Johnson 2013, "Matrix Analysis", Thm 4.3.1: λ_max is
-monotone in the Loewner order) λ_max(Zᵀσ∇²G Z) ≤ λ_max(ZᵀMZ) on R, Z an orthonormal basis of
-the tangent space {Σ Δ_x = 0}. When that is < 0, f is concave on the convex set R. The ranges
-come from the ball: |q_y(P) − q_y(P*)| ≤ ρ‖Zᵀw_y‖, P_x ≥ P*_x − ρ, and r_y ≤ r_hi whenever
-h(r_hi) = s* − r_hi q* + ρ‖Zᵀ(a − r_hi w)‖ ≤ 0 (then s − r_hi q ≤ h(r_hi) ≤ 0 on the ball).
+so by Weyl's inequality (Horn and Johnson 2013, "Matrix Analysis", Thm 4.3.1, and its
+corollary that λ_max is monotone in the Loewner order) λ_max(Zᵀσ∇²G Z) ≤ λ_max(ZᵀMZ) on R,
+Z an orthonormal basis of the tangent space {Σ Δ_x = 0}. When that is < 0, f is concave on
+the convex set R. The ranges come from the ball: |q_y(P) − q_y(P*)| ≤ ρ‖Zᵀw_y‖,
+P_x ≥ P*_x − ρ, and r_y ≤ r_hi whenever h(r_hi) = s* − r_hi q* + ρ‖Zᵀ(a − r_hi w)‖ ≤ 0 (then
+s − r_hi q ≤ h(r_hi) ≤ 0 on the ball).
 Keeping the Hessian of each output whole is what makes this tight: for an output produced by
 one input, a ≈ r w and the two parts of K nearly cancel. The radius ρ is the largest one (by
 bisection) for which the bound is negative.
