@@ -28,6 +28,7 @@ from infodp.channel._numerics import (
     _softmax,
 )
 from infodp.channel.certificates import CellBounds, bisect, cell_bounds, tangent_basis
+from infodp.channel.regions import Regions, local_regions
 from infodp.channel.result import CapacityResult
 from infodp.channel.shannon import _shannon_capacity
 from infodp.channel.sibson import _sibson_capacity
@@ -162,6 +163,7 @@ def _branch_and_bound(
     deadline: float,
     progress: bool,
     on_round: Callable[[float, int], None] | None = None,
+    regions: Regions | None = None,
 ) -> tuple[float, int]:
     """Certified upper bound on C_α by best-first branch and bound on simplicial cells.
 
@@ -173,7 +175,8 @@ def _branch_and_bound(
     inside the parent); batches are bounded on up to four threads (:func:`_workers`). Stops
     when the largest bound is within ``tol`` of the attained value, after ``max_cells``
     cells, or at ``deadline`` (``time.monotonic()``), returning the best upper bound so far
-    and the number of cells evaluated.
+    and the number of cells evaluated. A cell inside one of the certified ``regions``
+    (:mod:`~infodp.channel.regions`) takes the region's bound.
     """
     n = W.shape[0]
     with np.errstate(under="ignore"):
@@ -229,6 +232,8 @@ def _branch_and_bound(
             V = np.concatenate([V[keep], children])
             # a child lies inside its parent, so the parent's bound holds for it too
             child_ub = np.minimum(bounds.upper, np.tile(ub[pick], 2))
+            if regions is not None and len(regions):
+                child_ub = np.minimum(child_ub, regions.cap(children))
             ub = np.concatenate([ub[keep], child_ub])
     finally:
         if pool is not None:
@@ -323,6 +328,8 @@ def _renyi_capacity(
     branch
     and bound of :func:`_branch_and_bound` (stopped early by ``time_budget`` seconds); for
     two or three inputs also the one-cell-at-a-time vertex bound :func:`_renyi_bnb_upper`.
+    The branch and bound also bounds its cells by the certified regions and the expansion
+    about the best local maximum of :mod:`~infodp.channel.regions`.
     """
     started = time.monotonic()
     W = _drop_null_outputs(matrix)
@@ -373,15 +380,27 @@ def _renyi_capacity(
                 break
     starts.extend(rng.dirichlet(np.full(n, 0.5), size=n_starts))
     search = _Search(-_INF, starts[0])
+    found: list[tuple[float, FloatArray]] = []
     for start in starts:
         value, p = _local_max_renyi(W, logW, alpha, start)
+        found.append((value, p))
         search.local_searches += 1
         if value > search.value:
             search.value, search.p = value, p
     cells = 0
     if refine_budget > 0 and n > 1 and upper - search.value > tol:
+        regions = local_regions(W, alpha, found)
         bnb, cells = _branch_and_bound(
-            W, logW, alpha, search, tol, refine_budget, started + time_budget, progress, on_round
+            W,
+            logW,
+            alpha,
+            search,
+            tol,
+            refine_budget,
+            started + time_budget,
+            progress,
+            on_round,
+            regions,
         )
         if bnb < upper:
             upper, upper_method = bnb, f"branch and bound on {cells} simplicial cells"
