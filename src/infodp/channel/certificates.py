@@ -51,6 +51,14 @@ them is a bound; the weights are chosen per output by a smoothed maximisation of
 pointwise minimum (:func:`_smoothed_choice`). On the large cells left after 30 s with 6
 inputs and α = 2 this bound is 0.01–0.03 nats closer to the cell maxima than Jensen's alone.
 
+**Perspective bound** (:func:`_perspective_bound`, 0 < α < 2). F_y = h(g_y) with g_y =
+s_y^a q_y^{1−a}, a = 1/(2−α), homogeneous of degree one (concave for α < 1, a convex
+perspective for 1 < α < 2) and h(t) = t^{2−α}; the chord of g_y over the cell is exact along
+rays where s_y/q_y is constant, so near faces, where q_y varies by orders of magnitude but the
+posterior mean s_y/q_y hardly does, it is much tighter than Jensen's inequality for q_y^{1−α}.
+With 8 inputs and α = 0.5 it brings the large cells left after 30 s from 0.06 to about 0.01–0.03
+nats above the best attained value.
+
 """
 
 from __future__ import annotations
@@ -239,6 +247,8 @@ def _cell_bounds(
     second = np.where(finite, second, np.inf)
     upper = np.minimum(upper, second)
     upper = np.minimum(upper, _jensen_bound(alpha, V, Z, Qv, Sv, F_c, zero_order, slack))
+    if 0 < alpha < 2:
+        upper = np.minimum(upper, _perspective_bound(alpha, Qv, Sv, slack))
     upper = upper + 8.0 * _EPS * (1.0 + np.abs(np.where(np.isfinite(upper), upper, 0.0)))
     upper = np.where(np.isnan(upper), np.inf, upper)
     centre_value = np.where(np.isnan(centre_value), -np.inf, centre_value)
@@ -334,6 +344,65 @@ def _jensen_bound(
             out = np.where(G_bound > 0, out, np.inf)
         out = np.where(finite & np.isfinite(f_ub), out, np.inf)
     result: FloatArray = np.where(np.isnan(out), np.inf, out)
+    return result
+
+
+_PERSPECTIVE_STEPS = 16
+
+
+def _perspective_bound(alpha: float, Qv: FloatArray, Sv: FloatArray, slack: float) -> FloatArray:
+    """Upper bound on I_α over each cell from a perspective-function factorisation, 0 < α < 2.
+
+    Each output's term is F_y = s_y q_y^{1−α} = h(g_y) with g_y = s_y^a q_y^{1−a},
+    a = 1/(2−α), and h(t) = t^{2−α} (increasing). For α < 1, 0 < a < 1 and g_y is a weighted
+    geometric mean of two non-negative linear functions of P, hence concave; h is convex. For
+    1 < α < 2, a > 1 and g_y = q_y (s_y/q_y)^a is the perspective of the convex t ↦ t^a,
+    hence jointly convex in (s_y, q_y) (Boyd & Vandenberghe 2004, "Convex Optimization",
+    Sec. 3.2.6; g_y = 0 where q_y = s_y = 0, its closure); h is concave. On a cell with
+    barycentric coordinates λ, a concave g lies above and a convex g below its chord
+    ĝ_y(λ) = Σ_i λ_i g_y(v_i), so σF_y ≤ σh(ĝ_y(λ)) and σG ≤ σΨ(λ), Ψ = Σ_y ĝ_y(λ)^{2−α}:
+    convex for α < 1, concave for 1 < α < 2. Its extremum over the λ-simplex is bounded at any
+    λ by Frank–Wolfe duality (Jaggi 2013, "Revisiting Frank–Wolfe", Sec. 2):
+    σΨ* ≤ σ(Ψ(λ) + ext_i ∂_iΨ(λ) − ∇Ψ(λ)·λ), ext = max (α > 1) or min (α < 1); λ comes from
+    a few exponentiated-gradient steps and the smallest bound seen is kept.
+
+    Unlike Jensen's inequality for q_y^{1−α} alone (:func:`_jensen_bound`), the chord of g_y
+    is exact along directions where s_y/q_y is constant, so it stays tight where q_y varies by
+    orders of magnitude over the cell but the posterior mean s_y/q_y does not (near faces).
+    """
+    sigma = 1.0 if alpha > 1 else -1.0
+    a = 1.0 / (2.0 - alpha)
+    k = 2.0 - alpha
+    B, n, _ = Qv.shape
+    with np.errstate(all="ignore"):
+        pos = (Qv > 0) & (Sv > 0)
+        logs = a * np.log(np.where(pos, Sv, 1.0)) + (1.0 - a) * np.log(np.where(pos, Qv, 1.0))
+        g = np.where(pos, np.exp(logs), 0.0)  # (B, i, y); the closure is 0 at s = q = 0
+        g = g * (1.0 + sigma * 8.0 * _EPS)  # rounded toward the valid side of the chord
+        lam = np.full((B, n), 1.0 / n)
+        best = np.full(B, np.inf)
+        magnitude = np.zeros(B)
+        for step in range(_PERSPECTIVE_STEPS):
+            gh = np.einsum("bi,biy->by", lam, g)
+            live = gh > 0
+            dpow = np.where(live, k * _power(np.where(live, gh, 1.0), k - 1.0), 0.0)
+            psi = np.sum(np.where(live, gh * dpow, 0.0), axis=1) / k
+            grad = np.einsum("biy,by->bi", g, dpow)
+            at = np.sum(grad * lam, axis=1)
+            ext = grad.max(axis=1) if alpha > 1 else grad.min(axis=1)
+            bound = sigma * (psi + ext - at)
+            better = bound < best
+            best = np.where(better, bound, best)
+            magnitude = np.where(better, psi + np.abs(ext) + np.abs(at), magnitude)
+            spread = np.maximum(grad.max(axis=1) - grad.min(axis=1), 1e-300)
+            move = sigma * (grad - (grad.max(axis=1) if alpha > 1 else grad.min(axis=1))[:, None])
+            lam = lam * np.exp(0.9**step * move / spread[:, None])
+            lam = lam / lam.sum(axis=1, keepdims=True)
+        G = sigma * (best + slack * magnitude)
+        out = _log_information(G, alpha)
+        if alpha > 1:
+            out = np.where(G > 0, out, np.inf)
+    result: FloatArray = np.where(np.isfinite(best) & ~np.isnan(out), out, np.inf)
     return result
 
 
