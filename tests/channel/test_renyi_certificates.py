@@ -327,3 +327,34 @@ def test_perspective_bound_is_tight_on_small_cells(alpha: float) -> None:
     upper = float(_perspective_bound(alpha, (V @ W)[None], (V @ W**alpha)[None], 1e-12)[0])
     best = best_in_cell(V, W, alpha, rng)
     assert best <= upper <= best + 1e-5
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ops=st.lists(
+        st.tuples(st.booleans(), st.integers(1, 40), st.integers(0, 2**32 - 1)),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_cell_store_keeps_exactly_the_cells_added_and_not_removed(
+    ops: list[tuple[bool, int, int]],
+) -> None:
+    # The branch and bound's buffer of cells against a plain set of labels: cell k is filled
+    # with k and has bound k, and the store must hold exactly the labels added, not removed.
+    from infodp.channel.renyi import _Cells
+
+    store, model, label = _Cells(np.zeros((1, 2, 2)), np.zeros(1)), {0}, 1
+    for adding, count, seed in ops:
+        if adding or not model:
+            ids = np.arange(label, label + count, dtype=float)
+            store.add(np.broadcast_to(ids[:, None, None], (count, 2, 2)), ids)
+            model |= set(range(label, label + count))
+            label += count
+        else:
+            pick = np.random.default_rng(seed)
+            index = np.sort(pick.choice(len(model), min(count, len(model)), replace=False))
+            model -= {int(store.ub[k]) for k in index}
+            store.remove(index)
+        assert sorted(store.ub.astype(int).tolist()) == sorted(model)
+        assert np.all(store.ub[:, None, None] == store.V)
