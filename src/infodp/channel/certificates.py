@@ -418,20 +418,20 @@ def _perspective_bound(alpha: float, Qv: FloatArray, Sv: FloatArray, slack: floa
         best = np.full(B, np.inf)
         magnitude = np.zeros(B)
         for step in range(_PERSPECTIVE_STEPS):
-            gh = np.einsum("bi,biy->by", lam, g)
-            live = gh > 0
-            dpow = np.where(live, k * _power(np.where(live, gh, 1.0), k - 1.0), 0.0)
-            psi = np.sum(np.where(live, gh * dpow, 0.0), axis=1) / k
-            grad = np.einsum("biy,by->bi", g, dpow)
+            gh = (lam[:, None, :] @ g)[:, 0, :]
+            # h'(ĝ) = k ĝ^{k−1}; for k < 1 an output with ĝ = 0 (so g = 0 on the cell) adds 0
+            dpow = k * np.power(gh if k > 1 else np.where(gh > 0, gh, np.inf), k - 1.0)
+            psi = np.sum(gh * dpow, axis=1) / k
+            grad = (g @ dpow[:, :, None])[:, :, 0]
             at = np.sum(grad * lam, axis=1)
-            ext = grad.max(axis=1) if alpha > 1 else grad.min(axis=1)
+            hi, lo = grad.max(axis=1), grad.min(axis=1)
+            ext = hi if alpha > 1 else lo
             bound = sigma * (psi + ext - at)
             better = bound < best
             best = np.where(better, bound, best)
             magnitude = np.where(better, psi + np.abs(ext) + np.abs(at), magnitude)
-            spread = np.maximum(grad.max(axis=1) - grad.min(axis=1), 1e-300)
-            move = sigma * (grad - (grad.max(axis=1) if alpha > 1 else grad.min(axis=1))[:, None])
-            lam = lam * np.exp(0.9**step * move / spread[:, None])
+            move = sigma * (grad - ext[:, None]) / np.maximum(hi - lo, 1e-300)[:, None]
+            lam = lam * np.exp(0.9**step * move)
             lam = lam / lam.sum(axis=1, keepdims=True)
         G = sigma * (best + slack * magnitude)
         out = _log_information(G, alpha)
