@@ -10,7 +10,9 @@ W is, for α ∉ {1, ∞},
 so G is a sum of functions F(s, q) = s q^{1−α} of two *linear* maps of P. I_α is increasing in
 G for α > 1 and decreasing for α < 1; write f = σG with σ = sign(α − 1), so that upper bounds
 on f over a cell K are upper bounds on I_α over K. :func:`cell_bounds` evaluates, for a batch of
-cells K = conv(v_1, …, v_n), the minimum of two bounds.
+cells K = conv(v_1, …, v_n), the minimum of the bounds below: the vertex bound always, the
+perspective bound for 0 < α < 2, the barycentric bound for α > 1.5 and the quadratic-model
+bound for α > 2 (where each was measured to decide pruning; every one is valid for all α).
 
 **Vertex bound (first order).** For α > 1, A_x(P) = Σ_y A_xy q_y^{1−α} is convex in P
 (t ↦ t^{1−α} is convex and q is linear), so on K, A_x ≤ U_x := max_i A_x(v_i), and
