@@ -289,19 +289,24 @@ def test_cell_bound_with_weighted_candidates_dominates_sampled_and_ascended_poin
     alpha=st.sampled_from([0.2, 0.5, 0.8, 1.2, 1.5, 1.9]),
     size=st.floats(0.02, 1.0),
     near_face=st.booleans(),
+    zeros=st.booleans(),
 )
 def test_perspective_bound_alone_dominates_sampled_and_ascended_points(
-    seed: int, alpha: float, size: float, near_face: bool
+    seed: int, alpha: float, size: float, near_face: bool, zeros: bool
 ) -> None:
     # F_y = h(g_y), g_y = s^a q^{1−a} concave (α < 1) or a convex perspective (1 < α < 2;
     # Boyd & Vandenberghe 2004, Sec. 3.2.6), bounded by its chord, with Frank–Wolfe duality
     # (Jaggi 2013) on the result: on random cells, also cells with a vertex on a face (some
-    # q_y = 0 there), the bound is above I_α (independent formula) at samples and ascents.
+    # q_y = 0 there) and channels with zero entries (s_y = q_y = 0 at some vertices), the bound
+    # is above I_α (independent formula) at samples and ascents.
     from infodp.channel.certificates import _perspective_bound
 
     rng = np.random.default_rng(seed)
     n, m = 5, 8
     W = rng.dirichlet(np.full(m, 0.5), size=n)
+    if zeros:
+        W = np.where(rng.random((n, m)) < 0.3, 0.0, W) + np.eye(n, m) * 1e-3
+        W /= W.sum(axis=1, keepdims=True)
     A = W**alpha
     centre = rng.dirichlet(np.full(n, 1.0))
     V = (1 - size) * centre + size * rng.dirichlet(np.full(n, 0.5), size=n)
