@@ -10,7 +10,9 @@ W is, for α ∉ {1, ∞},
 so G is a sum of functions F(s, q) = s q^{1−α} of two *linear* maps of P. I_α is increasing in
 G for α > 1 and decreasing for α < 1; write f = σG with σ = sign(α − 1), so that upper bounds
 on f over a cell K are upper bounds on I_α over K. :func:`cell_bounds` evaluates, for a batch of
-cells K = conv(v_1, …, v_n), the minimum of two bounds.
+cells K = conv(v_1, …, v_n), the minimum of the bounds below: the vertex bound always, the
+perspective bound for 0 < α < 2, the barycentric bound for α > 1.5 and the quadratic-model
+bound for α > 2 (where each was measured to decide pruning; every one is valid for all α).
 
 **Vertex bound (first order).** For α > 1, A_x(P) = Σ_y A_xy q_y^{1−α} is convex in P
 (t ↦ t^{1−α} is convex and q is linear), so on K, A_x ≤ U_x := max_i A_x(v_i), and
@@ -50,6 +52,14 @@ hardly varies), and the zero-order bound of :func:`_steep_terms`. Any convex com
 them is a bound; the weights are chosen per output by a smoothed maximisation of their
 pointwise minimum (:func:`_smoothed_choice`). On the large cells left after 30 s with 6
 inputs and α = 2 this bound is 0.01–0.03 nats closer to the cell maxima than Jensen's alone.
+
+**Perspective bound** (:func:`_perspective_bound`, 0 < α < 2). F_y = h(g_y) with g_y =
+s_y^a q_y^{1−a}, a = 1/(2−α), homogeneous of degree one (concave for α < 1, a convex
+perspective for 1 < α < 2) and h(t) = t^{2−α}; the chord of g_y over the cell is exact along
+rays where s_y/q_y is constant, so near faces, where q_y varies by orders of magnitude but the
+posterior mean s_y/q_y hardly does, it is much tighter than Jensen's inequality for q_y^{1−α}.
+With 8 inputs and α = 0.5 it brings the large cells left after 30 s from 0.06 to about 0.01–0.03
+nats above the best attained value.
 
 """
 
@@ -152,17 +162,59 @@ def _cell_bounds(
     if alpha > 1:
         upper = np.where(np.isfinite(G_vertex), upper, np.inf)
 
-    # ---- centre value and quadratic-model (second-order) bound --------------------------
-    q_lo, q_hi = Qv.min(axis=1), Qv.max(axis=1)
-    s_hi = Sv.max(axis=1)
+    # ---- centre value ------------------------------------------------------------------
     qc_1a = _power(qc, 1.0 - alpha)
     with np.errstate(invalid="ignore", over="ignore"):
         G_c = np.sum(sc * qc_1a, axis=1)
     centre_value = _log_information(G_c * (1.0 - sigma * slack), alpha)
+    if 0 < alpha < 2:
+        upper = np.minimum(upper, _perspective_bound(alpha, Qv, Sv, slack))
+    if not 0 < alpha <= _PERSPECTIVE_ONLY:
+        upper = np.minimum(upper, _second_order_bound(W, A, alpha, V, Z, Qv, Sv, sc, qc, slack))
+    upper = upper + 8.0 * _EPS * (1.0 + np.abs(np.where(np.isfinite(upper), upper, 0.0)))
+    upper = np.where(np.isnan(upper), np.inf, upper)
+    centre_value = np.where(np.isnan(centre_value), -np.inf, centre_value)
+    return CellBounds(upper, centre_value, c)
+
+
+# For 0 < α ≤ 1.5 the perspective bound was the smallest on every cell evaluated (8 inputs,
+# 64 outputs, α ∈ {0.5, 1.2, 1.5}: 3·10⁵ cells), so the second-order bounds, which cost
+# two thirds of the time, are skipped there; near α = 2 the perspective bound degenerates
+# (a = 1/(2−α) → ∞) and the barycentric bound wins. The quadratic-model bound changed no
+# pruning decision for α ≤ 2 (8 inputs, α ∈ {1.9, 2}: 8·10⁴ cells; same widths at a fixed
+# number of cells without it, a quarter less time) but prunes cells for α ∈ {3, 5}, so it
+# is evaluated only above α = 2. Validity never depends on these choices.
+_PERSPECTIVE_ONLY = 1.5
+_QUADRATIC_MODEL_ABOVE = 2.0
+
+
+def _second_order_bound(
+    W: FloatArray,
+    A: FloatArray,
+    alpha: float,
+    V: FloatArray,
+    Z: FloatArray,
+    Qv: FloatArray,
+    Sv: FloatArray,
+    sc: FloatArray,
+    qc: FloatArray,
+    slack: float,
+) -> FloatArray:
+    """The smaller of the quadratic-model and barycentric bounds (module docstring)."""
+    n = V.shape[1]
+    sigma = 1.0 if alpha > 1 else -1.0
+    c = V.mean(axis=1)
+    q_lo, q_hi = Qv.min(axis=1), Qv.max(axis=1)
+    s_hi = Sv.max(axis=1)
+    qc_1a = _power(qc, 1.0 - alpha)
     # Each output is bounded either by the secant model (quadratic, second order) or on its own
     # (zero order, :func:`_steep_terms`), whichever exceeds its centre value less.
     feasible = q_lo > 0 if alpha > 1 else q_hi > 0
     zero_order = _steep_terms(W, alpha, Qv, Sv, q_lo, q_hi)  # (B, m), σ-side, per output
+    F_c = sc * qc_1a
+    barycentric = _jensen_bound(alpha, V, Z, Qv, Sv, F_c, zero_order, slack)
+    if alpha <= _QUADRATIC_MODEL_ABOVE:
+        return barycentric
     good = feasible
     with np.errstate(invalid="ignore", over="ignore"):
         # σφ(q) ≤ σ(a_y + b_y q) on [q_lo, q_hi], φ(q) = q^{1−α}: the secant (φ is convex for
@@ -188,7 +240,6 @@ def _cell_bounds(
         gap_y = np.where(wide, 0.0, curv * (qh - ql) ** 2 / 8.0)
         gap_y = gap_y + 16.0 * _EPS * (np.abs(phi_lo) + np.abs(phi_hi))
         # Per output, keep the model whose excess over σF_y(c) is smaller (both are valid).
-        F_c = sc * qc_1a
         secant_excess = sigma * (sc * (a_y + b_y * qc) - F_c) + s_hi * gap_y
         zero_excess = zero_order - sigma * F_c
         good = feasible & (secant_excess <= zero_excess)
@@ -237,12 +288,8 @@ def _cell_bounds(
     if alpha > 1:
         second = np.where(G_bound > 0, second, np.inf)
     second = np.where(finite, second, np.inf)
-    upper = np.minimum(upper, second)
-    upper = np.minimum(upper, _jensen_bound(alpha, V, Z, Qv, Sv, F_c, zero_order, slack))
-    upper = upper + 8.0 * _EPS * (1.0 + np.abs(np.where(np.isfinite(upper), upper, 0.0)))
-    upper = np.where(np.isnan(upper), np.inf, upper)
-    centre_value = np.where(np.isnan(centre_value), -np.inf, centre_value)
-    return CellBounds(upper, centre_value, c)
+    out: FloatArray = np.minimum(second, barycentric)
+    return out
 
 
 def _jensen_bound(
@@ -334,6 +381,65 @@ def _jensen_bound(
             out = np.where(G_bound > 0, out, np.inf)
         out = np.where(finite & np.isfinite(f_ub), out, np.inf)
     result: FloatArray = np.where(np.isnan(out), np.inf, out)
+    return result
+
+
+_PERSPECTIVE_STEPS = 16
+
+
+def _perspective_bound(alpha: float, Qv: FloatArray, Sv: FloatArray, slack: float) -> FloatArray:
+    """Upper bound on I_α over each cell from a perspective-function factorisation, 0 < α < 2.
+
+    Each output's term is F_y = s_y q_y^{1−α} = h(g_y) with g_y = s_y^a q_y^{1−a},
+    a = 1/(2−α), and h(t) = t^{2−α} (increasing). For α < 1, 0 < a < 1 and g_y is a weighted
+    geometric mean of two non-negative linear functions of P, hence concave; h is convex. For
+    1 < α < 2, a > 1 and g_y = q_y (s_y/q_y)^a is the perspective of the convex t ↦ t^a,
+    hence jointly convex in (s_y, q_y) (Boyd & Vandenberghe 2004, "Convex Optimization",
+    Sec. 3.2.6; g_y = 0 where q_y = s_y = 0, its closure); h is concave. On a cell with
+    barycentric coordinates λ, a concave g lies above and a convex g below its chord
+    ĝ_y(λ) = Σ_i λ_i g_y(v_i), so σF_y ≤ σh(ĝ_y(λ)) and σG ≤ σΨ(λ), Ψ = Σ_y ĝ_y(λ)^{2−α}:
+    convex for α < 1, concave for 1 < α < 2. Its extremum over the λ-simplex is bounded at any
+    λ by Frank–Wolfe duality (Jaggi 2013, "Revisiting Frank–Wolfe", Sec. 2):
+    σΨ* ≤ σ(Ψ(λ) + ext_i ∂_iΨ(λ) − ∇Ψ(λ)·λ), ext = max (α > 1) or min (α < 1); λ comes from
+    a few exponentiated-gradient steps and the smallest bound seen is kept.
+
+    Unlike Jensen's inequality for q_y^{1−α} alone (:func:`_jensen_bound`), the chord of g_y
+    is exact along directions where s_y/q_y is constant, so it stays tight where q_y varies by
+    orders of magnitude over the cell but the posterior mean s_y/q_y does not (near faces).
+    """
+    sigma = 1.0 if alpha > 1 else -1.0
+    a = 1.0 / (2.0 - alpha)
+    k = 2.0 - alpha
+    B, n, _ = Qv.shape
+    with np.errstate(all="ignore"):
+        pos = (Qv > 0) & (Sv > 0)
+        logs = a * np.log(np.where(pos, Sv, 1.0)) + (1.0 - a) * np.log(np.where(pos, Qv, 1.0))
+        g = np.where(pos, np.exp(logs), 0.0)  # (B, i, y); the closure is 0 at s = q = 0
+        g = g * (1.0 + sigma * 8.0 * _EPS)  # rounded toward the valid side of the chord
+        lam = np.full((B, n), 1.0 / n)
+        best = np.full(B, np.inf)
+        magnitude = np.zeros(B)
+        for step in range(_PERSPECTIVE_STEPS):
+            gh = (lam[:, None, :] @ g)[:, 0, :]
+            # h'(ĝ) = k ĝ^{k−1}; for k < 1 an output with ĝ = 0 (so g = 0 on the cell) adds 0
+            dpow = k * np.power(gh if k > 1 else np.where(gh > 0, gh, np.inf), k - 1.0)
+            psi = np.sum(gh * dpow, axis=1) / k
+            grad = (g @ dpow[:, :, None])[:, :, 0]
+            at = np.sum(grad * lam, axis=1)
+            hi, lo = grad.max(axis=1), grad.min(axis=1)
+            ext = hi if alpha > 1 else lo
+            bound = sigma * (psi + ext - at)
+            better = bound < best
+            best = np.where(better, bound, best)
+            magnitude = np.where(better, psi + np.abs(ext) + np.abs(at), magnitude)
+            move = sigma * (grad - ext[:, None]) / np.maximum(hi - lo, 1e-300)[:, None]
+            lam = lam * np.exp(0.9**step * move)
+            lam = lam / lam.sum(axis=1, keepdims=True)
+        G = sigma * (best + slack * magnitude)
+        out = _log_information(G, alpha)
+        if alpha > 1:
+            out = np.where(G > 0, out, np.inf)
+    result: FloatArray = np.where(np.isfinite(best) & ~np.isnan(out), out, np.inf)
     return result
 
 

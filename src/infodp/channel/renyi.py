@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from scipy.optimize import minimize
 
 from infodp.channel._numerics import (
@@ -182,9 +183,8 @@ def _branch_and_bound(
     with np.errstate(under="ignore"):
         A = np.where(W > 0, np.exp(alpha * np.where(W > 0, logW, 0.0)), 0.0)
     Z = tangent_basis(n)
-    V = np.eye(n)[None]
-    bounds = cell_bounds(W, A, alpha, V, Z)
-    ub = bounds.upper
+    root = np.eye(n)[None]
+    cells_left = _Cells(root, cell_bounds(W, A, alpha, root, Z).upper)
     cells = 1
     set_aside = -_INF
     rounds = 0
@@ -194,10 +194,11 @@ def _branch_and_bound(
     try:
         while True:
             threshold = search.value + 0.9 * tol
-            drop = ub <= threshold
+            drop = cells_left.ub <= threshold
             if drop.any():
-                set_aside = max(set_aside, float(ub[drop].max()))
-                V, ub = V[~drop], ub[~drop]
+                set_aside = max(set_aside, float(cells_left.ub[drop].max()))
+                cells_left.remove(np.flatnonzero(drop))
+            V, ub = cells_left.V, cells_left.ub
             upper = max(float(ub.max()) if len(ub) else -_INF, set_aside, search.value)
             if bar is not None:
                 bar.update(upper - search.value, cells)
@@ -212,9 +213,9 @@ def _branch_and_bound(
                 return upper, cells
             batch = min(len(V), 256 if n > 5 else 128)
             pick = np.argpartition(-ub, batch - 1)[:batch] if batch < len(V) else np.arange(len(V))
-            keep = np.ones(len(V), dtype=bool)
-            keep[pick] = False
-            children = bisect(V[pick], W, A, alpha)
+            parents, parent_ub = V[pick], ub[pick]
+            cells_left.remove(np.sort(pick))
+            children = bisect(parents, W, A, alpha)
             bounds = _bounds(pool, workers, W, A, alpha, children, Z)
             cells += len(children)
             rounds += 1
@@ -229,17 +230,54 @@ def _branch_and_bound(
                 search.local_searches += 1
                 if value > search.value:
                     search.value, search.p = value, p
-            V = np.concatenate([V[keep], children])
             # a child lies inside its parent, so the parent's bound holds for it too
-            child_ub = np.minimum(bounds.upper, np.tile(ub[pick], 2))
+            child_ub = np.minimum(bounds.upper, np.tile(parent_ub, 2))
             if regions is not None and len(regions):
                 child_ub = np.minimum(child_ub, regions.cap(children))
-            ub = np.concatenate([ub[keep], child_ub])
+            cells_left.add(children, child_ub)
     finally:
         if pool is not None:
             pool.shutdown()
         if bar is not None:
             bar.close()
+
+
+class _Cells:
+    """The cells still to be refined and their upper bounds, in a buffer that grows by
+    doubling; removal moves cells from the end into the holes, so a round costs time in
+    proportion to the cells it touches, not to all cells kept."""
+
+    __slots__ = ("_V", "_size", "_ub")
+
+    def __init__(self, V: FloatArray, ub: FloatArray) -> None:
+        self._V, self._ub, self._size = V.copy(), ub.copy(), len(V)
+
+    @property
+    def V(self) -> FloatArray:
+        out: FloatArray = self._V[: self._size]
+        return out
+
+    @property
+    def ub(self) -> FloatArray:
+        out: FloatArray = self._ub[: self._size]
+        return out
+
+    def add(self, V: FloatArray, ub: FloatArray) -> None:
+        end = self._size + len(V)
+        if end > len(self._V):
+            grown = max(end, 2 * len(self._V))
+            self._V = np.concatenate([self.V, np.empty((grown - self._size, *V.shape[1:]))])
+            self._ub = np.concatenate([self.ub, np.empty(grown - self._size)])
+        self._V[self._size : end], self._ub[self._size : end] = V, ub
+        self._size = end
+
+    def remove(self, index: npt.NDArray[np.intp]) -> None:
+        """Drop the cells at ``index`` (sorted, distinct)."""
+        kept = self._size - len(index)
+        holes = index[index < kept]
+        movers = np.setdiff1d(np.arange(kept, self._size), index, assume_unique=True)
+        self._V[holes], self._ub[holes] = self._V[movers], self._ub[movers]
+        self._size = kept
 
 
 def _workers() -> int:
