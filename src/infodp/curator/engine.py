@@ -42,6 +42,7 @@ import dataclasses
 import itertools
 import json
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -221,6 +222,58 @@ class _Priced:
         self.checked = False
 
 
+class _Layout:
+    """What releasing a priced query at one confidence level needs that depends on the query
+    only (:meth:`Curator._layout`): output names, measurement positions, the declared keys,
+    and per output column how it is answered (COUNT and SUM with their half-width and grid
+    step), plus a memo of the half-widths and grids the other aggregates use."""
+
+    __slots__ = ("index", "keys", "memo", "names", "notes", "outputs", "parts")
+
+    def __init__(
+        self,
+        names: tuple[str, ...],
+        index: dict[str, int],
+        keys: list[tuple[str, ...]] | None,
+        outputs: list[tuple[Any, ...]],
+        parts: tuple[MeasurementCost, ...],
+    ) -> None:
+        self.names, self.index, self.keys, self.outputs = names, index, keys, outputs
+        self.parts = parts
+        self.notes: tuple[str, ...] = (
+            "intervals cover the noise only: values were clamped to the declared bounds and "
+            "snapped to a grid first, and that bias is not included",
+        )
+        self.memo: dict[Any, Any] = {}
+
+    @classmethod
+    def of(cls, plan: QueryPlan, schema: DatasetSchema, cost: QueryCost, beta: float) -> _Layout:
+        parts = cost.parts
+        index = {p.measurement.key: i for i, p in enumerate(parts)}
+        keys: list[tuple[str, ...]] | None = None
+        if plan.group_by and not plan.needs_partition_selection:
+            keys = [
+                tuple(k) for k in itertools.product(*(g.categories or () for g in plan.group_by))
+            ]
+        group_columns = [g.column for g in plan.group_by]
+        outputs: list[tuple[Any, ...]] = []
+        for out in plan.outputs:
+            agg = out.aggregate
+            if agg is None:
+                pos = group_columns.index(out.group_column or "")
+                outputs.append(("key", pos, None if keys is None else [k[pos] for k in keys]))
+            elif agg.func == "count":
+                i = index["count(*)" if agg.column is None else f"count({agg.column})"]
+                outputs.append(("count", i, parts[i].halfwidth(beta)))
+            elif agg.func == "sum" and agg.column is not None:
+                i = index[f"sum({agg.column})"]
+                step = column_grid(schema.column(agg.column)).step
+                outputs.append(("sum", i, parts[i].halfwidth(beta), step))
+            else:
+                outputs.append(("cell",))
+        return cls(tuple(o.name for o in plan.outputs), index, keys, outputs, parts)
+
+
 #: How many priced queries a Curator remembers (then it starts afresh).
 _REMEMBERED = 256
 
@@ -293,6 +346,8 @@ class Curator:
         # Priced queries and the table each SQL text names (see _price).
         self._prices: dict[tuple[Any, ...], _Priced] = {}
         self._tables: dict[str, str] = {}
+        # Release layouts of priced queries, by (plan, cost, level) identity (see _layout).
+        self._layouts: dict[tuple[int, int, float], tuple[QueryPlan, QueryCost, _Layout]] = {}
         # Which backend holds each dataset (the store's catalogue, read once and cached:
         # a dataset's backend never changes under its name).
         self._catalogue: dict[str, dict[str, Any]] = {}
@@ -1064,64 +1119,80 @@ class Curator:
         tuple[str, ...],
         tuple[tuple[int | None, ...], ...],
     ]:
+        layout = self._layout(plan, schema, cost, beta)
         parts = cost.parts
-        index = {p.measurement.key: i for i, p in enumerate(parts)}
-        notes: list[str] = [
-            "intervals cover the noise only: values were clamped to the declared bounds and "
-            "snapped to a grid first, and that bias is not included",
-        ]
+        notes = list(layout.notes)
         # Which groups are released.
-        if plan.group_by and not plan.needs_partition_selection:
-            keys = [
-                tuple(k) for k in itertools.product(*(g.categories or () for g in plan.group_by))
-            ]
+        if layout.keys is not None:
+            keys = layout.keys
         elif plan.group_by:
             keys = sorted(exact.values)
         else:
             keys = [()]
-        zero: tuple[int | None, ...] = tuple(0 for _ in parts)
-        noisy: dict[tuple[str, ...], list[int | None]] = {}
         if noise is None:  # cells known only now (partition selection): one batch each
             noise = self._draw_noise(plan, cost, keys)
-        for key in keys:
-            vals = exact.values.get(key, zero)
-            # value + noise drawn by _draw_noise (independent of the data).
-            noisy[key] = [
-                None if n is None else int(vals[i] or 0) + n for i, n in enumerate(noise[key])
-            ]
+        # value + noise drawn by _draw_noise (independent of the data), one measurement (a
+        # column over the cells) at a time.
+        zero: tuple[int | None, ...] = tuple(0 for _ in parts)
+        cells = map(exact.values.get, keys, itertools.repeat(zero, len(keys)))
+        found = list(zip(*cells, strict=True))
+        drawn = list(zip(*map(noise.__getitem__, keys), strict=True))
+        cols: list[list[int | None]] = []
+        for i in range(len(parts) if keys else 0):
+            ns = drawn[i]
+            if ns[0] is None:  # a quantile: drawn per released group below
+                cols.append([None] * len(keys))
+                continue
+            fs = found[i]
+            if None in fs:  # a group seen only by a quantile's histogram
+                fs = tuple(f or 0 for f in fs)
+            cols.append(list(map(operator.add, fs, ns)))
+        if not keys:
+            cols = [[] for _ in parts]
         if plan.needs_partition_selection:
             threshold = selection(cost).threshold()
-            keys = [k for k in keys if (noisy[k][index["count(*)"]] or 0) >= threshold]
+            counts = cols[layout.index["count(*)"]]
+            kept = [j for j, c in enumerate(counts) if (c or 0) >= threshold]
             notes.append(
                 f"groups were chosen by DP partition selection: a group is released only when "
                 f"its noisy COUNT(*) is at least {threshold}"
             )
-            if len(keys) > MAX_CELLS:
+            if len(kept) > MAX_CELLS:
                 # The response size is capped; which groups are kept depends only on the
                 # released (noisy) selection, so this is post-processing.
-                keys = keys[:MAX_CELLS]
+                kept = kept[:MAX_CELLS]
                 notes.append(f"only the first {MAX_CELLS} selected groups (by key) are shown")
+            keys = [keys[j] for j in kept]
+            cols = [[col[j] for j in kept] for col in cols]
         draws = self._quantile_draws(parts, schema, exact, keys)
-        # Per-measurement half-widths at level beta / (measurements an aggregate combines) and
-        # column grids depend on the query only: computed once, not once per cell.
-        memo: dict[Any, Any] = {}
-        rows = [noisy[key] for key in keys]
+        rows: list[tuple[int | None, ...]] = list(zip(*cols, strict=True)) if keys else []
+        if len(parts) == 0:
+            rows = [() for _ in keys]
         columns = [
-            self._column(out, plan, keys, rows, index, parts, schema, beta, draws, memo)
-            for out in plan.outputs
+            self._column(j, out, layout, plan, keys, rows, cols, schema, beta, draws)
+            for j, out in enumerate(plan.outputs)
         ]
         out_rows = list(zip(*(values for values, _ in columns), strict=True))
         out_cis = list(zip(*(cis for _, cis in columns), strict=True))
         if not plan.outputs:
             out_rows = out_cis = [() for _ in keys]
-        raw = tuple(tuple(row) for row in rows)
-        return (
-            tuple(o.name for o in plan.outputs),
-            tuple(out_rows),
-            tuple(out_cis),
-            tuple(notes),
-            raw,
-        )
+        return layout.names, tuple(out_rows), tuple(out_cis), tuple(notes), tuple(rows)
+
+    def _layout(
+        self, plan: QueryPlan, schema: DatasetSchema, cost: QueryCost, beta: float
+    ) -> _Layout:
+        """What a release of ``plan`` at level ``beta`` needs that depends on the query only
+        (declared keys, positions, half-widths, grid steps, notes): made once per priced
+        query, remembered by the identity of its (immutable) plan and cost."""
+        slot = (id(plan), id(cost), beta)
+        hit = self._layouts.get(slot)
+        if hit is not None and hit[0] is plan and hit[1] is cost:
+            return hit[2]
+        layout = _Layout.of(plan, schema, cost, beta)
+        if len(self._layouts) >= _REMEMBERED:
+            self._layouts.clear()
+        self._layouts[slot] = (plan, cost, layout)  # the references keep the ids unique
+        return layout
 
     def _quantile_draws(
         self,
@@ -1168,45 +1239,44 @@ class Curator:
 
     def _column(
         self,
+        j: int,
         out: Any,
+        layout: _Layout,
         plan: QueryPlan,
         keys: Sequence[tuple[str, ...]],
-        rows: list[list[int | None]],
-        index: dict[str, int],
-        parts: tuple[MeasurementCost, ...],
+        rows: list[tuple[int | None, ...]],
+        cols: list[list[int | None]],
         schema: DatasetSchema,
         beta: float,
         draws: dict[tuple[tuple[str, ...], int], int],
-        memo: dict[Any, Any],
     ) -> tuple[list[Any], list[Any]]:
-        """One output column over every released cell: (values, intervals), ``rows`` being
-        each cell's noisy measurements. What depends on the query only (positions,
-        half-widths, grid steps) is looked up once; COUNT and SUM are answered here, column
-        at a time, the other aggregates cell by cell by :meth:`_answer`."""
-        agg = out.aggregate
-        if agg is None:
-            pos = [g.column for g in plan.group_by].index(out.group_column or "")
+        """Output column ``j`` over every released cell: (values, intervals); ``cols`` holds
+        each measurement's noisy values over the cells (``rows`` the same, by cell). COUNT
+        and SUM are answered here, column at a time, from the layout's half-width and grid
+        step; the other aggregates cell by cell by :meth:`_answer`."""
+        how = layout.outputs[j]
+        if how[0] == "key":
+            if how[2] is not None and keys is layout.keys:
+                return how[2], [None] * len(keys)
+            pos = how[1]
             return [key[pos] for key in keys], [None] * len(keys)
-        if agg.func == "count" or (agg.func == "sum" and agg.column is not None):
-            if agg.func == "count":
-                mkey = "count(*)" if agg.column is None else f"count({agg.column})"
-            else:
-                mkey = f"sum({agg.column})"
-            i = index[mkey]
-            h = parts[i].halfwidth(beta)
-            vs = [v for row in rows if (v := row[i]) is not None]
-            if len(vs) != len(rows):
-                raise InternalError(f"{mkey} has no noisy value")
-            if agg.func == "count":
+        if how[0] in ("count", "sum"):
+            i, h = how[1], how[2]
+            vs = cols[i]
+            if None in vs:
+                raise InternalError(f"{out.aggregate} has no noisy value")
+            if how[0] == "count":
                 # A count is never negative: clamping at 0 is post-processing, keeps coverage.
                 return (
                     [v if v > 0 else 0 for v in vs],
                     [[v - h if v > h else 0, v + h if v + h > 0 else 0] for v in vs],
                 )
-            g = column_grid(schema.column(agg.column or "")).step
+            g = how[3]
             return [v * g for v in vs], [[(v - h) * g, (v + h) * g] for v in vs]
+        agg = out.aggregate
+        memo = layout.memo
         answered = [
-            self._answer(agg, key, row, index, parts, schema, beta, draws, memo)
+            self._answer(agg, key, row, layout.index, layout.parts, schema, beta, draws, memo)
             for key, row in zip(keys, rows, strict=True)
         ]
         return [a[0] for a in answered], [a[1] for a in answered]
@@ -1215,7 +1285,7 @@ class Curator:
         self,
         agg: Aggregate,
         key: tuple[str, ...],
-        noisy: list[int | None],
+        noisy: Sequence[int | None],
         index: dict[str, int],
         parts: tuple[MeasurementCost, ...],
         schema: DatasetSchema,
