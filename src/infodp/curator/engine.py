@@ -1430,15 +1430,60 @@ def _copy_summary(value: Any) -> Any:
 
 
 def _ledger_text(payload: dict[str, Any]) -> str:
-    """The JSON text :meth:`Ledger.complete` stores for ``payload`` (strict JSON): as
-    ``json.dumps(_jsonable(payload))``, without the conversion pass over the rows when they
-    need none (no numpy value, no infinite or NaN float; ``json.dumps`` refuses those)."""
+    """The JSON text :meth:`Ledger.complete` stores for ``payload``: the strict JSON of
+    ``_jsonable(payload)`` (the same value; compact, UTF-8).
+
+    Rendered by the ledger's background writer, once per answer: its CPU competes with the
+    next queries' aggregates, and formatting the floats of 100 groups' values and intervals
+    costs Python's ``json`` about 0.25 ms. When the rows and intervals hold only text, None,
+    ints and finite floats (checked here; orjson would write NaN and ±inf as null where
+    :func:`~infodp._jsonable.to_jsonable` writes "inf") they are rendered by orjson, which
+    formats floats ten times faster with the same shortest round-trip digits; anything else
+    (a quantile's interval, a value orjson refuses) takes the ``json`` path.
+    """
+    import orjson
+
     # The small parts (cost, remaining budget) may hold an infinite information cost.
-    quick = {**payload, "cost": _jsonable(payload["cost"])}
+    quick = {
+        k: v if k in ("rows", "confidence_intervals") else _jsonable_value(v)
+        for k, v in payload.items()
+    }
+    if _plain_table(payload["rows"]) and _plain_table(payload["confidence_intervals"]):
+        with contextlib.suppress(TypeError):  # orjson.JSONEncodeError: e.g. an int > 64 bits
+            return orjson.dumps(quick).decode()
     try:
         return json.dumps(quick, allow_nan=False)
     except (TypeError, ValueError):
         return json.dumps(_jsonable(payload), allow_nan=False)
+
+
+def _plain_table(rows: Any) -> bool:
+    """Whether ``rows`` (a sequence of rows, each a sequence of cells; a cell may be a list
+    or tuple of scalars) holds only text, None, ints and finite floats."""
+    finite = math.isfinite
+    for row in rows:
+        for v in row:
+            kind = type(v)
+            if kind is float:
+                if not finite(v):
+                    return False
+            elif kind is list or kind is tuple:
+                for x in v:
+                    kx = type(x)
+                    if kx is float:
+                        if not finite(x):
+                            return False
+                    elif not (kx is int or kx is str or x is None):
+                        return False
+            elif not (kind is int or kind is str or v is None):
+                return False
+    return True
+
+
+def _jsonable_value(value: Any) -> Any:
+    from infodp._jsonable import to_jsonable
+
+    return to_jsonable(value)
 
 
 def _jsonable(payload: dict[str, Any]) -> dict[str, Any]:
