@@ -334,6 +334,7 @@ class Ledger:
         self._later: dict[int, tuple[str, str | Callable[[], str]]] = {}
         self._later_pid = os.getpid()
         self._later_lock = threading.RLock()
+        self._flush_lock = threading.RLock()
         #: The budget each reservation of this object left, by entry id (see budget_after).
         self._left: dict[int, Budget] = {}
         #: Whether this process's connection runs in WAL mode (deferred durability needs it).
@@ -1307,17 +1308,26 @@ class Ledger:
         _flusher().poke(self)
 
     def flush(self) -> None:
-        """Write every completion :meth:`complete_later` still holds (one transaction)."""
-        with self._later_lock:
-            if not self._later or self._later_pid != os.getpid():
-                return
-            items, self._later = self._later, {}
+        """Write every completion :meth:`complete_later` still holds (one transaction).
+
+        One flush at a time (a reader's flush waits for the one in flight, so it then sees
+        every completion held before it); :meth:`complete_later` never waits for a flush,
+        which renders and writes its batch outside the lock of the held completions.
+        """
+        if self._later_pid != os.getpid():
+            return  # a forked child: the parent writes its own (its locks may be held here)
+        with self._flush_lock:
+            with self._later_lock:
+                if not self._later or self._later_pid != os.getpid():
+                    return
+                items, self._later = self._later, {}
             try:
                 self._write_completions(items)
             except InternalError:
                 raise  # a bug (an entry finished twice): not retried
             except BaseException:
-                self._later = {**items, **self._later}  # kept for the next flush
+                with self._later_lock:
+                    self._later = {**items, **self._later}  # kept for the next flush
                 raise
 
     def _write_completions(self, items: dict[int, tuple[str, str | Callable[[], str]]]) -> None:
