@@ -80,3 +80,36 @@ def test_plain_and_special_tables_both_round_trip() -> None:
     for rows, intervals in (plain, special):
         payload = _payload(rows, intervals)
         assert _same(_strict(_ledger_text(payload)), to_jsonable(payload))
+
+
+def test_the_stored_copy_of_a_query_is_its_answer(tmp_path: Any) -> None:
+    """Curator.query stores, through the background writer, the JSON of ``to_dict()``."""
+    import pandas as pd
+
+    from infodp.curator.engine import Curator
+    from infodp.mechanisms.sampling import InsecureSeededSource
+
+    cur = Curator(
+        tmp_path / "s.duckdb",
+        source=InsecureSeededSource(5, i_understand_this_is_not_private=True),
+        keep_open=True,
+    )
+    frame = pd.DataFrame({"g": ["a", "b", "a"], "v": [0.5, 2.25, 7.0]})
+    schema = {
+        "table": "t",
+        "privacy_unit": "row",
+        "columns": {
+            "g": {"type": "category", "categories": ["a", "b"]},
+            "v": {"type": "float", "bounds": [0, 10]},
+        },
+    }
+    cur.register_dataset("t", frame, schema)
+    cur.add_analyst("x", "t", epsilon=10)
+    for sql in (
+        "SELECT g, COUNT(*), SUM(v) FROM t GROUP BY g",
+        "SELECT g, MEDIAN(v) FROM t GROUP BY g",
+    ):
+        r = cur.query("x", sql, epsilon=1)
+        stored = cur.ledger.entry(r.entry_id).result_json or ""
+        assert _same(_strict(stored), to_jsonable(r.to_dict()))
+    cur.close()

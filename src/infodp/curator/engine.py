@@ -133,15 +133,22 @@ class QueryResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON payload of ``infodp query --json``."""
+        return self._payload(lists=True)
+
+    def _payload(self, *, lists: bool) -> dict[str, Any]:
+        """:meth:`to_dict`; with ``lists=False`` the columns, rows, intervals and notes stay
+        the tuples they are (the same JSON, without a copy of every row)."""
         return {
-            "columns": list(self.columns),
-            "rows": [list(r) for r in self.rows],
-            "confidence_intervals": [list(r) for r in self.confidence_intervals],
+            "columns": list(self.columns) if lists else self.columns,
+            "rows": [list(r) for r in self.rows] if lists else self.rows,
+            "confidence_intervals": (
+                [list(r) for r in self.confidence_intervals] if lists else self.confidence_intervals
+            ),
             "confidence": self.confidence,
             "cost": {**self.cost.to_dict(), "leakage": self.leakage},
             "remaining": self.remaining.to_dict(),
             "entry": self.entry_id,
-            "notes": list(self.notes),
+            "notes": list(self.notes) if lists else self.notes,
         }
 
     def to_pandas(self) -> Any:
@@ -646,7 +653,7 @@ class Curator:
             leakage = _copy_summary(result.leakage)
 
             def text() -> str:
-                payload = result.to_dict()
+                payload = result._payload(lists=False)
                 payload["cost"]["leakage"] = leakage
                 return _ledger_text(payload)
 
