@@ -648,7 +648,11 @@ class DuckDBBackend:
         if any(m.kind != "quantile" for m in ms):
             sql = compile_aggregate(plan, schema, ms, unit_rows_ok=unit_rows_ok)
             plain = all(m.kind != "quantile" for m in ms)  # one result column per measurement
-            for row in _statement(con, sql).fetchall():
+            rows = _statement(con, sql).fetchall()
+            if plain and rows:
+                values = _by_key(rows, ng)
+                rows = []
+            for row in rows:
                 key_values = row[:ng]
                 if None in key_values:
                     continue  # a NULL key (dropped by its null policy) is never released
@@ -722,6 +726,29 @@ _PREPARED: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, tuple[dict[str, 
 )
 #: At most this many statements are prepared on one connection (later texts run unprepared).
 _PREPARED_MAX = 256
+
+
+def _by_key(rows: list[tuple[Any, ...]], ng: int) -> dict[tuple[str, ...], tuple[int | None, ...]]:
+    """``{(str(key), ...): (int(value or 0), ...)}`` of aggregate rows with ``ng`` key
+    columns, rows with a NULL key left out (dropped by its null policy, never released);
+    column at a time (C-level ``zip``/``map``): a row at a time costs ~0.1 ms per 100
+    groups, after DuckDB has finished and before anything can be released."""
+    columns = list(zip(*rows, strict=True))
+    keys_in = columns[:ng]
+    if any(None in col for col in keys_in):
+        rows = [row for row in rows if None not in row[:ng]]
+        if not rows:
+            return {}
+        columns = list(zip(*rows, strict=True))
+        keys_in = columns[:ng]
+    keys: list[tuple[str, ...]] = (
+        list(zip(*(map(str, col) for col in keys_in), strict=True)) if ng else [()] * len(rows)
+    )
+    measured = [
+        list(map(int, col)) if None not in col else [int(v or 0) for v in col]
+        for col in columns[ng:]
+    ]
+    return dict(zip(keys, zip(*measured, strict=True), strict=True))
 
 
 class _Deadline:
