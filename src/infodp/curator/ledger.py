@@ -322,6 +322,10 @@ class Ledger:
         #: the budget lives as long as this object — :class:`infodp.Session` uses it).
         self.in_memory = str(path) == ":memory:"
         self.path = Path(path)
+        self._absolute = str(self.path.absolute())
+        #: This ledger's group commit and writers' lock (see _group and _writers).
+        self._held_group: tuple[tuple[Any, ...], _GroupCommit] | None = None
+        self._held_writers: tuple[tuple[Any, ...], _Writers] | None = None
         self.timeout = timeout
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
@@ -2025,27 +2029,37 @@ def _file_key(ledger: Ledger) -> tuple[Any, ...]:
     """Which ledger objects share a group: same process, same file, same identity."""
     if ledger.in_memory:
         return (os.getpid(), id(ledger))
-    return (os.getpid(), ledger._identity, ledger.store_id, str(ledger.path.absolute()))
+    return (os.getpid(), ledger._identity, ledger.store_id, ledger._absolute)
 
 
 def _group(ledger: Ledger) -> _GroupCommit:
     key = _file_key(ledger)
+    # The ledger holds its group (the registry's values are weak: without this reference
+    # each query would make a new one, ~10 us).
+    held = ledger._held_group
+    if held is not None and held[0] == key:
+        return held[1]
     with _REGISTRY_LOCK:
         group = _GROUPS.get(key)
         if group is None:
             group = _GroupCommit()
             _GROUPS[key] = group
-        return group
+    ledger._held_group = (key, group)
+    return group
 
 
 def _writers(ledger: Ledger) -> _Writers:
     """The writers' lock of ``ledger``'s file in this process (see :class:`_Writers`)."""
     key: tuple[Any, ...] = (os.getpid(), id(ledger))
     if not ledger.in_memory:
-        key = (os.getpid(), str(ledger.path.absolute()))
+        key = (os.getpid(), ledger._absolute)
+    held = ledger._held_writers  # held by the ledger, as its group (see _group)
+    if held is not None and held[0] == key:
+        return held[1]
     with _REGISTRY_LOCK:
         writers = _WRITERS.get(key)
         if writers is None:
             writers = _Writers()
             _WRITERS[key] = writers
-        return writers
+    ledger._held_writers = (key, writers)
+    return writers
