@@ -225,7 +225,9 @@ class _Priced:
         profile_spec: dict[str, Any],
     ) -> None:
         self.plan, self.schema, self.rows, self.unit_ok = plan, schema, rows, unit_ok
-        self.cost, self.leak, self.profile_spec = cost, leak, profile_spec
+        self.cost, self.leak = cost, leak
+        # As the ledger stores it (json.dumps of the spec), made once per priced query.
+        self.profile_spec = json.dumps(profile_spec)
         self.checked = False
 
 

@@ -1052,14 +1052,15 @@ class Ledger:
         epsilon: Fraction,
         delta: Fraction,
         info_nats: float,
-        profile_spec: dict[str, Any] | None = None,
+        profile_spec: dict[str, Any] | str | None = None,
         *,
         durable: bool = True,
     ) -> int:
         """Debit (ε, δ) and the information cost durably; returns the entry id.
 
-        ``profile_spec`` (an ``infodp.accounting`` profile spec of the query) is spent by the
-        analyst's accountant when their budget is in an accountant currency.
+        ``profile_spec`` (an ``infodp.accounting`` profile spec of the query, or its JSON text
+        as the ledger stores it, ``json.dumps(spec)``) is spent by the analyst's accountant
+        when their budget is in an accountant currency.
 
         ``durable=False``: the reservation is committed (checked, written, visible to every
         process, and kept if this process dies) but its fsync is left to :meth:`sync`, which
@@ -1132,7 +1133,7 @@ class Ledger:
         epsilon: Fraction,
         delta: Fraction,
         info_nats: float,
-        profile_spec: dict[str, Any] | None,
+        profile_spec: dict[str, Any] | str | None,
     ) -> int:
         """One reservation inside an open write transaction (see :meth:`reserve`)."""
         # The analyst's budget and the dataset's totals in one read.
@@ -1152,7 +1153,7 @@ class Ledger:
         # from the cache of parsed states when the stored text is the one cached (the text
         # is the whole state, so another process's charge shows as a different text and the
         # state is re-read: a cached state is never trusted beyond what is on disk).
-        spec_text = None if profile_spec is None else json.dumps(profile_spec)
+        spec_text = profile_spec if not isinstance(profile_spec, dict) else json.dumps(profile_spec)
         new_state = _accountant_spend(b, spec_text, epsilon, delta)
         new_d_eps, new_d_dlt = _frac(d_eps) + epsilon, _frac(d_dlt) + delta
         over_eps = max_eps is not None and new_d_eps > _frac(max_eps)
