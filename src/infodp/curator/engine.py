@@ -1178,7 +1178,7 @@ class Curator:
         if len(parts) == 0:
             rows = [() for _ in keys]
         columns = [
-            self._column(j, out, layout, plan, keys, rows, cols, schema, beta, draws)
+            self._column(j, out, layout, keys, rows, cols, schema, beta, draws)
             for j, out in enumerate(plan.outputs)
         ]
         out_rows = list(zip(*(values for values, _ in columns), strict=True))
@@ -1251,7 +1251,6 @@ class Curator:
         j: int,
         out: Any,
         layout: _Layout,
-        plan: QueryPlan,
         keys: Sequence[tuple[str, ...]],
         rows: list[tuple[int | None, ...]],
         cols: list[list[int | None]],
@@ -1273,7 +1272,7 @@ class Curator:
             i, h = how[1], how[2]
             vs = cols[i]
             if None in vs:
-                raise InternalError(f"{out.aggregate} has no noisy value")
+                raise InternalError(f"output {out.name} has no noisy value")
             if how[0] == "count":
                 # A count is never negative: clamping at 0 is post-processing, keeps coverage.
                 return (
