@@ -58,6 +58,7 @@ from infodp.curator.cost import (
     MAX_HISTOGRAM_CELLS,
     PRIVACY_PARAMETER_RANGE,
     MeasurementCost,
+    Noise,
     QueryCost,
     _float_up,
     as_budget_fraction,
@@ -67,7 +68,7 @@ from infodp.curator.cost import (
     selection,
 )
 from infodp.curator.grid import column_grid, quantile_bins
-from infodp.curator.ledger import Budget, Ledger
+from infodp.curator.ledger import Budget, DeclarationChanged, Ledger
 from infodp.curator.overlap import Job, background
 from infodp.curator.plan import Aggregate, QueryPlan, measurements
 from infodp.curator.release import (
@@ -212,7 +213,17 @@ class _Priced:
     """A validated, priced query (:meth:`Curator._price`); ``checked`` once its compiled
     statements passed the engine's data-free check."""
 
-    __slots__ = ("checked", "cost", "leak", "plan", "profile_spec", "rows", "schema", "unit_ok")
+    __slots__ = (
+        "checked",
+        "cost",
+        "leak",
+        "plan",
+        "profile_spec",
+        "rows",
+        "schema",
+        "schema_json",
+        "unit_ok",
+    )
 
     def __init__(
         self,
@@ -223,8 +234,11 @@ class _Priced:
         cost: QueryCost,
         leak: dict[str, Any],
         profile_spec: dict[str, Any],
+        schema_json: str,
     ) -> None:
         self.plan, self.schema, self.rows, self.unit_ok = plan, schema, rows, unit_ok
+        #: The dataset's declaration as the ledger stores it (checked at each reservation).
+        self.schema_json = schema_json
         self.cost, self.leak = cost, leak
         # As the ledger stores it (json.dumps of the spec), made once per priced query.
         self.profile_spec = json.dumps(profile_spec)
@@ -285,6 +299,10 @@ class _Layout:
 
 #: How many priced queries a Curator remembers (then it starts afresh).
 _REMEMBERED = 256
+#: The argument types a reservation's price is remembered by as given (exact types: a bool
+#: is refused as ε by the first pricing and never stands for 1 here; equal values of these
+#: types are the same exact number, so they may share a price).
+_PLAIN = frozenset({str, int, float, Fraction, Noise})
 
 Hook = Callable[[str, int], None]
 _T = TypeVar("_T")
@@ -355,6 +373,8 @@ class Curator:
         # Priced queries and the table each SQL text names (see _price).
         self._prices: dict[tuple[Any, ...], _Priced] = {}
         self._tables: dict[str, str] = {}
+        # Priced queries by their raw arguments, for reservations (see _price).
+        self._fast: dict[tuple[Any, ...], _Priced] = {}
         # Release layouts of priced queries, by (plan, cost, level) identity (see _layout).
         self._layouts: dict[tuple[int, int, float], tuple[QueryPlan, QueryCost, _Layout]] = {}
         # Which backend holds each dataset (the store's catalogue, read once and cached:
@@ -699,7 +719,32 @@ class Curator:
     ) -> Reservation:
         """:meth:`reserve`; ``durable=False`` leaves the commit's fsync to :meth:`Ledger.sync`
         (:meth:`_run_overlapped` runs it while DuckDB aggregates)."""
-        priced = self._price(sql, epsilon, delta, noise, confidence)
+        try:
+            return self._reserve_priced(
+                analyst, sql, epsilon, delta, confidence, noise, durable=durable, remembered=True
+            )
+        except DeclarationChanged:
+            # Priced with a declaration the ledger no longer holds (nothing was charged):
+            # forget every remembered price and price again from the ledger's declaration.
+            self._prices.clear()
+            self._fast.clear()
+            return self._reserve_priced(
+                analyst, sql, epsilon, delta, confidence, noise, durable=durable, remembered=False
+            )
+
+    def _reserve_priced(
+        self,
+        analyst: str,
+        sql: str,
+        epsilon: Any,
+        delta: Any,
+        confidence: Any,
+        noise: Any,
+        *,
+        durable: bool,
+        remembered: bool,
+    ) -> Reservation:
+        priced = self._price(sql, epsilon, delta, noise, confidence, reserving=remembered)
         plan, schema, unit_ok, cost = priced.plan, priced.schema, priced.unit_ok, priced.cost
         ms = tuple(p.measurement for p in cost.parts)
         engine = self._engine(plan.table)
@@ -727,6 +772,7 @@ class Curator:
             cost.information_nats,
             profile_spec=priced.profile_spec,
             durable=durable,
+            declaration=(priced.schema_json, unit_ok),
         )
         self._at("reserved", entry)
         leak = _copy_summary(priced.leak)
@@ -914,10 +960,44 @@ class Curator:
         p = self._price(sql, epsilon, delta, noise, confidence)
         return p.plan, p.schema, p.rows, p.unit_ok, p.cost, _copy_summary(p.leak)
 
-    def _price(self, sql: str, epsilon: Any, delta: Any, noise: Any, confidence: Any) -> _Priced:
+    def _price(
+        self,
+        sql: str,
+        epsilon: Any,
+        delta: Any,
+        noise: Any,
+        confidence: Any,
+        *,
+        reserving: bool = False,
+    ) -> _Priced:
         """:meth:`_priced`, remembered per (SQL text, exact ε and δ, noise, dataset record):
         the plan, its cost and its privacy summary are functions of these only (and are
-        immutable), so a repeated query is priced once. Refusals are never remembered."""
+        immutable), so a repeated query is priced once. Refusals are never remembered.
+
+        ``reserving``: the caller reserves the result with the declaration it was priced with
+        (``Ledger.reserve(declaration=...)``, checked inside the reservation's transaction),
+        so a query already priced with the same arguments (plain str, int, float, Fraction;
+        validated when first priced) is answered from memory without reading the dataset's
+        declaration from the ledger: the first work after an aggregate runs with cold caches,
+        where a SQLite read and the parsing of ε and δ cost ~0.1-0.2 ms.
+        """
+        raw = (sql, epsilon, delta, noise, confidence)
+        fast = reserving and all(type(x) in _PLAIN for x in raw)
+        if fast:
+            known = self._fast.get(raw)
+            if known is not None:
+                return known
+        priced = self._price_anew(sql, epsilon, delta, noise, confidence)
+        if fast:
+            if len(self._fast) >= _REMEMBERED:
+                self._fast.clear()
+            self._fast[raw] = priced
+        return priced
+
+    def _price_anew(
+        self, sql: str, epsilon: Any, delta: Any, noise: Any, confidence: Any
+    ) -> _Priced:
+        """:meth:`_price` from the arguments and the declaration read from the ledger."""
         eps = as_budget_fraction("epsilon", epsilon)
         dlt = as_budget_fraction("delta", delta, allow_zero=True)
         if dlt >= 1:
@@ -945,7 +1025,7 @@ class Curator:
             self._tables.clear()
         self._tables[sql] = table
         hit = self._prices[key] = _Priced(
-            plan, schema, rows, unit_ok, cost, leak, cost.profile_spec()
+            plan, schema, rows, unit_ok, cost, leak, cost.profile_spec(), schema_json
         )
         return hit
 

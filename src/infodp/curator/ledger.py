@@ -86,6 +86,7 @@ __all__ = [
     "STATUSES",
     "Budget",
     "DatasetRecord",
+    "DeclarationChanged",
     "Entry",
     "KeyRecord",
     "Ledger",
@@ -128,6 +129,11 @@ CREATE TABLE IF NOT EXISTS synopses (
     entry_id INTEGER NOT NULL, spec_json TEXT NOT NULL, data_json TEXT NOT NULL,
     created TEXT NOT NULL, PRIMARY KEY (dataset, name));
 """
+
+
+class DeclarationChanged(InfodpError):
+    """A reservation was refused because the dataset's declaration (schema, unit_rows_ok)
+    in the ledger is not the one its query was priced with; nothing was charged."""
 
 
 def _now() -> str:
@@ -1055,6 +1061,7 @@ class Ledger:
         profile_spec: dict[str, Any] | str | None = None,
         *,
         durable: bool = True,
+        declaration: tuple[str, bool] | None = None,
     ) -> int:
         """Debit (ε, δ) and the information cost durably; returns the entry id.
 
@@ -1067,12 +1074,16 @@ class Ledger:
         the caller must call, successfully, before anything of the query is released. The
         query path uses this to run the fsync while DuckDB aggregates.
 
+        ``declaration``: the dataset's (schema JSON, unit_rows_ok) the query was priced with;
+        the transaction checks that the dataset still declares exactly that, and raises
+        :class:`DeclarationChanged` (nothing charged) otherwise.
+
         Raises :class:`~infodp.errors.BudgetExceeded` (requested, remaining, gap) when the
         analyst's budget or the dataset's information cap would be exceeded; nothing changes.
         """
         if epsilon < 0 or delta < 0 or not info_nats >= 0:
             raise InternalError(f"negative cost ({epsilon}, {delta}, {info_nats})")
-        args = (analyst, dataset, sql, epsilon, delta, info_nats, profile_spec)
+        args = (analyst, dataset, sql, epsilon, delta, info_nats, profile_spec, declaration)
         entry_id = _group(self).submit(
             _Pending(
                 self,
@@ -1134,21 +1145,27 @@ class Ledger:
         delta: Fraction,
         info_nats: float,
         profile_spec: dict[str, Any] | str | None,
+        declaration: tuple[str, bool] | None = None,
     ) -> int:
         """One reservation inside an open write transaction (see :meth:`reserve`)."""
-        # The analyst's budget and the dataset's totals in one read.
+        # The analyst's budget, the dataset's totals and its declaration in one read.
         row = conn.execute(
             "SELECT a.epsilon, a.delta, a.spent_epsilon, a.spent_delta, a.accountant_json, "
             "d.info_cap_bits, d.info_spent_nats, d.max_epsilon, d.max_delta, d.spent_epsilon, "
-            "d.spent_delta FROM analysts a JOIN datasets d ON d.name = a.dataset "
-            "WHERE a.name = ? AND a.dataset = ?",
+            "d.spent_delta, d.schema_json, d.unit_rows_ok FROM analysts a JOIN datasets d "
+            "ON d.name = a.dataset WHERE a.name = ? AND a.dataset = ?",
             (analyst, dataset),
         ).fetchone()
         if row is None:
             self._budget(conn, analyst, dataset)  # raises the error naming what is missing
             raise InternalError(f"dataset {dataset!r} of analyst {analyst!r} is not registered")
+        if declaration is not None and (row[11], bool(row[12])) != declaration:
+            raise DeclarationChanged(
+                f"the declaration of dataset {dataset} changed since the query was priced; "
+                "nothing was charged. Ask again."
+            )
         b = _to_budget(analyst, dataset, row[:5])
-        cap, spent, max_eps, max_dlt, d_eps, d_dlt = row[5:]
+        cap, spent, max_eps, max_dlt, d_eps, d_dlt = row[5:11]
         # Every currency, basic included, is enforced by the accountant; its state is taken
         # from the cache of parsed states when the stored text is the one cached (the text
         # is the whole state, so another process's charge shows as a different text and the
