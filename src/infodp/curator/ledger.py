@@ -1152,8 +1152,13 @@ class Ledger:
         row = conn.execute(
             "SELECT a.epsilon, a.delta, a.spent_epsilon, a.spent_delta, a.accountant_json, "
             "d.info_cap_bits, d.info_spent_nats, d.max_epsilon, d.max_delta, d.spent_epsilon, "
-            "d.spent_delta, d.schema_json, d.unit_rows_ok FROM analysts a JOIN datasets d "
-            "ON d.name = a.dataset WHERE a.name = ? AND a.dataset = ?",
+            "d.spent_delta, d.schema_json, d.unit_rows_ok, "
+            # The entry this one will follow: AUTOINCREMENT's next id and the last link.
+            "(SELECT seq FROM sqlite_sequence WHERE name = 'entries'), "
+            "(SELECT id FROM entries ORDER BY id DESC LIMIT 1), "
+            "(SELECT chain FROM entries ORDER BY id DESC LIMIT 1) "
+            "FROM analysts a JOIN datasets d ON d.name = a.dataset "
+            "WHERE a.name = ? AND a.dataset = ?",
             (analyst, dataset),
         ).fetchone()
         if row is None:
@@ -1217,23 +1222,18 @@ class Ledger:
         # The immutable fields as stored (and read back by the verification): text, and the
         # information cost as a REAL, which holds a Python float exactly.
         fields = (analyst, dataset, sql, str(epsilon), str(delta), float(info_nats), created)
+        # The id AUTOINCREMENT would give (one more than any id ever used), so that the entry
+        # is written with its link in one statement; the link follows the last entry.
+        entry_id = max(row[13] or 0, row[14] or 0) + 1
+        link = _chain("" if row[14] is None else row[15], self.store_id, (entry_id, *fields))
         cur = conn.execute(
-            "INSERT INTO entries (analyst, dataset, sql, epsilon, delta, info_nats, status, "
-            "created, pid, profile_json) VALUES (?, ?, ?, ?, ?, ?, 'reserved', ?, ?, ?)",
-            (
-                *fields,
-                os.getpid(),
-                spec_text,
-            ),
+            "INSERT INTO entries (id, analyst, dataset, sql, epsilon, delta, info_nats, status, "
+            "created, pid, profile_json, chain) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, 'reserved', ?, ?, ?, ?)",
+            (entry_id, *fields, os.getpid(), spec_text, link),
         )
-        entry_id = cur.lastrowid
-        if entry_id is None:
-            raise InternalError("the ledger did not return an entry id")
-        last = conn.execute(
-            "SELECT chain FROM entries WHERE id < ? ORDER BY id DESC LIMIT 1", (entry_id,)
-        ).fetchone()
-        link = _chain("" if last is None else last[0], self.store_id, (entry_id, *fields))
-        conn.execute("UPDATE entries SET chain = ? WHERE id = ?", (link, entry_id))
+        if cur.lastrowid != entry_id:
+            raise InternalError("the ledger did not write the entry under its id")
         # The head of the chain: an open that finds fewer entries knows some were dropped.
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('head', ?)",
