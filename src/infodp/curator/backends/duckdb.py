@@ -28,7 +28,6 @@ import os
 import secrets
 import threading
 import time
-import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -648,7 +647,7 @@ class DuckDBBackend:
         if any(m.kind != "quantile" for m in ms):
             sql = compile_aggregate(plan, schema, ms, unit_rows_ok=unit_rows_ok)
             plain = all(m.kind != "quantile" for m in ms)  # one result column per measurement
-            rows = _statement(con, sql).fetchall()
+            rows = con.execute(sql).fetchall()
             if plain and rows:
                 values = _by_key(rows, ng)
                 rows = []
@@ -670,7 +669,7 @@ class DuckDBBackend:
                 continue
             k = quantile_bins(schema.column(m.column))[0]
             sql = compile_histogram(plan, schema, m.column, unit_rows_ok=unit_rows_ok)
-            res = _statement(con, sql).fetchnumpy()
+            res = con.execute(sql).fetchnumpy()
             gids = np.asarray(res["__gid"], dtype=np.int64)
             if gids.size == 0:
                 continue
@@ -690,42 +689,6 @@ class DuckDBBackend:
                 histograms[(key, i)] = dense[g]
                 values.setdefault(key, tuple(None for _ in ms))
         return ExactAggregates(values, histograms)
-
-
-def _statement(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.DuckDBPyConnection:
-    """Run ``sql`` on ``con``; from its second run on the same connection, as a statement
-    prepared there (``PREPARE``/``EXECUTE``), so that DuckDB parses, binds and plans it once
-    (about 0.1 ms of every repeated query of a kept-open reader, benchmarks/curator.py).
-
-    The plan is the one DuckDB would make again: the connection reads a store no writer can
-    change while it is open (read-only, under DuckDB's file lock), so the table statistics it
-    was planned with stay true; what varies per run is evaluated per run (``random()``), and
-    a per-query salt is part of the text (another text, another statement). A connection
-    opened per query runs each text once and prepares nothing.
-    """
-    state = _PREPARED.get(con)
-    if state is None:
-        state = _PREPARED[con] = ({}, set())
-    names, seen = state
-    name = names.get(sql)
-    if name is None:
-        if sql not in seen or len(names) >= _PREPARED_MAX:
-            if len(seen) >= _PREPARED_MAX:
-                seen.clear()
-            seen.add(sql)
-            return con.execute(sql)
-        name = f"__infodp_q{len(names)}"
-        con.execute(f"PREPARE {name} AS {sql}")
-        names[sql] = name
-    return con.execute(f"EXECUTE {name}")
-
-
-#: Per open connection: its prepared statements by SQL text, and the texts run once.
-_PREPARED: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, tuple[dict[str, str], set[str]]] = (
-    weakref.WeakKeyDictionary()
-)
-#: At most this many statements are prepared on one connection (later texts run unprepared).
-_PREPARED_MAX = 256
 
 
 def _by_key(rows: list[tuple[Any, ...]], ng: int) -> dict[tuple[str, ...], tuple[int | None, ...]]:
