@@ -96,3 +96,25 @@ def test_cancel_refunds_to_the_replay_of_the_surviving_entries(tmp_path: Path) -
     assert stored == replay.to_json()
     assert json.loads(stored or "")["spent"][0]["count"] == 2  # identical spends merged
     assert led.verify() == []
+
+
+def test_a_basic_budget_refuses_a_profile_that_misses_its_declaration_every_time(
+    tmp_path: Path,
+) -> None:
+    """A basic budget charges the declared (ε, δ); the accountant first checks that the
+    query's profile meets it (a pure 0.25-DP spend declared as ε = 1/8 is refused), and that
+    check, remembered per (profile, ε, δ) once passed, is never skipped for one that failed."""
+    from infodp.errors import ParameterError
+
+    led = Ledger(tmp_path / "s.ledger")
+    led.register_dataset("t", "{}", rows=3, source="-")
+    led.add_analyst("a", "t", Fraction(1), Fraction(0))
+    for _ in range(2):
+        with pytest.raises(ParameterError, match="guarantee the profile meets"):
+            led.reserve("a", "t", "q", Fraction(1, 8), Fraction(0), 0.0, profile_spec=_PURE)
+    for i in range(4):  # the same profile at its own ε: four fit exactly in 1
+        led.reserve("a", "t", f"q{i}", Fraction(1, 4), Fraction(0), 0.0, profile_spec=_PURE)
+    with pytest.raises(BudgetExceeded):
+        led.reserve("a", "t", "q5", Fraction(1, 4), Fraction(0), 0.0, profile_spec=_PURE)
+    assert led.budget("a", "t").spent_epsilon == 1
+    assert led.check() == []

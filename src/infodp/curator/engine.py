@@ -42,6 +42,7 @@ import dataclasses
 import itertools
 import json
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -57,6 +58,7 @@ from infodp.curator.cost import (
     MAX_HISTOGRAM_CELLS,
     PRIVACY_PARAMETER_RANGE,
     MeasurementCost,
+    Noise,
     QueryCost,
     _float_up,
     as_budget_fraction,
@@ -66,7 +68,7 @@ from infodp.curator.cost import (
     selection,
 )
 from infodp.curator.grid import column_grid, quantile_bins
-from infodp.curator.ledger import Budget, Ledger
+from infodp.curator.ledger import Budget, DeclarationChanged, Ledger
 from infodp.curator.overlap import Job, background
 from infodp.curator.plan import Aggregate, QueryPlan, measurements
 from infodp.curator.release import (
@@ -132,15 +134,22 @@ class QueryResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON payload of ``infodp query --json``."""
+        return self._payload(lists=True)
+
+    def _payload(self, *, lists: bool) -> dict[str, Any]:
+        """:meth:`to_dict`; with ``lists=False`` the columns, rows, intervals and notes stay
+        the tuples they are (the same JSON, without a copy of every row)."""
         return {
-            "columns": list(self.columns),
-            "rows": [list(r) for r in self.rows],
-            "confidence_intervals": [list(r) for r in self.confidence_intervals],
+            "columns": list(self.columns) if lists else self.columns,
+            "rows": [list(r) for r in self.rows] if lists else self.rows,
+            "confidence_intervals": (
+                [list(r) for r in self.confidence_intervals] if lists else self.confidence_intervals
+            ),
             "confidence": self.confidence,
             "cost": {**self.cost.to_dict(), "leakage": self.leakage},
             "remaining": self.remaining.to_dict(),
             "entry": self.entry_id,
-            "notes": list(self.notes),
+            "notes": list(self.notes) if lists else self.notes,
         }
 
     def to_pandas(self) -> Any:
@@ -204,7 +213,17 @@ class _Priced:
     """A validated, priced query (:meth:`Curator._price`); ``checked`` once its compiled
     statements passed the engine's data-free check."""
 
-    __slots__ = ("checked", "cost", "leak", "plan", "profile_spec", "rows", "schema", "unit_ok")
+    __slots__ = (
+        "checked",
+        "cost",
+        "leak",
+        "plan",
+        "profile_spec",
+        "rows",
+        "schema",
+        "schema_json",
+        "unit_ok",
+    )
 
     def __init__(
         self,
@@ -215,14 +234,75 @@ class _Priced:
         cost: QueryCost,
         leak: dict[str, Any],
         profile_spec: dict[str, Any],
+        schema_json: str,
     ) -> None:
         self.plan, self.schema, self.rows, self.unit_ok = plan, schema, rows, unit_ok
-        self.cost, self.leak, self.profile_spec = cost, leak, profile_spec
+        #: The dataset's declaration as the ledger stores it (checked at each reservation).
+        self.schema_json = schema_json
+        self.cost, self.leak = cost, leak
+        # As the ledger stores it (json.dumps of the spec), made once per priced query.
+        self.profile_spec = json.dumps(profile_spec)
         self.checked = False
+
+
+class _Layout:
+    """What releasing a priced query at one confidence level needs that depends on the query
+    only (:meth:`Curator._layout`): output names, measurement positions, the declared keys,
+    and per output column how it is answered (COUNT and SUM with their half-width and grid
+    step), plus a memo of the half-widths and grids the other aggregates use."""
+
+    __slots__ = ("index", "keys", "memo", "names", "notes", "outputs", "parts")
+
+    def __init__(
+        self,
+        names: tuple[str, ...],
+        index: dict[str, int],
+        keys: list[tuple[str, ...]] | None,
+        outputs: list[tuple[Any, ...]],
+        parts: tuple[MeasurementCost, ...],
+    ) -> None:
+        self.names, self.index, self.keys, self.outputs = names, index, keys, outputs
+        self.parts = parts
+        self.notes: tuple[str, ...] = (
+            "intervals cover the noise only: values were clamped to the declared bounds and "
+            "snapped to a grid first, and that bias is not included",
+        )
+        self.memo: dict[Any, Any] = {}
+
+    @classmethod
+    def of(cls, plan: QueryPlan, schema: DatasetSchema, cost: QueryCost, beta: float) -> _Layout:
+        parts = cost.parts
+        index = {p.measurement.key: i for i, p in enumerate(parts)}
+        keys: list[tuple[str, ...]] | None = None
+        if plan.group_by and not plan.needs_partition_selection:
+            keys = [
+                tuple(k) for k in itertools.product(*(g.categories or () for g in plan.group_by))
+            ]
+        group_columns = [g.column for g in plan.group_by]
+        outputs: list[tuple[Any, ...]] = []
+        for out in plan.outputs:
+            agg = out.aggregate
+            if agg is None:
+                pos = group_columns.index(out.group_column or "")
+                outputs.append(("key", pos, None if keys is None else [k[pos] for k in keys]))
+            elif agg.func == "count":
+                i = index["count(*)" if agg.column is None else f"count({agg.column})"]
+                outputs.append(("count", i, parts[i].halfwidth(beta)))
+            elif agg.func == "sum" and agg.column is not None:
+                i = index[f"sum({agg.column})"]
+                step = column_grid(schema.column(agg.column)).step
+                outputs.append(("sum", i, parts[i].halfwidth(beta), step))
+            else:
+                outputs.append(("cell",))
+        return cls(tuple(o.name for o in plan.outputs), index, keys, outputs, parts)
 
 
 #: How many priced queries a Curator remembers (then it starts afresh).
 _REMEMBERED = 256
+#: The argument types a reservation's price is remembered by as given (exact types: a bool
+#: is refused as ε by the first pricing and never stands for 1 here; equal values of these
+#: types are the same exact number, so they may share a price).
+_PLAIN = frozenset({str, int, float, Fraction, Noise})
 
 Hook = Callable[[str, int], None]
 _T = TypeVar("_T")
@@ -293,6 +373,10 @@ class Curator:
         # Priced queries and the table each SQL text names (see _price).
         self._prices: dict[tuple[Any, ...], _Priced] = {}
         self._tables: dict[str, str] = {}
+        # Priced queries by their raw arguments, for reservations (see _price).
+        self._fast: dict[tuple[Any, ...], _Priced] = {}
+        # Release layouts of priced queries, by (plan, cost, level) identity (see _layout).
+        self._layouts: dict[tuple[int, int, float], tuple[QueryPlan, QueryCost, _Layout]] = {}
         # Which backend holds each dataset (the store's catalogue, read once and cached:
         # a dataset's backend never changes under its name).
         self._catalogue: dict[str, dict[str, Any]] = {}
@@ -591,7 +675,7 @@ class Curator:
             leakage = _copy_summary(result.leakage)
 
             def text() -> str:
-                payload = result.to_dict()
+                payload = result._payload(lists=False)
                 payload["cost"]["leakage"] = leakage
                 return _ledger_text(payload)
 
@@ -635,7 +719,32 @@ class Curator:
     ) -> Reservation:
         """:meth:`reserve`; ``durable=False`` leaves the commit's fsync to :meth:`Ledger.sync`
         (:meth:`_run_overlapped` runs it while DuckDB aggregates)."""
-        priced = self._price(sql, epsilon, delta, noise, confidence)
+        try:
+            return self._reserve_priced(
+                analyst, sql, epsilon, delta, confidence, noise, durable=durable, remembered=True
+            )
+        except DeclarationChanged:
+            # Priced with a declaration the ledger no longer holds (nothing was charged):
+            # forget every remembered price and price again from the ledger's declaration.
+            self._prices.clear()
+            self._fast.clear()
+            return self._reserve_priced(
+                analyst, sql, epsilon, delta, confidence, noise, durable=durable, remembered=False
+            )
+
+    def _reserve_priced(
+        self,
+        analyst: str,
+        sql: str,
+        epsilon: Any,
+        delta: Any,
+        confidence: Any,
+        noise: Any,
+        *,
+        durable: bool,
+        remembered: bool,
+    ) -> Reservation:
+        priced = self._price(sql, epsilon, delta, noise, confidence, reserving=remembered)
         plan, schema, unit_ok, cost = priced.plan, priced.schema, priced.unit_ok, priced.cost
         ms = tuple(p.measurement for p in cost.parts)
         engine = self._engine(plan.table)
@@ -663,6 +772,7 @@ class Curator:
             cost.information_nats,
             profile_spec=priced.profile_spec,
             durable=durable,
+            declaration=(priced.schema_json, unit_ok),
         )
         self._at("reserved", entry)
         leak = _copy_summary(priced.leak)
@@ -850,10 +960,44 @@ class Curator:
         p = self._price(sql, epsilon, delta, noise, confidence)
         return p.plan, p.schema, p.rows, p.unit_ok, p.cost, _copy_summary(p.leak)
 
-    def _price(self, sql: str, epsilon: Any, delta: Any, noise: Any, confidence: Any) -> _Priced:
+    def _price(
+        self,
+        sql: str,
+        epsilon: Any,
+        delta: Any,
+        noise: Any,
+        confidence: Any,
+        *,
+        reserving: bool = False,
+    ) -> _Priced:
         """:meth:`_priced`, remembered per (SQL text, exact ε and δ, noise, dataset record):
         the plan, its cost and its privacy summary are functions of these only (and are
-        immutable), so a repeated query is priced once. Refusals are never remembered."""
+        immutable), so a repeated query is priced once. Refusals are never remembered.
+
+        ``reserving``: the caller reserves the result with the declaration it was priced with
+        (``Ledger.reserve(declaration=...)``, checked inside the reservation's transaction),
+        so a query already priced with the same arguments (plain str, int, float, Fraction;
+        validated when first priced) is answered from memory without reading the dataset's
+        declaration from the ledger: the first work after an aggregate runs with cold caches,
+        where a SQLite read and the parsing of ε and δ cost ~0.1-0.2 ms.
+        """
+        raw = (sql, epsilon, delta, noise, confidence)
+        fast = reserving and all(type(x) in _PLAIN for x in raw)
+        if fast:
+            known = self._fast.get(raw)
+            if known is not None:
+                return known
+        priced = self._price_anew(sql, epsilon, delta, noise, confidence)
+        if fast:
+            if len(self._fast) >= _REMEMBERED:
+                self._fast.clear()
+            self._fast[raw] = priced
+        return priced
+
+    def _price_anew(
+        self, sql: str, epsilon: Any, delta: Any, noise: Any, confidence: Any
+    ) -> _Priced:
+        """:meth:`_price` from the arguments and the declaration read from the ledger."""
         eps = as_budget_fraction("epsilon", epsilon)
         dlt = as_budget_fraction("delta", delta, allow_zero=True)
         if dlt >= 1:
@@ -881,7 +1025,7 @@ class Curator:
             self._tables.clear()
         self._tables[sql] = table
         hit = self._prices[key] = _Priced(
-            plan, schema, rows, unit_ok, cost, leak, cost.profile_spec()
+            plan, schema, rows, unit_ok, cost, leak, cost.profile_spec(), schema_json
         )
         return hit
 
@@ -1066,64 +1210,80 @@ class Curator:
         tuple[str, ...],
         tuple[tuple[int | None, ...], ...],
     ]:
+        layout = self._layout(plan, schema, cost, beta)
         parts = cost.parts
-        index = {p.measurement.key: i for i, p in enumerate(parts)}
-        notes: list[str] = [
-            "intervals cover the noise only: values were clamped to the declared bounds and "
-            "snapped to a grid first, and that bias is not included",
-        ]
+        notes = list(layout.notes)
         # Which groups are released.
-        if plan.group_by and not plan.needs_partition_selection:
-            keys = [
-                tuple(k) for k in itertools.product(*(g.categories or () for g in plan.group_by))
-            ]
+        if layout.keys is not None:
+            keys = layout.keys
         elif plan.group_by:
             keys = sorted(exact.values)
         else:
             keys = [()]
-        zero: tuple[int | None, ...] = tuple(0 for _ in parts)
-        noisy: dict[tuple[str, ...], list[int | None]] = {}
         if noise is None:  # cells known only now (partition selection): one batch each
             noise = self._draw_noise(plan, cost, keys)
-        for key in keys:
-            vals = exact.values.get(key, zero)
-            # value + noise drawn by _draw_noise (independent of the data).
-            noisy[key] = [
-                None if n is None else int(vals[i] or 0) + n for i, n in enumerate(noise[key])
-            ]
+        # value + noise drawn by _draw_noise (independent of the data), one measurement (a
+        # column over the cells) at a time.
+        zero: tuple[int | None, ...] = tuple(0 for _ in parts)
+        cells = map(exact.values.get, keys, itertools.repeat(zero, len(keys)))
+        found = list(zip(*cells, strict=True))
+        drawn = list(zip(*map(noise.__getitem__, keys), strict=True))
+        cols: list[list[int | None]] = []
+        for i in range(len(parts) if keys else 0):
+            ns = drawn[i]
+            if ns[0] is None:  # a quantile: drawn per released group below
+                cols.append([None] * len(keys))
+                continue
+            fs = found[i]
+            if None in fs:  # a group seen only by a quantile's histogram
+                fs = tuple(f or 0 for f in fs)
+            cols.append(list(map(operator.add, fs, ns)))
+        if not keys:
+            cols = [[] for _ in parts]
         if plan.needs_partition_selection:
             threshold = selection(cost).threshold()
-            keys = [k for k in keys if (noisy[k][index["count(*)"]] or 0) >= threshold]
+            counts = cols[layout.index["count(*)"]]
+            kept = [j for j, c in enumerate(counts) if (c or 0) >= threshold]
             notes.append(
                 f"groups were chosen by DP partition selection: a group is released only when "
                 f"its noisy COUNT(*) is at least {threshold}"
             )
-            if len(keys) > MAX_CELLS:
+            if len(kept) > MAX_CELLS:
                 # The response size is capped; which groups are kept depends only on the
                 # released (noisy) selection, so this is post-processing.
-                keys = keys[:MAX_CELLS]
+                kept = kept[:MAX_CELLS]
                 notes.append(f"only the first {MAX_CELLS} selected groups (by key) are shown")
+            keys = [keys[j] for j in kept]
+            cols = [[col[j] for j in kept] for col in cols]
         draws = self._quantile_draws(parts, schema, exact, keys)
-        # Per-measurement half-widths at level beta / (measurements an aggregate combines) and
-        # column grids depend on the query only: computed once, not once per cell.
-        memo: dict[Any, Any] = {}
-        rows = [noisy[key] for key in keys]
+        rows: list[tuple[int | None, ...]] = list(zip(*cols, strict=True)) if keys else []
+        if len(parts) == 0:
+            rows = [() for _ in keys]
         columns = [
-            self._column(out, plan, keys, rows, index, parts, schema, beta, draws, memo)
-            for out in plan.outputs
+            self._column(j, out, layout, keys, rows, cols, schema, beta, draws)
+            for j, out in enumerate(plan.outputs)
         ]
         out_rows = list(zip(*(values for values, _ in columns), strict=True))
         out_cis = list(zip(*(cis for _, cis in columns), strict=True))
         if not plan.outputs:
             out_rows = out_cis = [() for _ in keys]
-        raw = tuple(tuple(row) for row in rows)
-        return (
-            tuple(o.name for o in plan.outputs),
-            tuple(out_rows),
-            tuple(out_cis),
-            tuple(notes),
-            raw,
-        )
+        return layout.names, tuple(out_rows), tuple(out_cis), tuple(notes), tuple(rows)
+
+    def _layout(
+        self, plan: QueryPlan, schema: DatasetSchema, cost: QueryCost, beta: float
+    ) -> _Layout:
+        """What a release of ``plan`` at level ``beta`` needs that depends on the query only
+        (declared keys, positions, half-widths, grid steps, notes): made once per priced
+        query, remembered by the identity of its (immutable) plan and cost."""
+        slot = (id(plan), id(cost), beta)
+        hit = self._layouts.get(slot)
+        if hit is not None and hit[0] is plan and hit[1] is cost:
+            return hit[2]
+        layout = _Layout.of(plan, schema, cost, beta)
+        if len(self._layouts) >= _REMEMBERED:
+            self._layouts.clear()
+        self._layouts[slot] = (plan, cost, layout)  # the references keep the ids unique
+        return layout
 
     def _quantile_draws(
         self,
@@ -1170,45 +1330,43 @@ class Curator:
 
     def _column(
         self,
+        j: int,
         out: Any,
-        plan: QueryPlan,
+        layout: _Layout,
         keys: Sequence[tuple[str, ...]],
-        rows: list[list[int | None]],
-        index: dict[str, int],
-        parts: tuple[MeasurementCost, ...],
+        rows: list[tuple[int | None, ...]],
+        cols: list[list[int | None]],
         schema: DatasetSchema,
         beta: float,
         draws: dict[tuple[tuple[str, ...], int], int],
-        memo: dict[Any, Any],
     ) -> tuple[list[Any], list[Any]]:
-        """One output column over every released cell: (values, intervals), ``rows`` being
-        each cell's noisy measurements. What depends on the query only (positions,
-        half-widths, grid steps) is looked up once; COUNT and SUM are answered here, column
-        at a time, the other aggregates cell by cell by :meth:`_answer`."""
-        agg = out.aggregate
-        if agg is None:
-            pos = [g.column for g in plan.group_by].index(out.group_column or "")
+        """Output column ``j`` over every released cell: (values, intervals); ``cols`` holds
+        each measurement's noisy values over the cells (``rows`` the same, by cell). COUNT
+        and SUM are answered here, column at a time, from the layout's half-width and grid
+        step; the other aggregates cell by cell by :meth:`_answer`."""
+        how = layout.outputs[j]
+        if how[0] == "key":
+            if how[2] is not None and keys is layout.keys:
+                return how[2], [None] * len(keys)
+            pos = how[1]
             return [key[pos] for key in keys], [None] * len(keys)
-        if agg.func == "count" or (agg.func == "sum" and agg.column is not None):
-            if agg.func == "count":
-                mkey = "count(*)" if agg.column is None else f"count({agg.column})"
-            else:
-                mkey = f"sum({agg.column})"
-            i = index[mkey]
-            h = parts[i].halfwidth(beta)
-            vs = [v for row in rows if (v := row[i]) is not None]
-            if len(vs) != len(rows):
-                raise InternalError(f"{mkey} has no noisy value")
-            if agg.func == "count":
+        if how[0] in ("count", "sum"):
+            i, h = how[1], how[2]
+            vs = cols[i]
+            if None in vs:
+                raise InternalError(f"output {out.name} has no noisy value")
+            if how[0] == "count":
                 # A count is never negative: clamping at 0 is post-processing, keeps coverage.
                 return (
                     [v if v > 0 else 0 for v in vs],
                     [[v - h if v > h else 0, v + h if v + h > 0 else 0] for v in vs],
                 )
-            g = column_grid(schema.column(agg.column or "")).step
+            g = how[3]
             return [v * g for v in vs], [[(v - h) * g, (v + h) * g] for v in vs]
+        agg = out.aggregate
+        memo = layout.memo
         answered = [
-            self._answer(agg, key, row, index, parts, schema, beta, draws, memo)
+            self._answer(agg, key, row, layout.index, layout.parts, schema, beta, draws, memo)
             for key, row in zip(keys, rows, strict=True)
         ]
         return [a[0] for a in answered], [a[1] for a in answered]
@@ -1217,7 +1375,7 @@ class Curator:
         self,
         agg: Aggregate,
         key: tuple[str, ...],
-        noisy: list[int | None],
+        noisy: Sequence[int | None],
         index: dict[str, int],
         parts: tuple[MeasurementCost, ...],
         schema: DatasetSchema,
@@ -1362,15 +1520,60 @@ def _copy_summary(value: Any) -> Any:
 
 
 def _ledger_text(payload: dict[str, Any]) -> str:
-    """The JSON text :meth:`Ledger.complete` stores for ``payload`` (strict JSON): as
-    ``json.dumps(_jsonable(payload))``, without the conversion pass over the rows when they
-    need none (no numpy value, no infinite or NaN float; ``json.dumps`` refuses those)."""
+    """The JSON text :meth:`Ledger.complete` stores for ``payload``: the strict JSON of
+    ``_jsonable(payload)`` (the same value; compact, UTF-8).
+
+    Rendered by the ledger's background writer, once per answer: its CPU competes with the
+    next queries' aggregates, and formatting the floats of 100 groups' values and intervals
+    costs Python's ``json`` about 0.25 ms. When the rows and intervals hold only text, None,
+    ints and finite floats (checked here; orjson would write NaN and ±inf as null where
+    :func:`~infodp._jsonable.to_jsonable` writes "inf") they are rendered by orjson, which
+    formats floats ten times faster with the same shortest round-trip digits; anything else
+    (a quantile's interval, a value orjson refuses) takes the ``json`` path.
+    """
+    import orjson
+
     # The small parts (cost, remaining budget) may hold an infinite information cost.
-    quick = {**payload, "cost": _jsonable(payload["cost"])}
+    quick = {
+        k: v if k in ("rows", "confidence_intervals") else _jsonable_value(v)
+        for k, v in payload.items()
+    }
+    if _plain_table(payload["rows"]) and _plain_table(payload["confidence_intervals"]):
+        with contextlib.suppress(TypeError):  # orjson.JSONEncodeError: e.g. an int > 64 bits
+            return orjson.dumps(quick).decode()
     try:
         return json.dumps(quick, allow_nan=False)
     except (TypeError, ValueError):
         return json.dumps(_jsonable(payload), allow_nan=False)
+
+
+def _plain_table(rows: Any) -> bool:
+    """Whether ``rows`` (a sequence of rows, each a sequence of cells; a cell may be a list
+    or tuple of scalars) holds only text, None, ints and finite floats."""
+    finite = math.isfinite
+    for row in rows:
+        for v in row:
+            kind = type(v)
+            if kind is float:
+                if not finite(v):
+                    return False
+            elif kind is list or kind is tuple:
+                for x in v:
+                    kx = type(x)
+                    if kx is float:
+                        if not finite(x):
+                            return False
+                    elif not (kx is int or kx is str or x is None):
+                        return False
+            elif not (kind is int or kind is str or v is None):
+                return False
+    return True
+
+
+def _jsonable_value(value: Any) -> Any:
+    from infodp._jsonable import to_jsonable
+
+    return to_jsonable(value)
 
 
 def _jsonable(payload: dict[str, Any]) -> dict[str, Any]:

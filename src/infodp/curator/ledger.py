@@ -86,6 +86,7 @@ __all__ = [
     "STATUSES",
     "Budget",
     "DatasetRecord",
+    "DeclarationChanged",
     "Entry",
     "KeyRecord",
     "Ledger",
@@ -130,12 +131,47 @@ CREATE TABLE IF NOT EXISTS synopses (
 """
 
 
+class _Refused(Exception):
+    """Carries a refused write out of its transaction, which is then rolled back."""
+
+    def __init__(self, error: InfodpError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class DeclarationChanged(InfodpError):
+    """A reservation was refused because the dataset's declaration (schema, unit_rows_ok)
+    in the ledger is not the one its query was priced with; nothing was charged."""
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
 
 
 def _frac(text: str) -> Fraction:
-    return Fraction(text)
+    """The exact value of a stored "p/q" text (parsed once per distinct text in a process:
+    a Fraction is immutable, and :func:`_text` records the texts this process writes)."""
+    value = _FRACS.get(text)
+    if value is None:
+        value = Fraction(text)
+        _remember_text(text, value)
+    return value
+
+
+def _text(value: Fraction) -> str:
+    """``str(value)``, remembered by :func:`_frac` (the next read of it is not parsed)."""
+    text = str(value)
+    _remember_text(text, value)
+    return text
+
+
+def _remember_text(text: str, value: Fraction) -> None:
+    if len(_FRACS) >= 4096:
+        _FRACS.clear()
+    _FRACS[text] = value
+
+
+_FRACS: dict[str, Fraction] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +336,10 @@ class Ledger:
         #: the budget lives as long as this object — :class:`infodp.Session` uses it).
         self.in_memory = str(path) == ":memory:"
         self.path = Path(path)
+        self._absolute = str(self.path.absolute())
+        #: This ledger's group commit and writers' lock (see _group and _writers).
+        self._held_group: tuple[tuple[Any, ...], _GroupCommit] | None = None
+        self._held_writers: tuple[tuple[Any, ...], _Writers] | None = None
         self.timeout = timeout
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
@@ -312,10 +352,13 @@ class Ledger:
         self._later: dict[int, tuple[str, str | Callable[[], str]]] = {}
         self._later_pid = os.getpid()
         self._later_lock = threading.RLock()
+        self._flush_lock = threading.RLock()
         #: The budget each reservation of this object left, by entry id (see budget_after).
         self._left: dict[int, Budget] = {}
         #: Whether this process's connection runs in WAL mode (deferred durability needs it).
         self._wal_mode = False
+        #: The connection's synchronous level: True FULL, False NORMAL (None: unknown).
+        self._full: bool | None = True
         if self.in_memory:
             self._open(store_id, new=True)
             return
@@ -631,6 +674,7 @@ class Ledger:
             conn.execute("PRAGMA synchronous = FULL")
             self._drop_wal()
             self._conn, self._pid = conn, os.getpid()
+            self._full = True
             self._wal_mode = mode is not None and str(mode[0]).lower() == "wal"
         return self._conn
 
@@ -715,9 +759,6 @@ class Ledger:
                     conn.execute("ROLLBACK")
                 raise
             finally:
-                if not durable:
-                    with contextlib.suppress(sqlite3.Error):
-                        conn.execute("PRAGMA synchronous = FULL")
                 writers.lock.release()
 
     def _begin(self, deadline: float, durable: bool) -> sqlite3.Connection:
@@ -725,8 +766,12 @@ class Ledger:
         while True:
             conn = self._connection()
             try:
-                if not durable:
-                    conn.execute("PRAGMA synchronous = NORMAL")
+                if self._full != durable:
+                    # The level stays set for the next transactions (every write goes through
+                    # here, and reads do not depend on it): set only when it changes.
+                    self._full = None  # unknown until the statement has run
+                    conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
+                    self._full = durable
                 conn.execute("BEGIN IMMEDIATE")
                 return conn
             except sqlite3.OperationalError as err:
@@ -1021,26 +1066,32 @@ class Ledger:
         epsilon: Fraction,
         delta: Fraction,
         info_nats: float,
-        profile_spec: dict[str, Any] | None = None,
+        profile_spec: dict[str, Any] | str | None = None,
         *,
         durable: bool = True,
+        declaration: tuple[str, bool] | None = None,
     ) -> int:
         """Debit (ε, δ) and the information cost durably; returns the entry id.
 
-        ``profile_spec`` (an ``infodp.accounting`` profile spec of the query) is spent by the
-        analyst's accountant when their budget is in an accountant currency.
+        ``profile_spec`` (an ``infodp.accounting`` profile spec of the query, or its JSON text
+        as the ledger stores it, ``json.dumps(spec)``) is spent by the analyst's accountant
+        when their budget is in an accountant currency.
 
         ``durable=False``: the reservation is committed (checked, written, visible to every
         process, and kept if this process dies) but its fsync is left to :meth:`sync`, which
         the caller must call, successfully, before anything of the query is released. The
         query path uses this to run the fsync while DuckDB aggregates.
 
+        ``declaration``: the dataset's (schema JSON, unit_rows_ok) the query was priced with;
+        the transaction checks that the dataset still declares exactly that, and raises
+        :class:`DeclarationChanged` (nothing charged) otherwise.
+
         Raises :class:`~infodp.errors.BudgetExceeded` (requested, remaining, gap) when the
         analyst's budget or the dataset's information cap would be exceeded; nothing changes.
         """
         if epsilon < 0 or delta < 0 or not info_nats >= 0:
             raise InternalError(f"negative cost ({epsilon}, {delta}, {info_nats})")
-        args = (analyst, dataset, sql, epsilon, delta, info_nats, profile_spec)
+        args = (analyst, dataset, sql, epsilon, delta, info_nats, profile_spec, declaration)
         entry_id = _group(self).submit(
             _Pending(
                 self,
@@ -1070,25 +1121,37 @@ class Ledger:
         durable = any(item.reservation and item.durable for item in batch) or (
             reserving and not self._deferrable()
         )
-        with self._transaction(durable=durable) as conn:
-            swapped: LedgerError | None = None
-            if reserving:
-                try:
-                    self._still_mine(conn)
-                except LedgerError as err:
-                    swapped = err  # no charge goes into a file that is not ours any more
-            for item in batch:
-                if swapped is not None and item.reservation:
-                    outcomes.append((None, copy.copy(swapped)))
-                    continue
-                conn.execute("SAVEPOINT reserve_one")
-                try:
-                    outcomes.append((item.work(conn), None))
-                except InfodpError as err:
-                    conn.execute("ROLLBACK TO reserve_one")
-                    outcomes.append((None, err))
-                finally:
-                    conn.execute("RELEASE reserve_one")
+        single = len(batch) == 1
+        try:
+            with self._transaction(durable=durable) as conn:
+                swapped: LedgerError | None = None
+                if reserving:
+                    try:
+                        self._still_mine(conn)
+                    except LedgerError as err:
+                        swapped = err  # no charge goes into a file that is not ours any more
+                for item in batch:
+                    if swapped is not None and item.reservation:
+                        outcomes.append((None, copy.copy(swapped)))
+                        continue
+                    if single:
+                        # The only write: a refusal rolls the whole transaction back, which
+                        # holds nothing else (no SAVEPOINT: two statements fewer).
+                        try:
+                            outcomes.append((item.work(conn), None))
+                        except InfodpError as err:
+                            raise _Refused(err) from None
+                        continue
+                    conn.execute("SAVEPOINT reserve_one")
+                    try:
+                        outcomes.append((item.work(conn), None))
+                    except InfodpError as err:
+                        conn.execute("ROLLBACK TO reserve_one")
+                        outcomes.append((None, err))
+                    finally:
+                        conn.execute("RELEASE reserve_one")
+        except _Refused as refused:
+            outcomes = [(None, refused.error)]
         for item, (entry_id, failure) in zip(batch, outcomes, strict=True):
             item.entry_id, item.error = entry_id, failure
 
@@ -1101,27 +1164,38 @@ class Ledger:
         epsilon: Fraction,
         delta: Fraction,
         info_nats: float,
-        profile_spec: dict[str, Any] | None,
+        profile_spec: dict[str, Any] | str | None,
+        declaration: tuple[str, bool] | None = None,
     ) -> int:
         """One reservation inside an open write transaction (see :meth:`reserve`)."""
-        # The analyst's budget and the dataset's totals in one read.
+        # The analyst's budget, the dataset's totals and its declaration in one read.
         row = conn.execute(
             "SELECT a.epsilon, a.delta, a.spent_epsilon, a.spent_delta, a.accountant_json, "
             "d.info_cap_bits, d.info_spent_nats, d.max_epsilon, d.max_delta, d.spent_epsilon, "
-            "d.spent_delta FROM analysts a JOIN datasets d ON d.name = a.dataset "
+            "d.spent_delta, d.schema_json, d.unit_rows_ok, "
+            # The entry this one will follow: AUTOINCREMENT's next id and the last link.
+            "(SELECT seq FROM sqlite_sequence WHERE name = 'entries'), "
+            "(SELECT id FROM entries ORDER BY id DESC LIMIT 1), "
+            "(SELECT chain FROM entries ORDER BY id DESC LIMIT 1) "
+            "FROM analysts a JOIN datasets d ON d.name = a.dataset "
             "WHERE a.name = ? AND a.dataset = ?",
             (analyst, dataset),
         ).fetchone()
         if row is None:
             self._budget(conn, analyst, dataset)  # raises the error naming what is missing
             raise InternalError(f"dataset {dataset!r} of analyst {analyst!r} is not registered")
+        if declaration is not None and (row[11], bool(row[12])) != declaration:
+            raise DeclarationChanged(
+                f"the declaration of dataset {dataset} changed since the query was priced; "
+                "nothing was charged. Ask again."
+            )
         b = _to_budget(analyst, dataset, row[:5])
-        cap, spent, max_eps, max_dlt, d_eps, d_dlt = row[5:]
+        cap, spent, max_eps, max_dlt, d_eps, d_dlt = row[5:11]
         # Every currency, basic included, is enforced by the accountant; its state is taken
         # from the cache of parsed states when the stored text is the one cached (the text
         # is the whole state, so another process's charge shows as a different text and the
         # state is re-read: a cached state is never trusted beyond what is on disk).
-        spec_text = None if profile_spec is None else json.dumps(profile_spec)
+        spec_text = profile_spec if not isinstance(profile_spec, dict) else json.dumps(profile_spec)
         new_state = _accountant_spend(b, spec_text, epsilon, delta)
         new_d_eps, new_d_dlt = _frac(d_eps) + epsilon, _frac(d_dlt) + delta
         over_eps = max_eps is not None and new_d_eps > _frac(max_eps)
@@ -1152,8 +1226,8 @@ class Ledger:
             "UPDATE analysts SET spent_epsilon = ?, spent_delta = ?, "
             "accountant_json = coalesce(?, accountant_json) WHERE name = ? AND dataset = ?",
             (
-                str(b.spent_epsilon + epsilon),
-                str(b.spent_delta + delta),
+                _text(b.spent_epsilon + epsilon),
+                _text(b.spent_delta + delta),
                 new_state,
                 analyst,
                 dataset,
@@ -1162,29 +1236,24 @@ class Ledger:
         conn.execute(
             "UPDATE datasets SET info_spent_nats = ?, spent_epsilon = ?, spent_delta = ? "
             "WHERE name = ?",
-            (new_spent, str(new_d_eps), str(new_d_dlt), dataset),
+            (new_spent, _text(new_d_eps), _text(new_d_dlt), dataset),
         )
         created = _now()
         # The immutable fields as stored (and read back by the verification): text, and the
         # information cost as a REAL, which holds a Python float exactly.
         fields = (analyst, dataset, sql, str(epsilon), str(delta), float(info_nats), created)
+        # The id AUTOINCREMENT would give (one more than any id ever used), so that the entry
+        # is written with its link in one statement; the link follows the last entry.
+        entry_id = max(row[13] or 0, row[14] or 0) + 1
+        link = _chain("" if row[14] is None else row[15], self.store_id, (entry_id, *fields))
         cur = conn.execute(
-            "INSERT INTO entries (analyst, dataset, sql, epsilon, delta, info_nats, status, "
-            "created, pid, profile_json) VALUES (?, ?, ?, ?, ?, ?, 'reserved', ?, ?, ?)",
-            (
-                *fields,
-                os.getpid(),
-                spec_text,
-            ),
+            "INSERT INTO entries (id, analyst, dataset, sql, epsilon, delta, info_nats, status, "
+            "created, pid, profile_json, chain) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, 'reserved', ?, ?, ?, ?)",
+            (entry_id, *fields, os.getpid(), spec_text, link),
         )
-        entry_id = cur.lastrowid
-        if entry_id is None:
-            raise InternalError("the ledger did not return an entry id")
-        last = conn.execute(
-            "SELECT chain FROM entries WHERE id < ? ORDER BY id DESC LIMIT 1", (entry_id,)
-        ).fetchone()
-        link = _chain("" if last is None else last[0], self.store_id, (entry_id, *fields))
-        conn.execute("UPDATE entries SET chain = ? WHERE id = ?", (link, entry_id))
+        if cur.lastrowid != entry_id:
+            raise InternalError("the ledger did not write the entry under its id")
         # The head of the chain: an open that finds fewer entries knows some were dropped.
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('head', ?)",
@@ -1281,17 +1350,26 @@ class Ledger:
         _flusher().poke(self)
 
     def flush(self) -> None:
-        """Write every completion :meth:`complete_later` still holds (one transaction)."""
-        with self._later_lock:
-            if not self._later or self._later_pid != os.getpid():
-                return
-            items, self._later = self._later, {}
+        """Write every completion :meth:`complete_later` still holds (one transaction).
+
+        One flush at a time (a reader's flush waits for the one in flight, so it then sees
+        every completion held before it); :meth:`complete_later` never waits for a flush,
+        which renders and writes its batch outside the lock of the held completions.
+        """
+        if self._later_pid != os.getpid():
+            return  # a forked child: the parent writes its own (its locks may be held here)
+        with self._flush_lock:
+            with self._later_lock:
+                if not self._later or self._later_pid != os.getpid():
+                    return
+                items, self._later = self._later, {}
             try:
                 self._write_completions(items)
             except InternalError:
                 raise  # a bug (an entry finished twice): not retried
             except BaseException:
-                self._later = {**items, **self._later}  # kept for the next flush
+                with self._later_lock:
+                    self._later = {**items, **self._later}  # kept for the next flush
                 raise
 
     def _write_completions(self, items: dict[int, tuple[str, str | Callable[[], str]]]) -> None:
@@ -1303,6 +1381,10 @@ class Ledger:
                 except Exception:  # a bug: the entry stays 'reserved' (spent, no answer kept)
                     continue
                 items[entry_id] = (finished, text)  # rendered once, even if written later
+                # Let a waiting thread (a query's critical path) take the interpreter lock
+                # between two renderings, instead of after the whole batch (up to the switch
+                # interval, 5 ms).
+                time.sleep(0)
             rows.append((entry_id, finished, text))
 
         twice: list[int] = []
@@ -1627,6 +1709,39 @@ _PROFILES: dict[str, Any] = {}
 _PROFILES_LOCK = threading.Lock()
 
 
+def _basic_spend(profile_spec: str | None, epsilon: Fraction, delta: Fraction) -> Any:
+    """What a basic budget's accountant spends for a query: the (ε, δ) guarantee profile of
+    its exact declared (ε, δ), once the accountant has checked that the query's own profile
+    meets that declaration.
+
+    Basic composition adds the declared (ε, δ) only (Dwork & Roth 2014, Thm 3.16), so the
+    verdict is the same as spending the query's profile; the check that the profile meets
+    its declaration (:meth:`Accountant.spend` raises ParameterError otherwise) is a function
+    of (spec, ε, δ), made once per distinct triple in a process instead of per reservation
+    (it evaluates the composed profile's pure ε exactly, most of a reservation's CPU).
+    """
+    from infodp.accounting.accountant import Accountant, _guarantee_profile
+
+    key = (profile_spec, epsilon, delta)
+    with _PROFILES_LOCK:
+        hit = _BASIC.get(key)
+    if hit is not None:
+        return hit
+    if profile_spec is not None:
+        # A fresh budget of exactly the declared (ε, δ): only the declaration check can fail.
+        check = Accountant.basic(epsilon, delta, (Fraction(0), Fraction(0)))
+        check.spend(_spend_profile(profile_spec, epsilon, delta), epsilon=epsilon, delta=delta)
+    hit = _guarantee_profile(epsilon, delta)
+    with _PROFILES_LOCK:
+        if len(_BASIC) >= 256:
+            _BASIC.clear()
+        _BASIC[key] = hit
+    return hit
+
+
+_BASIC: dict[tuple[str | None, Fraction, Fraction], Any] = {}
+
+
 def _accountant_spend(
     b: Budget, profile_spec: str | None, epsilon: Fraction, delta: Fraction
 ) -> str | None:
@@ -1638,11 +1753,11 @@ def _accountant_spend(
     """
     from infodp.accounting.accountant import Accountant
 
-    profile = _spend_profile(profile_spec, epsilon, delta)
     if b.accountant_json is None:
         basic = Accountant.basic(b.epsilon, b.delta, (b.spent_epsilon, b.spent_delta))
-        basic.spend(profile, epsilon=epsilon, delta=delta)
+        basic.spend(_basic_spend(profile_spec, epsilon, delta), epsilon=epsilon, delta=delta)
         return None
+    profile = _spend_profile(profile_spec, epsilon, delta)
     if profile_spec is None:
         raise InternalError("an accountant budget needs the query's privacy profile")
     acc = _accountant_of(b.accountant_json).copy()
@@ -1952,27 +2067,37 @@ def _file_key(ledger: Ledger) -> tuple[Any, ...]:
     """Which ledger objects share a group: same process, same file, same identity."""
     if ledger.in_memory:
         return (os.getpid(), id(ledger))
-    return (os.getpid(), ledger._identity, ledger.store_id, str(ledger.path.absolute()))
+    return (os.getpid(), ledger._identity, ledger.store_id, ledger._absolute)
 
 
 def _group(ledger: Ledger) -> _GroupCommit:
     key = _file_key(ledger)
+    # The ledger holds its group (the registry's values are weak: without this reference
+    # each query would make a new one, ~10 us).
+    held = ledger._held_group
+    if held is not None and held[0] == key:
+        return held[1]
     with _REGISTRY_LOCK:
         group = _GROUPS.get(key)
         if group is None:
             group = _GroupCommit()
             _GROUPS[key] = group
-        return group
+    ledger._held_group = (key, group)
+    return group
 
 
 def _writers(ledger: Ledger) -> _Writers:
     """The writers' lock of ``ledger``'s file in this process (see :class:`_Writers`)."""
     key: tuple[Any, ...] = (os.getpid(), id(ledger))
     if not ledger.in_memory:
-        key = (os.getpid(), str(ledger.path.absolute()))
+        key = (os.getpid(), ledger._absolute)
+    held = ledger._held_writers  # held by the ledger, as its group (see _group)
+    if held is not None and held[0] == key:
+        return held[1]
     with _REGISTRY_LOCK:
         writers = _WRITERS.get(key)
         if writers is None:
             writers = _Writers()
             _WRITERS[key] = writers
-        return writers
+    ledger._held_writers = (key, writers)
+    return writers
