@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from _cli_errors import json_error
 from infodp.accounting.accountant import Accountant, Budget
 from infodp.cli import main
 from infodp.curator import ledger as ledger_module
@@ -151,4 +152,4 @@ def test_cli_ledger_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     _sql(Path(str(db) + ".ledger"), "UPDATE entries SET sql = 'x' WHERE id = 1")
     assert main(["ledger", "verify", "--db", str(db), "--json"]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err.count("\n") == 1 and "ledger" in err
+    assert "ledger" in err and json_error(out, err, 2)["kind"] == "ledger"

@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 
 from _asgi import call
+from _cli_errors import json_error
 from infodp.cli import main
 from infodp.curator.engine import Curator
 from infodp.curator.store import ledger_path
@@ -136,8 +137,12 @@ def test_a_damaged_ledger_stops_every_command(
     ):
         assert main(argv) == 2, argv
         out, err = capsys.readouterr()
-        assert out == "" and err.count("\n") == 1 and "ledger" in err, (argv, err)
+        assert err.count("\n") == 1 and "ledger" in err, (argv, err)
         assert "Traceback" not in err
+        if "--json" in argv:  # the failure as one JSON object too
+            assert json_error(out, err, 2)["kind"] == "ledger"
+        else:
+            assert out == ""
     # Nothing was silently recreated or repaired.
     now = ledger_path(db).stat().st_size if ledger_path(db).exists() else None
     assert now == size
