@@ -107,7 +107,11 @@ _DSG_WIDTH = math.sqrt(150.0)
 
 @functools.lru_cache(maxsize=64)
 def _dgauss_log_z(s: float) -> float:
-    """log of the partial sum Σ_{|k| ≤ W} e^{−k²/(2s²)}: a lower bound on log Z."""
+    """A lower bound on log Z, Z = Σ_k e^{−k²/(2s²)}: the partial sum over |k| ≤ W, or for
+    s > 4096 log(s√(2π)) (Z ≥ s√(2π) by Poisson summation, Canonne, Kamath & Steinke 2020,
+    proof of Fact 20; the two agree to e^{−2π²s²} there), so memory stays bounded."""
+    if s > _DGAUSS_EXACT_SIGMA:
+        return math.log(s) + 0.5 * math.log(2 * math.pi)
     w = math.ceil(_DSG_WIDTH * s) + 2
     ks = np.arange(-w, w + 1, dtype=np.float64)
     return float(special.logsumexp(-(ks * ks) / (2 * s * s)))
@@ -759,6 +763,12 @@ class PrivacyLossDistribution:
             # Δ − 1 atoms spaced 2λ ≤ h apart (a curator sum has Δ in the millions): δ at the
             # grid nodes from geometric series instead of sorting and summing every atom.
             return cls(h, (_dlap_pmf_closed(lam, d, h),))
+        # Here Δ ≤ 2048 or the atoms are > h apart, so the grid (checked before the Δ − 1
+        # atoms are built) is at least as large as the atom count.
+        span = 2.0 * d * lam / h
+        if not span < 2.0**62:
+            raise PLDTooLarge(2**62, h)
+        _check_size(math.ceil(span) + 2, h)
         r = math.exp(-lam)
         k = np.arange(1, d, dtype=np.float64)
         losses = np.concatenate([[d * lam, -d * lam], lam * (d - 2 * k)])
@@ -848,6 +858,7 @@ class PrivacyLossDistribution:
         h = as_positive("interval", interval)
         w = math.ceil(_DSG_WIDTH * s) + 2
         lo, hi = -w, d + w
+        _check_size(hi - lo + 1, h)  # one atom per k: refused before the arrays are built
         ks = np.arange(lo, hi + 1, dtype=np.float64)
         log_z = _dgauss_log_z(s)  # ≤ the true log Z: in-window masses are over-, not under-stated
         log_p0 = -(ks * ks) / (2 * s * s) - log_z
