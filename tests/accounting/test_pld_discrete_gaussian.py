@@ -78,9 +78,10 @@ def test_large_sigma_is_pessimistic_and_close_to_the_continuous_gaussian(
         assert ours <= continuous_delta(sigma, sens, float(eps) - 2 * H) + 3e-15
 
 
-@pytest.mark.parametrize(
-    ("sigma", "sens"), [(50.0, 1), (50.0, 7), (300.0, 20), (2000.0, 1), (2000.0, 300), (4000.0, 999)]
-)
+MODERATE = [(50.0, 1), (50.0, 7), (300.0, 20), (2000.0, 1), (2000.0, 300), (4000.0, 999)]
+
+
+@pytest.mark.parametrize(("sigma", "sens"), MODERATE)
 def test_blocked_path_dominates_the_per_atom_path_and_stays_close(sigma: float, sens: int) -> None:
     exact = PrivacyLossDistribution.from_discrete_gaussian(sigma, sens, H)  # one atom per k
     assert sigma <= pld_module._DGAUSS_EXACT_SIGMA

@@ -149,11 +149,12 @@ def _dgauss_cdf_upper(s: float, b: ArrayF) -> ArrayF:
     With f(x) = e^{−x²/(2σ²)}, P[N ≤ b] = Σ_{k≤b} f(k) / Z. Euler-Maclaurin with p = 4
     (e.g. Apostol 1999, "An elementary view of Euler's summation formula"; DLMF 2.10.1) on
     (−∞, b]: Σ_{k≤b} f(k) = ∫_{−∞}^b f + f(b)/2 + (1/12) f′(b) − (1/720) f‴(b) + R,
-    |R| ≤ (2ζ(4)/(2π)⁴) ∫_{−∞}^b |f⁗| = (1/720) ∫ |f⁗|. With u = x/σ,
-    f⁽ⁿ⁾(x) = (−1)ⁿ Heₙ(u) f(x)/σⁿ, so ∫_ℝ |f⁗| = σ^{−3} √(2π) E|He₄(Z)| ≤ σ^{−3} √(2π) √24.
+    |R| ≤ (2ζ(4)/(2π)⁴) ∫_{−∞}^b |f⁗| = (1/720) ∫_{−∞}^b |f⁗|. With u = x/σ,
+    f⁽ⁿ⁾(x) = (−1)ⁿ Heₙ(u) f(x)/σⁿ, so ∫_{−∞}^b |f⁗| = σ^{−3} √(2π) E[|He₄(Z)|; Z ≤ u]; that
+    is −He₃(u)φ(u) below the least root of He₄ and at most √24 everywhere.
     By Poisson summation Z = σ√(2π)(1 + 2 Σ_{n≥1} e^{−2π²σ²n²}) ≥ σ√(2π) (Canonne, Kamath &
     Steinke 2020, proof of Fact 20), so dividing by σ√(2π) only overstates:
-    P[N ≤ b] ≤ Φ(u) + (φ(u)/σ)(1/2 − u/(12σ) + He₃(u)/(720σ³)) + √24/(720σ⁴).
+    P[N ≤ b] ≤ Φ(u) + (φ(u)/σ)(1/2 − u/(12σ) + He₃(u)/(720σ³)) + E[|He₄(Z)|; Z ≤ u]/(720σ⁴).
     Rounded up by 2⁻⁴⁰ relative, clipped to [0, 1].
 
     >>> s = 3.0; ks = np.arange(-60, 61); p = np.exp(-ks**2 / (2 * s * s)); p /= p.sum()
@@ -162,12 +163,16 @@ def _dgauss_cdf_upper(s: float, b: ArrayF) -> ArrayF:
     True
     """
     u = np.asarray(b, dtype=np.float64) / s
-    with np.errstate(over="ignore", under="ignore"):
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         phi = np.exp(-0.5 * u * u) / math.sqrt(2 * math.pi)
-        he3 = u * (u * u - 3.0)
+        he3 = np.where(phi > 0.0, u * (u * u - 3.0), 0.0)  # no inf·0 far out in the tails
         # Below 2^-1000 the Hermite term is negligible beside the remainder bound; avoid inf·0.
         corr = np.where(phi > 0.0, phi / s * (0.5 - u / (12 * s) + he3 / (720 * s**3)), 0.0)
-    value = special.ndtr(u) + corr + _HE4_ABS_MEAN / (720 * s**4)
+        # ∫_{−∞}^u |He₄|φ: He₄ > 0 below its least root −√(3 + √6), where the integral is
+        # −He₃(u)φ(u) (d/dt[He₃φ] = −He₄φ); above, E|He₄(Z)| ≤ √24 bounds it.
+        low_tail = u <= -math.sqrt(3.0 + math.sqrt(6.0))
+        spread = np.where(low_tail, -he3 * phi, _HE4_ABS_MEAN)
+    value = special.ndtr(u) + corr + spread / (720 * s**4)
     return np.asarray(np.clip(value * (1.0 + _DGAUSS_CDF_ROUND), 0.0, 1.0), dtype=np.float64)
 
 
