@@ -197,3 +197,25 @@ def test_frozen_and_all() -> None:
         if not n.startswith("_") and getattr(v, "__module__", None) == gaussian.__name__
     }
     assert public == set(gaussian.__all__)
+
+
+@pytest.mark.parametrize("sigma", [5000.0, 1e7])
+def test_large_sigma_tail_is_an_upper_bound_and_tight(sigma: float) -> None:
+    # P[N ≥ k] of N_Z(0, σ²) above σ = 4096 comes from a closed-form bound: compare with the
+    # continuous-correction estimate Φ̄((k − 1/2)/σ) (Euler-Maclaurin, error O(φ/σ²)) and, at
+    # σ = 5000, with the direct sum of the pmf.
+    from infodp.mechanisms.gaussian import DiscreteGaussianMechanism, _dgauss_tail
+
+    for z in (0.5, 1.96, 4.0, 8.0):
+        k = round(z * sigma)
+        tail = _dgauss_tail(sigma, k)
+        approx = float(stats.norm.sf((k - 0.5) / sigma))
+        assert tail == pytest.approx(approx, rel=1e-6, abs=0.0)
+        if sigma < 10_000:
+            ks = np.arange(k, k + 45 * int(sigma), dtype=np.float64)
+            norm = sigma * math.sqrt(2 * math.pi)  # exact to e^{−2π²σ²} (Poisson summation)
+            direct = math.fsum(np.exp(-(ks * ks) / (2 * sigma * sigma)).tolist()) / norm
+            assert direct * (1 - 1e-13) <= tail <= direct * (1 + 1e-9) + 1e-300
+    m = DiscreteGaussianMechanism(sigma)
+    h = m.halfwidth(0.05)
+    assert stats.norm.isf(0.025) * sigma - 1 <= h <= stats.norm.isf(0.025) * sigma + 2

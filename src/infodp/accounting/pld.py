@@ -107,7 +107,11 @@ _DSG_WIDTH = math.sqrt(150.0)
 
 @functools.lru_cache(maxsize=64)
 def _dgauss_log_z(s: float) -> float:
-    """log of the partial sum Σ_{|k| ≤ W} e^{−k²/(2s²)}: a lower bound on log Z."""
+    """A lower bound on log Z, Z = Σ_k e^{−k²/(2s²)}: the partial sum over |k| ≤ W, or for
+    s > 4096 log(s√(2π)) (Z ≥ s√(2π) by Poisson summation, Canonne, Kamath & Steinke 2020,
+    proof of Fact 20; the two agree to e^{−2π²s²} there), so memory stays bounded."""
+    if s > _DGAUSS_EXACT_SIGMA:
+        return math.log(s) + 0.5 * math.log(2 * math.pi)
     w = math.ceil(_DSG_WIDTH * s) + 2
     ks = np.arange(-w, w + 1, dtype=np.float64)
     return float(special.logsumexp(-(ks * ks) / (2 * s * s)))
@@ -124,6 +128,85 @@ def _dgauss_log_out(s: float, c: float, lo: int, hi: int) -> float:
     return float(
         np.logaddexp(left, right) + 0.5 * math.log(2 * math.pi) + math.log(s) - _dgauss_log_z(s)
     )
+
+
+#: Above this σ the discrete Gaussian PLD is built from blocks of consecutive k (below it, one
+#: atom per k: about 80σ floats). The Euler-Maclaurin remainder of :func:`_dgauss_cdf_upper`
+#: is ≤ 0.0069/σ⁴ (< 3e-17 here).
+_DGAUSS_EXACT_SIGMA = 4096.0
+#: Relative round-up of every CDF bound: covers the few roundings of Φ, φ and the sums.
+_DGAUSS_CDF_ROUND = 2.0**-40
+#: E|He₄(Z)| ≤ √(E He₄(Z)²) = √(4!) (Cauchy-Schwarz; E He_n(Z)² = n! for the probabilists'
+#: Hermite polynomials).
+_HE4_ABS_MEAN = math.sqrt(24.0)
+#: Blocks of the discrete Gaussian PLD span at most h/16 of loss when that keeps ~2^20 atoms.
+_DGAUSS_REFINE = 16
+
+
+def _dgauss_cdf_upper(s: float, b: ArrayF) -> ArrayF:
+    """Upper bounds on P[N ≤ b] for N ~ N_Z(0, σ²) (discrete Gaussian, σ ≥ 1) at integers b.
+
+    With f(x) = e^{−x²/(2σ²)}, P[N ≤ b] = Σ_{k≤b} f(k) / Z. Euler-Maclaurin with p = 4
+    (e.g. Apostol 1999, "An elementary view of Euler's summation formula"; DLMF 2.10.1) on
+    (−∞, b]: Σ_{k≤b} f(k) = ∫_{−∞}^b f + f(b)/2 + (1/12) f′(b) − (1/720) f‴(b) + R,
+    |R| ≤ (2ζ(4)/(2π)⁴) ∫_{−∞}^b |f⁗| = (1/720) ∫_{−∞}^b |f⁗|. With u = x/σ,
+    f⁽ⁿ⁾(x) = (−1)ⁿ Heₙ(u) f(x)/σⁿ, so ∫_{−∞}^b |f⁗| = σ^{−3} √(2π) E[|He₄(Z)|; Z ≤ u]; that
+    is −He₃(u)φ(u) below the least root of He₄ and at most √24 everywhere.
+    By Poisson summation Z = σ√(2π)(1 + 2 Σ_{n≥1} e^{−2π²σ²n²}) ≥ σ√(2π) (Canonne, Kamath &
+    Steinke 2020, proof of Fact 20), so dividing by σ√(2π) only overstates:
+    P[N ≤ b] ≤ Φ(u) + (φ(u)/σ)(1/2 − u/(12σ) + He₃(u)/(720σ³)) + E[|He₄(Z)|; Z ≤ u]/(720σ⁴).
+    Rounded up by 2⁻⁴⁰ relative, clipped to [0, 1].
+
+    >>> s = 3.0; ks = np.arange(-60, 61); p = np.exp(-ks**2 / (2 * s * s)); p /= p.sum()
+    >>> exact = float(p[ks <= 2].sum()); bound = float(_dgauss_cdf_upper(s, np.array([2.0]))[0])
+    >>> exact <= bound < exact + 1e-4
+    True
+    """
+    u = np.asarray(b, dtype=np.float64) / s
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        phi = np.exp(-0.5 * u * u) / math.sqrt(2 * math.pi)
+        he3 = np.where(phi > 0.0, u * (u * u - 3.0), 0.0)  # no inf·0 far out in the tails
+        # Below 2^-1000 the Hermite term is negligible beside the remainder bound; avoid inf·0.
+        corr = np.where(phi > 0.0, phi / s * (0.5 - u / (12 * s) + he3 / (720 * s**3)), 0.0)
+        # ∫_{−∞}^u |He₄|φ: He₄ > 0 below its least root −√(3 + √6), where the integral is
+        # −He₃(u)φ(u) (d/dt[He₃φ] = −He₄φ); above, E|He₄(Z)| ≤ √24 bounds it.
+        low_tail = u <= -math.sqrt(3.0 + math.sqrt(6.0))
+        spread = np.where(low_tail, -he3 * phi, _HE4_ABS_MEAN)
+    value = special.ndtr(u) + corr + spread / (720 * s**4)
+    return np.asarray(np.clip(value * (1.0 + _DGAUSS_CDF_ROUND), 0.0, 1.0), dtype=np.float64)
+
+
+def _dgauss_loss_range(s: float, d: int) -> tuple[int, float]:
+    """Cut K (|k| ≤ K kept, P[N < −K] ≤ ~1e-17) and the loss step Δ/σ² between neighbours."""
+    cut = math.ceil(_Z_TAIL * s) + 1
+    return cut, d / (s * s)
+
+
+def _dgauss_pmf_blocked(s: float, d: int, interval: float) -> _PMF:
+    """Pessimistic PLD of the discrete Gaussian (shift Δ) in O(loss range / h) atoms.
+
+    The loss L(k) = (Δ² − 2kΔ)/(2σ²) decreases in k by Δ/σ² per step. The k in [−K, K] are
+    grouped into blocks (e_{j−1}, e_j] of w = max(1, ⌊hσ²/(rΔ)⌋) consecutive integers, whose
+    losses span less than h/r (r ≤ 16); each block's mass goes to its highest loss L(e_{j−1} + 1).
+    Masses come from upper bounds C_j ≥ P[N ≤ e_j] (:func:`_dgauss_cdf_upper`, made
+    non-decreasing): C_0 ≥ P[N ≤ −K − 1] goes to +∞, block j gets C_j − C_{j−1}, the last
+    block (which also takes every k > K) 1 − C_{n−1}. The loss is then stochastically above
+    the true loss (P[L̂ ≥ L(e_j + 1)] = C_j ≥ P[L ≥ L(e_j + 1)]), so every δ(ε) is an upper
+    bound on the discrete Gaussian's (Meiser & Mohammadi 2018: losses rounded up dominate).
+    """
+    cut, step = _dgauss_loss_range(s, d)
+    span = 2 * cut * step / interval  # grid steps covered (≤ MAX_POINTS, checked by the caller)
+    # Blocks span ≤ h/r: r up to 16 while the atoms stay below ~2^20, so the upward shift of
+    # each block (at most its span) costs little beside the grid's own h.
+    r = max(1, min(_DGAUSS_REFINE, int(2**20 / max(span, 1.0))))
+    w = max(1.0, math.floor(interval / (r * step)))
+    n = math.ceil(2 * cut / w)
+    ends = np.minimum(-cut - 1 + w * np.arange(n + 1, dtype=np.float64), float(cut))
+    cdf = np.maximum.accumulate(_dgauss_cdf_upper(s, ends))
+    cdf[-1] = 1.0  # the last block takes the lower tail k > K (lowest losses)
+    masses = np.diff(cdf)
+    losses = (d * d - 2.0 * (ends[:-1] + 1.0) * d) / (2 * s * s)
+    return _pmf_from_atoms(interval, losses, masses, float(cdf[0]))
 
 
 @dataclass(frozen=True, eq=False)
@@ -685,6 +768,12 @@ class PrivacyLossDistribution:
             # Δ − 1 atoms spaced 2λ ≤ h apart (a curator sum has Δ in the millions): δ at the
             # grid nodes from geometric series instead of sorting and summing every atom.
             return cls(h, (_dlap_pmf_closed(lam, d, h),))
+        # Here Δ ≤ 2048 or the atoms are > h apart, so the grid (checked before the Δ − 1
+        # atoms are built) is at least as large as the atom count.
+        span = 2.0 * d * lam / h
+        if not span < 2.0**62:
+            raise PLDTooLarge(2**62, h)
+        _check_size(math.ceil(span) + 2, h)
         r = math.exp(-lam)
         k = np.arange(1, d, dtype=np.float64)
         losses = np.concatenate([[d * lam, -d * lam], lam * (d - 2 * k)])
@@ -701,16 +790,29 @@ class PrivacyLossDistribution:
 
         Loss at k is (Δ² − 2kΔ)/(2σ²). The support is cut where the remaining mass is below
         1e-17 per side; the high-loss tail goes to +∞, the low-loss tail to the lowest atom.
+        Up to σ = 4096 one atom per k; above, blocks of consecutive k at their highest loss
+        with rigorously bounded masses (:func:`_dgauss_pmf_blocked`), so memory and time grow
+        with the loss range over h, not with σ. The grid size is checked before any array.
+
+        >>> pld = PrivacyLossDistribution.from_discrete_gaussian(1.7e7, 2**21, 2e-4)
+        >>> 0.0 < pld.delta(1.0) < 1e-3
+        True
         """
         s = as_positive("sigma", sigma)
         d = as_positive_int("sensitivity", sensitivity)
         h = as_positive("interval", interval)
-        big = math.ceil(40 * s) + d + 2
+        cut, step = _dgauss_loss_range(s, d)
+        span = 2 * cut * step / h  # grid points between the highest and lowest kept loss
+        if not span < 2.0**62:
+            raise PLDTooLarge(2**62, h)
+        _check_size(math.ceil(span) + 2, h)
+        if s > _DGAUSS_EXACT_SIGMA:
+            return cls(h, (_dgauss_pmf_blocked(s, d, h),))
+        big = math.ceil(40 * s) + 2
         ks = np.arange(-big, big + 1, dtype=np.float64)
         logw = -(ks * ks) / (2 * s * s)
         logp = logw - special.logsumexp(logw)
         p = np.exp(logp)
-        cut = math.ceil(_Z_TAIL * s) + 1
         keep = np.abs(ks) <= cut
         hi_tail = float(p[ks < -cut].sum())  # large negative k: large loss → +∞
         lo_tail = float(p[ks > cut].sum())
@@ -761,6 +863,7 @@ class PrivacyLossDistribution:
         h = as_positive("interval", interval)
         w = math.ceil(_DSG_WIDTH * s) + 2
         lo, hi = -w, d + w
+        _check_size(hi - lo + 1, h)  # one atom per k: refused before the arrays are built
         ks = np.arange(lo, hi + 1, dtype=np.float64)
         log_z = _dgauss_log_z(s)  # ≤ the true log Z: in-window masses are over-, not under-stated
         log_p0 = -(ks * ks) / (2 * s * s) - log_z

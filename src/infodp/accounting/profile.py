@@ -642,6 +642,11 @@ class DiscreteSubsampledGaussianProfile(PrivacyProfile):
     def _kl(self) -> float:
         # KL = Σ_in p log(p/q) + Σ_out p log(p/q), and p log(p/q) ≤ p²/q − p ≤ p²/q
         # (log x ≤ x − 1): the outside part is at most the order-2 outside bound.
+        s, mu = self.sigma_units, self.mu_units
+        if 2 * (math.ceil(_pldlib._DSG_WIDTH * s) + 2) + 2 * mu > _DSG_MAX_ATOMS:
+            # Too many atoms to sum: KL = D_1 ≤ D_2 (Rényi divergence grows with the order,
+            # van Erven & Harremoës 2014, Theorem 3) ≤ the order-2 convexity bound.
+            return float(self._jensen(np.array([2.0]))[0])
         best = 0.0
         for remove in (True, False):
             log_p, log_q, out = self._window(2.0, remove)
