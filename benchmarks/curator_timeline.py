@@ -7,8 +7,8 @@ reader (``Curator(db, keep_open=True).query``), with DuckDB alone on the same fi
 turn with it (one of each per repetition). Every step of the query path is wrapped with a
 ``time.perf_counter`` stamp: the table gives, for each stamp, the median time since the query
 started, so the work before the aggregate starts (pricing, the reservation's transaction),
-the aggregate on its helper thread (next to the reservation's fsync and the noise on the
-calling thread), and the work after it (release, answer, ledger completion) can be read off
+the aggregate on its helper thread (next to the reservation's fsync on the calling thread),
+and the work after it (noise, release, answer, ledger completion) can be read off
 directly. The stamps cost about a microsecond each.
 
 The section "curator_timeline" of BENCHMARKS.md is rewritten with the results.
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
         "groups, ε = 1) on a kept-open reader, step by step: for each step's start and end, "
         f"the median over {args.reps} queries of the time since the query started (ms). "
         "DuckDB runs the aggregate on a helper thread while the calling thread fsyncs the "
-        "reservation and draws the noise; nothing is released before both are done. "
+        "reservation; the noise is drawn when both are done, and nothing is released before. "
         f"Medians of the whole query: DuckDB alone {plain:.2f} ms (timed in turn with it), "
         f"the service query {total:.2f} ms ({total / plain:.2f}x).\n\n"
         + markdown_table(["step", "ms since the query started"], table)

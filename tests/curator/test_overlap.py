@@ -5,9 +5,9 @@ the process dies), then runs the commit's fsync while DuckDB aggregates, and rel
 until the fsync has returned. What is checked here, against the ledger file itself (a second
 connection, another process after a SIGKILL) and a spy on what was released:
 
-* a failing fsync releases nothing, draws no noise, keeps the charge, answers with the one
-  constant failure and does so without waiting for the aggregate (its timing cannot carry
-  the data);
+* a failing fsync releases nothing (the noise, drawn from the data-independent source before
+  the aggregate, is dropped unseen), keeps the charge, answers with the one constant failure
+  and does so without waiting for the aggregate (its timing cannot carry the data);
 * a process killed between the reservation's commit and its fsync (before the data is read)
   leaves the charge spent;
 * a refusal (budget exceeded) never starts the aggregate;
@@ -35,7 +35,6 @@ from infodp.curator.engine import Curator
 from infodp.curator.ledger import Ledger
 from infodp.curator.overlap import background
 from infodp.errors import BudgetExceeded, QueryFailed
-from infodp.mechanisms.sampling import InsecureSeededSource
 
 SCHEMA = {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int", "bounds": [0, 9]}}}
 SQL = "SELECT COUNT(*) FROM t"
@@ -60,28 +59,11 @@ def _spent(db: Path) -> Fraction:
     return Fraction(spent)
 
 
-class _Counting(InsecureSeededSource):
-    """A seeded source that counts the bytes handed out (no noise drawn = no bytes)."""
-
-    def __init__(self) -> None:
-        super().__init__(3, i_understand_this_is_not_private=True)
-        self.drawn = 0
-
-    def random_bytes(self, n: int) -> bytes:
-        self.drawn += n
-        return super().random_bytes(n)
-
-    def randbelow(self, n: int) -> int:
-        self.drawn += 1
-        return super().randbelow(n)
-
-
 def test_a_failed_fsync_releases_nothing_and_does_not_wait_for_the_data(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = make_store(tmp_path)
-    source = _Counting()
-    cur = Curator(db, source=source, keep_open=True)
+    cur = Curator(db, keep_open=True)
     started, go_on = threading.Event(), threading.Event()
     real = DuckDBBackend.aggregate
 
@@ -106,7 +88,7 @@ def test_a_failed_fsync_releases_nothing_and_does_not_wait_for_the_data(
     finally:
         go_on.set()
     assert str(info.value) == QueryFailed.MESSAGE
-    assert released == [] and source.drawn == 0  # no noise, no release
+    assert released == []  # nothing of the query (the noise drawn for it included) left
     (entry,) = cur.ledger.entries()
     assert entry.status == "failed" and entry.result_json is None
     assert "Input/output error" in (entry.error or "")

@@ -819,7 +819,8 @@ class Curator:
     def _run_overlapped(self, reserved: Reservation) -> Released:
         """:meth:`run_reserved` for a reservation whose fsync is still to come: the fsync
         runs while DuckDB aggregates on a helper thread (both release the interpreter lock),
-        then the noise is drawn, and nothing is released before the fsync has returned.
+        the noise is drawn before both, and nothing is released before the fsync has
+        returned.
 
         The reservation was committed before the aggregate started, so the charge survives
         this process dying at any point after it (only a power loss could undo a commit not
@@ -838,6 +839,15 @@ class Curator:
             # first, then the query as the service's workers run it.
             self.ledger.sync()
             return self.run_reserved(reserved)
+        # The noise is independent of the data, so it is drawn first, not beside the
+        # aggregate or after it. Measured at 1M rows: a 0.1 ms draw on this thread while
+        # DuckDB runs made the aggregate 0.5-1.3 ms slower (interpreter work here contends
+        # with DuckDB's client, which runs Python between its tasks), and right after the
+        # aggregate the same draw takes 0.2-0.3 ms (caches emptied by the scan). Nothing is
+        # released unless the fsync below succeeds; if it fails, the noise is dropped unseen.
+        drawn: dict[tuple[str, ...], list[int | None]] | None = None
+        if not plan.needs_partition_selection:
+            drawn = self._draw_noise(plan, cost)
         try:
             con = self._open(engine)
         except Exception as err:
@@ -855,9 +865,6 @@ class Curator:
         )
         try:
             self.ledger.sync()  # the charge is durable from here on
-            drawn: dict[tuple[str, ...], list[int | None]] | None = None
-            if not plan.needs_partition_selection:
-                drawn = self._draw_noise(plan, cost)  # independent of the data
             exact = job.result()
         except BaseException:
             self._abandon(con, job)
