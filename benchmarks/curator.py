@@ -7,8 +7,8 @@ For each table size the same query is timed (median of ``--reps`` runs after one
 * plain DuckDB, no noise (the physical limit): ``SELECT g, count(*), sum(v) FROM t GROUP BY g``
   on an open read-only connection;
 * infodp, end to end: parse (sqlglot) → plan → ledger reservation (SQLite WAL, committed) →
-  bounded aggregation inside DuckDB (clamping, grid snapping) while the reservation is
-  fsync'd and the exact discrete Laplace noise is drawn from the OS CSPRNG → intervals, cost,
+  exact discrete Laplace noise from the OS CSPRNG → bounded aggregation inside DuckDB
+  (clamping, grid snapping) while the reservation is fsync'd → intervals, cost,
   explain() summary → ledger completion (batched by a background writer); once with a
   kept-open reader (a long-running service) and once opening the store per query (the CLI);
 * SmartNoise SQL (``snsql.from_df``) and OpenDP's polars API (``dp.Context.compositor``) in the
@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> None:
                 if isinstance(value, str):
                     table_rows.append([f"{rows:,}", name, value, ""])
                     continue
-                ratio = f"{value / plain:.1f}x" if isinstance(plain, float) else ""
+                ratio = f"{value / plain:.2f}x" if isinstance(plain, float) else ""
                 table_rows.append([f"{rows:,}", name, f"{value * 1000:.1f}", ratio])
                 print(f"{rows:>11,}  {name:<42} {value * 1000:9.1f} ms  {ratio}", flush=True)
     body = (
@@ -234,9 +234,10 @@ def main(argv: list[str] | None = None) -> None:
         "without HTTP). Its fixed costs per query: pricing (remembered per query text and "
         "exact ε/δ), the reservation's transaction (committed to the WAL before the data is "
         "read; its fsync, timed alone in the rows above next to a minimal fsync'd SQLite "
-        "commit on the same disk, runs while DuckDB aggregates on a helper thread, together "
-        "with the noise, and nothing is released before it returns: docs/curator.md, "
-        "'Ledger durability'), the check of the compiled SQL against an empty relation of "
+        "commit on the same disk, runs while DuckDB aggregates on a helper thread, and "
+        "nothing is released before it returns: docs/curator.md, 'Ledger durability'), the "
+        "noise (drawn before the aggregate starts: Python work beside DuckDB slows it), "
+        "the check of the compiled SQL against an empty relation of "
         "the table's columns (once per priced query; a refusal is never remembered), the "
         "deadline (one watchdog thread, not a timer thread per "
         "query), intervals and the explain() summary. DuckDB runs the bounded SQL: it reads "
