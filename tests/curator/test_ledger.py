@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from _kill import kill_when_marked
+from _kill import kill_when_marked, query_stopped_at
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import Ledger, format_fraction
 from infodp.errors import BudgetExceeded, InternalError, ParameterError
@@ -124,22 +124,8 @@ def test_budget_exhaustion_across_processes(tmp_path: Path) -> None:
     assert sum(e.status == "released" for e in led.entries()) == 20
 
 
-_VICTIM = textwrap.dedent(
-    """
-    import sys, time, pathlib
-    from infodp.curator.engine import Curator
-    marker = pathlib.Path(sys.argv[2])
-    def hook(stage, entry):
-        if stage == "aggregated":  # the data has been read; no noise drawn, nothing released
-            # Written atomically: the parent kills us as soon as the marker exists.
-            tmp = marker.with_suffix(".tmp")
-            tmp.write_text(str(entry))
-            tmp.replace(marker)
-            time.sleep(600)
-    Curator(sys.argv[1], _hook=hook).query("a", "SELECT COUNT(*) FROM t", epsilon="0.25")
-    print("RESULT LEFT THE PROCESS")
-    """
-)
+# The query stops at "aggregated" and is killed there.
+_VICTIM = query_stopped_at("aggregated")
 
 
 def test_sigkill_mid_query_leaves_ledger_consistent(tmp_path: Path) -> None:

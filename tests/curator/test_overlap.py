@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import textwrap
 import threading
 import time
 from fractions import Fraction
@@ -29,7 +28,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from _kill import kill_when_marked
+from _kill import kill_when_marked, query_stopped_at
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import Ledger
@@ -137,21 +136,8 @@ def test_a_refusal_never_starts_the_aggregate(
     cur.close()
 
 
-_VICTIM = textwrap.dedent(
-    """
-    import sys, time, pathlib
-    from infodp.curator.engine import Curator
-    marker = pathlib.Path(sys.argv[2])
-    def hook(stage, entry):
-        if stage == "reserved":  # committed, not yet fsync'd, the data not yet read
-            tmp = marker.with_suffix(".tmp")
-            tmp.write_text(str(entry))
-            tmp.replace(marker)
-            time.sleep(600)
-    Curator(sys.argv[1], _hook=hook).query("a", "SELECT COUNT(*) FROM t", epsilon="0.25")
-    print("RESULT LEFT THE PROCESS")
-    """
-)
+# The query stops at "reserved" and is killed there.
+_VICTIM = query_stopped_at("reserved")
 
 
 def test_a_kill_between_the_commit_and_its_fsync_keeps_the_charge(tmp_path: Path) -> None:
