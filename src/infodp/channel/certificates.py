@@ -11,8 +11,9 @@ so G is a sum of functions F(s, q) = s q^{1−α} of two *linear* maps of P. I_�
 G for α > 1 and decreasing for α < 1; write f = σG with σ = sign(α − 1), so that upper bounds
 on f over a cell K are upper bounds on I_α over K. :func:`cell_bounds` evaluates, for a batch of
 cells K = conv(v_1, …, v_n), the minimum of the bounds below: the vertex bound always, the
-perspective bound for 0 < α < 2, the barycentric bound for α > 1.5 and the quadratic-model
-bound for α > 2 (where each was measured to decide pruning; every one is valid for all α).
+perspective bound for 0 < α < 2, the ratio-expansion bound at α = 2, the barycentric bound
+for α > 1.5 other than 2 and the quadratic-model bound for α > 2 (where each was measured to
+decide pruning; every one is valid for its α).
 
 **Vertex bound (first order).** For α > 1, A_x(P) = Σ_y A_xy q_y^{1−α} is convex in P
 (t ↦ t^{1−α} is convex and q is linear), so on K, A_x ≤ U_x := max_i A_x(v_i), and
@@ -53,6 +54,14 @@ them is a bound; the weights are chosen per output by a smoothed maximisation of
 pointwise minimum (:func:`_smoothed_choice`). On the large cells left after 30 s with 6
 inputs and α = 2 this bound is 0.01–0.03 nats closer to the cell maxima than Jensen's alone.
 
+**Ratio-expansion bound** (:func:`_ratio_expansion_bound`, α = 2). At α = 2 each term is
+s_y/q_y, and s_y/q_y = s_y/κ_y − s_y δ_y/κ_y² + r_y δ_y²/κ_y² exactly (δ_y = q_y − κ_y,
+r_y = s_y/q_y); bounding only the last factor r_y by its vertex maximum leaves an exact
+quadratic in the cell's barycentric coordinates whose error is of third order in the cell's
+size and which keeps the cancellation between outputs. With 8 inputs and 64 outputs it brings
+the cells left by the barycentric bound from 0.07–0.13 to about 0.01 nats above their maxima,
+and the certified width from 4·10⁻² after 30 s to 10⁻³ in a few seconds.
+
 **Perspective bound** (:func:`_perspective_bound`, 0 < α < 2). F_y = h(g_y) with g_y =
 s_y^a q_y^{1−a}, a = 1/(2−α), homogeneous of degree one (concave for α < 1, a convex
 perspective for 1 < α < 2) and h(t) = t^{2−α}; the chord of g_y over the cell is exact along
@@ -69,6 +78,7 @@ import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from infodp.channel._numerics import _EPS, FloatArray
 
@@ -169,7 +179,9 @@ def _cell_bounds(
     centre_value = _log_information(G_c * (1.0 - sigma * slack), alpha)
     if 0 < alpha < 2:
         upper = np.minimum(upper, _perspective_bound(alpha, Qv, Sv, slack))
-    if not 0 < alpha <= _PERSPECTIVE_ONLY:
+    if alpha == 2.0:
+        upper = np.minimum(upper, _ratio_expansion_bound(V, Z, Qv, Sv, slack))
+    elif not 0 < alpha <= _PERSPECTIVE_ONLY:
         upper = np.minimum(upper, _second_order_bound(W, A, alpha, V, Z, Qv, Sv, sc, qc, slack))
     upper = upper + 8.0 * _EPS * (1.0 + np.abs(np.where(np.isfinite(upper), upper, 0.0)))
     upper = np.where(np.isnan(upper), np.inf, upper)
@@ -290,6 +302,91 @@ def _second_order_bound(
     second = np.where(finite, second, np.inf)
     out: FloatArray = np.minimum(second, barycentric)
     return out
+
+
+def _ratio_expansion_bound(
+    V: FloatArray, Z: FloatArray, Qv: FloatArray, Sv: FloatArray, slack: float
+) -> FloatArray:
+    """Upper bound on I_2 over each cell from an exact expansion of s_y/q_y (α = 2).
+
+    At α = 2, G = Σ_y s_y/q_y. For any κ_y > 0 and q_y > 0, with δ_y = q_y − κ_y,
+
+        s_y/q_y = s_y/κ_y − s_y δ_y/κ_y² + r_y δ_y²/κ_y²,   r_y = s_y/q_y
+
+    (multiply out: s(κ² − qκ + δq)/(qκ²) = s(q − κ)²/(qκ²)); it is exact, not a Taylor
+    approximation. The posterior mean r_y = Σ_x (P_x W_xy/q_y) W_xy is a ratio of linear
+    functions with positive denominator, hence quasi-linear: on a cell it is at most its
+    largest value r̂_y at the vertices with q_y > 0 (vertices with q_y = 0 carry no weight).
+    So G ≤ m(λ) = Σ_y [s_y/κ_y − s_y δ_y/κ_y² + r̂_y δ_y²/κ_y²], an exact quadratic in the
+    barycentric coordinates λ of the cell (s, q and δ are linear in λ), whose maximum over the
+    λ-simplex is bounded by :func:`_split_quadratic_max`. Its error, (r̂_y − r_y) δ_y²/κ_y², is
+    of third order in the size of the cell, and the quadratic keeps the cancellation between
+    outputs' curvatures that per-output bounds lose: on the largest cells left by the
+    barycentric bound (8 inputs, 64 outputs) it is 0.01 nats above the cell maxima instead of
+    0.07–0.13. Any κ_y > 0 is valid; the error is smallest where q_y ≈ κ_y, so a first pass
+    takes q_y at the centre, a second q_y where the first quadratic's maximisation ended (near
+    the model's maximiser), and the smaller bound is kept: with 8 inputs and 64 outputs the
+    width 10⁻³ takes 85 000 cells, against 430 000 with the centre alone and 210 000 with the
+    better of the centre and the middle of q_y's range. An
+    output with q_y = 0 at every vertex has s_y = 0 on the cell and is left out (its term is 0).
+    """
+    n = Qv.shape[1]
+    with np.errstate(all="ignore"):
+        live = Qv.max(axis=1) > 0  # (B, m)
+        ratio = np.where(Qv > 0, Sv / np.where(Qv > 0, Qv, 1.0), 0.0)
+        # rounding: Sv, Qv are sums of n non-negative products, the ratio one more division
+        r_hi = ratio.max(axis=1) * (1.0 + 4.0 * (n + 2) * _EPS)
+        lam_c = np.full((len(Qv), n), 1.0 / n)
+        first, at = _ratio_expansion(Z, Qv, Sv, live, r_hi, lam_c, slack)
+        second, _ = _ratio_expansion(Z, Qv, Sv, live, r_hi, at, slack)
+    result: FloatArray = np.minimum(first, second)
+    return result
+
+
+def _ratio_expansion(
+    Z: FloatArray,
+    Qv: FloatArray,
+    Sv: FloatArray,
+    live: npt.NDArray[np.bool_],
+    r_hi: FloatArray,
+    about: FloatArray,
+    slack: float,
+) -> tuple[FloatArray, FloatArray]:
+    """The bound of :func:`_ratio_expansion_bound` with κ_y = q_y at the barycentric point
+    ``about`` of each cell, and the last iterate of its quadratic's maximisation."""
+    B, n, _ = Qv.shape
+    kappa = (about[:, None, :] @ Qv)[:, 0, :]
+    kappa = np.where(live & (kappa > 0), kappa, 1.0)
+    inv = np.where(live, 1.0, 0.0) / kappa
+    D = Qv - kappa[:, None, :]  # δ at the vertices (B, n, m)
+    first = np.sum(Sv * inv[:, None, :], axis=2)  # Σ_y s_y/κ_y at the vertices
+    SD = (Sv * (inv * inv)[:, None, :]) @ np.swapaxes(D, 1, 2)
+    DD = (D * (r_hi * inv * inv)[:, None, :]) @ np.swapaxes(D, 1, 2)
+    M = 0.5 * (first[:, :, None] + first[:, None, :]) - 0.5 * (SD + np.swapaxes(SD, 1, 2))
+    M = M + DD
+    absD = np.abs(D)
+    M_abs = 0.5 * (first[:, :, None] + first[:, None, :]) + (
+        (Sv * (inv * inv)[:, None, :]) @ np.swapaxes(absD, 1, 2)
+    )
+    M_abs = M_abs + (absD * (r_hi * inv * inv)[:, None, :]) @ np.swapaxes(absD, 1, 2)
+    lam_c = np.full(n, 1.0 / n)
+    f_c = M.sum(axis=(1, 2)) / (n * n)
+    H = 2.0 * M
+    g = H @ lam_c
+    finite = np.isfinite(H).all(axis=(1, 2))
+    H = np.where(finite[:, None, None], H, 0.0)
+    g = np.where(finite[:, None], g, 0.0)
+    Qm = Z.T @ H @ Z
+    lam, U = np.linalg.eigh(Qm)
+    lam = lam + 64.0 * _EPS * n * np.linalg.norm(Qm, axis=(1, 2))[:, None]
+    Dm = np.ascontiguousarray(np.broadcast_to(np.eye(n) - lam_c, (B, n, n)))
+    excess, argmax = _split_quadratic_argmax(Dm, g, Z, lam, U)
+    f_ub = f_c + excess
+    # λᵀEλ ≤ max|E_ij| on the simplex for the rounding error E of the entries of M
+    f_ub = f_ub + slack * (M_abs.max(axis=(1, 2)) + np.abs(f_ub) + np.abs(f_c))
+    out = np.where(finite & (f_ub > 0), np.log(np.where(f_ub > 0, f_ub, 1.0)), np.inf)
+    out = np.where(np.isnan(out), np.inf, out)
+    return out, argmax
 
 
 def _jensen_bound(
