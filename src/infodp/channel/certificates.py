@@ -382,8 +382,9 @@ def _ratio_expansion(
     Dm = np.ascontiguousarray(np.broadcast_to(np.eye(n) - lam_c, (B, n, n)))
     excess, argmax = _split_quadratic_argmax(Dm, g, Z, lam, U)
     f_ub = f_c + excess
-    # λᵀEλ ≤ max|E_ij| on the simplex for the rounding error E of the entries of M
-    f_ub = f_ub + slack * (M_abs.max(axis=(1, 2)) + np.abs(f_ub) + np.abs(f_c))
+    # λᵀEλ ≤ max|E_ij| on the simplex for the rounding error E of the entries of M; the sum
+    # of all |entries| also covers the rounding of the centre value, gradient and eigenvalues
+    f_ub = f_ub + slack * (M_abs.sum(axis=(1, 2)) + np.abs(f_ub) + np.abs(f_c))
     out = np.where(finite & (f_ub > 0), np.log(np.where(f_ub > 0, f_ub, 1.0)), np.inf)
     out = np.where(np.isnan(out), np.inf, out)
     return out, argmax
