@@ -173,10 +173,37 @@ class PrivacyProfile(abc.ABC):
     def _group(self, k: int) -> PrivacyProfile:
         return GroupProfile(self, k)
 
+    # ---- memoised hooks -------------------------------------------------------------------
+    def _memo(self, key: str, compute: Callable[[], float]) -> float:
+        """``compute()`` once per profile, kept in the instance ``__dict__``.
+
+        Sound because a profile is a frozen dataclass whose fields are numbers and tuples of
+        profiles: the value is a function of the fields, which never change, and every derived
+        profile (compose, repeat, group, ``dataclasses.replace``) is a new object built by
+        ``__init__`` with an empty memo. The entry is not a field, so ``==``, ``hash`` (the PLD
+        and RDP caches' keys) and ``repr`` ignore it. The write bypasses the frozen
+        ``__setattr__`` as :func:`functools.cached_property` does; two threads racing store the
+        same value. A subclass with ``__slots__`` (no ``__dict__``) just recomputes.
+        """
+        memo: dict[str, float] | None = getattr(self, "__dict__", None)
+        if memo is None:
+            return float(compute())
+        value = memo.get(key)
+        if value is None:
+            value = memo[key] = float(compute())
+        return value
+
+    def _kl_memo(self) -> float:
+        """The memoised KL bound (:meth:`_kl`)."""
+        return self._memo("_kl_value", self._kl)
+
     # ---- public queries -------------------------------------------------------------------
     def pure_epsilon(self) -> float:
-        """The pure ε (max-divergence, RDP at α = ∞); ``math.inf`` when not pure-DP."""
-        return float(self._pure_epsilon())
+        """The pure ε (max-divergence, RDP at α = ∞); ``math.inf`` when not pure-DP.
+
+        Computed once per profile (profiles are immutable; see :meth:`_memo`).
+        """
+        return self._memo("_pure_epsilon_value", self._pure_epsilon)
 
     @overload
     def rdp(self, alpha: float) -> float: ...
@@ -196,9 +223,9 @@ class PrivacyProfile(abc.ABC):
         a = as_alphas("alpha", alpha, minimum=1.0)
         flat = a.reshape(-1)
         out = np.empty(flat.shape, dtype=np.float64)
-        pure = self._pure_epsilon()
+        pure = self.pure_epsilon()
         finite = np.isfinite(flat) & (flat > 1.0)
-        out[flat == 1.0] = self._kl()
+        out[flat == 1.0] = self._kl_memo()
         out[np.isinf(flat)] = pure
         if finite.any():
             out[finite] = self._rdp_orders(flat[finite])
@@ -210,9 +237,9 @@ class PrivacyProfile(abc.ABC):
         return out.reshape(a.shape)
 
     def _rdp_scalar(self, a: float) -> float:
-        pure = self._pure_epsilon()
+        pure = self.pure_epsilon()
         if a == 1.0:
-            value = self._kl()
+            value = self._kl_memo()
         elif math.isinf(a):
             value = pure
         else:
@@ -245,7 +272,7 @@ class PrivacyProfile(abc.ABC):
     def delta(self, epsilon: float) -> float:
         """Certified upper bound on δ(ε): the minimum over the PLD, RDP and pure-ε bounds."""
         eps = as_real("epsilon", epsilon, allow_inf=True)
-        pure = self._pure_epsilon()
+        pure = self.pure_epsilon()
         if math.isfinite(pure) and eps >= pure:
             return 0.0
         closed = self._delta_closed(eps)
@@ -277,7 +304,7 @@ class PrivacyProfile(abc.ABC):
         )
         if 0.0 < pld_eps < math.inf:
             pld_eps += 8 * math.ulp(max(pld_eps, 1.0))
-        candidates = [self._pure_epsilon(), pld_eps]
+        candidates = [self.pure_epsilon(), pld_eps]
         if d > 0:
             candidates.append(_conv.rdp_to_epsilon(self._rdp_grid(), _rdp.DEFAULT_ORDERS, d))
         return float(max(min(candidates), 0.0))
@@ -723,7 +750,7 @@ class ComposedProfile(PrivacyProfile):
 
     def _pure_epsilon(self) -> float:
         # Dwork & Roth 2014, Theorem 3.16 (basic composition of pure ε), summed exactly.
-        values = [(p._pure_epsilon(), k) for p, k in self.parts]
+        values = [(p.pure_epsilon(), k) for p, k in self.parts]
         if any(math.isinf(v) for v, _ in values):
             return math.inf
         return _up(sum((k * Fraction(v) for v, k in values), Fraction(0)))
@@ -804,7 +831,7 @@ class GroupProfile(PrivacyProfile):
 
     def _pure_epsilon(self) -> float:
         # Dwork & Roth 2014, Theorem 2.2: kε (rounded up, not to nearest).
-        base = self.base._pure_epsilon()
+        base = self.base.pure_epsilon()
         return math.inf if math.isinf(base) else _up(self.k * Fraction(base))
 
     def _kl(self) -> float:
@@ -820,7 +847,7 @@ class GroupProfile(PrivacyProfile):
 
     def _pld(self, interval: float) -> PrivacyLossDistribution:
         return _pldlib.PrivacyLossDistribution.from_rdp_curve(
-            self.rdp, self._pure_epsilon(), interval
+            self.rdp, self.pure_epsilon(), interval
         )
 
     def _group(self, k: int) -> PrivacyProfile:
@@ -834,7 +861,7 @@ class ParallelProfile(PrivacyProfile):
     parts: tuple[PrivacyProfile, ...]
 
     def _pure_epsilon(self) -> float:
-        return max(p._pure_epsilon() for p in self.parts)
+        return max(p.pure_epsilon() for p in self.parts)
 
     def _kl(self) -> float:
         return max(p.rdp(1.0) for p in self.parts)

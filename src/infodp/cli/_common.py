@@ -23,6 +23,26 @@ json_option = click.option(
 )
 
 
+def spark_options(command: Any) -> Any:
+    """``--spark-master`` and ``--spark-conf KEY=VALUE`` (for datasets on the Spark backend), with
+    the meaning of :func:`infodp.curator.backends.spark.spark_settings`: ``dataset register``,
+    ``query`` and ``serve``."""
+    command = click.option(
+        "--spark-conf",
+        "spark_conf",
+        multiple=True,
+        help="A spark.* setting KEY=VALUE for the Spark session (repeatable; wins over "
+        "<db>.spark.toml).",
+    )(command)
+    return click.option(
+        "--spark-master",
+        "spark_master",
+        default=None,
+        help="Spark master URL for datasets on the Spark backend (default: $INFODP_SPARK_MASTER, "
+        "the master in <db>.spark.toml, else local[*]).",
+    )(command)
+
+
 def fail(message: str) -> None:
     """Print a one-line error on stderr."""
     click.echo(f"infodp: error: {message}", err=True)

@@ -15,7 +15,7 @@ import click
 
 from infodp._format import format_number as _fmtn
 from infodp._jsonable import to_jsonable
-from infodp.cli._common import emit, json_option, parse_floats
+from infodp.cli._common import emit, json_option, parse_floats, spark_options
 from infodp.errors import LedgerError, ParameterError
 
 __all__ = ["COMMANDS"]
@@ -37,24 +37,6 @@ def _curator(db: str, *, keep_open: bool = False, **spark: Any) -> Any:
     # keep_open: a one-shot process that answers a query opens the store once (for its id
     # and for the answer) instead of twice.
     return Curator(db, keep_open=keep_open, _one_shot=keep_open, **spark)
-
-
-def _spark_options(command: Any) -> Any:
-    """``--spark-master`` and ``--spark-conf KEY=VALUE`` (for datasets on the Spark backend)."""
-    command = click.option(
-        "--spark-conf",
-        "spark_conf",
-        multiple=True,
-        help="A spark.* setting KEY=VALUE for the Spark session (repeatable; wins over "
-        "<db>.spark.toml).",
-    )(command)
-    return click.option(
-        "--spark-master",
-        "spark_master",
-        default=None,
-        help="Spark master URL for datasets on the Spark backend (default: $INFODP_SPARK_MASTER, "
-        "the master in <db>.spark.toml, else local[*]).",
-    )(command)
 
 
 def _answer_table(p: dict[str, Any]) -> Any:
@@ -146,7 +128,7 @@ def dataset() -> None:
     help="With --backend spark: where Spark writes the bounded Parquet copy "
     "(default <db>.bounded/NAME).",
 )
-@_spark_options
+@spark_options
 @json_option
 def dataset_register(
     db: str,
@@ -395,7 +377,7 @@ def analyst_list(db: str, as_json: bool) -> None:
     help="Coverage of the noise intervals printed with each answer.",
 )
 @click.argument("sql")
-@_spark_options
+@spark_options
 @json_option
 def query(
     db: str,

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from infodp.cli._common import emit, json_option
+from infodp.cli._common import emit, json_option, spark_options
 from infodp.cli.curator import analyst as analyst_group
 from infodp.cli.curator import db_option
 from infodp.errors import ParameterError
@@ -113,6 +113,7 @@ def _known_analyst(db: str, name: str) -> None:
     show_default=True,
     help="Server log verbosity (uvicorn).",
 )
+@spark_options
 @json_option
 def serve(
     db: str,
@@ -127,6 +128,8 @@ def serve(
     query_timeout: float,
     workers: int | None,
     log_level: str,
+    spark_master: str | None,
+    spark_conf: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Serve the curator over HTTP (FastAPI on uvicorn); OpenAPI at /v1/openapi.json.
@@ -137,6 +140,7 @@ def serve(
     import uvicorn
 
     from infodp._validate import as_positive, as_positive_int
+    from infodp.curator.backends.spark import spark_settings
     from infodp.server.app import (
         ServerSettings,
         admin_token_hash,
@@ -145,6 +149,9 @@ def serve(
     )
     from infodp.server.pool import default_workers
 
+    # Checked now (the session itself starts at the first query on a Spark dataset); the
+    # store's <db>.spark.toml is read then, as by ``infodp query``.
+    spark_settings(None, master=spark_master, conf=spark_conf)
     settings = ServerSettings(
         db=_existing_store(db),
         rate=as_positive("--rate", rate),
@@ -157,6 +164,8 @@ def serve(
         max_concurrent_per_key=as_positive_int("--max-concurrent", max_concurrent),
         query_timeout=as_positive("--query-timeout", query_timeout),
         workers=default_workers() if workers is None else _workers(workers),
+        spark_master=spark_master,
+        spark_conf=tuple(spark_conf),
     )
     app = create_app(settings)
     url = f"http://{host}:{port}"
@@ -174,6 +183,9 @@ def serve(
         "max_concurrent_per_key": settings.max_concurrent_per_key,
         "query_timeout": settings.query_timeout,
         "workers": settings.workers,
+        # The settings' keys only: a value may be a credential (an S3 secret key).
+        "spark_master": settings.spark_master,
+        "spark_conf_keys": sorted({c.partition("=")[0].strip() for c in settings.spark_conf}),
     }
     emit(
         payload,

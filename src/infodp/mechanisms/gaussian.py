@@ -42,6 +42,7 @@ from infodp.mechanisms.base import (
     as_grid,
     grid_sensitivity,
     round_up,
+    tail_up,
 )
 from infodp.mechanisms.sampling import (
     discrete_gaussian,
@@ -149,20 +150,27 @@ def _dgauss_pmf(sigma: float, k: npt.NDArray[np.int64]) -> npt.NDArray[np.float6
 
 
 def _dgauss_tail(sigma: float, k: int) -> float:
-    """P[N ≥ k] for N ~ N_Z(0, σ²), with memory and time bounded for every σ and k.
+    """An upper bound on P[N ≥ k] for N ~ N_Z(0, σ²), memory and time bounded for every σ, k.
 
     σ ≤ 4096: the direct sum up to k + 40σ + 40 (the remainder is below e^{-800}). Above,
     P[N ≥ k] = P[N ≤ −k] by symmetry, bounded above in closed form (Euler-Maclaurin and the
     Poisson-summation normaliser, :func:`infodp.accounting.pld._dgauss_cdf_upper`; relative
-    error below 1e-12 there).
+    error below 1e-12 there). Either is rounded up (:func:`~infodp.mechanisms.base.tail_up`),
+    and for k ≥ 1 the least of it and e^(−k²/(2σ²)) (rounded up too) is returned: the discrete
+    Gaussian is σ-subgaussian (Canonne, Kamath & Steinke 2020, Corollary 9).
 
     >>> _dgauss_tail(1e7, 1) <= 0.5 + 1e-7, abs(_dgauss_tail(1e7, 19_599_640) - 0.025) < 1e-6
     (True, True)
     """
     if sigma > _DGAUSS_EXACT_SIGMA:
-        return float(_dgauss_cdf_upper(sigma, np.array([-float(k)]))[0])
-    ks = np.arange(k, k + math.ceil(40 * sigma) + 40, dtype=np.int64)
-    return math.fsum(_dgauss_pmf(sigma, ks).tolist())
+        numeric = float(_dgauss_cdf_upper(sigma, np.array([-float(k)]))[0])
+    else:
+        ks = np.arange(k, k + math.ceil(40 * sigma) + 40, dtype=np.int64)
+        numeric = math.fsum(_dgauss_pmf(sigma, ks).tolist())
+    tail = tail_up(numeric)
+    if k >= 1:
+        tail = min(tail, tail_up(math.exp(-(k * k) / (2.0 * sigma * sigma))))
+    return tail
 
 
 def _solve_sigma(
@@ -269,6 +277,8 @@ class DiscreteGaussianMechanism(_AdditiveLattice):
     >>> m = DiscreteGaussianMechanism.calibrate(epsilon=1.0, delta=1e-5)
     >>> m.profile().delta(1.0) <= 1e-5, m.sigma >= analytic_gaussian_sigma(1.0, 1e-5)
     (True, True)
+    >>> 1.95e7 < DiscreteGaussianMechanism(1e7).halfwidth(0.05) < 1.97e7  # ≈ 1.96σ
+    True
     """
 
     sigma: float
@@ -319,19 +329,6 @@ class DiscreteGaussianMechanism(_AdditiveLattice):
 
     def _exact_noise_batch(self, size: int, source: Any) -> list[int]:
         return discrete_gaussian_batch(Fraction(self.sigma), size, source)
-
-    def upper_tail(self, k: int) -> float:
-        """P[N ≥ k], never understated: the least of :func:`_dgauss_tail` (rounded up by
-        10⁻⁹ relative; a closed-form upper bound above σ = 4096) and e^(−k²/(2σ²)) (the
-        discrete Gaussian is σ-subgaussian, Canonne, Kamath & Steinke 2020, Corollary 9).
-
-        >>> 1.95e7 < DiscreteGaussianMechanism(1e7).halfwidth(0.05) < 1.97e7  # ≈ 1.96σ
-        True
-        """
-        if k <= 0:
-            return 1.0
-        bound = math.exp(-(k * k) / (2.0 * self.sigma * self.sigma))
-        return min(bound, _dgauss_tail(self.sigma, k) * (1 + 1e-9))
 
     def _fast_noise(self, size: int, gen: np.random.Generator) -> npt.NDArray[np.int64]:
         return simulate_discrete_gaussian(self.sigma, size, gen)

@@ -32,6 +32,7 @@ from infodp.mechanisms.base import (
     as_grid,
     grid_sensitivity,
     round_up,
+    tail_up,
 )
 from infodp.mechanisms.sampling import (
     discrete_laplace,
@@ -56,8 +57,8 @@ def _dlap_pmf(scale: float, k: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]
 
 
 def _dlap_tail(scale: float, k: int) -> float:
-    # P[N ≥ k] = q^k / (1 + q) for k ≥ 1 (geometric series of the pmf above).
-    return math.exp(-k / scale - math.log1p(math.exp(-1.0 / scale)))
+    # P[N ≥ k] = q^k / (1 + q) for k ≥ 1 (geometric series of the pmf above), rounded up.
+    return tail_up(math.exp(-k / scale - math.log1p(math.exp(-1.0 / scale))))
 
 
 @dataclass(frozen=True)
@@ -221,7 +222,8 @@ class DiscreteLaplaceMechanism(_AdditiveLattice):
         return discrete_laplace_batches(scales, [size] * len(scales), source)
 
     def upper_tail(self, k: int) -> float:
-        """P[N ≥ k] = q^k/(1 + q), q = e^(−1/scale), for k ≥ 1 (CKS 2020, Definition 2)."""
+        """P[N ≥ k] = q^k/(1 + q), q = e^(−1/scale), for k ≥ 1 (CKS 2020, Definition 2),
+        rounded up (:func:`~infodp.mechanisms.base.tail_up`)."""
         return 1.0 if k <= 0 else _dlap_tail(self.scale, k)
 
     def _fast_noise(self, size: int, gen: np.random.Generator) -> npt.NDArray[np.int64]:

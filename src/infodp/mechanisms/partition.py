@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from infodp._exact import float_up as _up
 from infodp.errors import ParameterError
-from infodp.mechanisms.base import ChannelView, Mechanism
+from infodp.mechanisms.base import MIN_TAIL_TARGET, ChannelView, Mechanism
 from infodp.mechanisms.laplace import DiscreteLaplaceMechanism
 
 if TYPE_CHECKING:
@@ -50,6 +50,13 @@ class PartitionSelection(Mechanism):
         d = Fraction(self.delta)
         if not 0 < d < 1:
             raise ParameterError("delta", float(d), "a probability in (0, 1)")
+        if d / self.max_partitions < Fraction(MIN_TAIL_TARGET):
+            raise ParameterError(
+                "delta",
+                float(d),
+                f"a probability with delta/max_partitions ≥ {MIN_TAIL_TARGET:g} (the threshold "
+                "is found on float tail bounds)",
+            )
         object.__setattr__(self, "delta", d)
         object.__setattr__(self, "scale", self.counts.scale)
 

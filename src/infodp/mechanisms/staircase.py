@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from infodp._validate import as_nonnegative, as_positive, as_probability
 from infodp.accounting import PrivacyProfile, pure_dp_profile
-from infodp.mechanisms.base import _SnappedReal, as_grid
+from infodp.mechanisms.base import _SnappedReal, as_grid, tail_up
 from infodp.mechanisms.sampling import bernoulli_exp, geometric_exp
 
 __all__ = ["StaircaseMechanism", "optimal_gamma"]
@@ -116,12 +116,13 @@ class StaircaseMechanism(_SnappedReal):
         return np.exp(self._log_w(np.abs(k)) - self._log_z())
 
     def _noise_tail(self, k: int) -> float:
-        # Σ_{a≥k} w(a) = b^K [max(0, j − r) + (m − max(r, j)) b] + b^{K+1} S, K = k div m
+        # Σ_{a≥k} w(a) = b^K [max(0, j − r) + (m − max(r, j)) b] + b^{K+1} S, K = k div m,
+        # over Z, rounded up
         m, j, b = self.period, self.step, math.exp(-self.epsilon)
         big_k, r = divmod(k, m)
         s = (j + (m - j) * b) / -math.expm1(-self.epsilon)
         block = max(0, j - r) + (m - max(r, j)) * b
-        return math.exp(-self.epsilon * big_k - self._log_z()) * (block + b * s)
+        return tail_up(math.exp(-self.epsilon * big_k - self._log_z()) * (block + b * s))
 
     def _exact_noise(self, source: Any) -> int:
         eps = Fraction(self.epsilon)

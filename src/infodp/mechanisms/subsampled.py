@@ -283,6 +283,10 @@ class SubsampledGaussian(Mechanism):
         width = 1
         while _dgauss_tail(s, width + 1) > tol:
             width *= 2
+            if width > cap:  # the tails are bounded below by TAIL_FLOOR: stop the search
+                raise ParameterError(
+                    "max_outputs", cap, f"at least {2 * width + 1}; or a larger tail tolerance"
+                )
         present = [v for v in shifts if v is not None]
         lo = min([0, *present]) - width
         hi = max([0, *present]) + width

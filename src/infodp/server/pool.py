@@ -127,6 +127,7 @@ class WorkerPool:
     exceed the curator's ``query_timeout``, which interrupts DuckDB inside the worker first).
     ``wait``: seconds a caller waits for a free worker (callers waiting are served in order
     of arrival). ``startup``: seconds a new worker may take to open the store.
+    ``spark_master``, ``spark_conf``: the Spark options of each worker's curator.
     """
 
     METHODS = ("estimate", "query_synopsis", "release_json", "run_reserved")
@@ -139,13 +140,22 @@ class WorkerPool:
         query_timeout: float | None,
         duckdb_threads: int | None,
         keep_open: bool = True,
+        spark_master: str | None = None,
+        spark_conf: tuple[str, ...] = (),
         deadline: float,
         wait: float,
         startup: float = 120.0,
     ) -> None:
         if not (isinstance(workers, int) and not isinstance(workers, bool) and workers >= 1):
             raise ParameterError("workers", workers, "a positive number of worker processes")
-        self._args = (str(db), query_timeout, duckdb_threads, keep_open)
+        self._args = (
+            str(db),
+            query_timeout,
+            duckdb_threads,
+            keep_open,
+            spark_master,
+            tuple(spark_conf),
+        )
         self.size = workers
         self.deadline = float(deadline)
         self.wait = float(wait)
@@ -392,6 +402,8 @@ def _worker_main(
     query_timeout: float | None,
     duckdb_threads: int | None,
     keep_open: bool,
+    spark_master: str | None,
+    spark_conf: tuple[str, ...],
 ) -> None:
     """A worker: open the store read-only, then run tasks until the pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, which stops us
@@ -399,7 +411,12 @@ def _worker_main(
         from infodp.curator.engine import Curator
 
         curator = Curator(
-            db, keep_open=keep_open, query_timeout=query_timeout, duckdb_threads=duckdb_threads
+            db,
+            keep_open=keep_open,
+            query_timeout=query_timeout,
+            duckdb_threads=duckdb_threads,
+            spark_master=spark_master,
+            spark_conf=spark_conf,
         )
     except BaseException as err:
         with contextlib.suppress(Exception):

@@ -43,7 +43,11 @@ class ServerSettings:
     worker processes run the CPU-heavy part of queries, estimates and synopsis queries
     (:mod:`infodp.server.pool`), so one analyst's heavy work does not hold the interpreter
     lock the others need; 0 runs everything in the server process (the library default,
-    ``infodp serve`` starts one per core, at least 2).
+    ``infodp serve`` starts one per core, at least 2). ``spark_master`` and ``spark_conf``
+    (``KEY=VALUE`` strings) configure the Spark session of datasets on the Spark backend, as
+    ``Curator(db, spark_master=..., spark_conf=...)`` and ``infodp query`` do: they win over
+    ``$INFODP_SPARK_MASTER`` and ``<db>.spark.toml``
+    (:func:`~infodp.curator.backends.spark.spark_settings`).
 
     >>> ServerSettings("store.duckdb").rate, ServerSettings("store.duckdb", burst=5).burst
     (50.0, 5)
@@ -59,6 +63,8 @@ class ServerSettings:
     query_timeout: float = 30.0
     duckdb_threads: int | None = 1
     workers: int = 0
+    spark_master: str | None = None
+    spark_conf: tuple[str, ...] = ()
 
 
 class Service:
@@ -88,6 +94,8 @@ class Service:
                 query_timeout=timeout,
                 duckdb_threads=settings.duckdb_threads,
                 keep_open=settings.keep_open,
+                spark_master=settings.spark_master,
+                spark_conf=settings.spark_conf,
                 # The worker's own DuckDB interrupt fires at the query timeout; the kill is the
                 # backstop for work stuck outside DuckDB.
                 deadline=timeout + max(1.0, timeout / 10),
@@ -123,6 +131,8 @@ class Service:
                 keep_open=self.settings.keep_open,
                 query_timeout=self.settings.query_timeout,
                 duckdb_threads=self.settings.duckdb_threads,
+                spark_master=self.settings.spark_master,
+                spark_conf=self.settings.spark_conf,
             )
             self._local.curator = cur
         return cur

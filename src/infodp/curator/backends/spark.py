@@ -152,6 +152,10 @@ def spark_settings(
                     f"{path.name}: key {key!r}", key, "'master' or a spark.* setting"
                 )
     chosen = os.environ.get(MASTER_ENV) or chosen
+    if master is not None and (not master.strip() or any(c.isspace() for c in master)):
+        raise ParameterError(
+            "--spark-master", master, "a Spark master URL (local[*], spark://HOST:PORT, yarn, …)"
+        )
     if master:
         chosen = master
     items = conf.items() if isinstance(conf, Mapping) else (_pair(c) for c in conf)
