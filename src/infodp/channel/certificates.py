@@ -11,9 +11,9 @@ so G is a sum of functions F(s, q) = s q^{1−α} of two *linear* maps of P. I_�
 G for α > 1 and decreasing for α < 1; write f = σG with σ = sign(α − 1), so that upper bounds
 on f over a cell K are upper bounds on I_α over K. :func:`cell_bounds` evaluates, for a batch of
 cells K = conv(v_1, …, v_n), the minimum of the bounds below: the vertex bound always, the
-perspective bound for 0 < α < 2, the ratio-expansion bound at α = 2, the Taylor-expansion bound
-for α > 2, the barycentric bound for α > 1.5 other than 2 and the quadratic-model bound for
-α > 2 (where each was measured to decide pruning; every one is valid for its α).
+perspective bound for 0 < α ≤ 1.5, the expansion bound above (the ratio expansion at α = 2),
+and the barycentric and quadratic-model bounds for α > 2 (where each was measured to decide
+pruning; every one is valid for its α).
 
 **Vertex bound (first order).** For α > 1, A_x(P) = Σ_y A_xy q_y^{1−α} is convex in P
 (t ↦ t^{1−α} is convex and q is linear), so on K, A_x ≤ U_x := max_i A_x(v_i), and
@@ -54,20 +54,26 @@ them is a bound; the weights are chosen per output by a smoothed maximisation of
 pointwise minimum (:func:`_smoothed_choice`). On the large cells left after 30 s with 6
 inputs and α = 2 this bound is 0.01–0.03 nats closer to the cell maxima than Jensen's alone.
 
-**Ratio-expansion bound** (:func:`_ratio_expansion_bound`, α = 2). At α = 2 each term is
+**Ratio-expansion bound** (:func:`_expansion_bound` at α = 2). At α = 2 each term is
 s_y/q_y, and s_y/q_y = s_y/κ_y − s_y δ_y/κ_y² + r_y δ_y²/κ_y² exactly (δ_y = q_y − κ_y,
 r_y = s_y/q_y); bounding only the last factor r_y by its vertex maximum leaves an exact
 quadratic in the cell's barycentric coordinates whose error is of third order in the cell's
 size and which keeps the cancellation between outputs. With 8 inputs and 64 outputs it brings
 the cells left by the barycentric bound from 0.07–0.13 to about 0.01 nats above their maxima,
-and the certified width from 4·10⁻² after 30 s to 10⁻³ in a few seconds.
+and the certified width from 4·10⁻² after 30 s to 10⁻³ in a few seconds. Any κ_y > 0 is
+valid; with κ from two passes (q at the centre, then where the first quadratic's maximisation
+ended) the width 10⁻³ takes 85 000 cells, against 430 000 with the centre alone and 210 000
+with the better of the centre and the middle of q_y's range.
 
-**Taylor-expansion bound** (:func:`_expansion_bound`, α > 2; valid for every α ≠ 1). The same
-idea for φ(q) = q^{1−α}: F_y = s_y φ(κ_y) + s_y φ'(κ_y) δ_y + r_y q_y R_y exactly, R_y the
+**Taylor-expansion bound** (:func:`_expansion_bound`, α > 1.5; valid for every α ≠ 1). The
+same idea for φ(q) = q^{1−α}: F_y = s_y φ(κ_y) + s_y φ'(κ_y) δ_y + r_y q_y R_y exactly, R_y the
 Taylor remainder, and σ q R(q)/δ² has an exact supremum over q's range on the cell
 (:func:`_remainder_factor`: monotone, so attained at an end). Each output may instead take its
 own extremum over the cell (:func:`_term_extrema`, exact: F_y is extremal on a segment between
-two vertices' (q_y, s_y) points). On random channels with α ≥ 3 the supremum of I_α sits in a
+two vertices' (q_y, s_y) points; used above α = 2 only). For 1.5 < α < 2 the expansion alone
+takes 8 inputs and 64 outputs to width 10⁻³ in 8 519 cells at α = 1.75 (36 135 before) and
+36 355 at α = 1.9 (width 2.6·10⁻² after 40 s before). On random channels with α ≥ 3 the
+supremum of I_α sits in a
 boundary layer of width ~10⁻⁹ next to a face, where one output with a tiny q_y makes up almost
 all of G; the own extremum of that output certifies it: 8 inputs and 64 outputs reach width
 10⁻³ in 1 771 cells at α = 3 (8 365 before), in one cell at α = 5 (17 335) and α = 10 (width
@@ -188,13 +194,12 @@ def _cell_bounds(
     with np.errstate(invalid="ignore", over="ignore"):
         G_c = np.sum(sc * qc_1a, axis=1)
     centre_value = _log_information(G_c * (1.0 - sigma * slack), alpha)
-    if 0 < alpha < 2:
+    if alpha <= _PERSPECTIVE_ONLY:
         upper = np.minimum(upper, _perspective_bound(alpha, Qv, Sv, slack))
-    if alpha == 2.0:
-        upper = np.minimum(upper, _ratio_expansion_bound(V, Z, Qv, Sv, slack))
-    elif alpha > _EXPANSION_ABOVE:
-        upper = np.minimum(upper, _expansion_bound(alpha, Z, Qv, Sv, slack))
-    if alpha != 2.0 and not 0 < alpha <= _PERSPECTIVE_ONLY:
+    else:
+        own_extrema = alpha > _OWN_EXTREMA_ABOVE
+        upper = np.minimum(upper, _expansion_bound(alpha, Z, Qv, Sv, slack, own_extrema))
+    if alpha > _SECOND_ORDER_ABOVE:
         upper = np.minimum(upper, _second_order_bound(W, A, alpha, V, Z, Qv, Sv, sc, qc, slack))
     upper = upper + 8.0 * _EPS * (1.0 + np.abs(np.where(np.isfinite(upper), upper, 0.0)))
     upper = np.where(np.isnan(upper), np.inf, upper)
@@ -202,20 +207,22 @@ def _cell_bounds(
     return CellBounds(upper, centre_value, c)
 
 
-# For 0 < α ≤ 1.5 the perspective bound was the smallest on every cell evaluated (8 inputs,
-# 64 outputs, α ∈ {0.5, 1.2, 1.5}: 3·10⁵ cells), so the second-order bounds, which cost
-# two thirds of the time, are skipped there; near α = 2 the perspective bound degenerates
-# (a = 1/(2−α) → ∞) and the barycentric bound wins. The quadratic-model bound changed no
-# pruning decision for α ≤ 2 (8 inputs, α ∈ {1.9, 2}: 8·10⁴ cells; same widths at a fixed
-# number of cells without it, a quarter less time) but prunes cells for α ∈ {3, 5}, so it
-# is evaluated only above α = 2. Validity never depends on these choices.
+# Which bounds are evaluated was measured (8 inputs, 64 outputs, Dirichlet(0.5) rows, cells to
+# width 10⁻³); validity never depends on these choices. For 0 < α ≤ 1.5 the perspective bound
+# was the smallest on every cell evaluated (α ∈ {0.5, 1.2, 1.5}: 3·10⁵ cells); the second-order
+# bounds, which cost two thirds of the time, and the expansion bound changed no cell count
+# there (α ∈ {0.5, 0.8, 1.2, 1.5}). Above, the perspective bound degenerates (a = 1/(2−α) → ∞)
+# and the expansion bound (:func:`_expansion_bound`) wins: 8 519 cells instead of 36 135 at
+# α = 1.75, 36 355 at α = 1.9 (width 2.6·10⁻² after 40 s before), with the same cells without
+# the perspective and second-order bounds, which are skipped up to α = 2. Above α = 2 the
+# outputs' own extrema join in: 489 cells instead of 925 at α = 2.5, 1 771 instead of 8 365
+# at α = 3, 1 instead of 15 807 at α = 4 and 17 335 at α = 5, 1 at α = 10 (width 0.34 after
+# 30 s before); below, they cost cancellation (α = 2: width 0.18 after 60 s instead of 10⁻³
+# in 122 353 cells; α = 1.9: width 3·10⁻² after 40 s). The second-order bounds still prune
+# above α = 2 (α = 5, Dirichlet(2) rows: 493 cells with them, 5 825 without).
 _PERSPECTIVE_ONLY = 1.5
-_QUADRATIC_MODEL_ABOVE = 2.0
-# The expansion bound with the outputs' own extrema (:func:`_expansion_bound`) took 8 inputs and
-# 64 outputs (Dirichlet(0.5) rows) to width 10⁻³ in 1 771 cells instead of 8 365 at α = 3, 1
-# instead of 17 335 at α = 5, and 1 at α = 10 (not within 30 s before); it changed no cell
-# count at α ∈ {0.5, 1.5}, where it only costs time, so it is evaluated above α = 2 only.
-_EXPANSION_ABOVE = 2.0
+_OWN_EXTREMA_ABOVE = 2.0
+_SECOND_ORDER_ABOVE = 2.0
 
 
 def _second_order_bound(
@@ -243,8 +250,6 @@ def _second_order_bound(
     zero_order = _steep_terms(W, alpha, Qv, Sv, q_lo, q_hi)  # (B, m), σ-side, per output
     F_c = sc * qc_1a
     barycentric = _jensen_bound(alpha, V, Z, Qv, Sv, F_c, zero_order, slack)
-    if alpha <= _QUADRATIC_MODEL_ABOVE:
-        return barycentric
     good = feasible
     with np.errstate(invalid="ignore", over="ignore"):
         # σφ(q) ≤ σ(a_y + b_y q) on [q_lo, q_hi], φ(q) = q^{1−α}: the secant (φ is convex for
@@ -320,28 +325,6 @@ def _second_order_bound(
     second = np.where(finite, second, np.inf)
     out: FloatArray = np.minimum(second, barycentric)
     return out
-
-
-def _ratio_expansion_bound(
-    V: FloatArray, Z: FloatArray, Qv: FloatArray, Sv: FloatArray, slack: float
-) -> FloatArray:
-    """Upper bound on I_2 over each cell from an exact expansion of s_y/q_y (α = 2).
-
-    At α = 2, G = Σ_y s_y/q_y. For any κ_y > 0 and q_y > 0, with δ_y = q_y − κ_y,
-
-        s_y/q_y = s_y/κ_y − s_y δ_y/κ_y² + r_y δ_y²/κ_y²,   r_y = s_y/q_y
-
-    (multiply out: s(κ² − qκ + δq)/(qκ²) = s(q − κ)²/(qκ²)); it is exact, not a Taylor
-    approximation. It is :func:`_expansion_bound` at α = 2, where the remainder factor H is
-    the constant 1, without the outputs' own extrema: with them, the per-output choice gave up
-    the quadratic's cancellation between outputs too often (8 inputs, 64 outputs: width 0.18
-    after 60 s instead of 10⁻³ in about 10 s; above α = 2 the same choice helps). On
-    the largest cells left by the barycentric bound (8 inputs, 64 outputs) it is 0.01 nats
-    above the cell maxima instead of 0.07–0.13; with κ from two passes the width 10⁻³ takes
-    85 000 cells, against 430 000 with the centre alone and 210 000 with the better of the
-    centre and the middle of q_y's range.
-    """
-    return _expansion_bound(2.0, Z, Qv, Sv, slack, own_extrema=False)
 
 
 # Terms of the series for the remainder factor (:func:`_remainder_factor`) where |d| ≤ 1/4: the
@@ -424,7 +407,7 @@ def _expansion_bound(
     (a ratio of linear functions with positive denominator is quasi-linear; vertices with
     q_y = 0 carry no weight), σ r_y q_y R_y ≤ r̂_y κ_y^{−α} σH(u_y) δ_y² with u_y = q_lo/κ_y for
     α > 2 and q_hi/κ_y for α < 2 (the end where σH is largest). At α = 2, H = 1 and this is the
-    identity s/q = s/κ − sδ/κ² + rδ²/κ² of :func:`_ratio_expansion_bound`. What remains is an
+    identity s/q = s/κ − sδ/κ² + rδ²/κ² (module docstring). What remains is an
     exact quadratic in the cell's barycentric coordinates λ (s, δ are linear in λ), whose
     maximum over the λ-simplex is bounded by :func:`_split_quadratic_argmax`. Its error,
     (r̂ − r)σHδ² + r(σH(u) − σH(q/κ))δ², is of third order in the cell's size, and the
