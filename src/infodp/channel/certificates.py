@@ -11,9 +11,9 @@ so G is a sum of functions F(s, q) = s q^{1−α} of two *linear* maps of P. I_�
 G for α > 1 and decreasing for α < 1; write f = σG with σ = sign(α − 1), so that upper bounds
 on f over a cell K are upper bounds on I_α over K. :func:`cell_bounds` evaluates, for a batch of
 cells K = conv(v_1, …, v_n), the minimum of the bounds below: the vertex bound always, the
-perspective bound for 0 < α < 2, the ratio-expansion bound at α = 2, the barycentric bound
-for α > 1.5 other than 2 and the quadratic-model bound for α > 2 (where each was measured to
-decide pruning; every one is valid for its α).
+perspective bound for 0 < α ≤ 1.5, the expansion bound above (the ratio expansion at α = 2),
+and the barycentric and quadratic-model bounds for α > 2 (where each was measured to decide
+pruning; every one is valid for its α).
 
 **Vertex bound (first order).** For α > 1, A_x(P) = Σ_y A_xy q_y^{1−α} is convex in P
 (t ↦ t^{1−α} is convex and q is linear), so on K, A_x ≤ U_x := max_i A_x(v_i), and
@@ -54,13 +54,30 @@ them is a bound; the weights are chosen per output by a smoothed maximisation of
 pointwise minimum (:func:`_smoothed_choice`). On the large cells left after 30 s with 6
 inputs and α = 2 this bound is 0.01–0.03 nats closer to the cell maxima than Jensen's alone.
 
-**Ratio-expansion bound** (:func:`_ratio_expansion_bound`, α = 2). At α = 2 each term is
+**Ratio-expansion bound** (:func:`_expansion_bound` at α = 2). At α = 2 each term is
 s_y/q_y, and s_y/q_y = s_y/κ_y − s_y δ_y/κ_y² + r_y δ_y²/κ_y² exactly (δ_y = q_y − κ_y,
 r_y = s_y/q_y); bounding only the last factor r_y by its vertex maximum leaves an exact
 quadratic in the cell's barycentric coordinates whose error is of third order in the cell's
 size and which keeps the cancellation between outputs. With 8 inputs and 64 outputs it brings
 the cells left by the barycentric bound from 0.07–0.13 to about 0.01 nats above their maxima,
-and the certified width from 4·10⁻² after 30 s to 10⁻³ in a few seconds.
+and the certified width from 4·10⁻² after 30 s to 10⁻³ in a few seconds. Any κ_y > 0 is
+valid; with κ from two passes (q at the centre, then where the first quadratic's maximisation
+ended) the width 10⁻³ takes 85 000 cells, against 430 000 with the centre alone and 210 000
+with the better of the centre and the middle of q_y's range.
+
+**Taylor-expansion bound** (:func:`_expansion_bound`, α > 1.5; valid for every α ≠ 1). The
+same idea for φ(q) = q^{1−α}: F_y = s_y φ(κ_y) + s_y φ'(κ_y) δ_y + r_y q_y R_y exactly, R_y the
+Taylor remainder, and σ q R(q)/δ² has an exact supremum over q's range on the cell
+(:func:`_remainder_factor`: monotone, so attained at an end). Each output may instead take its
+own extremum over the cell (:func:`_term_extrema`, exact: F_y is extremal on a segment between
+two vertices' (q_y, s_y) points; used above α = 2 only). For 1.5 < α < 2 the expansion alone
+takes 8 inputs and 64 outputs to width 10⁻³ in 8 519 cells at α = 1.75 (36 135 before) and
+36 355 at α = 1.9 (width 2.6·10⁻² after 40 s before). On random channels with α ≥ 3 the
+supremum of I_α sits in a
+boundary layer of width ~10⁻⁹ next to a face, where one output with a tiny q_y makes up almost
+all of G; the own extremum of that output certifies it: 8 inputs and 64 outputs reach width
+10⁻³ in 1 771 cells at α = 3 (8 365 before), in one cell at α = 5 (17 335) and α = 10 (width
+0.34 after 30 s before).
 
 **Perspective bound** (:func:`_perspective_bound`, 0 < α < 2). F_y = h(g_y) with g_y =
 s_y^a q_y^{1−a}, a = 1/(2−α), homogeneous of degree one (concave for α < 1, a convex
@@ -177,11 +194,12 @@ def _cell_bounds(
     with np.errstate(invalid="ignore", over="ignore"):
         G_c = np.sum(sc * qc_1a, axis=1)
     centre_value = _log_information(G_c * (1.0 - sigma * slack), alpha)
-    if 0 < alpha < 2:
+    if alpha <= _PERSPECTIVE_ONLY:
         upper = np.minimum(upper, _perspective_bound(alpha, Qv, Sv, slack))
-    if alpha == 2.0:
-        upper = np.minimum(upper, _ratio_expansion_bound(V, Z, Qv, Sv, slack))
-    elif not 0 < alpha <= _PERSPECTIVE_ONLY:
+    else:
+        own_extrema = alpha > _OWN_EXTREMA_ABOVE
+        upper = np.minimum(upper, _expansion_bound(alpha, Z, Qv, Sv, slack, own_extrema))
+    if alpha > _SECOND_ORDER_ABOVE:
         upper = np.minimum(upper, _second_order_bound(W, A, alpha, V, Z, Qv, Sv, sc, qc, slack))
     upper = upper + 8.0 * _EPS * (1.0 + np.abs(np.where(np.isfinite(upper), upper, 0.0)))
     upper = np.where(np.isnan(upper), np.inf, upper)
@@ -189,15 +207,22 @@ def _cell_bounds(
     return CellBounds(upper, centre_value, c)
 
 
-# For 0 < α ≤ 1.5 the perspective bound was the smallest on every cell evaluated (8 inputs,
-# 64 outputs, α ∈ {0.5, 1.2, 1.5}: 3·10⁵ cells), so the second-order bounds, which cost
-# two thirds of the time, are skipped there; near α = 2 the perspective bound degenerates
-# (a = 1/(2−α) → ∞) and the barycentric bound wins. The quadratic-model bound changed no
-# pruning decision for α ≤ 2 (8 inputs, α ∈ {1.9, 2}: 8·10⁴ cells; same widths at a fixed
-# number of cells without it, a quarter less time) but prunes cells for α ∈ {3, 5}, so it
-# is evaluated only above α = 2. Validity never depends on these choices.
+# Which bounds are evaluated was measured (8 inputs, 64 outputs, Dirichlet(0.5) rows, cells to
+# width 10⁻³); validity never depends on these choices. For 0 < α ≤ 1.5 the perspective bound
+# was the smallest on every cell evaluated (α ∈ {0.5, 1.2, 1.5}: 3·10⁵ cells); the second-order
+# bounds, which cost two thirds of the time, and the expansion bound changed no cell count
+# there (α ∈ {0.5, 0.8, 1.2, 1.5}). Above, the perspective bound degenerates (a = 1/(2−α) → ∞)
+# and the expansion bound (:func:`_expansion_bound`) wins: 8 519 cells instead of 36 135 at
+# α = 1.75, 36 355 at α = 1.9 (width 2.6·10⁻² after 40 s before), with the same cells without
+# the perspective and second-order bounds, which are skipped up to α = 2. Above α = 2 the
+# outputs' own extrema join in: 489 cells instead of 925 at α = 2.5, 1 771 instead of 8 365
+# at α = 3, 1 instead of 15 807 at α = 4 and 17 335 at α = 5, 1 at α = 10 (width 0.34 after
+# 30 s before); below, they cost cancellation (α = 2: width 0.18 after 60 s instead of 10⁻³
+# in 122 353 cells; α = 1.9: width 3·10⁻² after 40 s). The second-order bounds still prune
+# above α = 2 (α = 5, Dirichlet(2) rows: 493 cells with them, 5 825 without).
 _PERSPECTIVE_ONLY = 1.5
-_QUADRATIC_MODEL_ABOVE = 2.0
+_OWN_EXTREMA_ABOVE = 2.0
+_SECOND_ORDER_ABOVE = 2.0
 
 
 def _second_order_bound(
@@ -225,8 +250,6 @@ def _second_order_bound(
     zero_order = _steep_terms(W, alpha, Qv, Sv, q_lo, q_hi)  # (B, m), σ-side, per output
     F_c = sc * qc_1a
     barycentric = _jensen_bound(alpha, V, Z, Qv, Sv, F_c, zero_order, slack)
-    if alpha <= _QUADRATIC_MODEL_ABOVE:
-        return barycentric
     good = feasible
     with np.errstate(invalid="ignore", over="ignore"):
         # σφ(q) ≤ σ(a_y + b_y q) on [q_lo, q_hi], φ(q) = q^{1−α}: the secant (φ is convex for
@@ -304,88 +327,213 @@ def _second_order_bound(
     return out
 
 
-def _ratio_expansion_bound(
-    V: FloatArray, Z: FloatArray, Qv: FloatArray, Sv: FloatArray, slack: float
+# Terms of the series for the remainder factor (:func:`_remainder_factor`) where |d| ≤ 1/4: the
+# truncation error is below |d|^24 ≈ 3·10⁻¹⁵ of the leading term, and is added.
+_SERIES_TERMS = 24
+_SERIES_RADIUS = 0.25
+
+
+def _remainder_factor(alpha: float, u: FloatArray) -> FloatArray:
+    """Upper bound on σH(u) = σu ρ(u)/(u − 1)², ρ(u) = u^{1−α} − 1 − (1−α)(u − 1) (u > 0).
+
+    H is the Taylor remainder of φ(t) = t^{1−α} about 1, scaled: with the integral form of the
+    remainder (Taylor's theorem; e.g. Apostol 1967, "Calculus" I, Thm. 7.6),
+    ρ(u) = (u − 1)² ∫₀¹ (1 − t) φ''(1 + t(u − 1)) dt, and the substitution
+    s = tu/(1 + t(u − 1)) turns H into
+
+        H(u) = α(α − 1) ∫₀¹ (1 − s) ((1 − s) + s/u)^{α−2} ds.
+
+    So σH ≥ 0, and as (1 − s) + s/u decreases in u, σH decreases in u for α > 2, is the
+    constant 1 at α = 2 and increases in u for α < 2 (α ≠ 1). With d = 1/u − 1 and the
+    binomial series, H = α(α − 1) Σ_k C(α−2, k) d^k/((k + 1)(k + 2)) for |d| < 1; it is used for
+    |d| ≤ 1/4 (no cancellation), with the tail after K terms at most
+    |C(α−2, K)| |d|^K/((K + 1)(K + 2)(1 − |d|)) (for k ≥ K ≥ α − 2 the ratio of consecutive
+    binomial coefficients is at most (k + 2)/(k + 1), as α − 2 ≥ −2). Elsewhere the closed form
+    is used with an allowance for the rounding of ρ. Returns +inf where the value overflows.
+
+    >>> round(float(_remainder_factor(3.0, np.array([0.5]))[0]), 12)  # H = 2 + 1/u at α = 3
+    4.0
+    """
+    sigma = 1.0 if alpha > 1 else -1.0
+    beta = alpha - 2.0
+    scale = alpha * abs(alpha - 1.0)
+    with np.errstate(all="ignore"):
+        d = 1.0 / u - 1.0
+        near = np.abs(d) <= _SERIES_RADIUS
+        dn = np.where(near, d, 0.0)
+        terms = max(_SERIES_TERMS, math.ceil(beta) + 2)
+        binom = 1.0
+        total = np.zeros_like(u)
+        absolute = np.zeros_like(u)
+        power = np.ones_like(u)
+        for k in range(terms):
+            coefficient = binom / ((k + 1) * (k + 2))
+            total = total + coefficient * power
+            absolute = absolute + abs(coefficient) * np.abs(power)
+            power = power * dn
+            binom = binom * (beta - k) / (k + 1)
+        tail = abs(binom) * np.abs(power) / ((terms + 1) * (terms + 2) * (1.0 - _SERIES_RADIUS))
+        series = scale * (total + tail + 4.0 * terms * _EPS * absolute)
+        # closed form away from u = 1: σρ and a bound on its rounding error
+        uf = np.where(near, 2.0, u)
+        phi = np.power(uf, 1.0 - alpha)
+        linear = (1.0 - alpha) * (uf - 1.0)
+        rho = sigma * (phi - 1.0 - linear)
+        error = 16.0 * _EPS * (phi + 1.0 + np.abs(linear))
+        closed = uf * (rho + error) / ((uf - 1.0) ** 2 * (1.0 - 8.0 * _EPS))
+        out: FloatArray = np.where(near, series, closed) * (1.0 + 16.0 * (abs(beta) + 2.0) * _EPS)
+        out = np.where(np.isnan(out), np.inf, out)
+    return out
+
+
+def _expansion_bound(
+    alpha: float,
+    Z: FloatArray,
+    Qv: FloatArray,
+    Sv: FloatArray,
+    slack: float,
+    own_extrema: bool = True,
 ) -> FloatArray:
-    """Upper bound on I_2 over each cell from an exact expansion of s_y/q_y (α = 2).
+    """Upper bound on I_α over each cell from the exact second-order expansion of each term.
 
-    At α = 2, G = Σ_y s_y/q_y. For any κ_y > 0 and q_y > 0, with δ_y = q_y − κ_y,
+    For κ_y > 0, with δ_y = q_y − κ_y, φ(t) = t^{1−α} and the Taylor remainder
+    R_y = φ(q_y) − φ(κ_y) − φ'(κ_y)δ_y (Taylor's theorem, integral form),
 
-        s_y/q_y = s_y/κ_y − s_y δ_y/κ_y² + r_y δ_y²/κ_y²,   r_y = s_y/q_y
+        F_y = s_y φ(κ_y) + s_y φ'(κ_y) δ_y + r_y q_y R_y,   r_y = s_y/q_y,
 
-    (multiply out: s(κ² − qκ + δq)/(qκ²) = s(q − κ)²/(qκ²)); it is exact, not a Taylor
-    approximation. The posterior mean r_y = Σ_x (P_x W_xy/q_y) W_xy is a ratio of linear
-    functions with positive denominator, hence quasi-linear: on a cell it is at most its
-    largest value r̂_y at the vertices with q_y > 0 (vertices with q_y = 0 carry no weight).
-    So G ≤ m(λ) = Σ_y [s_y/κ_y − s_y δ_y/κ_y² + r̂_y δ_y²/κ_y²], an exact quadratic in the
-    barycentric coordinates λ of the cell (s, q and δ are linear in λ), whose maximum over the
-    λ-simplex is bounded by :func:`_split_quadratic_max`. Its error, (r̂_y − r_y) δ_y²/κ_y², is
-    of third order in the size of the cell, and the quadratic keeps the cancellation between
-    outputs' curvatures that per-output bounds lose: on the largest cells left by the
-    barycentric bound (8 inputs, 64 outputs) it is 0.01 nats above the cell maxima instead of
-    0.07–0.13. Any κ_y > 0 is valid; the error is smallest where q_y ≈ κ_y, so a first pass
-    takes q_y at the centre, a second q_y where the first quadratic's maximisation ended (near
-    the model's maximiser), and the smaller bound is kept: with 8 inputs and 64 outputs the
-    width 10⁻³ takes 85 000 cells, against 430 000 with the centre alone and 210 000 with the
-    better of the centre and the middle of q_y's range. An
-    output with q_y = 0 at every vertex has s_y = 0 on the cell and is left out (its term is 0).
+    exactly. σR_y ≥ 0 (φ is convex for α > 1, concave for α < 1) and
+    q R(q)/δ² = κ^{−α} H(q/κ) with H of :func:`_remainder_factor`, monotone in q; so on a cell,
+    where q_y ∈ [q_lo, q_hi] and the posterior mean r_y is at most its largest vertex value r̂_y
+    (a ratio of linear functions with positive denominator is quasi-linear; vertices with
+    q_y = 0 carry no weight), σ r_y q_y R_y ≤ r̂_y κ_y^{−α} σH(u_y) δ_y² with u_y = q_lo/κ_y for
+    α > 2 and q_hi/κ_y for α < 2 (the end where σH is largest). At α = 2, H = 1 and this is the
+    identity s/q = s/κ − sδ/κ² + rδ²/κ² (module docstring). What remains is an
+    exact quadratic in the cell's barycentric coordinates λ (s, δ are linear in λ), whose
+    maximum over the λ-simplex is bounded by :func:`_split_quadratic_argmax`. Its error,
+    (r̂ − r)σHδ² + r(σH(u) − σH(q/κ))δ², is of third order in the cell's size, and the
+    quadratic keeps the cancellation between outputs that per-output bounds lose.
+
+    With ``own_extrema``, an output may instead contribute its own extremum over the cell
+    (:func:`_term_extrema`, a constant: exact for one output, first order for the sum), which
+    it does where H is unbounded (α > 2 and q_lo = 0) and where that extremum exceeds the
+    output's centre value by less than the expansion's error bound r̂κ^{−α}σH(u) max_i δ_i²;
+    the bound with every output at its own extremum is also a candidate. This is what
+    certifies channels whose supremum sits in a boundary layer, where one output with a tiny
+    q_y dominates G (random channels with α ≥ 3). An output with q_y = 0 at every vertex has
+    s_y = 0 on the cell and is left out. κ is q at the centre in a first pass and q where
+    that pass's maximisation ended in a second (where q_y > 0 there); the smallest bound is
+    kept.
     """
     n = Qv.shape[1]
+    sigma = 1.0 if alpha > 1 else -1.0
     with np.errstate(all="ignore"):
         live = Qv.max(axis=1) > 0  # (B, m)
         ratio = np.where(Qv > 0, Sv / np.where(Qv > 0, Qv, 1.0), 0.0)
         # rounding: Sv, Qv are sums of n non-negative products, the ratio one more division
         r_hi = ratio.max(axis=1) * (1.0 + 4.0 * (n + 2) * _EPS)
-        lam_c = np.full((len(Qv), n), 1.0 / n)
-        first, at = _ratio_expansion(Z, Qv, Sv, live, r_hi, lam_c, slack)
-        second, _ = _ratio_expansion(Z, Qv, Sv, live, r_hi, at, slack)
-    result: FloatArray = np.minimum(first, second)
+        own = np.full(len(Qv), np.inf)
+        if own_extrema:
+            extremum = _term_extrema(alpha, Qv, Sv)
+            F_c = Sv.mean(axis=1) * _power(Qv.mean(axis=1), 1.0 - alpha)
+            excess = extremum - sigma * F_c
+            G_own = sigma * np.sum(np.where(live, extremum, 0.0), axis=1) * (1.0 + sigma * slack)
+            own = _log_information(G_own, alpha)
+            if alpha > 1:
+                own = np.where(G_own > 0, own, np.inf)
+        else:
+            extremum = excess = np.full_like(r_hi, np.inf)
+        kappa_c = Qv.mean(axis=1)
+        args = (alpha, Z, Qv, Sv, live, r_hi)
+        first, at = _expansion(*args, kappa_c, extremum, excess, slack)
+        kappa = (at[:, None, :] @ Qv)[:, 0, :]
+        kappa = np.where(kappa > 0, kappa, kappa_c)
+        second, _ = _expansion(*args, kappa, extremum, excess, slack)
+        result: FloatArray = np.minimum(np.minimum(first, second), own)
+        result = np.where(np.isnan(result), np.inf, result)
     return result
 
 
-def _ratio_expansion(
+def _expansion_model(
+    alpha: float,
+    Qv: FloatArray,
+    Sv: FloatArray,
+    live: npt.NDArray[np.bool_],
+    r_hi: FloatArray,
+    kappa: FloatArray,
+    extremum: FloatArray,
+    excess: FloatArray,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The quadratic of :func:`_expansion_bound` about ``kappa`` (cells, outputs): M with
+    σG(λ) ≤ λᵀMλ + c on the cell, the constant c (outputs at their own extremum) and a bound
+    on the magnitude of the rounding errors of M's entries."""
+    sigma = 1.0 if alpha > 1 else -1.0
+    kappa = np.where(live & (kappa > 0), kappa, 1.0)
+    if alpha > 2:  # σH is largest at the lower end of q's range, else at the upper end
+        q_end = Qv.min(axis=1) * (1.0 - 4.0 * _EPS)
+    else:
+        q_end = Qv.max(axis=1) * (1.0 + 4.0 * _EPS)
+    a0 = sigma * _power(kappa, 1.0 - alpha)  # σφ(κ)
+    a1 = sigma * (1.0 - alpha) * _power(kappa, -alpha)  # σφ'(κ)
+    a2 = r_hi * _power(kappa, -alpha) * _remainder_factor(alpha, np.maximum(q_end, 0.0) / kappa)
+    D = Qv - kappa[:, None, :]  # δ at the vertices (B, n, m)
+    # the expansion exceeds σF_y by at most a2·max δ² on the cell (δ² is convex), the own
+    # extremum exceeds σF_y(centre) by ``excess``: each output takes the smaller (both valid)
+    expand = live & np.isfinite(a0) & np.isfinite(a1) & np.isfinite(a2)
+    expand &= a2 * (D * D).max(axis=1) <= excess
+    constant = np.sum(np.where(live & ~expand, extremum, 0.0), axis=1)
+    a0, a1, a2 = (np.where(expand, a, 0.0) for a in (a0, a1, a2))
+    first = np.sum(Sv * a0[:, None, :], axis=2)  # Σ_y σ s_y φ(κ_y) at the vertices
+    SD = (Sv * a1[:, None, :]) @ np.swapaxes(D, 1, 2)
+    DD = (D * a2[:, None, :]) @ np.swapaxes(D, 1, 2)
+    M = 0.5 * (first[:, :, None] + first[:, None, :]) + 0.5 * (SD + np.swapaxes(SD, 1, 2)) + DD
+    # rounding: every δ carries errors of the size of q + κ
+    E = Qv + kappa[:, None, :]
+    absfirst = np.sum(Sv * np.abs(a0)[:, None, :], axis=2)
+    SE = (Sv * np.abs(a1)[:, None, :]) @ np.swapaxes(E, 1, 2)
+    M_abs = 0.5 * (absfirst[:, :, None] + absfirst[:, None, :] + SE + np.swapaxes(SE, 1, 2))
+    M_abs = M_abs + (E * a2[:, None, :]) @ np.swapaxes(E, 1, 2)
+    return M, constant, M_abs.sum(axis=(1, 2))
+
+
+def _expansion(
+    alpha: float,
     Z: FloatArray,
     Qv: FloatArray,
     Sv: FloatArray,
     live: npt.NDArray[np.bool_],
     r_hi: FloatArray,
-    about: FloatArray,
+    kappa: FloatArray,
+    extremum: FloatArray,
+    excess: FloatArray,
     slack: float,
 ) -> tuple[FloatArray, FloatArray]:
-    """The bound of :func:`_ratio_expansion_bound` with κ_y = q_y at the barycentric point
-    ``about`` of each cell, and the last iterate of its quadratic's maximisation."""
+    """The bound of :func:`_expansion_bound` about ``kappa`` (cells, outputs), and the last
+    iterate of its quadratic's maximisation (barycentric)."""
     B, n, _ = Qv.shape
-    kappa = (about[:, None, :] @ Qv)[:, 0, :]
-    kappa = np.where(live & (kappa > 0), kappa, 1.0)
-    inv = np.where(live, 1.0, 0.0) / kappa
-    D = Qv - kappa[:, None, :]  # δ at the vertices (B, n, m)
-    first = np.sum(Sv * inv[:, None, :], axis=2)  # Σ_y s_y/κ_y at the vertices
-    SD = (Sv * (inv * inv)[:, None, :]) @ np.swapaxes(D, 1, 2)
-    DD = (D * (r_hi * inv * inv)[:, None, :]) @ np.swapaxes(D, 1, 2)
-    M = 0.5 * (first[:, :, None] + first[:, None, :]) - 0.5 * (SD + np.swapaxes(SD, 1, 2))
-    M = M + DD
-    absD = np.abs(D)
-    M_abs = 0.5 * (first[:, :, None] + first[:, None, :]) + (
-        (Sv * (inv * inv)[:, None, :]) @ np.swapaxes(absD, 1, 2)
-    )
-    M_abs = M_abs + (absD * (r_hi * inv * inv)[:, None, :]) @ np.swapaxes(absD, 1, 2)
+    sigma = 1.0 if alpha > 1 else -1.0
+    M, constant, rounding = _expansion_model(alpha, Qv, Sv, live, r_hi, kappa, extremum, excess)
     lam_c = np.full(n, 1.0 / n)
     f_c = M.sum(axis=(1, 2)) / (n * n)
     H = 2.0 * M
     g = H @ lam_c
-    finite = np.isfinite(H).all(axis=(1, 2))
+    finite = np.isfinite(H).all(axis=(1, 2)) & np.isfinite(constant)
     H = np.where(finite[:, None, None], H, 0.0)
     g = np.where(finite[:, None], g, 0.0)
     Qm = Z.T @ H @ Z
     lam, U = np.linalg.eigh(Qm)
     lam = lam + 64.0 * _EPS * n * np.linalg.norm(Qm, axis=(1, 2))[:, None]
     Dm = np.ascontiguousarray(np.broadcast_to(np.eye(n) - lam_c, (B, n, n)))
-    excess, argmax = _split_quadratic_argmax(Dm, g, Z, lam, U)
-    f_ub = f_c + excess
+    excess_c, argmax = _split_quadratic_argmax(Dm, g, Z, lam, U)
+    f_ub = f_c + excess_c + constant
     # λᵀEλ ≤ max|E_ij| on the simplex for the rounding error E of the entries of M; the sum
-    # of all |entries| also covers the rounding of the centre value, gradient and eigenvalues
-    f_ub = f_ub + slack * (M_abs.sum(axis=(1, 2)) + np.abs(f_ub) + np.abs(f_c))
-    out = np.where(finite & (f_ub > 0), np.log(np.where(f_ub > 0, f_ub, 1.0)), np.inf)
+    # of all |entries| (``rounding``) also covers the centre value, gradient and eigenvalues
+    magnitude = np.where(finite, rounding, 0.0) + np.abs(f_ub) + np.abs(f_c)
+    f_ub = f_ub + slack * (magnitude + np.abs(np.where(finite, constant, 0.0)))
+    G_bound = sigma * f_ub
+    out = _log_information(G_bound, alpha)
+    if alpha > 1:
+        out = np.where(G_bound > 0, out, np.inf)
+    out = np.where(finite & np.isfinite(f_ub), out, np.inf)
     out = np.where(np.isnan(out), np.inf, out)
     return out, argmax
 
@@ -751,6 +899,47 @@ def _steep_terms(
             r = np.where(any_zero, global_lo, np.nanmin(np.where(Qv > 0, ratio, np.inf), axis=1))
             term = np.where(absent, 0.0, r * _power(q_lo, 2.0 - alpha))
             out = -term
+    return out
+
+
+def _term_extrema(alpha: float, Qv: FloatArray, Sv: FloatArray) -> FloatArray:
+    """σ-side extremum of each term F_y = s_y q_y^{1−α} over each cell (cells, outputs).
+
+    The cell's image under P ↦ (q_y, s_y) is the polygon spanned by the vertices' points
+    (q_y(v_i), s_y(v_i)), and F = s q^{1−α} is, at fixed q > 0, increasing in s, so its
+    supremum (α > 1) lies on the polygon's upper boundary and its infimum (α < 1) on the
+    lower one: in either case on a segment between two vertices' points. On the segment
+    S = S_i + t S', Q = Q_i + t Q', t ∈ [0, 1], dF/dt = Q^{−α} (S'Q + (1−α) S Q'), whose
+    second factor is linear in t, so F's extremum on the segment is at an end or at the
+    single root t* = −(S'Q_i + (1−α)S_i Q')/((2−α)S'Q'). The largest (α > 1) or smallest
+    (α < 1) of these values over all pairs of vertices is the extremum of F_y over the cell,
+    not merely a bound on it; it is rounded toward the valid side. A vertex with q_y = 0 has
+    s_y = 0 (W^α and W have the same zeros), where F_y's closure is 0 for α < 2 while for
+    α > 2 F_y grows without bound towards it along any edge from a vertex with q_y > 0
+    (F = t^{2−α} s q^{1−α} there), so the bound is +inf. Returns σ times the extremum.
+    """
+    sigma = 1.0 if alpha > 1 else -1.0
+    i, j = np.triu_indices(Qv.shape[1], 1)
+    with np.errstate(all="ignore"):
+        positive = Qv > 0
+        ends = np.where(positive, Sv * _power(Qv, 1.0 - alpha), 0.0)  # (B, n, m)
+        qi, qj, si, sj = Qv[:, i], Qv[:, j], Sv[:, i], Sv[:, j]
+        dq, ds = qj - qi, sj - si
+        t = -(ds * qi + (1.0 - alpha) * si * dq) / ((2.0 - alpha) * ds * dq)
+        inside = (t > 0) & (t < 1)
+        t = np.where(inside, t, 0.0)
+        q_t, s_t = qi + t * dq, si + t * ds
+        at_root = np.where(inside & (q_t > 0), s_t * _power(q_t, 1.0 - alpha), np.nan)
+        values = np.concatenate([ends, at_root], axis=1)
+        if alpha > 1:
+            extremum = np.nanmax(np.where(np.isnan(values), -np.inf, values), axis=1)
+        else:
+            extremum = np.nanmin(np.where(np.isnan(values), np.inf, values), axis=1)
+        if alpha > 2:
+            blow_up = (~positive).any(axis=1) & positive.any(axis=1)
+            extremum = np.where(blow_up, np.inf, extremum)
+        out: FloatArray = sigma * extremum * (1.0 + sigma * 8.0 * (abs(alpha) + 4.0) * _EPS)
+        out = np.where(np.isnan(out), np.inf, out)
     return out
 
 
