@@ -60,6 +60,7 @@ def _renyi_information(
 
 
 _Z_BOUND = 35.0
+_LOG_TINY = math.log(float(np.finfo(np.float64).tiny)) + 1.0  # W^α is a normal float above
 
 
 def _local_max_renyi(
@@ -431,7 +432,13 @@ def _renyi_capacity(
         # At α = 2 the ratio-expansion cell bound leaves the regions nothing to prune, and
         # their caps cost time (8 inputs, four random channels with 5–64 outputs: the same
         # cells to width 1e-3, 1.3–2.2× faster without them)
-        regions = local_regions(W, alpha, found) if alpha != 2.0 else None
+        # The regions compute W^α in floats: where it falls below the normal range their
+        # bounds could drop a large term, so they are used only where it does not (the cell
+        # bounds round W^α up instead; the regions only save time)
+        positive = W[W > 0]
+        representable = bool(alpha * math.log(float(positive.min())) > _LOG_TINY)
+        use_regions = alpha != 2.0 and representable
+        regions = local_regions(W, alpha, found) if use_regions else None
         bnb, cells = _branch_and_bound(
             W,
             logW,

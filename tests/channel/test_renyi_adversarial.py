@@ -1,0 +1,43 @@
+"""Adversarial checks of the certified C_α (:mod:`infodp.channel.renyi`): channels with entries
+near the ends of float64's range, degenerate cells and tiny budgets, each against a reference
+that does not share the library's arithmetic ("Differential Privacy and Information Theory",
+2022: C_α = sup_P D_α(P_XY ‖ P_X P_Y))."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from _renyi_reference import renyi_information_exact
+from infodp.channel import Channel
+
+
+@pytest.mark.parametrize("extra_rows", [0, 2])
+def test_upper_end_holds_when_w_to_the_alpha_underflows(extra_rows: int) -> None:
+    # W_01 = 1e-110, W_11 = 1e-300: W_01^3 = 1e-330 underflows float64 (to 0), but the term
+    # P_0 W_01^3 q_1^{-2} is huge when P_0 ≈ 1e-190 makes q_1 ≈ 2e-300: I_3 = 91.4 nats there
+    # (50-digit decimal arithmetic). The upper end used to be 3e-12 (the term dropped).
+    W = np.array([[1 - 1e-110, 1e-110], [1 - 1e-300, 1e-300]])
+    p = np.array([1e-190, 1 - 1e-190])
+    if extra_rows:
+        W = np.vstack([W, [[0.5, 0.5], [0.3, 0.7]]])
+        p = np.concatenate([p, [0.0, 0.0]])
+    attained = renyi_information_exact(p, W, 3.0)
+    assert attained > 90
+    result = Channel(W).renyi_capacity(3.0, tol=1e-3, time_budget=5.0)
+    assert attained <= result.upper
+    assert result.lower <= result.upper
+
+
+def test_lower_end_is_attained_when_q_to_the_one_minus_alpha_overflows() -> None:
+    # Near the vertex of the 1e-300 row, q_1^{1−α} = (1e-300)^{−49} overflows float64; a cell
+    # centre there used to report I_50 = +inf as attained (lower = upper = inf), although every
+    # row has full support (C_50 ≤ the diameter, 690 nats). The lower end must be the value
+    # at the returned input (50-digit decimal arithmetic), and the upper end finite.
+    W = np.array([[1 - 1e-7, 1e-7], [1 - 1e-300, 1e-300], [0.5, 0.5], [0.3, 0.7]])
+    result = Channel(W).renyi_capacity(50.0, tol=1e-3, time_budget=2.0)
+    assert math.isfinite(result.lower) and math.isfinite(result.upper)
+    attained = renyi_information_exact(result.input_distribution, W, 50.0)
+    assert result.lower <= attained * (1 + 1e-9) <= result.upper
