@@ -9,9 +9,12 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from _renyi_reference import renyi_information_exact
+from _renyi_reference import best_in_cell, renyi_information_exact
 from infodp.channel import Channel
+from infodp.channel.certificates import cell_bounds, tangent_basis
 
 
 @pytest.mark.parametrize("extra_rows", [0, 2])
@@ -82,3 +85,52 @@ def test_a_spent_time_budget_stops_all_the_work(n: int, alpha: float) -> None:
     result = Channel(W).renyi_capacity(alpha, tol=1e-12, time_budget=1e-6, refine_budget=20_000)
     assert result.iterations < 200
     assert result.lower <= result.upper
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    alpha=st.sampled_from([0.3, 0.5, 0.9999, 1.0001, 1.5, 2.0, 3.0, 5.0, 10.0, 50.0]),
+    shape=st.sampled_from(["point", "repeated", "face", "simplex", "vertex twice", "plain"]),
+    size=st.sampled_from([1.0, 0.3, 1e-2, 1e-5, 1e-9]),
+    tiny=st.booleans(),
+)
+def test_cell_bounds_hold_on_degenerate_cells(
+    seed: int, alpha: float, shape: str, size: float, tiny: bool
+) -> None:
+    # All bounds of cell_bounds together, on cells the branch and bound does not make but a
+    # caller may pass: a single point, a repeated vertex, a cell inside a face, the whole
+    # simplex with its vertices permuted, a simplex vertex listed twice; on channels whose
+    # entries may be as small as 1e-300 (W^α then under- and q^{1−α} overflows). The bound is
+    # above I_α at samples and ascents in the cell (independent formula) and, where float
+    # arithmetic fails there, at the centre and vertices in 50-digit decimal arithmetic.
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(2, 7)), int(rng.integers(2, 10))
+    W = rng.dirichlet(np.full(m, 0.5), size=n)
+    if tiny:
+        W[rng.random((n, m)) < 0.3] = 10.0 ** -rng.uniform(20, 300)
+        W /= W.sum(axis=1, keepdims=True)
+    V = (1 - size) * rng.dirichlet(np.ones(n)) + size * rng.dirichlet(np.full(n, 0.5), size=n)
+    if shape == "point":
+        V[1:] = V[0]
+    elif shape == "repeated":
+        V[1] = V[0]
+    elif shape == "face":
+        V[:, 0] = 0.0
+        V /= V.sum(axis=1, keepdims=True)
+    elif shape == "simplex":
+        V = np.eye(n)[rng.permutation(n)]
+    elif shape == "vertex twice":
+        V[0] = V[1] = np.eye(n)[0]
+    with np.errstate(under="ignore", over="ignore"):
+        A = W**alpha
+    bounds = cell_bounds(W, A, alpha, V[None], tangent_basis(n))
+    upper = float(bounds.upper[0])
+    assert not math.isnan(upper)
+    with np.errstate(all="ignore"):
+        best = best_in_cell(V, W, alpha, rng)
+    if not math.isfinite(best) or best > upper:
+        best = max(renyi_information_exact(p, W, alpha) for p in [V.mean(axis=0), *V])
+    assert best <= upper + 1e-9 * max(1.0, abs(best))
+    centre = renyi_information_exact(V.mean(axis=0), W, alpha)
+    assert bounds.centre_value[0] <= centre + 1e-9 * max(1.0, abs(centre))
