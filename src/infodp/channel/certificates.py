@@ -99,6 +99,8 @@ import numpy.typing as npt
 
 from infodp.channel._numerics import _EPS, FloatArray
 
+_TINY = float(np.finfo(np.float64).tiny)  # the smallest normal float64
+
 __all__ = ["CellBounds", "bisect", "cell_bounds", "tangent_basis"]
 
 
@@ -167,6 +169,13 @@ def _cell_bounds(
     sigma = 1.0 if alpha > 1 else -1.0
     terms = m + n + 8
     slack = 64.0 * _EPS * terms
+    A_centre = A
+    if alpha > 1:
+        # W^α may underflow (W_xy = 1e-110, α = 3) where the term P_x W_xy^α q_y^{1−α} is
+        # still large (q_y ≈ 1e-300): the bounds take W^α rounded up to the smallest normal
+        # float, so s = PA never drops below its true value (every bound below holds for any
+        # A ≥ 0 with s linear in P); the centre value, a lower bound, keeps the unrounded A.
+        A = np.where(W > 0, np.maximum(A, _TINY), 0.0)
 
     Qv = V @ W  # (B, n, m) q at the vertices
     Sv = V @ A
@@ -192,8 +201,10 @@ def _cell_bounds(
     # ---- centre value ------------------------------------------------------------------
     qc_1a = _power(qc, 1.0 - alpha)
     with np.errstate(invalid="ignore", over="ignore"):
-        G_c = np.sum(sc * qc_1a, axis=1)
+        G_c = np.sum((c @ A_centre) * qc_1a, axis=1)
     centre_value = _log_information(G_c * (1.0 - sigma * slack), alpha)
+    # an overflowed G (q_y^{1−α} = inf times a tiny s_y) is no attained value
+    centre_value = np.where(np.isfinite(G_c), centre_value, -np.inf)
     if alpha <= _PERSPECTIVE_ONLY:
         upper = np.minimum(upper, _perspective_bound(alpha, Qv, Sv, slack))
     else:

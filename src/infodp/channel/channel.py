@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -485,6 +486,7 @@ class Channel:
         >>> r.lower >= 0.223143, r.lower <= r.upper <= 0.869039
         (True, True)
         """
+        started = time.monotonic()
         alpha = as_alpha("alpha", alpha)
         if alpha == 0:
             raise ParameterError("alpha", alpha, "a Rényi order in (0, inf]")
@@ -504,8 +506,15 @@ class Channel:
             result = self._tighten_near_one(
                 result,
                 alpha,
+                # the comparison run shares what is left of the time budget
                 lambda a: _renyi_capacity(
-                    self._matrix, a, tol, n_starts, np.random.default_rng(0), refine_budget
+                    self._matrix,
+                    a,
+                    tol,
+                    n_starts,
+                    np.random.default_rng(0),
+                    refine_budget,
+                    max(started + budget - time.monotonic(), 0.0),
                 ),
                 tol,
             )

@@ -61,6 +61,7 @@ of its convex part (:func:`~infodp.channel.certificates._split_quadratic_max`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -147,16 +148,20 @@ def _bound(c: _Columns, p: FloatArray, radius: float) -> float:
     if not np.isfinite(r_hi).all():
         return float("inf")
     k = abs(alpha - 1.0)
-    with np.errstate(over="ignore"):
+    # q^{−α} overflows near a face (identity channel, α = 10): inf·0 there gives a
+    # non-finite M, i.e. no bound (+inf), not a warning
+    with np.errstate(over="ignore", invalid="ignore"):
         t_hi = k * np.power(q_lo, -alpha) / shrink
         t_lo = k * np.power(q_hi, -alpha) * shrink
-    wz, az = c.wz.T, c.az.T  # (m, n−1)
-    K = alpha * r_hi[:, None, None] * wz[:, :, None] * wz[:, None, :]
-    cross = az[:, :, None] * wz[:, None, :]
-    K = K - cross - np.swapaxes(cross, 1, 2)
-    lam, U = np.linalg.eigh(K)
-    weight = np.where(lam > 0, t_hi[:, None], t_lo[:, None]) * lam
-    M = np.einsum("yik,yk,yjk->ij", U, weight, U)
+        wz, az = c.wz.T, c.az.T  # (m, n−1)
+        K = alpha * r_hi[:, None, None] * wz[:, :, None] * wz[:, None, :]
+        cross = az[:, :, None] * wz[:, None, :]
+        K = K - cross - np.swapaxes(cross, 1, 2)
+        if not np.isfinite(K).all():
+            return float("inf")
+        lam, U = np.linalg.eigh(K)
+        weight = np.where(lam > 0, t_hi[:, None], t_lo[:, None]) * lam
+        M = np.einsum("yik,yk,yjk->ij", U, weight, U)
     if not np.isfinite(M).all():
         return float("inf")
     top = float(np.linalg.eigvalsh(M)[-1])
@@ -199,11 +204,14 @@ def _first_order(c: _Columns, p: FloatArray) -> float:
     q, s = p @ W, p @ A
     if not (q > 0).all():
         return float("inf")
-    phi = np.power(q, 1.0 - alpha)
-    G = float(np.sum(s * phi))
-    part_a = A @ phi  # ∂G/∂P_x = Σ_y A_xy q_y^{1−α} + (1−α) W_xy s_y q_y^{−α}
-    part_w = W @ (s * phi / q)
-    g = sigma * (part_a + (1.0 - alpha) * part_w)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow: no bound (+inf) below
+        phi = np.power(q, 1.0 - alpha)
+        G = float(np.sum(s * phi))
+        part_a = A @ phi  # ∂G/∂P_x = Σ_y A_xy q_y^{1−α} + (1−α) W_xy s_y q_y^{−α}
+        part_w = W @ (s * phi / q)
+        g = sigma * (part_a + (1.0 - alpha) * part_w)
+    if not (math.isfinite(G) and np.isfinite(g).all()):
+        return float("inf")
     gap = max(float(g.max() - g @ p), 0.0)
     # rounding of G and of the gap; also covers the ~nε distance of the stored p from the
     # exactly normalised centre (G and its gradient are smooth there)

@@ -60,6 +60,7 @@ def _renyi_information(
 
 
 _Z_BOUND = 35.0
+_LOG_TINY = math.log(float(np.finfo(np.float64).tiny)) + 1.0  # W^α is a normal float above
 
 
 def _local_max_renyi(
@@ -89,7 +90,13 @@ def _local_max_renyi(
 
 
 def _renyi_bnb_upper(
-    W: FloatArray, logW: FloatArray, alpha: float, lower: float, budget: int, tol: float
+    W: FloatArray,
+    logW: FloatArray,
+    alpha: float,
+    lower: float,
+    budget: int,
+    tol: float,
+    deadline: float = math.inf,
 ) -> float:
     """Certified upper bound on C_α by branch and bound over the input simplex.
 
@@ -98,7 +105,8 @@ def _renyi_bnb_upper(
     G ≤ Σ_x P_x U_x, a linear form whose maximum is at a vertex. For α < 1, A_x is concave and
     the same argument bounds G from below, i.e. I_α = log G/(α−1) from above. Simplices are split
     at their longest edge, largest bound first; those that cannot exceed ``lower`` + tol are set
-    aside with their bound. The result is the largest bound of all remaining pieces.
+    aside with their bound. The result is the largest bound of all remaining pieces (also
+    when stopped by ``budget`` simplices or at ``deadline``, ``time.monotonic()``).
     """
     n = W.shape[0]
     aL = np.where(W > 0, alpha * logW, -np.inf)
@@ -126,7 +134,7 @@ def _renyi_bnb_upper(
     counter = 1
     pruned = -_INF
     edges = list(itertools.combinations(range(n), 2))
-    while heap and counter < budget:
+    while heap and counter < budget and time.monotonic() <= deadline:
         neg_ub, _, verts = heapq.heappop(heap)
         if -neg_ub <= lower + tol:
             heapq.heappush(heap, (neg_ub, 0, verts))
@@ -211,7 +219,7 @@ def _branch_and_bound(
                 or time.monotonic() > deadline
             ):
                 return upper, cells
-            batch = min(len(V), 256 if n > 5 else 128)
+            batch = min(len(V), 256 if n > 5 else 128, _batch_limit(n, W.shape[1]))
             pick = np.argpartition(-ub, batch - 1)[:batch] if batch < len(V) else np.arange(len(V))
             parents, parent_ub = V[pick], ub[pick]
             cells_left.remove(np.sort(pick))
@@ -240,6 +248,24 @@ def _branch_and_bound(
             pool.shutdown()
         if bar is not None:
             bar.close()
+
+
+# The cell bounds hold a few dozen (children × n × m) float arrays at once, and each output's
+# own extremum (α > 2) arrays over the n(n−1)/2 edges of a cell: with 8 inputs and 3 000
+# outputs, 512 children took 2.4 GB at α = 50, and 2²¹ elements still 0.8 GB at α = 5.
+# Children × n × m is kept at most 2²⁰ (8 MB per array; 0.4 GB there), which leaves the batch
+# at 256 up to n·m = 2 048 (8 inputs × 256 outputs).
+_CELL_ELEMENTS = 2**20
+
+
+def _batch_limit(n: int, m: int) -> int:
+    """The most parents per round whose children's (2 × batch, n, m) arrays stay within
+    :data:`_CELL_ELEMENTS` elements (at least 8).
+
+    >>> _batch_limit(8, 64), _batch_limit(8, 3000)
+    (1024, 21)
+    """
+    return max(8, _CELL_ELEMENTS // (2 * n * m))
 
 
 class _Cells:
@@ -421,6 +447,8 @@ def _renyi_capacity(
     search = _Search(-_INF, starts[0])
     found: list[tuple[float, FloatArray]] = []
     for start in starts:
+        if found and time.monotonic() > started + time_budget:
+            break  # the budget covers the searches too (0.3 s each with 8 × 3 000)
         value, p = _local_max_renyi(W, logW, alpha, start)
         found.append((value, p))
         search.local_searches += 1
@@ -431,7 +459,13 @@ def _renyi_capacity(
         # At α = 2 the ratio-expansion cell bound leaves the regions nothing to prune, and
         # their caps cost time (8 inputs, four random channels with 5–64 outputs: the same
         # cells to width 1e-3, 1.3–2.2× faster without them)
-        regions = local_regions(W, alpha, found) if alpha != 2.0 else None
+        # The regions compute W^α in floats: where it falls below the normal range their
+        # bounds could drop a large term, so they are used only where it does not (the cell
+        # bounds round W^α up instead; the regions only save time)
+        positive = W[W > 0]
+        representable = bool(alpha * math.log(float(positive.min())) > _LOG_TINY)
+        use_regions = alpha != 2.0 and representable
+        regions = local_regions(W, alpha, found) if use_regions else None
         bnb, cells = _branch_and_bound(
             W,
             logW,
@@ -447,7 +481,9 @@ def _renyi_capacity(
         if bnb < upper:
             upper, upper_method = bnb, f"branch and bound on {cells} simplicial cells"
         if n <= 3 and upper - search.value > tol and time.monotonic() < started + time_budget:
-            vertex = _renyi_bnb_upper(W, logW, alpha, search.value, refine_budget, tol)
+            vertex = _renyi_bnb_upper(
+                W, logW, alpha, search.value, refine_budget, tol, started + time_budget
+            )
             if vertex < upper:
                 upper, upper_method = vertex, "vertex branch and bound"
     method = f"lower: best of {search.local_searches} local searches"
