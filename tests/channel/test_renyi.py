@@ -14,6 +14,7 @@ from scipy.special import xlogy
 
 from _renyi_reference import dirichlet_channel, multistart_ascent, renyi_information
 from infodp.channel import Channel
+from infodp.errors import ParameterError
 
 
 @pytest.mark.parametrize("alpha", [0.5, 2.0, 5.0])
@@ -156,3 +157,14 @@ def test_cell_store_keeps_exactly_the_cells_added_and_not_removed(
             store.remove(index)
         assert sorted(store.ub.astype(int).tolist()) == sorted(model)
         assert np.all(store.ub[:, None, None] == store.V)
+
+
+def test_an_infinite_time_budget_means_no_limit_and_zero_is_refused() -> None:
+    # math.inf is "no time limit", as None is: the same bracket; 0 s and NaN are bad input
+    W = dirichlet_channel(4, 6, 1)
+    unlimited = Channel(W).renyi_capacity(2.0, tol=1e-3, time_budget=math.inf)
+    default = Channel(W).renyi_capacity(2.0, tol=1e-3)
+    assert (unlimited.lower, unlimited.upper) == (default.lower, default.upper)
+    for bad in (0.0, math.nan, -1.0):
+        with pytest.raises(ParameterError, match="time_budget"):
+            Channel(W).renyi_capacity(2.0, time_budget=bad)

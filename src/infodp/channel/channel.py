@@ -477,10 +477,10 @@ class Channel:
         (:mod:`infodp.channel.certificates` proves the cell bound) that stops once
         ``upper − lower ≤ tol``, after ``refine_budget`` cells (default 2 000 for at most 3
         inputs, 200 000 otherwise) or after ``time_budget`` seconds, returning the best
-        bracket so far. ``iterations`` counts local searches plus cells (the work done);
-        ``progress=True`` shows a progress bar when standard error is a terminal. At α = ∞
-        C_∞ = pure ε exactly; at α = 1 it is Shannon's capacity. Ask for a realistic ``tol``
-        (1e-3 nats) with four inputs or more.
+        bracket so far (``None`` or ``math.inf``: no time limit). ``iterations`` counts local
+        searches plus cells (the work done); ``progress=True`` shows a progress bar when
+        standard error is a terminal. At α = ∞ C_∞ = pure ε exactly; at α = 1 it is Shannon's
+        capacity. Ask for a realistic ``tol`` (1e-3 nats) with four inputs or more.
 
         >>> r = Channel.binary_symmetric(0.25).renyi_capacity(2.0)
         >>> r.lower >= 0.223143, r.lower <= r.upper <= 0.869039
@@ -495,7 +495,11 @@ class Channel:
         if refine_budget is None:
             refine_budget = 2000 if self.n_inputs <= 3 else 200_000
         refine_budget = as_positive_int("refine_budget", refine_budget, minimum=0)
-        budget = math.inf if time_budget is None else as_positive("time_budget", time_budget)
+        budget = (
+            math.inf
+            if time_budget is None
+            else as_positive("time_budget", time_budget, allow_inf=True)
+        )
         if alpha == 1:
             return _relabel(_shannon_capacity(self._matrix, tol, 100_000), "renyi")
         generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
