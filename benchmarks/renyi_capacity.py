@@ -86,8 +86,8 @@ def main() -> None:
         "(Dirichlet(0.5) rows), by `Channel.renyi_capacity(α, tol, time_budget)`: lower = "
         "attained information, upper = branch-and-bound certificate (nats). `diameter` is the "
         "previous certified upper end for more than three inputs. Width at each time is the "
-        "best bracket so far; work = local searches + simplicial cells. Timings are on a "
-        "shared, busy machine.\n\n" + markdown_table(header, rows)
+        "best bracket so far; work = local searches + simplicial cells. Times are wall-clock "
+        "seconds on the machine named above.\n\n" + markdown_table(header, rows)
     )
     command = (
         f"python3 -m benchmarks.renyi_capacity --outputs {args.outputs} --budget {args.budget:g}"
