@@ -24,6 +24,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from _json_values import same_json, strict_json
 from infodp._jsonable import to_jsonable
 from infodp.curator import engine
 from infodp.curator.engine import Curator, _answer_text
@@ -53,24 +54,6 @@ def _old(payload: Any) -> str:
     return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def _strict(text: str) -> Any:
-    def refuse(token: str) -> Any:
-        raise AssertionError(f"non-standard JSON literal {token}")
-
-    return json.loads(text, parse_constant=refuse)
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal JSON values, floats compared bit for bit (1.0 and 1 are different here)."""
-    if isinstance(a, float) or isinstance(b, float):
-        return type(a) is type(b) and a == b and math.copysign(1, a) == math.copysign(1, b)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
-
-
 def _agree(payload: Any) -> None:
     """Both renderings give the same JSON value, or raise the same error."""
     try:
@@ -80,7 +63,7 @@ def _agree(payload: Any) -> None:
             _answer_text(payload)
         assert str(new_exc.value) == str(exc)
         return
-    assert _same(_strict(_answer_text(payload)), _strict(old))
+    assert same_json(strict_json(_answer_text(payload)), strict_json(old), key_order=True)
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +103,7 @@ def test_release_json_uses_the_answer_renderer(
     reserved = cur.reserve("a", QUERIES[0], epsilon="1", noise="laplace")
     text = cur.release_json(reserved)
     assert seen == [text]
-    answer = _strict(text)
+    answer = strict_json(text)
     assert answer["columns"] == ["g", "COUNT(*)", "SUM(v)", "AVG(n)"]
     assert sorted(row[0] for row in answer["rows"]) == sorted(CATS)
 
@@ -140,7 +123,7 @@ def test_orjson_renders_a_plain_100_group_answer() -> None:
     }
     text = _answer_text(payload)
     assert "1e-7" in text and "1e-07" not in text
-    assert _same(_strict(text), _strict(_old(payload)))
+    assert same_json(strict_json(text), strict_json(_old(payload)), key_order=True)
 
 
 class Colour(enum.Enum):

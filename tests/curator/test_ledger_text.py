@@ -8,7 +8,6 @@ every float read back bit for bit.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -16,6 +15,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from _json_values import same_json, strict_json
 from infodp._jsonable import to_jsonable
 from infodp.curator.engine import _ledger_text
 
@@ -34,24 +34,6 @@ _cells = st.one_of(
 _tables = st.lists(st.lists(_cells, max_size=4).map(tuple), max_size=6).map(tuple)
 
 
-def _strict(text: str) -> Any:
-    def refuse(token: str) -> Any:
-        raise AssertionError(f"non-standard JSON literal {token}")
-
-    return json.loads(text, parse_constant=refuse)
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal JSON values, floats compared bit for bit (1.0 and 1 are different here)."""
-    if isinstance(a, float) or isinstance(b, float):
-        return type(a) is type(b) and (a == b or (math.isnan(a) and math.isnan(b)))
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
-
-
 def _payload(rows: Any, intervals: Any) -> dict[str, Any]:
     return {
         "columns": ["g", "COUNT(*)"],
@@ -68,7 +50,7 @@ def _payload(rows: Any, intervals: Any) -> dict[str, Any]:
 @given(_tables, _tables)
 def test_stored_text_is_the_strict_json_of_the_answer(rows: Any, intervals: Any) -> None:
     payload = _payload(rows, intervals)
-    assert _same(_strict(_ledger_text(payload)), to_jsonable(payload))
+    assert same_json(strict_json(_ledger_text(payload)), to_jsonable(payload))
 
 
 def test_plain_and_special_tables_both_round_trip() -> None:
@@ -79,7 +61,7 @@ def test_plain_and_special_tables_both_round_trip() -> None:
     )
     for rows, intervals in (plain, special):
         payload = _payload(rows, intervals)
-        assert _same(_strict(_ledger_text(payload)), to_jsonable(payload))
+        assert same_json(strict_json(_ledger_text(payload)), to_jsonable(payload))
 
 
 def test_the_stored_copy_of_a_query_is_its_answer(tmp_path: Any) -> None:
@@ -111,5 +93,5 @@ def test_the_stored_copy_of_a_query_is_its_answer(tmp_path: Any) -> None:
     ):
         r = cur.query("x", sql, epsilon=1)
         stored = cur.ledger.entry(r.entry_id).result_json or ""
-        assert _same(_strict(stored), to_jsonable(r.to_dict()))
+        assert same_json(strict_json(stored), to_jsonable(r.to_dict()))
     cur.close()
