@@ -78,3 +78,13 @@ def test_demo_human_output_reuses_the_cached_table(
     assert "ε is an amount of information" in first and "created the synthetic census" in first
     assert main(["demo", "--db", db, "--rows", "2000"]) == 0
     assert "using the cached census" in capsys.readouterr().out
+
+
+def test_demo_in_a_missing_directory_is_refused_without_traceback(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    db = tmp_path / "no" / "such" / "demo.duckdb"
+    assert main(["demo", "--db", str(db), "--rows", "2000"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "--db" in err and "existing directory" in err
+    assert not (tmp_path / "no").exists()

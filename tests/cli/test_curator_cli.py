@@ -439,3 +439,127 @@ def test_with_json_a_failure_is_one_json_object_too(
     # after "--" a "--json" is an argument, not the flag: no JSON then
     code, out, _ = run(capsys, "divergence", "--", "--json")
     assert code == 2 and out == ""
+
+
+# -- commands that only read never create files ----------------------------------------------
+
+
+def _store_files(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith("typo"))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["dataset", "list"],
+        ["analyst", "list"],
+        ["ledger"],
+        ["ledger", "verify"],
+        ["analyst", "add", "--name", "ann", "--dataset", "people", "--epsilon", "1"],
+        ["query", "--analyst", "ann", "--epsilon", "0.1", "SELECT COUNT(*) FROM people"],
+        [
+            "release",
+            "--analyst",
+            "ann",
+            "--dataset",
+            "people",
+            "--columns",
+            "age",
+            "--epsilon",
+            "0.1",
+            "--name",
+            "s",
+        ],
+    ],
+    ids=[
+        "dataset-list",
+        "analyst-list",
+        "ledger",
+        "ledger-verify",
+        "analyst-add",
+        "query",
+        "release",
+    ],
+)
+def test_command_on_a_mistyped_store_fails_and_creates_no_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str]
+) -> None:
+    db = str(tmp_path / "typo.duckdb")
+    for as_json in ([], ["--json"]):
+        code, out, err = run(capsys, *args, "--db", db, *as_json)
+        assert code == 2, (out, err)
+        assert "Traceback" not in err and "existing infodp store" in err
+        assert _store_files(tmp_path) == []
+
+
+def test_failed_registration_leaves_no_store_behind(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    db = str(tmp_path / "typo.duckdb")
+    csv = tmp_path / "people.csv"
+    pd.DataFrame({"person_id": [1, 2], "age": [30, 40]}).to_csv(csv, index=False)
+    schema = tmp_path / "schema.yaml"
+    schema.write_text(SCHEMA_YAML)  # declares columns the file lacks
+    code, _, err = run(
+        capsys,
+        "dataset",
+        "register",
+        "--db",
+        db,
+        "--name",
+        "people",
+        "--source",
+        str(csv),
+        "--schema",
+        str(schema),
+    )
+    assert code == 2 and "Traceback" not in err and "not in the source" in err
+    assert _store_files(tmp_path) == []
+
+
+def test_failed_registration_into_an_existing_store_keeps_it(
+    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str]
+) -> None:
+    db, csv, schema = files
+    args = ["dataset", "register", "--db", db, "--source", csv, "--schema", schema]
+    assert run(capsys, *args, "--name", "people")[0] == 0
+    # The same name again fails; the store and its first dataset stay as they were.
+    code, _, err = run(capsys, *args, "--name", "people")
+    assert code == 2 and "Traceback" not in err
+    code, out, _ = run(capsys, "dataset", "list", "--db", db, "--json")
+    assert code == 0 and [d["name"] for d in json.loads(out)["datasets"]] == ["people"]
+
+
+def test_ledger_times_are_shown_to_the_second(
+    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str]
+) -> None:
+    import re
+
+    db, csv, schema = files
+    args = ["dataset", "register", "--db", db, "--source", csv, "--schema", schema]
+    assert run(capsys, *args, "--name", "people")[0] == 0
+    assert (
+        run(
+            capsys,
+            "analyst",
+            "add",
+            "--db",
+            db,
+            "--name",
+            "ann",
+            "--dataset",
+            "people",
+            "--epsilon",
+            "1",
+        )[0]
+        == 0
+    )
+    q = ["query", "--db", db, "--analyst", "ann", "--epsilon", "0.1", "SELECT COUNT(*) FROM people"]
+    assert run(capsys, *q)[0] == 0
+    code, out, _ = run(capsys, "ledger", "--db", db, "--json")
+    entries = json.loads(out)["entries"]
+    assert code == 0 and len(entries) == 1
+    whole_second = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$")
+    assert whole_second.match(entries[0]["created"]) and whole_second.match(entries[0]["finished"])
+    code, out, _ = run(capsys, "ledger", "--db", db)
+    assert code == 0 and not re.search(r"\d\d:\d\d:\d\d\.\d", out)

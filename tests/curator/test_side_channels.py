@@ -500,3 +500,137 @@ def test_free_synopsis_queries_have_bounded_work(tmp_path: Path) -> None:
     with pytest.raises(ParameterError, match="cell evaluations"):
         cur.query_synopsis("ab", "SELECT a, b, COUNT(*) FROM t GROUP BY a, b")
     assert cur.query_synopsis("ab", "SELECT COUNT(*) FROM t WHERE a < 50")["rows"]
+
+
+# -- timing: the SQL, the plan and the work depend on the query and the schema only -----------
+
+TIMING_QUERIES = [
+    "SELECT COUNT(*) FROM people",
+    "SELECT region, AVG(age) FROM people WHERE age > 60 GROUP BY region",
+    "SELECT SUM(age), COUNT(score) FROM people WHERE city = 'y'",
+    "SELECT VARIANCE(score) FROM people WHERE age BETWEEN 20 AND 80",
+    "SELECT MEDIAN(age) FROM people",
+    "SELECT region, QUANTILE(score, 0.9) FROM people GROUP BY region",
+]
+# Neighbours chosen to move DuckDB's column statistics: bob's age is the table's largest, his
+# city string the longest, his region the only 'south' left after erin and carol are gone.
+BOB_FAR = ("bob", 119, 99.0, "south", "a much longer city name than any other row")
+
+
+def _timing_store(directory: Path, rows: list[tuple[Any, ...]], max_rows: int = 1) -> Curator:
+    directory.mkdir(parents=True, exist_ok=True)
+    cur = Curator(str(directory / "store.duckdb"))
+    frame = pd.DataFrame(rows, columns=["person_id", "age", "score", "region", "city"])
+    cur.register_dataset("people", frame, dict(SCHEMA, max_rows_per_unit=max_rows))
+    return cur
+
+
+def _plans(cur: Curator) -> list[tuple[list[str], list[str]]]:
+    """Per query: the compiled statements and DuckDB's EXPLAIN text of each, with the
+    cardinality estimates (the table's size, a declared-public fact at most) taken out."""
+    import re
+
+    from infodp.curator.backends.duckdb import compiled_statements
+    from infodp.curator.plan import measurements
+
+    out = []
+    con = cur.backend.connect(read_only=True)
+    try:
+        for sql in TIMING_QUERIES:
+            plan, schema, _, unit_ok = cur.plan(sql)
+            statements = compiled_statements(plan, schema, measurements(plan), unit_rows_ok=unit_ok)
+            explained = [
+                re.sub(
+                    r"~[\d,]+ rows?",
+                    "~N rows",
+                    "\n".join(r[1] for r in con.execute(f"EXPLAIN {s}").fetchall()),
+                )
+                for s in statements
+            ]
+            out.append((statements, explained))
+    finally:
+        con.close()
+    return out
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "max_rows"),
+    [
+        ([*ROWS, BOB_FAR], ROWS, 1),
+        ([ROWS[0], ROWS[2], BOB_FAR], [ROWS[0], ROWS[2]], 1),
+        # One unit over its row limit (bob with two rows, at most one allowed) vs within it.
+        ([*ROWS, BOB_FAR, ("bob", 3, 1.0, "north", "x")], [*ROWS, BOB_FAR], 1),
+        ([*ROWS, BOB, BOB, BOB], [*ROWS, BOB, BOB], 2),
+    ],
+    ids=["add-remove", "statistics-moved", "unit-over-row-limit", "unit-over-limit-of-2"],
+)
+def test_sql_and_duckdb_plan_are_identical_across_neighbours(
+    tmp_path: Path, first: list[tuple[Any, ...]], second: list[tuple[Any, ...]], max_rows: int
+) -> None:
+    a = _timing_store(tmp_path / "a", first, max_rows)
+    b = _timing_store(tmp_path / "b", second, max_rows)
+    try:
+        plans_a, plans_b = _plans(a), _plans(b)
+    finally:
+        a.close()
+        b.close()
+    for sql, pa, pb in zip(TIMING_QUERIES, plans_a, plans_b, strict=True):
+        assert pa == pb, sql
+
+
+def test_registration_keeps_no_data_dependent_row_limit_flag(tmp_path: Path) -> None:
+    """The fast path is gone: a unit over ``max_rows_per_unit`` is cut at registration, the
+    declaration the ledger keeps is the same for both neighbours, and the stored table holds
+    at most ``max_rows_per_unit`` rows of each unit."""
+    over = _timing_store(tmp_path / "over", [*ROWS, BOB, BOB, ("bob", 3, 1.0, "north", "x")])
+    within = _timing_store(tmp_path / "within", [*ROWS, BOB])
+    try:
+        assert over.ledger.dataset_declaration("people") == (
+            within.ledger.dataset_declaration("people")
+        )
+        assert over.plan("SELECT COUNT(*) FROM people")[3] is True
+        con = over.backend.connect(read_only=True)
+        try:
+            most = con.execute(
+                "SELECT max(n) FROM (SELECT count(*) AS n FROM people GROUP BY person_id)"
+            ).fetchone()
+        finally:
+            con.close()
+        assert most == (1,)
+        compiled = " ".join(s for stmts, _ in _plans(over) for s in stmts)
+        assert "row_number" not in compiled and "random()" not in compiled
+    finally:
+        over.close()
+        within.close()
+
+
+def test_registration_keeps_the_same_rows_for_the_same_data(tmp_path: Path) -> None:
+    """The rows a unit keeps are chosen by a hash of the row, not by chance: the same data
+    registered twice give the same bounded table (and fingerprint)."""
+    rows = [*ROWS, *[("bob", age, 1.0, "north", "x") for age in range(20)]]
+    one = _timing_store(tmp_path / "one", rows)
+    two = _timing_store(tmp_path / "two", list(reversed(rows)))
+    try:
+        assert one.ledger.dataset("people").fingerprint == two.ledger.dataset("people").fingerprint
+    finally:
+        one.close()
+        two.close()
+
+
+def test_http_ledger_shows_times_to_the_second(
+    pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
+) -> None:
+    """``created``/``finished`` to the millisecond would show each query's run time through
+    any network jitter; the analyst's own ledger shows them to the whole second."""
+    import re
+
+    store, server = pair[0], servers[0]
+    body = {"sql": "SELECT COUNT(*) FROM people", "epsilon": "0.001"}
+    status, _, _ = get_json(server.port, "POST", "/v1/query", body, key=store.key)
+    assert status == 200
+    status, payload, _ = get_json(server.port, "GET", "/v1/ledger", None, key=store.key)
+    assert status == 200 and payload["entries"]
+    whole_second = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$")
+    for entry in payload["entries"]:
+        assert whole_second.match(entry["created"]), entry
+        assert entry["finished"] is None or whole_second.match(entry["finished"]), entry

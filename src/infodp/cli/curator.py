@@ -31,12 +31,33 @@ db_option = click.option(
 )
 
 
-def _curator(db: str, *, keep_open: bool = False, **spark: Any) -> Any:
+def _curator(db: str, *, keep_open: bool = False, create: bool = False, **spark: Any) -> Any:
+    """The curator over store ``db``; only ``create`` (``dataset register``) may make one.
+
+    Every other command needs an existing store: a mistyped ``--db`` is refused (exit status
+    2) before anything is opened, so no empty store or ledger is left behind.
+    """
+    from pathlib import Path
+
     from infodp.curator.engine import Curator
 
+    if not create and not Path(db).is_file():
+        raise ParameterError(
+            "--db", db, "an existing infodp store (a store is made by 'infodp dataset register')"
+        )
     # keep_open: a one-shot process that answers a query opens the store once (for its id
     # and for the answer) instead of twice.
     return Curator(db, keep_open=keep_open, _one_shot=keep_open, **spark)
+
+
+def _store_files(db: str) -> list[Any]:
+    """The files a new store ``db`` consists of (the store first, then its ledger's)."""
+    from pathlib import Path
+
+    from infodp.curator.store import ledger_path
+
+    led = str(ledger_path(db))
+    return [Path(db), Path(db + ".wal"), *(Path(led + s) for s in ("", "-wal", "-shm", "-journal"))]
 
 
 def _answer_table(p: dict[str, Any]) -> Any:
@@ -154,16 +175,28 @@ def dataset_register(
         "spark_conf": spark_conf,
         "progress": not as_json,
     }
-    info = _curator(db, **spark).register_dataset(
-        name,
-        source,
-        Path(schema_path).read_text(),
-        info_cap_bits=info_cap_bits,
-        max_epsilon=max_epsilon,
-        max_delta=max_delta,
-        backend=backend,
-        bounded_path=bounded_path,
-    )
+    # A registration that fails leaves nothing behind: the files it created are removed.
+    made = [p for p in _store_files(db) if not p.exists()]
+    cur = None
+    try:
+        cur = _curator(db, create=True, **spark)
+        info = cur.register_dataset(
+            name,
+            source,
+            Path(schema_path).read_text(),
+            info_cap_bits=info_cap_bits,
+            max_epsilon=max_epsilon,
+            max_delta=max_delta,
+            backend=backend,
+            bounded_path=bounded_path,
+        )
+    except BaseException:
+        if cur is not None:
+            cur.close()
+        if made and made[0] == Path(db):  # the store itself is new: nothing else was in it
+            for p in made:
+                p.unlink(missing_ok=True)
+        raise
     payload = {
         "dataset": info["name"],
         "rows": info["rows"],
@@ -511,10 +544,13 @@ def ledger(
     """
     if ctx.invoked_subcommand is not None:
         return
+    from infodp.curator.shown_times import coarse_entry
+
     led = _curator(db).ledger
     payload = {
         "budgets": [b.to_dict() for b in led.budgets()],
-        "entries": [e.to_dict() for e in led.entries(analyst_name, dataset_name)],
+        # Times to the second, as analysts see them (infodp.curator.shown_times).
+        "entries": [coarse_entry(e.to_dict()) for e in led.entries(analyst_name, dataset_name)],
         "datasets": [
             {
                 "name": d.name,

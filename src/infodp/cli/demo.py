@@ -132,7 +132,10 @@ def _render(payload: dict[str, Any], console: Console) -> None:
 def demo(db_path: Path, rows: int, as_json: bool) -> None:
     """Demonstrate infodp: ε as information, accounting, and a DP SQL session."""
     from infodp.curator.demo import run_demo
+    from infodp.errors import ParameterError
 
+    if not db_path.parent.is_dir():
+        raise ParameterError("--db", str(db_path), "a file in an existing directory")
     started = time.perf_counter()
     console = Console(highlight=False)
     payload: dict[str, Any] = {

@@ -32,7 +32,9 @@ __all__ = [
     "CENSUS_ROWS",
     "CENSUS_SCHEMA",
     "DEMO_QUERIES",
+    "STORE_ANALYST",
     "census_frame",
+    "next_commands",
     "run_demo",
 ]
 
@@ -160,23 +162,80 @@ def _declared(rows: int) -> dict[str, Any]:
     return dict(CENSUS_SCHEMA, public_rows=rows)
 
 
-def _cached_rows(cur: Any) -> tuple[int, bool] | None:
-    """(rows, every unit has ≤ 1 row) of the cached census table, or None if not cached."""
-    if not Path(cur.db).is_file():
+def _cached_rows(db: Path) -> int | None:
+    """Rows of the cached census table in store ``db``, or None if not cached."""
+    from infodp.curator.backends.duckdb import DuckDBBackend
+
+    if not db.is_file():
         return None
-    con = cur.backend.connect(read_only=True)
+    con = DuckDBBackend(db).connect(read_only=True)
     try:
         found = con.execute(
             "SELECT count(*) FROM information_schema.tables WHERE table_name = 'census'"
         ).fetchone()
         if found is None or found[0] == 0:
             return None
-        row = con.execute(
-            "SELECT count(*), count(*) = count(DISTINCT person_id) FROM census"
-        ).fetchone()
+        row = con.execute("SELECT count(*) FROM census").fetchone()
     finally:
         con.close()
-    return (0, True) if row is None else (int(row[0]), bool(row[1]))
+    return 0 if row is None else int(row[0])
+
+
+#: The analyst the demo leaves in the store's own ledger, so the commands it prints work.
+STORE_ANALYST = "you"
+
+
+def next_commands(db: str | Path) -> list[str]:
+    """The commands that work on the demo's store afterwards (printed at the end).
+
+    >>> next_commands("infodp-demo.duckdb")[0]
+    'infodp ledger --db infodp-demo.duckdb'
+    """
+    import shlex
+
+    d = shlex.quote(str(db))
+    return [
+        f"infodp ledger --db {d}",
+        f"infodp query --db {d} --analyst {STORE_ANALYST} --epsilon 0.1 "
+        "'SELECT region, COUNT(*) FROM census GROUP BY region'",
+        f"infodp serve --db {d}",
+    ]
+
+
+def _make_store(db: Path, rows: int, say: Callable[[str], None]) -> bool:
+    """Make ``db`` a complete store holding the census, with its own ledger (where
+    :data:`STORE_ANALYST` has a budget of ε = 1), as any data owner's store is: every command
+    (``infodp ledger``, ``query``, ``serve``) works on it. Returns whether the table was made.
+
+    A store left by an older demo (the census without a ledger) gets its ledger now, from the
+    store's own record of the census (:func:`~infodp.curator.store.reinit_ledger`).
+    """
+    from infodp.curator.engine import Curator
+    from infodp.curator.store import ledger_path, reinit_ledger
+
+    if _cached_rows(db) is None:
+        t0 = time.perf_counter()
+        frame = census_frame(rows)
+        cur = Curator(db)
+        try:
+            cur.register_dataset("census", frame, _declared(len(frame)), info_cap_bits=None)
+            cur.add_analyst(STORE_ANALYST, "census", epsilon="1")
+        finally:
+            cur.close()
+        say(
+            f"created the synthetic census: {_fmtn(len(frame))} people "
+            f"({_fmtn(time.perf_counter() - t0)} s, cached in {db})"
+        )
+        return True
+    if not ledger_path(db).is_file():
+        reinit_ledger(db)
+        cur = Curator(db)
+        try:
+            cur.add_analyst(STORE_ANALYST, "census", epsilon="1")
+        finally:
+            cur.close()
+    say(f"using the cached census in {db}")
+    return False
 
 
 def run_demo(
@@ -184,40 +243,28 @@ def run_demo(
 ) -> dict[str, Any]:
     """Run the demo session on the store ``db_path``; returns the session as one JSON-able dict.
 
-    The census is generated and registered on the first run only (cached in the store);
-    every run starts a fresh in-memory ledger with one analyst (ε = 2, δ = 1e-6), so every
-    run spends and reports the same totals.
+    The census is generated and registered on the first run only (cached in the store, which
+    gets its own ledger, so ``infodp ledger``/``query``/``serve`` work on it afterwards: see
+    :func:`next_commands`); the session itself runs on a fresh in-memory ledger with one
+    analyst (ε = 2, δ = 1e-6), so every run spends and reports the same totals and the
+    store's ledger is never charged by the demo.
     """
     from infodp.curator.engine import Curator
+    from infodp.curator.schema import load_schema
 
     say = (lambda _text: None) if as_json else _say(console)
     started = time.perf_counter()
-    # The census is cached in the store; the budgets live in an in-memory ledger made fresh on
-    # every run, so each run shows the same totals (one analyst, one synopsis) and the demo
-    # never piles analysts into a ledger file.
+    db_path = Path(db_path)
+    created = _make_store(db_path, rows, say)
+    cached = _cached_rows(db_path) or 0
     cur = Curator(db_path, ledger=":memory:")
-    created = False
-    rows_cached = _cached_rows(cur)
-    if rows_cached is None:
-        t0 = time.perf_counter()
-        frame = census_frame(rows)
-        cur.register_dataset("census", frame, _declared(len(frame)), info_cap_bits=None)
-        created = True
-        say(
-            f"created the synthetic census: {_fmtn(len(frame))} people "
-            f"({_fmtn(time.perf_counter() - t0)} s, cached in {db_path})"
-        )
-    else:
-        from infodp.curator.schema import load_schema
-
-        cur.ledger.register_dataset(
-            "census",
-            load_schema(_declared(rows_cached[0])).to_json(),
-            rows=rows_cached[0],
-            source="census_frame",
-            unit_rows_ok=rows_cached[1],
-        )
-        say(f"using the cached census in {db_path}")
+    cur.ledger.register_dataset(
+        "census",
+        load_schema(_declared(cached)).to_json(),
+        rows=cached,
+        source="census_frame",
+        unit_rows_ok=True,  # registration cut every unit to its row limit
+    )
     analyst = "demo"
     cur.add_analyst(analyst, "census", epsilon="2", delta="1e-6")
     say(f"analyst {analyst}: budget epsilon=2, delta=1e-6 on census (for this run)\n")
@@ -265,6 +312,10 @@ def run_demo(
         f"released at most {_fmtn(info_bits)} bits in total (α=1, all analysts). "
         f"Demo time {_fmtn(time.perf_counter() - started)} s."
     )
+    say(
+        f"\nThe store {db_path} keeps the census and its own ledger (analyst "
+        f"{STORE_ANALYST}, epsilon=1). Try next:\n  " + "\n  ".join(next_commands(db_path))
+    )
     return {
         "db": str(db_path),
         "created_table": created,
@@ -276,4 +327,5 @@ def run_demo(
         "remaining": budget,
         "table_information_bits": info_bits,
         "seconds": time.perf_counter() - started,
+        "next_commands": next_commands(db_path),
     }

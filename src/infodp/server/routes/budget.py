@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
+from infodp.curator.shown_times import coarse_entry
 from infodp.server.deps import AUTH, Analyst, guard, json_response, service_of
 from infodp.server.errors import error_responses
 
@@ -38,7 +39,7 @@ def ledger(
     entries = guard("ledger", lambda: svc.curator.ledger.entries(who.analyst, dataset))
     out = []
     for e in entries:
-        d = e.to_dict()
+        d = coarse_entry(e.to_dict())  # times to the second: no run time to read
         # The stored failure reason can quote an engine message: analysts get its meaning.
         d["error"] = _FAILURE_TEXT.get(e.status) if e.error is not None else None
         if results and e.result_json is not None:
