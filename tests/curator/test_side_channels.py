@@ -634,3 +634,74 @@ def test_http_ledger_shows_times_to_the_second(
     for entry in payload["entries"]:
         assert whole_second.match(entry["created"]), entry
         assert entry["finished"] is None or whole_second.match(entry["finished"]), entry
+
+
+# -- a confidence whose complement rounds to 1 is refused before the reservation --------------
+
+TINY_CONFIDENCES = [1e-17, 5e-17, 1e-300, 5e-324]
+
+
+@pytest.mark.parametrize("confidence", TINY_CONFIDENCES)
+def test_library_refuses_confidence_whose_complement_rounds_to_one_before_charging(
+    pair: tuple[Store, Store], confidence: float
+) -> None:
+    # 1 − confidence == 1.0 in double precision: no interval at tail probability 1.
+    assert 1.0 - confidence == 1.0
+    store = pair[0]
+    before = _spent(store.db)
+    cur = Curator(store.db)
+    try:
+        for sql in ("SELECT COUNT(*) FROM people", "SELECT MEDIAN(age) FROM people"):
+            with pytest.raises(ParameterError, match="confidence"):
+                cur.query("a", sql, epsilon="0.001", confidence=confidence)
+        with pytest.raises(ParameterError, match="confidence"):
+            cur.query(
+                "a",
+                "SELECT COUNT(*) FROM people",
+                epsilon="0.001",
+                delta="1e-9",
+                noise="gaussian",
+                confidence=confidence,
+            )
+    finally:
+        cur.close()
+    assert _spent(store.db) == before
+
+
+def test_session_refuses_confidence_whose_complement_rounds_to_one_before_charging() -> None:
+    from infodp.curator.session import Session
+
+    frame = pd.DataFrame(ROWS, columns=["person_id", "age", "score", "region", "city"])
+    s = Session(frame, SCHEMA, epsilon=1)
+    try:
+        with pytest.raises(ParameterError, match="confidence"):
+            s.query("SELECT COUNT(*) FROM people", epsilon=0.5, confidence=1e-17)
+        assert s.remaining_epsilon == 1
+    finally:
+        s.close()
+
+
+def test_cli_refuses_confidence_whose_complement_rounds_to_one_before_charging(
+    pair: tuple[Store, Store], capsys: Any
+) -> None:
+    store = pair[0]
+    before = _spent(store.db)
+    capsys.readouterr()
+    args = ["query", "--db", store.db, "--analyst", "a", "--epsilon", "0.001"]
+    code = main([*args, "--confidence", "1e-17", "SELECT COUNT(*) FROM people"])
+    _, err = capsys.readouterr()
+    assert code == 2 and "confidence" in err and "Traceback" not in err
+    assert _spent(store.db) == before
+
+
+def test_http_refuses_confidence_whose_complement_rounds_to_one_before_charging(
+    pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
+) -> None:
+    store, server = pair[0], servers[0]
+    before = _spent(store.db)
+    for confidence in TINY_CONFIDENCES:
+        body = {"sql": "SELECT COUNT(*) FROM people", "epsilon": "0.001", "confidence": confidence}
+        status, payload, _ = get_json(server.port, "POST", "/v1/query", body, key=store.key)
+        assert status == 400, payload
+        assert "confidence" in json.dumps(payload)
+    assert _spent(store.db) == before

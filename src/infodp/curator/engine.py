@@ -1172,8 +1172,7 @@ class Curator:
         self, name: str, sql: str, *, confidence: float = 0.95, dataset: str | None = None
     ) -> dict[str, Any]:
         """Answer ``sql`` from synopsis ``name``: no data access, no cost (post-processing)."""
-        if not (isinstance(confidence, float | int) and 0 < confidence < 1):
-            raise ParameterError("confidence", confidence, "a number in (0, 1)")
+        _check_confidence(confidence)
         syn = self.synopsis(name, dataset)
         return syn.answer(sql, self.schema(syn.dataset), confidence)
 
@@ -1503,12 +1502,24 @@ def _accuracy(p: MeasurementCost, schema: DatasetSchema, beta: float) -> dict[st
 
 
 def _check_confidence(confidence: Any) -> None:
+    """Refuse, before anything is reserved, a level whose intervals cannot be computed.
+
+    The intervals use β = 1 − confidence; below about 5.6e-17 that difference rounds to 1.0
+    in double precision (a tail probability of 1, no interval), so such a level is refused
+    here instead of failing after the charge.
+    """
     if not (
         isinstance(confidence, float | int)
         and not isinstance(confidence, bool)
         and 0 < confidence < 1
+        and 0.0 < 1.0 - float(confidence) < 1.0
     ):
-        raise ParameterError("confidence", confidence, "a number in (0, 1)")
+        raise ParameterError(
+            "confidence",
+            confidence,
+            "a number in (0, 1) with 1 - confidence < 1 in double precision "
+            "(at least 1.2e-16, below 1)",
+        )
 
 
 def _require_finite(what: str, value: Any) -> None:
