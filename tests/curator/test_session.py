@@ -110,7 +110,7 @@ def test_durable_ledger_keeps_the_budget(tmp_path: Path) -> None:
         again.query("SELECT COUNT(*) FROM people", epsilon=0.5)
     with pytest.raises(ParameterError, match="budget recorded"):
         infodp.Session(df, SCHEMA, epsilon=2, ledger=path)
-    with pytest.raises(ParameterError, match="rows recorded"):
+    with pytest.raises(ParameterError, match="data recorded"):
         infodp.Session(df.head(10), SCHEMA, epsilon=1, ledger=path)
     assert sorted(p.name for p in tmp_path.iterdir())[0] == "budget.ledger"
 
@@ -139,3 +139,34 @@ def test_import_infodp_is_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_session_repr_shows_no_row_count_on_neighbouring_frames() -> None:
+    df = _frame(200)
+    with_one, without = df, df.iloc[1:]  # neighbours: one person fewer
+    texts = []
+    for frame in (with_one, without):
+        s = infodp.Session(frame, SCHEMA, epsilon=1, source=_seeded(1))
+        texts.append(repr(s))
+        s.close()
+    assert texts[0] == texts[1]
+    assert "200" not in texts[0] and "199" not in texts[0] and "rows" not in texts[0]
+
+
+def test_session_reopened_on_other_data_shows_no_row_count(tmp_path: Path) -> None:
+    path = tmp_path / "budget.ledger"
+    df = _frame(200)
+    infodp.Session(df, SCHEMA, epsilon=1, ledger=path).close()
+    messages = []
+    # Neighbours of the recorded data (one row fewer, one row changed) and a same-size frame
+    # with other values: each is refused, with one message that quotes no count.
+    changed = df.copy()
+    changed.loc[0, "age"] = (int(changed.loc[0, "age"]) + 1) % 100
+    for other in (df.iloc[1:], changed, _frame(200).assign(age=0)):
+        with pytest.raises(ParameterError, match="data recorded") as err:
+            infodp.Session(other, SCHEMA, epsilon=1, ledger=path)
+        messages.append(str(err.value))
+    assert len(set(messages)) == 1
+    assert "200" not in messages[0] and "199" not in messages[0]
+    # The recorded data themselves still open.
+    infodp.Session(df, SCHEMA, epsilon=1, ledger=path).close()

@@ -25,12 +25,14 @@ session over the same data, schema and ledger continues where the last one stopp
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 from infodp.curator.engine import Curator, QueryResult, as_budget_fraction
 from infodp.curator.schema import load_schema
+from infodp.curator.store import fingerprint
 from infodp.errors import ParameterError
 
 __all__ = ["Session"]
@@ -101,12 +103,22 @@ class Session:
                 raise ParameterError(
                     "schema", self.table, f"the schema recorded in the ledger {ledger}"
                 )
-            rows, _ = self._curator.backend.register(
-                self.table, data, self._curator.schema(self.table)
+            table_schema = self._curator.schema(self.table)
+            rows, _ = self._curator.backend.register(self.table, data, table_schema)
+            # Same data: the fingerprint of the bounded table (older ledgers: the row count).
+            # Neither figure is shown: the message is the same whatever the data hold.
+            same = (
+                rows == record.rows
+                if record.fingerprint is None
+                # As registration computed it: the declared schema (its column order).
+                else fingerprint(
+                    self._curator.backend, self.table, dataclasses.replace(parsed, table=self.table)
+                )
+                == record.fingerprint
             )
-            if rows != record.rows:
+            if not same:
                 raise ParameterError(
-                    "data", f"{rows} rows", f"the {record.rows} rows recorded in {ledger}"
+                    "data", "other rows or values", f"the data recorded in the ledger {ledger}"
                 )
             budget = ledger_obj.budget(SESSION_ANALYST, self.table)
             if (budget.epsilon, budget.delta) != (eps, dlt):
@@ -154,13 +166,10 @@ class Session:
     def __repr__(self) -> str:
         from infodp._format import format_number
 
+        # No row count: the number of rows is a private fact unless declared public.
         b = self._budget()
-        rows = self._curator.ledger.dataset(self.table).rows
         left = format_number(float(b.remaining_epsilon))
         total = format_number(float(b.epsilon))
         where = "in memory" if self._curator.ledger.in_memory else str(self._curator.ledger.path)
         d = "" if b.delta == 0 else f", δ {format_number(float(b.remaining_delta))} left"
-        return (
-            f"Session({self.table}: {format_number(rows)} rows, ε {left} of {total} left{d}, "
-            f"ledger {where})"
-        )
+        return f"Session({self.table}: ε {left} of {total} left{d}, ledger {where})"
