@@ -181,3 +181,15 @@ def test_bad_input_is_one_line_exit_2(
     assert captured.out == ""
     assert captured.err.count("\n") == 1 and fragment in captured.err
     assert "Traceback" not in captured.err
+
+
+def test_html_into_a_missing_directory_is_refused_without_traceback(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "no" / "such" / "report.html"
+    for as_json in ([], ["--json"]):
+        code = main(["explain", "--epsilon", "1", "--html", str(target), *as_json])
+        out, err = capsys.readouterr()
+        assert code == 2 and "Traceback" not in err + out
+        assert "--html" in err + out and "existing directory" in err + out
+    assert not (tmp_path / "no").exists()

@@ -108,3 +108,42 @@ def test_pydantic_errors_keep_the_declarations_path() -> None:
                 "columns": {"a": {"type": "text"}},
             }
         )
+
+
+@pytest.mark.parametrize("bounds", [[0, 1e308], [-1e308, 0], [0, 1.0000000000000001e101]])
+def test_bounds_whose_sums_overflow_a_double_are_refused_naming_the_column(
+    bounds: list[float],
+) -> None:
+    # With [0, 1e308] SUM and MEDIAN answered inf and VARIANCE raised OverflowError, after
+    # the charge; the declaration is refused instead, naming the column and the range allowed.
+    spec = {"table": "t", "privacy_unit": "row", "columns": {"wealth": {"type": "float"}}}
+    spec["columns"]["wealth"]["bounds"] = bounds
+    with pytest.raises(ParameterError, match=r"columns\.wealth\.bounds.*\[-1e\+100, 1e\+100\]"):
+        load_schema(spec)
+
+
+def test_bounds_at_the_allowed_limit_give_finite_answers() -> None:
+    import math
+
+    import pandas as pd
+
+    from infodp.curator.engine import Curator
+
+    spec = {
+        "table": "t",
+        "privacy_unit": "row",
+        "columns": {"x": {"type": "float", "bounds": [-1e100, 1e100]}},
+    }
+    cur = Curator(":memory:", ledger=":memory:")
+    try:
+        cur.register_dataset("t", pd.DataFrame({"x": [1e100, -1e100, 5e99] * 30}), spec)
+        cur.add_analyst("a", "t", epsilon=100)
+        sql = "SELECT SUM(x), AVG(x), MEDIAN(x), VARIANCE(x), STDDEV(x) FROM t"
+        for eps in ("0.001", "10"):
+            result = cur.query("a", sql, epsilon=eps)
+            assert all(math.isfinite(v) for v in result.rows[0])
+            for ci in result.confidence_intervals[0]:
+                if isinstance(ci, (list, tuple)):
+                    assert all(math.isfinite(b) for b in ci)
+    finally:
+        cur.close()

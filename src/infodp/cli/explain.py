@@ -245,6 +245,8 @@ def explain_command(
     from infodp.accounting.spec import profile_from_spec
     from infodp.explain import explain, explain_epsilon_delta, write_html
 
+    if html_path is not None and not Path(html_path).parent.is_dir():
+        raise ParameterError("--html", html_path, "a file in an existing directory")
     given = [k for k, v in options.items() if v is not None]
     extra: dict[str, Any] = {}
     if mechanism is None and spec_file is None:
@@ -281,7 +283,12 @@ def explain_command(
             if v not in (None, False) and k not in ("html_path", "as_json")
         )
         inputs = {"command": command, "spec": extra.get("spec")}
-        payload["html"] = str(write_html(report, Path(html_path), inputs=inputs))
+        try:
+            payload["html"] = str(write_html(report, Path(html_path), inputs=inputs))
+        except OSError as err:
+            raise ParameterError(
+                "--html", html_path, f"a file that can be written ({err.strerror})"
+            ) from None
     emit(payload, as_json, _render)
 
 

@@ -358,6 +358,10 @@ def _where(info: Any) -> str:
     return str((info.context or {}).get("where", "column"))
 
 
+#: The largest |bound| of a numeric column (see :func:`_check_bounds`).
+MAX_BOUND = 1e100
+
+
 def _check_bounds(where: str, ctype: str, raw: Any) -> None:
     name = f"{where}.bounds"
     if ctype not in ("int", "float"):
@@ -374,6 +378,16 @@ def _check_bounds(where: str, ctype: str, raw: Any) -> None:
         # Quantile binning divides by the width: an infinite width would overflow inside the
         # query, only for some rows (a data-dependent failure after the charge).
         raise ParameterError(name, raw, "a pair whose width high - low is a finite double")
+    if max(abs(low), abs(high)) > MAX_BOUND:
+        # Sums, squares (VARIANCE, STDDEV) and their noise are computed in doubles: with
+        # bounds near 1e308 a SUM or MEDIAN answered inf and VARIANCE overflowed after the
+        # charge. Within ±1e100 a sum of squares over 2^63 rows (2^63 · 1e200) is finite.
+        raise ParameterError(
+            name,
+            raw,
+            f"bounds within [-{MAX_BOUND:g}, {MAX_BOUND:g}] (larger values overflow a double "
+            "in sums and squares)",
+        )
     if ctype == "int" and not (low >= -(2.0**63) and high < 2.0**63):
         raise ParameterError(name, raw, "integers in [-2^63, 2^63) (an int column is BIGINT)")
 
