@@ -115,3 +115,50 @@ def test_optimal_channel_is_a_staircase(seed: int) -> None:
         if used.size:
             ratio = used / used.min()
             assert np.all((np.abs(ratio - 1) < 1e-6) | (np.abs(ratio - math.exp(eps)) < 1e-6))
+
+
+def _adjacent_epsilon(W: np.ndarray) -> float:
+    """max over adjacent inputs x, x+1 and outputs y of |ln W(y|x) − ln W(y|x+1)| (by hand)."""
+    worst = 0.0
+    for x in range(W.shape[0] - 1):
+        for a, b in ((W[x], W[x + 1]), (W[x + 1], W[x])):
+            for p, q in zip(a, b, strict=True):
+                if p > 0 and q == 0:
+                    return math.inf
+                if p > 0:
+                    worst = max(worst, math.log(p / q))
+    return worst
+
+
+@pytest.mark.parametrize(
+    ("k", "prior", "D"),
+    [(7, "uniform", 1 / 12), (7, "uniform", 1 / 6), (5, "skew", 0.1), (4, "skew", 0.2)],
+)
+def test_adjacent_search_past_a_channel_of_infinite_exact_epsilon_answers(
+    k: int, prior: str, D: float
+) -> None:
+    # An intermediate LP channel whose exact ε is ∞ (a repaired 0 beside a tiny positive
+    # entry) sent the bisection to ε = ∞ and HiGHS raised a raw ValueError.
+    p = np.full(k, 1 / k) if prior == "uniform" else np.arange(1, k + 1) / (k * (k + 1) / 2)
+    r = min_epsilon(p, "hamming", D, neighbours="adjacent")
+    assert r.converged and r.lower <= r.upper < math.inf
+    # The returned channel, checked by hand: its adjacent ε is the reported upper end and
+    # its expected Hamming distortion is within D.
+    W = r.channel.matrix
+    assert _adjacent_epsilon(W) == pytest.approx(r.upper, abs=1e-9)
+    assert float(np.sum(p[:, None] * W * (1 - np.eye(k)))) <= D + 1e-9
+    # Adjacent neighbours constrain less than all pairs: ε*_adjacent ≤ ε*_all, and for a
+    # uniform prior ε*_all is k-ary randomized response's ln((k−1)(1−D)/D) (Wang, Ying &
+    # Zhang 2016, Thm 3).
+    if prior == "uniform":
+        assert r.lower <= math.log((k - 1) * (1 - D) / D) + 1e-7
+
+
+def test_adjacent_zero_distortion_needs_infinite_epsilon_and_says_so() -> None:
+    # Hamming distortion 0 with a full-support prior forces the identity channel, whose
+    # adjacent rows have disjoint supports: ε* = ∞ (no raw LP error on the way there).
+    for k in (2, 4, 7):
+        prior = np.arange(1, k + 1) / (k * (k + 1) / 2)
+        r = min_epsilon(prior, "hamming", 0.0, neighbours="adjacent")
+        assert r.upper == math.inf and 0 < r.lower < math.inf and not r.converged
+        assert _adjacent_epsilon(r.channel.matrix) == math.inf

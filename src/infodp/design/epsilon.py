@@ -39,7 +39,7 @@ from infodp.channel import Channel
 from infodp.design._lp import solve_lp
 from infodp.design.problem import Problem, as_problem
 from infodp.design.result import DesignResult, expected_distortion, repair_channel
-from infodp.errors import ParameterError
+from infodp.errors import InternalError, ParameterError
 
 __all__ = ["NEIGHBOURS", "min_distortion", "min_epsilon"]
 
@@ -175,8 +175,13 @@ def min_epsilon(
     # slack for the LP's own tolerances when deciding feasibility by the repaired primal
     slack = 1e-12 * (1.0 + float(problem.distortion.max()))
 
-    def attempt(eps: float) -> tuple[str, Channel, float]:
-        channel, achieved, lower = _solve_at(problem, eps, neighbours)
+    def attempt(eps: float) -> tuple[str, Channel | None, float]:
+        try:
+            channel, achieved, lower = _solve_at(problem, eps, neighbours)
+        except InternalError:
+            # HiGHS gave up on an LP whose constraints hold e^ε ≫ 1/machine ε: nothing is
+            # decided at this ε (the bracket keeps its certified ends).
+            return "undecided", None, math.inf
         if achieved <= D + slack:
             return "feasible", channel, achieved
         if lower > D:
@@ -184,30 +189,41 @@ def min_epsilon(
         return "undecided", channel, achieved
 
     best: tuple[Channel, float] | None = None
-    lo, hi = 0.0, math.inf
+    # lo: certified (every lo-DP channel has distortion > D); hi: the exact ε of the best
+    # channel found; top: the least LP level found feasible. The exact ε of an LP's channel
+    # can be ∞ (an entry repaired to 0 beside a tiny positive one): such a channel is not
+    # kept, and the search goes on below its LP level instead of bisecting towards ∞.
+    lo, hi, top = 0.0, math.inf, math.inf
+
+    def take(level: float, channel: Channel, achieved: float) -> None:
+        nonlocal best, hi, top
+        top = min(top, level)
+        eps = _epsilon_of(channel, neighbours)
+        if eps < hi:
+            best, hi = (channel, achieved), eps
+
     state, channel, achieved = attempt(0.0)
-    if state == "feasible":
-        best, hi = (channel, achieved), _epsilon_of(channel, neighbours)
+    if state == "feasible" and channel is not None:
+        take(0.0, channel, achieved)
     probe = 1.0
-    while best is None and probe <= _EPS_CAP:
+    while math.isinf(top) and probe <= _EPS_CAP:
         state, channel, achieved = attempt(probe)
-        if state == "feasible":
-            best, hi = (channel, achieved), _epsilon_of(channel, neighbours)
+        if state == "feasible" and channel is not None:
+            take(probe, channel, achieved)
         else:
             if state == "infeasible":
                 lo = probe
             probe *= 2.0
     iterations = 0
-    while best is not None and hi - lo > tol and iterations < 200:
+    while math.isfinite(min(hi, top)) and min(hi, top) - lo > tol and iterations < 200:
         iterations += 1
-        mid = 0.5 * (lo + hi)
+        mid = 0.5 * (lo + min(hi, top))
         state, channel, achieved = attempt(mid)
-        if state == "feasible":
-            eps = _epsilon_of(channel, neighbours)
-            if eps < hi:
-                best, hi = (channel, achieved), eps
-            else:  # rounding made the channel no better than the incumbent
-                break
+        if state == "feasible" and channel is not None:
+            before = hi
+            take(mid, channel, achieved)
+            if hi == before and hi <= top:
+                break  # rounding made the channel no better than the incumbent
         elif state == "infeasible":
             lo = mid
         else:
