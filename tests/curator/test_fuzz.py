@@ -31,7 +31,7 @@ SCHEMA = {
     "privacy_unit": "row",
     "columns": {
         "age": {"type": "int", "bounds": [0, 120]},
-        "score": {"type": "float", "bounds": [-50, 1e300], "nulls": "drop"},
+        "score": {"type": "float", "bounds": [-50, 1e100], "nulls": "drop"},
         "region": {"type": "category", "categories": ["north", "south"]},
         "city": {"type": "text"},
     },

@@ -141,12 +141,10 @@ def _snapped(col: ColumnSpec) -> tuple[str, str | None]:
     A column that registration guarantees to hold no NULL (null policy ``error`` or
     ``replace``) is bounded by a row filter, ``v BETWEEN lo AND hi``: a row whose stored value
     left the grid's range after registration is left out of the query (it contributes
-    nothing, which is as bounded as clamping it). On an unedited store DuckDB's column
-    statistics prove the filter always true and drop it from the plan, so the bounded
-    aggregate costs what the raw one does; a clamping CASE is evaluated for every row (about
-    1 ms per million rows, benchmarks/curator.py). A column whose dropped values are NULL
-    keeps the CASE, which keeps NULL NULL (``v IS NULL OR v BETWEEN`` is not pruned by the
-    statistics and costs more than the CASE).
+    nothing, which is as bounded as clamping it). Plans are made without the column
+    statistics (``_CONFIG``), so the filter is evaluated on every row, like a clamping CASE
+    (about 1 ms per million rows). A column whose dropped values are NULL keeps the CASE,
+    which keeps NULL NULL.
     """
     grid = column_grid(col)
     v = _ident(bounded_column(col.name))
@@ -212,6 +210,9 @@ def _source_cte(
     """``WITH ... __src AS (...)``: filtered, cleaned, bounded rows (one column per input).
 
     ``source``: the relation read instead of the table (:func:`empty_relation` for checks).
+    ``unit_rows_ok``: the table was cut to ``max_rows_per_unit`` rows per unit at
+    registration (every table registered by this version); False only for a table registered
+    before registration did the cut, which every query then bounds with a per-unit window.
     ``flat``: when given and the rows need nothing after the row filter (no per-unit limit,
     no filter on the keys), ``""`` is returned and ``flat["where"]`` holds that filter.
     """
