@@ -556,10 +556,15 @@ def test_ledger_times_are_shown_to_the_second(
     )
     q = ["query", "--db", db, "--analyst", "ann", "--epsilon", "0.1", "SELECT COUNT(*) FROM people"]
     assert run(capsys, *q)[0] == 0
+    syn = ["release", "--db", db, "--analyst", "ann", "--dataset", "people", "--columns", "age"]
+    assert run(capsys, *syn, "--epsilon", "0.1", "--name", "ages")[0] == 0
     code, out, _ = run(capsys, "ledger", "--db", db, "--json")
     entries = json.loads(out)["entries"]
-    assert code == 0 and len(entries) == 1
+    synopses = json.loads(out)["synopses"]
+    assert code == 0 and len(entries) == 2  # the query and the synopsis's release
     whole_second = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$")
-    assert whole_second.match(entries[0]["created"]) and whole_second.match(entries[0]["finished"])
+    for entry in entries:
+        assert whole_second.match(entry["created"]) and whole_second.match(entry["finished"])
+    assert [x["name"] for x in synopses] == ["ages"] and whole_second.match(synopses[0]["created"])
     code, out, _ = run(capsys, "ledger", "--db", db)
     assert code == 0 and not re.search(r"\d\d:\d\d:\d\d\.\d", out)

@@ -560,7 +560,7 @@ def ledger(
             }
             for d in led.datasets()
         ],
-        "synopses": led.synopses(),
+        "synopses": [coarse_entry(s) for s in led.synopses()],
         "consistent": not led.check(),
     }
 
