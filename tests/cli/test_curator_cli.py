@@ -515,6 +515,23 @@ def test_failed_registration_leaves_no_store_behind(
     )
     assert code == 2 and "Traceback" not in err and "not in the source" in err
     assert _store_files(tmp_path) == []
+    # Nor the directories it would have made for a new store.
+    deep = str(tmp_path / "new" / "dirs" / "typo.duckdb")
+    code, _, err = run(
+        capsys,
+        "dataset",
+        "register",
+        "--db",
+        deep,
+        "--name",
+        "people",
+        "--source",
+        str(csv),
+        "--schema",
+        str(schema),
+    )
+    assert code == 2 and "Traceback" not in err
+    assert not (tmp_path / "new").exists()
 
 
 def test_failed_registration_into_an_existing_store_keeps_it(

@@ -7,6 +7,7 @@ status 3 and a message giving requested, remaining and gap.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from typing import Any
@@ -177,6 +178,7 @@ def dataset_register(
     }
     # A registration that fails leaves nothing behind: the files it created are removed.
     made = [p for p in _store_files(db) if not p.exists()]
+    new_dirs = [d for d in Path(db).absolute().parents if not d.exists()]  # deepest first
     cur = None
     try:
         cur = _curator(db, create=True, **spark)
@@ -196,6 +198,9 @@ def dataset_register(
         if made and made[0] == Path(db):  # the store itself is new: nothing else was in it
             for p in made:
                 p.unlink(missing_ok=True)
+            for d in new_dirs:
+                with contextlib.suppress(OSError):  # only if still empty
+                    d.rmdir()
         raise
     payload = {
         "dataset": info["name"],
