@@ -103,3 +103,17 @@ def test_older_demo_store_without_ledger_gets_one(
     code, out, err = _cli(capsys, "ledger", "--db", str(db), "--json")
     assert code == 0, err
     assert json.loads(out)["consistent"]
+
+
+def test_demo_store_is_served_afterwards(tmp_path: Path) -> None:
+    from infodp.server._harness import ServerProcess, get_json
+    from infodp.server.auth import KeyStore, key_store_path
+
+    db = str(tmp_path / "infodp-demo.duckdb")
+    run_demo(db, True, None, rows=2000)
+    key = KeyStore(key_store_path(db)).issue(STORE_ANALYST)
+    with ServerProcess(db, workers=1) as server:  # `infodp serve --db` on the demo's store
+        body = {"sql": "SELECT COUNT(*) FROM census", "epsilon": "0.1"}
+        status, payload, _ = get_json(server.port, "POST", "/v1/query", body, key=key)
+    assert status == 200, payload
+    assert payload["cost"]["epsilon"] == 0.1
