@@ -133,7 +133,8 @@ def _say(console: Any) -> Callable[[str], None]:
 
         return lambda text: click.echo(text)
     if hasattr(console, "print"):
-        return lambda text: console.print(text, markup=False, highlight=False)
+        # soft_wrap: no line breaks inserted, so a printed command can be copied whole.
+        return lambda text: console.print(text, markup=False, highlight=False, soft_wrap=True)
     if callable(console):
         return lambda text: console(text)
     raise TypeError("console must be None, a rich Console or a callable")
