@@ -523,9 +523,7 @@ class DuckDBBackend:
                     check = f"{c} IS NULL" + (
                         f" OR NOT isfinite({c})" if col.type == "float" else ""
                     )
-                    row = con.execute(
-                        f"SELECT count(*) FROM {_ident(name)} WHERE {check}"
-                    ).fetchone()
+                    row = con.execute(f"SELECT count(*) FROM __typed WHERE {check}").fetchone()
                     if row is not None and row[0] > 0:
                         raise ParameterError(
                             f"column {col.name!r} holds NULL, NaN or infinite values and declares "
