@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import shutil
 import statistics
 import tempfile
 import time
@@ -75,7 +76,11 @@ def timeline(rows: int, reps: int, workdir: Path) -> tuple[float, float, dict[st
     stamps: dict[str, float] = {}
     for target, name, label in _STEPS:
         _stamp(stamps, target, name, label)
-    con = duckdb.connect(str(db), read_only=True)
+    # DuckDB alone reads a copy: the curator plans without column statistics, a database-wide
+    # DuckDB setting that a second connection to the same file in this process must share.
+    plain_db = workdir / "plain.duckdb"
+    shutil.copyfile(db, plain_db)
+    con = duckdb.connect(str(plain_db), read_only=True)
     service = Curator(db, keep_open=True)
     for _ in range(5):  # warm-up: the query is priced, checked and prepared
         con.execute(PLAIN).fetchall()
