@@ -521,15 +521,27 @@ def _timing_store(directory: Path, rows: list[tuple[Any, ...]], max_rows: int = 
     directory.mkdir(parents=True, exist_ok=True)
     cur = Curator(str(directory / "store.duckdb"))
     frame = pd.DataFrame(rows, columns=["person_id", "age", "score", "region", "city"])
-    cur.register_dataset("people", frame, dict(SCHEMA, max_rows_per_unit=max_rows))
+    # With two rows a unit, at most one group a unit: the per-unit group limit (a window
+    # that depends on the query's GROUP BY) is in the plans too.
+    limits = {"max_rows_per_unit": max_rows, "max_groups_per_unit": 1}
+    cur.register_dataset("people", frame, dict(SCHEMA, **limits))
     return cur
 
 
-def _plans(cur: Curator) -> list[tuple[list[str], list[str]]]:
-    """Per query: the compiled statements and DuckDB's EXPLAIN text of each, with the
-    cardinality estimates (the table's size, a declared-public fact at most) taken out."""
+def _public(text: str) -> str:
+    """``text`` without what is public and varies by itself: the group limit's per-query
+    random salt (``hash(keys, SALT)``), the estimated row counts (the table's size) and the
+    drawing of EXPLAIN's boxes (whose width follows the salt's digits)."""
     import re
 
+    text = re.sub(r"(hash\([^()]*), -?\d+\)", r"\1, SALT)", text)
+    text = re.sub(r"~[\d,]+ rows?", "~N rows", text)
+    return re.sub(r"[\s\u2500-\u257f]+", " ", text).strip()
+
+
+def _plans(cur: Curator) -> list[tuple[list[str], list[str]]]:
+    """Per query: the compiled statements and DuckDB's EXPLAIN text of each (:func:`_public`:
+    without the per-query salt and the cardinality estimates)."""
     from infodp.curator.backends.duckdb import compiled_statements
     from infodp.curator.plan import measurements
 
@@ -540,14 +552,10 @@ def _plans(cur: Curator) -> list[tuple[list[str], list[str]]]:
             plan, schema, _, unit_ok = cur.plan(sql)
             statements = compiled_statements(plan, schema, measurements(plan), unit_rows_ok=unit_ok)
             explained = [
-                re.sub(
-                    r"~[\d,]+ rows?",
-                    "~N rows",
-                    "\n".join(r[1] for r in con.execute(f"EXPLAIN {s}").fetchall()),
-                )
+                _public("\n".join(r[1] for r in con.execute(f"EXPLAIN {s}").fetchall()))
                 for s in statements
             ]
-            out.append((statements, explained))
+            out.append(([_public(s) for s in statements], explained))
     finally:
         con.close()
     return out
