@@ -33,15 +33,15 @@ cannot be brute-forced, so a slow password hash would add nothing).
 The ledger belongs to its store: both carry one store id (``meta.store_id`` here, a table in
 the DuckDB file, see :mod:`infodp.curator.store`). Opening checks the store id, a SHA-256
 hash chain over the entries (each entry's ``chain`` hashes the previous one and its own
-immutable fields, so an edited, dropped or corrupted entry breaks it), the head of the chain,
-the seals of every granted budget and cap (a budget raised by hand stops every charge
+immutable fields, so an edited, dropped or corrupted entry breaks it), the head of the
+chain, the seals of every granted budget and cap (a budget raised by hand stops every charge
 against it) and that the stored spends equal the entries' sums — from a verified checkpoint
 on, so its cost does not grow with the history (:meth:`Ledger.verify` checks everything and
 moves the checkpoint; SQLite's ``quick_check`` runs at open on ledgers up to 4 MiB); any
-failure raises :class:`~infodp.errors.LedgerError`. Each reservation re-checks that the file on disk is
-still the one opened and carries the same store id, so a ledger deleted or replaced while a
-service runs cannot swallow charges. All key state (issued keys, revocations) lives here too,
-and the file is created with mode 0600.
+failure raises :class:`~infodp.errors.LedgerError`. Each reservation re-checks that the file
+on disk is still the one opened and carries the same store id, so a ledger deleted or
+replaced while a service runs cannot swallow charges. All key state (issued keys,
+revocations) lives here too, and the file is created with mode 0600.
 
 >>> import tempfile, os
 >>> from fractions import Fraction
