@@ -42,7 +42,16 @@ from typing import Any
 
 from infodp.errors import InfodpError, InternalError, LedgerError
 
-__all__ = ["Database", "GroupCommit", "Pending", "create_private", "group_of", "writers_of"]
+__all__ = [
+    "Database",
+    "GroupCommit",
+    "Pending",
+    "WalFile",
+    "Writers",
+    "create_private",
+    "group_of",
+    "writers_of",
+]
 
 #: At most this many writes share one transaction (bounds how long the lock is held).
 MAX_GROUP = 64
