@@ -59,11 +59,29 @@ class _Lru:
         return value
 
 
+class _Bounded:
+    """A bounded memo of a pure function's values, emptied when full (a lookup on the
+    reservation's path is one dictionary read)."""
+
+    def __init__(self, size: int = 256) -> None:
+        self._items: dict[Any, Any] = {}
+        self._size = size
+
+    def get(self, key: Any) -> Any:
+        return self._items.get(key)
+
+    def put(self, key: Any, value: Any) -> Any:
+        if len(self._items) >= self._size:
+            self._items.clear()
+        self._items[key] = value
+        return value
+
+
 _STATES = _Lru()
-_PROFILES = _Lru()
-_BASIC = _Lru()
+_PROFILES = _Bounded()
+_BASIC = _Bounded()
 _REMAINING = _Lru()
-_BUDGETS = _Lru()
+_BUDGETS = _Bounded()
 
 
 def accountant_of(text: str) -> Any:

@@ -14,6 +14,7 @@ by hand is never charged against.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import math
 import os
@@ -78,18 +79,21 @@ class Charge:
 # The analyst's grant, the dataset's totals, caps and declaration, both seals and the entry
 # this one will follow (AUTOINCREMENT's next id and the last link), in one read.
 _READ = (
-    "SELECT a.name, a.dataset, a.epsilon, a.delta, a.spent_epsilon, a.spent_delta, "
-    "a.accountant_json, a.budget_json, a.key_salt, a.key_hash, a.created, "
-    "d.rows, d.source, d.info_cap_bits, d.info_spent_nats, d.max_epsilon, d.max_delta, "
-    "d.spent_epsilon AS d_spent_epsilon, d.spent_delta AS d_spent_delta, d.schema_json, "
-    "d.unit_rows_ok, d.created AS d_created, "
+    # The sealed fields first (see _check_seals), then what changes with every charge.
+    "SELECT a.epsilon, a.delta, a.budget_json, a.key_salt, a.key_hash, a.created, "
+    "d.rows, d.source, d.info_cap_bits, d.max_epsilon, d.max_delta, d.created AS d_created, "
     "(SELECT value FROM meta WHERE key = ?) AS analyst_seal, "
     "(SELECT value FROM meta WHERE key = ?) AS dataset_seal, "
+    "a.spent_epsilon, a.spent_delta, a.accountant_json, d.info_spent_nats, "
+    "d.spent_epsilon AS d_spent_epsilon, d.spent_delta AS d_spent_delta, d.schema_json, "
+    "d.unit_rows_ok, "
     "(SELECT seq FROM sqlite_sequence WHERE name = 'entries') AS seq, "
     "(SELECT id FROM entries ORDER BY id DESC LIMIT 1) AS last_id, "
     "(SELECT chain FROM entries ORDER BY id DESC LIMIT 1) AS last_chain "
     "FROM analysts a JOIN datasets d ON d.name = a.dataset WHERE a.name = ? AND a.dataset = ?"
 )
+#: How many leading columns of _READ the seals cover (the sealed fields and the two seals).
+_SEALED = 14
 
 
 def charge(conn: sqlite3.Connection, store_id: str, c: Charge) -> tuple[int, Budget]:
@@ -99,10 +103,7 @@ def charge(conn: sqlite3.Connection, store_id: str, c: Charge) -> tuple[int, Bud
     would be exceeded, :class:`DeclarationChanged` when the dataset's declaration is not
     the priced one, :class:`~infodp.errors.LedgerError` when a grant was edited.
     """
-    pair = integrity.pair_key(c.analyst, c.dataset)
-    row = conn.execute(
-        _READ, ("seal " + pair, "seal " + json.dumps([c.dataset]), c.analyst, c.dataset)
-    ).fetchone()
+    row = conn.execute(_READ, (*_seal_keys(c.analyst, c.dataset), c.analyst, c.dataset)).fetchone()
     if row is None:
         raise missing_budget(conn, c.analyst, c.dataset)
     if (
@@ -149,18 +150,34 @@ def charge(conn: sqlite3.Connection, store_id: str, c: Charge) -> tuple[int, Bud
 
 
 def _check_seals(row: Any, store_id: str, c: Charge) -> None:
-    grant = {k: row[k] for k in ("epsilon", "delta", "budget_json", "key_salt", "key_hash")}
-    grant.update(name=c.analyst, dataset=c.dataset, created=row["created"])
-    caps = {k: row[k] for k in ("rows", "source", "info_cap_bits", "max_epsilon", "max_delta")}
+    key = (store_id, c.analyst, c.dataset, row[:_SEALED])
+    if key in _SOUND:
+        return  # the same fields and seals were found sound before: the same hashes
+    grant = {k: row[k] for k in _GRANT}
+    grant.update(name=c.analyst, dataset=c.dataset)
+    caps = {k: row[k] for k in _CAPS}
     caps.update(name=c.dataset, created=row["d_created"])
-    if row["analyst_seal"] != integrity.analyst_seal(store_id, grant) or row[
-        "dataset_seal"
-    ] != integrity.dataset_seal(store_id, caps):
+    want = (integrity.analyst_seal(store_id, grant), integrity.dataset_seal(store_id, caps))
+    if (row["analyst_seal"], row["dataset_seal"]) != want:
         raise LedgerError(
             f"the budget of {c.analyst} on {c.dataset} (or the dataset's caps) was edited "
             "outside infodp; nothing was charged. Run 'infodp ledger verify', and restore the "
             "ledger from a backup."
         )
+    if len(_SOUND) >= 1024:
+        _SOUND.clear()
+    _SOUND.add(key)
+
+
+_GRANT = ("epsilon", "delta", "budget_json", "key_salt", "key_hash", "created")
+_CAPS = ("rows", "source", "info_cap_bits", "max_epsilon", "max_delta")
+#: Grants whose seals were recomputed and matched (the hash of the same text is the same).
+_SOUND: set[tuple[Any, ...]] = set()
+
+
+@functools.lru_cache(maxsize=1024)
+def _seal_keys(analyst: str, dataset: str) -> tuple[str, str]:
+    return "seal " + integrity.pair_key(analyst, dataset), "seal " + json.dumps([dataset])
 
 
 def _check_caps(row: Any, c: Charge) -> float:
