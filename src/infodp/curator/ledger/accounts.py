@@ -110,7 +110,7 @@ def remaining_of(text: str) -> Any:
     left = _REMAINING.get(text)
     if left is None:
         left = _REMAINING.put(text, accountant_of(text).remaining())
-    return left
+    return dict(left) if isinstance(left, dict) else left  # a copy: callers may change it
 
 
 def spend_profile(

@@ -38,6 +38,7 @@ __all__ = [
 ]
 
 _FRACS: dict[str, Fraction] = {}
+_LN2 = math.log(2)
 
 
 def frac(value: str) -> Fraction:
@@ -168,6 +169,11 @@ class DatasetRecord:
     spent_epsilon: Fraction = Fraction(0)
     spent_delta: Fraction = Fraction(0)
     fingerprint: str | None = None
+
+    @property
+    def info_spent_bits(self) -> float:
+        """The information released about the table, in bits (the unit of its cap)."""
+        return self.info_spent_nats / _LN2
 
 
 @dataclass(frozen=True, slots=True)
