@@ -21,9 +21,17 @@ import json
 import threading
 from collections import OrderedDict
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from infodp.errors import InternalError
+
+if TYPE_CHECKING:
+    from infodp.accounting.accountant import Accountant, Budget
+    from infodp.accounting.profile import PrivacyProfile
+
+K = TypeVar("K")
+V = TypeVar("V")
+Remaining = float | dict[float, float] | dict[str, float]
 
 __all__ = [
     "accountant_of",
@@ -35,22 +43,22 @@ __all__ = [
 ]
 
 
-class _Lru:
+class _Lru(Generic[K, V]):
     """A small thread-safe LRU of immutable (or treated as read-only) values."""
 
     def __init__(self, size: int = 256) -> None:
         self._lock = threading.Lock()
-        self._items: OrderedDict[Any, Any] = OrderedDict()
+        self._items: OrderedDict[K, V] = OrderedDict()
         self._size = size
 
-    def get(self, key: Any) -> Any:
+    def get(self, key: K) -> V | None:
         with self._lock:
             value = self._items.get(key)
             if value is not None:
                 self._items.move_to_end(key)
             return value
 
-    def put(self, key: Any, value: Any) -> Any:
+    def put(self, key: K, value: V) -> V:
         with self._lock:
             self._items[key] = value
             self._items.move_to_end(key)
@@ -59,32 +67,32 @@ class _Lru:
         return value
 
 
-class _Bounded:
+class _Bounded(Generic[K, V]):
     """A bounded memo of a pure function's values, emptied when full (a lookup on the
     reservation's path is one dictionary read)."""
 
     def __init__(self, size: int = 256) -> None:
-        self._items: dict[Any, Any] = {}
+        self._items: dict[K, V] = {}
         self._size = size
 
-    def get(self, key: Any) -> Any:
+    def get(self, key: K) -> V | None:
         return self._items.get(key)
 
-    def put(self, key: Any, value: Any) -> Any:
+    def put(self, key: K, value: V) -> V:
         if len(self._items) >= self._size:
             self._items.clear()
         self._items[key] = value
         return value
 
 
-_STATES = _Lru()
-_PROFILES = _Bounded()
-_BASIC = _Bounded()
-_REMAINING = _Lru()
-_BUDGETS = _Bounded()
+_STATES: _Lru[str, Accountant] = _Lru()
+_PROFILES: _Bounded[str, PrivacyProfile] = _Bounded()
+_BASIC: _Bounded[tuple[str | None, Fraction, Fraction], PrivacyProfile] = _Bounded()
+_REMAINING: _Lru[str, Remaining] = _Lru()
+_BUDGETS: _Bounded[str, Budget] = _Bounded()
 
 
-def accountant_of(text: str) -> Any:
+def accountant_of(text: str) -> Accountant:
     """The (shared, read-only) accountant of a stored state text."""
     from infodp.accounting.accountant import Accountant
 
@@ -94,7 +102,7 @@ def accountant_of(text: str) -> Any:
     return acc
 
 
-def budget_of(text: str) -> Any:
+def budget_of(text: str) -> Budget:
     """The :class:`infodp.accounting.Budget` of a stored ``budget_json`` text."""
     from infodp.accounting.accountant import Budget
 
@@ -104,7 +112,7 @@ def budget_of(text: str) -> Any:
     return budget
 
 
-def remaining_of(text: str) -> Any:
+def remaining_of(text: str) -> Remaining:
     """:meth:`Accountant.remaining` of a stored state (computed once per state text: an
     approx budget's figure may need a PLD)."""
     left = _REMAINING.get(text)
@@ -115,7 +123,7 @@ def remaining_of(text: str) -> Any:
 
 def spend_profile(
     profile_spec: dict[str, Any] | str | None, epsilon: Fraction, delta: Fraction
-) -> Any:
+) -> PrivacyProfile:
     """The privacy profile a query spends: its spec (dict or stored JSON text), or without
     one the (ε, δ) guarantee profile of its declaration."""
     from infodp.accounting.accountant import _guarantee_profile
@@ -133,7 +141,7 @@ def spend_profile(
     return cached
 
 
-def _basic_spend(profile_spec: str | None, epsilon: Fraction, delta: Fraction) -> Any:
+def _basic_spend(profile_spec: str | None, epsilon: Fraction, delta: Fraction) -> PrivacyProfile:
     """What a basic budget's accountant spends for a query: the (ε, δ) guarantee profile of
     its exact declared (ε, δ), once the accountant has checked that the query's own profile
     meets that declaration.

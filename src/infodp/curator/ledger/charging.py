@@ -149,7 +149,7 @@ def charge(conn: sqlite3.Connection, store_id: str, c: Charge) -> tuple[int, Bud
     return _append(conn, row, store_id, c), left
 
 
-def _check_seals(row: Any, store_id: str, c: Charge) -> None:
+def _check_seals(row: sqlite3.Row, store_id: str, c: Charge) -> None:
     key = (store_id, c.analyst, c.dataset, row[:_SEALED])
     if key in _SOUND:
         return  # the same fields and seals were found sound before: the same hashes
@@ -172,7 +172,7 @@ def _check_seals(row: Any, store_id: str, c: Charge) -> None:
 _GRANT = ("epsilon", "delta", "budget_json", "key_salt", "key_hash", "created")
 _CAPS = ("rows", "source", "info_cap_bits", "max_epsilon", "max_delta")
 #: Grants whose seals were recomputed and matched (the hash of the same text is the same).
-_SOUND: set[tuple[Any, ...]] = set()
+_SOUND: set[tuple[object, ...]] = set()
 
 
 @functools.lru_cache(maxsize=1024)
@@ -180,7 +180,7 @@ def _seal_keys(analyst: str, dataset: str) -> tuple[str, str]:
     return "seal " + integrity.pair_key(analyst, dataset), "seal " + json.dumps([dataset])
 
 
-def _check_caps(row: Any, c: Charge) -> float:
+def _check_caps(row: sqlite3.Row, c: Charge) -> float:
     """Refuse a charge over a dataset cap; returns the information spent after it."""
     d_eps, d_dlt = row["d_spent_epsilon"], row["d_spent_delta"]
     max_eps, max_dlt = row["max_epsilon"], row["max_delta"]
@@ -224,7 +224,9 @@ def _add_up(a: float, b: float) -> float:
     return s if s == 0 else math.nextafter(s, math.inf)
 
 
-def _debit(conn: sqlite3.Connection, row: Any, c: Charge, left: Budget, info: float) -> None:
+def _debit(
+    conn: sqlite3.Connection, row: sqlite3.Row, c: Charge, left: Budget, info: float
+) -> None:
     conn.execute(
         "UPDATE analysts SET spent_epsilon = ?, spent_delta = ?, accountant_json = ? "
         "WHERE name = ? AND dataset = ?",
@@ -248,7 +250,7 @@ def _debit(conn: sqlite3.Connection, row: Any, c: Charge, left: Budget, info: fl
     )
 
 
-def _append(conn: sqlite3.Connection, row: Any, store_id: str, c: Charge) -> int:
+def _append(conn: sqlite3.Connection, row: sqlite3.Row, store_id: str, c: Charge) -> int:
     """Write the entry, linked to the last one, and move the head of the chain to it."""
     # The immutable fields as stored (and read back by the verification): text, and the
     # information cost as a REAL, which holds a Python float exactly.

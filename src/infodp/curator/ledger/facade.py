@@ -194,14 +194,14 @@ class Ledger:
             self._advance_checkpoint(last)
         return problems
 
-    def _verify(self, *, full: bool) -> tuple[list[str], int, Any]:
+    def _verify(self, *, full: bool) -> tuple[list[str], int, integrity.Last]:
         """(problems, entries verified, last verified (id, chain) or None) from the checkpoint
         (``full``: from the start) on; its cost at open is the number of entries written
         since the verified checkpoint, not the length of the history."""
         with self.db.snapshot() as conn:
             return integrity.verify_entries(conn, self.store_id, full)
 
-    def _advance_checkpoint(self, verified: Any) -> None:
+    def _advance_checkpoint(self, verified: integrity.Last) -> None:
         """Move the verified checkpoint to the head (after a sound verification).
 
         ``verified``: the (id, chain) of the last entry the verification covered. Not

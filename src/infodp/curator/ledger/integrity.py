@@ -27,10 +27,9 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 from infodp.curator.ledger.accounts import accountant_of, budget_of, spend_profile
 from infodp.curator.ledger.records import BUDGET_COLUMNS, Budget, frac, to_budget
@@ -62,9 +61,13 @@ FORMAT = "3"
 #: Entry states whose cost is spent (see the package docstring).
 SPENDING = ("reserved", "released", "failed")
 _ZERO = (Fraction(0), Fraction(0))
+#: A row read by column name: a stored row, or the mapping it is written from.
+Fields = sqlite3.Row | Mapping[str, object]
+#: The (id, chain link) of the last entry a verification covered (None: no entries).
+Last = tuple[int, str] | None
 
 
-def chain(prev: str, store_id: str, fields: Iterable[Any]) -> str:
+def chain(prev: str, store_id: str, fields: Iterable[object]) -> str:
     """SHA-256 link of an entry: the previous link, the store id and its immutable fields."""
     return _hash([prev, store_id, *[str(f) for f in fields]])
 
@@ -85,31 +88,31 @@ _ANALYST_FIELDS = ("name", "dataset", "epsilon", "delta", "budget_json", "key_sa
 _DATASET_FIELDS = ("name", "rows", "source", "info_cap_bits", "max_epsilon", "max_delta")
 
 
-def seal_key(table: str, row: Any) -> str:
+def seal_key(table: str, row: Fields) -> str:
     """The ``meta`` key of a grant's seal (``table``: analysts or datasets)."""
     if table == "analysts":
-        return "seal " + pair_key(row["name"], row["dataset"])
+        return "seal " + pair_key(str(row["name"]), str(row["dataset"]))
     return "seal " + json.dumps([row["name"]])
 
 
-def analyst_seal(store_id: str, row: Any) -> str:
+def analyst_seal(store_id: str, row: Fields) -> str:
     """The seal of an analysts row (any mapping with its granted fields and ``created``)."""
     return _hash(["analyst", store_id, *[str(row[f]) for f in (*_ANALYST_FIELDS, "created")]])
 
 
-def dataset_seal(store_id: str, row: Any) -> str:
+def dataset_seal(store_id: str, row: Fields) -> str:
     """The seal of a datasets row (its caps, public facts and ``created``)."""
     return _hash(["dataset", store_id, *[str(row[f]) for f in (*_DATASET_FIELDS, "created")]])
 
 
-def _sealed_rows(conn: sqlite3.Connection) -> Iterable[tuple[str, Any, str]]:
+def _sealed_rows(conn: sqlite3.Connection) -> Iterable[tuple[str, sqlite3.Row, str]]:
     for row in conn.execute("SELECT * FROM analysts ORDER BY dataset, name"):
         yield seal_key("analysts", row), row, "analyst"
     for row in conn.execute("SELECT * FROM datasets ORDER BY name"):
         yield seal_key("datasets", row), row, "dataset"
 
 
-def _seal_of(kind: str, store_id: str, row: Any) -> str:
+def _seal_of(kind: str, store_id: str, row: Fields) -> str:
     return analyst_seal(store_id, row) if kind == "analyst" else dataset_seal(store_id, row)
 
 
@@ -192,7 +195,7 @@ def load_checkpoint(conn: sqlite3.Connection) -> Checkpoint | None:
         ) from None
 
 
-def checkpoint_now(conn: sqlite3.Connection, last: Any) -> Checkpoint:
+def checkpoint_now(conn: sqlite3.Connection, last: sqlite3.Row) -> Checkpoint:
     """A checkpoint at entry ``last`` (id, chain) with the stored spends as its sums."""
     return Checkpoint(
         int(last[0]),
@@ -230,7 +233,7 @@ def refund_checkpoint(
 
 def verify_entries(
     conn: sqlite3.Connection, store_id: str, full: bool
-) -> tuple[list[str], int, Any]:
+) -> tuple[list[str], int, Last]:
     """(problems, entries verified, last verified (id, chain) or None): the chain from the
     checkpoint (``full``: from the start) on, the head, the totals and the seals; with
     ``full`` also every accountant state."""
@@ -281,7 +284,7 @@ def budgets_in(conn: sqlite3.Connection) -> list[Budget]:
     return [to_budget(r) for r in rows]
 
 
-def _totals_from(conn: sqlite3.Connection, cp: Checkpoint, rows: list[Any]) -> list[str]:
+def _totals_from(conn: sqlite3.Connection, cp: Checkpoint, rows: list[sqlite3.Row]) -> list[str]:
     """Stored spends equal the checkpoint's sums plus the spending entries after it."""
     per_analyst = {k: (frac(v[0]), frac(v[1])) for k, v in cp.analysts.items()}
     per_dataset = {k: (frac(v[0]), frac(v[1])) for k, v in cp.datasets.items()}
@@ -353,7 +356,7 @@ def check_accountants(conn: sqlite3.Connection) -> list[str]:
     return problems
 
 
-def _replay(conn: sqlite3.Connection, row: Any) -> str:
+def _replay(conn: sqlite3.Connection, row: sqlite3.Row) -> str:
     from infodp.accounting.accountant import Accountant
 
     replay = Accountant(budget_of(row["budget_json"]))

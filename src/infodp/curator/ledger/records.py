@@ -16,7 +16,7 @@ import math
 import sqlite3
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 from infodp._exact import float_down, float_up
 from infodp.curator.ledger.accounts import accountant_of, remaining_of
@@ -112,7 +112,10 @@ class Budget:
     def _approx_left(self) -> tuple[Fraction, Fraction] | None:
         if self.accountant_json is None or self.currency != "approx":
             return None
-        left = remaining_of(self.accountant_json)
+        shown = remaining_of(self.accountant_json)
+        if not isinstance(shown, dict):
+            return None
+        left = cast("dict[str, float]", shown)  # approx: {"delta": ..., "epsilon_spent": ...}
         spent = float(left["epsilon_spent"])
         eps = (
             Fraction(0)

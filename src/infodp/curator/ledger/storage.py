@@ -38,7 +38,6 @@ import urllib.parse
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from infodp.errors import InfodpError, InternalError, LedgerError
 
@@ -94,8 +93,8 @@ class Database:
         self._wal_mode = False
         #: The connection's synchronous level: True FULL, False NORMAL (None: unknown).
         self._full: bool | None = True
-        self._held_group: tuple[tuple[Any, ...], GroupCommit] | None = None
-        self._held_writers: tuple[tuple[Any, ...], Writers] | None = None
+        self._held_group: tuple[tuple[object, ...], GroupCommit] | None = None
+        self._held_writers: tuple[tuple[object, ...], Writers] | None = None
         if create and not self.in_memory and not self.path.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
             create_private(self.path)
@@ -482,14 +481,16 @@ class Writers:
 
 # Weak values: an entry lives while someone uses it (a database in a transaction, a caller
 # in a group), so closed in-memory databases and files no longer used leave nothing behind.
-_GROUPS: weakref.WeakValueDictionary[tuple[Any, ...], GroupCommit] = weakref.WeakValueDictionary()
-_WRITERS: weakref.WeakValueDictionary[tuple[Any, ...], Writers] = weakref.WeakValueDictionary()
+_GROUPS: weakref.WeakValueDictionary[tuple[object, ...], GroupCommit] = (
+    weakref.WeakValueDictionary()
+)
+_WRITERS: weakref.WeakValueDictionary[tuple[object, ...], Writers] = weakref.WeakValueDictionary()
 _REGISTRY_LOCK = threading.Lock()
 
 
 def group_of(db: Database) -> GroupCommit:
     """The group commit ``db`` shares with the objects on the same file, identity and tag."""
-    key: tuple[Any, ...] = (os.getpid(), id(db))
+    key: tuple[object, ...] = (os.getpid(), id(db))
     if not db.in_memory:
         key = (os.getpid(), db.identity, db.tag, db.absolute)
     # The database holds its group (the registry's values are weak: without this reference
@@ -507,7 +508,7 @@ def group_of(db: Database) -> GroupCommit:
 
 def writers_of(db: Database) -> Writers:
     """The writers' lock of ``db``'s file in this process (see :class:`Writers`)."""
-    key: tuple[Any, ...] = (os.getpid(), id(db))
+    key: tuple[object, ...] = (os.getpid(), id(db))
     if not db.in_memory:
         key = (os.getpid(), db.absolute)
     held = db._held_writers  # held by the database, as its group (see group_of)
