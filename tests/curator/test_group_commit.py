@@ -20,8 +20,7 @@ from typing import Any
 
 import pytest
 
-from infodp.curator import ledger as ledger_module
-from infodp.curator.ledger import Ledger
+from infodp.curator.ledger import Ledger, storage
 from infodp.errors import BudgetExceeded, ParameterError
 
 
@@ -97,16 +96,16 @@ def test_one_transaction_serves_a_whole_group(tmp_path: Path, monkeypatch: Any) 
     path = tmp_path / "l.ledger"
     led = _ledger(path, epsilon=Fraction(1, 2))
     batches: list[int] = []
-    real = Ledger._commit_group
+    real = storage.Database.commit_group
 
-    def counting(self: Ledger, batch: list[Any]) -> None:
-        if self is led:  # (not another test's ledger, written by the background writer)
+    def counting(self: storage.Database, batch: list[Any]) -> None:
+        if self is led.db:  # (not another test's ledger, written by the background writer)
             batches.append(len(batch))
         real(self, batch)
 
-    monkeypatch.setattr(Ledger, "_commit_group", counting)
-    writers = ledger_module._writers(led)  # held: the registry keeps it while in use
-    group = ledger_module._group(led)
+    monkeypatch.setattr(storage.Database, "commit_group", counting)
+    writers = storage.writers_of(led.db)  # held: the registry keeps it while in use
+    group = storage.group_of(led.db)
     writers.lock.acquire()
     plan: list[tuple[str, Fraction]] = [
         ("a", Fraction(1, 8)),  # the leader: waits for the writer lock alone

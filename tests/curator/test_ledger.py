@@ -257,9 +257,9 @@ def test_a_completion_is_finished_once(tmp_path: Path) -> None:
 _EXITS = textwrap.dedent(
     """
     import sys
-    import infodp.curator.ledger as ledger
+    import infodp.curator.ledger.flusher as flusher
     from infodp.curator.engine import Curator
-    ledger._FLUSH_AFTER = 600  # no timer: only the exit writes it
+    flusher.FLUSH_AFTER = 600  # no timer: only the exit writes it
     r = Curator(sys.argv[1]).query("a", "SELECT COUNT(*) FROM t", epsilon="0.25")
     print(r.entry_id, flush=True)
     if sys.argv[2] == "kill":

@@ -21,8 +21,7 @@ import pytest
 from _cli_errors import json_error
 from infodp.accounting.accountant import Accountant, Budget
 from infodp.cli import main
-from infodp.curator import ledger as ledger_module
-from infodp.curator.ledger import Ledger
+from infodp.curator.ledger import Ledger, integrity
 from infodp.errors import LedgerError
 
 _SPEC = {"mechanism": "pure-dp", "epsilon": 0.01}
@@ -41,13 +40,13 @@ def _filled(path: Path, n: int, *, accountant: bool = False) -> Ledger:
 
 def _count_links(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
-    real = ledger_module._chain
+    real = integrity.chain
 
     def counting(*args: object) -> str:
         calls.append(1)
         return real(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(ledger_module, "_chain", counting)
+    monkeypatch.setattr(integrity, "chain", counting)
     return calls
 
 

@@ -1,0 +1,341 @@
+"""Typed records of the ledger's rows, read by column name.
+
+Amounts are exact fractions stored as text "p/q" (:func:`frac` parses each distinct text once
+per process). Every budget figure a record shows is its accountant's own where the currency
+has one (:attr:`Budget.remaining_delta` of an approx budget is the accountant's δ left, not
+the simple sum).
+
+>>> b = Budget("alice", "t", Fraction(1), Fraction(0), Fraction(1, 4), Fraction(0))
+>>> b.currency, str(b.remaining_epsilon)
+('basic', '3/4')
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, cast
+
+from infodp._exact import float_down, float_up
+from infodp.curator.ledger.accounts import accountant_of, remaining_of
+
+__all__ = [
+    "BUDGET_COLUMNS",
+    "DATASET_COLUMNS",
+    "ENTRY_COLUMNS",
+    "SCHEMA",
+    "Budget",
+    "DatasetRecord",
+    "Entry",
+    "KeyRecord",
+    "frac",
+    "text",
+    "to_budget",
+    "to_dataset",
+    "to_entry",
+]
+
+_FRACS: dict[str, Fraction] = {}
+_LN2 = math.log(2)
+
+
+def frac(value: str) -> Fraction:
+    """The exact value of a stored "p/q" text (parsed once per distinct text in a process:
+    a Fraction is immutable, and :func:`text` records the texts this process writes).
+
+    >>> frac("3/4") + frac("1/4")
+    Fraction(1, 1)
+    """
+    out = _FRACS.get(value)
+    if out is None:
+        out = Fraction(value)
+        _remember(value, out)
+    return out
+
+
+def text(value: Fraction) -> str:
+    """``str(value)``, remembered by :func:`frac` (the next read of it is not parsed).
+
+    >>> text(Fraction(1, 3))
+    '1/3'
+    """
+    out = str(value)
+    _remember(out, value)
+    return out
+
+
+def _remember(key: str, value: Fraction) -> None:
+    if len(_FRACS) >= 4096:
+        _FRACS.clear()
+    _FRACS[key] = value
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """An analyst's budget on one dataset (exact fractions)."""
+
+    analyst: str
+    dataset: str
+    epsilon: Fraction
+    delta: Fraction
+    spent_epsilon: Fraction
+    spent_delta: Fraction
+    accountant_json: str | None = None
+
+    @property
+    def currency(self) -> str:
+        """``basic`` (exact ε, δ sums) or the accountant's currency (pure/approx/rdp/nats)."""
+        if self.accountant_json is None:
+            return "basic"
+        return str(accountant_of(self.accountant_json).budget.currency)
+
+    @property
+    def remaining_epsilon(self) -> Fraction:
+        """ε left (never negative): for an approx budget the budget's ε less the ε(δ) its
+        accountant certifies for the spends so far; else the ε not yet declared."""
+        left = self._approx_left()
+        if left is not None:
+            return left[0]
+        return max(Fraction(0), self.epsilon - self.spent_epsilon)
+
+    @property
+    def remaining_delta(self) -> Fraction:
+        """δ left (never negative): for an approx budget the accountant's δ left at the
+        budget's ε (tight composition); else the δ not yet declared."""
+        left = self._approx_left()
+        if left is not None:
+            return left[1]
+        return max(Fraction(0), self.delta - self.spent_delta)
+
+    def _approx_left(self) -> tuple[Fraction, Fraction] | None:
+        if self.accountant_json is None or self.currency != "approx":
+            return None
+        shown = remaining_of(self.accountant_json)
+        if not isinstance(shown, dict):
+            return None
+        left = cast("dict[str, float]", shown)  # approx: {"delta": ..., "epsilon_spent": ...}
+        spent = float(left["epsilon_spent"])
+        eps = (
+            Fraction(0)
+            if not math.isfinite(spent)
+            else max(Fraction(0), self.epsilon - Fraction(spent))
+        )
+        return eps, Fraction(float(left["delta"]))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready numbers (floats rounded *down* for remaining, *up* for spent)."""
+        out: dict[str, Any] = {
+            "analyst": self.analyst,
+            "dataset": self.dataset,
+            "currency": self.currency,
+            "epsilon": float(self.epsilon),
+            "delta": float(self.delta),
+            "spent_epsilon": float_up(self.spent_epsilon),
+            "spent_delta": float_up(self.spent_delta),
+            "remaining_epsilon": float_down(self.remaining_epsilon),
+            "remaining_delta": float_down(self.remaining_delta),
+            "exact": {
+                "epsilon": str(self.epsilon),
+                "delta": str(self.delta),
+                "spent_epsilon": str(self.spent_epsilon),
+                "spent_delta": str(self.spent_delta),
+            },
+        }
+        if self.accountant_json is not None:
+            acc = accountant_of(self.accountant_json)
+            out["accountant"] = {
+                "budget": acc.budget.to_dict(),
+                "remaining": remaining_of(self.accountant_json),
+                "note": "the accountant's currency is enforced; spent_epsilon/spent_delta above "
+                "are the basic-composition totals, for information",
+            }
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetRecord:
+    """A registered dataset: its schema (JSON), public row count and information budget."""
+
+    name: str
+    schema_json: str
+    rows: int
+    source: str
+    info_cap_bits: float | None
+    info_spent_nats: float
+    unit_rows_ok: bool
+    created: str
+    #: Caps on the (ε, δ) spent by all analysts together (None: no cap), and the totals.
+    max_epsilon: Fraction | None = None
+    max_delta: Fraction | None = None
+    spent_epsilon: Fraction = Fraction(0)
+    spent_delta: Fraction = Fraction(0)
+    fingerprint: str | None = None
+
+    @property
+    def info_spent_bits(self) -> float:
+        """The information released about the table, in bits (the unit of its cap)."""
+        return self.info_spent_nats / _LN2
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRecord:
+    """A server key as the admin sees it (never the secret or its hash).
+
+    >>> sorted(KeyRecord("0123456789abcdef", "alice", "2026-01-01", None).to_dict())
+    ['analyst', 'created', 'key_id', 'revoked']
+    """
+
+    key_id: str
+    analyst: str
+    created: str
+    revoked: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready view."""
+        return {
+            "key_id": self.key_id,
+            "analyst": self.analyst,
+            "created": self.created,
+            "revoked": self.revoked,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One ledger line: who asked what, when, at which cost, and what happened."""
+
+    id: int
+    analyst: str
+    dataset: str
+    sql: str
+    epsilon: Fraction
+    delta: Fraction
+    info_nats: float
+    status: str
+    created: str
+    finished: str | None
+    pid: int | None
+    result_json: str | None
+    error: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready view (cost as floats rounded up, plus exact fractions)."""
+        return {
+            "id": self.id,
+            "analyst": self.analyst,
+            "dataset": self.dataset,
+            "sql": self.sql,
+            "epsilon": float_up(self.epsilon),
+            "delta": float_up(self.delta),
+            "epsilon_exact": str(self.epsilon),
+            "delta_exact": str(self.delta),
+            "information_nats": self.info_nats,
+            "status": self.status,
+            "created": self.created,
+            "finished": self.finished,
+            "has_result": self.result_json is not None,
+            "error": self.error,
+        }
+
+
+#: The ledger's tables (created by a new ledger; the layout every version reads).
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS keys (
+    key_id TEXT PRIMARY KEY, analyst TEXT NOT NULL, salt TEXT NOT NULL, hash TEXT NOT NULL,
+    created TEXT NOT NULL, revoked TEXT);
+CREATE TABLE IF NOT EXISTS key_revocations (analyst TEXT PRIMARY KEY, revoked TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS datasets (
+    name TEXT PRIMARY KEY, schema_json TEXT NOT NULL, rows INTEGER NOT NULL,
+    source TEXT NOT NULL, info_cap_bits REAL, info_spent_nats REAL NOT NULL DEFAULT 0,
+    unit_rows_ok INTEGER NOT NULL DEFAULT 0, created TEXT NOT NULL,
+    max_epsilon TEXT, max_delta TEXT, spent_epsilon TEXT NOT NULL DEFAULT '0',
+    spent_delta TEXT NOT NULL DEFAULT '0', fingerprint TEXT);
+CREATE TABLE IF NOT EXISTS analysts (
+    name TEXT NOT NULL, dataset TEXT NOT NULL REFERENCES datasets(name),
+    key_salt TEXT NOT NULL, key_hash TEXT NOT NULL,
+    epsilon TEXT NOT NULL, delta TEXT NOT NULL,
+    spent_epsilon TEXT NOT NULL DEFAULT '0', spent_delta TEXT NOT NULL DEFAULT '0',
+    created TEXT NOT NULL, accountant_json TEXT, budget_json TEXT,
+    PRIMARY KEY (name, dataset));
+CREATE TABLE IF NOT EXISTS entries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, analyst TEXT NOT NULL, dataset TEXT NOT NULL,
+    sql TEXT NOT NULL, epsilon TEXT NOT NULL, delta TEXT NOT NULL, info_nats REAL NOT NULL,
+    status TEXT NOT NULL, created TEXT NOT NULL, finished TEXT, pid INTEGER,
+    result_json TEXT, error TEXT, profile_json TEXT, chain TEXT);
+CREATE TABLE IF NOT EXISTS synopses (
+    name TEXT NOT NULL, dataset TEXT NOT NULL, analyst TEXT NOT NULL,
+    entry_id INTEGER NOT NULL, spec_json TEXT NOT NULL, data_json TEXT NOT NULL,
+    created TEXT NOT NULL, PRIMARY KEY (dataset, name));
+"""
+
+
+#: The columns each record is read from (``SELECT {COLUMNS} FROM ...``).
+ENTRY_COLUMNS = (
+    "id, analyst, dataset, sql, epsilon, delta, info_nats, status, created, finished, pid, "
+    "result_json, error"
+)
+DATASET_COLUMNS = (
+    "name, schema_json, rows, source, info_cap_bits, info_spent_nats, unit_rows_ok, created, "
+    "max_epsilon, max_delta, spent_epsilon, spent_delta, fingerprint"
+)
+BUDGET_COLUMNS = (
+    "name AS analyst, dataset, epsilon, delta, spent_epsilon, spent_delta, accountant_json"
+)
+
+
+def to_entry(row: sqlite3.Row) -> Entry:
+    """The entry of a row read with :data:`ENTRY_COLUMNS`."""
+    return Entry(
+        id=row["id"],
+        analyst=row["analyst"],
+        dataset=row["dataset"],
+        sql=row["sql"],
+        epsilon=frac(row["epsilon"]),
+        delta=frac(row["delta"]),
+        info_nats=row["info_nats"],
+        status=row["status"],
+        created=row["created"],
+        finished=row["finished"],
+        pid=row["pid"],
+        result_json=row["result_json"],
+        error=row["error"],
+    )
+
+
+def to_dataset(row: sqlite3.Row) -> DatasetRecord:
+    """The dataset of a row read with :data:`DATASET_COLUMNS`."""
+    return DatasetRecord(
+        name=row["name"],
+        schema_json=row["schema_json"],
+        rows=int(row["rows"]),
+        source=row["source"],
+        info_cap_bits=row["info_cap_bits"],
+        info_spent_nats=float(row["info_spent_nats"]),
+        unit_rows_ok=bool(row["unit_rows_ok"]),
+        created=row["created"],
+        max_epsilon=_maybe(row["max_epsilon"]),
+        max_delta=_maybe(row["max_delta"]),
+        spent_epsilon=frac(row["spent_epsilon"]),
+        spent_delta=frac(row["spent_delta"]),
+        fingerprint=row["fingerprint"],
+    )
+
+
+def to_budget(row: sqlite3.Row) -> Budget:
+    """The budget of a row read with :data:`BUDGET_COLUMNS` (or the same names)."""
+    return Budget(
+        analyst=row["analyst"],
+        dataset=row["dataset"],
+        epsilon=frac(row["epsilon"]),
+        delta=frac(row["delta"]),
+        spent_epsilon=frac(row["spent_epsilon"]),
+        spent_delta=frac(row["spent_delta"]),
+        accountant_json=row["accountant_json"],
+    )
+
+
+def _maybe(value: str | None) -> Fraction | None:
+    return None if value is None else frac(value)
