@@ -185,11 +185,12 @@ def test_connection_refused_is_an_oserror() -> None:
         c.budgets()
 
 
-def test_estimate_does_not_guess_for_accountant_currencies(
+def test_estimate_of_an_accountant_currency_agrees_with_the_charge(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    # A budget in nats at α = 1 is enforced by the ledger's accountant; the basic (ε, δ)
-    # totals say nothing about it, so the estimate must not claim the query fits.
+    # A budget in nats at α = 1 is enforced by the ledger's accountant; the estimate's "fits"
+    # is that accountant's dry run, so it agrees with what the ledger then does: the query
+    # it says fits is charged, the one it says does not is refused with nothing spent.
     from infodp.accounting.accountant import Budget
 
     d = tmp_path_factory.mktemp("currency")
@@ -197,7 +198,13 @@ def test_estimate_does_not_guess_for_accountant_currencies(
     key = Curator(db).add_analyst("nora", "people", budget=Budget.nats(1.0, 0.5))
     with ServerProcess(db) as server, Client(server.url, key) as c:
         est = c.estimate(SQL, epsilon=0.1)
-        assert est["fits"] is None
-        assert any("accountant's currency (nats)" in n for n in est["notes"])
+        assert est["fits"] is True and est["remaining"]["currency"] == "nats"
         r = c.query(SQL, epsilon=0.1)  # the ledger decides, and charges
         assert r["entry"] in {e["id"] for e in c.entries()}
+        # Information at α = 1 is at most ε (capacity ≤ diameter, "Differential Privacy and
+        # Information Theory", 2022), so a spend of 50 nats' worth of ε cannot fit 0.5.
+        big = c.estimate(SQL, epsilon=50)
+        left = c.budgets()
+        with pytest.raises(BudgetExceeded):
+            c.query(SQL, epsilon=50)
+        assert big["fits"] is False and c.budgets() == left

@@ -48,7 +48,7 @@ def _curator(db: str, *, keep_open: bool = False, create: bool = False, **spark:
         )
     # keep_open: a one-shot process that answers a query opens the store once (for its id
     # and for the answer) instead of twice.
-    return Curator(db, keep_open=keep_open, _one_shot=keep_open, **spark)
+    return Curator(db, keep_open=keep_open, one_shot=keep_open, **spark)
 
 
 def _store_files(db: str) -> list[Any]:

@@ -62,7 +62,6 @@ from infodp.curator.cost import (
     QueryCost,
     _float_up,
     as_budget_fraction,
-    as_noise,
     leakage_of,
     plan_cost,
     selection,
@@ -77,6 +76,7 @@ from infodp.curator.release import (
     quantile_draws,
     require_release_source,
 )
+from infodp.curator.request import Estimate, NoBudget, Priced, Request, check_confidence
 from infodp.curator.schema import DatasetSchema, load_schema
 from infodp.curator.sql import parse_query, referenced_table
 from infodp.curator.store import (
@@ -103,10 +103,14 @@ __all__ = [
     "MAX_HISTOGRAM_CELLS",
     "PRIVACY_PARAMETER_RANGE",
     "Curator",
+    "Estimate",
     "MeasurementCost",
+    "NoBudget",
+    "Priced",
     "QueryCost",
     "QueryResult",
     "Released",
+    "Request",
     "Reservation",
     "StoreNotOpened",
     "as_budget_fraction",
@@ -317,6 +321,8 @@ class Curator:
     ``keep_open``: keep one read-only DuckDB connection for the life of this object (a
     long-running service); by default each query opens and closes its own so that other
     processes can register datasets in between (a writer waits while any reader is open).
+    ``one_shot`` (with ``keep_open``): a process that answers one query and exits (``infodp
+    query``) opens the store once, for its id and for the answer.
     """
 
     def __init__(
@@ -332,8 +338,8 @@ class Curator:
         spark_master: str | None = None,
         spark_conf: Any = (),
         progress: bool = False,
+        one_shot: bool = False,
         _hook: Hook | None = None,
-        _one_shot: bool = False,
     ) -> None:
         # The noise source is checked first: a refused seed must not leave files behind.
         self._source: RandomSource = (
@@ -345,7 +351,7 @@ class Curator:
         # ``db=":memory:"`` keeps the store and (unless ``ledger`` names a file) the ledger in
         # memory; ``ledger`` overrides the default ``<db>.ledger`` next to the store.
         self._con: Any = None
-        if _one_shot and keep_open and ledger is None and self.db.is_file():
+        if one_shot and keep_open and ledger is None and self.db.is_file():
             # A one-shot process (``infodp query``) that only reads: one connection for the
             # life of this object also reads the store id (each DuckDB open costs about as
             # much as a small aggregate; see benchmarks/cli_startup.py). Not by default: a
@@ -410,6 +416,11 @@ class Curator:
         spark = self.spark()
         spark.attach(table, str(self._catalogue[table]["bounded_path"]))
         return spark  # type: ignore[no-any-return]
+
+    def warm(self) -> None:
+        """Open the kept read-only connection now (``keep_open``), not during the first query:
+        what a service's worker does before it reports ready."""
+        self._done(self._open())
 
     def _open(self, engine: Backend | None = None) -> Any:
         if engine is not None and engine is not self.backend:
@@ -643,6 +654,42 @@ class Curator:
             return engine.aggregate(con, plan, schema, measurements(plan), unit_rows_ok=unit_ok)
         finally:
             self._done(con)
+
+    # -- requests (parsed once: infodp.curator.request) ----------------------------------------
+
+    def budget_for(self, analyst: str, sql: str) -> Budget:
+        """``analyst``'s budget on the dataset ``sql`` names, looked up before anything else of
+        the query: :class:`NoBudget` (the same whether the dataset exists or not, so names of
+        others' datasets are not revealed) when they hold none there."""
+        table = referenced_table(sql)
+        for b in self.ledger.budgets(analyst):
+            if b.analyst == analyst and b.dataset.lower() == table.lower():
+                return b
+        raise NoBudget(table)
+
+    def price(self, request: Request) -> Priced:
+        """Validate completely and price ``request``; nothing is spent and no data is read."""
+        p = self._price(
+            request.sql, request.epsilon, request.delta, request.noise, request.confidence
+        )
+        return Priced(p.plan, p.schema, p.rows, p.unit_ok, p.cost, _copy_summary(p.leak))
+
+    def estimate_for(self, analyst: str, request: Request) -> Estimate:
+        """:meth:`estimate` for ``analyst``: with their budget and whether the query fits it
+        (:meth:`infodp.accounting.Accountant.can_spend`, every currency); :class:`NoBudget`
+        first when they hold none on its dataset. Nothing is spent."""
+        return self._estimate(request, self.budget_for(analyst, request.sql))
+
+    def answer(self, analyst: str, request: Request) -> QueryResult:
+        """:meth:`query` of a parsed request, :class:`NoBudget` first (before the query is
+        planned) when ``analyst`` holds no budget on its dataset."""
+        self.budget_for(analyst, request.sql)
+        return self.query(analyst, request.sql, **_arguments(request))
+
+    def reserve_for(self, analyst: str, request: Request) -> Reservation:
+        """:meth:`reserve` of a parsed request, :class:`NoBudget` first as in :meth:`answer`."""
+        self.budget_for(analyst, request.sql)
+        return self.reserve(analyst, request.sql, **_arguments(request))
 
     # -- the query path ------------------------------------------------------------------------
 
@@ -1005,12 +1052,8 @@ class Curator:
         self, sql: str, epsilon: Any, delta: Any, noise: Any, confidence: Any
     ) -> _Priced:
         """:meth:`_price` from the arguments and the declaration read from the ledger."""
-        eps = as_budget_fraction("epsilon", epsilon)
-        dlt = as_budget_fraction("delta", delta, allow_zero=True)
-        if dlt >= 1:
-            raise ParameterError("delta", delta, "a probability in [0, 1)")
-        _check_confidence(confidence)
-        kind = as_noise(noise)
+        req = Request.parse(sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise)
+        eps, dlt, kind = req.epsilon, req.delta, req.noise
         table = self._tables.get(sql)
         if table is None:
             table = referenced_table(sql)
@@ -1051,14 +1094,25 @@ class Curator:
         1 − confidence for one cell, from the mechanism's own tail; for quantiles the rank
         error of the exponential mechanism (Dwork & Roth 2014, Thm 3.11).
         """
-        _, schema, _, _, cost, leak = self._priced(sql, epsilon, delta, noise, confidence)
-        beta = 1.0 - float(confidence)
-        return {
-            "cost": {**cost.to_dict(), "leakage": leak},
-            "accuracy": [_accuracy(p, schema, beta) for p in cost.parts],
-            "confidence": confidence,
-            "cells": cost.cells,
-        }
+        req = Request.parse(sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise)
+        return self._estimate(req).to_dict()
+
+    def _estimate(self, req: Request, budget: Budget | None = None) -> Estimate:
+        """The estimate of ``req``; with the analyst's ``budget``, whether it fits there by
+        the accountant's dry run (the check the ledger's charge makes, every currency)."""
+        p = self._price(req.sql, req.epsilon, req.delta, req.noise, req.confidence)
+        cost, beta = p.cost, 1.0 - req.confidence
+        fits = (
+            None if budget is None else budget.can_spend(p.profile_spec, cost.epsilon, cost.delta)
+        )
+        return Estimate(
+            {**cost.to_dict(), "leakage": _copy_summary(p.leak)},
+            tuple(_accuracy(m, p.schema, beta) for m in cost.parts),
+            req.confidence,
+            cost.cells,
+            budget,
+            fits,
+        )
 
     def epsilon_for(
         self,
@@ -1079,7 +1133,7 @@ class Curator:
         target = parse_exact("accuracy", accuracy)
         if not target > 0:
             raise ParameterError("accuracy", accuracy, "a positive half-width")
-        _check_confidence(confidence)
+        check_confidence(confidence)
         beta = 1.0 - float(confidence)
 
         def ok(eps: Fraction) -> bool:
@@ -1172,7 +1226,7 @@ class Curator:
         self, name: str, sql: str, *, confidence: float = 0.95, dataset: str | None = None
     ) -> dict[str, Any]:
         """Answer ``sql`` from synopsis ``name``: no data access, no cost (post-processing)."""
-        _check_confidence(confidence)
+        check_confidence(confidence)
         syn = self.synopsis(name, dataset)
         return syn.answer(sql, self.schema(syn.dataset), confidence)
 
@@ -1535,6 +1589,16 @@ def _require_finite(what: str, value: Any) -> None:
             raise ParameterError(
                 f"{what} is undefined (NaN) for these parameters; choose a smaller ε or δ."
             )
+
+
+def _arguments(request: Request) -> dict[str, Any]:
+    """The keyword arguments of :meth:`Curator.query` that ``request`` holds (parsed)."""
+    return {
+        "epsilon": request.epsilon,
+        "delta": request.delta,
+        "confidence": request.confidence,
+        "noise": request.noise,
+    }
 
 
 def _copy_summary(value: Any) -> Any:

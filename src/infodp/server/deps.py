@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from infodp._jsonable import to_jsonable
+from infodp.curator.request import NoBudget
 from infodp.errors import BudgetExceeded, InfodpError, ParameterError, QueryFailed
 from infodp.server.auth import Identity, parse_bearer
 from infodp.server.errors import ApiError, budget_error, internal_error
@@ -92,12 +93,15 @@ def json_response(payload: Any) -> JSONResponse:
 
 
 def guard(where: str, call: Callable[[], Any]) -> Any:
-    """Run a curator call: budget → 409, user errors → 400, a worker past its deadline (free
-    routes) → 503, anything else → 500 (logged)."""
+    """Run a curator call: no budget on the dataset → 403, budget exceeded → 409, user errors
+    → 400, a worker past its deadline (free routes) → 503, anything else → 500 (logged)."""
     try:
         return call()
     except ApiError:
         raise
+    except NoBudget as err:
+        # The same body whether the dataset exists or belongs to others.
+        raise ApiError(403, "forbidden", str(err)) from None
     except BudgetExceeded as err:
         raise budget_error(err) from None
     except QueryFailed:

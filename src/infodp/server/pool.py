@@ -14,8 +14,12 @@ data is touched) and the recording of the outcome. A worker only runs
   of a query whose cost the server has already reserved, rendered as the answer's JSON (so
   the server process does not spend its interpreter on a large answer either), or
   :meth:`~infodp.curator.Curator.run_reserved` for a synopsis release;
-* :meth:`~infodp.curator.Curator.estimate` and
+* :meth:`~infodp.curator.Curator.estimate`, :meth:`~infodp.curator.Curator.estimate_for` and
   :meth:`~infodp.curator.Curator.query_synopsis` (free, but CPU-heavy).
+
+Tasks name one of these public methods (:data:`WorkerPool.METHODS`) with pickled typed
+arguments (:class:`~infodp.curator.Request`, :class:`~infodp.curator.engine.Reservation`);
+nothing else of the curator is reachable from the server process.
 
 Deadlines: a worker that has not answered ``deadline`` seconds after a task was sent (the
 query's own DuckDB interrupt fires first, at the query timeout) is killed and replaced, and
@@ -31,7 +35,7 @@ forked child would inherit the server's threads, locks and buffered random bytes
 pair.
 
 >>> WorkerPool.METHODS
-('estimate', 'query_synopsis', 'release_json', 'run_reserved')
+('estimate', 'estimate_for', 'query_synopsis', 'release_json', 'run_reserved')
 """
 
 from __future__ import annotations
@@ -130,7 +134,7 @@ class WorkerPool:
     ``spark_master``, ``spark_conf``: the Spark options of each worker's curator.
     """
 
-    METHODS = ("estimate", "query_synopsis", "release_json", "run_reserved")
+    METHODS = ("estimate", "estimate_for", "query_synopsis", "release_json", "run_reserved")
 
     def __init__(
         self,
@@ -423,7 +427,7 @@ def _worker_main(
             conn.send(("failed", f"{type(err).__name__}: {err}"))
         return
     if keep_open:  # open the store connection now, not during the first query
-        curator._done(curator._open())
+        curator.warm()
     # Import what a release needs (about 0.4 s at the first query), then keep the start-up
     # heap out of the collector's full passes (pauses of 50-300 ms otherwise).
     freeze_heap(*_WARM)

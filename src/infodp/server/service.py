@@ -10,7 +10,7 @@ import hashlib
 import hmac
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response
@@ -20,6 +20,10 @@ from infodp.errors import ParameterError
 from infodp.server.auth import Identity, KeyStore, key_store_path, parse_bearer
 from infodp.server.errors import ApiError
 from infodp.server.limits import KeySlots, RateLimiter, retry_after_seconds
+
+if TYPE_CHECKING:
+    from infodp.curator.request import Estimate
+    from infodp.curator.request import Request as CuratorRequest
 
 __all__ = ["API_VERSION", "ServerSettings", "Service"]
 
@@ -149,10 +153,8 @@ class Service:
 
     # -- running curator work ------------------------------------------------------------------
 
-    def answer(
-        self, analyst: str, sql: str, *, epsilon: Any, delta: Any, confidence: float, noise: Any
-    ) -> Response:
-        """``Curator.query`` as a response: validated and reserved here, released by a worker.
+    def answer(self, analyst: str, request: CuratorRequest) -> Response:
+        """``Curator.answer`` as a response: validated and reserved here, released by a worker.
 
         The reservation (durable, before the data is touched) and the record of the outcome
         stay in this process; only :meth:`~infodp.curator.Curator.release_json` runs in a
@@ -161,14 +163,13 @@ class Service:
         reservation: the one constant :class:`~infodp.errors.QueryFailed`, the charge stays.
         """
         cur = self.curator
-        kwargs = {"epsilon": epsilon, "delta": delta, "confidence": confidence, "noise": noise}
         if self.pool is None:
-            result = cur.query(analyst, sql, **kwargs)
+            result = cur.answer(analyst, request)
             return JSONResponse(to_jsonable(result.to_dict()))
         # The worker is taken after the reservation: held during the reservation's fsync it
         # would sit idle, and concurrent reservations would not share one group commit
         # (BENCHMARKS.md "server load").
-        reserved = cur.reserve(analyst, sql, **kwargs)
+        reserved = cur.reserve_for(analyst, request)
         text = cur.finish_json(reserved, lambda: self.pool.call("release_json", reserved))
         return Response(text.encode("utf-8"), media_type="application/json")
 
@@ -182,8 +183,15 @@ class Service:
             analyst, name, dataset, columns, epsilon=epsilon, run=run
         )
 
+    def estimate(self, analyst: str, request: CuratorRequest) -> Estimate:
+        """``Curator.estimate_for``: cost, accuracy and whether ``request`` fits ``analyst``'s
+        budget, in a worker process when the service has them; nothing is spent."""
+        if self.pool is None:
+            return self.curator.estimate_for(analyst, request)  # type: ignore[no-any-return]
+        return self.pool.call("estimate_for", analyst, request)  # type: ignore[no-any-return]
+
     def run(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """A free, CPU-heavy curator call (``estimate``, ``query_synopsis``), in a worker
+        """A free, CPU-heavy curator call (``query_synopsis``), in a worker
         process when the service has them."""
         if self.pool is None:
             return getattr(self.curator, method)(*args, **kwargs)
@@ -279,23 +287,3 @@ class Service:
             if b.analyst == analyst and b.dataset.lower() == name.lower():
                 return str(b.dataset)
         raise ApiError(403, "forbidden", f"you have no budget on a dataset named {name[:80]!r}")
-
-    def plan(self, sql: str, analyst: str | None = None) -> tuple[Any, Any, int | None]:
-        """(plan, schema, declared row bound) of ``sql``; 400 for anything the curator refuses.
-
-        With ``analyst``, a table they hold no budget on is a 403 before anything else is
-        looked at (the same whether it exists or not).
-        """
-        import sqlglot.errors
-
-        try:
-            if analyst is not None:
-                from infodp.curator.sql import referenced_table
-
-                self.dataset_or_403(analyst, referenced_table(sql))
-            plan, schema, rows, _ = self.curator.plan(sql)
-        except ParameterError as err:
-            raise ApiError(400, "bad_query", str(err)) from None
-        except sqlglot.errors.SqlglotError:
-            raise ApiError(400, "bad_query", "sql could not be parsed") from None
-        return plan, schema, rows

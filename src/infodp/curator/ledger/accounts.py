@@ -36,6 +36,7 @@ Remaining = float | dict[float, float] | dict[str, float]
 __all__ = [
     "accountant_of",
     "budget_of",
+    "can_spend",
     "refund",
     "remaining_of",
     "spend",
@@ -199,6 +200,41 @@ def spend(
     text: str = acc.to_json()
     _STATES.put(text, acc)
     return text
+
+
+def can_spend(
+    state: str | None,
+    basic: tuple[Fraction, Fraction, Fraction, Fraction] | None,
+    profile_spec: str | None,
+    epsilon: Fraction,
+    delta: Fraction,
+) -> bool:
+    """Whether :func:`spend` would accept the query: the accountant's dry run
+    (:meth:`Accountant.can_spend`) on the same state, profile and declaration; nothing is
+    recorded. A profile that does not meet its declaration raises, as :func:`spend` does.
+
+    >>> from infodp.accounting.accountant import Accountant, Budget
+    >>> text = Accountant(Budget.zcdp("0.5")).to_json()
+    >>> spec = json.dumps({"mechanism": "pure-dp", "epsilon": 1.0})
+    >>> can_spend(text, None, spec, Fraction(1), Fraction(0))
+    True
+    >>> wider = json.dumps({"mechanism": "pure-dp", "epsilon": 1.01})  # ρ = ε²/2 > 0.5
+    >>> can_spend(text, None, wider, Fraction(101, 100), Fraction(0))
+    False
+    """
+    from infodp.accounting.accountant import Accountant
+
+    if state is None:
+        if basic is None:
+            raise InternalError("a basic budget without its sums")
+        acc = Accountant.basic(basic[0], basic[1], (basic[2], basic[3]))
+        profile = _basic_spend(profile_spec, epsilon, delta)
+    else:
+        if profile_spec is None:
+            raise InternalError("an accountant budget needs the query's privacy profile")
+        acc = accountant_of(state)
+        profile = spend_profile(profile_spec, epsilon, delta)
+    return bool(acc.can_spend(profile, epsilon=epsilon, delta=delta))
 
 
 def refund(state: str, profile_json: str | None, epsilon: Fraction, delta: Fraction) -> str:

@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import Any, cast
 
 from infodp._exact import float_down, float_up
-from infodp.curator.ledger.accounts import accountant_of, remaining_of
+from infodp.curator.ledger.accounts import accountant_of, can_spend, remaining_of
 
 __all__ = [
     "BUDGET_COLUMNS",
@@ -108,6 +108,20 @@ class Budget:
         if left is not None:
             return left[1]
         return max(Fraction(0), self.delta - self.spent_delta)
+
+    def can_spend(self, profile_spec: str | None, epsilon: Fraction, delta: Fraction) -> bool:
+        """Whether a query of this privacy profile (its spec as JSON text) and exact declared
+        (ε, δ) fits what is left, by the accountant's dry run in every currency
+        (:meth:`infodp.accounting.Accountant.can_spend`; the ledger's charge runs the same
+        check). The dataset's caps, shared by all analysts, are checked by the charge only.
+
+        >>> b = Budget("alice", "t", Fraction(1), Fraction(0), Fraction(3, 4), Fraction(0))
+        >>> b.can_spend(None, Fraction(1, 4), Fraction(0)), b.can_spend(None, Fraction(1, 3), 0)
+        (True, False)
+        """
+        sums = (self.epsilon, self.delta, self.spent_epsilon, self.spent_delta)
+        state = self.accountant_json
+        return can_spend(state, sums if state is None else None, profile_spec, epsilon, delta)
 
     def _approx_left(self) -> tuple[Fraction, Fraction] | None:
         if self.accountant_json is None or self.currency != "approx":
