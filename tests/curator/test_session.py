@@ -8,6 +8,7 @@ against basic composition (Dwork & Roth 2014, Thm 3.16): ε adds up exactly.
 from __future__ import annotations
 
 import os
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -170,3 +171,68 @@ def test_session_reopened_on_other_data_shows_no_row_count(tmp_path: Path) -> No
     assert "200" not in messages[0] and "199" not in messages[0]
     # The recorded data themselves still open.
     infodp.Session(df, SCHEMA, epsilon=1, ledger=path).close()
+
+
+# -- what a session delegates to its curator: estimates, ε for an accuracy, synopses, noise and
+# the budget's currency ------------------------------------------------------------------------
+
+
+def test_estimate_fits_at_the_edge_and_spends_nothing() -> None:
+    s = infodp.Session(_frame(300), SCHEMA, epsilon=1, source=_seeded(2))
+    s.query("SELECT COUNT(*) FROM people", epsilon="0.5")
+    # Basic composition (Dwork & Roth 2014, Thm 3.16): exactly 1/2 is left.
+    assert s.estimate("SELECT COUNT(*) FROM people", epsilon="0.5").fits is True
+    assert s.estimate("SELECT COUNT(*) FROM people", epsilon="0.5000001").fits is False
+    assert s.remaining_epsilon == 0.5
+    s.close()
+
+
+def test_a_zcdp_session_charges_half_epsilon_squared() -> None:
+    # A pure ε-DP release is ε²/2-zCDP (Bun & Steinke 2016, Prop. 1.4): ρ = 0.5 holds one
+    # query at ε = 1 and nothing after it.
+    from infodp.accounting.accountant import Budget
+
+    s = infodp.Session(_frame(300), SCHEMA, budget=Budget.zcdp("0.5"), source=_seeded(3))
+    assert s.estimate("SELECT COUNT(*) FROM people", epsilon="1.001").fits is False
+    s.query("SELECT COUNT(*) FROM people", epsilon=1)
+    assert s.estimate("SELECT COUNT(*) FROM people", epsilon="0.01").fits is False
+    with pytest.raises(BudgetExceeded):
+        s.query("SELECT COUNT(*) FROM people", epsilon="0.01")
+    s.close()
+    with pytest.raises(ParameterError, match="exactly one"):
+        infodp.Session(_frame(10), SCHEMA, epsilon=1, budget=Budget.zcdp("0.5"))
+
+
+def test_gaussian_noise_by_delegation() -> None:
+    s = infodp.Session(_frame(300), SCHEMA, epsilon=1, delta="1e-5", source=_seeded(4))
+    r = s.query("SELECT COUNT(*) FROM people", epsilon="0.5", delta="1e-6", noise="gaussian")
+    assert r.cost.parts[0].mechanism is not None
+    assert type(r.cost.parts[0].mechanism).__name__ == "DiscreteGaussianMechanism"
+    # (ε, δ) adds up under basic composition (Dwork & Roth 2014, Thm 3.16).
+    assert s.remaining_delta == pytest.approx(9e-6)
+    s.close()
+
+
+def test_epsilon_for_is_the_least_epsilon_to_three_digits() -> None:
+    s = infodp.Session(_frame(300), SCHEMA, epsilon=1, source=_seeded(5))
+    sql = "SELECT COUNT(*) FROM people"
+    eps = s.epsilon_for(sql, accuracy=20)
+
+    def width(e: object) -> float:
+        return float(s.estimate(sql, epsilon=e).accuracy[0]["halfwidth"])
+
+    # The discrete Laplace tail (Canonne, Kamath & Steinke 2020): P(|X| > h) shrinks as ε
+    # grows, so the answer is feasible and 1% less is not (3 significant digits, rounded up).
+    assert width(eps) <= 20 < width(eps * Fraction(99, 100))
+    s.close()
+
+
+def test_synopsis_release_charges_once_and_queries_are_free() -> None:
+    s = infodp.Session(_frame(300), SCHEMA, epsilon=1, source=_seeded(6))
+    syn = s.release_synopsis("regions", ["region"], epsilon="0.25")
+    assert syn.dataset == "people" and s.remaining_epsilon == 0.75
+    for _ in range(3):
+        out = s.query_synopsis("regions", "SELECT region, COUNT(*) FROM people GROUP BY region")
+        assert len(out["rows"]) == 3
+    assert s.remaining_epsilon == 0.75
+    s.close()

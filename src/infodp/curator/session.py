@@ -9,6 +9,10 @@ budget would be exceeded) and returns the curator's
 
 ``ledger=PATH`` keeps the budget in a ledger file instead, so it survives the process: a new
 session over the same data, schema and ledger continues where the last one stopped.
+``budget=`` takes an :class:`infodp.accounting.Budget` in any currency instead of (ε, δ), and
+``noise="gaussian"`` answers with the discrete Gaussian; :meth:`Session.estimate`,
+:meth:`Session.epsilon_for` and the synopses (:meth:`Session.release_synopsis`,
+:meth:`Session.query_synopsis`) are the curator's, for the session's table and budget.
 
 >>> import pandas as pd
 >>> df = pd.DataFrame({"region": ["north", "south"] * 50, "age": range(100)})
@@ -21,19 +25,28 @@ session over the same data, schema and ledger continues where the last one stopp
 ['region', 'COUNT(*)', 'COUNT(*)_low', 'COUNT(*)_high']
 >>> s.remaining_epsilon
 0.5
+>>> s.estimate("SELECT COUNT(*) FROM people", epsilon=0.5).fits
+True
+>>> s.estimate("SELECT COUNT(*) FROM people", epsilon=0.6).fits
+False
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infodp.curator.engine import Curator, QueryResult, as_budget_fraction
+from infodp.curator.request import Estimate, Request
 from infodp.curator.schema import load_schema
 from infodp.curator.store import fingerprint
 from infodp.errors import ParameterError
+
+if TYPE_CHECKING:
+    from infodp.curator.synopsis import Synopsis
 
 __all__ = ["Session"]
 
@@ -46,7 +59,9 @@ class Session:
 
     ``data``: a pandas or polars DataFrame or an Arrow table. ``schema``: the declaration of
     ``docs/curator.md`` as a dict, YAML text or a file path (its ``table`` is the name used in
-    SQL; ``name`` overrides it). ``epsilon``/``delta``: the total budget of this session.
+    SQL; ``name`` overrides it). ``epsilon``/``delta``: the total budget of this session
+    (basic composition), or ``budget``: an :class:`infodp.accounting.Budget` in any currency
+    (``Budget.approx``, ``Budget.zcdp``, ``Budget.rdp``, ...), enforced by its accountant.
     ``ledger``: a path to keep the budget durably (default: in memory, gone with the session).
     ``source``: the randomness (default: the OS CSPRNG).
     ``backend="spark"``: the frame (or a Parquet path / Spark table name) is bounded and
@@ -60,8 +75,9 @@ class Session:
         data: Any,
         schema: Any,
         *,
-        epsilon: Any,
+        epsilon: Any = None,
         delta: Any = 0,
+        budget: Any = None,
         ledger: str | Path | None = None,
         name: str | None = None,
         source: Any = None,
@@ -79,8 +95,12 @@ class Session:
         self._curator = Curator(
             ":memory:", source=source, ledger=":memory:" if ledger is None else ledger
         )
-        eps = as_budget_fraction("epsilon", epsilon, allow_zero=True)
-        dlt = as_budget_fraction("delta", delta, allow_zero=True)
+        if (budget is None) == (epsilon is None):
+            raise ParameterError("epsilon/budget", None, "exactly one of epsilon and budget")
+        eps = dlt = Fraction(0)
+        if budget is None:
+            eps = as_budget_fraction("epsilon", epsilon, allow_zero=True)
+            dlt = as_budget_fraction("delta", delta, allow_zero=True)
         ledger_obj = self._curator.ledger
         known = {d.name: d for d in ledger_obj.datasets()}
         if self.table not in known:
@@ -92,7 +112,10 @@ class Session:
             self._curator.register_dataset(
                 self.table, data, parsed.to_dict(), backend=backend, bounded_path=bounded_path
             )
-            self._curator.add_analyst(SESSION_ANALYST, self.table, epsilon=eps, delta=dlt)
+            if budget is None:
+                self._curator.add_analyst(SESSION_ANALYST, self.table, epsilon=eps, delta=dlt)
+            else:
+                self._curator.add_analyst(SESSION_ANALYST, self.table, budget=budget)
         else:
             # A durable ledger from an earlier session: same table, same declaration, same
             # public row count, same total budget; the data go into the fresh in-memory store.
@@ -120,25 +143,112 @@ class Session:
                 raise ParameterError(
                     "data", "other rows or values", f"the data recorded in the ledger {ledger}"
                 )
-            budget = ledger_obj.budget(SESSION_ANALYST, self.table)
-            if (budget.epsilon, budget.delta) != (eps, dlt):
+            stored = ledger_obj.budget(SESSION_ANALYST, self.table)
+            if budget is not None:
+                from infodp.accounting.accountant import Accountant
+
+                kept = stored.accountant_json
+                if kept is None or Accountant.from_json(kept).budget != budget:
+                    raise ParameterError(
+                        "budget", budget, f"the budget recorded in {ledger} ({stored.currency})"
+                    )
+            elif (stored.epsilon, stored.delta) != (eps, dlt) or stored.currency != "basic":
                 raise ParameterError(
                     "epsilon/delta",
                     f"({epsilon}, {delta})",
-                    f"the budget recorded in {ledger}: ({budget.epsilon}, {budget.delta})",
+                    f"the budget recorded in {ledger}: ({stored.epsilon}, {stored.delta})",
                 )
 
     def query(
-        self, sql: str, *, epsilon: Any, delta: Any = 0, confidence: float = 0.95
+        self,
+        sql: str,
+        *,
+        epsilon: Any,
+        delta: Any = 0,
+        confidence: float = 0.95,
+        noise: Any = "laplace",
     ) -> QueryResult:
         """Answer ``sql`` with DP noise, charging ``epsilon`` (and ``delta``) to the session.
 
-        Raises :class:`~infodp.errors.BudgetExceeded` (nothing released, nothing spent) when
-        the remaining budget is too small.
+        ``noise``: ``"laplace"`` (pure ε) or ``"gaussian"`` (the discrete Gaussian, (ε, δ)
+        with δ > 0). Raises :class:`~infodp.errors.BudgetExceeded` (nothing released, nothing
+        spent) when the remaining budget is too small.
         """
-        return self._curator.query(
-            SESSION_ANALYST, sql, epsilon=epsilon, delta=delta, confidence=confidence
+        request = Request.parse(
+            sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise
         )
+        return self._curator.answer(SESSION_ANALYST, request)
+
+    def estimate(
+        self,
+        sql: str,
+        *,
+        epsilon: Any,
+        delta: Any = 0,
+        confidence: float = 0.95,
+        noise: Any = "laplace",
+    ) -> Estimate:
+        """Cost, accuracy and whether ``sql`` fits what is left (the accountant's dry run, in
+        the session's currency); nothing is spent, no data is read.
+
+        >>> import pandas as pd
+        >>> s = Session(pd.DataFrame({"x": [1, 2, 3]}), {"table": "t", "privacy_unit": "row",
+        ...     "columns": {"x": {"type": "int", "bounds": [0, 9]}}}, epsilon=1)
+        >>> e = s.estimate("SELECT COUNT(*) FROM t", epsilon="0.25")
+        >>> e.fits, e.cost["epsilon"], s.remaining_epsilon
+        (True, 0.25, 1.0)
+        """
+        request = Request.parse(
+            sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise
+        )
+        return self._curator.estimate_for(SESSION_ANALYST, request)
+
+    def epsilon_for(
+        self,
+        sql: str,
+        *,
+        accuracy: Any,
+        confidence: float = 0.95,
+        delta: Any = 0,
+        noise: Any = "laplace",
+    ) -> Fraction:
+        """The least ε (3 significant digits, rounded up) at which every non-quantile
+        measurement of ``sql`` has a half-width of at most ``accuracy``
+        (:meth:`Curator.epsilon_for`); nothing is spent.
+
+        >>> import pandas as pd
+        >>> s = Session(pd.DataFrame({"x": [1, 2, 3]}), {"table": "t", "privacy_unit": "row",
+        ...     "columns": {"x": {"type": "int", "bounds": [0, 9]}}}, epsilon=1)
+        >>> eps = s.epsilon_for("SELECT COUNT(*) FROM t", accuracy=10)
+        >>> s.estimate("SELECT COUNT(*) FROM t", epsilon=eps).accuracy[0]["halfwidth"] <= 10
+        True
+        """
+        return self._curator.epsilon_for(
+            sql, accuracy=accuracy, confidence=confidence, delta=delta, noise=noise
+        )
+
+    def release_synopsis(self, name: str, columns: Any, *, epsilon: Any) -> Synopsis:
+        """Publish a noisy histogram of the session's table over ``columns`` once (cost ε);
+        :meth:`query_synopsis` then answers from it for free (post-processing)."""
+        return self._curator.release_synopsis(
+            SESSION_ANALYST, name, self.table, columns, epsilon=epsilon
+        )
+
+    def query_synopsis(self, name: str, sql: str, *, confidence: float = 0.95) -> dict[str, Any]:
+        """Answer ``sql`` from synopsis ``name``: no data access, no cost.
+
+        >>> import pandas as pd
+        >>> s = Session(pd.DataFrame({"g": ["a", "b"] * 50}), {"table": "t",
+        ...     "privacy_unit": "row", "columns": {"g": {"type": "category",
+        ...     "categories": ["a", "b"]}}}, epsilon=1)
+        >>> _ = s.release_synopsis("hist", ["g"], epsilon="0.5")
+        >>> s.remaining_epsilon
+        0.5
+        >>> _ = s.query_synopsis("hist", "SELECT g, COUNT(*) FROM t GROUP BY g")
+        >>> s.remaining_epsilon
+        0.5
+        """
+        return self._curator.query_synopsis(name, sql, confidence=confidence, dataset=self.table)
 
     @property
     def remaining_epsilon(self) -> float:
