@@ -71,3 +71,99 @@ def test_the_check_has_power(tmp_path: Path) -> None:
     bad.write_text("def f():\n    from infodp.cli._common import emit\n", encoding="utf-8")
     assert "infodp.cli._common" in _imports(bad)
     assert LEVEL["cli"] > LEVEL["curator"]
+
+
+# -- no reaching into the curator's internals -----------------------------------------------------
+
+#: Packages that use the curator only through its public names (the service, the CLI).
+CLIENTS = ("server", "cli")
+
+
+def _private_imports(path: Path, into: str, exempt: str | None = None) -> list[str]:
+    """``from infodp.<into>... import _x`` and imports of a private module under ``into``."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [(node.module, a.name) for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [(a.name, "") for a in node.names]
+        else:
+            continue
+        for module, name in names:
+            if not (module == f"infodp.{into}" or module.startswith(f"infodp.{into}.")):
+                continue
+            if exempt is not None and module.startswith(exempt):
+                continue
+            parts = module.split(".")[1:]
+            if name.startswith("_") or any(p.startswith("_") for p in parts):
+                out.append(f"{module}:{name}" if name else module)
+    return out
+
+
+def _curator_private_members() -> set[str]:
+    """The private methods and attributes the class ``Curator`` defines."""
+    tree = ast.parse((SRC / "curator" / "engine.py").read_text(encoding="utf-8"))
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Curator")
+    names = {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
+    names |= {
+        t.attr
+        for n in ast.walk(cls)
+        if isinstance(n, (ast.Assign, ast.AnnAssign))
+        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+    }
+    return {n for n in names if n.startswith("_") and not n.endswith("__")}
+
+
+def _client_modules() -> list[Path]:
+    return [p for part in CLIENTS for p in sorted((SRC / part).rglob("*.py"))]
+
+
+@pytest.mark.parametrize("path", _client_modules(), ids=lambda p: str(p.relative_to(SRC)))
+def test_server_and_cli_use_only_the_curators_public_names(path: Path) -> None:
+    assert _private_imports(path, "curator") == []
+    private = _curator_private_members()
+    reached = sorted(
+        {
+            f"{ast.unparse(n.value)}.{n.attr}"
+            for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(n, ast.Attribute)
+            and n.attr in private
+            and not (isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"))
+        }
+    )
+    assert reached == [], f"{path.relative_to(SRC)} calls the curator's private members"
+    # Keyword arguments naming a private parameter (``Curator(..., _one_shot=True)``).
+    keywords = sorted(
+        k.arg
+        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(n, ast.Call)
+        for k in n.keywords
+        if k.arg is not None and k.arg.startswith("_")
+    )
+    assert keywords == [], f"{path.relative_to(SRC)} passes private arguments {keywords}"
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((SRC / "curator" / "backends").rglob("*.py")),
+    ids=lambda p: str(p.relative_to(SRC)),
+)
+def test_backends_use_only_the_curators_public_names(path: Path) -> None:
+    # Between backends is the backends' own business; above them, public names only.
+    assert _private_imports(path, "curator", exempt="infodp.curator.backends") == []
+
+
+def test_the_private_name_checks_have_power(tmp_path: Path) -> None:
+    bad = tmp_path / "x.py"
+    bad.write_text(
+        "from infodp.curator.engine import _answer_text\n"
+        "import infodp.curator._secret\n"
+        "def f(cur):\n    cur._done(cur._open())\n",
+        encoding="utf-8",
+    )
+    assert _private_imports(bad, "curator") == [
+        "infodp.curator.engine:_answer_text",
+        "infodp.curator._secret",
+    ]
+    assert {"_done", "_open", "_price"} <= _curator_private_members()
