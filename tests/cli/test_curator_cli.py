@@ -107,6 +107,11 @@ def test_issue_cli_forms(capsys: pytest.CaptureFixture[str], files: tuple[str, s
     payload = json.loads(out)  # exactly one JSON object
     assert {"columns", "rows", "confidence_intervals", "cost", "remaining"} <= set(payload)
     assert payload["columns"] == ["region", "COUNT(*)", "AVG(income)"]
+    # One renderer: the answer printed is, byte for byte, the copy the ledger stored.
+    from infodp.curator.ledger import Ledger
+
+    stored = Ledger(db + ".ledger").entry(payload["entry"]).result_json
+    assert stored == out.rstrip("\n")
     assert len(payload["rows"]) == 4
     assert payload["remaining"]["exact"]["spent_epsilon"] == "1/10"
     code, out, _ = run(capsys, "query", "--db", db, "--analyst", "ALICE", "--epsilon", "0.1", sql)

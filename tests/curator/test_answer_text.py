@@ -1,5 +1,6 @@
-"""The service's answer text (``Curator.release_json``) is rendered by orjson where that gives
-the value :mod:`json` gave, and by :mod:`json` (with its errors) everywhere else.
+"""The one answer renderer (:func:`infodp.curator.render.answer_text`: the service's answer,
+with or without workers, ``infodp query --json`` and the ledger's copy) renders by orjson
+where that gives the value :mod:`json` gave, and by :mod:`json` (with its errors) elsewhere.
 
 The reference is the rendering it replaces, ``json.dumps(payload, ensure_ascii=False,
 allow_nan=False, separators=(",", ":"))``: for real answers and for arbitrary ``to_jsonable``
@@ -27,7 +28,8 @@ from hypothesis import strategies as st
 from _json_values import same_json, strict_json
 from infodp._jsonable import to_jsonable
 from infodp.curator import engine
-from infodp.curator.engine import Curator, _answer_text
+from infodp.curator.engine import Curator
+from infodp.curator.render import answer_text
 from infodp.mechanisms.sampling import InsecureSeededSource
 
 CATS = ["café", "東京", "🎲 dice", "plain", 'quo"te\\', "ctl\u0001\n", "\u2028sep"]
@@ -60,10 +62,10 @@ def _agree(payload: Any) -> None:
         old = _old(payload)
     except (TypeError, ValueError) as exc:
         with pytest.raises(type(exc)) as new_exc:
-            _answer_text(payload)
+            answer_text(payload)
         assert str(new_exc.value) == str(exc)
         return
-    assert same_json(strict_json(_answer_text(payload)), strict_json(old), key_order=True)
+    assert same_json(strict_json(answer_text(payload)), strict_json(old), key_order=True)
 
 
 @pytest.fixture(scope="module")
@@ -83,9 +85,9 @@ def cur(tmp_path_factory: pytest.TempPathFactory) -> Curator:
 @pytest.mark.parametrize("sql", QUERIES)
 def test_real_answers_render_to_the_same_json(cur: Curator, sql: str, noise: str) -> None:
     reserved = cur.reserve("a", sql, epsilon="1", delta="1e-6", noise=noise)
-    _, payload = cur._result(reserved, cur.run_reserved(reserved))
+    payload = to_jsonable(cur.finish(reserved, lambda: cur.run_reserved(reserved)).to_dict())
     _agree(payload)
-    text = _answer_text(payload)
+    text = answer_text(payload)
     assert "\\u" not in text.replace("\\u0001", "")  # non-ASCII text stays UTF-8, unescaped
     assert "café" in text or "café" not in _old(payload)
 
@@ -96,10 +98,10 @@ def test_release_json_uses_the_answer_renderer(
     seen: list[str] = []
 
     def spy(payload: dict[str, Any]) -> str:
-        seen.append(_answer_text(payload))
+        seen.append(answer_text(payload))
         return seen[-1]
 
-    monkeypatch.setattr(engine, "_answer_text", spy)
+    monkeypatch.setattr(engine, "answer_text", spy)
     reserved = cur.reserve("a", QUERIES[0], epsilon="1", noise="laplace")
     text = cur.release_json(reserved)
     assert seen == [text]
@@ -121,7 +123,7 @@ def test_orjson_renders_a_plain_100_group_answer() -> None:
         "cost": {"information_nats": "inf", "epsilon": 0.1},
         "notes": ["ü"],
     }
-    text = _answer_text(payload)
+    text = answer_text(payload)
     assert "1e-7" in text and "1e-07" not in text
     assert same_json(strict_json(text), strict_json(_old(payload)), key_order=True)
 
@@ -174,7 +176,7 @@ _cells = st.one_of(
 _tables = st.lists(st.lists(_cells, max_size=4), max_size=5)
 # The metadata (cost, remaining, notes) is made by the library: numbers, text, StrEnums,
 # Fractions and the like. A UUID or a plain Enum there is not drawn: orjson would write them
-# where json refuses (in the rows and intervals :func:`engine._plain_table` sends them to json).
+# where json refuses (in the rows and intervals the renderer sends them to json).
 _meta = _scalars.filter(lambda v: not isinstance(v, uuid.UUID | Colour))
 
 

@@ -1,9 +1,10 @@
-"""The stored copy of an answer is the strict JSON of the answer, whichever renderer wrote it.
+"""The stored copy of an answer is the strict JSON of the answer, whichever path wrote it.
 
-``engine._ledger_text`` renders plain tables (text, None, ints, finite floats) with orjson and
-everything else with :mod:`json` after :func:`~infodp._jsonable.to_jsonable`; both must give
-the JSON value of ``to_jsonable(payload)`` (RFC 8259: no NaN or Infinity literals), with
-every float read back bit for bit.
+The one answer renderer (:func:`infodp.curator.render.answer_text`) renders plain tables
+(text, None, ints, finite floats) with orjson and everything else with :mod:`json` after
+:func:`~infodp._jsonable.to_jsonable`; both must give the JSON value of
+``to_jsonable(payload)`` (RFC 8259: no NaN or Infinity literals), with every float read back
+bit for bit.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 
 from _json_values import same_json, strict_json
 from infodp._jsonable import to_jsonable
-from infodp.curator.engine import _ledger_text
+from infodp.curator.render import answer_text
 
 _scalars = st.one_of(
     st.none(),
@@ -50,7 +51,7 @@ def _payload(rows: Any, intervals: Any) -> dict[str, Any]:
 @given(_tables, _tables)
 def test_stored_text_is_the_strict_json_of_the_answer(rows: Any, intervals: Any) -> None:
     payload = _payload(rows, intervals)
-    assert same_json(strict_json(_ledger_text(payload)), to_jsonable(payload))
+    assert same_json(strict_json(answer_text(payload)), to_jsonable(payload))
 
 
 def test_plain_and_special_tables_both_round_trip() -> None:
@@ -61,7 +62,7 @@ def test_plain_and_special_tables_both_round_trip() -> None:
     )
     for rows, intervals in (plain, special):
         payload = _payload(rows, intervals)
-        assert same_json(strict_json(_ledger_text(payload)), to_jsonable(payload))
+        assert same_json(strict_json(answer_text(payload)), to_jsonable(payload))
 
 
 def test_the_stored_copy_of_a_query_is_its_answer(tmp_path: Any) -> None:

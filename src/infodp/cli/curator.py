@@ -472,6 +472,14 @@ def query(
             ).to_dict()
     finally:
         cur.close()
+    if as_json:
+        import sys
+
+        from infodp.curator.render import answer_text
+
+        # The one rendering of an answer: the service's and the ledger's copy are this text.
+        sys.stdout.write(answer_text(payload) + "\n")
+        return
     emit(payload, as_json, _render_answer)
 
 

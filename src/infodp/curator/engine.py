@@ -76,6 +76,7 @@ from infodp.curator.release import (
     quantile_draws,
     require_release_source,
 )
+from infodp.curator.render import answer_text
 from infodp.curator.request import Estimate, NoBudget, Priced, Request, check_confidence
 from infodp.curator.schema import DatasetSchema, load_schema
 from infodp.curator.sql import parse_query, referenced_table
@@ -724,7 +725,7 @@ class Curator:
             def text() -> str:
                 payload = result._payload(lists=False)
                 payload["cost"]["leakage"] = leakage
-                return _ledger_text(payload)
+                return answer_text(payload)
 
             return result, text
 
@@ -951,12 +952,13 @@ class Curator:
     def release_json(self, reserved: Reservation) -> str:
         """:meth:`run_reserved`, then the answer's payload (``QueryResult.to_dict()``, the
         remaining budget read from the ledger) rendered as strict JSON text."""
-        _, payload = self._result(reserved, self.run_reserved(reserved))
-        return _answer_text(payload)
+        _, text = self._result(reserved, self.run_reserved(reserved))
+        return text
 
-    def _result(self, reserved: Reservation, released: Released) -> tuple[QueryResult, Any]:
+    def _result(self, reserved: Reservation, released: Released) -> tuple[QueryResult, str]:
+        # The answer and its text (the one renderer), which the ledger stores as its copy.
         result = self._result_only(reserved, released)
-        return result, _jsonable(result.to_dict())
+        return result, answer_text(result.to_dict())
 
     def _result_only(self, reserved: Reservation, released: Released) -> QueryResult:
         columns, out_rows, intervals, notes, raw = released
@@ -1610,106 +1612,3 @@ def _copy_summary(value: Any) -> Any:
     if kind is list:
         return [_copy_summary(v) for v in value]
     return value
-
-
-def _ledger_text(payload: dict[str, Any]) -> str:
-    """The JSON text :meth:`Ledger.complete` stores for ``payload``: the strict JSON of
-    ``_jsonable(payload)`` (the same value; compact, UTF-8).
-
-    Rendered by the ledger's background writer, once per answer: its CPU competes with the
-    next queries' aggregates, and formatting the floats of 100 groups' values and intervals
-    costs Python's ``json`` about 0.25 ms. When the rows and intervals hold only text, None,
-    ints and finite floats (checked here; orjson would write NaN and ±inf as null where
-    :func:`~infodp._jsonable.to_jsonable` writes "inf") they are rendered by orjson, which
-    formats floats ten times faster with the same shortest round-trip digits; anything else
-    (a quantile's interval, a value orjson refuses) takes the ``json`` path.
-    """
-    # The small parts (cost, remaining budget) may hold an infinite information cost.
-    quick = {
-        k: v if k in ("rows", "confidence_intervals") else _jsonable_value(v)
-        for k, v in payload.items()
-    }
-    text = _orjson_text(quick)
-    if text is not None:
-        return text
-    try:
-        return json.dumps(quick, allow_nan=False)
-    except (TypeError, ValueError):
-        return json.dumps(_jsonable(payload), allow_nan=False)
-
-
-def _answer_text(payload: dict[str, Any]) -> str:
-    """The strict JSON text of an answer (``to_jsonable`` output) that the service returns.
-
-    The value of ``json.dumps(payload, ensure_ascii=False, allow_nan=False,
-    separators=(",", ":"))`` — same keys, same floats (orjson writes the same shortest
-    round-trip digits; only the exponent's spelling differs, ``1e-7`` for ``1e-07``), non-ASCII
-    text as UTF-8 — rendered by orjson when :func:`_orjson_text` accepts the payload (on a
-    100-group answer 68 µs instead of 140-180); anything else, and every value ``json`` refuses
-    (Fraction, Decimal, an int beyond 64 bits, NaN, a lone surrogate), takes ``json`` and its
-    error as before.
-    """
-    text = _orjson_text(payload)
-    if text is not None:
-        return text
-    return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
-def _orjson_text(payload: dict[str, Any]) -> str | None:
-    """orjson's text of ``payload`` when it renders the value ``json`` would, else None.
-
-    The rows and intervals (the data-derived parts) must hold only text, None, ints and finite
-    floats (:func:`_plain_table`): orjson writes NaN and ±inf as null, and a UUID or a plain
-    Enum (which ``json`` refuses) as a value. The rest is the library's metadata (numbers,
-    text, StrEnums: subclasses of str and int are written by value by both); the passthrough
-    options make orjson refuse a datetime or a dataclass there as ``json`` does, and any
-    refusal (``orjson.JSONEncodeError`` is a TypeError: an int beyond 64 bits, a lone
-    surrogate, a Fraction) returns None.
-    """
-    import orjson
-
-    if not (_plain_table(payload["rows"]) and _plain_table(payload["confidence_intervals"])):
-        return None
-    try:
-        refuse = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
-        return orjson.dumps(payload, option=refuse).decode()
-    except TypeError:
-        return None
-
-
-def _plain_table(rows: Any) -> bool:
-    """Whether ``rows`` (a sequence of rows, each a sequence of cells; a cell may be a list
-    or tuple of scalars) holds only text, None, ints and finite floats."""
-    finite = math.isfinite
-    for row in rows:
-        for v in row:
-            kind = type(v)
-            if kind is float:
-                if not finite(v):
-                    return False
-            elif kind is list or kind is tuple:
-                for x in v:
-                    kx = type(x)
-                    if kx is float:
-                        if not finite(x):
-                            return False
-                    elif not (kx is int or kx is str or x is None):
-                        return False
-            elif not (kind is int or kind is str or v is None):
-                return False
-    return True
-
-
-def _jsonable_value(value: Any) -> Any:
-    from infodp._jsonable import to_jsonable
-
-    return to_jsonable(value)
-
-
-def _jsonable(payload: dict[str, Any]) -> dict[str, Any]:
-    from infodp._jsonable import to_jsonable
-
-    out = to_jsonable(payload)
-    if not isinstance(out, dict):
-        raise InternalError("result is not a mapping")
-    return out

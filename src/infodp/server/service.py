@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
-from infodp._jsonable import to_jsonable
+from infodp.curator.render import answer_text
 from infodp.errors import ParameterError
 from infodp.server.auth import Identity, KeyStore, key_store_path, parse_bearer
 from infodp.server.errors import ApiError
@@ -164,8 +164,8 @@ class Service:
         """
         cur = self.curator
         if self.pool is None:
-            result = cur.answer(analyst, request)
-            return JSONResponse(to_jsonable(result.to_dict()))
+            text = answer_text(cur.answer(analyst, request).to_dict())
+            return Response(text.encode("utf-8"), media_type="application/json")
         # The worker is taken after the reservation: held during the reservation's fsync it
         # would sit idle, and concurrent reservations would not share one group commit
         # (BENCHMARKS.md "server load").
