@@ -52,7 +52,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -60,7 +60,15 @@ from typing import Any
 from infodp.errors import InfodpError, ParameterError
 from infodp.server._heap import freeze_heap
 
-__all__ = ["Lease", "WorkerDeadline", "WorkerPool", "WorkerUnavailable", "default_workers"]
+__all__ = [
+    "Lease",
+    "Reply",
+    "Task",
+    "WorkerDeadline",
+    "WorkerPool",
+    "WorkerUnavailable",
+    "default_workers",
+]
 
 log = logging.getLogger("infodp.server")
 
@@ -122,6 +130,30 @@ def _child_env() -> dict[str, str]:
     here = str(Path(infodp.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
     return env
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """What the server sends a worker: one of :data:`WorkerPool.METHODS` (public methods of
+    :class:`~infodp.curator.Curator`) and its arguments (typed records such as
+    :class:`~infodp.curator.request.Request` and :class:`~infodp.curator.engine.Reservation`).
+
+    >>> Task("estimate", ("SELECT COUNT(*) FROM t",), {"epsilon": "0.5"}).method
+    'estimate'
+    """
+
+    method: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What a worker answers: the method's value (``ok``) or the error it raised (portable:
+    it crossed the pipe by pickle)."""
+
+    ok: bool
+    value: Any
 
 
 class WorkerPool:
@@ -300,7 +332,7 @@ class WorkerPool:
         worker = lease.worker
         if worker is None:
             raise WorkerUnavailable(self.wait)
-        task = pickle.dumps((method, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        task = pickle.dumps(Task(method, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
         try:
             worker.conn.send_bytes(task)
             answered = worker.conn.poll(self.deadline)
@@ -315,10 +347,10 @@ class WorkerPool:
             lease.worker = None
             self._replace(worker)
             raise WorkerDeadline(self.deadline)
-        ok, value = pickle.loads(reply)
-        if ok:
-            return value
-        raise value
+        answer: Reply = pickle.loads(reply)
+        if answer.ok:
+            return answer.value
+        raise answer.value
 
     def _acquire(self) -> _Worker:
         end = time.monotonic() + self.wait
@@ -437,18 +469,21 @@ def _worker_main(
             data = conn.recv_bytes()
         except (EOFError, OSError):
             return
-        message = pickle.loads(data)
-        if message is None:
+        task: Task | None = pickle.loads(data)
+        if task is None:
             return
-        method, args, kwargs = message
         try:
-            reply: tuple[bool, Any] = (True, getattr(curator, method)(*args, **kwargs))
+            if task.method not in WorkerPool.METHODS:  # only the public protocol runs here
+                raise ParameterError(
+                    "method", task.method, "one of " + ", ".join(WorkerPool.METHODS)
+                )
+            reply = Reply(True, getattr(curator, task.method)(*task.args, **task.kwargs))
         except Exception as err:
-            reply = (False, _portable(err))
+            reply = Reply(False, _portable(err))
         try:
             out = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as err:  # a result that does not pickle: a bug, reported as one
-            out = pickle.dumps((False, _portable(err)), protocol=pickle.HIGHEST_PROTOCOL)
+            out = pickle.dumps(Reply(False, _portable(err)), protocol=pickle.HIGHEST_PROTOCOL)
         try:
             conn.send_bytes(out)
         except (OSError, ValueError):
