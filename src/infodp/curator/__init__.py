@@ -23,6 +23,7 @@ from infodp.curator.budget_info import (
 from infodp.curator.engine import Curator, QueryCost, QueryResult, plan_cost
 from infodp.curator.ledger import Budget, Entry, Ledger
 from infodp.curator.plan import QueryPlan
+from infodp.curator.request import Estimate, NoBudget, Priced, Request
 from infodp.curator.schema import ColumnSpec, DatasetSchema, load_schema
 from infodp.curator.sql import parse_query
 from infodp.curator.store import open_store, reinit_ledger
@@ -39,10 +40,14 @@ __all__ = [
     "Curator",
     "DatasetSchema",
     "Entry",
+    "Estimate",
     "Ledger",
+    "NoBudget",
+    "Priced",
     "QueryCost",
     "QueryPlan",
     "QueryResult",
+    "Request",
     "Synopsis",
     "discrete_laplace_information",
     "gaussian_information",
