@@ -292,11 +292,14 @@ class PrivacyProfile(abc.ABC):
             candidates.append(_conv.rdp_to_delta(self._rdp_grid(), _rdp.DEFAULT_ORDERS, eps))
         return float(min(max(c, 0.0) for c in candidates))
 
-    def epsilon(self, delta: float, *, interval: float = DEFAULT_INTERVAL) -> float:
+    def epsilon(
+        self, delta: float, *, interval: float = DEFAULT_INTERVAL, with_rdp: bool = True
+    ) -> float:
         """Certified upper bound on ε(δ): the minimum over the PLD, RDP and pure-ε bounds.
 
         The result may be 0 (nothing leaks beyond δ) or ``math.inf``; it is never NaN.
-        ``interval`` is the PLD grid (nats); every grid gives an upper bound.
+        ``interval`` is the PLD grid (nats); every grid gives an upper bound. ``with_rdp=False``
+        skips the RDP candidate (still an upper bound; saves tabulating thousands of curves).
         """
         d = as_probability("delta", delta)
         h = as_positive("interval", interval)
@@ -313,7 +316,7 @@ class PrivacyProfile(abc.ABC):
         if 0.0 < pld_eps < math.inf:
             pld_eps += 8 * math.ulp(max(pld_eps, 1.0))
         candidates = [self.pure_epsilon(), pld_eps]
-        if d > 0:
+        if d > 0 and (with_rdp or math.isinf(pld_eps)):
             candidates.append(_conv.rdp_to_epsilon(self._rdp_grid(), _rdp.DEFAULT_ORDERS, d))
         return float(max(min(candidates), 0.0))
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from infodp._validate import as_positive, as_positive_int, as_probability
 from infodp.accounting.profile import (
+    DEFAULT_INTERVAL,
     PrivacyProfile,
     compose,
     pure_dp_profile,
@@ -35,7 +36,14 @@ from infodp.accounting.profile import (
 )
 from infodp.errors import ParameterError
 
-__all__ = ["DEFAULT_RESOLUTION", "read_schedule_csv", "round_steps", "schedule_profile"]
+__all__ = [
+    "DEFAULT_RESOLUTION",
+    "EXACT_GROUPS",
+    "read_schedule_csv",
+    "round_steps",
+    "schedule_epsilon",
+    "schedule_profile",
+]
 
 DEFAULT_RESOLUTION = 5e-4
 """Relative width of the σ and q grid cells (ε grows by about this much relatively)."""
@@ -52,19 +60,24 @@ def _down(x: float, log_ratio: float) -> float:
     return g
 
 
-def _up(x: float, log_ratio: float) -> float:
+def _up(x: float, log_ratio: float, cap: float = 1.0) -> float:
     g = math.exp(math.ceil(math.log(x) / log_ratio) * log_ratio)
     while g < x:
         g = math.nextafter(g, math.inf)
-    return min(g, 1.0)
+    return min(g, cap)
 
 
 def round_steps(
-    runs: Iterable[tuple[float, float, int]], resolution: float = DEFAULT_RESOLUTION
+    runs: Iterable[tuple[float, float, int]],
+    resolution: float = DEFAULT_RESOLUTION,
+    *,
+    optimistic: bool = False,
 ) -> dict[tuple[float, float], int]:
     """(σ rounded down, q rounded up) → number of steps, for runs of (σ, q, steps).
 
-    At most :data:`EXACT_GROUPS` distinct steps are kept as they are.
+    At most :data:`EXACT_GROUPS` distinct steps are kept as they are. ``optimistic=True``
+    rounds the other way (σ up, q down): a *lower* bound on the schedule's curve, used only to
+    measure how much the pessimistic rounding adds (never to certify).
 
     >>> runs = [(1.0 + i * 1e-5, 0.01, 1) for i in range(100)]
     >>> [(round(s, 4), k) for (s, q), k in round_steps(runs, resolution=1e-3).items()]
@@ -79,7 +92,10 @@ def round_steps(
         return exact
     groups: dict[tuple[float, float], int] = {}
     for (s, rate), k in exact.items():
-        key = (_down(s, log_ratio), _up(rate, log_ratio))
+        if optimistic:
+            key = (_up(s, log_ratio, cap=math.inf), max(_down(rate, log_ratio), 1e-300))
+        else:
+            key = (_down(s, log_ratio), _up(rate, log_ratio))
         groups[key] = groups.get(key, 0) + k
     return groups
 
@@ -103,17 +119,21 @@ def _distinct(runs: Iterable[tuple[float, float, int]]) -> dict[tuple[float, flo
 
 
 def schedule_profile(
-    runs: Iterable[tuple[float, float, int]], resolution: float = DEFAULT_RESOLUTION
+    runs: Iterable[tuple[float, float, int]],
+    resolution: float = DEFAULT_RESOLUTION,
+    *,
+    optimistic: bool = False,
 ) -> PrivacyProfile:
     """Certified profile of a schedule of (noise multiplier, sampling rate, steps) runs.
 
     Poisson sampling, add/remove-one neighbours (as Opacus and dp-accounting).
+    ``optimistic=True`` is the lower bracket of :func:`round_steps` (not a certificate).
 
     >>> schedule_profile([(1.0, 0.01, 100), (1.0, 0.0, 5)]) == subsampled_gaussian_profile(
     ...     1.0, 0.01).repeat(100)
     True
     """
-    groups = round_steps(runs, resolution)
+    groups = round_steps(runs, resolution, optimistic=optimistic)
     if not groups:
         return pure_dp_profile(0.0)
     parts = [
@@ -161,3 +181,24 @@ def _row(row: dict[str, Any], where: str) -> tuple[float, float, int]:
         as_probability(f"{where} sampling_rate", q),
         as_positive_int(f"{where} steps", steps, minimum=0),
     )
+
+
+def schedule_epsilon(
+    runs: Iterable[tuple[float, float, int]],
+    delta: float,
+    *,
+    resolution: float = DEFAULT_RESOLUTION,
+    interval: float = DEFAULT_INTERVAL,
+) -> float:
+    """Certified ε of a schedule at ``delta``: the PLD of the grouped steps on one grid.
+
+    Up to :data:`EXACT_GROUPS` distinct steps also take the RDP bound; beyond, tabulating
+    thousands of RDP curves would cost more than the PLD and the PLD is the tighter bound.
+
+    >>> round(schedule_epsilon([(1.0, 0.01, 1000)], 1e-5), 3)
+    1.828
+    """
+    runs = list(runs)
+    groups = round_steps(runs, resolution)
+    profile = schedule_profile(runs, resolution)
+    return profile.epsilon(delta, interval=interval, with_rdp=len(groups) <= EXACT_GROUPS)

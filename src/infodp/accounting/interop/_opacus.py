@@ -42,7 +42,12 @@ from infodp.accounting.profile import (
     PrivacyProfile,
     subsampled_gaussian_profile,
 )
-from infodp.accounting.schedule import DEFAULT_RESOLUTION, schedule_profile
+from infodp.accounting.schedule import (
+    DEFAULT_RESOLUTION,
+    EXACT_GROUPS,
+    round_steps,
+    schedule_profile,
+)
 from infodp.errors import ParameterError
 
 __all__ = ["OpacusAccountant", "get_noise_multiplier", "register_opacus"]
@@ -59,12 +64,15 @@ def _interval(profile: PrivacyProfile, delta: float) -> float:
     return DEFAULT_INTERVAL * scale
 
 
-def certified_epsilon(profile: PrivacyProfile, delta: float) -> float:
-    """Certified ε of ``profile`` at ``delta`` on a grid suited to its size."""
-    h = _interval(profile, delta)
+def certified_epsilon(profile: PrivacyProfile, delta: float, *, few: bool = True) -> float:
+    """Certified ε of ``profile`` at ``delta`` on a grid suited to its size.
+
+    ``few=False`` (thousands of distinct steps) skips the RDP tabulation and the grid guess.
+    """
+    h = _interval(profile, delta) if few else DEFAULT_INTERVAL
     while True:
         try:
-            return profile.epsilon(delta, interval=h)
+            return profile.epsilon(delta, interval=h, with_rdp=few)
         except PLDTooLarge:  # pragma: no cover - profile.epsilon already falls back to RDP
             h *= 4
 
@@ -98,7 +106,8 @@ class OpacusAccountant:
         d = as_probability("delta", delta)
         if not self.history:
             return 0.0
-        return certified_epsilon(self.profile(), d)
+        few = len(round_steps(self.history, self.resolution)) <= EXACT_GROUPS
+        return certified_epsilon(self.profile(), d, few=few)
 
     def get_privacy_spent(self, *, delta: float, **kwargs: Any) -> tuple[float, float]:
         """``(ε, δ)`` as Opacus' RDP accountant returns it (the order slot holds δ)."""
