@@ -31,7 +31,7 @@ from infodp.accounting.interop import (
 )
 from infodp.errors import ParameterError
 
-FINE = 2e-5  # dp_accounting's grid for the reference (its default is 1e-4)
+FINE = 5e-5  # dp_accounting's grid for the reference (its default is 1e-4)
 DELTA = 1e-6
 
 
@@ -126,7 +126,7 @@ def test_random_trees_match_dp_accounting_fine_pld(seed: int, relation: str) -> 
     eps = ours.compose(event, count).get_epsilon(DELTA)
     # dp_accounting rounds every composed mechanism's losses up by less than one grid step,
     # so its fine value exceeds the true ε by at most (number of mechanisms) × FINE; for 90
-    # RR(0.303) the exact binomial value is 16.4032142, dp_accounting's 16.40450.
+    # RR(0.303) the exact binomial value is 16.4032142, dp_accounting's 16.40450 at 2e-5.
     uses = sum(k for _, k in _leaves(event, count, []))
     assert eps >= ref - uses * FINE
     assert eps <= ref * (1 + 1e-3) + 1e-9
