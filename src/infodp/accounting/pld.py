@@ -454,15 +454,21 @@ def _compose_many(items: Sequence[tuple[_PMF, int]]) -> _PMF:
     size = _next_fast_len(max(width, *(p.probs.size for p, _ in items)))
     log_r = np.zeros(size // 2 + 1)
     angle = np.zeros(size // 2 + 1)
-    with np.errstate(divide="ignore"):
+    # Single parts (distinct steps of a schedule) multiply directly: |X| ≤ 1 only shrinks, and
+    # what underflows is below e^{−745}, which the logarithmic branch drops too.
+    direct = np.ones(size // 2 + 1, dtype=np.complex128)
+    with np.errstate(divide="ignore", under="ignore"):
         for p, k in items:
             spectrum = np.fft.rfft(p.probs, size)
+            if k == 1:
+                direct *= spectrum
+                continue
             log_r += k * np.log(np.abs(spectrum))
             angle += k * np.angle(spectrum)
     # Π X_i^{k_i} only where it does not underflow (|·| < e^{−745} is 0 in float64 anyway).
     keep = log_r > -745.0
     product = np.zeros(log_r.shape, dtype=np.complex128)
-    product[keep] = np.exp(log_r[keep] + 1j * angle[keep])
+    product[keep] = np.exp(log_r[keep] + 1j * angle[keep]) * direct[keep]
     composed = np.fft.irfft(product, size)
     window = composed[(lo - full_lo + np.arange(width)) % size]
     return _trim(h, lo, window, inf + tail)

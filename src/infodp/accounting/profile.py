@@ -269,9 +269,13 @@ class PrivacyProfile(abc.ABC):
         h = as_positive("value_discretization_interval", value_discretization_interval)
         return _cached_pld(self, h)
 
-    def delta(self, epsilon: float) -> float:
-        """Certified upper bound on δ(ε): the minimum over the PLD, RDP and pure-ε bounds."""
+    def delta(self, epsilon: float, *, interval: float = DEFAULT_INTERVAL) -> float:
+        """Certified upper bound on δ(ε): the minimum over the PLD, RDP and pure-ε bounds.
+
+        ``interval`` is the PLD grid (nats); every grid gives an upper bound.
+        """
         eps = as_real("epsilon", epsilon, allow_inf=True)
+        h = as_positive("interval", interval)
         pure = self.pure_epsilon()
         if math.isfinite(pure) and eps >= pure:
             return 0.0
@@ -281,31 +285,38 @@ class PrivacyProfile(abc.ABC):
         # The PLD's δ is a difference of sums of floats (≤ 1): allow its rounding error.
         # Only the part above the (exact) mass at +∞ loss carries rounding error.
         pld_delta = self._pld_query(
-            lambda pld: _round_up_delta(pld.delta(eps), pld.infinity_mass), 1.0
+            lambda pld: _round_up_delta(pld.delta(eps), pld.infinity_mass), 1.0, h
         )
         candidates = [1.0, pld_delta]
         if 0 <= eps < math.inf:
             candidates.append(_conv.rdp_to_delta(self._rdp_grid(), _rdp.DEFAULT_ORDERS, eps))
         return float(min(max(c, 0.0) for c in candidates))
 
-    def epsilon(self, delta: float) -> float:
+    def epsilon(
+        self, delta: float, *, interval: float = DEFAULT_INTERVAL, with_rdp: bool = True
+    ) -> float:
         """Certified upper bound on ε(δ): the minimum over the PLD, RDP and pure-ε bounds.
 
         The result may be 0 (nothing leaks beyond δ) or ``math.inf``; it is never NaN.
+        ``interval`` is the PLD grid (nats); every grid gives an upper bound. ``with_rdp=False``
+        skips the RDP candidate (still an upper bound; saves tabulating thousands of curves).
         """
         d = as_probability("delta", delta)
+        h = as_positive("interval", interval)
         if d >= 1.0:
             return 0.0  # δ(0) = TV ≤ 1 for every pair of distributions
         # Ask the PLD at δ minus its rounding allowance (ε(δ) is non-increasing, so this errs up)
         # and round its logarithm up by a few ulps.
         # The mass at +∞ loss is exact, so never ask below it.
         pld_eps = self._pld_query(
-            lambda pld: pld.epsilon(max(d - _PLD_ROUNDING, min(d, pld.infinity_mass))), math.inf
+            lambda pld: pld.epsilon(max(d - _PLD_ROUNDING, min(d, pld.infinity_mass))),
+            math.inf,
+            h,
         )
         if 0.0 < pld_eps < math.inf:
             pld_eps += 8 * math.ulp(max(pld_eps, 1.0))
         candidates = [self.pure_epsilon(), pld_eps]
-        if d > 0:
+        if d > 0 and (with_rdp or math.isinf(pld_eps)):
             candidates.append(_conv.rdp_to_epsilon(self._rdp_grid(), _rdp.DEFAULT_ORDERS, d))
         return float(max(min(candidates), 0.0))
 
@@ -360,12 +371,15 @@ class PrivacyProfile(abc.ABC):
 
     # ---- helpers --------------------------------------------------------------------------
     def _pld_query(
-        self, query: Callable[[PrivacyLossDistribution], float], fallback: float
+        self,
+        query: Callable[[PrivacyLossDistribution], float],
+        fallback: float,
+        interval: float = DEFAULT_INTERVAL,
     ) -> float:
-        # A PLD too large for the default grid (huge ε) is skipped: the RDP and pure-ε
+        # A PLD too large for the grid (huge ε) is skipped: the RDP and pure-ε
         # bounds still hold, they are only looser.
         try:
-            return query(self.pld())
+            return query(self.pld(interval))
         except _pldlib.PLDTooLarge:
             return fallback
 

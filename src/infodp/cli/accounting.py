@@ -8,8 +8,11 @@ Examples::
         --delta 1e-6
     infodp account --mechanism gaussian --sigma 5 --compositions 10 --delta 1e-5
     infodp account --spec sequence.json --delta 1e-5 --json
+    infodp account --schedule schedule.csv --delta 1e-5 --json
 
-The spec JSON format is documented in :mod:`infodp.accounting.spec`.
+The spec JSON format is documented in :mod:`infodp.accounting.spec`; a schedule is a CSV file
+with header ``steps,noise_multiplier,sampling_rate``, one row per run of identical
+Poisson-subsampled Gaussian steps (:mod:`infodp.accounting.schedule`).
 """
 
 from __future__ import annotations
@@ -93,6 +96,12 @@ def _finite_or_none(x: float | None) -> float | None:
     help="Mechanism to account (or use --spec).",
 )
 @click.option("--spec", "spec_file", type=click.Path(dir_okay=False), help="JSON spec file.")
+@click.option(
+    "--schedule",
+    "schedule_file",
+    type=click.Path(dir_okay=False),
+    help="CSV of DP-SGD runs: steps,noise_multiplier,sampling_rate (Poisson, add/remove).",
+)
 @click.option("--scale", type=float, help="Laplace / discrete Laplace noise scale.")
 @click.option("--sigma", type=float, help="Gaussian / discrete Gaussian noise σ.")
 @click.option("--sensitivity", type=float, help="Sensitivity (default 1).")
@@ -131,6 +140,12 @@ def account(
     """
     d = as_probability("--delta", delta)
     h = as_positive("--interval", interval)
+    schedule_file = options.pop("schedule_file", None)
+    if schedule_file is not None:
+        if mechanism is not None or spec_file is not None:
+            raise ParameterError("--schedule", schedule_file, "used without --mechanism/--spec")
+        emit(_schedule_payload(schedule_file, d, h), as_json, _render_schedule)
+        return
     if options.get("sensitivity") is not None and mechanism in (
         "discrete-laplace",
         "discrete-gaussian",
@@ -174,6 +189,46 @@ def account(
         )
 
     emit(payload, as_json, render)
+
+
+def _read_text(path: str, flag: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError as err:
+        raise ParameterError(flag, path, f"a readable file ({err.strerror})") from None
+
+
+def _schedule_payload(path: str, delta: float, interval: float) -> dict[str, Any]:
+    from infodp.accounting.schedule import (
+        DEFAULT_RESOLUTION,
+        read_schedule_csv,
+        round_steps,
+        schedule_epsilon,
+    )
+
+    runs = read_schedule_csv(_read_text(path, "--schedule"), where="--schedule")
+    return {
+        "schedule": path,
+        "runs": len(runs),
+        "steps": sum(k for _, _, k in runs),
+        "groups": len(round_steps(runs)),
+        "resolution": DEFAULT_RESOLUTION,
+        "delta": delta,
+        "epsilon": schedule_epsilon(runs, delta, interval=interval),
+        "interval": interval,
+        "sampling": "poisson",
+        "neighbouring_relation": "add_remove",
+        "note": "certified upper bound: sigma rounded down and q rounded up onto a grid of "
+        "relative width 'resolution' before composing",
+    }
+
+
+def _render_schedule(p: dict[str, Any]) -> None:
+    click.echo(
+        f"ε = {_fmtn(p['epsilon'], 6)} at δ = {_fmtn(p['delta'])} (certified upper bound; "
+        f"Poisson sampling, add/remove one example)"
+    )
+    click.echo(f"  {p['steps']} steps in {p['runs']} runs, composed as {p['groups']} groups")
 
 
 COMMANDS: list[click.Command] = [account]

@@ -95,6 +95,16 @@ def _read_spec(path: str) -> Any:
         raise ParameterError("--spec", path, "a file holding valid JSON") from None
 
 
+def _schedule(path: str) -> Any:
+    from infodp.accounting.schedule import read_schedule_csv, schedule_profile
+
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise ParameterError("--schedule", path, f"a readable file ({err.strerror})") from None
+    return schedule_profile(read_schedule_csv(text, where="--schedule"))
+
+
 def _text(x: float | None, digits: int = 4) -> str:
     from infodp._format import format_number
 
@@ -202,6 +212,13 @@ def _render_one(console: Any, p: dict[str, Any], heading: str) -> None:
     help="A mechanism, as for infodp account (laplace, gaussian, …).",
 )
 @click.option("--spec", "spec_file", type=click.Path(dir_okay=False), help="JSON spec file.")
+@click.option(
+    "--schedule",
+    "schedule_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A training run: CSV steps,noise_multiplier,sampling_rate (as infodp account).",
+)
 @click.option("--scale", type=float, default=None, help="Laplace noise scale.")
 @click.option("--sigma", type=float, default=None, help="Gaussian noise σ.")
 @click.option("--sensitivity", type=float, default=None, help="Sensitivity (default 1).")
@@ -247,9 +264,23 @@ def explain_command(
 
     if html_path is not None and not Path(html_path).parent.is_dir():
         raise ParameterError("--html", html_path, "a file in an existing directory")
+    schedule_file = options.pop("schedule_file", None)
     given = [k for k, v in options.items() if v is not None]
     extra: dict[str, Any] = {}
-    if mechanism is None and spec_file is None:
+    if schedule_file is not None:
+        if mechanism is not None or spec_file is not None or given or epsilon is not None:
+            raise ParameterError("--schedule takes no mechanism flags (the file has them)")
+        report = explain(
+            _schedule(schedule_file),
+            rows=rows,
+            group=group,
+            tail_alpha=tail_alpha,
+            delta=DEFAULT_TARGET_DELTA if delta is None else delta,
+        )
+        extra["schedule"] = schedule_file
+        extra["neighbouring_relation"] = "add_remove"
+        extra["sampling"] = "poisson"
+    elif mechanism is None and spec_file is None:
         if given:
             raise ParameterError(f"{_flag(given[0])} needs --mechanism")
         if epsilon is None:
