@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import threading
@@ -82,6 +83,12 @@ class Service:
         self.settings = settings
         self._local = threading.local()
         self._override: Any = None
+        # Every thread's curator, so close() can close their DuckDB connections in the
+        # thread that stops the service: a connection left to a worker thread's teardown
+        # can be destroyed while the interpreter exits, and DuckDB's destructor then aborts
+        # the process ("FATAL: exception not rethrown", status 134).
+        self._curators: list[Any] = []
+        self._curators_lock = threading.Lock()
         self.curator  # noqa: B018 - open the store now, so a bad store fails at start-up
         self.pool: Any = None
         if settings.workers:
@@ -135,6 +142,8 @@ class Service:
                 spark_conf=self.settings.spark_conf,
             )
             self._local.curator = cur
+            with self._curators_lock:
+                self._curators.append(cur)
         return cur
 
     @curator.setter
@@ -143,9 +152,14 @@ class Service:
         self._override = value
 
     def close(self) -> None:
-        """Stop the worker processes (if any)."""
+        """Stop the worker processes (if any) and close every thread's curator."""
         if self.pool is not None:
             self.pool.close()
+        with self._curators_lock:
+            curators, self._curators = self._curators, []
+        for cur in curators:
+            with contextlib.suppress(Exception):  # closing at shutdown: best effort
+                cur.close()
 
     # -- running curator work ------------------------------------------------------------------
 
