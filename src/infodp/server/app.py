@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -56,6 +58,7 @@ from infodp.server.routes import ROUTERS
 from infodp.server.service import API_VERSION, ServerSettings, Service
 
 __all__ = [
+    "ADMIN_TOKEN_BITS",
     "ADMIN_TOKEN_ENV",
     "API_VERSION",
     "QueryRequest",
@@ -66,6 +69,7 @@ __all__ = [
     "admin_token_hash",
     "admin_token_hash_from_env",
     "create_app",
+    "token_entropy_bits",
 ]
 
 
@@ -163,9 +167,9 @@ def admin_token_hash(path: str | Path) -> str:
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "t")
     >>> from pathlib import Path
-    >>> _ = Path(p).write_text("a-long-admin-token\\n")
+    >>> _ = Path(p).write_text("Qm7xT2vLp9RkW4sZb8NcY3hJ\\n")
     >>> os.chmod(p, 0o600)
-    >>> admin_token_hash(p) == hashlib.sha256(b"a-long-admin-token").hexdigest()
+    >>> admin_token_hash(p) == hashlib.sha256(b"Qm7xT2vLp9RkW4sZb8NcY3hJ").hexdigest()
     True
     """
     p = Path(path)
@@ -196,7 +200,37 @@ def admin_token_hash_from_env() -> str | None:
     return None if token is None else _token_digest(token.strip())
 
 
+#: Least estimated entropy of an admin token, in bits (a 16-byte random token has 128 bits,
+#: which the estimate below puts at 77 bits or more).
+ADMIN_TOKEN_BITS = 72
+
+_TOKEN_RULE = (
+    f"at least 16 characters and about {ADMIN_TOKEN_BITS} bits of entropy, i.e. random "
+    "characters, not a repeated or short alphabet (generate one with: python3 -c "
+    "'import secrets; print(secrets.token_urlsafe(32))')"
+)
+
+
+def token_entropy_bits(token: str) -> float:
+    """An estimate of a token's entropy: its length times the Shannon entropy of its
+    character frequencies (Shannon 1948), in bits. A repeated character scores 0; random
+    characters score about length × log2(alphabet).
+
+    >>> token_entropy_bits("a" * 16), token_entropy_bits("abcd" * 4)
+    (0.0, 32.0)
+    """
+    n = len(token)
+    if n == 0:
+        return 0.0
+    counts = Counter(token)
+    return max(0.0, -n * sum(c / n * math.log2(c / n) for c in counts.values()))
+
+
 def _token_digest(token: str) -> str:
-    if len(token) < 16:
-        raise ParameterError("admin token", f"{len(token)} characters", "at least 16 characters")
+    bits = token_entropy_bits(token)
+    if len(token) < 16 or bits < ADMIN_TOKEN_BITS:
+        # Never the token itself: its length and estimated entropy only.
+        raise ParameterError(
+            "admin token", f"{len(token)} characters, about {bits:.0f} bits", _TOKEN_RULE
+        )
     return hashlib.sha256(token.encode()).hexdigest()
