@@ -170,6 +170,7 @@ def serve(
         create_app,
     )
     from infodp.server.pool import default_workers
+    from infodp.server.protocol import HEADER_TIMEOUT, MAX_HALF_OPEN, guarded_http
 
     # Checked now (the session itself starts at the first query on a Spark dataset); the
     # store's <db>.spark.toml is read then, as by ``infodp query``.
@@ -230,7 +231,17 @@ def serve(
     # analyst's answer then waits less behind another analyst's CPU-bound work.
     sys.setswitchinterval(0.001)
     config = uvicorn.Config(
-        app, host=host, port=port, log_level=log_level, workers=1, access_log=not as_json
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        workers=1,
+        access_log=not as_json,
+        # A header deadline, bounded headers and at most MAX_HALF_OPEN connections without a
+        # request per address (infodp.server.protocol); idle keep-alive connections close
+        # after 5 s.
+        http=guarded_http(HEADER_TIMEOUT, MAX_HALF_OPEN),
+        timeout_keep_alive=5,
     )
     server = uvicorn.Server(config)
     server.run(sockets=[sock])

@@ -52,6 +52,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from infodp.errors import ParameterError
 from infodp.server._heap import freeze_heap
 from infodp.server.errors import ApiError, internal_error
+from infodp.server.gate import RequestGate
 from infodp.server.limits import BodySizeLimit
 from infodp.server.models import QueryRequest, SynopsisQueryRequest, SynopsisRequest
 from infodp.server.routes import ROUTERS
@@ -134,6 +135,15 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     for router in ROUTERS:
         app.include_router(router)
     app.add_middleware(BodySizeLimit, max_bytes=max_body)
+    # Added last, so outermost: keys are verified, limited and their bodies bounded before
+    # anything else runs (infodp.server.gate).
+    app.add_middleware(
+        RequestGate,
+        service=lambda: getattr(app.state, "service", None),
+        in_flight=ServerSettings("").max_in_flight_per_key
+        if settings is None
+        else settings.max_in_flight_per_key,
+    )
     return app
 
 
@@ -141,10 +151,13 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
 async def _serving(app: FastAPI) -> AsyncIterator[None]:
     """Before the first request: keep the start-up heap out of the collector's full passes
     (:mod:`infodp.server._heap`), with the release path imported first when this process
-    runs releases itself (no worker processes). At shutdown (SIGTERM, SIGINT), the worker
+    runs releases itself (no worker processes), and the access log's key redaction
+    (:mod:`infodp.server.access_log`) installed. At shutdown (SIGTERM, SIGINT), the worker
     processes are told to stop and are reaped."""
+    from infodp.server import access_log
     from infodp.server.pool import _WARM
 
+    access_log.install()  # no key or query string in the access log
     service = getattr(app.state, "service", None)
     freeze_heap(*(_WARM if service is not None and service.pool is None else ()))
     try:
