@@ -11,9 +11,10 @@ request in this order, stopping at the first refusal:
    others wait in the event loop without a thread (at most ``max_waiting`` of them, else
    429 after a short pause);
 3. **how often** — the key's token bucket (:class:`~infodp.server.limits.RateLimiter`); an
-   over-rate request is answered 429 after a pause of up to :data:`PAUSE` seconds, holding
-   its slot, so a key that ignores ``Retry-After`` is slowed down instead of being answered
-   as fast as it can ask;
+   over-rate request is answered 429 after a pause of :data:`PAUSE` seconds, holding its
+   slot, so a key that ignores ``Retry-After`` gets at most ``in_flight / PAUSE`` refusals a
+   second instead of being answered as fast as it can ask (a pause until its next token
+   would be 1/rate, a few milliseconds);
 4. **the body** — read up to the size limit (413), then its shape checked on the raw bytes
    before any JSON parsing (:func:`~infodp.server.limits.body_problem`: UTF-8 only, few
    arrays/objects, few keys; 400).
@@ -47,8 +48,8 @@ from infodp.server.limits import (
 
 __all__ = ["PAUSE", "RequestGate", "gated"]
 
-#: Longest pause before a 429 answer (seconds).
-PAUSE = 1.0
+#: Pause before a 429 answer (seconds).
+PAUSE = 0.5
 
 #: The state key under which the gate leaves the verified identity for the routes.
 IDENTITY = "infodp_identity"
@@ -105,7 +106,7 @@ class RequestGate:
             async with self.slots.hold(bucket):
                 wait = svc.limiter.acquire(bucket)
                 if wait > 0:
-                    await asyncio.sleep(min(wait, PAUSE))
+                    await asyncio.sleep(PAUSE)
                     await _answer(send, svc.rate_limited(wait))
                     return
                 body = await _read_body(receive, svc.settings.max_body_bytes)
@@ -121,7 +122,7 @@ class RequestGate:
                 scope.setdefault("state", {})[IDENTITY] = identity
                 await self.app(scope, _replay(body, receive), send)
         except SlotsBusy as err:
-            await asyncio.sleep(PAUSE / 4)
+            await asyncio.sleep(PAUSE)
             await _answer(
                 send,
                 ApiError(
