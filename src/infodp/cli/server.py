@@ -244,7 +244,10 @@ def serve(
         timeout_keep_alive=5,
     )
     server = uvicorn.Server(config)
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
     if not server.started:
         raise InternalError("the server did not start; see the log above")
 
