@@ -34,7 +34,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from infodp.server.errors import ApiError
+from infodp.server.errors import ApiError, internal_error
 from infodp.server.limits import (
     ASGIApp,
     KeySlots,
@@ -100,6 +100,9 @@ class RequestGate:
             identity = await svc.identify(scope)
         except ApiError as err:
             await _answer(send, err)
+            return
+        except Exception as err:  # the key store failed: the one 500 format, details logged
+            await _answer(send, internal_error(err, "authentication"))
             return
         bucket = identity.key_id
         try:
