@@ -1,27 +1,36 @@
 """Benchmark: one abusive analyst must not slow the others down (the curator's HTTP service).
 
 ``python3 -m benchmarks.server_abuse [--rows 1000000] [--groups 1900] [--heavy 41]
-[--victim 200] [--workers 2,0]``
+[--victim 200] [--workers 2,0] [--scenarios heavy,cheap] [--half-open 400] [--threads 60]``
 
 A synthetic table of ``--rows`` rows (DuckDB's generator, fixed seed) with an int column
 ``g`` declaring ``--groups`` keys, a float ``x`` in [0, 1000] and a 4-category column ``c``.
-A real ``infodp serve`` runs on 127.0.0.1, once per ``--workers`` setting (by default one
-worker process per core, then none), with its default limits (1 heavy request in flight
-per key, the others waiting in the event loop; 1 DuckDB thread per query; 30 s deadline).
-Phase 1 ("idle"): the victim analyst sends ``--victim`` sequential DP
-``SELECT c, COUNT(*) FROM t GROUP BY c`` queries alone. Phase 2 ("abused"): the abuser
-fires ``--heavy`` concurrent
-``SELECT g, MEDIAN(x) FROM t GROUP BY g`` queries (``--groups`` cells × 1024 histogram bins
-each, ε = 1e-4, the heaviest query the declared-cells caps allow) and, while they run, the
-victim sends the same sequential queries. Reported: the victim's p50/p99 latency in both
-phases and their ratio per setting (the goal: p99 within 3× of idle), and what the abuser got
-back.
-The section "server abuse" of BENCHMARKS.md is rewritten with the results.
+A real ``infodp serve`` runs on 127.0.0.1 with its default limits. In each scenario the
+victim analyst first sends ``--victim`` sequential DP ``SELECT c, COUNT(*) FROM t GROUP BY c``
+queries alone ("idle"), then the same queries while another analyst abuses the service
+("abused"). Reported: the victim's p50/p99 latency in both phases and their ratio (the goal:
+p99 within 3x of idle), and what the abuser got back.
+
+* ``heavy`` (section "server abuse"), once per ``--workers`` setting (by default one worker
+  process per core, then none): the abuser fires ``--heavy`` concurrent
+  ``SELECT g, MEDIAN(x) FROM t GROUP BY g`` queries (``--groups`` cells x 1024 histogram
+  bins each, eps = 1e-4, the heaviest query the declared-cells caps allow).
+* ``cheap`` (section "server abuse: cheap requests"), with the default workers: the abuser, a
+  process of its own, holds ``--half-open`` connections that send part of a request's
+  headers and never finish (reopened when the server closes them), while ``--threads``
+  threads loop over free requests: a valid ``POST /v1/estimate``, a 64 KiB body of 6 500
+  keys and a 64 KiB body of arrays nested 30 000 deep. Every loop is bounded by the victim's
+  phase (and at most ``--max-abuse`` seconds); only loopback is used.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
+import json
+import multiprocessing
+import os
+import socket
 import tempfile
 import threading
 import time
@@ -69,8 +78,11 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[rank - 1]
 
 
-def victim(url: str, key: str, count: int, stop: threading.Event | None) -> list[float]:
-    """Sequential victim queries; latencies in seconds (stops early when ``stop`` is set)."""
+def victim(
+    url: str, key: str, count: int, stop: threading.Event | None, interval: float = 0.0
+) -> list[float]:
+    """Sequential victim queries, one started at most every ``interval`` seconds (within the
+    key's rate limit); latencies in seconds (stops early when ``stop`` is set)."""
     from infodp.client import Client
 
     out: list[float] = []
@@ -82,6 +94,7 @@ def victim(url: str, key: str, count: int, stop: threading.Event | None) -> list
             t0 = time.perf_counter()
             client.query(VICTIM_SQL, epsilon="0.001")
             out.append(time.perf_counter() - t0)
+            time.sleep(max(0.0, interval - out[-1]))
     return out
 
 
@@ -111,6 +124,226 @@ def abuse(url: str, key: str, heavy: int, outcomes: Counter[str], done: threadin
         t.join(timeout=3600)
     done.set()
     return time.perf_counter() - t0
+
+
+# -- the cheap-request mix -----------------------------------------------------------------------
+
+#: A 64 KiB-class body of 6 500 keys and one of arrays nested 30 000 deep (both under the
+#: default 64 KiB body limit).
+MANY_KEYS = ("{" + ",".join(f'"k{i}":0' for i in range(6500)) + "}").encode()
+DEEP = ('{"sql":' + "[" * 30000 + "]" * 30000 + "}").encode()
+
+
+def _half_open(port: int, key: str) -> socket.socket | None:
+    """A connection that sends part of a request's headers and never finishes them."""
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        sock.sendall(
+            b"POST /v1/estimate HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + f"Authorization: Bearer {key}\r\n".encode()
+        )
+        return sock
+    except OSError:
+        return None
+
+
+def cheap_abuser(
+    port: int, key: str, half_open: int, threads: int, stop: Any, seconds: float, out: Any
+) -> None:
+    """The abuser's process: ``half_open`` stalled connections plus ``threads`` threads of
+    free requests, until ``stop`` is set or ``seconds`` have passed; statuses go to ``out``."""
+    deadline = time.monotonic() + seconds
+    outcomes: Counter[str] = Counter()
+    lock = threading.Lock()
+    estimate = json.dumps({"sql": VICTIM_SQL, "epsilon": 0.1}).encode()
+    bodies = [("estimate", estimate), ("6500 keys", MANY_KEYS), ("30000 deep", DEEP)]
+
+    def running() -> bool:
+        return not stop.is_set() and time.monotonic() < deadline
+
+    def loop(i: int) -> None:
+        conn: http.client.HTTPConnection | None = None
+        n = i
+        while running():
+            name, body = bodies[n % len(bodies)]
+            n += 1
+            try:
+                if conn is None:
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                conn.request(
+                    "POST",
+                    "/v1/estimate",
+                    body=body,
+                    headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+                )
+                r = conn.getresponse()
+                r.read()
+                result = f"{name}: {r.status}"
+                if r.getheader("connection", "").lower() == "close":
+                    conn.close()
+                    conn = None
+            except (OSError, http.client.HTTPException) as err:
+                result = f"{name}: {type(err).__name__}"
+                if conn is not None:
+                    conn.close()
+                conn = None
+            with lock:
+                outcomes[result] += 1
+        if conn is not None:
+            conn.close()
+
+    stalled = [s for s in (_half_open(port, key) for _ in range(half_open)) if s is not None]
+    workers = [threading.Thread(target=loop, args=(i,), daemon=True) for i in range(threads)]
+    for t in workers:
+        t.start()
+    reopened = 0
+    while running():
+        time.sleep(0.5)
+        # Reopen the stalled connections the server closed (bounded: one pass per 0.5 s).
+        alive = []
+        for sock in stalled:
+            try:
+                sock.setblocking(False)
+                closed = sock.recv(1) == b""
+            except BlockingIOError:
+                closed = False
+            except OSError:
+                closed = True
+            if closed:
+                sock.close()
+                fresh = _half_open(port, key)
+                reopened += 1
+                if fresh is not None:
+                    alive.append(fresh)
+            else:
+                alive.append(sock)
+        stalled = alive
+    for t in workers:
+        t.join(timeout=60)
+    for sock in stalled:
+        sock.close()
+    outcomes["half-open reopened after the server closed them"] = reopened
+    out.put(dict(outcomes))
+
+
+def run_cheap(
+    db: Path, work: Path, keys: dict[str, str], args: Any, src: str | None = None
+) -> dict[str, Any]:
+    """Idle and abused phases of the cheap-request mix against one ``infodp serve`` (run from
+    the sources in ``src`` when given)."""
+    from infodp.server._harness import ServerProcess
+
+    saved = os.environ.get("PYTHONPATH")
+    if src is not None:
+        os.environ["PYTHONPATH"] = str(Path(src).resolve())
+    try:
+        server = ServerProcess(db, log_path=work / "server-cheap.log", rate=50.0, burst=100)
+        server.start()
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+    try:
+        pace = 1.0 / 40  # the victim stays within its 50 requests/s
+        victim(server.url, keys["victim"], 5, None, pace)  # warm-up
+        # Idle is measured half before and half after the abuse, so a change in the machine's
+        # other load during the run weighs on both phases alike.
+        idle = victim(server.url, keys["victim"], args.victim // 2, None, pace)
+        ctx = multiprocessing.get_context("spawn")
+        stop = ctx.Event()
+        out = ctx.Queue()
+        abuser = ctx.Process(
+            target=cheap_abuser,
+            args=(
+                server.port,
+                keys["abuser"],
+                args.half_open,
+                args.threads,
+                stop,
+                args.max_abuse,
+                out,
+            ),
+        )
+        abuser.start()
+        time.sleep(3.0)  # the connections are open and the threads running
+        abused = victim(server.url, keys["victim"], args.victim, None, pace)
+        stop.set()
+        outcomes = out.get(timeout=120)
+        abuser.join(timeout=120)
+        time.sleep(2.0)  # the abuser's last requests are answered
+        idle += victim(server.url, keys["victim"], args.victim - args.victim // 2, None, pace)
+    finally:
+        server.stop()
+    return {"idle": idle, "abused": abused, "outcomes": outcomes}
+
+
+def cheap_section(results: list[tuple[str, dict[str, Any]]], args: Any) -> str:
+    """The text of the section "server abuse: cheap requests" (one row per server)."""
+
+    def ms(x: float) -> str:
+        return f"{x * 1000:.1f}"
+
+    rows = []
+    verdicts = []
+    for label, result in results:
+        idle, abused = result["idle"], result["abused"]
+        p50 = percentile(abused, 50) / percentile(idle, 50)
+        p99 = percentile(abused, 99) / percentile(idle, 99)
+        got = ", ".join(f"{k}: {n}" for k, n in sorted(result["outcomes"].items()))
+        rows.append(
+            [
+                label,
+                ms(percentile(idle, 50)),
+                ms(percentile(idle, 99)),
+                ms(percentile(abused, 50)),
+                ms(percentile(abused, 99)),
+                f"**{p50:.2f}x**",
+                f"**{p99:.2f}x**",
+                got,
+            ]
+        )
+        verdicts.append(f"{label}: {p99:.2f}x")
+    table = markdown_table(
+        [
+            "server",
+            "idle p50 ms",
+            "idle p99 ms",
+            "abused p50 ms",
+            "abused p99 ms",
+            "p50 abused / idle",
+            "p99 abused / idle",
+            "what the abuser got (body: status count)",
+        ],
+        rows,
+    )
+    return (
+        f"One store of {args.rows:,} synthetic rows; a real `infodp serve` on loopback with its "
+        "default limits and workers (50 requests/s per key, bursts of 100). Idle: the victim "
+        f"sends {args.victim} sequential `{VICTIM_SQL}` (eps = 0.001, at most 40 per second: "
+        "within its rate limit) alone, half before and half after the abused phase. Abused: "
+        f"another analyst, from a process of its own, holds {args.half_open} half-open "
+        "connections (part of a request's headers, never finished; reopened when the server "
+        f"closes them) and runs {args.threads} threads looping over free `POST /v1/estimate` "
+        "requests: a valid estimate, a 64 KiB body of 6 500 keys, and a 64 KiB body of arrays "
+        "nested 30 000 deep; meanwhile the victim sends the same sequential queries. "
+        + (
+            f"The row `{args.compare_label}` is the same mix against the service as it was "
+            "before the per-key gate (its sources in `--compare-src`, extracted with "
+            "`git archive <commit> src | tar -x -C <dir>`), in the same run.\n\n"
+            if args.compare_src
+            else "\n\n"
+        )
+        + f"{table}\n\n"
+        f"Victim p99 under the mix / idle p99 ({'; '.join(verdicts)}; goal: within 3x). The "
+        "service answers an over-rate or over-concurrency key with 429 before reading its "
+        "body, refuses bodies that are not UTF-8 or hold too many arrays/objects or keys "
+        "(brackets and colons counted on the raw bytes) before parsing them, and closes "
+        "connections whose request headers are not complete within the header deadline (and "
+        "an address's oldest half-open connection beyond 64). On a machine shared with other "
+        "jobs single numbers vary a lot (an idle p50 above the abused one is such noise: the "
+        "victim's paced requests find a sleeping server)."
+    )
 
 
 def run(db: Path, work: Path, keys: dict[str, str], workers: int, args: Any) -> dict[str, Any]:
@@ -147,8 +380,26 @@ def main() -> None:
         help="Comma-separated worker-process counts to serve with, each its own run "
         "(default: one per core, then 0 = everything in the server process).",
     )
+    parser.add_argument(
+        "--scenarios", default="heavy,cheap", help="Comma-separated: heavy, cheap (see above)."
+    )
+    parser.add_argument("--half-open", type=int, default=400, help="Stalled connections.")
+    parser.add_argument("--threads", type=int, default=60, help="Threads of free requests.")
+    parser.add_argument(
+        "--max-abuse", type=float, default=600.0, help="Seconds the cheap mix may run at most."
+    )
+    parser.add_argument(
+        "--compare-src",
+        default=None,
+        help="A src/ directory of another version of infodp: the cheap mix is run against its "
+        "server too, in the same run (e.g. git archive <commit> src | tar -x -C /tmp/before).",
+    )
+    parser.add_argument("--compare-label", default="before", help="Its row's label.")
     parser.add_argument("--no-write", action="store_true", help="Do not touch BENCHMARKS.md.")
     args = parser.parse_args()
+    scenarios = {s.strip() for s in str(args.scenarios).split(",") if s.strip()}
+    if not scenarios <= {"heavy", "cheap"}:
+        parser.error("--scenarios takes heavy and/or cheap")
 
     from infodp.curator.engine import Curator
     from infodp.server.pool import default_workers
@@ -171,8 +422,31 @@ def main() -> None:
             "abuser": setup.add_analyst("abuser", "t", epsilon=10**9),
         }
         setup.close()
-        for workers in configs:
-            results[workers] = run(db, work, keys, workers, args)
+        if "heavy" in scenarios:
+            for workers in configs:
+                results[workers] = run(db, work, keys, workers, args)
+        cheap: list[tuple[str, dict[str, Any]]] = []
+        if "cheap" in scenarios:
+            cheap.append(("this version", run_cheap(db, work, keys, args)))
+            if args.compare_src:
+                before = run_cheap(db, work, keys, args, src=args.compare_src)
+                cheap.append((args.compare_label, before))
+
+    if cheap:
+        body = cheap_section(cheap, args)
+        print(body)
+        if not args.no_write:
+            command = (
+                f"python3 -m benchmarks.server_abuse --scenarios cheap --rows {args.rows} "
+                f"--groups {args.groups} --victim {args.victim} --half-open {args.half_open} "
+                f"--threads {args.threads}"
+            )
+            if args.compare_src:
+                command += f" --compare-src {args.compare_src}"
+                command += f" --compare-label '{args.compare_label}'"
+            write_section("server abuse: cheap requests", command, body)
+    if not results:
+        return
 
     def ms(x: float) -> str:
         return f"{x * 1000:.1f}"
@@ -238,6 +512,8 @@ def main() -> None:
         )
         if args.workers is not None:
             command += f" --workers {args.workers}"
+        if "cheap" in scenarios:
+            command += " --scenarios heavy"
         write_section("server abuse", command, body)
 
 

@@ -8,6 +8,7 @@ Privacy parameters never become NaN: NaN is rejected everywhere.
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING, Any
 
 from infodp._lazy import lazy_module, loaded
@@ -20,8 +21,10 @@ else:
     np = lazy_module("numpy")  # scalar checks never import it
 
 __all__ = [
+    "ANALYST_NAME_RULE",
     "as_alpha",
     "as_alphas",
+    "as_analyst_name",
     "as_nonnegative",
     "as_positive",
     "as_positive_int",
@@ -75,6 +78,32 @@ def as_probability(
         interval = ("(" if open_low else "[") + "0, 1" + (")" if open_high else "]")
         raise ParameterError(name, value, f"a probability in {interval}")
     return x
+
+
+#: What an analyst name may be (said in every refusal).
+ANALYST_NAME_RULE = (
+    "1 to 64 characters: ASCII letters, digits and . _ @ - (starting with a letter or digit)"
+)
+_ANALYST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+
+
+def as_analyst_name(name: str, value: Any) -> str:
+    """An analyst name from a safe character set (no spaces, newlines or markup).
+
+    A name is printed in listings, ledgers and logs: a newline in it could forge a line,
+    markup could run in a page that shows it.
+
+    >>> as_analyst_name("name", "alice.smith@example")
+    'alice.smith@example'
+    >>> as_analyst_name("name", "eve\\nalice 1.0")
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: name must be 1 to 64 characters: ASCII letters, digits and . _ @ - (starting with a letter or digit); got 'eve\\nalice 1.0'.
+    """  # noqa: E501
+    if not isinstance(value, str) or _ANALYST_NAME.fullmatch(value) is None:
+        shown = value[:80] if isinstance(value, str) else value
+        raise ParameterError(name, shown, ANALYST_NAME_RULE)
+    return value
 
 
 def as_positive_int(name: str, value: Any, *, minimum: int = 1) -> int:

@@ -590,3 +590,63 @@ def test_ledger_times_are_shown_to_the_second(
     assert [x["name"] for x in synopses] == ["ages"] and whole_second.match(synopses[0]["created"])
     code, out, _ = run(capsys, "ledger", "--db", db)
     assert code == 0 and not re.search(r"\d\d:\d\d:\d\d\.\d", out)
+
+
+FORGED_NAMES = [
+    "eve\nalice on people: remaining epsilon=1000",  # a newline forges a listing line
+    "<script>alert(1)</script>",
+    "eve alice",
+    " eve",
+    "",
+    "a" * 65,
+    "ev\u00e9",  # outside ASCII
+    "-eve",  # would read as an option
+]
+
+
+@pytest.mark.parametrize("name", FORGED_NAMES)
+def test_analyst_names_outside_the_safe_charset_are_refused(
+    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str], name: str
+) -> None:
+    from infodp._validate import ANALYST_NAME_RULE
+    from infodp.curator.engine import Curator
+    from infodp.errors import ParameterError
+
+    db, csv, schema = files
+    code, _, _ = run(
+        capsys, "dataset", "register", "--db", db, "--name", "people", "--source", csv,
+        "--schema", schema,
+    )  # fmt: skip
+    assert code == 0
+    # The CLI refuses it before opening the store: one line, status 2, the rule stated.
+    code, _, err = run(
+        capsys, "analyst", "add", "--db", db, "--name", name, "--dataset", "people",
+        "--epsilon", "1",
+    )  # fmt: skip
+    assert code == 2 and ANALYST_NAME_RULE in err and "Traceback" not in err
+    assert err.count("\n") == 1  # the name's newline is shown escaped, not printed
+    # The library refuses it too (the HTTP service and every other caller go through it).
+    cur = Curator(db)
+    with pytest.raises(ParameterError) as refused:
+        cur.add_analyst(name, "people", epsilon=1)
+    assert refused.value.argument == "name"
+    assert cur.ledger.budgets() == []
+    cur.close()
+    code, out, _ = run(capsys, "analyst", "list", "--db", db)
+    assert code == 0 and out.strip() == "no analysts"
+
+
+def test_analyst_names_in_the_safe_charset_are_accepted(
+    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str]
+) -> None:
+    db, csv, schema = files
+    run(capsys, "dataset", "register", "--db", db, "--name", "people", "--source", csv,
+        "--schema", schema)  # fmt: skip
+    for name in ("alice", "Bob_2", "c.d@example.org", "x-y", "9" * 64):
+        code, _, err = run(
+            capsys, "analyst", "add", "--db", db, "--name", name, "--dataset", "people",
+            "--epsilon", "1",
+        )  # fmt: skip
+        assert code == 0, err
+    code, out, _ = run(capsys, "analyst", "list", "--db", db)
+    assert code == 0 and len(out.strip().splitlines()) == 5

@@ -40,11 +40,17 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 @pytest.fixture
 def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """The apps ``infodp serve`` would have run (uvicorn.run replaced; nothing listens)."""
+    """The apps ``infodp serve`` would have run (uvicorn's Server.run replaced; the socket is
+    bound, on a free port, but nothing is served)."""
     import uvicorn
 
     apps: list[Any] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: apps.append(app))
+
+    def run(server: Any, sockets: Any = None) -> None:
+        apps.append(server.config.app)
+        server.started = True
+
+    monkeypatch.setattr(uvicorn.Server, "run", run)
     interval = sys.getswitchinterval()
     yield apps
     sys.setswitchinterval(interval)
@@ -53,7 +59,7 @@ def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
 
 
 def _serve(db: str, *extra: str) -> int:
-    return main(["serve", "--db", db, "--workers", "0", *extra])
+    return main(["serve", "--db", db, "--workers", "0", "--port", "0", *extra])
 
 
 def test_options_reach_the_services_spark_backend(

@@ -121,3 +121,70 @@ def test_serve_json_prints_one_object_then_serves(tmp_path: Path) -> None:
     assert payload["url"] == f"http://127.0.0.1:{port}"
     assert payload["db"] == db and payload["pid"] == proc.pid and payload["keep_open"] is True
     assert payload["workers"] >= 1  # worker processes by default (one per core)
+
+
+def test_serve_on_a_port_in_use_exits_2_with_a_clear_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: uvicorn's start-up failure exited 3, the over-budget status."""
+    import socket
+
+    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=10)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        code = main(["serve", "--db", db, "--host", "127.0.0.1", "--port", str(port)])
+        err = capsys.readouterr().err
+        assert code == 2
+        assert _one_line(err) and "--port" in err and "free TCP port" in err and str(port) in err
+        code = main(["serve", "--db", db, "--port", str(port), "--json"])
+        out, _ = capsys.readouterr()
+        assert code == 2 and json.loads(out)["error"]["argument"] == "--port"
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "a" * 16,  # the reported one
+        "a" * 64,
+        "admin-" + "x" * 30,
+        "abcd" * 8,
+        "0123456789abcdef",  # 16 distinct characters once each: 64 bits
+    ],
+)
+def test_serve_refuses_a_low_entropy_admin_token(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, token: str
+) -> None:
+    from infodp.server.app import ADMIN_TOKEN_ENV
+
+    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=10)
+    path = tmp_path / "t"
+    path.write_text(token + "\n")
+    path.chmod(0o600)
+    assert main(["serve", "--db", db, "--admin-token-file", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert _one_line(err) and "bits of entropy" in err and "token_urlsafe" in err
+    assert token not in err  # the refusal never shows the token
+    monkeypatch.setenv(ADMIN_TOKEN_ENV, token)
+    assert main(["serve", "--db", db]) == 2
+    assert "bits of entropy" in capsys.readouterr().err
+
+
+def test_admin_token_entropy_estimate_and_random_tokens_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import math
+    import secrets
+
+    from infodp.server.app import ADMIN_TOKEN_BITS, admin_token_hash_from_env, token_entropy_bits
+
+    # Shannon (1948): n equally frequent symbols carry log2(n) bits each.
+    assert token_entropy_bits("abcdefgh" * 4) == pytest.approx(32 * math.log2(8))
+    assert token_entropy_bits("aab") == pytest.approx(-(2 * math.log2(2 / 3) + math.log2(1 / 3)))
+    # Tokens made as the message advises pass (and the 16-byte ones too).
+    for _ in range(200):
+        assert token_entropy_bits(secrets.token_urlsafe(32)) >= ADMIN_TOKEN_BITS
+        assert token_entropy_bits(secrets.token_hex(16)) >= ADMIN_TOKEN_BITS
+    monkeypatch.setenv("INFODP_ADMIN_TOKEN", secrets.token_urlsafe(32))
+    assert len(admin_token_hash_from_env() or "") == 64

@@ -170,3 +170,46 @@ def test_reviewed_overshoot_examples() -> None:
     assert exact <= Fraction(0.5812516483449581)
     d = DiscreteLaplaceMechanism.calibrate(3.7365585313896807, sensitivity=2)
     assert Fraction(2) / Fraction(d.scale) <= Fraction(3.7365585313896807)
+
+
+def test_laplace_release_refuses_a_source_without_the_insecure_opt_in() -> None:
+    """A RandomSource that does not declare itself secure is refused by every release, as
+    the curator's release path does; only the seeded source built with the explicit opt-in
+    passes (regression: LaplaceMechanism.release accepted any RandomSource)."""
+    import random
+
+    from infodp.mechanisms import (
+        DiscreteGaussianMechanism,
+        GaussianMechanism,
+        RandomizedResponse,
+        StaircaseMechanism,
+    )
+    from infodp.mechanisms.sampling import RandomSource
+
+    class Predictable(RandomSource):  # secure = False, and no opt-in anywhere
+        def __init__(self) -> None:
+            self._r = random.Random(0)
+
+        def randbelow(self, n: int) -> int:
+            return self._r.randrange(n)
+
+    # An InsecureSeededSource made without __init__ skipped the opt-in too.
+    bypass = InsecureSeededSource.__new__(InsecureSeededSource)
+    bypass._random = random.Random(0)
+    cases = [
+        (LaplaceMechanism(1.0), 1.0),
+        (DiscreteLaplaceMechanism(1.0), 1),
+        (GaussianMechanism(1.0), 1.0),
+        (DiscreteGaussianMechanism(1.0), 1),
+        (RandomizedResponse(1.0, 2), 0),
+        (StaircaseMechanism(1.0), 1.0),
+    ]
+    for mech, value in cases:
+        for source in (Predictable(), bypass):
+            with pytest.raises(ParameterError, match="secure RandomSource") as err:
+                mech.release(value, source=source)
+            assert err.value.argument == "source"
+        seeded = InsecureSeededSource(0, i_understand_this_is_not_private=True)
+        mech.release(value, source=seeded)  # the explicit opt-in is accepted
+    with pytest.raises(ParameterError, match="secure RandomSource"):
+        LaplaceMechanism(1.0).release_batch([0, 1], source=Predictable())

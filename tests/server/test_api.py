@@ -23,6 +23,8 @@ MODULES = [
     "infodp.server.auth",
     "infodp.server.errors",
     "infodp.server.limits",
+    "infodp.server.gate",
+    "infodp.server.protocol",
     "infodp.server.openapi",
     "infodp.client",
     "infodp.cli.server",

@@ -21,7 +21,7 @@ from infodp.curator.ledger import Ledger, format_fraction
 from infodp.server._harness import ServerProcess, build_store, get_json
 from infodp.server.auth import KeyStore, key_store_path
 
-ADMIN_TOKEN = "admin-" + "x" * 30
+ADMIN_TOKEN = "admin-Qm7xT2vLp9RkW4sZb8NcY3hJ"  # random characters: enough entropy
 
 ANALYST_ROUTES = [
     ("GET", "/v1/datasets", None),

@@ -22,7 +22,7 @@ from infodp.server._harness import ServerProcess, build_store, get_json
 from infodp.server.openapi import openapi_document, openapi_text
 
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
-ADMIN_TOKEN = "fuzz-admin-" + "z" * 24
+ADMIN_TOKEN = "fuzz-admin-Hq4Zt8Wn2Lc6Vb9Rx3Pk7Jm5"  # random characters: enough entropy
 
 schema = schemathesis.openapi.from_dict(json.loads(DOC_PATH.read_text(encoding="utf-8")))
 

@@ -16,6 +16,7 @@ import click
 
 from infodp._format import format_number as _fmtn
 from infodp._jsonable import to_jsonable
+from infodp._validate import as_analyst_name
 from infodp.cli._common import emit, json_option, parse_floats, spark_options
 from infodp.errors import LedgerError, ParameterError
 
@@ -302,6 +303,7 @@ def analyst_add(
     as_json: bool,
 ) -> None:
     """Add a budget for NAME on a dataset and print their API key (shown once)."""
+    as_analyst_name("--name", name)  # refused before the store is opened
     cur = _curator(db)
     if currency == "basic":
         if epsilon is None:

@@ -10,7 +10,9 @@ Key management is admin-only and local (it needs the store files), never over HT
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ import click
 from infodp.cli._common import emit, json_option, spark_options
 from infodp.cli.curator import analyst as analyst_group
 from infodp.cli.curator import db_option
-from infodp.errors import ParameterError
+from infodp.errors import InternalError, ParameterError
 
 __all__ = ["COMMANDS"]
 
@@ -35,6 +37,26 @@ def _workers(n: int) -> int:
     if n < 0 or n > 256:
         raise ParameterError("--workers", n, "a number of worker processes in [0, 256]")
     return n
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host``:``port`` (as uvicorn binds it); a port in use or an
+    address not of this machine is a :class:`ParameterError` naming the option."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as err:
+        sock.close()
+        reason = err.strerror or type(err).__name__
+        if isinstance(err, socket.gaierror) or err.errno == errno.EADDRNOTAVAIL:
+            raise ParameterError("--host", host, f"an address of this machine ({reason})") from None
+        raise ParameterError(
+            "--port", port, f"a free TCP port on {host} that this user may bind ({reason})"
+        ) from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def _known_analyst(db: str, name: str) -> None:
@@ -148,6 +170,7 @@ def serve(
         create_app,
     )
     from infodp.server.pool import default_workers
+    from infodp.server.protocol import HEADER_TIMEOUT, MAX_HALF_OPEN, guarded_http
 
     # Checked now (the session itself starts at the first query on a Spark dataset); the
     # store's <db>.spark.toml is read then, as by ``infodp query``.
@@ -167,7 +190,16 @@ def serve(
         spark_master=spark_master,
         spark_conf=tuple(spark_conf),
     )
-    app = create_app(settings)
+    # Bound before the app (and its worker processes) start: a port in use is bad input,
+    # refused here with exit status 2 (uvicorn's own failure would exit 3, the over-budget
+    # status).
+    sock = _listen(host, port)
+    port = int(sock.getsockname()[1])  # the port chosen when --port 0
+    try:
+        app = create_app(settings)
+    except BaseException:
+        sock.close()
+        raise
     url = f"http://{host}:{port}"
     payload = {
         "url": url,
@@ -198,7 +230,26 @@ def serve(
     # Hand the interpreter lock over every 1 ms (default 5 ms): a thread releasing one
     # analyst's answer then waits less behind another analyst's CPU-bound work.
     sys.setswitchinterval(0.001)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, workers=1, access_log=not as_json)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        workers=1,
+        access_log=not as_json,
+        # A header deadline, bounded headers and at most MAX_HALF_OPEN connections without a
+        # request per address (infodp.server.protocol); idle keep-alive connections close
+        # after 5 s.
+        http=guarded_http(HEADER_TIMEOUT, MAX_HALF_OPEN),
+        timeout_keep_alive=5,
+    )
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    if not server.started:
+        raise InternalError("the server did not start; see the log above")
 
 
 @analyst_group.command("key")

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from infodp._exact import parse_exact
 from infodp._lazy import lazy_module
+from infodp._validate import as_analyst_name
 from infodp.curator.backends.base import BACKENDS, Backend, ExactAggregates
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.cost import (
@@ -607,8 +608,7 @@ class Curator:
         composition, ``Budget.rdp``, ``Budget.zcdp``, ``Budget.nats``), enforced by the
         ledger through an :class:`infodp.accounting.Accountant` whose state it keeps.
         """
-        if not isinstance(name, str) or not name.strip():
-            raise ParameterError("name", name, "a non-empty analyst name")
+        name = as_analyst_name("name", name)
         state: str | None = None
         if budget is not None:
             from infodp.accounting.accountant import Accountant

@@ -182,6 +182,9 @@ class InsecureSeededSource(RandomSource):
                 "True to build a seeded (predictable, non-private) source for tests",
             )
         self._random = random.Random(seed)
+        # Checked by require_secure_source: an instance made without __init__ (no opt-in)
+        # is refused.
+        self._opted_in = True
 
     def randbelow(self, n: int) -> int:
         if n < 1:
@@ -200,8 +203,8 @@ def require_secure_source(source: Any) -> RandomSource:
     """The source a release may use: ``None`` means a fresh :class:`CryptoRandomSource`.
 
     Seeds (ints) and numpy Generators are refused: a release from a known seed is not private.
-    An :class:`InsecureSeededSource` is accepted, since building one required the explicit
-    test-mode opt-in.
+    So is a :class:`RandomSource` that does not declare itself ``secure``, except an
+    :class:`InsecureSeededSource`, since building one required the explicit test-mode opt-in.
 
     >>> require_secure_source(42)
     Traceback (most recent call last):
@@ -211,7 +214,18 @@ def require_secure_source(source: Any) -> RandomSource:
     if source is None:
         return CryptoRandomSource()
     if isinstance(source, RandomSource):
-        return source
+        if getattr(source, "secure", False) is True or (
+            isinstance(source, InsecureSeededSource) and getattr(source, "_opted_in", False) is True
+        ):
+            return source
+        # A source that does not declare itself secure releases predictable noise: only the
+        # seeded test source, built with its explicit opt-in, may do that.
+        raise ParameterError(
+            "source",
+            type(source).__name__,
+            "a secure RandomSource (secure = True, e.g. CryptoRandomSource) or, in tests, "
+            "InsecureSeededSource(seed, i_understand_this_is_not_private=True)",
+        )
     raise ParameterError(
         "source",
         source,

@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -50,12 +52,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from infodp.errors import ParameterError
 from infodp.server._heap import freeze_heap
 from infodp.server.errors import ApiError, internal_error
+from infodp.server.gate import RequestGate
 from infodp.server.limits import BodySizeLimit
 from infodp.server.models import QueryRequest, SynopsisQueryRequest, SynopsisRequest
 from infodp.server.routes import ROUTERS
 from infodp.server.service import API_VERSION, ServerSettings, Service
 
 __all__ = [
+    "ADMIN_TOKEN_BITS",
     "ADMIN_TOKEN_ENV",
     "API_VERSION",
     "QueryRequest",
@@ -66,6 +70,7 @@ __all__ = [
     "admin_token_hash",
     "admin_token_hash_from_env",
     "create_app",
+    "token_entropy_bits",
 ]
 
 
@@ -130,6 +135,15 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     for router in ROUTERS:
         app.include_router(router)
     app.add_middleware(BodySizeLimit, max_bytes=max_body)
+    # Added last, so outermost: keys are verified, limited and their bodies bounded before
+    # anything else runs (infodp.server.gate).
+    app.add_middleware(
+        RequestGate,
+        service=lambda: getattr(app.state, "service", None),
+        in_flight=ServerSettings("").max_in_flight_per_key
+        if settings is None
+        else settings.max_in_flight_per_key,
+    )
     return app
 
 
@@ -137,10 +151,13 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
 async def _serving(app: FastAPI) -> AsyncIterator[None]:
     """Before the first request: keep the start-up heap out of the collector's full passes
     (:mod:`infodp.server._heap`), with the release path imported first when this process
-    runs releases itself (no worker processes). At shutdown (SIGTERM, SIGINT), the worker
+    runs releases itself (no worker processes), and the access log's key redaction
+    (:mod:`infodp.server.access_log`) installed. At shutdown (SIGTERM, SIGINT), the worker
     processes are told to stop and are reaped."""
+    from infodp.server import access_log
     from infodp.server.pool import _WARM
 
+    access_log.install()  # no key or query string in the access log
     service = getattr(app.state, "service", None)
     freeze_heap(*(_WARM if service is not None and service.pool is None else ()))
     try:
@@ -163,9 +180,9 @@ def admin_token_hash(path: str | Path) -> str:
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "t")
     >>> from pathlib import Path
-    >>> _ = Path(p).write_text("a-long-admin-token\\n")
+    >>> _ = Path(p).write_text("Qm7xT2vLp9RkW4sZb8NcY3hJ\\n")
     >>> os.chmod(p, 0o600)
-    >>> admin_token_hash(p) == hashlib.sha256(b"a-long-admin-token").hexdigest()
+    >>> admin_token_hash(p) == hashlib.sha256(b"Qm7xT2vLp9RkW4sZb8NcY3hJ").hexdigest()
     True
     """
     p = Path(path)
@@ -196,7 +213,37 @@ def admin_token_hash_from_env() -> str | None:
     return None if token is None else _token_digest(token.strip())
 
 
+#: Least estimated entropy of an admin token, in bits (a 16-byte random token has 128 bits,
+#: which the estimate below puts at 77 bits or more).
+ADMIN_TOKEN_BITS = 72
+
+_TOKEN_RULE = (
+    f"at least 16 characters and about {ADMIN_TOKEN_BITS} bits of entropy, i.e. random "
+    "characters, not a repeated or short alphabet (generate one with: python3 -c "
+    "'import secrets; print(secrets.token_urlsafe(32))')"
+)
+
+
+def token_entropy_bits(token: str) -> float:
+    """An estimate of a token's entropy: its length times the Shannon entropy of its
+    character frequencies (Shannon 1948), in bits. A repeated character scores 0; random
+    characters score about length × log2(alphabet).
+
+    >>> token_entropy_bits("a" * 16), token_entropy_bits("abcd" * 4)
+    (0.0, 32.0)
+    """
+    n = len(token)
+    if n == 0:
+        return 0.0
+    counts = Counter(token)
+    return max(0.0, -n * sum(c / n * math.log2(c / n) for c in counts.values()))
+
+
 def _token_digest(token: str) -> str:
-    if len(token) < 16:
-        raise ParameterError("admin token", f"{len(token)} characters", "at least 16 characters")
+    bits = token_entropy_bits(token)
+    if len(token) < 16 or bits < ADMIN_TOKEN_BITS:
+        # Never the token itself: its length and estimated entropy only.
+        raise ParameterError(
+            "admin token", f"{len(token)} characters, about {bits:.0f} bits", _TOKEN_RULE
+        )
     return hashlib.sha256(token.encode()).hexdigest()

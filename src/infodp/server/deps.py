@@ -23,6 +23,7 @@ from infodp.curator.request import NoBudget
 from infodp.errors import BudgetExceeded, InfodpError, ParameterError, QueryFailed
 from infodp.server.auth import Identity, parse_bearer
 from infodp.server.errors import ApiError, budget_error, internal_error
+from infodp.server.gate import IDENTITY
 from infodp.server.limits import SlotsBusy
 from infodp.server.pool import WorkerDeadline, WorkerUnavailable
 from infodp.server.service import Service
@@ -46,6 +47,9 @@ async def _analyst_dep(
     _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Identity:
     svc = service_of(request)
+    admitted = getattr(request.state, IDENTITY, None)
+    if isinstance(admitted, Identity):
+        return admitted  # verified and rate-limited by the gate (infodp.server.gate)
     if parse_bearer(request.headers.get("authorization"))[0] == "server":
         # A server key: one primary-key read of the key store and one salted hash, done in
         # the event loop (a hop to a worker thread and back costs more CPU than the check).

@@ -28,7 +28,16 @@ from typing import Any
 
 from infodp._validate import as_positive, as_positive_int
 
-__all__ = ["BodySizeLimit", "KeySlots", "RateLimiter", "SlotsBusy", "retry_after_seconds"]
+__all__ = [
+    "MAX_JSON_CONTAINERS",
+    "MAX_JSON_KEYS",
+    "BodySizeLimit",
+    "KeySlots",
+    "RateLimiter",
+    "SlotsBusy",
+    "body_problem",
+    "retry_after_seconds",
+]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -224,3 +233,50 @@ def retry_after_seconds(wait: float) -> int:
     (1, 1)
     """
     return max(1, math.ceil(wait))
+
+
+#: Most arrays and objects in a request body, counted as ``[`` and ``{`` bytes (inside strings
+#: too: an over-count only refuses a strange body); the service's bodies hold at most 2.
+MAX_JSON_CONTAINERS = 64
+#: Most keys in a request body, counted as ``:`` bytes (inside strings too); the service's
+#: bodies hold at most 6.
+MAX_JSON_KEYS = 256
+
+_BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
+
+
+def body_problem(body: bytes) -> str | None:
+    """Why a JSON request body is refused before it is parsed (None: it may be parsed).
+
+    Checked on the raw bytes, in time linear in the body and without building anything:
+    UTF-8 only (RFC 8259, section 8.1: JSON exchanged between systems is UTF-8; a NUL byte
+    or a byte-order mark means another encoding, which a parser would otherwise guess), at
+    most :data:`MAX_JSON_CONTAINERS` arrays and objects (which also bounds the nesting depth)
+    and at most :data:`MAX_JSON_KEYS` keys.
+
+    >>> body_problem(b'{"sql": "SELECT 1", "epsilon": 0.1}') is None
+    True
+    >>> body_problem(b"[" * 30000 + b"]" * 30000)[:40]
+    'request body must hold at most 64 JSON a'
+    >>> body_problem('{"epsilon": 0.1}'.encode("utf-16"))[:45]
+    'request body must be JSON encoded in UTF-8 (n'
+    """
+    if body.startswith(_BOMS) or b"\x00" in body:
+        return "request body must be JSON encoded in UTF-8 (no byte-order mark, no NUL bytes)"
+    containers = body.count(b"[") + body.count(b"{")
+    if containers > MAX_JSON_CONTAINERS:
+        return (
+            f"request body must hold at most {MAX_JSON_CONTAINERS} JSON arrays and objects "
+            f"('[' and '{{' bytes, in strings too); got {containers}"
+        )
+    keys = body.count(b":")
+    if keys > MAX_JSON_KEYS:
+        return (
+            f"request body must hold at most {MAX_JSON_KEYS} JSON keys "
+            f"(':' bytes, in strings too); got {keys}"
+        )
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return "request body must be JSON encoded in UTF-8"
+    return None

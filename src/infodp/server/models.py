@@ -6,17 +6,35 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+)
 
 __all__ = ["QueryRequest", "SynopsisQueryRequest", "SynopsisRequest"]
 
 _MAX_SQL = 20_000
 
+
+def _no_spaces(value: Any) -> Any:
+    # A decimal string is the number's text alone: " 0.1 " is not a number (the parser would
+    # strip it, so a string with spaces is refused here).
+    if isinstance(value, str) and value != "".join(value.split()):
+        raise ValueError("a number must be a JSON number or a decimal string without spaces")
+    return value
+
+
 # A number in a request body: JSON numbers and decimal strings only (true/false are not
-# numbers); the text is parsed by infodp._exact.parse_exact with bounded length and exponent.
-_Number = StrictInt | StrictFloat | StrictStr
+# numbers, nor strings with spaces); the text is parsed by infodp._exact.parse_exact with
+# bounded length and exponent.
+_Number = Annotated[StrictInt | StrictFloat | StrictStr, BeforeValidator(_no_spaces)]
 
 
 class QueryRequest(BaseModel):

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import threading
@@ -51,7 +52,9 @@ class ServerSettings:
     (``KEY=VALUE`` strings) configure the Spark session of datasets on the Spark backend, as
     ``Curator(db, spark_master=..., spark_conf=...)`` and ``infodp query`` do: they win over
     ``$INFODP_SPARK_MASTER`` and ``<db>.spark.toml``
-    (:func:`~infodp.curator.backends.spark.spark_settings`).
+    (:func:`~infodp.curator.backends.spark.spark_settings`). ``max_in_flight_per_key``: at
+    most this many requests of one key, free ones included, are served at once; the others
+    wait in the event loop before their body is read (:mod:`infodp.server.gate`).
 
     >>> ServerSettings("store.duckdb").rate, ServerSettings("store.duckdb", burst=5).burst
     (50.0, 5)
@@ -69,6 +72,7 @@ class ServerSettings:
     workers: int = 0
     spark_master: str | None = None
     spark_conf: tuple[str, ...] = ()
+    max_in_flight_per_key: int = 4
 
 
 class Service:
@@ -86,6 +90,12 @@ class Service:
         self.settings = settings
         self._local = threading.local()
         self._override: Any = None
+        # Every thread's curator, so close() can close their DuckDB connections in the
+        # thread that stops the service: a connection left to a worker thread's teardown
+        # can be destroyed while the interpreter exits, and DuckDB's destructor then aborts
+        # the process ("FATAL: exception not rethrown", status 134).
+        self._curators: list[Any] = []
+        self._curators_lock = threading.Lock()
         self.curator  # noqa: B018 - open the store now, so a bad store fails at start-up
         self.pool: Any = None
         if settings.workers:
@@ -139,6 +149,8 @@ class Service:
                 spark_conf=self.settings.spark_conf,
             )
             self._local.curator = cur
+            with self._curators_lock:
+                self._curators.append(cur)
         return cur
 
     @curator.setter
@@ -147,9 +159,14 @@ class Service:
         self._override = value
 
     def close(self) -> None:
-        """Stop the worker processes (if any)."""
+        """Stop the worker processes (if any) and close every thread's curator."""
         if self.pool is not None:
             self.pool.close()
+        with self._curators_lock:
+            curators, self._curators = self._curators, []
+        for cur in curators:
+            with contextlib.suppress(Exception):  # closing at shutdown: best effort
+                cur.close()
 
     # -- running curator work ------------------------------------------------------------------
 
@@ -226,19 +243,43 @@ class Service:
             )
         return ApiError(401, "unauthorized", message, headers={"WWW-Authenticate": "Bearer"})
 
+    def rate_limited(self, wait: float) -> ApiError:
+        """The 429 of a key over its rate (``wait`` seconds until its next token)."""
+        return ApiError(
+            429,
+            "rate_limited",
+            f"rate limit of {self.settings.rate:g} requests/s (burst {self.settings.burst}) "
+            "exceeded for this key; retry later",
+            retry_after=retry_after_seconds(wait),
+        )
+
     def _limit(self, bucket: str) -> None:
         wait = self.limiter.acquire(bucket)
         if wait > 0:
-            raise ApiError(
-                429,
-                "rate_limited",
-                f"rate limit of {self.settings.rate:g} requests/s (burst {self.settings.burst}) "
-                "exceeded for this key; retry later",
-                retry_after=retry_after_seconds(wait),
-            )
+            raise self.rate_limited(wait)
 
     def analyst(self, request: Request) -> Identity:
         """The analyst a request's bearer key belongs to (401 / 429 otherwise)."""
+        identity = self.verify(request)
+        self._limit(identity.key_id)
+        return identity
+
+    async def identify(self, scope: Any) -> Identity:
+        """:meth:`verify` for an ASGI request scope, before its body is read: a server key
+        in the event loop (one primary-key read and one hash), a ledger key (checked against
+        every analyst) in a worker thread."""
+        from starlette.concurrency import run_in_threadpool
+        from starlette.requests import Request as StarletteRequest
+
+        request = StarletteRequest(scope)
+        if parse_bearer(request.headers.get("authorization"))[0] == "server":
+            return self.verify(request)
+        identity: Identity = await run_in_threadpool(self.verify, request)
+        return identity
+
+    def verify(self, request: Request) -> Identity:
+        """The analyst a request's bearer key belongs to, not rate-limited (401, or 429 for an
+        address failing too often)."""
         kind, token = parse_bearer(request.headers.get("authorization"))
         if kind == "missing" or token is None:
             if kind == "missing":
@@ -251,7 +292,6 @@ class Service:
         identity = self._verify(kind, token)
         if identity is None:
             raise self._unauthorized(request, "unknown or revoked API key")
-        self._limit(identity.key_id)
         return identity
 
     def admin(self, request: Request) -> None:

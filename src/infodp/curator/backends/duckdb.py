@@ -22,6 +22,7 @@ SELECT sum("__bnd_x") AS m0 FROM "t" WHERE ("x" > 2) AND ("__bnd_x" BETWEEN 0 AN
 
 from __future__ import annotations
 
+import atexit
 import heapq
 import math
 import os
@@ -605,32 +606,31 @@ class DuckDBBackend:
         touch no stored data and no table statistics: the outcome depends on the query and the
         declared schema only, on whichever connection runs them. ``con``: a connection to run
         them on (a one-shot process passes the one it answers with, instead of starting an
-        in-memory DuckDB, ~10-40 ms); by default one in-memory DuckDB per thread, which
-        remembers the statements that passed.
+        in-memory DuckDB, ~10-40 ms); by default an in-memory DuckDB from a shared free list,
+        which remembers the statements that passed on it.
         """
         statements = tuple(
             compiled_statements(
                 plan, schema, ms, unit_rows_ok=unit_rows_ok, source=empty_relation(schema)
             )
         )
-        passed: set[tuple[str, ...]] | None = None
-        if con is None:
-            con, passed = _empty_connection()
+        if con is not None:
+            _run_check(con, statements, plan.sql)
+            return
+        checkers = _checkers()
+        checker = checkers.take()
+        try:
+            passed = checker[1]
             if statements in passed:
                 # The same statements already ran without error on no data: running them
                 # again is deterministic, so the refusal could not differ.
                 return
-        try:
-            for sql in statements:
-                con.execute(sql).fetchall()
-        except duckdb.Error:
-            raise ParameterError(
-                "sql", plan.sql[:80], "a query the engine can compile (it was refused at bind time)"
-            ) from None
-        if passed is not None:
+            _run_check(checker[0], statements, plan.sql)
             if len(passed) >= _PASSED_MAX:
                 passed.clear()
             passed.add(statements)
+        finally:
+            checkers.give(checker)
 
     def aggregate(
         self,
@@ -830,22 +830,69 @@ def compiled_statements(
     return out
 
 
-_EMPTY = threading.local()
-
-
-#: Statements remembered per thread as having passed :meth:`DuckDBBackend.check`.
+#: Statements remembered per checker as having passed :meth:`DuckDBBackend.check`.
 _PASSED_MAX = 1024
 
+_Checker = tuple[duckdb.DuckDBPyConnection, set[tuple[str, ...]]]
 
-def _empty_connection() -> tuple[duckdb.DuckDBPyConnection, set[tuple[str, ...]]]:
-    """An in-memory DuckDB (one per thread) for checks, and the statement tuples that
-    already ran on it without error."""
-    hit: tuple[duckdb.DuckDBPyConnection, set[tuple[str, ...]]] | None = getattr(
-        _EMPTY, "con", None
-    )
-    if hit is None:
-        hit = _EMPTY.con = (duckdb.connect(":memory:"), set())
-    return hit
+
+class _Checkers:
+    """In-memory DuckDBs for checks, each with the statement tuples that already ran on it
+    without error; a check takes one (one statement at a time per connection) and gives it
+    back.
+
+    They are owned here rather than by each thread: a thread's own connection is destroyed
+    when that thread ends, and a thread ending while the interpreter exits (a worker thread
+    of a server stopped just before) makes DuckDB's destructor abort the process ("FATAL:
+    exception not rethrown", status 134). Here they are dropped at exit by the exiting
+    thread, and a forked child starts its own.
+    """
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self._lock = threading.Lock()
+        self._free: list[_Checker] = []
+
+    def take(self) -> _Checker:
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+        return duckdb.connect(":memory:"), set()
+
+    def give(self, checker: _Checker) -> None:
+        with self._lock:
+            self._free.append(checker)
+
+    def drop(self) -> None:
+        with self._lock:
+            self._free.clear()
+
+
+_CHECKERS: list[_Checkers] = []
+_CHECKERS_LOCK = threading.Lock()
+
+
+def _checkers() -> _Checkers:
+    with _CHECKERS_LOCK:
+        if not _CHECKERS or _CHECKERS[0].pid != os.getpid():  # none yet, or forked
+            _CHECKERS[:] = [_Checkers()]
+        return _CHECKERS[0]
+
+
+@atexit.register
+def _drop_checkers() -> None:
+    for checkers in _CHECKERS:
+        checkers.drop()
+
+
+def _run_check(con: duckdb.DuckDBPyConnection, statements: tuple[str, ...], sql: str) -> None:
+    try:
+        for statement in statements:
+            con.execute(statement).fetchall()
+    except duckdb.Error:
+        raise ParameterError(
+            "sql", sql[:80], "a query the engine can compile (it was refused at bind time)"
+        ) from None
 
 
 def empty_relation(schema: DatasetSchema) -> str:

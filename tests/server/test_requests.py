@@ -1,0 +1,96 @@
+"""What a request body and a request line may be, and what the access log keeps of them.
+
+Regressions: ``"epsilon": " 0.1 "`` and UTF-16 bodies were accepted (a string with spaces is
+not a number; JSON between systems is UTF-8, RFC 8259 section 8.1), and a key sent as
+``?api_key=`` was refused but written in full to the access log.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infodp.curator.ledger import Ledger
+from infodp.server._harness import ServerProcess, build_store, get_json
+
+SQL = "SELECT COUNT(*) FROM people"
+
+
+@pytest.fixture(scope="module")
+def served(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ServerProcess, dict[str, str], Path]]:
+    d = tmp_path_factory.mktemp("requests")
+    db, keys = build_store(d, [("alice", "people", 100)])
+    log = d / "server.log"
+    server = ServerProcess(db, log_path=log, workers=0)
+    server.args += ["--log-level", "info"]  # the access log is written at info
+    with server:
+        yield server, keys, log
+
+
+def _spent(db: str) -> tuple[Any, int]:
+    led = Ledger(db + ".ledger")
+    return led.budget("alice", "people").spent_epsilon, len(led.entries("alice"))
+
+
+@pytest.mark.parametrize(
+    ("field", "text"),
+    [("epsilon", " 0.1 "), ("epsilon", "0.1 "), ("epsilon", "0. 1"), ("delta", "0\n"),
+     ("epsilon", "\t1")],
+)  # fmt: skip
+def test_number_strings_with_spaces_are_refused_and_nothing_is_charged(
+    served: tuple[ServerProcess, dict[str, str], Path], field: str, text: str
+) -> None:
+    server, keys, _ = served
+    before = _spent(server.db)
+    for path in ("/v1/query", "/v1/estimate"):
+        body: dict[str, Any] = {"sql": SQL, "epsilon": "0.1", field: text}
+        status, payload, _ = get_json(server.port, "POST", path, body, key=keys["alice"])
+        assert status == 400, payload
+        assert f"{field}: " in payload["error"]["message"]
+        assert "without spaces" in payload["error"]["message"]
+    assert _spent(server.db) == before
+    # The same number without the spaces is accepted.
+    body = {"sql": SQL, "epsilon": "0.1", field: "".join(text.split())}
+    status, _, _ = get_json(server.port, "POST", "/v1/estimate", body, key=keys["alice"])
+    assert status == 200
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-8-sig"])
+def test_bodies_not_in_utf8_are_refused_and_nothing_is_charged(
+    served: tuple[ServerProcess, dict[str, str], Path], encoding: str
+) -> None:
+    server, keys, _ = served
+    before = _spent(server.db)
+    raw = json.dumps({"sql": SQL, "epsilon": 0.1}).encode(encoding)
+    status, payload, _ = get_json(
+        server.port,
+        "POST",
+        "/v1/query",
+        raw=raw,
+        key=keys["alice"],
+        headers={"Content-Type": "application/json"},
+    )
+    assert status == 400 and "UTF-8" in payload["error"]["message"], payload
+    assert _spent(server.db) == before
+
+
+def test_a_key_in_the_query_string_is_refused_and_redacted_from_the_access_log(
+    served: tuple[ServerProcess, dict[str, str], Path],
+) -> None:
+    server, keys, log = served
+    key = keys["alice"]
+    for path in (f"/v1/budget?api_key={key}", f"/v1/budget?{key}", f"/v1/datasets/{key}"):
+        status, payload, _ = get_json(server.port, "GET", path)
+        assert status == 401 and payload["error"]["code"] == "unauthorized"
+    status, _, _ = get_json(server.port, "GET", "/v1/budget", key=key)
+    assert status == 200  # the access log is written (at info) for served requests too
+    text = log.read_text()
+    assert "GET /v1/budget?<redacted>" in text
+    assert "GET /v1/datasets/<redacted>" in text
+    assert key not in text
