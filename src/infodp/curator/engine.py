@@ -1302,9 +1302,9 @@ class Curator:
         """The exponential mechanism's grid point for every (released group, quantile).
 
         Every point of the column's grid is a candidate, scored on both sides
-        (:func:`~infodp.mechanisms.quantile.grid_quantile_law`; Δ = m, Dwork & Roth 2014,
-        Thm 3.10); the draw picks a run of equally scored points with probability ∝ its
-        length × exp(−ε·score/(2Δ)), then a point uniformly within it (Smith 2011).
+        (:func:`~infodp.mechanisms.quantile.grid_quantile_law`; Δ = m·max(q, 1 − q), Dwork &
+        Roth 2014, Thm 3.10); the draw picks a run of equally scored points with probability
+        ∝ its length × exp(−ε·score/(2Δ)), then a point uniformly within it (Smith 2011).
         """
         out: dict[tuple[tuple[str, ...], int], int] = {}
         for i, p in enumerate(parts):
