@@ -4,7 +4,8 @@ Run by benchmarks/quantile_accuracy.py with the interpreter of an environment ho
 ``tmlt.analytics`` (it pins pyspark 3.5 and numpy 1, so it has its own environment):
 
 ``/work/venvs/tumult/bin/python benchmarks/_tumult_quantile_runner.py '{"path": ...,
-"column": "income", "q": 0.9, "low": 0, "high": 300000, "epsilons": [...], "reps": 50}'``
+"column": "income", "q": 0.9, "low": 0, "high": 300000, "epsilons": [...], "reps": 50,
+"seconds": 2400}'``
 
 One session with an infinite pure-DP budget and one row per person (``AddOneRow``); each
 answer is its own ``quantile`` query evaluated at ``PureDPBudget(ε)``.
@@ -36,18 +37,21 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     session = Session.from_dataframe(
         PureDPBudget(float("inf")), "t", frame, protected_change=AddOneRow()
     )
-    answers: dict[str, list[float]] = {}
-    for eps in config["epsilons"]:
-        query = QueryBuilder("t").quantile(
-            config["column"], config["q"], config["low"], config["high"], name="q"
-        )
-        answers[str(eps)] = []
-        for i in range(int(config["reps"])):
+    query = QueryBuilder("t").quantile(
+        config["column"], config["q"], config["low"], config["high"], name="q"
+    )
+    answers: dict[str, list[float]] = {str(eps): [] for eps in config["epsilons"]}
+    # Round-robin over ε, until ``reps`` rounds or ``seconds`` have passed (each answer is a
+    # Spark job of seconds to a minute on a loaded machine): every ε gets as many answers.
+    deadline = time.perf_counter() + float(config.get("seconds", float("inf")))
+    for i in range(int(config["reps"])):
+        if time.perf_counter() > deadline:
+            break
+        for eps in config["epsilons"]:
             start = time.perf_counter()
             answer = float(session.evaluate(query, PureDPBudget(eps)).collect()[0]["q"])
             answers[str(eps)].append(answer)
-            seconds = time.perf_counter() - start
-            line = f"tumult eps={eps} rep={i} {answer:.2f} {seconds:.1f}s"
+            line = f"tumult eps={eps} rep={i} {answer:.2f} {time.perf_counter() - start:.1f}s"
             print(line, file=sys.stderr, flush=True)
     version = tmlt.analytics.__version__
     cleanup()

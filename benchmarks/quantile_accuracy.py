@@ -9,11 +9,14 @@ interpolation). infodp runs ``SELECT QUANTILE(income, 0.9)`` through :class:`inf
 with the OS CSPRNG. diffprivlib runs in this process (``diffprivlib.tools.quantile``);
 Tumult Analytics, which pins pyspark 3.5 and numpy 1, runs in its own environment
 (``--tumult-python``) through ``benchmarks/_tumult_quantile_runner.py`` on the same data
-written to Parquet. A peer that is missing or fails is reported as not run, with the reason.
+written to Parquet, beside the rest; its answers are Spark jobs of seconds to a minute each, so
+``--tumult-seconds`` may stop it after fewer rounds (one answer per ε each), which the table
+then says. A peer that is missing or fails is reported as not run, with the reason.
 
 Run (from the repository root)::
 
-    PYTHONPATH=$PWD/src /work/venvs/peers/bin/python -m benchmarks.quantile_accuracy
+    PYTHONPATH=$PWD/src /work/venvs/peers/bin/python -m benchmarks.quantile_accuracy \
+        --tumult-seconds 2520
 """
 
 from __future__ import annotations
@@ -83,7 +86,7 @@ def run_diffprivlib(frame: pd.DataFrame, reps: int) -> dict[float, list[float]]:
 class Tumult:
     """Tumult Analytics in its own environment, started at once so it runs beside the rest."""
 
-    def __init__(self, frame: pd.DataFrame, reps: int, python: Path) -> None:
+    def __init__(self, frame: pd.DataFrame, reps: int, python: Path, seconds: float) -> None:
         self.version = "not run"
         self.start = time.perf_counter()
         self.proc: subprocess.Popen[str] | None = None
@@ -102,6 +105,7 @@ class Tumult:
             "high": HIGH,
             "epsilons": list(EPSILONS),
             "reps": reps,
+            "seconds": seconds,
         }
         env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "SPARK_HOME"}}
         env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = str(python)
@@ -153,12 +157,19 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--reps", type=int, default=50)
     parser.add_argument("--tumult-python", type=Path, default=DEFAULT_TUMULT)
+    parser.add_argument(
+        "--tumult-seconds",
+        type=float,
+        default=float("inf"),
+        help="stop Tumult's rounds (one answer per ε each) after this long",
+    )
     parser.add_argument("--no-write", action="store_true", help="print, do not edit BENCHMARKS.md")
     args = parser.parse_args()
 
     frame = table(args.rows)
     truth = float(np.quantile(frame["income"].to_numpy(), Q))
-    tumult = Tumult(frame, args.reps, args.tumult_python)  # runs while the others are measured
+    # Tumult runs while the others are measured, for at most --tumult-seconds.
+    tumult = Tumult(frame, args.reps, args.tumult_python, args.tumult_seconds)
     results = {
         "infodp": measure("infodp", lambda: run_infodp(frame, args.reps)),
         "diffprivlib": measure("diffprivlib", lambda: run_diffprivlib(frame, args.reps)),
@@ -177,11 +188,14 @@ def main() -> None:
             rows.append([f"{name} ({versions[name]})", out, "", ""])
             continue
         cells = []
+        label = f"{name} ({versions[name]})"
+        if len(out[EPSILONS[0]]) < args.reps:
+            label += f", {len(out[EPSILONS[0]])} answers per ε (time limit)"
         for eps in EPSILONS:
             err = np.abs(np.asarray(out[eps]) - truth)
             summary.setdefault(name, {})[eps] = float(err.mean())
             cells.append(f"{err.mean():.3g} / {np.percentile(err, 95):.3g}")
-        rows.append([f"{name} ({versions[name]})", *cells])
+        rows.append([label, *cells])
 
     verdict = []
     if "infodp" in summary:
@@ -206,7 +220,7 @@ def main() -> None:
     )
     print(body)
     if not args.no_write:
-        write_section("quantile accuracy", COMMAND, body)
+        write_section("quantile accuracy", " ".join([COMMAND, *sys.argv[1:]]), body)
 
 
 if __name__ == "__main__":
