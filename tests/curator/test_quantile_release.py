@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from tests._quantile_reference import chi_square_pvalue, mechanism_law, reference_law
 
+from _quantile_reference import chi_square_pvalue, mechanism_law, reference_law
 from infodp import Session
 from infodp.curator.engine import Curator
 from infodp.mechanisms.quantile import grid_quantile_law, score_sensitivity

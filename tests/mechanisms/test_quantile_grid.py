@@ -20,13 +20,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests._quantile_reference import (
+
+from _quantile_reference import (
     brute_score,
     chi_square_pvalue,
     mechanism_law,
     reference_law,
 )
-
 from infodp.mechanisms.quantile import (
     ExponentialQuantile,
     grid_quantile,

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from tests._quantile_reference import mechanism_law, reference_law
 
+from _quantile_reference import mechanism_law, reference_law
 from infodp.curator.engine import Curator
 from infodp.mechanisms.quantile import grid_quantile_law, score_sensitivity
 from infodp.mechanisms.sampling import InsecureSeededSource
