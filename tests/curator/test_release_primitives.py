@@ -235,7 +235,8 @@ def test_release_paths_refuse_sources_that_are_not_secure() -> None:
     with pytest.raises(ParameterError, match="secure RandomSource"):
         quantile_draws(
             MeasurementCost(Measurement("quantile", "x", Fraction(1, 2)), Fraction(1), 1, 1.0),
-            [[0, 1]],
+            [None],
+            0,
             1,
             Predictable(),
         )

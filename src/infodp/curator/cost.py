@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from infodp._exact import parse_exact
 from infodp.curator.budget_info import discrete_gaussian_information, discrete_laplace_information
-from infodp.curator.grid import column_grid, quantile_bins
+from infodp.curator.grid import column_grid, quantile_candidates
 from infodp.curator.plan import Measurement, MeasurementKind, QueryPlan, measurements
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import InternalError, ParameterError
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_CELLS",
-    "MAX_HISTOGRAM_CELLS",
+    "MAX_QUANTILE_CELLS",
     "PRIVACY_PARAMETER_RANGE",
     "MeasurementCost",
     "Noise",
@@ -47,8 +47,9 @@ __all__ = [
 #: Largest number of declared GROUP BY cells a query may ask for (and most groups released
 #: by partition selection); refused before anything is reserved.
 MAX_CELLS = 50_000
-#: Largest number of histogram bins (cells × bins, over all quantiles) a query may ask for.
-MAX_HISTOGRAM_CELLS = 2_000_000
+#: Largest number of quantile cells (declared cells × quantiles) a query may ask for: each is
+#: one exponential-mechanism draw over its group's distinct values.
+MAX_QUANTILE_CELLS = 5_000
 
 #: Exact bounds of a non-zero ε or δ (their float roundings stay normal numbers).
 PRIVACY_PARAMETER_RANGE = (Fraction(1, 10**300), Fraction(10**300))
@@ -280,7 +281,8 @@ def plan_cost(
 
     Sensitivities (L1 over all cells, add/remove one unit with at most m rows): COUNT m;
     SUM m·max|v|; centred sums m·r and m·r² (r = largest |v − centre|), in grid units; the
-    quantile score |#{x < t} − q·n| changes by at most m (exponential mechanism).
+    two-sided quantile score (distance from q·n to the ranks a grid point occupies) changes by
+    at most m (exponential mechanism).
 
     >>> from infodp.curator.schema import load_schema
     >>> from infodp.curator.sql import parse_query
@@ -368,16 +370,12 @@ def plan_cost(
         delta = delta if gaussian else Fraction(0)
         if cells > MAX_CELLS:
             raise ParameterError("GROUP BY", cells, f"at most {MAX_CELLS} declared cells")
-        bins = sum(
-            cells * quantile_bins(schema.column(p.measurement.column))[0]
-            for p in parts
-            if p.measurement.kind == "quantile" and p.measurement.column is not None
-        )
-        if bins > MAX_HISTOGRAM_CELLS:
+        quantile_cells = cells * sum(1 for p in parts if p.measurement.kind == "quantile")
+        if quantile_cells > MAX_QUANTILE_CELLS:
             raise ParameterError(
                 "GROUP BY with MEDIAN/QUANTILE",
-                f"{cells} cells × histogram bins = {bins}",
-                f"at most {MAX_HISTOGRAM_CELLS} histogram bins in all (fewer groups or quantiles)",
+                f"{cells} cells × quantiles = {quantile_cells}",
+                f"at most {MAX_QUANTILE_CELLS} quantile cells in all (fewer groups or quantiles)",
             )
         info = 0.0
         for p in parts:
@@ -394,7 +392,7 @@ def _information(p: MeasurementCost, schema: DatasetSchema, rows: int | None) ->
     if meas.kind == "quantile":
         if meas.column is None:
             raise InternalError("quantile without a column")
-        return math.log(quantile_bins(schema.column(meas.column))[0] + 1)
+        return math.log(quantile_candidates(schema.column(meas.column)))
     if rows is None:
         return math.inf  # no declared bound on the count: the width is not public
     if meas.kind in ("count_rows", "count"):

@@ -56,7 +56,7 @@ from infodp.curator.backends.base import BACKENDS, Backend, ExactAggregates
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.cost import (
     MAX_CELLS,
-    MAX_HISTOGRAM_CELLS,
+    MAX_QUANTILE_CELLS,
     PRIVACY_PARAMETER_RANGE,
     MeasurementCost,
     Noise,
@@ -67,7 +67,7 @@ from infodp.curator.cost import (
     plan_cost,
     selection,
 )
-from infodp.curator.grid import column_grid, quantile_bins
+from infodp.curator.grid import column_grid, quantile_candidates
 from infodp.curator.ledger import Budget, DeclarationChanged, Ledger
 from infodp.curator.overlap import Job, background
 from infodp.curator.plan import Aggregate, QueryPlan, measurements
@@ -102,7 +102,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_CELLS",
-    "MAX_HISTOGRAM_CELLS",
+    "MAX_QUANTILE_CELLS",
     "PRIVACY_PARAMETER_RANGE",
     "Curator",
     "Estimate",
@@ -1354,38 +1354,21 @@ class Curator:
         exact: ExactAggregates,
         keys: Sequence[tuple[str, ...]],
     ) -> dict[tuple[tuple[str, ...], int], int]:
-        """The exponential mechanism's bin for every (released group, quantile measurement).
+        """The exponential mechanism's grid point for every (released group, quantile).
 
-        Scores |#{x < t_j} − q·n| (McSherry & Talwar 2007; Dwork & Roth 2014, Thm 3.10 with
-        Δ = m) as integers over q's denominator; all groups of a measurement are drawn in one
-        vectorised batch (:meth:`~infodp.mechanisms.ExponentialQuantile.release_rows`).
+        Every point of the column's grid is a candidate, scored on both sides
+        (:func:`~infodp.mechanisms.quantile.grid_quantile_law`; Δ = m·max(q, 1 − q), Dwork &
+        Roth 2014, Thm 3.10); the draw picks a run of equally scored points with probability
+        ∝ its length × exp(−ε·score/(2Δ)), then a point uniformly within it (Smith 2011).
         """
         out: dict[tuple[tuple[str, ...], int], int] = {}
         for i, p in enumerate(parts):
             m = p.measurement
             if m.kind != "quantile" or m.column is None or not keys:
                 continue
-            k = quantile_bins(schema.column(m.column))[0]
-            hist = np.zeros((len(keys), k), dtype=np.int64)
-            for g, key in enumerate(keys):
-                h = exact.histograms.get((key, i))
-                if h is not None:
-                    hist[g] = h
-            n = hist.sum(axis=1)
-            level = m.q if m.q is not None else Fraction(1, 2)
-            a, b = level.numerator, level.denominator
-            below = np.zeros((len(keys), k + 1), dtype=np.int64)
-            np.cumsum(hist, axis=1, out=below[:, 1:])
-            top = int(n.max())
-            if b * max(top, 1) < 2**62 and a * top < 2**62:
-                scaled = np.abs(below * b - (n * a)[:, None])  # exact in int64
-                js = quantile_draws(p, scaled, b, self._source)
-            else:
-                rows = [
-                    [abs(b * int(c) - a * int(total)) for c in row.tolist()]
-                    for row, total in zip(below, n, strict=True)
-                ]
-                js = quantile_draws(p, rows, b, self._source)
+            grid = column_grid(schema.column(m.column))
+            hists = [exact.histograms.get((key, i)) for key in keys]
+            js = quantile_draws(p, hists, grid.lo, grid.hi, self._source)
             for key, j in zip(keys, js, strict=True):
                 out[(key, i)] = j
         return out
@@ -1513,17 +1496,20 @@ class Curator:
         if agg.func == "quantile":
             i = index[f"quantile({agg.column},{agg.q})"]
             p = parts[i]
-            col = schema.column(agg.column)
-            k, low, high = quantile_bins(col)
-            j = draws[(key, i)]
-            value = low + (high - low) * j / k if k else low
-            if col.type == "int":
-                value = round(value)
-            rank_error = _quantile_rank_error(p.sensitivity, p.epsilon, k, beta)
+            # The drawn grid point times the power-of-two step: exact in binary floating
+            # point, so the release stays on the grid (no float noise; Mironov 2012).
+            value: float | int = draws[(key, i)] * g
+            if schema.column(agg.column).type == "int":
+                value = int(value)
+            from infodp.mechanisms.quantile import score_sensitivity
+
+            delta = score_sensitivity(p.sensitivity, agg.q if agg.q is not None else Fraction(1, 2))
+            rank_error = _quantile_rank_error(delta, p.epsilon, grid.hi - grid.lo, beta)
             return value, {
                 "rank_error": rank_error,
-                "grid": (high - low) / k if k else 0.0,
-                "note": "rank of the answer within rank_error of q·n (plus the best grid point's)",
+                "grid": g,
+                "note": "at most q·n + rank_error rows lie below the answer and at most "
+                "(1 − q)·n + rank_error above it",
             }
         raise InternalError(f"unknown aggregate {agg.func}")
 
@@ -1533,6 +1519,9 @@ def _quantile_rank_error(sensitivity: Any, epsilon: Any, k: int, beta: float) ->
 
     Dwork & Roth 2014, Theorem 3.11: the released point's score is within
     (2Δ/ε)(ln|R| + ln(1/β)) of the best with probability at least 1 − β, |R| = k + 1. The
+    two-sided score is 0 at the data's q-quantile (a grid point) and bounds both rank
+    violations (:func:`~infodp.mechanisms.quantile.grid_quantile_law`), so with probability
+    1 − β at most q·n + r rows lie below the answer and (1 − q)·n + r above it. The
     float evaluation (a division, two logarithms, a sum and a product: a few ulps) is raised
     by 10⁻¹² relative, so reported accuracy is never optimistic.
 
@@ -1546,8 +1535,11 @@ def _quantile_rank_error(sensitivity: Any, epsilon: Any, k: int, beta: float) ->
 def _accuracy(p: MeasurementCost, schema: DatasetSchema, beta: float) -> dict[str, Any]:
     m = p.measurement
     if m.kind == "quantile" and m.column is not None:
-        k = quantile_bins(schema.column(m.column))[0]
-        rank = _quantile_rank_error(p.sensitivity, p.epsilon, k, beta)
+        k = quantile_candidates(schema.column(m.column)) - 1
+        from infodp.mechanisms.quantile import score_sensitivity
+
+        delta = score_sensitivity(p.sensitivity, m.q if m.q is not None else Fraction(1, 2))
+        rank = _quantile_rank_error(delta, p.epsilon, k, beta)
         return {"measurement": m.key, "rank_error": rank}
     return {
         "measurement": m.key,

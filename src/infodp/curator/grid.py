@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from infodp.curator.schema import ColumnSpec
 from infodp.errors import InternalError
 
-__all__ = ["QUANTILE_BINS", "ColumnGrid", "column_grid", "grid_step", "quantile_bins"]
+__all__ = ["ColumnGrid", "column_grid", "grid_step", "quantile_candidates"]
 
 
 def grid_step(low: float, high: float, integer: bool) -> float:
@@ -37,10 +37,6 @@ def grid_step(low: float, high: float, integer: bool) -> float:
         return 1.0
     exponent = math.floor(math.log2(top)) - 20
     return math.ldexp(1.0, exponent) if not integer else max(1.0, math.ldexp(1.0, exponent))
-
-
-#: Number of equal-width bins (candidates − 1) for quantiles of float / wide int columns.
-QUANTILE_BINS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +86,14 @@ def _round_half_away(x: float) -> int:
     return math.floor(abs(x) + 0.5) * (1 if x >= 0 else -1)
 
 
-def quantile_bins(col: ColumnSpec) -> tuple[int, float, float]:
-    """(K, low, high): K equal bins over the bounds; integer-width bins for narrow int columns."""
-    if col.bounds is None:
-        raise InternalError(f"column {col.name} has no bounds")
-    low, high = col.bounds
-    if col.type == "int" and 0 < high - low <= QUANTILE_BINS:
-        return int(high - low), low, high
-    return (QUANTILE_BINS if high > low else 1), low, high
+def quantile_candidates(col: ColumnSpec) -> int:
+    """How many points of the column's grid a quantile may answer: hi − lo + 1.
+
+    Quantiles are answered on the same grid every bounded value is snapped to, so their
+    resolution is the grid step (2^−21 of the larger bound at worst), not a fixed binning.
+
+    >>> quantile_candidates(ColumnSpec("age", "int", bounds=(0.0, 120.0)))
+    121
+    """
+    grid = column_grid(col)
+    return grid.hi - grid.lo + 1

@@ -5,7 +5,7 @@ calibrated mechanism (discrete Laplace, discrete Gaussian, the exponential mecha
 quantiles; partition selection chooses the released groups), and this module draws its noise:
 one exact batch per measurement (:meth:`~infodp.mechanisms.base._AdditiveLattice.release_batch`
 over the batch samplers of :mod:`infodp.mechanisms.sampling`), or one exponential-mechanism
-draw per released group (:meth:`~infodp.mechanisms.ExponentialQuantile.release_rows`).
+draw per released group (:meth:`~infodp.mechanisms.ExponentialQuantile.release_grid`).
 No floating-point noise is ever formed.
 
 >>> from fractions import Fraction
@@ -192,22 +192,22 @@ def draw_noise(
 
 def quantile_draws(
     part: MeasurementCost,
-    scores: npt.NDArray[np.int64] | list[list[int]],
-    denominator: int,
+    histograms: Sequence[npt.NDArray[np.int64] | None],
+    lo: int,
+    hi: int,
     source: RandomSource,
 ) -> list[int]:
-    """One exponential-mechanism draw per row of integer scores (``scores / denominator``)."""
+    """One exponential-mechanism grid point (of lo..hi) per group, from each group's sorted
+    (values, counts) histogram (None: no rows), scored on both sides of every point
+    (:meth:`~infodp.mechanisms.ExponentialQuantile.release_grid`)."""
     src = require_release_source(source)
     mech = part.mechanism
     if mech is None:
         raise InternalError("a quantile with sensitivity 0")
-    if isinstance(scores, np.ndarray):
-        return list(mech.release_rows(scores, denominator, source=src))
-    from infodp.mechanisms.quantile import exponential_mechanism_scaled
-
-    return [
-        exponential_mechanism_scaled(
-            row, denominator, mech.epsilon, Fraction(mech.sensitivity), src
-        )
-        for row in scores
-    ]
+    q = part.measurement.q if part.measurement.q is not None else Fraction(1, 2)  # MEDIAN
+    empty = np.zeros(0, dtype=np.int64)
+    out: list[int] = []
+    for h in histograms:
+        values, counts = (empty, empty) if h is None else (h[0], h[1])
+        out.append(mech.release_grid(values, counts, lo, hi, q, source=src))
+    return out

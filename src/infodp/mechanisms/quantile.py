@@ -22,6 +22,7 @@ import decimal
 import functools
 import itertools
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -40,9 +41,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ExponentialQuantile",
+    "GridQuantileLaw",
     "exponential_mechanism",
     "exponential_mechanism_rows",
     "exponential_mechanism_scaled",
+    "grid_quantile",
+    "grid_quantile_law",
+    "score_sensitivity",
 ]
 
 
@@ -52,7 +57,8 @@ class ExponentialQuantile(Mechanism):
 
     Picks j with probability ∝ exp(−ε·score_j/(2Δ)) (McSherry & Talwar 2007): ε-DP when each
     score moves by at most Δ between neighbours (Dwork & Roth 2014, Theorem 3.10). For a
-    quantile q the scores are |#{x < t_j} − q·n|, of sensitivity Δ = the rows per unit.
+    quantile q the candidates are every point of a release grid, scored on both sides
+    (:func:`grid_quantile_law`), of sensitivity Δ = the rows per unit.
     ``epsilon`` is exact (a Fraction), so the charge and the sampler use the same number.
     """
 
@@ -88,6 +94,27 @@ class ExponentialQuantile(Mechanism):
         return exponential_mechanism_rows(
             rows, denominator, self.epsilon, Fraction(self.sensitivity), source
         )
+
+    def release_grid(
+        self,
+        values: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.int64],
+        lo: int,
+        hi: int,
+        q: Fraction,
+        *,
+        source: Any = None,
+    ) -> int:
+        """The q-quantile as a grid point of lo..hi for data ``values`` × ``counts``, exactly.
+
+        >>> from infodp.mechanisms.sampling import InsecureSeededSource
+        >>> src = InsecureSeededSource(0, i_understand_this_is_not_private=True)
+        >>> m = ExponentialQuantile(Fraction(10), 1)
+        >>> m.release_grid(np.array([90]), np.array([40]), 0, 100, Fraction(1, 2), source=src)
+        90
+        """
+        law = grid_quantile_law(values, counts, lo, hi, q)
+        return grid_quantile(law, self.epsilon, score_sensitivity(self.sensitivity, q), source)
 
     def simulate(self, value: Any, size: int, rng: Any = None) -> Any:
         """Simulation only, NOT private: numpy draws of the chosen index."""
@@ -236,9 +263,13 @@ def _draw_bits(src: RandomSource, extra: int) -> int:
 
 
 def _inverse_cdf(
-    approx: npt.NDArray[np.float64], exact: Callable[[], list[Fraction]], src: RandomSource
+    approx: npt.NDArray[np.float64],
+    exact: Callable[[], list[Fraction]],
+    src: RandomSource,
+    mults: Sequence[int] | None = None,
 ) -> int:
-    """Index j with probability exp(−γ_j) / Σ_i exp(−γ_i), exactly, in data-independent work.
+    """Index j with probability w_j·exp(−γ_j) / Σ_i w_i·exp(−γ_i), exactly, in data-independent
+    work (w_j = ``mults[j]``, a non-negative integer, default 1).
 
     Inverse-CDF sampling with certified interval arithmetic (the lazy-refinement idea of
     Knuth & Yao 1976): each weight exp(−γ_j) (at most 1, as γ ≥ 0) is bracketed by integers
@@ -250,15 +281,30 @@ def _inverse_cdf(
     holding γ to 2^−50) does the same work for every input of the same length — one
     vectorised ``exp``, two running sums and a binary search — and a second round happens
     with probability below about n·2^−38, so the running time does not reveal the data.
+    Some j with γ_j = 0 must have w_j ≥ 1 (the total is then at least one unit).
     """
     n = len(approx)
     lows, highs, scale = _float_round(approx)
+    lows, highs, total = _weighted(lows, highs, scale, n, mults)
     c_low = list(itertools.accumulate(lows, initial=0))
     c_high = list(itertools.accumulate(highs, initial=0))
-    extra = (scale * n).bit_length() + 64
+    extra = total.bit_length() + 64
     u = _draw_bits(src, extra)
     j = _decide(u, extra, c_low, c_high)
-    return j if j >= 0 else _refine(u, extra, exact, n, src)
+    return j if j >= 0 else _refine(u, extra, exact, n, src, mults)
+
+
+def _weighted(
+    lows: list[int], highs: list[int], scale: int, n: int, mults: Sequence[int] | None
+) -> tuple[list[int], list[int], int]:
+    """The brackets times the multiplicities, and the largest possible total (scale·Σw)."""
+    if mults is None:
+        return lows, highs, scale * n
+    return (
+        list(map(operator.mul, lows, mults)),
+        list(map(operator.mul, highs, mults)),
+        scale * sum(mults),
+    )
 
 
 def _decide(u: int, bits: int, c_low: Any, c_high: Any) -> int:
@@ -273,17 +319,23 @@ def _decide(u: int, bits: int, c_low: Any, c_high: Any) -> int:
 
 
 def _refine(
-    u: int, bits: int, exact: Callable[[], list[Fraction]], n: int, src: RandomSource
+    u: int,
+    bits: int,
+    exact: Callable[[], list[Fraction]],
+    n: int,
+    src: RandomSource,
+    mults: Sequence[int] | None = None,
 ) -> int:
     """Continue :func:`_inverse_cdf` with the same U: decimal rounds of growing precision."""
     gammas = exact()
     rounds = 1
     while True:
         lows, highs, scale = _decimal_round(gammas, _EM_DIGITS * 2 ** (rounds - 1))
+        lows, highs, total = _weighted(lows, highs, scale, n, mults)
         rounds += 1
         c_low = list(itertools.accumulate(lows, initial=0))
         c_high = list(itertools.accumulate(highs, initial=0))
-        extra = (scale * n).bit_length() + 64
+        extra = total.bit_length() + 64
         u = (u << extra) | _draw_bits(src, extra)
         bits += extra
         j = _decide(u, bits, c_low, c_high)
@@ -346,3 +398,150 @@ def exponential_mechanism_rows(
             continue
         out.append(_refine(u, extra, functools.partial(_exact_row, shifted[r], factor), n, src))
     return out
+
+
+# -- quantiles over a release grid -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GridQuantileLaw:
+    """The exponential mechanism's law for a q-quantile over the grid points lo..hi, grouped.
+
+    Entry j stands for the ``mults[j]`` consecutive grid points from ``starts[j]`` that share
+    the score ``scores[j] / denominator``: the gaps strictly between consecutive distinct data
+    values (and below the least, above the greatest), and each distinct value itself. A grid
+    point's probability is exp(−ε·score/(2Δ)) / Z (McSherry & Talwar 2007); an entry's is
+    ``mults[j]`` times that — choosing an interval between order statistics with probability
+    ∝ length × exp(−ε·score/(2Δ)), then a point uniformly within it, is Smith (2011)'s
+    mechanism restricted to the grid.
+    """
+
+    starts: npt.NDArray[np.int64]
+    mults: npt.NDArray[np.int64]
+    scores: npt.NDArray[np.int64] | list[int]
+    denominator: int
+
+
+def score_sensitivity(rows_per_unit: int, q: Fraction) -> Fraction:
+    """Δ of the q-quantile score when one unit (at most ``rows_per_unit`` rows) is added or
+    removed: each row moves every score by at most max(q, 1 − q) (see :func:`grid_quantile_law`;
+    the same constant as OpenDP's quantile scorer, and as for the one-sided |L − q·n|).
+
+    >>> score_sensitivity(1, Fraction(1, 2)), score_sensitivity(3, Fraction(9, 10))
+    (Fraction(1, 2), Fraction(27, 10))
+    """
+    q = Fraction(q)
+    return rows_per_unit * max(q, 1 - q)
+
+
+def grid_quantile_law(
+    values: npt.NDArray[np.int64],
+    counts: npt.NDArray[np.int64],
+    lo: int,
+    hi: int,
+    q: Fraction,
+) -> GridQuantileLaw:
+    """Entries (gaps and tied values) and their two-sided scores for the q-quantile.
+
+    ``values`` are the distinct data values in grid units, ascending, within [lo, hi];
+    ``counts`` their multiplicities. The score of a grid point c counts both sides of it:
+    with L = #{x < c}, E = #{x = c}, n rows, it is the distance from q·n to the ranks c
+    occupies, max(L − q·n, q·n − (L + E), 0) — zero exactly at the q-quantiles, so a value
+    shared by many rows is scored by all of them (a score that counts one side only,
+    |L − q·n|, ties every candidate on constant data). Adding or removing one row moves L − q·n
+    and q·n − (L + E) each by at most max(q, 1 − q) ≤ 1 (:func:`score_sensitivity`), as for
+    the one-sided score. Equivalently, L ≤ q·n + s and #{x > c} ≤ (1 − q)·n + s for a score s:
+    its rank error. Scores are integers over q's denominator.
+
+    >>> law = grid_quantile_law(np.array([3]), np.array([5]), 0, 9, Fraction(1, 2))
+    >>> law.starts.tolist(), law.mults.tolist(), [int(s) for s in law.scores]
+    ([0, 3, 4], [3, 1, 6], [5, 0, 5])
+    """
+    q = Fraction(q)
+    if not 0 <= q <= 1:
+        raise ParameterError("q", float(q), "a number in [0, 1]")
+    v = np.asarray(values, dtype=np.int64)
+    c = np.asarray(counts, dtype=np.int64)
+    d = len(v)
+    if len(c) != d or (d and (int(v[0]) < lo or int(v[-1]) > hi or bool((np.diff(v) <= 0).any()))):
+        raise ParameterError(
+            "values", d, "distinct ascending grid values within [lo, hi], one count each"
+        )
+    if d and int(c.min()) < 1:
+        raise ParameterError("counts", int(c.min()), "positive integers")
+    a, b = q.numerator, q.denominator
+    n = int(c.sum())
+    # Interleaved: gap 0, value 0, gap 1, ..., value d − 1, gap d.
+    starts = np.empty(2 * d + 1, dtype=np.int64)
+    ends = np.empty(2 * d + 1, dtype=np.int64)
+    starts[0] = lo
+    starts[2::2] = v + 1
+    starts[1::2] = v
+    ends[-1] = hi
+    ends[0:-1:2] = v - 1
+    ends[1::2] = v
+    mults = ends - starts + 1
+    below = np.zeros(d + 1, dtype=np.int64)
+    np.cumsum(c, out=below[1:])
+    left = np.empty(2 * d + 1, dtype=np.int64)  # L = rows below the entry
+    left[0::2] = below
+    left[1::2] = below[:-1]
+    ties = np.zeros(2 * d + 1, dtype=np.int64)  # E = rows at the entry
+    ties[1::2] = c
+    scores: npt.NDArray[np.int64] | list[int]
+    if b * max(n, 1) < 2**62:
+        an = a * n
+        scores = np.maximum(np.maximum(left * b - an, an - (left + ties) * b), 0)
+    else:  # exact in Python integers
+        scores = [
+            max(b * int(lt) - a * n, a * n - b * (int(lt) + int(e)), 0)
+            for lt, e in zip(left.tolist(), ties.tolist(), strict=True)
+        ]
+    return GridQuantileLaw(starts, mults, scores, b)
+
+
+def grid_quantile(
+    law: GridQuantileLaw, epsilon: Fraction, sensitivity: Fraction, source: RandomSource | None
+) -> int:
+    """A grid point drawn from ``law``: P(c) ∝ exp(−ε·score(c)/(2Δ)), exactly.
+
+    An entry by exact inverse CDF over mults × exp(−γ) (:func:`_inverse_cdf`), then a point
+    uniformly within it (:func:`~infodp.mechanisms.sampling.uniform_int`); ε-DP by Dwork &
+    Roth (2014), Theorem 3.10, over the data-independent candidate set lo..hi, and by
+    Theorem 3.11 the point's score exceeds the least by more than (2Δ/ε)(ln|R| + t) with
+    probability at most e^−t, |R| = hi − lo + 1.
+
+    >>> from infodp.mechanisms.sampling import InsecureSeededSource
+    >>> src = InsecureSeededSource(0, i_understand_this_is_not_private=True)
+    >>> law = grid_quantile_law(np.array([3]), np.array([40]), 0, 9, Fraction(1, 2))
+    >>> grid_quantile(law, Fraction(10), Fraction(1), src)
+    3
+    """
+    from infodp.mechanisms.sampling import uniform_int
+
+    src = require_secure_source(source)
+    factor = Fraction(epsilon) / (2 * Fraction(sensitivity) * law.denominator)
+    f = float(factor) if factor < 2**1000 else math.inf
+    live = law.mults > 0
+    if isinstance(law.scores, np.ndarray):
+        low = int(law.scores[live].min())
+        shifted = law.scores - low
+        with np.errstate(invalid="ignore", over="ignore"):
+            approx = np.where(shifted <= 0, 0.0, shifted.astype(np.float64) * f)
+        shifted_list: list[int] = shifted.tolist()
+    else:
+        low = min(s for s, ok in zip(law.scores, live.tolist(), strict=True) if ok)
+        shifted_list = [s - low for s in law.scores]
+        big = 2**1000
+        with np.errstate(invalid="ignore", over="ignore"):
+            approx = np.array([float(x) if x < big else math.inf for x in shifted_list]) * f
+        approx = np.where(np.array(shifted_list) <= 0, 0.0, approx)
+    # A gap of length 0 may score below every live entry: its weight is 0 whatever γ is.
+    approx = np.maximum(approx, 0.0)
+
+    def exact() -> list[Fraction]:
+        return [max(x, 0) * factor for x in shifted_list]
+
+    mults = law.mults.tolist()
+    j = _inverse_cdf(approx, exact, src, mults)
+    return int(law.starts[j]) + uniform_int(mults[j], src)

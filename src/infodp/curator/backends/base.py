@@ -49,7 +49,8 @@ class ExactAggregates:
     """Bounded, pre-noise integer aggregates per group (never leaves the engine).
 
     ``values[group][i]`` is measurement i (None for quantile measurements); ``histograms``
-    maps (group, measurement index) to the bin counts.
+    maps (group, measurement index) of a quantile to a (2, d) array: the group's distinct
+    snapped values (grid units, ascending) and how many bounded rows hold each.
     """
 
     values: dict[tuple[str, ...], tuple[int | None, ...]]

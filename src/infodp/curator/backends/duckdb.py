@@ -37,7 +37,7 @@ import duckdb
 
 from infodp._lazy import lazy_module
 from infodp.curator.backends.base import ExactAggregates, QueryDeadline
-from infodp.curator.grid import QUANTILE_BINS, ColumnGrid, column_grid, quantile_bins
+from infodp.curator.grid import ColumnGrid, column_grid
 from infodp.curator.plan import Measurement, Predicate, QueryPlan
 from infodp.curator.schema import ColumnSpec, DatasetSchema
 from infodp.errors import InternalError, ParameterError
@@ -49,7 +49,6 @@ else:
     np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 __all__ = [
-    "QUANTILE_BINS",
     "ColumnGrid",
     "DuckDBBackend",
     "ExactAggregates",
@@ -60,7 +59,7 @@ __all__ = [
     "compile_histogram",
     "compiled_statements",
     "empty_relation",
-    "quantile_bins",
+    "sorted_histograms",
 ]
 
 
@@ -358,36 +357,44 @@ def compile_histogram(
     unit_rows_ok: bool,
     source: str | None = None,
 ) -> str:
-    """SQL of the per-group histogram of ``column`` over :func:`quantile_bins` (for quantiles)."""
-    col = schema.column(column)
-    k, low, high = quantile_bins(col)
-    clean = _clean(col)
-    width = high - low
-    if width > 0:
-        # Scaled so that nothing can overflow for any value inside the declared domain:
-        # (v - low) lies in [0, width] (a finite double, checked at schema load), divided by
-        # the width it lies in [0, 1], times k in [0, k]; the CAST is then always in range.
-        # A value its null policy drops stays NULL (greatest/least would skip a NULL argument
-        # and put it in bin 0), so it never enters the histogram.
-        bin_expr = (
-            f"CASE WHEN ({clean}) IS NULL THEN NULL ELSE least({k - 1}, greatest(0, "
-            f"CAST(floor(((({clean}) - {_lit(low)}) / {_lit(width)}) * {k}) AS BIGINT))) END"
-        )
-    else:
-        bin_expr = f"CASE WHEN ({clean}) IS NULL THEN NULL ELSE 0 END"
-    cte = _source_cte(
-        plan, schema, [], unit_rows_ok, extra_items=[f"{bin_expr} AS __bin"], source=source
-    )
+    """SQL of the per-group counts of each snapped value of ``column`` (for quantiles).
+
+    The values are the bounded copy on the column's grid (:func:`_snapped`, as every other
+    aggregate reads them): one row per (group, distinct grid value) with its count, so the
+    quantile can be answered at the grid's resolution (the grid points are the candidates).
+    The statement's shape depends on the query and the schema only; its output has at most
+    as many rows as the bounded rows, and a unit moves it by at most its row limit.
+    """
+    cte = _source_cte(plan, schema, [column], unit_rows_ok, source=source)
     keys = [f"__g{i}" for i in range(len(plan.group_by))]
-    # __gid numbers the groups densely (1, 2, ...), so the engine can fill one dense
-    # (groups × bins) array with vectorised numpy instead of a Python loop over bins.
+    # __gid numbers the groups densely (1, 2, ...), so the engine can split the rows into
+    # groups with vectorised numpy instead of a Python loop over rows.
     gid = f"dense_rank() OVER (ORDER BY {', '.join(keys)})" if keys else "1"
-    select = ", ".join([*keys, "__bin", "count(*) AS n", f"{gid} AS __gid"])
+    select = ", ".join([*keys, "__v0 AS __bin", "count(*) AS n", f"{gid} AS __gid"])
     return (
         cte
-        + f"\nSELECT {select} FROM __src WHERE __bin IS NOT NULL "
-        + f"GROUP BY {', '.join([*keys, '__bin'])}"
+        + f"\nSELECT {select} FROM __src WHERE __v0 IS NOT NULL "
+        + f"GROUP BY {', '.join([*keys, '__v0'])}"
     )
+
+
+def sorted_histograms(
+    gids: npt.NDArray[np.int64], bins: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]
+) -> list[npt.NDArray[np.int64]]:
+    """Per group id 1, 2, ...: a (2, d) array of its distinct values (ascending) and counts.
+
+    The layout both backends give :class:`ExactAggregates` for a quantile measurement.
+
+    >>> h = sorted_histograms(np.array([1, 2, 1]), np.array([7, 3, 5]), np.array([1, 2, 3]))
+    >>> [x.tolist() for x in h]
+    [[[5, 7], [3, 1]], [[3], [2]]]
+    """
+    if gids.size == 0:
+        return []
+    order = np.lexsort((bins, gids))
+    g, v, c = gids[order], bins[order], counts[order]
+    cuts = np.flatnonzero(np.diff(g)) + 1
+    return [np.stack([vs, cs]) for vs, cs in zip(np.split(v, cuts), np.split(c, cuts), strict=True)]
 
 
 class DuckDBBackend:
@@ -694,17 +701,13 @@ class DuckDBBackend:
         for i, m in enumerate(ms):
             if m.kind != "quantile" or m.column is None:
                 continue
-            k = quantile_bins(schema.column(m.column))[0]
             sql = compile_histogram(plan, schema, m.column, unit_rows_ok=unit_rows_ok)
             res = con.execute(sql).fetchnumpy()
             gids = np.asarray(res["__gid"], dtype=np.int64)
             if gids.size == 0:
                 continue
-            dense = np.zeros((int(gids.max()), k), dtype=np.int64)
-            np.add.at(
-                dense,
-                (gids - 1, np.asarray(res["__bin"], dtype=np.int64)),
-                np.asarray(res["n"], dtype=np.int64),
+            per_group = sorted_histograms(
+                gids, np.asarray(res["__bin"], dtype=np.int64), np.asarray(res["n"], dtype=np.int64)
             )
             _, first = np.unique(gids, return_index=True)
             key_cols = [np.ma.asarray(res[f"__g{j}"])[first].tolist() for j in range(ng)]
@@ -713,7 +716,7 @@ class DuckDBBackend:
                 if any(v is None for v in raw):
                     continue  # a NULL key (dropped by its null policy) is never released
                 key = tuple(str(v) for v in raw)
-                histograms[(key, i)] = dense[g]
+                histograms[(key, i)] = per_group[g]
                 values.setdefault(key, tuple(None for _ in ms))
         return ExactAggregates(values, histograms)
 

@@ -47,8 +47,9 @@ from infodp.curator.backends.duckdb import (
     _snap_expression,
     bounded_column,
     compiled_statements,
+    sorted_histograms,
 )
-from infodp.curator.grid import column_grid, quantile_bins
+from infodp.curator.grid import column_grid
 from infodp.curator.plan import Measurement, QueryPlan
 from infodp.curator.schema import ColumnSpec, DatasetSchema
 from infodp.errors import InfodpError, InternalError, ParameterError
@@ -759,18 +760,24 @@ def _assemble(
     for i, m in enumerate(ms):
         if m.kind != "quantile" or m.column is None:
             continue
-        k = quantile_bins(schema.column(m.column))[0]
-        cells: dict[tuple[str, ...], npt.NDArray[np.int64]] = {}
+        groups: dict[tuple[str, ...], int] = {}
+        gids: list[int] = []
+        bins: list[int] = []
+        counts: list[int] = []
         for row in next(it_results):
             raw = row[:ng]
             if any(v is None for v in raw):
                 continue  # a NULL key (dropped by its null policy) is never released
             key = tuple(str(v) for v in raw)
-            hist = cells.get(key)
-            if hist is None:
-                hist = cells[key] = np.zeros(k, dtype=np.int64)
-            hist[int(row[ng])] += int(row[ng + 1])
-        for key, hist in cells.items():
+            gids.append(groups.setdefault(key, len(groups) + 1))
+            bins.append(int(row[ng]))
+            counts.append(int(row[ng + 1]))
+        per_group = sorted_histograms(
+            np.array(gids, dtype=np.int64),
+            np.array(bins, dtype=np.int64),
+            np.array(counts, dtype=np.int64),
+        )
+        for key, hist in zip(groups, per_group, strict=True):
             histograms[(key, i)] = hist
             values.setdefault(key, tuple(None for _ in ms))
     return ExactAggregates(values, histograms)
