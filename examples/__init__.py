@@ -1,0 +1,1 @@
+"""Runnable examples for the documentation (the survey release audited in the tutorials)."""
