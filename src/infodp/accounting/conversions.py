@@ -27,6 +27,7 @@ from infodp._validate import (
     as_real,
 )
 from infodp.errors import ParameterError
+from infodp.units import LN2
 
 if TYPE_CHECKING:
     import numpy as np
@@ -118,7 +119,7 @@ def mi_to_delta(epsilon: float) -> float:
     1.0
     """
     eps = as_nonnegative("epsilon", epsilon, allow_inf=True)
-    if eps >= math.log(2):
+    if eps >= LN2:
         return 1.0
     # 1 − 2h⁻¹(ln 2 − ε) = 2x with ln 2 − h(½ − x) = ε. Solving for x directly keeps small ε
     # exact: ln 2 − ε would round to ln 2 for ε < 1e-16 and give an optimistic δ = 0.

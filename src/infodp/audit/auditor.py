@@ -58,6 +58,7 @@ from infodp.audit.estimators import (
 from infodp.audit.events import Event, as_outputs, candidate_scorers, select_event
 from infodp.audit.information import mi_lower_bound
 from infodp.errors import InternalError, ParameterError
+from infodp.units import nats_to_bits
 
 __all__ = [
     "REFERENCE_MECHANISMS",
@@ -375,7 +376,7 @@ class AuditResult:
             "delta_event": self.delta_event,
             "kl_lower_nats": self.kl_lower,
             "mi_lower_nats": self.mi_lower,
-            "mi_lower_bits": self.mi_lower / math.log(2.0),
+            "mi_lower_bits": nats_to_bits(self.mi_lower),
             "checks": [
                 {"name": c.name, "lower": c.lower, "claimed": c.claimed, "violated": c.violated}
                 for c in self.checks

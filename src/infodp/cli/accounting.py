@@ -28,6 +28,7 @@ from infodp.accounting.profile import DEFAULT_INTERVAL, PrivacyProfile
 from infodp.accounting.spec import MECHANISMS, profile_from_spec
 from infodp.cli._common import emit, json_option
 from infodp.errors import ParameterError
+from infodp.units import nats_to_bits
 
 __all__ = ["COMMANDS", "account"]
 
@@ -154,7 +155,7 @@ def account(
         "epsilon_pure": eps_pure,
         "zcdp_rho": profile.zcdp_rho(),
         "information_nats": info,
-        "information_bits": info / math.log(2),
+        "information_bits": nats_to_bits(info),
         "interval": h,
         "note": "every epsilon is a certified upper bound; epsilon is the smallest of them",
     }

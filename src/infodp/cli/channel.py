@@ -34,10 +34,9 @@ from infodp._validate import (
 from infodp.channel import DEFINITIONS, Channel
 from infodp.cli._common import emit, json_option, parse_floats
 from infodp.errors import ParameterError
+from infodp.units import nats_to_bits
 
 __all__ = ["COMMANDS", "capacity"]
-
-_LN2 = math.log(2.0)
 
 
 def _parse_alpha(text: str) -> float:
@@ -120,7 +119,7 @@ def _render(payload: dict[str, Any]) -> None:
     lower, upper = payload["lower"], payload["upper"]
     click.echo(
         f"{name} (alpha = {alpha_text}): [{_fmtn(lower, 6)}, {_fmtn(upper, 6)}] nats "
-        f"([{_fmtn(lower / _LN2, 6)}, {_fmtn(upper / _LN2, 6)}] bits)"
+        f"([{_fmtn(nats_to_bits(lower), 6)}, {_fmtn(nats_to_bits(upper), 6)}] bits)"
     )
     if not payload["converged"]:
         click.echo(
@@ -186,8 +185,8 @@ def capacity(
         "upper": result.upper,
         "gap": result.gap,
         "unit": "nats",
-        "lower_bits": result.lower / _LN2,
-        "upper_bits": result.upper / _LN2,
+        "lower_bits": nats_to_bits(result.lower),
+        "upper_bits": nats_to_bits(result.upper),
         "converged": result.converged,
         "input_distribution": result.input_distribution.tolist(),
         "inputs": [_label(x) for x in channel.inputs],

@@ -15,7 +15,6 @@ adds the view of a group of K individuals.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ import click
 
 from infodp.cli._common import emit, json_option
 from infodp.errors import ParameterError
+from infodp.units import nats_to_bits
 
 __all__ = ["COMMANDS", "DEFAULT_TARGET_DELTA", "explain_command", "mechanism_spec"]
 
@@ -181,7 +181,7 @@ def _render_one(console: Any, p: dict[str, Any], heading: str) -> None:
     tail.add_column("R (bits)", justify="right")
     tail.add_column("probability at most", justify="right")
     for row in p["tail"]:
-        tail.add_row(_text(row["leak_nats"] / math.log(2), 3), _text(row["probability_at_most"]))
+        tail.add_row(_text(nats_to_bits(row["leak_nats"]), 3), _text(row["probability_at_most"]))
     console.print(tail)
     if "rows" in p:
         console.print(

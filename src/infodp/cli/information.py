@@ -25,10 +25,9 @@ from infodp.information.divergence import (
     renyi_divergence,
     total_variation,
 )
+from infodp.units import nats_to_bits
 
 __all__ = ["COMMANDS", "divergence"]
-
-_LN2 = math.log(2.0)
 
 
 def _parse_order(text: str) -> float:
@@ -85,7 +84,7 @@ def divergence(
         "p": p,
         "q": q,
         "nats": nats,
-        "bits": nats / _LN2,
+        "bits": nats_to_bits(nats),
         "units": {"nats": "natural logarithm", "bits": "base-2 logarithm (nats / ln 2)"},
         "total_variation": total_variation(p, q),
     }

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 
 from infodp._validate import as_nonnegative, as_positive
+from infodp.units import LN2, nats_to_bits
 
 __all__ = [
     "BITS",
@@ -43,8 +44,8 @@ __all__ = [
     "to_bits",
 ]
 
-#: Nats per bit.
-BITS = math.log(2.0)
+#: Nats per bit (kept as a name of this module; the value lives in :mod:`infodp.units`).
+BITS = LN2
 
 
 def laplace_information(value_range: float, scale: float) -> float:
@@ -137,4 +138,4 @@ def to_bits(nats: float) -> float:
     >>> to_bits(math.log(2))
     1.0
     """
-    return nats / BITS
+    return nats_to_bits(nats)

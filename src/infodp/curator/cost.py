@@ -26,6 +26,7 @@ from infodp.curator.grid import column_grid, quantile_bins
 from infodp.curator.plan import Measurement, MeasurementKind, QueryPlan, measurements
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import InternalError, ParameterError
+from infodp.units import nats_to_bits
 
 if TYPE_CHECKING:
     from infodp.accounting import PrivacyProfile
@@ -227,7 +228,7 @@ class QueryCost:
             "epsilon_exact": str(self.epsilon),
             "delta_exact": str(self.delta),
             "information_nats": self.information_nats,
-            "information_bits": self.information_nats / math.log(2.0),
+            "information_bits": nats_to_bits(self.information_nats),
             "measurements": [
                 {
                     "measurement": p.measurement.key,
