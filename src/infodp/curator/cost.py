@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from infodp._exact import parse_exact
+from infodp._exact import float_down, float_up, parse_exact
 from infodp.curator.budget_info import discrete_gaussian_information, discrete_laplace_information
 from infodp.curator.grid import column_grid, quantile_bins
 from infodp.curator.plan import Measurement, MeasurementKind, QueryPlan, measurements
@@ -82,9 +82,10 @@ def as_budget_fraction(name: str, value: Any, *, allow_zero: bool = False) -> Fr
     return frac
 
 
-def _float_up(x: Fraction) -> float:
-    f = float(x)
-    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
+# Exact fractions round to floats through _exact alone (ε and δ up, a remaining budget down);
+# the underscored names stay for the engine, which imports them from here.
+_float_up = float_up
+_float_down = float_down
 
 
 class Noise(enum.StrEnum):
@@ -185,11 +186,6 @@ def _mechanism(p: MeasurementCost) -> Any:
 
     # scale rounded up: ε_real = Δ/scale ≤ the exact ε charged (Ghosh et al. 2009).
     return DiscreteLaplaceMechanism(_float_up(Fraction(p.sensitivity) / p.epsilon), p.sensitivity)
-
-
-def _float_down(x: Fraction) -> float:
-    f = float(x)
-    return f if Fraction(f) <= x else math.nextafter(f, -math.inf)
 
 
 @dataclass(frozen=True, slots=True)
