@@ -34,7 +34,8 @@ from scipy import special
 
 from infodp._validate import as_nonnegative, as_positive, as_positive_int, as_probability
 from infodp.accounting import PrivacyProfile, discrete_gaussian_profile, gaussian_profile
-from infodp.accounting.pld import _DGAUSS_EXACT_SIGMA, _dgauss_cdf_upper
+from infodp.accounting.discrete_gaussian import EXACT_SIGMA, cdf_upper
+from infodp.accounting.discrete_gaussian import pmf as _dgauss_pmf
 from infodp.errors import ParameterError
 from infodp.mechanisms.base import (
     _AdditiveLattice,
@@ -137,24 +138,12 @@ def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.
     return math.nextafter(sigma, math.inf)
 
 
-def _dgauss_log_norm(sigma: float) -> float:
-    # log Σ_k e^{−k²/(2σ²)} by Poisson summation: σ√(2π)(1 + 2Σ_{n≥1} e^{−2π²σ²n²})
-    # (CKS 2020, proof of Fact 20 / standard theta-function identity).
-    corr = sum(math.exp(-2 * math.pi**2 * sigma**2 * n * n) for n in range(1, 8))
-    return math.log(sigma * math.sqrt(2 * math.pi)) + math.log1p(2 * corr)
-
-
-def _dgauss_pmf(sigma: float, k: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-    kf = k.astype(np.float64)
-    return np.exp(-(kf * kf) / (2 * sigma * sigma) - _dgauss_log_norm(sigma))
-
-
 def _dgauss_tail(sigma: float, k: int) -> float:
     """An upper bound on P[N ≥ k] for N ~ N_Z(0, σ²), memory and time bounded for every σ, k.
 
     σ ≤ 4096: the direct sum up to k + 40σ + 40 (the remainder is below e^{-800}). Above,
     P[N ≥ k] = P[N ≤ −k] by symmetry, bounded above in closed form (Euler-Maclaurin and the
-    Poisson-summation normaliser, :func:`infodp.accounting.pld._dgauss_cdf_upper`; relative
+    Poisson-summation normaliser, :func:`infodp.accounting.discrete_gaussian.cdf_upper`; relative
     error below 1e-12 there). Either is rounded up (:func:`~infodp.mechanisms.base.tail_up`),
     and for k ≥ 1 the least of it and e^(−k²/(2σ²)) (rounded up too) is returned: the discrete
     Gaussian is σ-subgaussian (Canonne, Kamath & Steinke 2020, Corollary 9).
@@ -162,8 +151,8 @@ def _dgauss_tail(sigma: float, k: int) -> float:
     >>> _dgauss_tail(1e7, 1) <= 0.5 + 1e-7, abs(_dgauss_tail(1e7, 19_599_640) - 0.025) < 1e-6
     (True, True)
     """
-    if sigma > _DGAUSS_EXACT_SIGMA:
-        numeric = float(_dgauss_cdf_upper(sigma, np.array([-float(k)]))[0])
+    if sigma > EXACT_SIGMA:
+        numeric = float(cdf_upper(sigma, np.array([-float(k)]))[0])
     else:
         ks = np.arange(k, k + math.ceil(40 * sigma) + 40, dtype=np.int64)
         numeric = math.fsum(_dgauss_pmf(sigma, ks).tolist())
