@@ -34,8 +34,7 @@ from scipy import special
 
 from infodp._validate import as_nonnegative, as_positive, as_positive_int, as_probability
 from infodp.accounting import PrivacyProfile, discrete_gaussian_profile, gaussian_profile
-from infodp.accounting.discrete_gaussian import EXACT_SIGMA, cdf_upper
-from infodp.accounting.discrete_gaussian import pmf as _dgauss_pmf
+from infodp.accounting.discrete_gaussian import EXACT_SIGMA, cdf_upper, pmf
 from infodp.errors import ParameterError
 from infodp.mechanisms.base import (
     _AdditiveLattice,
@@ -136,6 +135,10 @@ def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.
         )
     sigma = d * math.sqrt(2 * math.log(1.25 / dlt)) / eps
     return math.nextafter(sigma, math.inf)
+
+
+#: The noise pmf (kept under this name for the subsampled Gaussian, which imports it).
+_dgauss_pmf = pmf
 
 
 def _dgauss_tail(sigma: float, k: int) -> float:
