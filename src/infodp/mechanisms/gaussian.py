@@ -29,7 +29,6 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from scipy import special
 
 from infodp._validate import as_nonnegative, as_positive, as_positive_int, as_probability
@@ -37,8 +36,9 @@ from infodp.accounting import PrivacyProfile, discrete_gaussian_profile, gaussia
 from infodp.accounting.discrete_gaussian import EXACT_SIGMA, cdf_upper, pmf
 from infodp.errors import ParameterError
 from infodp.mechanisms.base import (
-    _AdditiveLattice,
-    _SnappedReal,
+    NoiseFamily,
+    _IntegerFamily,
+    _SnappedFamily,
     as_grid,
     grid_sensitivity,
     round_up,
@@ -185,8 +185,14 @@ def _solve_sigma(
     )
 
 
+#: N_Z noise: the secure release of both Gaussian mechanisms.
+_GAUSSIAN = NoiseFamily(
+    pmf, _dgauss_tail, discrete_gaussian, simulate_discrete_gaussian, discrete_gaussian_profile
+)
+
+
 @dataclass(frozen=True)
-class GaussianMechanism(_SnappedReal):
+class GaussianMechanism(_SnappedFamily):
     """Gaussian noise N(0, σ²) for a real value of L2 ``sensitivity``, released on a grid.
 
     ``grid`` is a power of two (None: 2**(floor(log2 Δ) − 10)). The release is
@@ -204,10 +210,8 @@ class GaussianMechanism(_SnappedReal):
     sensitivity: float = 1.0
     grid: float | None = None
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "sigma", as_positive("sigma", self.sigma))
-        object.__setattr__(self, "sensitivity", as_positive("sensitivity", self.sensitivity))
-        object.__setattr__(self, "grid", as_grid(self.grid, self.sensitivity))
+    _family = _GAUSSIAN
+    _parameter = "sigma"
 
     @classmethod
     def calibrate(
@@ -235,11 +239,7 @@ class GaussianMechanism(_SnappedReal):
     @property
     def grid_sigma(self) -> float:
         """σ in grid units, σ/grid (exact: grid is a power of two)."""
-        return self.sigma / self._unit
-
-    def profile(self) -> PrivacyProfile:
-        """Profile of the secure release: discrete Gaussian, inflated integer sensitivity."""
-        return discrete_gaussian_profile(self.grid_sigma, self.integer_sensitivity)
+        return self._noise_parameter
 
     def ideal_profile(self) -> PrivacyProfile:
         """Profile of the idealised continuous Gaussian (NOT what release guarantees).
@@ -249,21 +249,9 @@ class GaussianMechanism(_SnappedReal):
         """
         return gaussian_profile(self.sigma, self.sensitivity)
 
-    def _noise_pmf(self, k: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-        return _dgauss_pmf(self.grid_sigma, k)
-
-    def _noise_tail(self, k: int) -> float:
-        return _dgauss_tail(self.grid_sigma, k)
-
-    def _exact_noise(self, source: Any) -> int:
-        return discrete_gaussian(Fraction(self.sigma) / Fraction(self._unit), source)
-
-    def _fast_noise(self, size: int, gen: np.random.Generator) -> npt.NDArray[np.int64]:
-        return simulate_discrete_gaussian(self.grid_sigma, size, gen)
-
 
 @dataclass(frozen=True)
-class DiscreteGaussianMechanism(_AdditiveLattice):
+class DiscreteGaussianMechanism(_IntegerFamily):
     """Discrete Gaussian noise N_Z(0, σ²) for an integer value (Canonne, Kamath & Steinke 2020).
 
     >>> m = DiscreteGaussianMechanism.calibrate(epsilon=1.0, delta=1e-5)
@@ -276,11 +264,8 @@ class DiscreteGaussianMechanism(_AdditiveLattice):
     sigma: float
     sensitivity: int = 1
 
-    _integer = True
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "sigma", as_positive("sigma", self.sigma))
-        object.__setattr__(self, "sensitivity", as_positive_int("sensitivity", self.sensitivity))
+    _family = _GAUSSIAN
+    _parameter = "sigma"
 
     @classmethod
     def calibrate(
@@ -298,29 +283,5 @@ class DiscreteGaussianMechanism(_AdditiveLattice):
         sigma = _solve_sigma(lambda s: cls(s, d).profile(), eps, dlt, float(d), method)
         return cls(sigma, d)
 
-    @property
-    def _unit(self) -> float:
-        return 1.0
-
-    @property
-    def _sensitivity(self) -> float:
-        return float(self.sensitivity)
-
-    def profile(self) -> PrivacyProfile:
-        """``discrete_gaussian_profile(sigma, sensitivity)``."""
-        return discrete_gaussian_profile(self.sigma, self.sensitivity)
-
-    def _noise_pmf(self, k: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-        return _dgauss_pmf(self.sigma, k)
-
-    def _noise_tail(self, k: int) -> float:
-        return _dgauss_tail(self.sigma, k)
-
-    def _exact_noise(self, source: Any) -> int:
-        return discrete_gaussian(Fraction(self.sigma), source)
-
     def _exact_noise_batch(self, size: int, source: Any) -> list[int]:
         return discrete_gaussian_batch(Fraction(self.sigma), size, source)
-
-    def _fast_noise(self, size: int, gen: np.random.Generator) -> npt.NDArray[np.int64]:
-        return simulate_discrete_gaussian(self.sigma, size, gen)
