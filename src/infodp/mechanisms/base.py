@@ -502,6 +502,9 @@ class NoiseFamily:
     exact: Callable[[Fraction, Any], int]
     simulate: Callable[[float, int, np.random.Generator], npt.NDArray[np.int64]]
     profile: Callable[[float, int], PrivacyProfile]
+    #: The continuous noise's profile (value units, real sensitivity): what an ideal,
+    #: unsnapped release would guarantee (never what the release guarantees).
+    continuous: Callable[[float, float], PrivacyProfile] | None = None
 
 
 class _FamilyLattice(_AdditiveLattice):
@@ -549,6 +552,19 @@ class _SnappedFamily(_SnappedReal, _FamilyLattice):
         object.__setattr__(self, name, as_positive(name, getattr(self, name)))
         object.__setattr__(self, "sensitivity", as_positive("sensitivity", self.sensitivity))
         object.__setattr__(self, "grid", as_grid(self.grid, self.sensitivity))
+
+    def ideal_profile(self) -> PrivacyProfile:
+        """Profile of the idealised continuous mechanism (NOT what release guarantees).
+
+        >>> from infodp.mechanisms import GaussianMechanism, LaplaceMechanism
+        >>> LaplaceMechanism(1.0).ideal_profile().pure_epsilon()
+        1.0
+        >>> GaussianMechanism(2.0).ideal_profile().zcdp_rho()
+        0.125
+        """
+        if self._family.continuous is None:
+            raise InternalError(f"{type(self).__name__} has no continuous counterpart")
+        return self._family.continuous(getattr(self, self._parameter), self.sensitivity)
 
 
 class _IntegerFamily(_FamilyLattice):

@@ -32,7 +32,7 @@ import numpy as np
 from scipy import special
 
 from infodp._validate import as_nonnegative, as_positive, as_positive_int, as_probability
-from infodp.accounting import PrivacyProfile, discrete_gaussian_profile, gaussian_profile
+from infodp.accounting import discrete_gaussian_profile, gaussian_profile
 from infodp.accounting.discrete_gaussian import EXACT_SIGMA, cdf_upper, pmf
 from infodp.errors import ParameterError
 from infodp.mechanisms.base import (
@@ -187,7 +187,12 @@ def _solve_sigma(
 
 #: N_Z noise: the secure release of both Gaussian mechanisms.
 _GAUSSIAN = NoiseFamily(
-    pmf, _dgauss_tail, discrete_gaussian, simulate_discrete_gaussian, discrete_gaussian_profile
+    pmf,
+    _dgauss_tail,
+    discrete_gaussian,
+    simulate_discrete_gaussian,
+    discrete_gaussian_profile,
+    gaussian_profile,
 )
 
 
@@ -240,14 +245,6 @@ class GaussianMechanism(_SnappedFamily):
     def grid_sigma(self) -> float:
         """σ in grid units, σ/grid (exact: grid is a power of two)."""
         return self._noise_parameter
-
-    def ideal_profile(self) -> PrivacyProfile:
-        """Profile of the idealised continuous Gaussian (NOT what release guarantees).
-
-        >>> GaussianMechanism(2.0).ideal_profile().zcdp_rho()
-        0.125
-        """
-        return gaussian_profile(self.sigma, self.sensitivity)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from infodp._lazy import lazy_module
 from infodp._validate import as_nonnegative, as_positive, as_positive_int
-from infodp.accounting import PrivacyProfile, discrete_laplace_profile, laplace_profile
+from infodp.accounting import discrete_laplace_profile, laplace_profile
 from infodp.mechanisms.base import (
     NoiseFamily,
     _IntegerFamily,
@@ -64,7 +64,12 @@ def _dlap_tail(scale: float, k: int) -> float:
 
 #: Lap_Z noise: the secure release of both Laplace mechanisms.
 _LAPLACE = NoiseFamily(
-    _dlap_pmf, _dlap_tail, discrete_laplace, simulate_discrete_laplace, discrete_laplace_profile
+    _dlap_pmf,
+    _dlap_tail,
+    discrete_laplace,
+    simulate_discrete_laplace,
+    discrete_laplace_profile,
+    laplace_profile,
 )
 
 
@@ -122,14 +127,6 @@ class LaplaceMechanism(_SnappedFamily):
     def grid_scale(self) -> float:
         """The noise scale in grid units, scale/grid (exact: grid is a power of two)."""
         return self._noise_parameter
-
-    def ideal_profile(self) -> PrivacyProfile:
-        """Profile of the idealised continuous Laplace mechanism (NOT what release guarantees).
-
-        >>> LaplaceMechanism(1.0).ideal_profile().pure_epsilon()
-        1.0
-        """
-        return laplace_profile(self.scale, self.sensitivity)
 
 
 @dataclass(frozen=True)
