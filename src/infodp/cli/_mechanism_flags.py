@@ -4,7 +4,7 @@
 (``--scale``, ``--sigma``, …); their options, types and help lines come from
 :data:`infodp.mechanisms.registry.PARAMETERS`, and a flag set becomes an accounting spec
 (:mod:`infodp.accounting.spec`) in one place. The mechanism's own δ is ``--delta-mechanism``
-(``--delta`` is the target δ of the report).
+(``--delta`` is the target δ of the report); a ``--spec`` file is read by :func:`read_spec`.
 
 >>> mechanism_spec("laplace", scale=2.0, compositions=3)
 {'mechanism': 'laplace', 'scale': 2.0, 'count': 3}
@@ -14,7 +14,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -22,7 +24,7 @@ import click
 from infodp.errors import ParameterError
 from infodp.mechanisms.registry import PARAMETERS, REGISTRY
 
-__all__ = ["dest", "flag", "mechanism_options", "mechanism_spec", "spec_parameters"]
+__all__ = ["dest", "flag", "mechanism_options", "mechanism_spec", "read_spec", "spec_parameters"]
 
 
 def flag(key: str) -> str:
@@ -104,3 +106,13 @@ def mechanism_spec(mechanism: str, **options: Any) -> dict[str, Any]:
     if counts:
         spec["count"] = counts.pop()
     return spec
+
+
+def read_spec(path: str) -> Any:
+    """The JSON of a ``--spec`` file (the format of :mod:`infodp.accounting.spec`)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except OSError as err:
+        raise ParameterError("--spec", path, f"a readable file ({err.strerror})") from None
+    except ValueError:
+        raise ParameterError("--spec", path, "a file holding valid JSON") from None

@@ -14,9 +14,7 @@ The spec JSON format is documented in :mod:`infodp.accounting.spec`.
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 from typing import Any
 
 import click
@@ -27,7 +25,12 @@ from infodp.accounting import conversions, rdp
 from infodp.accounting.profile import DEFAULT_INTERVAL, PrivacyProfile
 from infodp.accounting.spec import profile_from_spec
 from infodp.cli._common import emit, json_option
-from infodp.cli._mechanism_flags import mechanism_options, mechanism_spec, spec_parameters
+from infodp.cli._mechanism_flags import (
+    mechanism_options,
+    mechanism_spec,
+    read_spec,
+    spec_parameters,
+)
 from infodp.errors import ParameterError
 from infodp.mechanisms.registry import REGISTRY
 from infodp.units import nats_to_bits
@@ -41,12 +44,7 @@ def _build(
     if (mechanism is None) == (spec_file is None):
         raise ParameterError("--mechanism/--spec", None, "exactly one of --mechanism or --spec")
     if spec_file is not None:
-        try:
-            spec = json.loads(Path(spec_file).read_text())
-        except OSError as err:
-            raise ParameterError("--spec", spec_file, f"a readable file ({err.strerror})") from None
-        except ValueError:
-            raise ParameterError("--spec", spec_file, "a file holding valid JSON") from None
+        spec = read_spec(spec_file)
         return profile_from_spec(spec, where="--spec"), spec
     spec = mechanism_spec(str(mechanism), **options)
     if options.get("group") is not None:

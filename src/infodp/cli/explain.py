@@ -14,7 +14,6 @@ adds the view of a group of K individuals.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,12 @@ import click
 
 from infodp.cli._common import emit, json_option
 from infodp.cli._mechanism_flags import flag as _flag
-from infodp.cli._mechanism_flags import mechanism_options, mechanism_spec, spec_parameters
+from infodp.cli._mechanism_flags import (
+    mechanism_options,
+    mechanism_spec,
+    read_spec,
+    spec_parameters,
+)
 from infodp.errors import ParameterError
 from infodp.units import nats_to_bits
 
@@ -31,15 +35,6 @@ __all__ = ["COMMANDS", "DEFAULT_TARGET_DELTA", "explain_command", "mechanism_spe
 
 #: Target δ with --mechanism/--spec when --delta is not given (the default of infodp account).
 DEFAULT_TARGET_DELTA = 1e-5
-
-
-def _read_spec(path: str) -> Any:
-    try:
-        return json.loads(Path(path).read_text())
-    except OSError as err:
-        raise ParameterError("--spec", path, f"a readable file ({err.strerror})") from None
-    except ValueError:
-        raise ParameterError("--spec", path, "a file holding valid JSON") from None
 
 
 def _text(x: float | None, digits: int = 4) -> str:
@@ -202,7 +197,7 @@ def explain_command(
         if spec_file is not None:
             if given or epsilon is not None:
                 raise ParameterError("--spec takes no mechanism flags (put them in the file)")
-            spec = _read_spec(spec_file)
+            spec = read_spec(spec_file)
         else:
             spec = mechanism_spec(str(mechanism), epsilon=epsilon, **options)
         profile = profile_from_spec(spec, where="--spec" if spec_file else "options")
