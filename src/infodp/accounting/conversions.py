@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+from infodp._exact import float_up
 from infodp._lazy import lazy_module
 from infodp._validate import (
     as_alpha,
@@ -247,13 +248,8 @@ def pure_group_privacy(epsilon: float, n: int) -> float:
 
 
 def _up_mul(k: int, eps: float) -> float:
-    """k·ε rounded up to the next float when the product is inexact."""
-    if not math.isfinite(eps):
-        return eps
-    value = k * eps
-    if math.isfinite(value) and Fraction(value) < k * Fraction(eps):
-        value = math.nextafter(value, math.inf)
-    return value
+    """k·ε rounded up to the next float when the product is inexact (:func:`float_up`)."""
+    return eps if not math.isfinite(eps) else float_up(k * Fraction(eps))
 
 
 def leakage_tail_bound(epsilon: float, alpha: float, r: float) -> float:
