@@ -25,25 +25,17 @@ import numpy as np
 
 from infodp._format import format_number as _fmtn
 from infodp._validate import (
-    as_alpha,
     as_nonnegative,
     as_positive,
     as_positive_int,
     as_probability,
 )
 from infodp.channel import DEFINITIONS, Channel
-from infodp.cli._common import emit, json_option, parse_floats
+from infodp.cli._common import emit, json_option, parse_alpha, parse_floats
 from infodp.errors import ParameterError
 from infodp.units import nats_to_bits
 
 __all__ = ["COMMANDS", "capacity"]
-
-
-def _parse_alpha(text: str) -> float:
-    cleaned = text.strip()
-    if cleaned in {"∞", "+∞"}:
-        cleaned = "inf"
-    return as_alpha("--alpha", cleaned)
 
 
 def _read_matrix(path: str) -> np.ndarray[Any, np.dtype[np.float64]]:
@@ -172,7 +164,7 @@ def capacity(
     as_json: bool,
 ) -> None:
     """Certified capacity bracket [lower, upper] of a channel, in nats per use."""
-    alpha = _parse_alpha(alpha_text)
+    alpha = parse_alpha(alpha_text)
     tol = as_positive("--tol", tol_text.strip())
     channel = _channel(bsc, erasure, z, rr, matrix)
     if definition == "shannon" and alpha != 1:
