@@ -12,6 +12,7 @@ Gaussian δ(ε) (Balle & Wang 2018, Theorem 8), computed here with scipy.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -24,7 +25,7 @@ from scipy import stats
 from infodp.accounting.spec import MECHANISMS as SPECS
 from infodp.accounting.spec import profile_from_spec, profile_to_spec
 from infodp.audit.auditor import REFERENCE_MECHANISMS, reference_mechanism
-from infodp.cli._mechanism_flags import dest, mechanism_spec
+from infodp.cli._mechanism_flags import dest, flag, mechanism_spec
 from infodp.cli.accounting import account
 from infodp.cli.audit import audit_command
 from infodp.cli.explain import explain_command
@@ -217,3 +218,23 @@ def test_unknown_names_are_refused_with_the_allowed_ones() -> None:
         calibrate("pure-dp", 1.0)
     with pytest.raises(ParameterError, match="delta"):
         calibrate("gaussian", 1.0, 0.0)
+
+
+@pytest.mark.parametrize("name", SPEC_NAMES)
+def test_infodp_account_takes_every_registered_parameter_as_a_flag(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from infodp.cli import main
+
+    row = REGISTRY[name]
+    values = {p: EXAMPLE[p] for p in row.parameters}
+    args = ["account", "--mechanism", name, "--json", "--interval", "1e-3"]
+    for p, v in values.items():
+        args += [flag(p), str(v)]
+    assert main(args) == 0
+    payload = json.loads(capsys.readouterr().out)
+    if "sensitivity" in values and "sensitivity" not in row.integers:
+        values["sensitivity"] = float(values["sensitivity"])
+    assert payload["spec"] == {"mechanism": name, **values}
+    pure = SPECS[name][0](**values).pure_epsilon()
+    assert payload["epsilon_pure"] == (pure if math.isfinite(pure) else "inf")
