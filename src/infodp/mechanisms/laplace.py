@@ -177,8 +177,8 @@ class DiscreteLaplaceMechanism(_IntegerFamily):
         >>> from infodp.mechanisms import InsecureSeededSource
         >>> src = InsecureSeededSource(0, i_understand_this_is_not_private=True)
         >>> ms = [DiscreteLaplaceMechanism(2.0), DiscreteLaplaceMechanism(50.0)]
-        >>> [len(z) for z in DiscreteLaplaceMechanism.noise_batches(ms, 80, src)]
-        [80, 80]
+        >>> tuple(len(z) for z in DiscreteLaplaceMechanism.noise_batches(ms, 80, src))
+        (80, 80)
         """
         scales = [Fraction(m.scale) for m in mechanisms]
         return discrete_laplace_batches(scales, [size] * len(scales), source)
