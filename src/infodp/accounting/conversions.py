@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+from infodp._exact import float_up
 from infodp._lazy import lazy_module
 from infodp._validate import (
     as_alpha,
@@ -27,6 +28,7 @@ from infodp._validate import (
     as_real,
 )
 from infodp.errors import ParameterError
+from infodp.units import LN2
 
 if TYPE_CHECKING:
     import numpy as np
@@ -118,7 +120,7 @@ def mi_to_delta(epsilon: float) -> float:
     1.0
     """
     eps = as_nonnegative("epsilon", epsilon, allow_inf=True)
-    if eps >= math.log(2):
+    if eps >= LN2:
         return 1.0
     # 1 − 2h⁻¹(ln 2 − ε) = 2x with ln 2 − h(½ − x) = ε. Solving for x directly keeps small ε
     # exact: ln 2 − ε would round to ln 2 for ε < 1e-16 and give an optimistic δ = 0.
@@ -246,13 +248,8 @@ def pure_group_privacy(epsilon: float, n: int) -> float:
 
 
 def _up_mul(k: int, eps: float) -> float:
-    """k·ε rounded up to the next float when the product is inexact."""
-    if not math.isfinite(eps):
-        return eps
-    value = k * eps
-    if math.isfinite(value) and Fraction(value) < k * Fraction(eps):
-        value = math.nextafter(value, math.inf)
-    return value
+    """k·ε rounded up to the next float when the product is inexact (:func:`float_up`)."""
+    return eps if not math.isfinite(eps) else float_up(k * Fraction(eps))
 
 
 def leakage_tail_bound(epsilon: float, alpha: float, r: float) -> float:

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from infodp.accounting import discrete_gaussian as _dg
     from infodp.accounting import pld as _pldlib
     from infodp.accounting.pld import PrivacyLossDistribution
 else:
@@ -67,6 +68,7 @@ else:
     # Laplace query's leakage summary builds no PLD and no numpy array.
     np = lazy_module("numpy")
     _pldlib = lazy_module("infodp.accounting.pld")
+    _dg = lazy_module("infodp.accounting.discrete_gaussian")
 
 special = lazy_module("scipy.special")  # loaded on first use
 
@@ -628,7 +630,8 @@ class DiscreteSubsampledGaussianProfile(PrivacyProfile):
     add is the same pair swapped (the pairs of Mironov, Talwar & Zhang 2019 with the discrete
     Gaussian of Canonne, Kamath & Steinke 2020, Definition 1). Everything is computed from the
     atoms k ∈ [−W, μ + W], W = ⌈√150·s⌉ + 2, of the exact pmf; the mass outside is bounded
-    rigorously (``pld._dgauss_log_out``: sum ≤ integral for a monotone tail, Z ≥ the in-window sum)
+    rigorously (:func:`~infodp.accounting.discrete_gaussian.log_outside_upper`: sum ≤ integral
+    for a monotone tail, Z ≥ the in-window sum)
     and counted pessimistically (at +∞ loss in the PLD, added to the Rényi sums).
     """
 
@@ -656,8 +659,8 @@ class DiscreteSubsampledGaussianProfile(PrivacyProfile):
         c = αμ (remove) or (1−α)μ (add), by convexity of x^α resp. x^{1−α}.
         """
         s, mu, q = self.sigma_units, self.mu_units, self.sampling_rate
-        log_z = _pldlib._dgauss_log_z(s)
-        w = math.ceil(_pldlib._DSG_WIDTH * s) + 2
+        log_z = _dg.log_normaliser_lower(s)
+        w = math.ceil(_dg.WINDOW_WIDTH * s) + 2
         c = alpha * mu if remove else (1 - alpha) * mu
         lo = math.floor(min(0.0, c)) - w
         hi = math.ceil(max(float(mu), c)) + w
@@ -669,8 +672,8 @@ class DiscreteSubsampledGaussianProfile(PrivacyProfile):
         log_p, log_q = (lmix, lp0) if remove else (lp0, lmix)
         expo = alpha * (alpha - 1) * mu * mu / (2 * s * s)
         out = np.logaddexp(
-            math.log1p(-q) + _pldlib._dgauss_log_out(s, 0.0, lo, hi),
-            math.log(q) + expo + _pldlib._dgauss_log_out(s, c, lo, hi),
+            math.log1p(-q) + _dg.log_outside_upper(s, 0.0, lo, hi),
+            math.log(q) + expo + _dg.log_outside_upper(s, c, lo, hi),
         )
         return log_p, log_q, float(out)
 
@@ -684,7 +687,7 @@ class DiscreteSubsampledGaussianProfile(PrivacyProfile):
         # KL = Σ_in p log(p/q) + Σ_out p log(p/q), and p log(p/q) ≤ p²/q − p ≤ p²/q
         # (log x ≤ x − 1): the outside part is at most the order-2 outside bound.
         s, mu = self.sigma_units, self.mu_units
-        if 2 * (math.ceil(_pldlib._DSG_WIDTH * s) + 2) + 2 * mu > _DSG_MAX_ATOMS:
+        if 2 * (math.ceil(_dg.WINDOW_WIDTH * s) + 2) + 2 * mu > _DSG_MAX_ATOMS:
             # Too many atoms to sum: KL = D_1 ≤ D_2 (Rényi divergence grows with the order,
             # van Erven & Harremoës 2014, Theorem 3) ≤ the order-2 convexity bound.
             return float(self._jensen(np.array([2.0]))[0])
@@ -699,7 +702,7 @@ class DiscreteSubsampledGaussianProfile(PrivacyProfile):
         bound = self._jensen(alphas)
         add_cap = -math.log1p(-self.sampling_rate)
         s, mu = self.sigma_units, self.mu_units
-        width = 2 * (math.ceil(_pldlib._DSG_WIDTH * s) + 2) + mu
+        width = 2 * (math.ceil(_dg.WINDOW_WIDTH * s) + 2) + mu
         out = np.empty(alphas.shape, dtype=np.float64)
         for i, a in enumerate(alphas.tolist()):
             best = float(bound[i])

@@ -58,6 +58,8 @@ from infodp.audit.estimators import (
 from infodp.audit.events import Event, as_outputs, candidate_scorers, select_event
 from infodp.audit.information import mi_lower_bound
 from infodp.errors import InternalError, ParameterError
+from infodp.mechanisms.registry import REGISTRY, referenced
+from infodp.units import nats_to_bits
 
 __all__ = [
     "REFERENCE_MECHANISMS",
@@ -192,10 +194,7 @@ def reference_mechanism(
     >>> round(profile.pure_epsilon(), 6), d, d2      # (1024 + 1)/1024 / 2: snapping charged
     (0.500488, [0.0], [1.0])
     """
-    from infodp.mechanisms.gaussian import DiscreteGaussianMechanism, GaussianMechanism
-    from infodp.mechanisms.laplace import DiscreteLaplaceMechanism, LaplaceMechanism
     from infodp.mechanisms.randomized_response import RandomizedResponse
-    from infodp.mechanisms.staircase import StaircaseMechanism
 
     if name not in REFERENCE_MECHANISMS:
         raise ParameterError("mechanism", name, f"one of {', '.join(REFERENCE_MECHANISMS)}")
@@ -203,24 +202,18 @@ def reference_mechanism(
     unknown = sorted(set(params) - set(allowed))
     if unknown:
         raise ParameterError(f"mechanism {name} does not take {', '.join(unknown)}.")
+    row = REGISTRY[name]
+    # A parameter not given is 1; the sensitivity is checked first, whole for a lattice.
     sens = as_positive("sensitivity", params.get("sensitivity", 1.0))
-    own: Any
-    if name == "laplace":
-        own = LaplaceMechanism(as_positive("scale", params.get("scale", 1.0)), sens)
-    elif name == "gaussian":
-        own = GaussianMechanism(as_positive("sigma", params.get("sigma", 1.0)), sens)
-    elif name == "discrete-laplace":
-        own = DiscreteLaplaceMechanism(
-            as_positive("scale", params.get("scale", 1.0)), _int_sens(sens)
-        )
-    elif name == "discrete-gaussian":
-        own = DiscreteGaussianMechanism(
-            as_positive("sigma", params.get("sigma", 1.0)), _int_sens(sens)
-        )
-    elif name == "staircase":
-        own = StaircaseMechanism(as_positive("epsilon", params.get("epsilon", 1.0)), sens)
-    else:
-        own = RandomizedResponse(as_positive("epsilon", params.get("epsilon", 1.0)), 2)
+    values: dict[str, Any] = {
+        key: as_positive(key, params.get(key, 1.0)) for key in allowed if key != "sensitivity"
+    }
+    if "sensitivity" in allowed:
+        values["sensitivity"] = _int_sens(sens) if "sensitivity" in row.integers else sens
+    cls = row.mechanism
+    if cls is None:
+        raise InternalError(f"reference mechanism {name!r} has no class")
+    own: Any = cls(**values)
     if isinstance(own, RandomizedResponse):
         rr = own
 
@@ -233,23 +226,21 @@ def reference_mechanism(
             [0.0],
             [1.0],
         )
-    if own is not None:
-        label = ", ".join(f"{k}={v:g}" for k, v in sorted(params.items()))
-        discrete = name.startswith("discrete")
+    label = ", ".join(f"{k}={v:g}" for k, v in sorted(params.items()))
+    discrete = "sensitivity" in row.integers
 
-        def value(d: Any) -> float | int:
-            total = _sum(d)
-            if not discrete:
-                return total
-            if not total.is_integer():
-                raise ParameterError("dataset", d, "integers for a discrete mechanism")
-            return int(total)
+    def value(d: Any) -> float | int:
+        total = _sum(d)
+        if not discrete:
+            return total
+        if not total.is_integer():
+            raise ParameterError("dataset", d, "integers for a discrete mechanism")
+        return int(total)
 
-        mech = VectorisedMechanism(
-            lambda d, n, rng: own.simulate(value(d), n, rng), f"infodp {name}({label})"
-        )
-        return mech, own.profile(), [0.0], [sens]
-    raise InternalError(f"reference mechanism {name!r} not built")
+    mech = VectorisedMechanism(
+        lambda d, n, rng: own.simulate(value(d), n, rng), f"infodp {name}({label})"
+    )
+    return mech, own.profile(), [0.0], [sens]
 
 
 def _int_sens(value: float) -> int:
@@ -258,14 +249,7 @@ def _int_sens(value: float) -> int:
     return int(value)
 
 
-REFERENCE_MECHANISMS: dict[str, tuple[str, ...]] = {
-    "laplace": ("scale", "sensitivity"),
-    "gaussian": ("sigma", "sensitivity"),
-    "discrete-laplace": ("scale", "sensitivity"),
-    "discrete-gaussian": ("sigma", "sensitivity"),
-    "randomized-response": ("epsilon",),
-    "staircase": ("epsilon", "sensitivity"),
-}
+REFERENCE_MECHANISMS: dict[str, tuple[str, ...]] = referenced()
 """Reference simulators the CLI can audit by name, with the parameters each takes."""
 
 
@@ -375,7 +359,7 @@ class AuditResult:
             "delta_event": self.delta_event,
             "kl_lower_nats": self.kl_lower,
             "mi_lower_nats": self.mi_lower,
-            "mi_lower_bits": self.mi_lower / math.log(2.0),
+            "mi_lower_bits": nats_to_bits(self.mi_lower),
             "checks": [
                 {"name": c.name, "lower": c.lower, "claimed": c.claimed, "violated": c.violated}
                 for c in self.checks

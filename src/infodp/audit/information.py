@@ -37,6 +37,7 @@ import numpy.typing as npt
 
 from infodp._validate import as_positive_int, as_probability
 from infodp.errors import ParameterError
+from infodp.units import LN2
 
 __all__ = ["empirical_bernstein_upper", "mi_lower_bound"]
 
@@ -133,4 +134,4 @@ def mi_lower_bound(
         empirical_bernstein_upper(loss0, value_range, level)
         + empirical_bernstein_upper(loss1, value_range, level)
     )
-    return max(0.0, math.log(2.0) - upper)
+    return max(0.0, LN2 - upper)

@@ -68,3 +68,17 @@ def parse_floats(name: str, text: str) -> list[float]:
         return [float(part) for part in text.split(",") if part.strip() != ""]
     except ValueError:
         raise ParameterError(name, text, "a comma-separated list of numbers") from None
+
+
+def parse_alpha(text: str) -> float:
+    """A Rényi order given to ``--alpha``: a number, ``inf`` or ``∞``.
+
+    >>> parse_alpha(" ∞ "), parse_alpha("2")
+    (inf, 2.0)
+    """
+    from infodp._validate import as_alpha
+
+    cleaned = text.strip()
+    if cleaned in {"∞", "+∞"}:
+        cleaned = "inf"
+    return as_alpha("--alpha", cleaned)

@@ -17,9 +17,7 @@ Poisson-subsampled Gaussian steps (:mod:`infodp.accounting.schedule`).
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 from typing import Any
 
 import click
@@ -28,22 +26,19 @@ from infodp._format import format_number as _fmtn
 from infodp._validate import as_positive, as_probability
 from infodp.accounting import conversions, rdp
 from infodp.accounting.profile import DEFAULT_INTERVAL, PrivacyProfile
-from infodp.accounting.spec import MECHANISMS, profile_from_spec
+from infodp.accounting.spec import profile_from_spec
 from infodp.cli._common import emit, json_option
+from infodp.cli._mechanism_flags import (
+    mechanism_options,
+    mechanism_spec,
+    read_spec,
+    spec_parameters,
+)
 from infodp.errors import ParameterError
+from infodp.mechanisms.registry import REGISTRY
+from infodp.units import nats_to_bits
 
 __all__ = ["COMMANDS", "account"]
-
-_OPTION_KEYS = {
-    "scale": "scale",
-    "sigma": "sigma",
-    "sensitivity": "sensitivity",
-    "noise_multiplier": "noise_multiplier",
-    "sampling_rate": "sampling_rate",
-    "epsilon": "epsilon",
-    "k": "k",
-    "mech_delta": "delta",
-}
 
 
 def _build(
@@ -52,36 +47,11 @@ def _build(
     if (mechanism is None) == (spec_file is None):
         raise ParameterError("--mechanism/--spec", None, "exactly one of --mechanism or --spec")
     if spec_file is not None:
-        try:
-            spec = json.loads(Path(spec_file).read_text())
-        except OSError as err:
-            raise ParameterError("--spec", spec_file, f"a readable file ({err.strerror})") from None
-        except ValueError:
-            raise ParameterError("--spec", spec_file, "a file holding valid JSON") from None
+        spec = read_spec(spec_file)
         return profile_from_spec(spec, where="--spec"), spec
-    spec = {"mechanism": mechanism}
-    for option, key in _OPTION_KEYS.items():
-        if options.get(option) is not None:
-            spec[key] = options[option]
-    counts = [c for c in (options.get("steps"), options.get("compositions")) if c is not None]
-    if len(counts) == 2 and counts[0] != counts[1]:
-        raise ParameterError("--steps/--compositions", counts, "one count (they are synonyms)")
-    if counts:
-        spec["count"] = counts[0]
+    spec = mechanism_spec(str(mechanism), **options)
     if options.get("group") is not None:
         spec["group"] = options["group"]
-    _, required, optional = MECHANISMS[str(mechanism)]
-    given = set(spec) - {"mechanism", "count", "group"}
-    missing = [k for k in required if k not in spec]
-    if missing:
-        flags = ", ".join("--" + k.replace("_", "-") for k in missing)
-        raise ParameterError(f"--mechanism {mechanism} needs {flags}.")
-    unused = sorted(given - set(required) - set(optional))
-    if unused:
-        flags = ", ".join(
-            "--" + ("delta-mechanism" if k == "delta" else k.replace("_", "-")) for k in unused
-        )
-        raise ParameterError(f"--mechanism {mechanism} does not take {flags}.")
     return profile_from_spec(spec, where="options"), spec
 
 
@@ -92,7 +62,7 @@ def _finite_or_none(x: float | None) -> float | None:
 @click.command("account")
 @click.option(
     "--mechanism",
-    type=click.Choice(sorted(MECHANISMS)),
+    type=click.Choice(sorted(name for name, row in REGISTRY.items() if row.has_spec)),
     help="Mechanism to account (or use --spec).",
 )
 @click.option("--spec", "spec_file", type=click.Path(dir_okay=False), help="JSON spec file.")
@@ -102,16 +72,7 @@ def _finite_or_none(x: float | None) -> float | None:
     type=click.Path(dir_okay=False),
     help="CSV of DP-SGD runs: steps,noise_multiplier,sampling_rate (Poisson, add/remove).",
 )
-@click.option("--scale", type=float, help="Laplace / discrete Laplace noise scale.")
-@click.option("--sigma", type=float, help="Gaussian / discrete Gaussian noise σ.")
-@click.option("--sensitivity", type=float, help="Sensitivity (default 1).")
-@click.option("--noise-multiplier", type=float, help="Subsampled Gaussian noise multiplier.")
-@click.option("--sampling-rate", type=float, help="Poisson sampling rate q.")
-@click.option("--epsilon", type=float, help="ε of randomized-response/pure-dp/approximate-dp.")
-@click.option("--k", type=int, help="Number of categories of randomized response.")
-@click.option(
-    "--delta-mechanism", "mech_delta", type=float, help="δ of an approximate-dp mechanism."
-)
+@mechanism_options(spec_parameters())
 @click.option("--steps", type=int, help="Number of runs (synonym of --compositions).")
 @click.option("--compositions", type=int, help="Number of runs (synonym of --steps).")
 @click.option("--group", type=int, help="Group size (group privacy for k individuals).")
@@ -146,14 +107,6 @@ def account(
             raise ParameterError("--schedule", schedule_file, "used without --mechanism/--spec")
         emit(_schedule_payload(schedule_file, d, h), as_json, _render_schedule)
         return
-    if options.get("sensitivity") is not None and mechanism in (
-        "discrete-laplace",
-        "discrete-gaussian",
-    ):
-        s = float(options["sensitivity"])
-        if not s.is_integer():
-            raise ParameterError("--sensitivity", s, "an integer for discrete mechanisms")
-        options["sensitivity"] = int(s)
     profile, spec = _build(mechanism, spec_file, options)
     eps_pld = profile.pld(h).epsilon(d)
     eps_rdp = conversions.rdp_to_epsilon(profile.rdp(rdp.DEFAULT_ORDERS), rdp.DEFAULT_ORDERS, d)
@@ -169,7 +122,7 @@ def account(
         "epsilon_pure": eps_pure,
         "zcdp_rho": profile.zcdp_rho(),
         "information_nats": info,
-        "information_bits": info / math.log(2),
+        "information_bits": nats_to_bits(info),
         "interval": h,
         "note": "every epsilon is a certified upper bound; epsilon is the smallest of them",
     }

@@ -32,9 +32,16 @@ from infodp._format import format_number as _fmtn
 from infodp._validate import as_positive, as_positive_int, as_real
 from infodp.audit.auditor import REFERENCE_MECHANISMS, audit, reference_mechanism
 from infodp.cli._common import EXIT_VIOLATION, emit, json_option
+from infodp.cli._mechanism_flags import flag, mechanism_options
 from infodp.errors import ParameterError
+from infodp.mechanisms.registry import PARAMETERS
 
 __all__ = ["COMMANDS", "attack", "audit_command"]
+
+# The parameters of every reference simulator, in the registry's order of parameters.
+_REFERENCE_PARAMETERS = [
+    p for p in PARAMETERS if any(p in params for params in REFERENCE_MECHANISMS.values())
+]
 
 
 def _count(name: str, text: str) -> int:
@@ -111,11 +118,9 @@ def _render_audit(p: dict[str, Any]) -> None:
 @click.option("--callable", "callable_spec", help="module:function taking the dataset (JSON).")
 @click.option("--dataset", help="JSON dataset D (default for --mechanism: [0]).")
 @click.option("--neighbour", help="JSON neighbouring dataset D' (default: [sensitivity]).")
-@click.option("--scale", type=float, help="Laplace / discrete Laplace scale.")
-@click.option("--sigma", type=float, help="Gaussian / discrete Gaussian standard deviation.")
-@click.option("--sensitivity", type=float, help="Sensitivity of the sum query.")
-@click.option(
-    "--epsilon", type=float, help="The mechanism's own ε (randomized-response, staircase)."
+@mechanism_options(
+    _REFERENCE_PARAMETERS,
+    {"sensitivity": "Sensitivity of the sum query.", "epsilon": "The mechanism's own ε."},
 )
 @click.option("--claimed-epsilon", type=float, help="Claimed ε (default: the mechanism's).")
 @click.option("--claimed-delta", type=float, default=0.0, show_default=True, help="The claimed δ.")
@@ -135,10 +140,6 @@ def audit_command(
     callable_spec: str | None,
     dataset: str | None,
     neighbour: str | None,
-    scale: float | None,
-    sigma: float | None,
-    sensitivity: float | None,
-    epsilon: float | None,
     claimed_epsilon: float | None,
     claimed_delta: float,
     delta_epsilon: float | None,
@@ -146,6 +147,7 @@ def audit_command(
     confidence: float,
     seed: int | None,
     as_json: bool,
+    **flags: float | None,
 ) -> None:
     """Audit a mechanism as a black box: lower bounds on ε, δ and information; a verdict."""
     if (mechanism is None) == (callable_spec is None):
@@ -155,16 +157,7 @@ def audit_command(
     d1 = _json_arg("--neighbour", neighbour)
     profile = None
     if mechanism is not None:
-        params = {
-            k: v
-            for k, v in {
-                "scale": scale,
-                "sigma": sigma,
-                "sensitivity": sensitivity,
-                "epsilon": epsilon,
-            }.items()
-            if v is not None
-        }
+        params = {k: v for k, v in flags.items() if v is not None}
         mech, own, ref0, ref1 = reference_mechanism(mechanism, **params)
         target: Any = mech
         d0 = ref0 if d0 is None else d0
@@ -172,16 +165,7 @@ def audit_command(
         if claimed_epsilon is None:
             profile = own
     else:
-        given = [
-            f
-            for f, v in (
-                ("--scale", scale),
-                ("--sigma", sigma),
-                ("--epsilon", epsilon),
-                ("--sensitivity", sensitivity),
-            )
-            if v is not None
-        ]
+        given = [flag(k) for k, v in flags.items() if v is not None]
         if given:
             raise ParameterError(f"--callable does not take {', '.join(given)}.")
         if d0 is None or d1 is None:

@@ -25,26 +25,17 @@ import numpy as np
 
 from infodp._format import format_number as _fmtn
 from infodp._validate import (
-    as_alpha,
     as_nonnegative,
     as_positive,
     as_positive_int,
     as_probability,
 )
 from infodp.channel import DEFINITIONS, Channel
-from infodp.cli._common import emit, json_option, parse_floats
+from infodp.cli._common import emit, json_option, parse_alpha, parse_floats
 from infodp.errors import ParameterError
+from infodp.units import nats_to_bits
 
 __all__ = ["COMMANDS", "capacity"]
-
-_LN2 = math.log(2.0)
-
-
-def _parse_alpha(text: str) -> float:
-    cleaned = text.strip()
-    if cleaned in {"∞", "+∞"}:
-        cleaned = "inf"
-    return as_alpha("--alpha", cleaned)
 
 
 def _read_matrix(path: str) -> np.ndarray[Any, np.dtype[np.float64]]:
@@ -120,7 +111,7 @@ def _render(payload: dict[str, Any]) -> None:
     lower, upper = payload["lower"], payload["upper"]
     click.echo(
         f"{name} (alpha = {alpha_text}): [{_fmtn(lower, 6)}, {_fmtn(upper, 6)}] nats "
-        f"([{_fmtn(lower / _LN2, 6)}, {_fmtn(upper / _LN2, 6)}] bits)"
+        f"([{_fmtn(nats_to_bits(lower), 6)}, {_fmtn(nats_to_bits(upper), 6)}] bits)"
     )
     if not payload["converged"]:
         click.echo(
@@ -173,7 +164,7 @@ def capacity(
     as_json: bool,
 ) -> None:
     """Certified capacity bracket [lower, upper] of a channel, in nats per use."""
-    alpha = _parse_alpha(alpha_text)
+    alpha = parse_alpha(alpha_text)
     tol = as_positive("--tol", tol_text.strip())
     channel = _channel(bsc, erasure, z, rr, matrix)
     if definition == "shannon" and alpha != 1:
@@ -186,8 +177,8 @@ def capacity(
         "upper": result.upper,
         "gap": result.gap,
         "unit": "nats",
-        "lower_bits": result.lower / _LN2,
-        "upper_bits": result.upper / _LN2,
+        "lower_bits": nats_to_bits(result.lower),
+        "upper_bits": nats_to_bits(result.upper),
         "converged": result.converged,
         "input_distribution": result.input_distribution.tolist(),
         "inputs": [_label(x) for x in channel.inputs],

@@ -19,6 +19,7 @@ from infodp._jsonable import to_jsonable
 from infodp._validate import as_analyst_name
 from infodp.cli._common import emit, json_option, parse_floats, spark_options
 from infodp.errors import LedgerError, ParameterError
+from infodp.units import nats_to_bits
 
 __all__ = ["COMMANDS"]
 
@@ -239,7 +240,7 @@ def dataset_list(db: str, as_json: bool) -> None:
                 "rows": r.rows,
                 "schema": json.loads(r.schema_json),
                 "info_cap_bits": r.info_cap_bits,
-                "info_spent_bits": r.info_spent_nats / 0.6931471805599453,
+                "info_spent_bits": nats_to_bits(r.info_spent_nats),
                 "max_epsilon": None if r.max_epsilon is None else float(r.max_epsilon),
                 "max_delta": None if r.max_delta is None else float(r.max_delta),
                 "spent_epsilon": float(r.spent_epsilon),
@@ -571,7 +572,7 @@ def ledger(
                 "name": d.name,
                 "rows": d.rows,
                 "info_cap_bits": d.info_cap_bits,
-                "info_spent_bits": d.info_spent_nats / 0.6931471805599453,
+                "info_spent_bits": nats_to_bits(d.info_spent_nats),
             }
             for d in led.datasets()
         ],

@@ -23,8 +23,7 @@ from infodp.accounting import subsampled_gaussian_profile
 from infodp.channel import Channel
 from infodp.cli._common import emit, json_option
 from infodp.explain import explain_epsilon_delta
-
-BITS = math.log(2)
+from infodp.units import nats_to_bits
 
 
 def _information_act() -> dict[str, Any]:
@@ -88,11 +87,11 @@ def _render(payload: dict[str, Any], console: Console) -> None:
     ]
     for label, (lo, hi) in rows:
         nats = f"{_fmtn(hi, 6)}" if hi - lo < 1e-6 else f"[{_fmtn(lo, 6)}, {_fmtn(hi, 6)}]"
-        table.add_row(label, nats, f"{_fmtn(hi / BITS)}")
+        table.add_row(label, nats, f"{_fmtn(nats_to_bits(hi))}")
     console.print(table)
     console.print(
         "A determined attacker learns at most "
-        f"{_fmtn(info['capacity_nats']['1'][1] / BITS)} bits about one person per answer "
+        f"{_fmtn(nats_to_bits(info['capacity_nats']['1'][1]))} bits about one person per answer "
         f"(Shannon rate); the worst case is ln 3 = {_fmtn(info['pure_epsilon'])} nats."
     )
     acc = payload["accounting"]

@@ -14,8 +14,6 @@ adds the view of a group of K individuals.
 
 from __future__ import annotations
 
-import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,76 +21,20 @@ from typing import Any
 import click
 
 from infodp.cli._common import emit, json_option
+from infodp.cli._mechanism_flags import flag as _flag
+from infodp.cli._mechanism_flags import (
+    mechanism_options,
+    mechanism_spec,
+    read_spec,
+    spec_parameters,
+)
 from infodp.errors import ParameterError
+from infodp.units import nats_to_bits
 
 __all__ = ["COMMANDS", "DEFAULT_TARGET_DELTA", "explain_command", "mechanism_spec"]
 
 #: Target δ with --mechanism/--spec when --delta is not given (the default of infodp account).
 DEFAULT_TARGET_DELTA = 1e-5
-
-# Flag (click parameter name) -> spec key, as in ``infodp account``.
-_SPEC_KEYS = {
-    "scale": "scale",
-    "sigma": "sigma",
-    "sensitivity": "sensitivity",
-    "noise_multiplier": "noise_multiplier",
-    "sampling_rate": "sampling_rate",
-    "epsilon": "epsilon",
-    "k": "k",
-    "mech_delta": "delta",
-}
-
-
-def _flag(key: str) -> str:
-    return "--delta-mechanism" if key in ("delta", "mech_delta") else "--" + key.replace("_", "-")
-
-
-def mechanism_spec(mechanism: str, **options: Any) -> dict[str, Any]:
-    """The profile spec (:mod:`infodp.accounting.spec`) of ``--mechanism`` and its flags.
-
-    Flags mean what they mean for ``infodp account``; ``steps``/``compositions`` give the
-    count, and flags the mechanism does not take are refused (a typo must not change a claim).
-
-    >>> mechanism_spec("laplace", scale=2.0, compositions=3)
-    {'mechanism': 'laplace', 'scale': 2.0, 'count': 3}
-    """
-    from infodp.accounting.spec import MECHANISMS
-
-    if mechanism not in MECHANISMS:
-        raise ParameterError("--mechanism", mechanism, "one of " + ", ".join(sorted(MECHANISMS)))
-    _, required, optional = MECHANISMS[mechanism]
-    spec: dict[str, Any] = {"mechanism": mechanism}
-    for option, key in _SPEC_KEYS.items():
-        if options.get(option) is not None:
-            spec[key] = options[option]
-    if mechanism in ("discrete-laplace", "discrete-gaussian") and "sensitivity" in spec:
-        s = float(spec["sensitivity"])
-        if not s.is_integer():
-            raise ParameterError("--sensitivity", s, "an integer for discrete mechanisms")
-        spec["sensitivity"] = int(s)
-    missing = [k for k in required if k not in spec]
-    if missing:
-        flags = ", ".join(_flag(k) for k in missing)
-        raise ParameterError(f"--mechanism {mechanism} needs {flags}.")
-    unused = sorted(set(spec) - {"mechanism"} - set(required) - set(optional))
-    if unused:
-        flags = ", ".join(_flag(k) for k in unused)
-        raise ParameterError(f"--mechanism {mechanism} does not take {flags}.")
-    counts = {c for c in (options.get("steps"), options.get("compositions")) if c is not None}
-    if len(counts) > 1:
-        raise ParameterError("--steps/--compositions", sorted(counts), "one count (synonyms)")
-    if counts:
-        spec["count"] = counts.pop()
-    return spec
-
-
-def _read_spec(path: str) -> Any:
-    try:
-        return json.loads(Path(path).read_text())
-    except OSError as err:
-        raise ParameterError("--spec", path, f"a readable file ({err.strerror})") from None
-    except ValueError:
-        raise ParameterError("--spec", path, "a file holding valid JSON") from None
 
 
 def _schedule(path: str) -> Any:
@@ -191,7 +133,7 @@ def _render_one(console: Any, p: dict[str, Any], heading: str) -> None:
     tail.add_column("R (bits)", justify="right")
     tail.add_column("probability at most", justify="right")
     for row in p["tail"]:
-        tail.add_row(_text(row["leak_nats"] / math.log(2), 3), _text(row["probability_at_most"]))
+        tail.add_row(_text(nats_to_bits(row["leak_nats"]), 3), _text(row["probability_at_most"]))
     console.print(tail)
     if "rows" in p:
         console.print(
@@ -219,15 +161,7 @@ def _render_one(console: Any, p: dict[str, Any], heading: str) -> None:
     default=None,
     help="A training run: CSV steps,noise_multiplier,sampling_rate (as infodp account).",
 )
-@click.option("--scale", type=float, default=None, help="Laplace noise scale.")
-@click.option("--sigma", type=float, default=None, help="Gaussian noise σ.")
-@click.option("--sensitivity", type=float, default=None, help="Sensitivity (default 1).")
-@click.option("--noise-multiplier", type=float, default=None, help="Subsampled Gaussian σ.")
-@click.option("--sampling-rate", type=float, default=None, help="Poisson sampling rate q.")
-@click.option("--k", type=int, default=None, help="Categories of randomized response.")
-@click.option(
-    "--delta-mechanism", "mech_delta", type=float, default=None, help="δ of approximate-dp."
-)
+@mechanism_options([k for k in spec_parameters() if k != "epsilon"])
 @click.option("--steps", type=int, default=None, help="Runs (synonym of --compositions).")
 @click.option("--compositions", type=int, default=None, help="Runs (synonym of --steps).")
 @click.option("--rows", type=int, default=None, help="Rows N in the table (for δ·N).")
@@ -294,7 +228,7 @@ def explain_command(
         if spec_file is not None:
             if given or epsilon is not None:
                 raise ParameterError("--spec takes no mechanism flags (put them in the file)")
-            spec = _read_spec(spec_file)
+            spec = read_spec(spec_file)
         else:
             spec = mechanism_spec(str(mechanism), epsilon=epsilon, **options)
         profile = profile_from_spec(spec, where="--spec" if spec_file else "options")

@@ -18,25 +18,16 @@ from typing import Any
 import click
 
 from infodp._format import format_number as _fmtn
-from infodp._validate import as_alpha, as_real
-from infodp.cli._common import emit, json_option, parse_floats
+from infodp._validate import as_real
+from infodp.cli._common import emit, json_option, parse_alpha, parse_floats
 from infodp.information.divergence import (
     hockey_stick_divergence,
     renyi_divergence,
     total_variation,
 )
+from infodp.units import nats_to_bits
 
 __all__ = ["COMMANDS", "divergence"]
-
-_LN2 = math.log(2.0)
-
-
-def _parse_order(text: str) -> float:
-    """A Rényi order from the command line: a number, ``inf`` or ``∞``."""
-    cleaned = text.strip()
-    if cleaned in {"∞", "+∞"}:
-        cleaned = "inf"
-    return as_alpha("--alpha", cleaned)
 
 
 def _order_label(alpha: float) -> str:
@@ -77,7 +68,7 @@ def divergence(
     """Rényi divergence D_α(P‖Q) of two discrete distributions, in nats and bits."""
     p = parse_floats("--p", p_text)
     q = parse_floats("--q", q_text)
-    alpha = _parse_order(alpha_text)
+    alpha = parse_alpha(alpha_text)
     nats = renyi_divergence(p, q, alpha)
     payload: dict[str, Any] = {
         "measure": "renyi_divergence",
@@ -85,7 +76,7 @@ def divergence(
         "p": p,
         "q": q,
         "nats": nats,
-        "bits": nats / _LN2,
+        "bits": nats_to_bits(nats),
         "units": {"nats": "natural logarithm", "bits": "base-2 logarithm (nats / ln 2)"},
         "total_variation": total_variation(p, q),
     }

@@ -24,10 +24,9 @@ import click
 
 from infodp.cli._common import emit, json_option, parse_floats
 from infodp.errors import ParameterError
+from infodp.local import MECHANISMS
 
 __all__ = ["COMMANDS", "local"]
-
-_MECHANISMS = ("krr", "rappor", "oue", "olh", "hadamard")
 
 
 def _build(
@@ -62,7 +61,7 @@ def _render(p: dict[str, Any]) -> None:
 
 
 _common = [
-    click.option("--mechanism", required=True, help="|".join(_MECHANISMS)),
+    click.option("--mechanism", required=True, help="|".join(MECHANISMS)),
     click.option("--epsilon", type=float, required=True, help="ε of each report (> 0)."),
     click.option("--domain", type=int, required=True, help="Number of items k (>= 2)."),
     click.option("--bits", type=int, help="RAPPOR Bloom filter bits (default: one per item)."),

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 
 from infodp._validate import as_nonnegative, as_positive
+from infodp.units import LN2, nats_to_bits
 
 __all__ = [
     "BITS",
@@ -43,8 +44,8 @@ __all__ = [
     "to_bits",
 ]
 
-#: Nats per bit.
-BITS = math.log(2.0)
+#: Nats per bit (kept as a name of this module; the value lives in :mod:`infodp.units`).
+BITS = LN2
 
 
 def laplace_information(value_range: float, scale: float) -> float:
@@ -93,7 +94,7 @@ def discrete_gaussian_information(value_range: float, sigma: float) -> float:
     >>> 0 <= discrete_gaussian_information(a, s) - gaussian_information(a, s) < 0.02
     True
     """
-    from infodp.mechanisms.gaussian import _dgauss_log_norm
+    from infodp.accounting.discrete_gaussian import log_normaliser
 
     a = as_nonnegative("value_range", value_range)
     s = as_positive("sigma", sigma)
@@ -102,7 +103,7 @@ def discrete_gaussian_information(value_range: float, sigma: float) -> float:
     bound = math.log1p(a)
     if s >= 1.0:
         h_y = 0.5 * math.log(2 * math.pi * math.e * (a * a / 4.0 + s * s + 1.0 / 12.0))
-        bound = min(bound, max(0.0, h_y - (_dgauss_log_norm(s) + 0.49)))
+        bound = min(bound, max(0.0, h_y - (log_normaliser(s) + 0.49)))
     return math.nextafter(bound, math.inf)
 
 
@@ -137,4 +138,4 @@ def to_bits(nats: float) -> float:
     >>> to_bits(math.log(2))
     1.0
     """
-    return nats / BITS
+    return nats_to_bits(nats)

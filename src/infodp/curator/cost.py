@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from infodp._exact import parse_exact
+from infodp._exact import float_down, float_up, parse_exact
 from infodp.curator.budget_info import discrete_gaussian_information, discrete_laplace_information
 from infodp.curator.grid import column_grid, quantile_candidates
 from infodp.curator.plan import Measurement, MeasurementKind, QueryPlan, measurements
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import InternalError, ParameterError
+from infodp.units import nats_to_bits
 
 if TYPE_CHECKING:
     from infodp.accounting import PrivacyProfile
@@ -82,9 +83,10 @@ def as_budget_fraction(name: str, value: Any, *, allow_zero: bool = False) -> Fr
     return frac
 
 
-def _float_up(x: Fraction) -> float:
-    f = float(x)
-    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
+# Exact fractions round to floats through _exact alone (ε and δ up, a remaining budget down);
+# the underscored names stay for the engine, which imports them from here.
+_float_up = float_up
+_float_down = float_down
 
 
 class Noise(enum.StrEnum):
@@ -187,11 +189,6 @@ def _mechanism(p: MeasurementCost) -> Any:
     return DiscreteLaplaceMechanism(_float_up(Fraction(p.sensitivity) / p.epsilon), p.sensitivity)
 
 
-def _float_down(x: Fraction) -> float:
-    f = float(x)
-    return f if Fraction(f) <= x else math.nextafter(f, -math.inf)
-
-
 @dataclass(frozen=True, slots=True)
 class QueryCost:
     """What a query costs: (ε, δ) for the analyst, information (nats) about the whole table."""
@@ -228,7 +225,7 @@ class QueryCost:
             "epsilon_exact": str(self.epsilon),
             "delta_exact": str(self.delta),
             "information_nats": self.information_nats,
-            "information_bits": self.information_nats / math.log(2.0),
+            "information_bits": nats_to_bits(self.information_nats),
             "measurements": [
                 {
                     "measurement": p.measurement.key,

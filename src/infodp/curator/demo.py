@@ -17,7 +17,6 @@ over-budget query, and ends with the ledger.
 from __future__ import annotations
 
 import importlib
-import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +26,7 @@ import numpy as np
 
 from infodp._format import format_number as _fmtn
 from infodp.errors import BudgetExceeded
+from infodp.units import nats_to_bits
 
 __all__ = [
     "CENSUS_ROWS",
@@ -307,7 +307,7 @@ def run_demo(
         refused = {"sql": big, "epsilon": 5, "error": str(err), "exit_status": 3}
         say(f"\nOver-budget query refused (the CLI exits with status 3):\n  {err}")
     budget = cur.ledger.budget(analyst, "census").to_dict()
-    info_bits = cur.ledger.dataset("census").info_spent_nats / math.log(2)
+    info_bits = nats_to_bits(cur.ledger.dataset("census").info_spent_nats)
     say(
         f"\nledger: {analyst} spent epsilon={_fmtn(budget['spent_epsilon'])} of 2; the table has "
         f"released at most {_fmtn(info_bits)} bits in total (α=1, all analysts). "

@@ -15,13 +15,13 @@ from __future__ import annotations
 import base64
 import html
 import io
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
 from matplotlib.figure import Figure
 
 from infodp.design.result import DesignResult
+from infodp.units import nats_to_bits
 
 __all__ = ["render_curve_html", "write_curve_html"]
 
@@ -36,8 +36,6 @@ figure{margin:0}
 figure img{width:100%;height:auto;border:1px solid #e3e6ee}
 figcaption,.small{font-size:.9em;color:#5c6370}
 """
-
-_LN2 = math.log(2.0)
 
 
 def _plot(curve: Sequence[DesignResult]) -> str:
@@ -62,7 +60,7 @@ def render_curve_html(curve: Sequence[DesignResult], *, title: str | None = None
     heading = title or f"Least {objective} against the distortion budget"
     rows = "".join(
         f"<tr><td>{r.max_distortion:.6g}</td><td>{r.lower:.6g}</td><td>{r.upper:.6g}</td>"
-        f"<td>{r.upper / _LN2:.6g}</td><td>{r.distortion:.6g}</td></tr>"
+        f"<td>{nats_to_bits(r.upper):.6g}</td><td>{r.distortion:.6g}</td></tr>"
         for r in curve
     )
     alt = html.escape(heading)

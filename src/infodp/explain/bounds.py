@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from infodp._lazy import lazy_module
 from infodp._validate import as_alpha, as_nonnegative, as_positive, as_probability
 from infodp.errors import ParameterError
+from infodp.units import LN2
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,8 +38,6 @@ __all__ = [
     "releases_needed",
     "tradeoff_fnr",
 ]
-
-LN2 = math.log(2.0)
 
 
 def pure_dp_divergence(epsilon: Any, alpha: Any) -> float:

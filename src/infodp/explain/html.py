@@ -22,8 +22,9 @@ import numpy.typing as npt
 from matplotlib.figure import Figure
 
 from infodp._format import format_number
-from infodp.explain.bounds import LN2, markov_tail_bound, pure_dp_divergence
+from infodp.explain.bounds import markov_tail_bound, pure_dp_divergence
 from infodp.explain.report import LEVELS, TRADEOFF_FPRS, Explanation
+from infodp.units import LN2, nats_to_bits
 
 __all__ = ["PLOT_TITLES", "render_html", "write_html"]
 
@@ -427,7 +428,7 @@ def _sections(ex: Explanation, heading: str) -> str:
         parts.append(f'<p class="cond">Conditional on the 1 − δ event: {html.escape(text)}.</p>')
     tail = [_row(["R (bits)", f"P(leak ≥ R) at most, α = {ex.tail_alpha:g}"], head=True)]
     for r, prob in ex.tail:
-        tail.append(_row([_fmt(r / LN2, 3), _fmt(prob)]))
+        tail.append(_row([_fmt(nats_to_bits(r), 3), _fmt(prob)]))
     parts.append("<table>" + "".join(tail) + "</table>")
     if ex.rows is not None:
         parts.append(

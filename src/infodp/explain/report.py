@@ -33,7 +33,6 @@ from infodp._validate import (
 )
 from infodp.errors import ParameterError
 from infodp.explain.bounds import (
-    LN2,
     attacker_success_bound,
     linear_success_bound,
     markov_tail_bound,
@@ -43,6 +42,7 @@ from infodp.explain.bounds import (
     releases_needed,
     tradeoff_fnr,
 )
+from infodp.units import LN2, nats_to_bits
 
 if TYPE_CHECKING:
     import numpy as np
@@ -113,7 +113,7 @@ def _call(fn: Callable[[], Any]) -> float:
 
 
 def _bits(nats: float | None) -> float | None:
-    return None if nats is None else nats / LN2
+    return None if nats is None else nats_to_bits(nats)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +166,7 @@ class Explanation:
         """``conditional_nats`` converted to bits."""
         if self.conditional_nats is None:
             return None
-        return {k: v / LN2 for k, v in self.conditional_nats.items()}
+        return {k: nats_to_bits(v) for k, v in self.conditional_nats.items()}
 
     @property
     def caveat(self) -> str | None:
@@ -191,7 +191,7 @@ class Explanation:
         if self.conditional_nats is not None:
             parts = [
                 f"{_num(self.conditional_nats[k])} nats "
-                f"({_num(self.conditional_nats[k] / LN2)} bits)"
+                f"({_num(nats_to_bits(self.conditional_nats[k]))} bits)"
                 f" at α = {k.replace('inf', '∞')}"
                 for k, _ in missing
             ]

@@ -26,6 +26,7 @@ import numpy.typing as npt
 from infodp._validate import as_probability_vector, as_real
 from infodp.errors import ParameterError
 from infodp.information.divergence import _as_orders, _tilted_log_mean
+from infodp.units import LN2
 
 __all__ = [
     "binary_entropy",
@@ -40,9 +41,8 @@ __all__ = [
 
 FloatArray = npt.NDArray[np.float64]
 
-_LOG2 = math.log(2.0)
 # h(p) accepts a target up to this much above ln 2 (rounding of a caller's ln 2 − 0).
-_LOG2_SLACK = 1e-12
+_LN2_SLACK = 1e-12
 
 
 def _log_support(p: FloatArray) -> FloatArray:
@@ -232,7 +232,7 @@ def _inverse_binary_entropy_scalar(h: float) -> float:
     """
     if h <= 0.0:
         return 0.0
-    if h >= _LOG2:
+    if h >= LN2:
         return 0.5
     lo, _ = _bisect_floats(lambda p: _binary_entropy_scalar(p) <= h, 0.5)
     return lo
@@ -249,7 +249,7 @@ def _deficit_scalar(x: float) -> float:
     if x <= 0.0:
         return 0.0
     if x >= 0.5:
-        return _LOG2
+        return LN2
     if x < 1e-3:
         u = (2.0 * x) ** 2
         total, power = 0.0, 1.0
@@ -264,7 +264,7 @@ def _inverse_deficit_scalar(d: float) -> float:
     """Smallest float x ∈ [0, ½] with ln 2 − h(½ − x) ≥ d (conservative: x, hence δ = 2x, up)."""
     if d <= 0.0:
         return 0.0
-    if d >= _LOG2:
+    if d >= LN2:
         return 0.5
     _, hi = _bisect_floats(lambda x: _deficit_scalar(x) < d, 0.5)
     return hi
@@ -312,7 +312,7 @@ def inverse_binary_entropy_deficit(d: Any) -> float | FloatArray:
     >>> inverse_binary_entropy_deficit(math.log(2))
     0.5
     """
-    allowed = f"a deficit in [0, ln 2 = {_LOG2!r}] nats"
+    allowed = f"a deficit in [0, ln 2 = {LN2!r}] nats"
     if np.ndim(d) == 0:
         arr = np.asarray(as_real("d", d), dtype=np.float64)
     else:
@@ -322,9 +322,9 @@ def inverse_binary_entropy_deficit(d: Any) -> float | FloatArray:
             raise ParameterError("d", d, allowed) from None
         if not np.isfinite(arr).all():
             raise ParameterError("d", d, allowed + " (finite, no NaN)")
-    if ((arr < 0) | (arr > _LOG2 + _LOG2_SLACK)).any():
+    if ((arr < 0) | (arr > LN2 + _LN2_SLACK)).any():
         raise ParameterError("d", d, allowed)
-    out = np.vectorize(_inverse_deficit_scalar, otypes=[np.float64])(np.minimum(arr, _LOG2))
+    out = np.vectorize(_inverse_deficit_scalar, otypes=[np.float64])(np.minimum(arr, LN2))
     if arr.ndim == 0:
         return float(out)
     return np.asarray(out, dtype=np.float64)
@@ -357,7 +357,7 @@ def inverse_binary_entropy(h: Any) -> float | FloatArray:
 
 def _as_unit_interval_entropy(value: Any) -> tuple[FloatArray, bool]:
     """Validate entropies h ∈ [0, ln 2] (with a 1e-12 rounding slack above ln 2)."""
-    allowed = f"an entropy in [0, ln 2 = {_LOG2!r}] nats"
+    allowed = f"an entropy in [0, ln 2 = {LN2!r}] nats"
     if np.ndim(value) == 0:
         arr = np.asarray(as_real("h", value), dtype=np.float64)
     else:
@@ -367,6 +367,6 @@ def _as_unit_interval_entropy(value: Any) -> tuple[FloatArray, bool]:
             raise ParameterError("h", value, allowed) from None
         if not np.isfinite(arr).all():
             raise ParameterError("h", value, allowed + " (finite, no NaN)")
-    if ((arr < 0) | (arr > _LOG2 + _LOG2_SLACK)).any():
+    if ((arr < 0) | (arr > LN2 + _LN2_SLACK)).any():
         raise ParameterError("h", value, allowed)
-    return np.minimum(arr, _LOG2), arr.ndim == 0
+    return np.minimum(arr, LN2), arr.ndim == 0

@@ -29,6 +29,7 @@ from infodp.local.rappor import Rappor
 
 __all__ = [
     "MECHANISMS",
+    "RANDOMIZERS",
     "FrequencyEstimate",
     "HadamardResponse",
     "KRandomizedResponse",
@@ -41,8 +42,19 @@ __all__ = [
     "randomizer",
 ]
 
+#: The local randomizers by name, the one table :func:`randomizer` and ``infodp local`` read.
+#: (Local randomizers sit a layer above :mod:`infodp.mechanisms`, so they are not rows of the
+#: central-model registry, :mod:`infodp.mechanisms.registry`.)
+RANDOMIZERS: dict[str, type[LocalRandomizer]] = {
+    "krr": KRandomizedResponse,
+    "rappor": Rappor,
+    "oue": OptimizedUnaryEncoding,
+    "olh": OptimizedLocalHashing,
+    "hadamard": HadamardResponse,
+}
+
 #: Names accepted by :func:`randomizer` and ``infodp local``.
-MECHANISMS: tuple[str, ...] = ("krr", "rappor", "oue", "olh", "hadamard")
+MECHANISMS: tuple[str, ...] = tuple(RANDOMIZERS)
 
 
 def randomizer(name: str, epsilon: float, domain: int, **options: Any) -> LocalRandomizer:
@@ -53,13 +65,6 @@ def randomizer(name: str, epsilon: float, domain: int, **options: Any) -> LocalR
         ...
     infodp.errors.ParameterError: mechanism must be one of krr, rappor, oue, olh, hadamard; got 'sue'.
     """  # noqa: E501
-    table: dict[str, Any] = {
-        "krr": KRandomizedResponse,
-        "rappor": Rappor,
-        "oue": OptimizedUnaryEncoding,
-        "olh": OptimizedLocalHashing,
-        "hadamard": HadamardResponse,
-    }
-    if name not in table:
+    if name not in RANDOMIZERS:
         raise ParameterError("mechanism", name, "one of " + ", ".join(MECHANISMS))
-    return table[name](epsilon, domain, **options)  # type: ignore[no-any-return]
+    return RANDOMIZERS[name](epsilon, domain, **options)  # type: ignore[call-arg]

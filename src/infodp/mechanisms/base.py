@@ -28,10 +28,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from infodp._lazy import lazy_module
-from infodp._validate import as_positive, as_real
+from infodp._validate import as_positive, as_positive_int, as_real
 from infodp.errors import InternalError, ParameterError
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ __all__ = [
     "TAIL_ROUND",
     "ChannelView",
     "Mechanism",
+    "NoiseFamily",
     "as_grid",
     "default_grid",
     "grid_sensitivity",
@@ -484,3 +485,106 @@ class _SnappedReal(_AdditiveLattice):
     def integer_sensitivity(self) -> int:
         """Sensitivity in grid units after snapping: ceil(Δ/grid) + 1."""
         return grid_sensitivity(self.sensitivity, self._unit)
+
+
+@dataclass(frozen=True)
+class NoiseFamily:
+    """Integer noise of one family, given by its parameter in lattice units (a scale or σ).
+
+    Everything a lattice mechanism needs from its noise: the pmf and a rounded-up upper tail
+    (for intervals and channels), the exact sampler (on a :class:`Fraction` parameter, for
+    releases), the fast numpy sampler (simulation only) and the profile of ``value + noise``
+    at an integer sensitivity.
+    """
+
+    pmf: Callable[[float, npt.NDArray[np.int64]], npt.NDArray[np.float64]]
+    tail: Callable[[float, int], float]
+    exact: Callable[[Fraction, Any], int]
+    simulate: Callable[[float, int, np.random.Generator], npt.NDArray[np.int64]]
+    profile: Callable[[float, int], PrivacyProfile]
+    #: The continuous noise's profile (value units, real sensitivity): what an ideal,
+    #: unsnapped release would guarantee (never what the release guarantees).
+    continuous: Callable[[float, float], PrivacyProfile] | None = None
+
+
+class _FamilyLattice(_AdditiveLattice):
+    """A lattice mechanism whose noise is one :class:`NoiseFamily`; the subclass names the field
+    holding the family's parameter (``_parameter``) in value units."""
+
+    _family: ClassVar[NoiseFamily]
+    _parameter: ClassVar[str]
+
+    @property
+    def _noise_parameter(self) -> float:
+        # The parameter in grid units (exact: the grid is a power of two, or 1 on Z).
+        return float(getattr(self, self._parameter)) / self._unit
+
+    @property
+    def _lattice_sensitivity(self) -> int:
+        if self._integer:
+            return int(self._sensitivity)
+        return grid_sensitivity(self._sensitivity, self._unit)
+
+    def profile(self) -> PrivacyProfile:
+        """Profile of the release: the family's noise at the integer (snapped) sensitivity."""
+        return self._family.profile(self._noise_parameter, self._lattice_sensitivity)
+
+    def _noise_pmf(self, k: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        return self._family.pmf(self._noise_parameter, k)
+
+    def _noise_tail(self, k: int) -> float:
+        return self._family.tail(self._noise_parameter, k)
+
+    def _exact_noise(self, source: Any) -> int:
+        units = Fraction(getattr(self, self._parameter)) / Fraction(self._unit)
+        return self._family.exact(units, source)
+
+    def _fast_noise(self, size: int, gen: np.random.Generator) -> npt.NDArray[np.int64]:
+        return self._family.simulate(self._noise_parameter, size, gen)
+
+
+class _SnappedFamily(_SnappedReal, _FamilyLattice):
+    """A real value snapped to a grid plus family noise (Laplace, Gaussian): fields
+    ``<parameter>``, ``sensitivity`` and ``grid``."""
+
+    def __post_init__(self) -> None:
+        name = self._parameter
+        object.__setattr__(self, name, as_positive(name, getattr(self, name)))
+        object.__setattr__(self, "sensitivity", as_positive("sensitivity", self.sensitivity))
+        object.__setattr__(self, "grid", as_grid(self.grid, self.sensitivity))
+
+    def ideal_profile(self) -> PrivacyProfile:
+        """Profile of the idealised continuous mechanism (NOT what release guarantees).
+
+        >>> from infodp.mechanisms import GaussianMechanism, LaplaceMechanism
+        >>> LaplaceMechanism(1.0).ideal_profile().pure_epsilon()
+        1.0
+        >>> GaussianMechanism(2.0).ideal_profile().zcdp_rho()
+        0.125
+        """
+        if self._family.continuous is None:
+            raise InternalError(f"{type(self).__name__} has no continuous counterpart")
+        return self._family.continuous(getattr(self, self._parameter), self.sensitivity)
+
+
+class _IntegerFamily(_FamilyLattice):
+    """An integer value plus family noise (discrete Laplace, discrete Gaussian): fields
+    ``<parameter>`` and an integer ``sensitivity``; no grid."""
+
+    _integer = True
+
+    if TYPE_CHECKING:
+        sensitivity: int
+
+    def __post_init__(self) -> None:
+        name = self._parameter
+        object.__setattr__(self, name, as_positive(name, getattr(self, name)))
+        object.__setattr__(self, "sensitivity", as_positive_int("sensitivity", self.sensitivity))
+
+    @property
+    def _unit(self) -> float:
+        return 1.0
+
+    @property
+    def _sensitivity(self) -> float:
+        return float(self.sensitivity)

@@ -29,16 +29,16 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from scipy import special
 
 from infodp._validate import as_nonnegative, as_positive, as_positive_int, as_probability
-from infodp.accounting import PrivacyProfile, discrete_gaussian_profile, gaussian_profile
-from infodp.accounting.pld import _DGAUSS_EXACT_SIGMA, _dgauss_cdf_upper
+from infodp.accounting import discrete_gaussian_profile, gaussian_profile
+from infodp.accounting.discrete_gaussian import EXACT_SIGMA, cdf_upper, pmf
 from infodp.errors import ParameterError
 from infodp.mechanisms.base import (
-    _AdditiveLattice,
-    _SnappedReal,
+    NoiseFamily,
+    _IntegerFamily,
+    _SnappedFamily,
     as_grid,
     grid_sensitivity,
     round_up,
@@ -137,16 +137,8 @@ def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.
     return math.nextafter(sigma, math.inf)
 
 
-def _dgauss_log_norm(sigma: float) -> float:
-    # log Σ_k e^{−k²/(2σ²)} by Poisson summation: σ√(2π)(1 + 2Σ_{n≥1} e^{−2π²σ²n²})
-    # (CKS 2020, proof of Fact 20 / standard theta-function identity).
-    corr = sum(math.exp(-2 * math.pi**2 * sigma**2 * n * n) for n in range(1, 8))
-    return math.log(sigma * math.sqrt(2 * math.pi)) + math.log1p(2 * corr)
-
-
-def _dgauss_pmf(sigma: float, k: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-    kf = k.astype(np.float64)
-    return np.exp(-(kf * kf) / (2 * sigma * sigma) - _dgauss_log_norm(sigma))
+#: The noise pmf (kept under this name for the subsampled Gaussian, which imports it).
+_dgauss_pmf = pmf
 
 
 def _dgauss_tail(sigma: float, k: int) -> float:
@@ -154,7 +146,7 @@ def _dgauss_tail(sigma: float, k: int) -> float:
 
     σ ≤ 4096: the direct sum up to k + 40σ + 40 (the remainder is below e^{-800}). Above,
     P[N ≥ k] = P[N ≤ −k] by symmetry, bounded above in closed form (Euler-Maclaurin and the
-    Poisson-summation normaliser, :func:`infodp.accounting.pld._dgauss_cdf_upper`; relative
+    Poisson-summation normaliser, :func:`infodp.accounting.discrete_gaussian.cdf_upper`; relative
     error below 1e-12 there). Either is rounded up (:func:`~infodp.mechanisms.base.tail_up`),
     and for k ≥ 1 the least of it and e^(−k²/(2σ²)) (rounded up too) is returned: the discrete
     Gaussian is σ-subgaussian (Canonne, Kamath & Steinke 2020, Corollary 9).
@@ -162,8 +154,8 @@ def _dgauss_tail(sigma: float, k: int) -> float:
     >>> _dgauss_tail(1e7, 1) <= 0.5 + 1e-7, abs(_dgauss_tail(1e7, 19_599_640) - 0.025) < 1e-6
     (True, True)
     """
-    if sigma > _DGAUSS_EXACT_SIGMA:
-        numeric = float(_dgauss_cdf_upper(sigma, np.array([-float(k)]))[0])
+    if sigma > EXACT_SIGMA:
+        numeric = float(cdf_upper(sigma, np.array([-float(k)]))[0])
     else:
         ks = np.arange(k, k + math.ceil(40 * sigma) + 40, dtype=np.int64)
         numeric = math.fsum(_dgauss_pmf(sigma, ks).tolist())
@@ -193,8 +185,19 @@ def _solve_sigma(
     )
 
 
+#: N_Z noise: the secure release of both Gaussian mechanisms.
+_GAUSSIAN = NoiseFamily(
+    pmf,
+    _dgauss_tail,
+    discrete_gaussian,
+    simulate_discrete_gaussian,
+    discrete_gaussian_profile,
+    gaussian_profile,
+)
+
+
 @dataclass(frozen=True)
-class GaussianMechanism(_SnappedReal):
+class GaussianMechanism(_SnappedFamily):
     """Gaussian noise N(0, σ²) for a real value of L2 ``sensitivity``, released on a grid.
 
     ``grid`` is a power of two (None: 2**(floor(log2 Δ) − 10)). The release is
@@ -212,10 +215,8 @@ class GaussianMechanism(_SnappedReal):
     sensitivity: float = 1.0
     grid: float | None = None
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "sigma", as_positive("sigma", self.sigma))
-        object.__setattr__(self, "sensitivity", as_positive("sensitivity", self.sensitivity))
-        object.__setattr__(self, "grid", as_grid(self.grid, self.sensitivity))
+    _family = _GAUSSIAN
+    _parameter = "sigma"
 
     @classmethod
     def calibrate(
@@ -243,35 +244,11 @@ class GaussianMechanism(_SnappedReal):
     @property
     def grid_sigma(self) -> float:
         """σ in grid units, σ/grid (exact: grid is a power of two)."""
-        return self.sigma / self._unit
-
-    def profile(self) -> PrivacyProfile:
-        """Profile of the secure release: discrete Gaussian, inflated integer sensitivity."""
-        return discrete_gaussian_profile(self.grid_sigma, self.integer_sensitivity)
-
-    def ideal_profile(self) -> PrivacyProfile:
-        """Profile of the idealised continuous Gaussian (NOT what release guarantees).
-
-        >>> GaussianMechanism(2.0).ideal_profile().zcdp_rho()
-        0.125
-        """
-        return gaussian_profile(self.sigma, self.sensitivity)
-
-    def _noise_pmf(self, k: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-        return _dgauss_pmf(self.grid_sigma, k)
-
-    def _noise_tail(self, k: int) -> float:
-        return _dgauss_tail(self.grid_sigma, k)
-
-    def _exact_noise(self, source: Any) -> int:
-        return discrete_gaussian(Fraction(self.sigma) / Fraction(self._unit), source)
-
-    def _fast_noise(self, size: int, gen: np.random.Generator) -> npt.NDArray[np.int64]:
-        return simulate_discrete_gaussian(self.grid_sigma, size, gen)
+        return self._noise_parameter
 
 
 @dataclass(frozen=True)
-class DiscreteGaussianMechanism(_AdditiveLattice):
+class DiscreteGaussianMechanism(_IntegerFamily):
     """Discrete Gaussian noise N_Z(0, σ²) for an integer value (Canonne, Kamath & Steinke 2020).
 
     >>> m = DiscreteGaussianMechanism.calibrate(epsilon=1.0, delta=1e-5)
@@ -284,11 +261,8 @@ class DiscreteGaussianMechanism(_AdditiveLattice):
     sigma: float
     sensitivity: int = 1
 
-    _integer = True
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "sigma", as_positive("sigma", self.sigma))
-        object.__setattr__(self, "sensitivity", as_positive_int("sensitivity", self.sensitivity))
+    _family = _GAUSSIAN
+    _parameter = "sigma"
 
     @classmethod
     def calibrate(
@@ -306,29 +280,5 @@ class DiscreteGaussianMechanism(_AdditiveLattice):
         sigma = _solve_sigma(lambda s: cls(s, d).profile(), eps, dlt, float(d), method)
         return cls(sigma, d)
 
-    @property
-    def _unit(self) -> float:
-        return 1.0
-
-    @property
-    def _sensitivity(self) -> float:
-        return float(self.sensitivity)
-
-    def profile(self) -> PrivacyProfile:
-        """``discrete_gaussian_profile(sigma, sensitivity)``."""
-        return discrete_gaussian_profile(self.sigma, self.sensitivity)
-
-    def _noise_pmf(self, k: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-        return _dgauss_pmf(self.sigma, k)
-
-    def _noise_tail(self, k: int) -> float:
-        return _dgauss_tail(self.sigma, k)
-
-    def _exact_noise(self, source: Any) -> int:
-        return discrete_gaussian(Fraction(self.sigma), source)
-
     def _exact_noise_batch(self, size: int, source: Any) -> list[int]:
         return discrete_gaussian_batch(Fraction(self.sigma), size, source)
-
-    def _fast_noise(self, size: int, gen: np.random.Generator) -> npt.NDArray[np.int64]:
-        return simulate_discrete_gaussian(self.sigma, size, gen)

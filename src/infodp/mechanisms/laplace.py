@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 from infodp._lazy import lazy_module
 from infodp._validate import as_nonnegative, as_positive, as_positive_int
-from infodp.accounting import PrivacyProfile, discrete_laplace_profile, laplace_profile
+from infodp.accounting import discrete_laplace_profile, laplace_profile
 from infodp.mechanisms.base import (
-    _AdditiveLattice,
-    _SnappedReal,
+    NoiseFamily,
+    _IntegerFamily,
+    _SnappedFamily,
     as_grid,
     grid_sensitivity,
     round_up,
@@ -61,8 +62,19 @@ def _dlap_tail(scale: float, k: int) -> float:
     return tail_up(math.exp(-k / scale - math.log1p(math.exp(-1.0 / scale))))
 
 
+#: Lap_Z noise: the secure release of both Laplace mechanisms.
+_LAPLACE = NoiseFamily(
+    _dlap_pmf,
+    _dlap_tail,
+    discrete_laplace,
+    simulate_discrete_laplace,
+    discrete_laplace_profile,
+    laplace_profile,
+)
+
+
 @dataclass(frozen=True)
-class LaplaceMechanism(_SnappedReal):
+class LaplaceMechanism(_SnappedFamily):
     """Laplace noise of scale ``scale`` for a real value of L1 ``sensitivity``, on a grid.
 
     ``grid`` is a power of two (None: 2**(floor(log2 Δ) − 10)). The release is
@@ -82,10 +94,8 @@ class LaplaceMechanism(_SnappedReal):
     sensitivity: float = 1.0
     grid: float | None = None
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "scale", as_positive("scale", self.scale))
-        object.__setattr__(self, "sensitivity", as_positive("sensitivity", self.sensitivity))
-        object.__setattr__(self, "grid", as_grid(self.grid, self.sensitivity))
+    _family = _LAPLACE
+    _parameter = "scale"
 
     @classmethod
     def calibrate(
@@ -116,35 +126,11 @@ class LaplaceMechanism(_SnappedReal):
     @property
     def grid_scale(self) -> float:
         """The noise scale in grid units, scale/grid (exact: grid is a power of two)."""
-        return self.scale / self._unit
-
-    def profile(self) -> PrivacyProfile:
-        """Profile of the secure release: discrete Laplace, inflated integer sensitivity."""
-        return discrete_laplace_profile(self.grid_scale, self.integer_sensitivity)
-
-    def ideal_profile(self) -> PrivacyProfile:
-        """Profile of the idealised continuous Laplace mechanism (NOT what release guarantees).
-
-        >>> LaplaceMechanism(1.0).ideal_profile().pure_epsilon()
-        1.0
-        """
-        return laplace_profile(self.scale, self.sensitivity)
-
-    def _noise_pmf(self, k: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-        return _dlap_pmf(self.grid_scale, k)
-
-    def _noise_tail(self, k: int) -> float:
-        return _dlap_tail(self.grid_scale, k)
-
-    def _exact_noise(self, source: Any) -> int:
-        return discrete_laplace(Fraction(self.scale) / Fraction(self._unit), source)
-
-    def _fast_noise(self, size: int, gen: np.random.Generator) -> npt.NDArray[np.int64]:
-        return simulate_discrete_laplace(self.grid_scale, size, gen)
+        return self._noise_parameter
 
 
 @dataclass(frozen=True)
-class DiscreteLaplaceMechanism(_AdditiveLattice):
+class DiscreteLaplaceMechanism(_IntegerFamily):
     """Discrete Laplace (two-sided geometric) noise for an integer value, P(k) ∝ e^(−|k|/scale).
 
     ε = sensitivity/scale (pure DP; Ghosh, Roughgarden & Sundararajan 2009 for the geometric
@@ -161,11 +147,8 @@ class DiscreteLaplaceMechanism(_AdditiveLattice):
     scale: float
     sensitivity: int = 1
 
-    _integer = True
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "scale", as_positive("scale", self.scale))
-        object.__setattr__(self, "sensitivity", as_positive_int("sensitivity", self.sensitivity))
+    _family = _LAPLACE
+    _parameter = "scale"
 
     @classmethod
     def calibrate(
@@ -177,27 +160,6 @@ class DiscreteLaplaceMechanism(_AdditiveLattice):
         d = as_positive_int("sensitivity", sensitivity)
         scale = round_up(lambda s: cls(s, d).profile().pure_epsilon() <= eps, d / eps, "scale")
         return cls(scale, d)
-
-    @property
-    def _unit(self) -> float:
-        return 1.0
-
-    @property
-    def _sensitivity(self) -> float:
-        return float(self.sensitivity)
-
-    def profile(self) -> PrivacyProfile:
-        """``discrete_laplace_profile(scale, sensitivity)``."""
-        return discrete_laplace_profile(self.scale, self.sensitivity)
-
-    def _noise_pmf(self, k: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-        return _dlap_pmf(self.scale, k)
-
-    def _noise_tail(self, k: int) -> float:
-        return _dlap_tail(self.scale, k)
-
-    def _exact_noise(self, source: Any) -> int:
-        return discrete_laplace(Fraction(self.scale), source)
 
     def _exact_noise_batch(self, size: int, source: Any) -> list[int]:
         return discrete_laplace_batch(Fraction(self.scale), size, source)
@@ -215,8 +177,8 @@ class DiscreteLaplaceMechanism(_AdditiveLattice):
         >>> from infodp.mechanisms import InsecureSeededSource
         >>> src = InsecureSeededSource(0, i_understand_this_is_not_private=True)
         >>> ms = [DiscreteLaplaceMechanism(2.0), DiscreteLaplaceMechanism(50.0)]
-        >>> [len(z) for z in DiscreteLaplaceMechanism.noise_batches(ms, 80, src)]
-        [80, 80]
+        >>> tuple(len(z) for z in DiscreteLaplaceMechanism.noise_batches(ms, 80, src))
+        (80, 80)
         """
         scales = [Fraction(m.scale) for m in mechanisms]
         return discrete_laplace_batches(scales, [size] * len(scales), source)
@@ -225,6 +187,3 @@ class DiscreteLaplaceMechanism(_AdditiveLattice):
         """P[N ≥ k] = q^k/(1 + q), q = e^(−1/scale), for k ≥ 1 (CKS 2020, Definition 2),
         rounded up (:func:`~infodp.mechanisms.base.tail_up`)."""
         return 1.0 if k <= 0 else _dlap_tail(self.scale, k)
-
-    def _fast_noise(self, size: int, gen: np.random.Generator) -> npt.NDArray[np.int64]:
-        return simulate_discrete_laplace(self.scale, size, gen)

@@ -39,6 +39,7 @@ from infodp.audit.estimators import clopper_pearson
 from infodp.channel import Channel
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import as_generator
+from infodp.units import nats_to_bits
 
 __all__ = [
     "CodeResult",
@@ -205,7 +206,7 @@ def coding_attack(
     p = 1.0 / (1.0 + math.exp(eps)) if eps < 700 else 0.0
     cap = Channel.randomized_response(2, eps).shannon_capacity()
     cap_nats = float(cap.upper)
-    cap_bits = cap_nats / math.log(2.0)
+    cap_bits = nats_to_bits(cap_nats)
 
     def measure(name: str, n: int, errors: npt.NDArray[np.bool_]) -> CodeResult:
         e = int(np.count_nonzero(errors))

@@ -32,6 +32,7 @@ from infodp._validate import as_positive, as_positive_int
 from infodp.audit.estimators import clopper_pearson
 from infodp.audit.information import mi_lower_bound
 from infodp.mechanisms.sampling import as_generator
+from infodp.units import LN2
 
 __all__ = [
     "CorrelatedResult",
@@ -56,10 +57,9 @@ def correlated_mutual_information(epsilon: float, rows: int) -> float:
     eps = as_positive("epsilon", epsilon)
     n = as_positive_int("rows", rows)
     t = n * eps
-    log2 = math.log(2.0)
 
     def term(lp: float, lq: float) -> float:  # log(2p/(p+q)) from log densities
-        return log2 + lp - float(np.logaddexp(lp, lq))
+        return LN2 + lp - float(np.logaddexp(lp, lq))
 
     # Tails: y < 0 has log p0 − log p1 = t (ratio constant); mass ½ under p0, ½e^{−t} under p1.
     tail = 0.5 * (0.5 * term(t, 0.0) + 0.5 * math.exp(-t) * term(0.0, t))
@@ -75,7 +75,7 @@ def correlated_mutual_information(epsilon: float, rows: int) -> float:
         t,
         limit=200,
     )[0]
-    return float(min(log2, max(0.0, 2.0 * tail + middle)))
+    return float(min(LN2, max(0.0, 2.0 * tail + middle)))
 
 
 def independent_mutual_information(epsilon: float, rows: int, grid: int = 20_001) -> float:
@@ -101,7 +101,7 @@ def independent_mutual_information(epsilon: float, rows: int, grid: int = 20_001
         return np.asarray(logsumexp(lap + log_w[None, :], axis=1), dtype=np.float64)
 
     l0, l1 = log_density(0), log_density(1)
-    lm = np.logaddexp(l0, l1) - math.log(2.0)
+    lm = np.logaddexp(l0, l1) - LN2
     f = 0.5 * np.exp(l0) * (l0 - lm) + 0.5 * np.exp(l1) * (l1 - lm)
     return float(max(0.0, np.trapezoid(f, y)))
 

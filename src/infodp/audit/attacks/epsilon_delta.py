@@ -42,6 +42,7 @@ from infodp.accounting import approximate_dp_profile, pure_dp_profile
 from infodp.audit.auditor import VectorisedMechanism, audit
 from infodp.audit.estimators import clopper_pearson
 from infodp.mechanisms.sampling import as_generator
+from infodp.units import LN2
 
 __all__ = ["EpsilonDeltaResult", "catastrophe_mechanism", "epsilon_delta_attack"]
 
@@ -150,9 +151,9 @@ def epsilon_delta_attack(
 
     published = int(np.count_nonzero(gen.random(t) < dlt))
     p_lower = clopper_pearson(published, t, side="lower")[0]
-    info_lower = p_lower * k * math.log(2.0)
+    info_lower = p_lower * k * LN2
     ceiling = pure_dp_profile(eps).information(1.0)
-    need = math.floor(ceiling / (dlt * math.log(2.0))) + 1
+    need = math.floor(ceiling / (dlt * LN2)) + 1
     waits = gen.geometric(dlt, size=1000)
     return EpsilonDeltaResult(
         epsilon=eps,

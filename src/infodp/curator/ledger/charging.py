@@ -27,6 +27,7 @@ from infodp._exact import format_fraction
 from infodp.curator.ledger import accounts, integrity
 from infodp.curator.ledger.records import Budget, Entry, frac, text
 from infodp.errors import BudgetExceeded, InfodpError, InternalError, LedgerError, ParameterError
+from infodp.units import bits_to_nats, nats_to_bits
 
 __all__ = [
     "Charge",
@@ -37,8 +38,6 @@ __all__ = [
     "now",
     "refund",
 ]
-
-_LN2 = math.log(2)
 
 
 class DeclarationChanged(InfodpError):
@@ -53,7 +52,7 @@ def now() -> str:
 
 def info_cap_nats(cap_bits: float) -> float:
     """A dataset's information cap, declared in bits, in nats (the unit it is spent in)."""
-    return cap_bits * _LN2
+    return bits_to_nats(cap_bits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,11 +200,11 @@ def _check_caps(row: sqlite3.Row, c: Charge) -> float:
     cap, spent = row["info_cap_bits"], row["info_spent_nats"]
     new_spent = _add_up(spent, c.info_nats)
     if cap is not None and new_spent > info_cap_nats(cap):
-        left = max(0.0, cap - spent / _LN2)
+        left = max(0.0, cap - nats_to_bits(spent))
         raise BudgetExceeded(
-            f"{c.info_nats / _LN2:.6g} bits of information about table {c.dataset}",
+            f"{nats_to_bits(c.info_nats):.6g} bits of information about table {c.dataset}",
             f"{left:.6g} bits (dataset cap {cap:g} bits)",
-            f"{c.info_nats / _LN2 - left:.6g} bits",
+            f"{nats_to_bits(c.info_nats) - left:.6g} bits",
         )
     return new_spent
 

@@ -20,6 +20,7 @@ from typing import Any, cast
 
 from infodp._exact import float_down, float_up
 from infodp.curator.ledger.accounts import accountant_of, can_spend, remaining_of
+from infodp.units import nats_to_bits
 
 __all__ = [
     "BUDGET_COLUMNS",
@@ -38,7 +39,6 @@ __all__ = [
 ]
 
 _FRACS: dict[str, Fraction] = {}
-_LN2 = math.log(2)
 
 
 def frac(value: str) -> Fraction:
@@ -190,7 +190,7 @@ class DatasetRecord:
     @property
     def info_spent_bits(self) -> float:
         """The information released about the table, in bits (the unit of its cap)."""
-        return self.info_spent_nats / _LN2
+        return nats_to_bits(self.info_spent_nats)
 
 
 @dataclass(frozen=True, slots=True)
