@@ -18,6 +18,7 @@ Poisson-subsampled Gaussian steps (:mod:`infodp.accounting.schedule`).
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import click
