@@ -105,6 +105,7 @@ def test_information_privacy_bounds_dp_and_leakage(seed: int, k: int, m: int) ->
     assert eps == pytest.approx(float(np.abs(np.log(post / prior[:, None])).max()), rel=1e-12)
     all_pairs = list(itertools.permutations(range(k), 2))
     assert _dp_level(ch, all_pairs) <= dp_from_information_privacy(eps) * (1 + 1e-12)
+    assert ch.epsilon() <= dp_from_information_privacy(eps) * (1 + 1e-9)  # the Channel's own ε
     h = -float(np.sum(prior * np.log(prior)))
     drops = [h + float(np.sum(post[:, y] * np.log(post[:, y]))) for y in range(m)]
     assert max_entropy_drop(ch, prior) == pytest.approx(max(drops), rel=1e-9, abs=1e-12)
