@@ -87,15 +87,16 @@ def _check(truth: float, points: list[float], intervals: list[list[float]]) -> N
     assert 0.9 <= ratio <= 1.3, (ratio, covered)
 
 
+SLOW = ("income", Fraction(10), Noise.GAUSSIAN)
 CASES = [
-    (col, eps, noise)
+    # income at ε = 10 with the discrete Gaussian takes over 20 s on a busy machine
+    pytest.param(col, eps, noise, marks=[pytest.mark.slow] if (col, eps, noise) == SLOW else [])
     for col in ("income", "age")
     for eps in (Fraction(1, 10), Fraction(1), Fraction(10))
     for noise in (Noise.LAPLACE, Noise.GAUSSIAN)
 ]
 
 
-@pytest.mark.slow  # 1 000 intervals per case: 5–60 s on a shared two-core machine
 @pytest.mark.parametrize(("column", "epsilon", "noise"), CASES)
 def test_avg_interval_covers_and_is_tight(column: str, epsilon: Fraction, noise: Noise) -> None:
     grid, parts = _parts(column, ("csum", "count"), epsilon, noise)
@@ -104,11 +105,11 @@ def test_avg_interval_covers_and_is_tight(column: str, epsilon: Fraction, noise:
     rng = np.random.default_rng(1)
     noisy = _noisy(parts, [s, c], rng)
     mechs = [p.mechanism for p in parts]
-    answers = [avg_answer(int(a), int(b), *mechs, grid, BETA) for a, b in noisy]
+    cache: dict[object, float] = {}  # as one release's memo is shared by its cells
+    answers = [avg_answer(int(a), int(b), *mechs, grid, BETA, cache) for a, b in noisy]
     _check(truth, [a for a, _ in answers], [i for _, i in answers])
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("column", "epsilon", "noise"), CASES)
 @pytest.mark.parametrize("stddev", [False, True])
 def test_variance_interval_covers_and_is_tight(
@@ -121,14 +122,16 @@ def test_variance_interval_covers_and_is_tight(
     rng = np.random.default_rng(2)
     noisy = _noisy(parts, [s, q, c], rng)
     mechs = tuple(p.mechanism for p in parts)
+    cache: dict[object, float] = {}
     answers = [
-        variance_answer(int(a), int(b), int(n), mechs, grid, BETA, sample=True, stddev=stddev)
+        variance_answer(
+            int(a), int(b), int(n), mechs, grid, BETA, sample=True, stddev=stddev, cache=cache
+        )
         for a, b, n in noisy
     ]
     _check(truth, [a for a, _ in answers], [i for _, i in answers])
 
 
-@pytest.mark.slow
 def test_mean_interval_is_the_fieller_set_on_a_brute_force_grid() -> None:
     """Independent check of the inversion: scan μ on a fine grid, keep those whose pivot
     |S̃ − μC̃| is within a Monte-Carlo 95% quantile of |N_s − μN_c|; the returned interval
@@ -140,12 +143,12 @@ def test_mean_interval_is_the_fieller_set_on_a_brute_force_grid() -> None:
     lo, hi = mean_interval(s_tilde, c_tilde, s_mech, c_mech, -50.0, 50.0, BETA)
     kept = [
         mu
-        for mu in np.linspace(-50, 50, 2001)
+        for mu in np.linspace(-50, 50, 401)
         if abs(s_tilde - mu * c_tilde) <= np.quantile(np.abs(ns - mu * nc), 0.95) * 0.995
     ]
     assert kept and lo <= min(kept) and max(kept) <= hi
     # and not much more than it: the box settles near the set's hull
-    assert hi - lo <= 1.05 * (max(kept) - min(kept)) + 0.2
+    assert hi - lo <= 1.05 * (max(kept) - min(kept)) + 0.5  # + two grid steps
 
 
 def test_no_count_means_the_whole_range() -> None:

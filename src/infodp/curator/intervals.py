@@ -19,7 +19,10 @@ q_β(μ) bounds the (1 − β)-quantile of |N_s − μN_c| computed by convolvin
 a box: while the set lies in [l, u], every μ in it satisfies |S̃ − μC̃| ≤ B with B bounding
 q_β over [l, u] (the quantile at the midpoint m plus (u − l)/2·K, K a tail bound of |N_c|:
 |N_s − μN_c| ≤ |N_s − mN_c| + |μ − m|·|N_c|), so the set lies in μ̂ ± B/C̃ too. Every box is
-a valid answer; the iteration stops when it no longer shrinks. VARIANCE adds the test on T
+a valid answer; the iteration stops when it no longer shrinks. (The quantile is taken at the
+grid point nearest |m| on a fixed grid of the coefficient's range, the distance added to the
+slack, so that the cells of one release share them; and with a small count, whose box stays
+wide, end pieces in which no μ passes the test are trimmed off.) VARIANCE adds the test on T
 (and, for the sample variance, one on C) by a union bound; the mean's test takes a tenth of β
 because its error enters only squared.
 
