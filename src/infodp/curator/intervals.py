@@ -58,6 +58,8 @@ _TRIM_WORTH = 0.01
 
 #: Points of the grid each coefficient's magnitude is snapped to (per query, over its range).
 _COEFFICIENT_GRID = 8192
+#: Most quantiles one memo keeps (a float and a small key each).
+_CACHED_QUANTILES = 20_000
 
 
 def _tail(mech: Any, beta: float) -> float:
@@ -85,12 +87,15 @@ def _box_quantile(
         j = round(abs(c) / step)
         snapped.append((mech, j * step))
         slack += (abs(abs(c) - j * step) + half) * k
-    key = ("box-quantile", lead, tuple(snapped), beta)
-    q = None if cache is None else cache.get(key)
+    table = None if cache is None else cache.setdefault("box-quantile", {})
+    key = (lead, tuple(snapped), beta)
+    q = None if table is None else table.get(key)
     if q is None:
         q = combination_halfwidth([(lead, 1.0), *snapped], beta)
-        if cache is not None:
-            cache[key] = q
+        if table is not None:
+            if len(table) >= _CACHED_QUANTILES:  # a long-lived memo stays bounded
+                table.clear()
+            table[key] = q
     return q + slack
 
 
