@@ -502,3 +502,19 @@ def test_all_lists_the_public_names() -> None:
         assert public <= set(module.__all__), (module.__name__, public - set(module.__all__))
         for name in module.__all__:
             assert hasattr(module, name)
+
+
+def test_results_of_the_literature_bear_only_where_they_apply() -> None:
+    """Pure ε: information privacy (Calmon & Fawaz 2012) and identifiability (Wang, Ying &
+    Zhang 2016) lines, and with N rows the 2εN-nat information cost (McGregor et al. 2010);
+    a group adds the MI-DP caution (Cuff & Yu 2016, Ex. 5.1); (ε, δ) claims none of them."""
+    from infodp.explain import explain_epsilon_delta as ed
+
+    pure = ed(0.5, rows=1000, group=2)
+    text = " ".join(pure.results)
+    assert "Calmon & Fawaz" in text and "Wang, Ying & Zhang" in text
+    assert "at most 1,000 nats" in text  # 2 · 0.5 · 1000, computed here independently
+    assert "Cuff & Yu" in text
+    assert pure.to_dict()["results"] == list(pure.results)
+    approx = ed(0.5, 1e-6)
+    assert not any("Calmon" in r or "McGregor" in r for r in approx.results)

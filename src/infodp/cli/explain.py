@@ -142,6 +142,8 @@ def _render_one(console: Any, p: dict[str, Any], heading: str) -> None:
         )
     for w in p["warnings"]:
         console.print(f"[bold red]Warning:[/bold red] {w}")
+    for r in p.get("results", ()):
+        console.print(f"[bold]Also:[/bold] {r}")
 
 
 @click.command("explain")

@@ -68,6 +68,7 @@ from infodp.curator.cost import (
     selection,
 )
 from infodp.curator.grid import column_grid, quantile_candidates
+from infodp.curator.intervals import avg_answer, variance_answer
 from infodp.curator.ledger import Budget, DeclarationChanged, Ledger
 from infodp.curator.overlap import Job, background
 from infodp.curator.plan import Aggregate, QueryPlan, measurements
@@ -1448,56 +1449,33 @@ class Curator:
         grid = memo.get(agg.column)
         if grid is None:
             grid = memo[agg.column] = column_grid(schema.column(agg.column))
-        g = grid.step
         if agg.func == "avg":
-            s, hs, _ = get(f"csum({agg.column})", beta / 2)
-            c, hc, _ = get(f"count({agg.column})", beta / 2)
-            low, high = grid.low, grid.high
-            centre = grid.center * g
-            point = min(high, max(low, centre + s * g / c)) if c > 0 else (low + high) / 2
-            if c - hc < 1:
-                return point, [low, high]
-            ratios = [a / b for a in (s - hs, s + hs) for b in (c - hc, c + hc)]
-            return point, [max(low, centre + min(ratios) * g), min(high, centre + max(ratios) * g)]
+            # The interval inverts the exact error law of S̃/C̃ (infodp.curator.intervals).
+            s, _, ps = get(f"csum({agg.column})", beta)
+            c, _, pc = get(f"count({agg.column})", beta)
+            return avg_answer(s, c, ps.mechanism, pc.mechanism, grid, beta, memo)
         if agg.func in ("variance", "stddev"):
-            s, hs, _ = get(f"csum({agg.column})", beta / 3)
-            q, hq, _ = get(f"csumsq({agg.column})", beta / 3)
-            c, hc, _ = get(f"count({agg.column})", beta / 3)
-            r2 = float(grid.radius**2)
-            sample = not agg.population
-            if c >= 2:
-                var = min(r2, max(0.0, q / c - (s / c) ** 2))
-                if sample:
-                    var *= c / (c - 1)
-            else:
-                var = 0.0
-            if c - hc >= 2:
-                c_lo, c_hi = c - hc, c + hc
-                mean_sq_lo = max(0.0, (q - hq) / c_hi)
-                mean_sq_hi = (q + hq) / c_lo
-                m_lo, m_hi = (
-                    (s - hs) / c_lo if s - hs < 0 else (s - hs) / c_hi,
-                    ((s + hs) / c_hi if s + hs < 0 else (s + hs) / c_lo),
-                )
-                sq_hi = max(m_lo * m_lo, m_hi * m_hi)
-                sq_lo = 0.0 if m_lo <= 0 <= m_hi else min(m_lo * m_lo, m_hi * m_hi)
-                lo = max(0.0, mean_sq_lo - sq_hi)
-                hi = min(r2, mean_sq_hi - sq_lo)
-                if sample:
-                    lo *= c_hi / (c_hi - 1)
-                    hi = min(2 * r2, hi * c_lo / (c_lo - 1))
-            else:
-                lo, hi = 0.0, 2 * r2 if sample else r2
-            hi = max(hi, lo)
-            scale = g * g
-            if agg.func == "stddev":
-                return math.sqrt(var * scale), [math.sqrt(lo * scale), math.sqrt(hi * scale)]
-            return var * scale, [lo * scale, hi * scale]
+            s, _, ps = get(f"csum({agg.column})", beta)
+            q, _, pq = get(f"csumsq({agg.column})", beta)
+            c, _, pc = get(f"count({agg.column})", beta)
+            mechs = (ps.mechanism, pq.mechanism, pc.mechanism)
+            return variance_answer(
+                s,
+                q,
+                c,
+                mechs,
+                grid,
+                beta,
+                sample=not agg.population,
+                stddev=agg.func == "stddev",
+                cache=memo,
+            )
         if agg.func == "quantile":
             i = index[f"quantile({agg.column},{agg.q})"]
             p = parts[i]
             # The drawn grid point times the power-of-two step: exact in binary floating
             # point, so the release stays on the grid (no float noise; Mironov 2012).
+            g = grid.step
             value: float | int = draws[(key, i)] * g
             if schema.column(agg.column).type == "int":
                 value = int(value)

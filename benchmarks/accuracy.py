@@ -1,0 +1,377 @@
+"""Accuracy benchmark: COUNT, SUM, AVG, VARIANCE and STDDEV against the peers that run.
+
+``PYTHONPATH=$PWD/src /work/venvs/peers/bin/python -m benchmarks.accuracy [--runs 100]
+[--tumult-runs 5]``
+
+One seeded table of 100 000 people (one row each; add/remove-one neighbours) with a skewed
+income (log-normal, clamped to the declared bounds [0, 300 000], integers). For ε ∈ {0.1, 1,
+10} and every aggregate, each library releases the answer ``--runs`` times (Tumult, whose
+every answer is a Spark job, ``--tumult-runs`` times) and the table reports the mean and the
+95th percentile of the absolute error against the exact value on the clamped data; where the
+library states a 95% interval, its coverage and median half-width.
+
+- infodp: end to end through :class:`~infodp.curator.engine.Curator` (SQL, ledger, exact
+  discrete Laplace on the OS CSPRNG, DuckDB), ``confidence=0.95``;
+- OpenDP (core combinators; its polars API needs polars, absent here): discrete Laplace on
+  the clamped integer sums and the count, ε split evenly; AVG and VARIANCE are formed from
+  them (Σx/n, Σx²/n − (Σx/n)²) as OpenDP's documentation does for unknown n; its stated
+  interval is ``discrete_laplacian_scale_to_accuracy`` for COUNT and SUM (none for the
+  ratios);
+- diffprivlib: ``tools.count_nonzero``, ``sum``, ``mean``, ``var``, ``std``. Its mean, var
+  and std treat the row count as public (replace-one neighbours), a weaker relation than
+  the others', so their errors are not directly comparable; no intervals;
+- Tumult Analytics: ``QueryBuilder.count``, ``sum``, ``average``, ``variance``, ``stdev``
+  under ``AddOneRow`` (pure DP); no intervals;
+- SmartNoise SQL: run when ``snsql`` imports, reported as not run otherwise.
+
+Quantiles are measured by their own script. Writes the "accuracy" section of BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import math
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks._report import markdown_table, write_section
+
+ROWS = 100_000
+LOW, HIGH = 0, 300_000
+EPSILONS = (0.1, 1.0, 10.0)
+AGGREGATES = ("COUNT", "SUM", "AVG", "VARIANCE", "STDDEV")
+SQL = {
+    "COUNT": "SELECT COUNT(*) FROM t",
+    "SUM": "SELECT SUM(income) FROM t",
+    "AVG": "SELECT AVG(income) FROM t",
+    "VARIANCE": "SELECT VARIANCE(income) FROM t",
+    "STDDEV": "SELECT STDDEV(income) FROM t",
+}
+SCHEMA = {
+    "table": "t",
+    "privacy_unit": "row",
+    "columns": {"income": {"type": "int", "bounds": [LOW, HIGH]}},
+}
+
+#: One peer's answers for one (aggregate, ε): values and, when stated, (low, high) intervals.
+Answers = tuple[list[float], list[tuple[float, float]] | None]
+
+
+def make_table(seed: int = 20261127) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    income = np.round(rng.lognormal(10.5, 0.8, ROWS))
+    return np.clip(income, LOW, HIGH).astype(np.int64)
+
+
+def truths(x: np.ndarray) -> dict[str, float]:
+    xf = x.astype(np.float64)
+    return {
+        "COUNT": float(x.size),
+        "SUM": float(x.sum()),
+        "AVG": float(xf.mean()),
+        "VARIANCE": float(xf.var(ddof=1)),
+        "STDDEV": float(xf.std(ddof=1)),
+    }
+
+
+def _not_run(err: BaseException) -> str:
+    return f"not run: {type(err).__name__}: {' '.join(str(err).split())[:70]}"
+
+
+# -- infodp ------------------------------------------------------------------------------------
+
+
+def run_infodp(x: np.ndarray, runs: int, workdir: Path) -> dict[tuple[str, float], Answers]:
+    import duckdb
+
+    from infodp.curator.engine import Curator
+
+    parquet = workdir / "t.parquet"
+    con = duckdb.connect()
+    con.register("src", {"income": x})  # type: ignore[arg-type]
+    con.execute(f"COPY (SELECT income FROM src) TO '{parquet}' (FORMAT parquet)")
+    con.close()
+    curator = Curator(workdir / "store.duckdb", keep_open=True)
+    curator.register_dataset("t", str(parquet), SCHEMA)
+    curator.add_analyst("bench", "t", epsilon=10**9)
+    out: dict[tuple[str, float], Answers] = {}
+    for agg in AGGREGATES:
+        for eps in EPSILONS:
+            values, intervals = [], []
+            for _ in range(runs):
+                r = curator.query("bench", SQL[agg], epsilon=eps, confidence=0.95)
+                values.append(float(r.rows[0][0]))
+                lo, hi = r.confidence_intervals[0][0]
+                intervals.append((float(lo), float(hi)))
+            out[(agg, eps)] = (values, intervals)
+    curator.close()
+    return out
+
+
+# -- OpenDP --------------------------------------------------------------------------------------
+
+
+def run_opendp(x: np.ndarray, runs: int) -> dict[tuple[str, float], Answers]:
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    data = [int(v) for v in x]
+    squares = [int(v) * int(v) for v in x]
+    add_remove = dp.symmetric_distance()
+    space = dp.vector_domain(dp.atom_domain(T="i64")), add_remove
+    bounded = dp.vector_domain(dp.atom_domain(bounds=(LOW, HIGH), T="i64")), add_remove
+    bounded_sq = dp.vector_domain(dp.atom_domain(bounds=(0, HIGH * HIGH), T="i64")), add_remove
+
+    chains = {
+        "count": dp.t.make_count(*space),
+        "sum": dp.t.make_sum(*bounded),
+        "sq": dp.t.make_sum(*bounded_sq),
+    }
+    # Each clamped aggregate is computed once by OpenDP's transformation; every run then draws
+    # OpenDP's discrete Laplace for it (the same release as chain >> then_laplace, without
+    # passing the 100 000 values to the library again for every draw).
+    exact = {
+        "count": chains["count"](data),
+        "sum": chains["sum"](data),
+        "sq": chains["sq"](squares),
+    }
+    scalar = dp.atom_domain(T="i64"), dp.absolute_distance(T="i64")
+
+    def measure(kind: str, eps: float) -> Any:
+        chain = chains[kind]
+        scale = dp.binary_search_param(
+            lambda s: chain >> dp.m.then_laplace(s), d_in=1, d_out=eps, T=float
+        )
+        noise = dp.m.make_laplace(*scalar, scale)
+        return (lambda: noise(exact[kind])), scale
+
+    out: dict[tuple[str, float], Answers] = {}
+    for eps in EPSILONS:
+        (count1, scale_c), (sum1, scale_s) = measure("count", eps), measure("sum", eps)
+        count2, sum2 = measure("count", eps / 2)[0], measure("sum", eps / 2)[0]
+        count3, sum3 = measure("count", eps / 3)[0], measure("sum", eps / 3)[0]
+        sq3 = measure("sq", eps / 3)[0]
+        acc_c = dp.discrete_laplacian_scale_to_accuracy(scale_c, 0.05)
+        acc_s = dp.discrete_laplacian_scale_to_accuracy(scale_s, 0.05)
+        res: dict[str, tuple[list[float], list[tuple[float, float]] | None]] = {
+            a: ([], [] if a in ("COUNT", "SUM") else None) for a in AGGREGATES
+        }
+        for _ in range(runs):
+            c = float(count1())
+            s = float(sum1())
+            res["COUNT"][0].append(c)
+            res["SUM"][0].append(s)
+            res["COUNT"][1].append((c - acc_c, c + acc_c))  # type: ignore[union-attr]
+            res["SUM"][1].append((s - acc_s, s + acc_s))  # type: ignore[union-attr]
+            n2 = max(1.0, float(count2()))
+            res["AVG"][0].append(min(HIGH, max(LOW, float(sum2()) / n2)))
+            n3 = max(2.0, float(count3()))
+            mean = float(sum3()) / n3
+            var = min((HIGH - LOW) ** 2 / 4, max(0.0, float(sq3()) / n3 - mean * mean))
+            var *= n3 / (n3 - 1)
+            res["VARIANCE"][0].append(var)
+            res["STDDEV"][0].append(math.sqrt(var))
+        for agg in AGGREGATES:
+            out[(agg, eps)] = res[agg]
+    return out
+
+
+# -- diffprivlib -----------------------------------------------------------------------------
+
+
+def run_diffprivlib(x: np.ndarray, runs: int) -> dict[tuple[str, float], Answers]:
+    import warnings
+
+    from diffprivlib import tools
+    from diffprivlib.utils import PrivacyLeakWarning
+
+    warnings.simplefilter("ignore", PrivacyLeakWarning)
+    xf = x.astype(np.float64)
+    ones = np.ones(ROWS)
+    bounds = (float(LOW), float(HIGH))
+    calls: dict[str, Callable[[float], float]] = {
+        "COUNT": lambda e: float(tools.count_nonzero(ones, epsilon=e)),
+        "SUM": lambda e: float(tools.sum(xf, epsilon=e, bounds=bounds)),
+        "AVG": lambda e: float(tools.mean(xf, epsilon=e, bounds=bounds)),
+        "VARIANCE": lambda e: float(tools.var(xf, epsilon=e, bounds=bounds)),
+        "STDDEV": lambda e: float(tools.std(xf, epsilon=e, bounds=bounds)),
+    }
+    return {
+        (agg, eps): ([calls[agg](eps) for _ in range(runs)], None)
+        for agg in AGGREGATES
+        for eps in EPSILONS
+    }
+
+
+# -- Tumult Analytics ----------------------------------------------------------------------------
+
+
+def run_tumult(x: np.ndarray, runs: int, workdir: Path) -> dict[tuple[str, float], Answers]:
+    import os
+    import sys
+
+    import pandas as pd
+    from pyspark.sql import SparkSession
+    from tmlt.analytics import AddOneRow, PureDPBudget, QueryBuilder, Session
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers run this interpreter
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.warehouse.dir", str(workdir / "spark-warehouse"))
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    frame = spark.createDataFrame(pd.DataFrame({"income": x.astype(np.int64)})).cache()
+    frame.count()
+    session = Session.from_dataframe(
+        PureDPBudget(float("inf")), "t", frame, protected_change=AddOneRow()
+    )
+    builders: dict[str, Callable[[], Any]] = {
+        "COUNT": lambda: QueryBuilder("t").count(),
+        "SUM": lambda: QueryBuilder("t").sum("income", LOW, HIGH),
+        "AVG": lambda: QueryBuilder("t").average("income", LOW, HIGH),
+        "VARIANCE": lambda: QueryBuilder("t").variance("income", LOW, HIGH),
+        "STDDEV": lambda: QueryBuilder("t").stdev("income", LOW, HIGH),
+    }
+    out: dict[tuple[str, float], Answers] = {}
+    try:
+        for agg in AGGREGATES:
+            for eps in EPSILONS:
+                values = []
+                for _ in range(runs):
+                    row = session.evaluate(builders[agg](), PureDPBudget(eps)).collect()[0]
+                    values.append(float(row[0]))
+                out[(agg, eps)] = (values, None)
+                print("Tumult", agg, eps, flush=True)
+    finally:
+        spark.stop()
+    return out
+
+
+# -- report --------------------------------------------------------------------------------------
+
+
+def _fmt(v: float) -> str:
+    if v == 0:
+        return "0"
+    if abs(v) >= 1e5 or abs(v) < 1e-2:
+        return f"{v:.3g}"
+    return f"{v:,.{max(0, 2 - math.floor(math.log10(abs(v))))}f}"
+
+
+def summarise(answers: Answers, truth: float) -> list[str]:
+    values, intervals = answers
+    err = np.abs(np.array(values) - truth)
+    cells = [_fmt(float(err.mean())), _fmt(float(np.quantile(err, 0.95)))]
+    if intervals is None:
+        return [*cells, "—", "—", "—"]
+    lo = np.array([i[0] for i in intervals])
+    hi = np.array([i[1] for i in intervals])
+    cover = float(((lo <= truth) & (truth <= hi)).mean())
+    half = float(np.median((hi - lo) / 2))
+    ratio = half / float(np.quantile(err, 0.95)) if np.quantile(err, 0.95) > 0 else math.nan
+    return [*cells, f"{cover:.2f}", _fmt(half), f"{ratio:.2f}"]
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--tumult-runs", type=int, default=5)
+    args = parser.parse_args()
+    x = make_table()
+    truth = truths(x)
+    results: dict[str, dict[tuple[str, float], Answers] | str] = {}
+    timing: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        peers: list[tuple[str, Callable[[], dict[tuple[str, float], Answers]]]] = [
+            ("infodp", lambda: run_infodp(x, args.runs, work)),
+            ("OpenDP", lambda: run_opendp(x, args.runs)),
+            ("diffprivlib", lambda: run_diffprivlib(x, args.runs)),
+        ]
+        if args.tumult_runs > 0:
+            peers.append(("Tumult Analytics", lambda: run_tumult(x, args.tumult_runs, work)))
+        else:
+            results["Tumult Analytics"] = "not run: --tumult-runs 0 (one Spark job per answer)"
+        for name, fn in peers:
+            start = time.perf_counter()
+            try:
+                results[name] = fn()
+            except Exception as err:  # report why the peer did not run
+                results[name] = _not_run(err)
+            timing[name] = time.perf_counter() - start
+            print(name, f"{timing[name]:.1f} s", flush=True)
+    try:
+        import snsql  # noqa: F401
+
+        results["SmartNoise SQL"] = "not run: installed, but not wired into this benchmark"
+    except Exception as err:
+        results["SmartNoise SQL"] = _not_run(err)
+
+    header = [
+        "aggregate",
+        "ε",
+        "library",
+        "mean abs error",
+        "95th pct abs error",
+        "95% interval coverage",
+        "median half-width",
+        "half-width / 95th pct error",
+    ]
+    rows: list[list[str]] = []
+    for agg in AGGREGATES:
+        for eps in EPSILONS:
+            for name, res in results.items():
+                if isinstance(res, str):
+                    continue
+                rows.append([agg, f"{eps:g}", name, *summarise(res[(agg, eps)], truth[agg])])
+    skipped = [f"- {name}: {res}" for name, res in results.items() if isinstance(res, str)]
+    runs = {n: (args.tumult_runs if n == "Tumult Analytics" else args.runs) for n in results}
+    body = (
+        f"One seeded table of {ROWS:,} people, income log-normal clamped to [{LOW}, {HIGH:,}] "
+        f"(exact: mean {truth['AVG']:,.1f}, standard deviation {truth['STDDEV']:,.1f}); "
+        "add/remove-one neighbours, pure ε per query, 95% intervals. Runs per cell: "
+        + ", ".join(f"{n} {r}" for n, r in runs.items() if not isinstance(results[n], str))
+        + ". Versions: "
+        + ", ".join(
+            f"{d} {_version(d)}" for d in ("opendp", "diffprivlib", "tmlt.analytics", "pyspark")
+        )
+        + ".\n\n"
+        "infodp's AVG/VARIANCE/STDDEV intervals invert the exact error law of the released ratio "
+        "(`infodp.curator.intervals`); a ratio near 1 in the last column means the stated "
+        "interval is as narrow as the noise allows. OpenDP states intervals for COUNT and SUM "
+        "only (`discrete_laplacian_scale_to_accuracy`); diffprivlib and Tumult state none. "
+        "diffprivlib's mean/var/std take the row count as public (replace-one neighbours). "
+        "Wall time (all cells): "
+        + ", ".join(f"{n} {t:.0f} s" for n, t in timing.items())
+        + ". Quantiles are measured by their own benchmark.\n\n"
+        + markdown_table(header, rows)
+        + ("\n\n" + "\n".join(skipped) if skipped else "")
+    )
+    write_section(
+        "accuracy",
+        "PYTHONPATH=$PWD/src /work/venvs/peers/bin/python -m benchmarks.accuracy "
+        f"--runs {args.runs} --tumult-runs {args.tumult_runs}",
+        body,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""The law of a linear combination of independent lattice noises, bounded from above.
+
+A ratio or a centred moment released from several noisy sums has an error that, to a known
+exact identity, is ``Σ c_i N_i`` for independent integer noises ``N_i`` (discrete Laplace or
+discrete Gaussian, one per measurement) and real coefficients ``c_i``. Its quantiles are far
+below the sum of the terms' own quantiles (the union bound): :func:`combination_halfwidth`
+computes an upper bound on the exact one by numerical convolution of the terms' laws.
+
+How the bound stays an upper bound (no step is optimistic):
+
+- each ``N_i`` is cut at ``|N_i| ≤ K_i`` with ``P(|N_i| > K_i) ≤ τ_i`` (the mechanism's own
+  certified tail); the τ_i are added to the failure probability;
+- the integers of ``[−K_i, K_i]`` are grouped in blocks of ``L`` consecutive values whose
+  mass is bounded above by ``L`` times the pmf at the block's point nearest 0 (the pmf is
+  symmetric and non-increasing in ``|k|``); each block is placed on the grid ``w·Z`` nearest
+  its centre, which moves each value by at most ``w`` — so the sum moves by at most ``n·w``
+  (more if a term's range needs longer blocks, and then by what its blocks allow);
+- the sub-probability vectors are convolved (FFT; every entry only over-counts, so the mass
+  beyond ``t`` is over-estimated), and a margin of 10⁻⁹ covers the float rounding.
+
+>>> from infodp.mechanisms import DiscreteLaplaceMechanism
+>>> a, b = DiscreteLaplaceMechanism(100.0), DiscreteLaplaceMechanism(100.0)
+>>> h = combination_halfwidth([(a, 1.0), (b, 1.0)], 0.05)
+>>> a.halfwidth(0.05) < h < a.halfwidth(0.025) + b.halfwidth(0.025)
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from infodp._lazy import lazy_module
+from infodp.errors import ParameterError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from infodp.mechanisms.base import _AdditiveLattice
+else:
+    np = lazy_module("numpy")
+
+__all__ = ["combination_halfwidth"]
+
+#: Grid points over the widest term's truncated range (the discretisation costs n·w, about
+#: n·30/RESOLUTION of a noise scale: about 1% of a 95% half-width for three terms).
+RESOLUTION = 2048
+#: Most blocks one term is cut into (memory and time stay bounded for any noise scale).
+_MAX_BLOCKS = 1 << 16
+#: Absolute margin for the floating-point evaluation of the pmfs, their sums and the FFT.
+_FLOAT_MARGIN = 1e-9
+
+
+def combination_halfwidth(terms: Sequence[tuple[Any, float]], beta: float) -> float:
+    """An h with P(|Σ c_i N_i| > h) ≤ β, for independent noises N_i of the given mechanisms.
+
+    ``terms`` pairs an additive lattice mechanism (its integer noise in grid units, e.g.
+    :class:`~infodp.mechanisms.DiscreteLaplaceMechanism`) with a real coefficient; mechanisms
+    that are None and zero coefficients are dropped. One term is answered by the mechanism's
+    own exact tail (``|c|·halfwidth(β)``). Several are convolved (module docstring); the
+    answer never understates the exact quantile of the combination.
+
+    >>> from infodp.mechanisms import DiscreteLaplaceMechanism
+    >>> m = DiscreteLaplaceMechanism(10.0)
+    >>> combination_halfwidth([(m, -2.0)], 0.05) == 2 * m.halfwidth(0.05)
+    True
+    >>> combination_halfwidth([], 0.05)
+    0.0
+    """
+    if not (isinstance(beta, (int, float)) and 0.0 < beta < 1.0):
+        raise ParameterError("beta", beta, "a probability in (0, 1)")
+    live = [(m, float(c)) for m, c in terms if m is not None and c != 0.0]
+    for _, c in live:
+        if not math.isfinite(c):
+            raise ParameterError("coefficient", c, "a finite number")
+    if not live:
+        return 0.0
+    if len(live) == 1:
+        m, c = live[0]
+        return abs(c) * float(m.halfwidth(beta))
+    tau = beta * 1e-3 / len(live)
+    cuts = [int(m.halfwidth(tau)) for m, _ in live]
+    spread = max(abs(c) * k for (_, c), k in zip(live, cuts, strict=True))
+    if spread == 0.0:
+        return 0.0
+    w = spread / RESOLUTION
+    law: npt.NDArray[np.float64] | None = None
+    offset = 0  # law[i] is the mass at (i + offset)·w
+    moved = 0.0  # how far the placement may move the sum
+    for (m, c), k in zip(live, cuts, strict=True):
+        pmf, low, shift = _term_law(m, c, k, w)
+        moved += shift
+        if law is None:
+            law, offset = pmf, low
+        else:
+            law, offset = _convolve(law, pmf), offset + low
+    assert law is not None
+    budget = beta - len(live) * tau - _FLOAT_MARGIN
+    # mass strictly beyond j grid steps on either side, for every j ≥ 0
+    positions = np.arange(law.size) + offset
+    top = int(np.abs(positions).max())
+    outside = np.zeros(top + 2)
+    np.add.at(outside, np.abs(positions), law)
+    # beyond[j] = Σ_{i > j} outside[i]
+    beyond = np.cumsum(outside[::-1])[::-1][1:]
+    ok = np.nonzero(beyond <= budget)[0]
+    j = int(ok[0]) if ok.size else top
+    return (j * w + moved) * (1.0 + 1e-12)
+
+
+def _term_law(
+    mech: _AdditiveLattice, c: float, k: int, w: float
+) -> tuple[npt.NDArray[np.float64], int, float]:
+    """Over-estimated masses of c·N (|N| ≤ k) on the grid w·Z, the first grid index, and
+    how far any value was moved (half a block plus half a grid step)."""
+    block = max(1, int(w / abs(c)), -(-(2 * k + 1) // _MAX_BLOCKS))
+    starts = np.arange(-k, k + 1, block, dtype=np.int64)
+    ends = np.minimum(starts + block - 1, k)
+    nearest = np.where(starts > 0, starts, np.where(ends < 0, -ends, 0))
+    mass = mech._noise_pmf(nearest) * (ends - starts + 1).astype(np.float64)
+    centre = c * (starts + ends).astype(np.float64) / 2.0
+    idx = np.rint(centre / w).astype(np.int64)
+    low = int(idx.min())
+    law = np.bincount(idx - low, weights=mass).astype(np.float64)
+    return law, low, abs(c) * (block - 1) / 2.0 + w / 2.0
+
+
+def _convolve(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    n = a.size + b.size - 1
+    if min(a.size, b.size) <= 64:
+        return np.convolve(a, b)
+    size = 1 << (n - 1).bit_length()
+    out = np.fft.irfft(np.fft.rfft(a, size) * np.fft.rfft(b, size), size)[:n]
+    # FFT rounding may leave tiny negatives (≈ 1e-16 of the largest entry): the margin covers
+    # them, and clipping keeps every entry an over-estimate up to that margin.
+    return np.maximum(out, 0.0)
