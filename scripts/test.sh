@@ -9,14 +9,14 @@ echo "== mypy"; python3 -m mypy
 # The HTML report tests open the report in headless Chromium (Debian's package).
 if ! command -v chromium >/dev/null; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium
 fi
 # The Spark backend's tests run Spark in local mode: pyspark 4 needs a Java 17+ runtime.
 if ! command -v java >/dev/null && [ -z "${JAVA_HOME:-}" ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq default-jre-headless
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends default-jre-headless
 fi
-echo "== docs"; NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict --quiet
+echo "== docs"; NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict
 # In parallel on every core (-n auto, work stealing so the long hypothesis tests do not leave
 # a core idle; tests that use files or ports use tmp_path and free ports); --nbmake also
 # executes the notebooks in examples/. For a quick local loop: bash scripts/test.sh -m "not slow".
