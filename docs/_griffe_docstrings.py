@@ -164,7 +164,7 @@ def public_modules(pkg: griffe.Module) -> list[griffe.Module]:
         if module.exports:
             found.append(module)
         for name, member in module.members.items():
-            if isinstance(member, griffe.Module) and not name.startswith("_"):
-                if member.is_init_module or member.parent is pkg:
-                    stack.append(member)
+            public = isinstance(member, griffe.Module) and not name.startswith("_")
+            if public and (member.is_init_module or member.parent is pkg):
+                stack.append(member)
     return sorted(found, key=lambda m: m.path)
