@@ -22,6 +22,7 @@ The section "server abuse" of BENCHMARKS.md is rewritten with the results.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import threading
 import time
@@ -115,7 +116,9 @@ def abuse(url: str, key: str, heavy: int, outcomes: Counter[str], done: threadin
 
 def run(db: Path, work: Path, keys: dict[str, str], workers: int, args: Any) -> dict[str, Any]:
     """Both phases against one ``infodp serve --workers WORKERS``."""
-    from infodp.server._harness import ServerProcess
+    # The test suite's server harness (tests/_server_harness.py; not shipped in the wheel).
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from _server_harness import ServerProcess
 
     with ServerProcess(db, log_path=work / "server.log", workers=workers) as server:
         victim(server.url, keys["victim"], 5, None)  # warm-up

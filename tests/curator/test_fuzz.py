@@ -21,10 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _server_harness import ServerProcess, get_json
 from infodp.cli import main
 from infodp.curator.engine import Curator
 from infodp.errors import BudgetExceeded, ParameterError
-from infodp.server._harness import ServerProcess, get_json
 
 SCHEMA = {
     "table": "people",

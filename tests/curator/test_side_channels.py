@@ -30,12 +30,12 @@ import duckdb
 import pandas as pd
 import pytest
 
+from _server_harness import ServerProcess, free_port, get_json
 from infodp.cli import main
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.engine import Curator
 from infodp.curator.schema import load_schema
 from infodp.errors import BudgetExceeded, InfodpError, ParameterError, QueryFailed
-from infodp.server._harness import ServerProcess, free_port, get_json
 
 SCHEMA = {
     "table": "people",

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from _server_harness import ServerProcess, build_store
 from infodp.client import ApiError, Client
 from infodp.curator.ledger import Ledger
 from infodp.errors import BudgetExceeded
-from infodp.server._harness import ServerProcess, build_store
 
 CLIENTS = 50
 PER_CLIENT = 3

@@ -15,9 +15,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from _server_harness import ServerProcess, build_store, get_json
 from infodp.client import Client
 from infodp.curator.ledger import Ledger
-from infodp.server._harness import ServerProcess, build_store, get_json
 
 THREADS = 8
 MAX_PER_THREAD = 40

@@ -25,11 +25,11 @@ from typing import Any
 
 import pytest
 
+from _server_harness import ServerProcess, get_json
 from infodp.client import ApiError, Client
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import Ledger
 from infodp.errors import ParameterError, QueryFailed
-from infodp.server._harness import ServerProcess, get_json
 from infodp.server.pool import WorkerDeadline, WorkerPool, WorkerUnavailable
 
 GROUPS = 400

@@ -18,7 +18,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from infodp.server._harness import ServerProcess, build_store, get_json
+from _server_harness import ServerProcess, build_store, get_json
 from infodp.server.openapi import openapi_document, openapi_text
 
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
