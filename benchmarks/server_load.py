@@ -163,6 +163,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from infodp.curator.engine import Curator
+
     # The test suite's server harness (tests/_server_harness.py; not shipped in the wheel).
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from _server_harness import ServerProcess
