@@ -359,9 +359,19 @@ def analyst_list(db: str, as_json: bool) -> None:
 )
 @click.option(
     "--accuracy",
+    multiple=True,
+    help="Target half-width of each aggregate column's interval (at --confidence), or "
+    "COLUMN=H for one column (repeatable; a quantile's target is its rank error): find the "
+    "least ε that reaches it; with --analyst the query then runs at that ε, otherwise only "
+    "the ε is printed.",
+)
+@click.option(
+    "--rows",
+    "rows",
+    type=int,
     default=None,
-    help="Target half-width of the interval (at --confidence): find the least ε that reaches it; "
-    "with --analyst the query then runs at that ε, otherwise only the ε is printed.",
+    help="With --accuracy: plan AVG/VARIANCE/STDDEV intervals for groups of this many rows "
+    "(a public assumption; the row count itself is private).",
 )
 @click.option("--synopsis", default=None, help="Answer from a released synopsis (free).")
 @click.option(
@@ -385,7 +395,8 @@ def query(
     epsilon: str | None,
     delta: str,
     noise: str,
-    accuracy: str | None,
+    accuracy: tuple[str, ...],
+    rows: int | None,
     synopsis: str | None,
     synopsis_dataset: str | None,
     confidence: float,
@@ -402,17 +413,20 @@ def query(
     }
     cur = _curator(db, keep_open=True, **spark)
     try:
-        if accuracy is not None:
+        if accuracy:
             if epsilon is not None:
-                raise ParameterError("--accuracy", accuracy, "not given together with --epsilon")
-            eps = cur.epsilon_for(
-                sql, accuracy=accuracy, confidence=confidence, delta=delta, noise=noise
-            )
+                raise ParameterError("--accuracy", accuracy[0], "not given together with --epsilon")
+            target = _accuracy_targets(accuracy)
+            options: dict[str, Any] = {"confidence": confidence, "delta": delta, "noise": noise}
+            eps = cur.epsilon_for(sql, accuracy=target, rows=rows, **options)
             if analyst_name is None:
-                plan = cur.estimate(
-                    sql, epsilon=eps, delta=delta, confidence=confidence, noise=noise
+                plan = cur.estimate(sql, epsilon=eps, **options)
+                columns = cur.column_accuracy(sql, epsilon=eps, rows=rows, **options)
+                emit(
+                    {"epsilon": str(eps), "rows": rows, "columns": columns, **plan},
+                    as_json,
+                    _render_plan,
                 )
-                emit({"epsilon": str(eps), **plan}, as_json, _render_plan)
                 return
             epsilon = str(eps)
         if synopsis is not None:
@@ -437,10 +451,31 @@ def query(
     emit(payload, as_json, _render_answer)
 
 
+def _accuracy_targets(given: tuple[str, ...]) -> Any:
+    """``--accuracy H`` (every aggregate column) or ``--accuracy COLUMN=H`` (repeatable)."""
+    if len(given) == 1 and "=" not in given[0]:
+        return given[0]
+    targets: dict[str, str] = {}
+    for item in given:
+        name, sep, value = item.rpartition("=")
+        if not sep or not name.strip():
+            raise ParameterError("--accuracy", item, "one number, or COLUMN=H for each column")
+        targets[name.strip()] = value.strip()
+    return targets
+
+
 def _render_plan(p: dict[str, Any]) -> None:
     from infodp._format import format_number
 
     lines = [f"epsilon needed: {p['epsilon']} (confidence {p['confidence']})"]
+    if p.get("rows") is not None:
+        lines.append(f"  (AVG, VARIANCE and STDDEV planned for groups of {p['rows']} rows)")
+    for a in p.get("columns", ()):
+        if "halfwidth" in a:
+            lines.append(f"  {a['column']}: ± {format_number(a['halfwidth'])}")
+        else:
+            lines.append(f"  {a['column']}: rank error {format_number(a['rank_error'])}")
+    lines.append("measurements behind them:")
     for a in p["accuracy"]:
         if "halfwidth" in a:
             lines.append(f"  {a['measurement']}: ± {format_number(a['halfwidth'])}")
