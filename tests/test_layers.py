@@ -17,7 +17,17 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "infodp"
 
 #: Top-level packages/modules of infodp by layer (lower imports nothing higher).
 LAYERS: list[set[str]] = [
-    {"_exact", "_validate", "_format", "_lazy", "_jsonable", "errors", "testing", "client"},
+    {
+        "_exact",
+        "_validate",
+        "_format",
+        "_lazy",
+        "_jsonable",
+        "_report",
+        "errors",
+        "testing",
+        "client",
+    },
     {"information"},
     {"channel"},
     {"accounting"},

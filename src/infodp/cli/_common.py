@@ -43,6 +43,17 @@ def spark_options(command: Any) -> Any:
     )(command)
 
 
+def command_line(name: str, skip: tuple[str, ...] = ("html_path", "as_json")) -> str:
+    """The current sub-command as ``infodp NAME --option value …`` (for report footers)."""
+    ctx = click.get_current_context()
+    options = " ".join(
+        f"--{k.replace('_', '-')} {v}"
+        for k, v in ctx.params.items()
+        if v not in (None, False, ()) and k not in skip
+    )
+    return f"infodp {name} {options}".strip()
+
+
 def fail(message: str) -> None:
     """Print a one-line error on stderr."""
     click.echo(f"infodp: error: {message}", err=True)

@@ -22,7 +22,7 @@ from typing import Any
 
 import click
 
-from infodp.cli._common import emit, json_option
+from infodp.cli._common import command_line, emit, json_option
 from infodp.errors import ParameterError
 
 __all__ = ["COMMANDS", "DEFAULT_TARGET_DELTA", "explain_command", "mechanism_spec"]
@@ -274,13 +274,7 @@ def explain_command(
     payload = report.to_dict()
     payload.update(extra)
     if html_path is not None:
-        ctx = click.get_current_context()
-        command = "infodp explain " + " ".join(
-            f"--{k.replace('_', '-')} {v}"
-            for k, v in ctx.params.items()
-            if v not in (None, False) and k not in ("html_path", "as_json")
-        )
-        inputs = {"command": command, "spec": extra.get("spec")}
+        inputs = {"command": command_line("explain"), "spec": extra.get("spec")}
         payload["html"] = str(write_html(report, Path(html_path), inputs=inputs))
     emit(payload, as_json, _render)
 
