@@ -115,7 +115,7 @@ def _render(payload: dict[str, Any]) -> None:
 def _render_one(console: Any, p: dict[str, Any], heading: str) -> None:
     from rich.table import Table
 
-    title = f"{heading}: ε = {_text(p['epsilon'])} nats, δ = {_text(p['delta'], 3)}" + (
+    title = f"{heading}: ε = {_text(p['epsilon'])} (nats), δ = {_text(p['delta'], 3)}" + (
         " (pure ε-DP)" if p["pure"] else ""
     )
     console.print(f"\n[bold]{title}[/bold]")
