@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import griffe
+from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File, Files
 
 _HERE = Path(__file__).resolve().parent
@@ -69,7 +70,23 @@ def on_config(config: Any) -> Any:
     return config
 
 
+#: The example notebooks (kept beside the data they read), rendered with their outputs by
+#: mkdocs-jupyter, which executes them at build time.
+NOTEBOOKS = ("examples/session.ipynb", "examples/explain.ipynb")
+
+
+# Before mkdocs-jupyter's own on_files (higher priority runs first), so it sees the notebooks.
+@event_priority(100)
 def on_files(files: Files, config: Any) -> Files:
     for module, names in _API.items():
         files.append(File.generated(config, _uri(module), content=_page(module, names)))
+    for notebook in NOTEBOOKS:
+        files.append(
+            File(
+                notebook,
+                src_dir=str(_HERE.parent),
+                dest_dir=config["site_dir"],
+                use_directory_urls=config["use_directory_urls"],
+            )
+        )
     return files

@@ -3,7 +3,7 @@
 # and runs the whole test suite. README.md and .ci/run both call this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install --quiet --disable-pip-version-check -e ".[test,docs,spark]"
+python3 -m pip install --quiet --disable-pip-version-check -e ".[test,docs,spark,notebooks]"
 echo "== ruff"; python3 -m ruff check . && python3 -m ruff format --check .
 echo "== mypy"; python3 -m mypy
 # The HTML report tests open the report in headless Chromium (Debian's package).
