@@ -1,9 +1,10 @@
-"""What every HTML report shares: vector plots and the provenance footer.
+"""What every HTML view shares: vector plots, the provenance footer, summary tables.
 
 The explain report (:mod:`infodp.explain.html`) and the design report
 (:mod:`infodp.design.html`) embed their matplotlib figures as SVG (sharp at any zoom and in
 print; no network needed) and end with the same footer: the infodp version, the time (UTC),
-the command that made the report and its inputs, for an audit trail.
+the command that made the report and its inputs, for an audit trail. Results shown in a
+notebook (``_repr_html_``) use :func:`summary_table`.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import base64
 import datetime as _dt
 import html
 import io
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
-__all__ = ["provenance_footer", "svg_data_uri"]
+__all__ = ["provenance_footer", "summary_table", "svg_data_uri"]
 
 
 def svg_data_uri(fig: Any) -> str:
@@ -54,3 +56,32 @@ def provenance_footer(inputs: Mapping[str, str]) -> str:
     if rest:
         text += f" Inputs: {html.escape(rest)}."
     return f'<footer id="provenance">{text}</footer>'
+
+
+def summary_table(title: str, rows: Sequence[tuple[str, Any]], note: str | None = None) -> str:
+    """A small two-column HTML table: the notebook view (``_repr_html_``) of a result.
+
+    Numbers are shown with :func:`~infodp._format.format_number` (``None`` as "unbounded").
+
+    >>> print(summary_table("Budget", [("ε", 1.0), ("δ", None)]))  # doctest: +ELLIPSIS
+    <div class="infodp-summary"><b>Budget</b><table>...<td>ε</td><td ...>1</td>...unbounded...
+    """
+    from infodp._format import format_number
+
+    def cell(value: Any) -> str:
+        if value is None:
+            return "unbounded"
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        if isinstance(value, int | float | Fraction):
+            return format_number(value)
+        return str(value)
+
+    body = "".join(
+        f'<tr><td>{html.escape(k)}</td><td style="text-align:right">{html.escape(cell(v))}</td>'
+        "</tr>"
+        for k, v in rows
+    )
+    tail = f'<div style="font-size:.85em;color:#5c6370">{html.escape(note)}</div>' if note else ""
+    head = f'<div class="infodp-summary"><b>{html.escape(title)}</b>'
+    return f"{head}<table>{body}</table>{tail}</div>"

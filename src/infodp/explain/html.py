@@ -479,6 +479,15 @@ def _sections(ex: Explanation, heading: str) -> str:
     return "".join(parts)
 
 
+def summary_html(ex: Explanation) -> str:
+    """The report without plots or page: what a notebook shows for an explanation."""
+    body = _sections(ex, "One individual")
+    if ex.group is not None:
+        body += _sections(ex.group, f"A group of {ex.group_size} individuals")
+    opening = _delta_meaning(ex) if ex.delta > 0 else ""
+    return f'<div class="infodp-explain"><style>{_CSS}</style>{opening}{_glance(ex)}{body}</div>'
+
+
 def render_html(
     ex: Explanation,
     *,
