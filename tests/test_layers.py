@@ -24,6 +24,7 @@ LAYERS: list[set[str]] = [
         "_lazy",
         "_jsonable",
         "_report",
+        "_retry",
         "errors",
         "testing",
         "client",

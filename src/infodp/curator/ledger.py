@@ -73,6 +73,7 @@ from typing import Any
 from infodp._exact import float_down as _float_down
 from infodp._exact import float_up as _float_up
 from infodp._exact import format_fraction
+from infodp._retry import retry
 from infodp.errors import (
     BudgetExceeded,
     InfodpError,
@@ -779,27 +780,32 @@ class Ledger:
                 writers.lock.release()
 
     def _begin(self, deadline: float, durable: bool) -> sqlite3.Connection:
-        delay = 0.005
-        while True:
+        def attempt() -> sqlite3.Connection:
             conn = self._connection()
-            try:
-                if self._full != durable:
-                    # The level stays set for the next transactions (every write goes through
-                    # here, and reads do not depend on it): set only when it changes.
-                    self._full = None  # unknown until the statement has run
-                    conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
-                    self._full = durable
-                conn.execute("BEGIN IMMEDIATE")
-                return conn
-            except sqlite3.OperationalError as err:
-                if "locked" not in str(err) and "busy" not in str(err):
-                    raise
-                if time.monotonic() > deadline:
-                    raise InternalError(
-                        f"ledger {self.path} stayed locked for {self.timeout} s"
-                    ) from err
-                time.sleep(delay + secrets.randbelow(1000) / 1e6)
-                delay = min(0.2, delay * 2)
+            if self._full != durable:
+                # The level stays set for the next transactions (every write goes through
+                # here, and reads do not depend on it): set only when it changes.
+                self._full = None  # unknown until the statement has run
+                conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
+                self._full = durable
+            conn.execute("BEGIN IMMEDIATE")
+            return conn
+
+        def locked(err: Exception) -> bool:
+            text = str(err)
+            return isinstance(err, sqlite3.OperationalError) and (
+                "locked" in text or "busy" in text
+            )
+
+        return retry(
+            attempt,
+            retryable=locked,
+            deadline=deadline,
+            cap=0.2,
+            timed_out=lambda err: InternalError(
+                f"ledger {self.path} stayed locked for {self.timeout} s"
+            ),
+        )
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from infodp._lazy import lazy_module
+from infodp._retry import retry
 from infodp.curator.backends.base import ExactAggregates, QueryDeadline
 from infodp.curator.grid import QUANTILE_BINS, ColumnGrid, column_grid, quantile_bins
 from infodp.curator.plan import Measurement, Predicate, QueryPlan
@@ -396,25 +397,27 @@ class DuckDBBackend:
         """A connection, waiting (with backoff) while another process holds a conflicting lock."""
         if self._memory is not None:
             return self._memory.cursor()
-        deadline = time.monotonic() + self.timeout
-        delay = 0.005
-        while True:
-            try:
-                if read_only and not self.path.exists():
-                    # No path in the message: it can reach an analyst through the service.
-                    raise ParameterError(
-                        "the store is missing (it was moved or deleted); nothing was released."
-                    )
-                if read_only and self.threads is not None:
-                    return duckdb.connect(
-                        str(self.path), read_only=True, config={"threads": self.threads}
-                    )
-                return duckdb.connect(str(self.path), read_only=read_only)
-            except duckdb.IOException as err:
-                if "lock" not in str(err).lower() or time.monotonic() > deadline:
-                    raise
-                time.sleep(delay + secrets.randbelow(1000) / 1e6)
-                delay = min(0.25, delay * 2)
+
+        def attempt() -> duckdb.DuckDBPyConnection:
+            if read_only and not self.path.exists():
+                # No path in the message: it can reach an analyst through the service.
+                raise ParameterError(
+                    "the store is missing (it was moved or deleted); nothing was released."
+                )
+            if read_only and self.threads is not None:
+                return duckdb.connect(
+                    str(self.path), read_only=True, config={"threads": self.threads}
+                )
+            return duckdb.connect(str(self.path), read_only=read_only)
+
+        return retry(
+            attempt,
+            retryable=lambda err: (
+                isinstance(err, duckdb.IOException) and "lock" in str(err).lower()
+            ),
+            deadline=time.monotonic() + self.timeout,
+            cap=0.25,
+        )
 
     # -- registration (data owner side) --------------------------------------------------------
 
