@@ -15,7 +15,7 @@ import click
 
 from infodp._format import format_number as _fmtn
 from infodp._jsonable import to_jsonable
-from infodp.cli._common import emit, json_option, parse_floats, spark_options
+from infodp.cli._common import emit, json_option, output_console, parse_floats, spark_options
 from infodp.errors import LedgerError, ParameterError
 
 __all__ = ["COMMANDS"]
@@ -485,14 +485,10 @@ def _render_plan(p: dict[str, Any]) -> None:
 
 
 def _render_answer(p: dict[str, Any]) -> None:
-    import sys
-
-    from rich.console import Console
-
     from infodp._format import format_number
 
     # Piped output is not cut to 80 columns: the table takes the width it needs.
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    console = output_console()
     console.print(_answer_table(p))
     lines: list[str] = []
     cost = p.get("cost")

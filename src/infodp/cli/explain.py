@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from infodp.cli._common import command_line, emit, json_option
+from infodp.cli._common import command_line, emit, json_option, output_console
 from infodp.errors import ParameterError
 
 __all__ = ["COMMANDS", "DEFAULT_TARGET_DELTA", "explain_command", "mechanism_spec"]
@@ -102,9 +101,7 @@ def _text(x: float | None, digits: int = 4) -> str:
 
 
 def _render(payload: dict[str, Any]) -> None:
-    from rich.console import Console
-
-    console = Console(file=sys.stdout, width=110, soft_wrap=False)
+    console = output_console()
     _render_one(console, payload, "One individual")
     if "group" in payload:
         _render_one(console, payload["group"], f"A group of {payload['group']['size']}")
