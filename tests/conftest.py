@@ -26,4 +26,14 @@ settings.register_profile(
 settings.register_profile(
     "explore", deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow]
 )
+# The quick tier (bash scripts/test.sh --quick): the same derandomized examples, fewer of them
+# (tests that set their own max_examples keep it; the heaviest are marked slow instead).
+settings.register_profile(
+    "quick",
+    deadline=None,
+    max_examples=15,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "infodp"))
