@@ -466,8 +466,9 @@ def _sections(ex: Explanation, heading: str) -> str:
     )
     if not _conditional(ex):
         rel = [_row(["bits about one individual", "releases needed (at least)"], head=True)]
-        for b, n in ex.releases_for_bits.items():
-            rel.append(_row([str(b), "1 (unbounded with prob. δ)" if n is None else _fmt(n, 6)]))
+        for b, needed in ex.releases_for_bits.items():
+            shown = "1 (unbounded with prob. δ)" if needed is None else _fmt(needed, 6)
+            rel.append(_row([str(b), shown]))
         parts.append("<table>" + "".join(rel) + "</table>")
     parts.append(_tail_table(ex.tail, ex.tail_alpha))
     if ex.rows is not None:
