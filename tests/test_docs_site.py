@@ -23,6 +23,8 @@ import pytest
 import infodp
 
 ROOT = Path(__file__).resolve().parent.parent
+# Builds the whole site (and runs the notebooks when not cached): not part of the quick tier.
+pytestmark = pytest.mark.slow
 
 
 def _public_modules() -> list[str]:

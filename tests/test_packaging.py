@@ -45,6 +45,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     return zipfile.ZipFile(path)
 
 
+@pytest.mark.slow  # builds a wheel
 def test_wheel_holds_exactly_the_package(wheel: zipfile.ZipFile) -> None:
     names = wheel.namelist()
     info = {n for n in names if n.split("/")[0].endswith(".dist-info")}
@@ -64,6 +65,7 @@ def test_wheel_holds_exactly_the_package(wheel: zipfile.ZipFile) -> None:
     }
 
 
+@pytest.mark.slow  # builds a wheel
 def test_wheel_metadata_is_complete(wheel: zipfile.ZipFile) -> None:
     meta_name = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
     meta = email.message_from_bytes(wheel.read(meta_name))

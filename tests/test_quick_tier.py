@@ -14,6 +14,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src" / "infodp"
 
@@ -25,6 +27,8 @@ def _quick_marker() -> str:
     return found.group(1)
 
 
+# Collecting the whole suite in a second process takes a while: not part of the quick tier.
+@pytest.mark.slow
 def test_quick_tier_selects_tests_of_every_subpackage() -> None:
     marker = _quick_marker()
     assert "not slow" in marker

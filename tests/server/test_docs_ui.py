@@ -9,6 +9,7 @@ import urllib.request
 from pathlib import Path
 
 import httpx
+import pytest
 
 from _chromium import open_page
 from _server_harness import ServerProcess, build_store
@@ -40,6 +41,7 @@ def test_docs_page_names_no_external_url_and_its_assets_load() -> None:
     assert assets["/v1/openapi.json"].json()["info"]["title"] == "infodp curator"
 
 
+@pytest.mark.slow  # a real server and a browser
 def test_docs_page_renders_every_route_and_schema_in_chromium(tmp_path: Path) -> None:
     # What a person sees: Swagger UI must parse the server's OpenAPI document (3.1) and list
     # every operation with its schemas. A viewer that cannot read the document shows
