@@ -282,6 +282,7 @@ def test_term_extrema_are_the_extrema_of_each_term_over_the_cell(
     assert np.all(term.max(axis=0) >= bound - 1e-4 * np.abs(bound))
 
 
+@pytest.mark.slow  # ~8 CPU-s
 @settings(max_examples=50, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),

@@ -57,6 +57,7 @@ def test_identity_channel_at_high_order_is_unbounded_without_warnings(n: int, al
     assert math.isfinite(result.lower) and result.lower > math.log(n)
 
 
+@pytest.mark.slow  # ~26 CPU-s
 def test_memory_stays_bounded_for_thousands_of_outputs() -> None:
     # 8 inputs × 3 000 outputs: the cell bounds hold a few dozen (cells, n, m) arrays, and a
     # round of 512 cells took 2.4 GB at α = 50. Rounds are now sized by n·m; the peak of
