@@ -258,6 +258,7 @@ def test_discrete_profile_special_cases_and_validation() -> None:
         discrete_subsampled_gaussian_profile(1.0, 1, 1.5)
 
 
+@pytest.mark.slow  # ~1.5 CPU-s
 def test_calibration_is_certified_for_the_lattice_release() -> None:
     m = SubsampledGaussian.calibrate(1.0, 1e-5, sampling_rate=0.05, steps=3, grid=0.25)
     assert m.profile().repeat(3).epsilon(1e-5) <= 1.0
