@@ -79,6 +79,7 @@ def test_delta_report_opens_with_what_holds_with_probability_one_minus_delta() -
     assert "What δ = 1e-06 means." in opening and "1 − δ = 0.999999" in opening
 
 
+@pytest.mark.slow  # a browser per case
 @pytest.mark.parametrize("name", ["pure", "epsilon-delta", "gaussian"])
 def test_plots_render_in_headless_chromium(
     reports: dict[str, Explanation], name: str, tmp_path: Path
@@ -129,6 +130,7 @@ def test_report_of_an_epsilon_delta_profile_read_at_a_smaller_delta() -> None:
     assert render_html(ex).count("data:image/svg+xml;base64,") == 4
 
 
+@pytest.mark.slow  # a browser
 def test_report_leads_with_finite_numbers_and_ends_with_provenance(tmp_path: Path) -> None:
     # ε = 1, δ = 0.01 on a million rows: every α-level guarantee is unbounded (with prob. δ the
     # mechanism may publish everything), so the headline shows the numbers that are finite:
