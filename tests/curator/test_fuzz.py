@@ -216,6 +216,7 @@ def test_cli_answers_or_refuses_in_one_line(
         assert _spent(curator) == before
 
 
+@pytest.mark.slow  # real server processes
 @settings(max_examples=30)
 @given(sql=queries(), eps=st.one_of(privacy, st.booleans(), st.floats(allow_nan=False)))
 def test_http_never_answers_5xx(

@@ -252,6 +252,7 @@ def test_cli_outcome_is_identical_across_neighbours(
         assert spend[0] == (0, 0, 0)
 
 
+@pytest.mark.slow  # real server processes
 @pytest.mark.parametrize(("name", "sql", "eps", "delta"), CASES, ids=IDS)
 def test_http_outcome_is_identical_across_neighbours(
     pair: tuple[Store, Store],
