@@ -17,6 +17,7 @@ from infodp.channel import Channel
 from infodp.channel.certificates import cell_bounds, tangent_basis
 
 
+@pytest.mark.slow  # ~1.2 CPU-s (measured)
 @pytest.mark.parametrize("extra_rows", [0, 2])
 def test_upper_end_holds_when_w_to_the_alpha_underflows(extra_rows: int) -> None:
     # W_01 = 1e-110, W_11 = 1e-300: W_01^3 = 1e-330 underflows float64 (to 0), but the term
@@ -88,6 +89,7 @@ def test_a_spent_time_budget_stops_all_the_work(n: int, alpha: float) -> None:
     assert result.lower <= result.upper
 
 
+@pytest.mark.slow  # ~0.9 CPU-s (measured)
 @settings(max_examples=60, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),

@@ -74,6 +74,7 @@ def least_epsilon(width: object, target: float) -> float:
     return hi
 
 
+@pytest.mark.slow  # ~0.8 CPU-s (measured)
 @pytest.mark.parametrize("n", [200, 1000])
 def test_accuracy_targets_the_average_closed_form(tmp_path: Path, n: int) -> None:
     cur = curator(tmp_path / "s.duckdb")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from infodp.curator.demo import CENSUS_SCHEMA, census_frame, run_demo
 
 
@@ -26,6 +28,7 @@ def test_census_is_reproducible_and_plausible() -> None:
     assert 0.005 < a.income.isna().mean() < 0.02
 
 
+@pytest.mark.slow  # ~0.6 CPU-s (measured)
 def test_demo_session_runs_and_caches_the_table(tmp_path: Path) -> None:
     db = tmp_path / "demo.duckdb"
     lines: list[str] = []

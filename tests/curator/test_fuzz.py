@@ -197,6 +197,7 @@ def test_library_answers_or_refuses_without_spending(
         assert _spent(curator) == before
 
 
+@pytest.mark.slow  # ~1.0 CPU-s (measured)
 @settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sql=queries(), eps=privacy)
 def test_cli_answers_or_refuses_in_one_line(

@@ -483,6 +483,7 @@ def test_declared_cells_cap_is_refused_before_the_reservation(tmp_path: Path) ->
     assert cur.ledger.entries() == []
 
 
+@pytest.mark.slow  # ~6.4 CPU-s (measured)
 def test_free_synopsis_queries_have_bounded_work(tmp_path: Path) -> None:
     spec = {
         "table": "t",

@@ -185,6 +185,7 @@ def test_profile_delta_dominates_the_lattice_pair(
         assert view <= brute * (1 + 1e-9) + 1e-15
 
 
+@pytest.mark.slow  # ~0.5 CPU-s (measured)
 def test_profile_is_close_to_the_continuous_one_at_the_default_grid() -> None:
     # Sanity: at 1024 lattice units per clip norm the lattice pair is nearly continuous;
     # independent value from dp-accounting's continuous PLD accountant.
