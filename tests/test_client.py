@@ -185,6 +185,7 @@ def test_connection_refused_is_an_oserror() -> None:
         c.budgets()
 
 
+@pytest.mark.slow  # ~5.7 CPU-s (measured)
 def test_estimate_does_not_guess_for_accountant_currencies(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:

@@ -86,6 +86,7 @@ def test_key_for_unknown_analyst_is_refused(
     assert KeyStore(key_store_path(db)).keys() == []
 
 
+@pytest.mark.slow  # ~2.7 CPU-s (measured)
 def test_serve_json_prints_one_object_then_serves(tmp_path: Path) -> None:
     import subprocess
     import sys
