@@ -10,7 +10,8 @@ frequency-estimation error against the published variance curves.
 3. Local frequency estimation at 10⁶ users, 32 items (Zipf(1.1) frequencies), ε ∈ {0.5, 1, 2, 4}:
    the empirical mean squared error per item of each randomizer (numpy simulation, a few
    repetitions) next to the published variance (Wang et al. 2017, Eq. (2); Erlingsson et al.
-   2014; Acharya, Sun & Zhang 2019) averaged over items; plot in docs/design_local_mse.png.
+   2014; Acharya, Sun & Zhang 2019) averaged over items; plot in
+   benchmarks/out/design_local_mse.svg (not committed).
 
 Run: ``python3 -m benchmarks.design`` (``--quick`` uses 64 symbols for step 1 and 10⁵ users;
 ``--size N`` sets the rate–distortion source size alone).
@@ -142,8 +143,10 @@ def plot(curves: dict[str, list[tuple[float, float, float]]], users: int) -> Pat
     ax.set_title(f"{users:,} users, 32 items (lines: published variance)", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    out = ROOT / "docs" / "design_local_mse.png"
-    fig.savefig(out, dpi=80)
+    # A vector plot beside the other run outputs; generated, so never committed.
+    out = ROOT / "benchmarks" / "out" / "design_local_mse.svg"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
     return out
 
 
@@ -157,13 +160,13 @@ def main() -> None:
     rd = [row for n in sorted({64, 128, size}) for row in rate_distortion_rows(n, limit)]
     lp = min_epsilon_rows(64)
     local, curves = local_rows(users, reps)
-    png = plot(curves, users)
+    svg = plot(curves, users)
     body = (
         "Rate–distortion (Hamming, D = 0.1, Dirichlet(5) prior) and the min-ε LP:\n\n"
         + markdown_table(head, rd + lp)
         + f"\n\nLocal frequency estimation, {users:,} users, 32 items (Zipf 1.1), mean squared "
         f"error per item over {reps} simulated repetitions, against the published variance "
-        f"(plot: `docs/{png.name}`):\n\n"
+        f"(plot: `benchmarks/out/{svg.name}`):\n\n"
         + markdown_table(["randomizer", "ε", "simulated MSE", "published variance"], local)
     )
     command = "python3 -m benchmarks.design " + " ".join(sys.argv[1:])

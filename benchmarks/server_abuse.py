@@ -31,6 +31,7 @@ import json
 import multiprocessing
 import os
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -231,7 +232,9 @@ def run_cheap(
 ) -> dict[str, Any]:
     """Idle and abused phases of the cheap-request mix against one ``infodp serve`` (run from
     the sources in ``src`` when given)."""
-    from infodp.server._harness import ServerProcess
+    # The test suite's server harness (tests/_server_harness.py; not shipped in the wheel).
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from _server_harness import ServerProcess
 
     saved = os.environ.get("PYTHONPATH")
     if src is not None:
@@ -348,7 +351,9 @@ def cheap_section(results: list[tuple[str, dict[str, Any]]], args: Any) -> str:
 
 def run(db: Path, work: Path, keys: dict[str, str], workers: int, args: Any) -> dict[str, Any]:
     """Both phases against one ``infodp serve --workers WORKERS``."""
-    from infodp.server._harness import ServerProcess
+    # The test suite's server harness (tests/_server_harness.py; not shipped in the wheel).
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from _server_harness import ServerProcess
 
     with ServerProcess(db, log_path=work / "server.log", workers=workers) as server:
         victim(server.url, keys["victim"], 5, None)  # warm-up

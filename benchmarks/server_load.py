@@ -24,6 +24,7 @@ import argparse
 import http.client
 import json
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -162,7 +163,10 @@ def main() -> None:
     args = parser.parse_args()
 
     from infodp.curator.engine import Curator
-    from infodp.server._harness import ServerProcess
+
+    # The test suite's server harness (tests/_server_harness.py; not shipped in the wheel).
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from _server_harness import ServerProcess
     from infodp.server.pool import default_workers
 
     configs = (

@@ -120,8 +120,16 @@ def _errors(events: list[dict[str, Any]]) -> list[str]:
     return found
 
 
-def open_page(path: Path, *, width: int = 1200, timeout: float = 60.0) -> PageReport:
-    """Load ``path`` in headless Chromium and return what happened."""
+def open_page(
+    path: Path | str,
+    *,
+    width: int = 1200,
+    timeout: float = 60.0,
+    wait_for: str | None = None,
+) -> PageReport:
+    """Load ``path`` (a file, or a URL given as a string) in headless Chromium and return what
+    happened. ``wait_for`` is a JavaScript expression polled after the load event until it is
+    true (pages that render after fetching, e.g. Swagger UI); the deadline still applies."""
     exe = shutil.which("chromium")
     if exe is None:
         raise RuntimeError(
@@ -170,8 +178,18 @@ def open_page(path: Path, *, width: int = 1200, timeout: float = 60.0) -> PageRe
                 deviceScaleFactor=1,
                 mobile=False,
             )
-            pipe.call("Page.navigate", session, url=path.resolve().as_uri())
+            url = path if isinstance(path, str) else path.resolve().as_uri()
+            pipe.call("Page.navigate", session, url=url)
             pipe.wait_event("Page.loadEventFired")
+            while wait_for is not None:
+                done = pipe.call(
+                    "Runtime.evaluate", session, expression=f"!!({wait_for})", returnByValue=True
+                )
+                if done["result"].get("value") is True:
+                    break
+                if time.monotonic() > pipe.deadline:
+                    raise TimeoutError(f"the page never satisfied {wait_for!r}")
+                time.sleep(0.2)
             probe = pipe.call(
                 "Runtime.evaluate",
                 session,

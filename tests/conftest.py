@@ -26,4 +26,32 @@ settings.register_profile(
 settings.register_profile(
     "explore", deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow]
 )
+# The quick tier (bash scripts/test.sh --quick): the same derandomized examples, fewer of them
+# (tests that set their own max_examples keep it; the heaviest are marked slow instead).
+settings.register_profile(
+    "quick",
+    deadline=None,
+    max_examples=15,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "infodp"))
+
+#: In the quick tier, no property test runs more examples than this, even one that sets its own
+#: max_examples (the full run keeps every test's own count).
+QUICK_EXAMPLES = 15
+
+
+def pytest_collection_modifyitems(config: object, items: list[object]) -> None:
+    if os.environ.get("HYPOTHESIS_PROFILE") != "quick":
+        return
+    for item in items:
+        fn = getattr(item, "obj", None)
+        fn = getattr(fn, "__func__", fn)
+        # hypothesis reads a test's settings from this attribute on every call (6.x).
+        current = getattr(fn, "_hypothesis_internal_use_settings", None)
+        if isinstance(current, settings) and current.max_examples > QUICK_EXAMPLES:
+            fn._hypothesis_internal_use_settings = settings(  # type: ignore[union-attr]
+                current, max_examples=QUICK_EXAMPLES
+            )

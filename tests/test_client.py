@@ -11,11 +11,11 @@ from fractions import Fraction
 
 import pytest
 
+from _server_harness import ServerProcess, build_store
 from infodp.cli import main
 from infodp.client import ApiError, Client
 from infodp.curator import Curator, Ledger
 from infodp.errors import BudgetExceeded, ParameterError
-from infodp.server._harness import ServerProcess, build_store
 
 SQL = "SELECT region, COUNT(*) FROM people GROUP BY region"
 
@@ -179,12 +179,13 @@ def test_client_validates_its_arguments() -> None:
 
 
 def test_connection_refused_is_an_oserror() -> None:
-    from infodp.server._harness import free_port
+    from _server_harness import free_port
 
     with pytest.raises(OSError), Client(f"http://127.0.0.1:{free_port()}", "k", timeout=5) as c:
         c.budgets()
 
 
+@pytest.mark.slow  # ~5.7 CPU-s (measured)
 def test_estimate_of_an_accountant_currency_agrees_with_the_charge(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:

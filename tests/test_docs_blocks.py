@@ -49,6 +49,7 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow  # runs every tutorial and the README tour
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_code_blocks_run(path: Path, sandbox: Path) -> None:
     namespace: dict[str, object] = {"__name__": "__docs__"}

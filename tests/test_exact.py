@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -106,3 +107,25 @@ def test_float_up_and_down_are_the_tightest_floats_on_each_side(x: Fraction) -> 
     if math.isfinite(down):
         above = math.nextafter(down, math.inf)
         assert above == math.inf or Fraction(above) > x
+
+
+@pytest.mark.parametrize("text", ["abc", "1,5", "0.5x", "inf", "nan", "", "--1", "1_0"])
+def test_text_that_is_not_a_number_is_told_what_a_number_looks_like(text: str) -> None:
+    # The exponent bound is about numbers; "abc" is not one, and the message says so.
+    with pytest.raises(ParameterError) as err:
+        parse_exact("epsilon", text)
+    message = str(err.value)
+    assert "such as 0.5" in message
+    assert "exponent" not in message
+
+
+def test_cli_epsilon_abc_names_numbers_not_exponents(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from infodp.cli import main
+
+    db = str(tmp_path / "store.duckdb")
+    status = main(["query", "--db", db, "--analyst", "a", "--epsilon", "abc", "SELECT 1"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "number written with digits" in err and "exponent" not in err

@@ -17,8 +17,19 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "infodp"
 
 #: Top-level packages/modules of infodp by layer (lower imports nothing higher).
 LAYERS: list[set[str]] = [
-    {"_exact", "_validate", "_format", "_lazy", "_jsonable", "errors", "testing", "client"}
-    | {"units"},
+    {
+        "_exact",
+        "_validate",
+        "_format",
+        "_lazy",
+        "_jsonable",
+        "_report",
+        "_retry",
+        "errors",
+        "testing",
+        "client",
+        "units",
+    },
     {"information"},
     {"channel"},
     {"accounting"},

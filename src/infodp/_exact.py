@@ -49,6 +49,10 @@ MAX_DECIMAL_EXPONENT = 400
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 
 
+#: What a number looks like, for text that is not one.
+_NOT_A_NUMBER = "a number written with digits, such as 0.5, 3 or 1e-6"
+
+
 def _allowed() -> str:
     return (
         f"a decimal number of at most {MAX_NUMBER_CHARS} characters whose decimal exponent is "
@@ -101,6 +105,10 @@ def parse_exact(name: str, value: Any) -> Fraction:
     Traceback (most recent call last):
     ...
     infodp.errors.ParameterError: epsilon must be a number (true/false is not a number); got True.
+    >>> parse_exact("epsilon", "abc")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: epsilon must be a number written with digits, such as 0.5, ...
     """
     if isinstance(value, bool):
         raise ParameterError(name, value, "a number (true/false is not a number)")
@@ -122,6 +130,10 @@ def parse_exact(name: str, value: Any) -> Fraction:
         raise ParameterError(name, _shown(value), "a number or a decimal string")
     text = value.strip()
     shape = number_shape(text)
+    if shape is None and _NUMBER.fullmatch(text) is None:
+        # Not a number at all ("abc", "1,5", "inf"): say what a number looks like; the
+        # exponent limit only matters for text that is a number.
+        raise ParameterError(name, _shown(value), _NOT_A_NUMBER)
     if shape is None or abs(shape[1]) > MAX_DECIMAL_EXPONENT:
         raise ParameterError(name, _shown(value), _allowed())
     return Fraction(Decimal(text))

@@ -122,6 +122,7 @@ def test_level_composition_against_product_channels(a1: float, a2: float) -> Non
 # ---- pure ε → KL / RDP -----------------------------------------------------------------------
 
 
+@pytest.mark.slow  # ~0.6 CPU-s (measured)
 @pytest.mark.parametrize("seed", range(4))
 def test_pure_to_kl_and_rdp_against_random_channels(seed: int) -> None:
     for ch in random_channels(3, 3, 4, seed):
@@ -200,6 +201,7 @@ def test_rdp_conversions_against_random_channels(seed: int) -> None:
 # ---- the Markov tail of the leakage -----------------------------------------------------------
 
 
+@pytest.mark.slow  # ~0.7 CPU-s (measured)
 @pytest.mark.parametrize("alpha", [1.5, 2.0, 4.0])
 def test_leakage_tail_bound_against_posteriors(alpha: float) -> None:
     # P_Y(D_α(P_{X|Y}‖P_X) ≥ R) ≤ leakage_tail_bound(C_α, α, R) for every prior P_X.

@@ -81,6 +81,7 @@ def test_laplace_composition_matches_dp_accounting(seed: int) -> None:
     assert ours == pytest.approx(theirs, rel=1e-3, abs=1e-4)
 
 
+@pytest.mark.slow  # ~0.6 CPU-s (measured)
 @pytest.mark.parametrize("seed", range(6))
 def test_subsampled_gaussian_matches_dp_accounting(seed: int) -> None:
     rng = np.random.default_rng(100 + seed)
@@ -147,7 +148,11 @@ def test_discrete_laplace_against_brute_force_and_dp_accounting(scale: float, se
     assert ours.epsilon(1e-6) == pytest.approx(theirs.get_epsilon_for_delta(1e-6), abs=2e-3)
 
 
-@pytest.mark.parametrize(("scale", "sens"), [(30_000.0, 3000), (250_000.0, 20_000)])
+@pytest.mark.parametrize(
+    ("scale", "sens"),
+    # The larger case takes ~2.5 CPU-s: slow (out of the quick tier).
+    [(30_000.0, 3000), pytest.param(250_000.0, 20_000, marks=pytest.mark.slow)],
+)
 def test_discrete_laplace_closed_form_against_brute_force_and_the_atoms(
     scale: float, sens: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -106,6 +106,7 @@ def test_blocked_path_against_dp_accounting() -> None:
         assert ours.epsilon(delta) == pytest.approx(theirs.get_epsilon_for_delta(delta), abs=2e-3)
 
 
+@pytest.mark.slow  # ~0.9 CPU-s (measured)
 @settings(max_examples=30, deadline=None)
 @given(
     log_sigma=st.floats(math.log(4200.0), math.log(1e10)),

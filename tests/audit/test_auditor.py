@@ -39,6 +39,7 @@ from infodp.errors import ParameterError
 SEEDS = (0, 1, 2)
 
 
+@pytest.mark.slow  # ~0.9 CPU-s (measured)
 @pytest.mark.parametrize(
     ("name", "params", "delta"),
     [
@@ -167,6 +168,7 @@ def test_vector_outputs_use_the_classifier() -> None:
     assert 0.5 * truth < result.epsilon_lower <= truth
 
 
+@pytest.mark.slow  # ~0.7 CPU-s (measured)
 def test_neighbour_search_finds_the_leaky_pair() -> None:
     # Leaks only the dataset size (ε = 1 for add/remove, 0 for replace-one pairs).
     mech = VectorisedMechanism(lambda d, n, rng: len(d) + rng.laplace(0.0, 1.0, n), "size")

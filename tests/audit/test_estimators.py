@@ -42,6 +42,7 @@ def test_clopper_pearson_table_value() -> None:
     assert (round(lo, 4), round(hi, 4)) == (0.1871, 0.8129)
 
 
+@pytest.mark.slow  # ~0.7 CPU-s (measured)
 def test_clopper_pearson_coverage() -> None:
     # The one-sided bound covers the truth with probability ≥ level for every p.
     rng = np.random.default_rng(3)

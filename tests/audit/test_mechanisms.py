@@ -30,6 +30,7 @@ FACTORIES: list[tuple[str, Callable[[], Any], Any, Any]] = [
 ]
 
 
+@pytest.mark.slow  # ~0.8 CPU-s (measured)
 @pytest.mark.parametrize(("name", "factory", "d0", "d1"), FACTORIES, ids=[f[0] for f in FACTORIES])
 def test_audit_never_exceeds_the_mechanism_claim(
     name: str, factory: Callable[[], Any], d0: Any, d1: Any
@@ -69,6 +70,7 @@ def _never_above(mech: Any, d0: Any, d1: Any, delta: float = 0.0, samples: int =
     return best
 
 
+@pytest.mark.slow  # ~0.6 CPU-s (measured)
 def test_gaussian_mechanisms_at_delta() -> None:
     mech = gaussian.GaussianMechanism.calibrate(epsilon=1.0, delta=1e-3)
     assert _never_above(mech, 0.0, 1.0, delta=1e-3) > 0.5
@@ -76,6 +78,7 @@ def test_gaussian_mechanisms_at_delta() -> None:
     _never_above(dmech, 0, 1, delta=1e-3)
 
 
+@pytest.mark.slow  # ~0.7 CPU-s (measured)
 def test_staircase_mechanism() -> None:
     mech = staircase.StaircaseMechanism.calibrate(1.0)
     # The staircase is exactly ε-DP (Geng & Viswanath 2014): the audit gets close to 1.
@@ -97,6 +100,7 @@ def test_exponential_and_report_noisy_max() -> None:
     _never_above(exp.ReportNoisyMax(1.0, noise="gumbel"), d0, d1)
 
 
+@pytest.mark.slow  # ~1.0 CPU-s (measured)
 def test_subsampled_gaussian_add_remove() -> None:
     mech = sub.SubsampledGaussian(1.0, 0.5, clip_norm=1.0)
     # Add/remove-one neighbours (the relation of its profile, as in dp-accounting).

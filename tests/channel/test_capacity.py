@@ -443,6 +443,7 @@ def test_sibson_capacity_agrees_with_cvxpy(alpha: float, seed: int) -> None:
     assert abs(_cvxpy_sibson(w, alpha) - r.lower) <= 1e-6
 
 
+@pytest.mark.slow  # ~1.3 CPU-s (measured)
 @pytest.mark.parametrize("alpha", [1 - 1e-12, 1 + 1e-12, 1 - 1e-7, 1 + 1e-6])
 def test_orders_next_to_one_keep_a_narrow_valid_bracket(alpha: float) -> None:
     # seeds/000: radius of the BSC = log 2 − H_α(p); near α = 1 it tends to log 2 − H(p). The

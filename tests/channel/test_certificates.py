@@ -107,6 +107,7 @@ def test_ratio_factor_bounds_hold_at_every_point_of_random_cells(
         assert np.all(sigma * F[:, valid] <= bound[:, valid] + 1e-12 * np.abs(F[:, valid]))
 
 
+@pytest.mark.slow  # ~0.9 CPU-s (measured)
 @settings(max_examples=40, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
@@ -135,6 +136,7 @@ def test_cell_bound_with_weighted_candidates_dominates_sampled_and_ascended_poin
     assert best <= upper + 1e-9 * max(1.0, abs(best))
 
 
+@pytest.mark.slow  # ~0.9 CPU-s (measured)
 @settings(max_examples=40, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
@@ -282,6 +284,7 @@ def test_term_extrema_are_the_extrema_of_each_term_over_the_cell(
     assert np.all(term.max(axis=0) >= bound - 1e-4 * np.abs(bound))
 
 
+@pytest.mark.slow  # ~8 CPU-s
 @settings(max_examples=50, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
@@ -354,6 +357,7 @@ def test_expansion_model_error_is_third_order(alpha: float) -> None:
     assert worst[0] / worst[1] > 6.5 and worst[1] / worst[2] > 6.5
 
 
+@pytest.mark.slow  # ~1.4 CPU-s (measured)
 @pytest.mark.parametrize("alpha", [5.0, 10.0])
 def test_boundary_layer_supremum_is_certified_by_the_root_cell(alpha: float) -> None:
     # 8 inputs, 64 outputs, Dirichlet(0.5) rows: I_α peaks within ~1e-9 of a vertex, where one

@@ -17,6 +17,7 @@ from infodp.channel import Channel
 from infodp.channel.certificates import cell_bounds, tangent_basis
 
 
+@pytest.mark.slow  # ~1.2 CPU-s (measured)
 @pytest.mark.parametrize("extra_rows", [0, 2])
 def test_upper_end_holds_when_w_to_the_alpha_underflows(extra_rows: int) -> None:
     # W_01 = 1e-110, W_11 = 1e-300: W_01^3 = 1e-330 underflows float64 (to 0), but the term
@@ -57,6 +58,7 @@ def test_identity_channel_at_high_order_is_unbounded_without_warnings(n: int, al
     assert math.isfinite(result.lower) and result.lower > math.log(n)
 
 
+@pytest.mark.slow  # ~26 CPU-s
 def test_memory_stays_bounded_for_thousands_of_outputs() -> None:
     # 8 inputs × 3 000 outputs: the cell bounds hold a few dozen (cells, n, m) arrays, and a
     # round of 512 cells took 2.4 GB at α = 50. Rounds are now sized by n·m; the peak of
@@ -87,6 +89,7 @@ def test_a_spent_time_budget_stops_all_the_work(n: int, alpha: float) -> None:
     assert result.lower <= result.upper
 
 
+@pytest.mark.slow  # ~0.9 CPU-s (measured)
 @settings(max_examples=60, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),

@@ -84,6 +84,7 @@ def test_errors_exit_2_one_line(capsys: pytest.CaptureFixture[str], args: list[s
     assert captured.err.count("\n") == 1 and captured.err.startswith("infodp: error:")
 
 
+@pytest.mark.slow  # ~3.7 CPU-s (measured)
 def test_other_mechanisms(capsys: pytest.CaptureFixture[str]) -> None:
     p = _run(capsys, "--mechanism", "randomized-response", "--epsilon", str(math.log(3)))
     assert p["keep_probability"] == pytest.approx(0.75)  # Dwork & Roth 2014 §3.2 coin flip

@@ -150,7 +150,7 @@ def test_html_option_writes_a_report(capsys: pytest.CaptureFixture[str], tmp_pat
     target = tmp_path / "report.html"
     d = run_json(capsys, "--epsilon", "1", "--html", str(target))
     assert d["html"] == str(target)
-    assert target.read_text(encoding="utf-8").count("data:image/png;base64,") == 4
+    assert target.read_text(encoding="utf-8").count("data:image/svg+xml;base64,") == 4
 
 
 @pytest.mark.parametrize(

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
+from _server_harness import build_store
 from infodp.cli import main
 from infodp.curator.backends.spark import MASTER_ENV, config_path, spark_settings
 from infodp.errors import ParameterError
 from infodp.server import pool as pool_module
-from infodp.server._harness import build_store
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from _server_harness import build_store
 from infodp.cli import main
-from infodp.server._harness import build_store
 from infodp.server.auth import KeyStore, key_store_path
 
 
@@ -86,12 +86,13 @@ def test_key_for_unknown_analyst_is_refused(
     assert KeyStore(key_store_path(db)).keys() == []
 
 
+@pytest.mark.slow  # ~2.7 CPU-s (measured)
 def test_serve_json_prints_one_object_then_serves(tmp_path: Path) -> None:
     import subprocess
     import sys
     import time
 
-    from infodp.server._harness import free_port, get_json
+    from _server_harness import free_port, get_json
 
     db, keys = build_store(tmp_path, [("alice", "people", 1)], rows=10)
     port = free_port()

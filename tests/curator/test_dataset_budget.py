@@ -77,6 +77,7 @@ _WORKER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # ~1.9 CPU-s (measured)
 def test_concurrent_analysts_never_overshoot_the_dataset_cap(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     cur = Curator(db)
@@ -142,6 +143,7 @@ def _csv(path: Path, frame: pd.DataFrame) -> str:
     return str(path)
 
 
+@pytest.mark.slow  # ~0.8 CPU-s (measured)
 def test_identical_content_is_refused_naming_the_dataset(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

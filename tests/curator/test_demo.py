@@ -35,6 +35,7 @@ def test_census_is_reproducible_and_plausible() -> None:
     assert 0.005 < a.income.isna().mean() < 0.02
 
 
+@pytest.mark.slow  # ~0.6 CPU-s (measured)
 def test_demo_session_runs_and_caches_the_table(tmp_path: Path) -> None:
     db = tmp_path / "demo.duckdb"
     lines: list[str] = []
@@ -106,7 +107,7 @@ def test_older_demo_store_without_ledger_gets_one(
 
 
 def test_demo_store_is_served_afterwards(tmp_path: Path) -> None:
-    from infodp.server._harness import ServerProcess, get_json
+    from _server_harness import ServerProcess, get_json
     from infodp.server.auth import KeyStore, key_store_path
 
     db = str(tmp_path / "infodp-demo.duckdb")

@@ -406,6 +406,7 @@ def test_selection_threshold_bounds_delta() -> None:
         assert k * tail_one_less > delta  # and the threshold is the smallest such integer
 
 
+@pytest.mark.slow  # ~0.8 CPU-s (measured)
 def test_quantiles_within_stated_rank_error(tmp_path: Path) -> None:
     rng = np.random.default_rng(9)
     ages = rng.integers(0, 101, 2000)
@@ -533,6 +534,7 @@ def test_the_remaining_budget_shown_is_the_ledgers(tmp_path: Path, currency: str
     cur.close()
 
 
+@pytest.mark.slow  # ~0.7 CPU-s (measured)
 def test_sources_csv_parquet_arrow_polars(tmp_path: Path) -> None:
     frame = pd.DataFrame({"x": [1, 2, 3, 50], "g": ["a", "b", "a", "b"]})
     schema = {

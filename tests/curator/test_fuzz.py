@@ -25,10 +25,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from _server_harness import ServerProcess, get_json
 from infodp.cli import main
 from infodp.curator.engine import Curator
 from infodp.errors import BudgetExceeded, ParameterError
-from infodp.server._harness import ServerProcess, get_json
 
 SCHEMA = {
     "table": "people",
@@ -272,6 +272,7 @@ def test_library_answers_or_refuses_without_spending(
         assert _spent(curator) == before
 
 
+@pytest.mark.slow  # ~1.0 CPU-s (measured)
 @settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sql=queries(), eps=privacy)
 def test_cli_answers_or_refuses_in_one_line(
@@ -291,6 +292,7 @@ def test_cli_answers_or_refuses_in_one_line(
         assert _spent(curator) == before
 
 
+@pytest.mark.slow  # real server processes
 @settings(max_examples=30)
 @given(sql=queries(), eps=st.one_of(privacy, st.booleans(), st.floats(allow_nan=False)))
 def test_http_never_answers_5xx(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from scipy import stats
 
 from infodp.accounting import profile as profile_module
@@ -44,6 +45,7 @@ def curator(path: Path) -> Curator:
     return cur
 
 
+@pytest.mark.slow  # ~0.8 CPU-s (measured)
 def test_gaussian_sum_over_a_wide_float_column_is_priced_in_bounded_memory(
     tmp_path: Path,
 ) -> None:

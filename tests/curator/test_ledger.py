@@ -128,6 +128,7 @@ def test_budget_exhaustion_across_processes(tmp_path: Path) -> None:
 _VICTIM = query_stopped_at("aggregated")
 
 
+@pytest.mark.slow  # ~0.6 CPU-s (measured)
 def test_sigkill_mid_query_leaves_ledger_consistent(tmp_path: Path) -> None:
     db = make_store(tmp_path, epsilon="1")
     marker = tmp_path / "marker"

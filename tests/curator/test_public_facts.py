@@ -93,6 +93,7 @@ QUERIES: list[tuple[str, str, str]] = [
 ]
 
 
+@pytest.mark.slow  # ~0.8 CPU-s (measured)
 @pytest.mark.parametrize("public", [{}, {"public_max_rows": 1000}])
 def test_neighbouring_stores_give_identical_costs(tmp_path: Path, public: dict[str, int]) -> None:
     a, b, _ = neighbours(tmp_path, **public)
@@ -105,6 +106,7 @@ def test_neighbouring_stores_give_identical_costs(tmp_path: Path, public: dict[s
     assert a.ledger.budget("alice", "people") == b.ledger.budget("alice", "people")
 
 
+@pytest.mark.slow  # ~1.0 CPU-s (measured)
 def test_information_uses_the_declared_bound_only(tmp_path: Path) -> None:
     a, _, _ = neighbours(tmp_path, public_max_rows=1000)
     cost = a.query("alice", "SELECT COUNT(*) FROM people", epsilon="0.5").cost
@@ -150,6 +152,7 @@ def _apps(tmp_path: Path, **public: int) -> tuple[Any, Any, dict[str, str]]:
     return create_app(ServerSettings(str(a.db))), create_app(ServerSettings(str(b.db))), keys
 
 
+@pytest.mark.slow  # ~0.9 CPU-s (measured)
 def test_estimates_and_listings_are_identical_and_hide_n(tmp_path: Path) -> None:
     app_a, app_b, keys = _apps(tmp_path)
     for sql, eps, dlt in QUERIES:
@@ -170,6 +173,7 @@ def test_estimates_and_listings_are_identical_and_hide_n(tmp_path: Path) -> None
     assert '"rows"' not in json.dumps(listing)
 
 
+@pytest.mark.slow  # ~0.7 CPU-s (measured)
 def test_foreign_and_missing_datasets_look_the_same(tmp_path: Path) -> None:
     app, _, keys = _apps(tmp_path)
     key = keys["full"]
@@ -192,6 +196,7 @@ def test_foreign_and_missing_datasets_look_the_same(tmp_path: Path) -> None:
         assert foreign.text.replace("visits", "vizits") == missing.text, path
 
 
+@pytest.mark.slow  # ~0.6 CPU-s (measured)
 def test_synopsis_names_do_not_leak_across_datasets(tmp_path: Path) -> None:
     a, _, _ = neighbours(tmp_path)
     a.release_synopsis("bob", "regions", "visits", ["region"], epsilon="0.5")
@@ -212,6 +217,7 @@ def test_synopsis_names_do_not_leak_across_datasets(tmp_path: Path) -> None:
     assert [(s["name"], s["dataset"]) for s in listed] == [("regions", "people")]
 
 
+@pytest.mark.slow  # ~0.6 CPU-s (measured)
 def test_open_per_query_errors_do_not_quote_the_store_path(tmp_path: Path) -> None:
     a, _, keys = neighbours(tmp_path)
     app = create_app(ServerSettings(str(a.db), keep_open=False))
@@ -224,6 +230,7 @@ def test_open_per_query_errors_do_not_quote_the_store_path(tmp_path: Path) -> No
     assert str(tmp_path) not in r.text and ".duckdb" not in r.text
 
 
+@pytest.mark.slow  # ~0.6 CPU-s (measured)
 def test_cli_costs_are_identical_across_the_pair(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

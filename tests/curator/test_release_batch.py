@@ -122,6 +122,7 @@ def test_curator_refuses_seeds(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []  # refused before the ledger or store was created
 
 
+@pytest.mark.slow  # ~0.7 CPU-s (measured)
 def test_query_noise_per_cell_is_discrete_laplace(tmp_path: Path) -> None:
     # 100 declared groups x (COUNT, SUM): each measurement's 100 cells come from one batch;
     # noisy - exact must follow Lap_Z(Δ/ε_part) for each measurement (4 seeds, 400 cells each).

@@ -65,6 +65,7 @@ def pvalue(noise: list[int], mech: DiscreteLaplaceMechanism | DiscreteGaussianMe
     return float(stats.chisquare(observed, probs / probs.sum() * len(noise)).pvalue)
 
 
+@pytest.mark.slow  # ~0.7 CPU-s (measured)
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])
 def test_every_cell_noise_follows_the_mechanism_pmf(tmp_path: Path, noise: str) -> None:
     sql = "SELECT g, COUNT(*) FROM t GROUP BY g"
@@ -159,6 +160,7 @@ def _gaussian_counts(cur: Curator) -> int:
         assert n < 400
 
 
+@pytest.mark.slow  # ~2.8 CPU-s (measured)
 def test_approx_budget_answers_at_least_fifty_gaussian_counts(tmp_path: Path) -> None:
     cur = curator(tmp_path / "ap.duckdb")
     cur.add_analyst("a", "t", budget=Budget.approx(1.0, 1e-6))
@@ -173,6 +175,7 @@ def test_approx_budget_answers_at_least_fifty_gaussian_counts(tmp_path: Path) ->
     assert n > 10 * 4
 
 
+@pytest.mark.slow  # ~2.8 CPU-s (measured)
 def test_zcdp_budget_answers_at_least_fifty_gaussian_counts(tmp_path: Path) -> None:
     # The ρ whose (ε, δ) conversion is (1, 1e-6) (Bun & Steinke 2016, Prop. 1.3), by bisection.
     lo, hi = 0.0, 1.0

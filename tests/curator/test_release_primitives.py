@@ -128,6 +128,7 @@ def test_exponential_mechanism_work_does_not_depend_on_the_scores() -> None:
     assert used[0] == used[1] == used[2]
 
 
+@pytest.mark.slow  # ~0.6 CPU-s (measured)
 def test_exponential_mechanism_matches_exact_probabilities_chi_square() -> None:
     # Independent check with scipy: P(j) = exp(-γ_j) / Σ exp(-γ_i), γ_j = ε s_j / (2Δ)
     # (McSherry & Talwar 2007), including weights far below the first round's precision.

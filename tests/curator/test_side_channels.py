@@ -30,12 +30,12 @@ import duckdb
 import pandas as pd
 import pytest
 
+from _server_harness import ServerProcess, free_port, get_json
 from infodp.cli import main
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.engine import Curator
 from infodp.curator.schema import load_schema
 from infodp.errors import BudgetExceeded, InfodpError, ParameterError, QueryFailed
-from infodp.server._harness import ServerProcess, free_port, get_json
 
 SCHEMA = {
     "table": "people",
@@ -252,6 +252,7 @@ def test_cli_outcome_is_identical_across_neighbours(
         assert spend[0] == (0, 0, 0)
 
 
+@pytest.mark.slow  # real server processes
 @pytest.mark.parametrize(("name", "sql", "eps", "delta"), CASES, ids=IDS)
 def test_http_outcome_is_identical_across_neighbours(
     pair: tuple[Store, Store],
@@ -481,6 +482,7 @@ def test_declared_cells_cap_is_refused_before_the_reservation(tmp_path: Path) ->
     assert cur.ledger.entries() == []
 
 
+@pytest.mark.slow  # ~6.4 CPU-s (measured)
 def test_free_synopsis_queries_have_bounded_work(tmp_path: Path) -> None:
     spec = {
         "table": "t",

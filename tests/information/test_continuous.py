@@ -67,6 +67,7 @@ def mironov_laplace(d_over_b: float, alpha: float) -> float:
     ) / (alpha - 1)
 
 
+@pytest.mark.slow  # ~0.9 CPU-s (measured)
 @given(locs, scales, locs, scales, orders)
 def test_laplace_matches_brute_force_quadrature(
     m1: float, b1: float, m2: float, b2: float, alpha: float
@@ -81,6 +82,7 @@ def test_laplace_matches_brute_force_quadrature(
     assert closed == pytest.approx(ref, rel=1e-6, abs=1e-8)
 
 
+@pytest.mark.slow  # ~0.8 CPU-s (measured)
 @given(locs, scales, locs, scales, orders)
 def test_gaussian_matches_brute_force_quadrature(
     m1: float, s1: float, m2: float, s2: float, alpha: float

@@ -254,6 +254,7 @@ def test_chain_rule(joint: np.ndarray) -> None:
     assert lhs == pytest.approx(rhs, rel=1e-9, abs=1e-12)
 
 
+@pytest.mark.slow  # ~0.5 CPU-s (measured)
 @given(prior_and_channel(), renyi_orders(min_value=1e-3))
 def test_sibson_below_renyi_mi_and_maximal_leakage(
     pw: tuple[np.ndarray, np.ndarray], alpha: float
@@ -281,6 +282,7 @@ def test_information_non_decreasing_in_alpha(
             assert hi >= lo - 1e-9 * max(1.0, lo)
 
 
+@pytest.mark.slow  # ~0.5 CPU-s (measured)
 @given(prior_and_channel(), st.integers(1, 4), st.data())
 def test_post_processing_never_increases_information(
     pw: tuple[np.ndarray, np.ndarray], n_out: int, data: st.DataObject

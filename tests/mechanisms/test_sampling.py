@@ -718,6 +718,7 @@ def _digits_value(words: list[int], bits: int) -> tuple[Fraction, Fraction]:
     return lo, lo + Fraction(1, 2 ** (bits * len(words)))
 
 
+@pytest.mark.slow  # ~0.5 CPU-s (measured)
 @given(
     den=st.integers(1, 2**31 - 1),
     frac=st.fractions(0, 1),

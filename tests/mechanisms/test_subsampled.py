@@ -185,6 +185,7 @@ def test_profile_delta_dominates_the_lattice_pair(
         assert view <= brute * (1 + 1e-9) + 1e-15
 
 
+@pytest.mark.slow  # ~0.5 CPU-s (measured)
 def test_profile_is_close_to_the_continuous_one_at_the_default_grid() -> None:
     # Sanity: at 1024 lattice units per clip norm the lattice pair is nearly continuous;
     # independent value from dp-accounting's continuous PLD accountant.
@@ -258,6 +259,7 @@ def test_discrete_profile_special_cases_and_validation() -> None:
         discrete_subsampled_gaussian_profile(1.0, 1, 1.5)
 
 
+@pytest.mark.slow  # ~1.5 CPU-s
 def test_calibration_is_certified_for_the_lattice_release() -> None:
     m = SubsampledGaussian.calibrate(1.0, 1e-5, sampling_rate=0.05, steps=3, grid=0.25)
     assert m.profile().repeat(3).epsilon(1e-5) <= 1.0

@@ -93,6 +93,7 @@ def test_the_shift_3_4_leaks_more_than_the_shift_5_and_the_profile_covers_it() -
         assert m.profile().rdp(alpha) >= renyi
 
 
+@pytest.mark.slow  # ~3 CPU-s
 @settings(max_examples=25, deadline=None)
 @given(
     z=st.floats(0.5, 2.0),
@@ -163,6 +164,7 @@ def test_one_unit_shifts_keep_the_exact_lattice_pair() -> None:
     assert m.profile() == discrete_subsampled_gaussian_profile(m._lattice[0], 1, 0.1)
 
 
+@pytest.mark.slow  # ~1.6 CPU-s
 def test_a_lattice_too_coarse_to_certify_is_a_clear_error() -> None:
     m = SubsampledGaussian(0.1, 0.5, clip_norm=1.0, grid=0.25)  # 0.4 units of noise, shift 4
     with pytest.raises(ParameterError, match="grid"):

@@ -78,6 +78,7 @@ def _check(returned: float, exact: mpmath.mpf) -> None:
         assert returned == TAIL_FLOOR  # the least tail a float reports
 
 
+@pytest.mark.slow  # ~0.7 CPU-s (measured)
 @settings(max_examples=60, deadline=None)
 @given(sigma=st.floats(0.2, 40.0), z=st.floats(0.0, 42.0))
 def test_discrete_gaussian_tail_bounds_the_exact_tail(sigma: float, z: float) -> None:
@@ -85,6 +86,7 @@ def test_discrete_gaussian_tail_bounds_the_exact_tail(sigma: float, z: float) ->
     _check(DiscreteGaussianMechanism(sigma).upper_tail(k), _dgauss_exact(sigma, k))
 
 
+@pytest.mark.slow  # ~0.8 CPU-s (measured)
 @settings(max_examples=40, deadline=None)
 @given(sigma=st.floats(0.2, 20.0), bits=st.integers(0, 3), z=st.floats(0.0, 42.0))
 def test_snapped_gaussian_tail_bounds_the_exact_tail(sigma: float, bits: int, z: float) -> None:

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from _server_harness import ServerProcess, build_store, get_json
 from infodp.cli import main
 from infodp.curator.ledger import Ledger, format_fraction
-from infodp.server._harness import ServerProcess, build_store, get_json
 from infodp.server.auth import KeyStore, key_store_path
 
 ADMIN_TOKEN = "admin-Qm7xT2vLp9RkW4sZb8NcY3hJ"  # random characters: enough entropy

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from _server_harness import ServerProcess, build_store
 from infodp.client import ApiError, Client
 from infodp.curator.ledger import Ledger
 from infodp.errors import BudgetExceeded
-from infodp.server._harness import ServerProcess, build_store
 
 CLIENTS = 50
 PER_CLIENT = 3
@@ -69,6 +69,7 @@ def _race(
     return outcomes
 
 
+@pytest.mark.slow  # real server processes
 def test_fifty_clients_never_overspend(served: tuple[ServerProcess, str]) -> None:
     server, key = served
     # Mixed small costs: 0.01 and 0.02, alternating between clients.
@@ -102,6 +103,7 @@ def test_fifty_clients_never_overspend(served: tuple[ServerProcess, str]) -> Non
     assert led.check() == []
 
 
+@pytest.mark.slow  # real server processes
 @pytest.mark.parametrize("keep_open", [True, False])
 def test_equal_costs_fill_the_budget_exactly(tmp_path: Path, keep_open: bool) -> None:
     # With one cost that divides the budget, exactly budget / cost requests pass — whether the

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from _server_harness import ServerProcess, build_store, get_json
 from infodp.accounting.accountant import Budget
 from infodp.curator.engine import Curator
-from infodp.server._harness import ServerProcess, build_store, get_json
 
 SQL = "SELECT COUNT(*) FROM people"
 

@@ -20,7 +20,7 @@ SCRIPT = textwrap.dedent(
     """
     import sys, threading, time
     import uvicorn
-    from infodp.server._harness import build_store, free_port, get_json
+    from _server_harness import build_store, free_port, get_json
     from infodp.server.app import ServerSettings, create_app
 
     db, keys = build_store(sys.argv[1], [("alice", "people", 10)], rows=50)

@@ -15,9 +15,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from _server_harness import ServerProcess, build_store, get_json
 from infodp.client import Client
 from infodp.curator.ledger import Ledger
-from infodp.server._harness import ServerProcess, build_store, get_json
 
 THREADS = 8
 MAX_PER_THREAD = 40
@@ -53,6 +55,7 @@ def _burst(
     return answers, attempts, threads  # filled in by the running threads
 
 
+@pytest.mark.slow  # real server processes
 def test_sigkill_during_a_burst_leaves_a_consistent_ledger(tmp_path: Path) -> None:
     db, keys = build_store(tmp_path, [("alice", "people", 100)], rows=100)
     key = keys["alice"]

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from _server_harness import ServerProcess, build_store, get_json
 from infodp.curator.ledger import Ledger
-from infodp.server._harness import ServerProcess, build_store, get_json
 from infodp.server.auth import Identity
 from infodp.server.errors import ApiError
 from infodp.server.gate import RequestGate

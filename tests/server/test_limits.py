@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _server_harness import ServerProcess, build_store, get_json
 from infodp.curator.engine import Curator
-from infodp.server._harness import ServerProcess, build_store, get_json
 from infodp.server.auth import KeyStore, key_store_path
 from infodp.server.errors import ApiError
 from infodp.server.limits import RateLimiter, retry_after_seconds

@@ -25,11 +25,11 @@ from typing import Any
 
 import pytest
 
+from _server_harness import ServerProcess, get_json
 from infodp.client import ApiError, Client
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import Ledger
 from infodp.errors import ParameterError, QueryFailed
-from infodp.server._harness import ServerProcess, get_json
 from infodp.server.pool import WorkerDeadline, WorkerPool, WorkerUnavailable
 
 GROUPS = 400
@@ -105,6 +105,7 @@ def _wait_for(condition: Any, seconds: float = 60.0) -> bool:
     return False
 
 
+@pytest.mark.slow  # real server processes
 def test_a_flooding_key_does_not_stop_another_keys_correct_answers(
     store: tuple[str, dict[str, str]],
 ) -> None:
@@ -141,6 +142,7 @@ def test_a_flooding_key_does_not_stop_another_keys_correct_answers(
     assert set(outcomes) <= {"200", "429"} and outcomes["200"] >= 1
 
 
+@pytest.mark.slow  # real server processes
 def test_a_worker_stuck_past_the_deadline_is_replaced_and_the_charge_stays(
     store: tuple[str, dict[str, str]],
 ) -> None:
@@ -311,6 +313,7 @@ def test_a_caller_that_waited_too_long_leaves_the_line(store: tuple[str, dict[st
         small.close()
 
 
+@pytest.mark.slow  # real server processes
 def test_stopping_the_server_stops_its_workers_and_flushes_the_ledger(
     store: tuple[str, dict[str, str]],
 ) -> None:

@@ -18,7 +18,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from infodp.server._harness import ServerProcess, build_store, get_json
+from _server_harness import ServerProcess, build_store, get_json
 from infodp.server.openapi import openapi_document, openapi_text
 
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
@@ -66,6 +66,7 @@ def test_document_is_served(fuzzed: Fuzzed) -> None:
     assert served == json.loads(DOC_PATH.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow  # real server processes
 @schema.parametrize()
 @settings(
     max_examples=15,
@@ -129,6 +130,7 @@ def _sql(draw: st.DrawFn) -> str:
     return f"SELECT {head}{agg} FROM {table}{pred}{group.format(c=col)}"
 
 
+@pytest.mark.slow  # real server processes
 @settings(max_examples=40, deadline=None)
 @given(
     sql=_sql(),

@@ -192,6 +192,19 @@ class Budget:
             epsilon=exact_amount("nats", nats),
         )
 
+    def _repr_html_(self) -> str:
+        """The notebook view: the currency and its amounts.
+
+        >>> "approx" in Budget.approx(1.0, 1e-6)._repr_html_()
+        True
+        """
+        from infodp._report import summary_table
+
+        rows = [("currency", self.currency)] + [
+            (k, v) for k, v in self.to_dict().items() if k != "currency"
+        ]
+        return summary_table("Budget", rows)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description (inverse of :meth:`from_dict`); amounts are floats when
         their shortest decimal is exact, else "p/q" text."""
@@ -508,6 +521,27 @@ class Accountant:
             return Fraction(1)
         value = rdp_to_delta(total[ok], _rdp.DEFAULT_ORDERS[ok], _down(self.budget.epsilon))
         return Fraction(min(1.0, value * (1 + _SLACK)))
+
+    def _repr_html_(self) -> str:
+        """The notebook view: the budget, how many spends, and what is left.
+
+        >>> from infodp.accounting import laplace_profile
+        >>> acc = Accountant(Budget.pure(1.0))
+        >>> acc.spend(laplace_profile(2.0))
+        >>> "left" in acc._repr_html_()
+        True
+        """
+        from infodp._report import summary_table
+
+        left = self.remaining()
+        rows: list[tuple[str, Any]] = [("currency", self.budget.currency)]
+        rows += [(f"budget {k}", v) for k, v in self.budget.to_dict().items() if k != "currency"]
+        rows.append(("spends", len(self.spent())))
+        if isinstance(left, dict):
+            rows += [(f"left {k}", v) for k, v in left.items()]
+        else:
+            rows.append(("left", left))
+        return summary_table("Accountant", rows)
 
     def spent(self) -> tuple[PrivacyProfile, ...]:
         """The profiles spent so far (each repeated by its count), in a canonical order."""

@@ -38,7 +38,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from infodp._exact import float_up as _up
 from infodp._lazy import lazy_module
@@ -321,6 +321,31 @@ class PrivacyProfile(abc.ABC):
         if d > 0 and (with_rdp or math.isinf(pld_eps)):
             candidates.append(_conv.rdp_to_epsilon(self._rdp_grid(), _rdp.DEFAULT_ORDERS, d))
         return float(max(min(candidates), 0.0))
+
+    def _repr_html_(self) -> str:
+        """The notebook view: pure ε, ε at δ = 10⁻⁶ and the information bounds (nats).
+
+        >>> from infodp.accounting import laplace_profile
+        >>> "pure ε" in laplace_profile(1.0)._repr_html_()
+        True
+        """
+        from infodp._report import summary_table
+
+        def finite(value: float) -> float | None:
+            return value if math.isfinite(value) else None
+
+        rows: list[tuple[str, Any]] = [
+            ("pure ε", finite(self.pure_epsilon())),
+            ("ε at δ = 10⁻⁶", finite(self.epsilon(1e-6))),
+        ]
+        rows += [
+            (f"information at α = {name} (nats)", finite(self.information(alpha)))
+            for name, alpha in (("1", 1.0), ("2", 2.0), ("∞", math.inf))
+        ]
+        rho = self.zcdp_rho()
+        if rho is not None:
+            rows.append(("zCDP ρ", rho))
+        return summary_table(type(self).__name__, rows, "per individual; upper bounds")
 
     def information(self, alpha: float) -> float:
         """Upper bound, in nats per individual, on the channel capacity C_α at level α.

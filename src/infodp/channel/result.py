@@ -50,6 +50,29 @@ class CapacityResult:
     converged: bool
     method: str
 
+    def _repr_html_(self) -> str:
+        """The notebook view: the certified bracket in nats and bits, and how it was found.
+
+        >>> from infodp.channel import Channel
+        >>> "upper" in Channel.binary_erasure(0.25).capacity()._repr_html_()
+        True
+        """
+        from infodp._report import summary_table
+
+        ln2 = math.log(2.0)
+        rows: list[tuple[str, Any]] = [
+            ("lower (nats)", self.lower),
+            ("upper (nats)", self.upper),
+            ("lower (bits)", self.lower / ln2),
+            ("upper (bits)", self.upper / ln2),
+            ("definition", self.definition),
+            ("α", self.alpha),
+            ("converged", self.converged),
+            ("iterations", self.iterations),
+            ("method", self.method),
+        ]
+        return summary_table("Capacity", rows, "lower is attained, upper is a certificate")
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "input_distribution", _readonly(self.input_distribution))
         object.__setattr__(self, "output_distribution", _readonly(self.output_distribution))

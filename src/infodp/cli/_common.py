@@ -18,6 +18,23 @@ EXIT_USAGE = 2
 EXIT_BUDGET = 3
 EXIT_VIOLATION = 4
 
+#: Columns a piped (non-terminal) console may use: wide enough that no table row or line of
+#: text is wrapped in the middle of a record (tables still take only the width they need).
+PIPED_WIDTH = 4096
+#: Width of section rules when piped (a rule spans the whole console otherwise).
+RULE_WIDTH = 100
+
+
+def output_console() -> Any:
+    """A rich Console on stdout: the terminal's width on a terminal; when piped, lines are
+    not wrapped (rich's 80-column default cut results in the middle of a row)."""
+    from rich.console import Console
+
+    if sys.stdout.isatty():
+        return Console(file=sys.stdout, highlight=False)
+    return Console(file=sys.stdout, highlight=False, width=PIPED_WIDTH, soft_wrap=True)
+
+
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout."
 )
@@ -41,6 +58,17 @@ def spark_options(command: Any) -> Any:
         help="Spark master URL for datasets on the Spark backend (default: $INFODP_SPARK_MASTER, "
         "the master in <db>.spark.toml, else local[*]).",
     )(command)
+
+
+def command_line(name: str, skip: tuple[str, ...] = ("html_path", "as_json")) -> str:
+    """The current sub-command as ``infodp NAME --option value …`` (for report footers)."""
+    ctx = click.get_current_context()
+    options = " ".join(
+        f"--{k.replace('_', '-')} {v}"
+        for k, v in ctx.params.items()
+        if v not in (None, False, ()) and k not in skip
+    )
+    return f"infodp {name} {options}".strip()
 
 
 def fail(message: str) -> None:

@@ -17,7 +17,7 @@ import click
 from infodp._format import format_number as _fmtn
 from infodp._jsonable import to_jsonable
 from infodp._validate import as_analyst_name
-from infodp.cli._common import emit, json_option, parse_floats, spark_options
+from infodp.cli._common import emit, json_option, output_console, parse_floats, spark_options
 from infodp.errors import LedgerError, ParameterError
 from infodp.units import nats_to_bits
 
@@ -400,9 +400,19 @@ def analyst_list(db: str, as_json: bool) -> None:
 )
 @click.option(
     "--accuracy",
+    multiple=True,
+    help="Target half-width of each aggregate column's interval (at --confidence), or "
+    "COLUMN=H for one column (repeatable; a quantile's target is its rank error): find the "
+    "least ε that reaches it; with --analyst the query then runs at that ε, otherwise only "
+    "the ε is printed.",
+)
+@click.option(
+    "--rows",
+    "rows",
+    type=int,
     default=None,
-    help="Target half-width of the interval (at --confidence): find the least ε that reaches it; "
-    "with --analyst the query then runs at that ε, otherwise only the ε is printed.",
+    help="With --accuracy: plan AVG/VARIANCE/STDDEV intervals for groups of this many rows "
+    "(a public assumption; the row count itself is private).",
 )
 @click.option("--synopsis", default=None, help="Answer from a released synopsis (free).")
 @click.option(
@@ -426,7 +436,8 @@ def query(
     epsilon: str | None,
     delta: str,
     noise: str,
-    accuracy: str | None,
+    accuracy: tuple[str, ...],
+    rows: int | None,
     synopsis: str | None,
     synopsis_dataset: str | None,
     confidence: float,
@@ -443,17 +454,20 @@ def query(
     }
     cur = _curator(db, keep_open=True, **spark)
     try:
-        if accuracy is not None:
+        if accuracy:
             if epsilon is not None:
-                raise ParameterError("--accuracy", accuracy, "not given together with --epsilon")
-            eps = cur.epsilon_for(
-                sql, accuracy=accuracy, confidence=confidence, delta=delta, noise=noise
-            )
+                raise ParameterError("--accuracy", accuracy[0], "not given together with --epsilon")
+            target = _accuracy_targets(accuracy)
+            options: dict[str, Any] = {"confidence": confidence, "delta": delta, "noise": noise}
+            eps = cur.epsilon_for(sql, accuracy=target, rows=rows, **options)
             if analyst_name is None:
-                plan = cur.estimate(
-                    sql, epsilon=eps, delta=delta, confidence=confidence, noise=noise
+                plan = cur.estimate(sql, epsilon=eps, **options)
+                columns = cur.column_accuracy(sql, epsilon=eps, rows=rows, **options)
+                emit(
+                    {"epsilon": str(eps), "rows": rows, "columns": columns, **plan},
+                    as_json,
+                    _render_plan,
                 )
-                emit({"epsilon": str(eps), **plan}, as_json, _render_plan)
                 return
             epsilon = str(eps)
         if synopsis is not None:
@@ -486,10 +500,31 @@ def query(
     emit(payload, as_json, _render_answer)
 
 
+def _accuracy_targets(given: tuple[str, ...]) -> Any:
+    """``--accuracy H`` (every aggregate column) or ``--accuracy COLUMN=H`` (repeatable)."""
+    if len(given) == 1 and "=" not in given[0]:
+        return given[0]
+    targets: dict[str, str] = {}
+    for item in given:
+        name, sep, value = item.rpartition("=")
+        if not sep or not name.strip():
+            raise ParameterError("--accuracy", item, "one number, or COLUMN=H for each column")
+        targets[name.strip()] = value.strip()
+    return targets
+
+
 def _render_plan(p: dict[str, Any]) -> None:
     from infodp._format import format_number
 
     lines = [f"epsilon needed: {p['epsilon']} (confidence {p['confidence']})"]
+    if p.get("rows") is not None:
+        lines.append(f"  (AVG, VARIANCE and STDDEV planned for groups of {p['rows']} rows)")
+    for a in p.get("columns", ()):
+        if "halfwidth" in a:
+            lines.append(f"  {a['column']}: ± {format_number(a['halfwidth'])}")
+        else:
+            lines.append(f"  {a['column']}: rank error {format_number(a['rank_error'])}")
+    lines.append("measurements behind them:")
     for a in p["accuracy"]:
         if "halfwidth" in a:
             lines.append(f"  {a['measurement']}: ± {format_number(a['halfwidth'])}")
@@ -499,14 +534,10 @@ def _render_plan(p: dict[str, Any]) -> None:
 
 
 def _render_answer(p: dict[str, Any]) -> None:
-    import sys
-
-    from rich.console import Console
-
     from infodp._format import format_number
 
     # Piped output is not cut to 80 columns: the table takes the width it needs.
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    console = output_console()
     console.print(_answer_table(p))
     lines: list[str] = []
     cost = p.get("cost")

@@ -21,7 +21,7 @@ from rich.table import Table
 from infodp._format import format_number as _fmtn
 from infodp.accounting import subsampled_gaussian_profile
 from infodp.channel import Channel
-from infodp.cli._common import emit, json_option
+from infodp.cli._common import RULE_WIDTH, emit, json_option, output_console
 from infodp.explain import explain_epsilon_delta
 from infodp.units import nats_to_bits
 
@@ -72,9 +72,15 @@ def _accounting_act() -> dict[str, Any]:
     }
 
 
+def _rule(console: Console, title: str) -> None:
+    from rich.rule import Rule
+
+    console.print(Rule(title), width=min(console.width, RULE_WIDTH))
+
+
 def _render(payload: dict[str, Any], console: Console) -> None:
     info = payload["information"]
-    console.rule("1. ε is an amount of information")
+    _rule(console, "1. ε is an amount of information")
     table = Table(title=info["mechanism"])
     table.add_column("level α")
     table.add_column("capacity (nats per person)", justify="right")
@@ -95,7 +101,7 @@ def _render(payload: dict[str, Any], console: Console) -> None:
         f"(Shannon rate); the worst case is ln 3 = {_fmtn(info['pure_epsilon'])} nats."
     )
     acc = payload["accounting"]
-    console.rule("2. Accounting")
+    _rule(console, "2. Accounting")
     sgd = acc["dp_sgd"]
     console.print(
         f"DP-SGD, noise multiplier {sgd['noise_multiplier']}, sampling rate "
@@ -112,7 +118,7 @@ def _render(payload: dict[str, Any], console: Console) -> None:
         "0.01 everything may; on a table of 1,000,000 people that is "
         f"{_fmtn(d['expected_exposed_individuals_of_1e6'])} people unprotected in expectation."
     )
-    console.rule("3. The curator")
+    _rule(console, "3. The curator")
 
 
 @click.command()
@@ -136,7 +142,7 @@ def demo(db_path: Path, rows: int, as_json: bool) -> None:
     if not db_path.parent.is_dir():
         raise ParameterError("--db", str(db_path), "a file in an existing directory")
     started = time.perf_counter()
-    console = Console(highlight=False)
+    console = output_console()
     payload: dict[str, Any] = {
         "information": _information_act(),
         "accounting": _accounting_act(),

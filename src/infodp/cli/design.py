@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from infodp.cli._common import emit, json_option, parse_floats
+from infodp.cli._common import command_line, emit, json_option, parse_floats
 from infodp.errors import ParameterError
 
 __all__ = ["COMMANDS", "design_command"]
@@ -106,7 +106,8 @@ def design_command(
             for r in points
         ]
         if html_path is not None:
-            payload["html"] = str(write_curve_html(points, html_path))
+            inputs = {"command": command_line("design")}
+            payload["html"] = str(write_curve_html(points, html_path, inputs=inputs))
     emit(payload, as_json, _render)
 
 

@@ -14,13 +14,12 @@ adds the view of a group of K individuals.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from infodp.cli._common import emit, json_option
+from infodp.cli._common import command_line, emit, json_option, output_console
 from infodp.cli._mechanism_flags import flag as _flag
 from infodp.cli._mechanism_flags import (
     mechanism_options,
@@ -54,9 +53,7 @@ def _text(x: float | None, digits: int = 4) -> str:
 
 
 def _render(payload: dict[str, Any]) -> None:
-    from rich.console import Console
-
-    console = Console(file=sys.stdout, width=110, soft_wrap=False)
+    console = output_console()
     _render_one(console, payload, "One individual")
     if "group" in payload:
         _render_one(console, payload["group"], f"A group of {payload['group']['size']}")
@@ -67,7 +64,7 @@ def _render(payload: dict[str, Any]) -> None:
 def _render_one(console: Any, p: dict[str, Any], heading: str) -> None:
     from rich.table import Table
 
-    title = f"{heading}: ε = {_text(p['epsilon'])} nats, δ = {_text(p['delta'], 3)}" + (
+    title = f"{heading}: ε = {_text(p['epsilon'])} (nats), δ = {_text(p['delta'], 3)}" + (
         " (pure ε-DP)" if p["pure"] else ""
     )
     console.print(f"\n[bold]{title}[/bold]")
@@ -243,13 +240,7 @@ def explain_command(
     payload = report.to_dict()
     payload.update(extra)
     if html_path is not None:
-        ctx = click.get_current_context()
-        command = "infodp explain " + " ".join(
-            f"--{k.replace('_', '-')} {v}"
-            for k, v in ctx.params.items()
-            if v not in (None, False) and k not in ("html_path", "as_json")
-        )
-        inputs = {"command": command, "spec": extra.get("spec")}
+        inputs = {"command": command_line("explain"), "spec": extra.get("spec")}
         try:
             payload["html"] = str(write_html(report, Path(html_path), inputs=inputs))
         except OSError as err:

@@ -54,6 +54,7 @@ from infodp._lazy import lazy_module
 from infodp._validate import as_analyst_name
 from infodp.curator.backends.base import BACKENDS, Backend, ExactAggregates
 from infodp.curator.backends.duckdb import DuckDBBackend
+from infodp.curator.column_accuracy import column_halfwidth, targets_by_column
 from infodp.curator.cost import (
     MAX_CELLS,
     MAX_QUANTILE_CELLS,
@@ -1117,6 +1118,55 @@ class Curator:
             fits,
         )
 
+    def column_accuracy(
+        self,
+        sql: str,
+        *,
+        epsilon: Any,
+        delta: Any = 0,
+        confidence: float = 0.95,
+        noise: Any = "laplace",
+        rows: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Per aggregate column of ``sql`` at ``epsilon``: ``{"column", "halfwidth"}`` of the
+        interval released with it, or ``{"column", "rank_error"}`` for a quantile.
+
+        COUNT and SUM: the mechanism's half-width. AVG, VARIANCE and STDDEV: the widest
+        half-width of the released interval (this engine's own) over groups of ``rows`` rows
+        whose values lie within the declared bounds (:mod:`infodp.curator.column_accuracy`).
+        Nothing is spent and no data is read.
+        """
+        _check_confidence(confidence)
+        plan, schema, _, _, cost, _ = self._priced(sql, epsilon, delta, noise, confidence)
+        if rows is None and schema.public_rows is not None and not plan.group_by:
+            rows = schema.public_rows
+        if rows is not None and (not isinstance(rows, int) or isinstance(rows, bool) or rows < 1):
+            raise ParameterError("rows", rows, "a whole number of rows per group, at least 1")
+        beta = 1.0 - float(confidence)
+        layout = _Layout.of(plan, schema, cost, beta)
+        memo: dict[Any, Any] = {}
+
+        def interval(agg: Aggregate, row: Sequence[int | None]) -> tuple[Any, Any]:
+            return self._answer(agg, (), row, layout.index, layout.parts, schema, beta, {}, memo)
+
+        out: list[dict[str, Any]] = []
+        for o, how in zip(plan.outputs, layout.outputs, strict=True):
+            agg = o.aggregate
+            if agg is None:
+                continue
+            if how[0] == "count":
+                out.append({"column": o.name, "halfwidth": float(how[2])})
+            elif how[0] == "sum":
+                out.append({"column": o.name, "halfwidth": float(how[2]) * how[3]})
+            elif agg.func == "quantile":
+                p = layout.parts[layout.index[f"quantile({agg.column},{agg.q})"]]
+                rank = _accuracy(p, schema, beta)["rank_error"]
+                out.append({"column": o.name, "rank_error": rank})
+            else:
+                h = column_halfwidth(o, schema, layout.index, interval, rows)
+                out.append({"column": o.name, "halfwidth": h})
+        return out
+
     def epsilon_for(
         self,
         sql: str,
@@ -1125,28 +1175,38 @@ class Curator:
         confidence: float = 0.95,
         delta: Any = 0,
         noise: Any = "laplace",
+        rows: int | None = None,
     ) -> Fraction:
-        """The least ε (to 3 significant digits, rounded up) at which every non-quantile
-        measurement's half-width is at most ``accuracy`` with the given confidence.
+        """The least ε (to 3 significant digits, rounded up) at which each aggregate column's
+        interval, as the analyst reads it, has half-width at most ``accuracy``.
 
-        Accuracy-first planning (as OpenDP's ``summarize(alpha=…)`` and Tumult's error
-        reports): bisection on ε over the mechanisms' own half-widths, which shrink as ε
-        grows. Nothing is spent.
+        ``accuracy`` is one target for every aggregate column or ``{column: target}``; the
+        target is the half-width in the column's units (COUNT, SUM, AVG, VARIANCE, STDDEV) or a
+        quantile's rank error. AVG, VARIANCE and STDDEV intervals depend on the group's size,
+        which is private: they are planned for groups of ``rows`` rows (a public assumption;
+        the declared ``public_rows`` of an ungrouped query by default), see
+        :meth:`column_accuracy`. Accuracy-first planning (as OpenDP's ``summarize(alpha=…)``
+        and Tumult's error reports): bisection on ε, as every half-width shrinks when ε grows.
+        Nothing is spent and no data is read.
         """
-        target = parse_exact("accuracy", accuracy)
-        if not target > 0:
-            raise ParameterError("accuracy", accuracy, "a positive half-width")
         check_confidence(confidence)
-        beta = 1.0 - float(confidence)
+        plan = self._priced(sql, Fraction(1), delta, noise, confidence)[0]
+        targets = {}
+        for name, value in targets_by_column(plan.outputs, accuracy).items():
+            target = parse_exact("accuracy", value)
+            if not target > 0:
+                raise ParameterError("accuracy", value, "a positive half-width")
+            targets[name] = target
 
         def ok(eps: Fraction) -> bool:
-            _, schema, _, _, cost, _ = self._priced(sql, eps, delta, noise, confidence)
-            widths = [
-                _accuracy(p, schema, beta).get("halfwidth", 0.0)
-                for p in cost.parts
-                if p.measurement.kind != "quantile"
-            ]
-            return all(Fraction(w) <= target for w in widths)
+            got = self.column_accuracy(
+                sql, epsilon=eps, delta=delta, confidence=confidence, noise=noise, rows=rows
+            )
+            return all(
+                Fraction(a.get("halfwidth", a.get("rank_error", 0.0))) <= targets[a["column"]]
+                for a in got
+                if a["column"] in targets
+            )
 
         hi = Fraction(1)
         while not ok(hi):

@@ -1,25 +1,27 @@
-"""The privacy–distortion curve as a self-contained HTML page (plot embedded as PNG).
+"""The privacy–distortion curve as a self-contained HTML page (plot embedded as SVG).
 
 Same look as the ε report of :mod:`infodp.explain` (a matplotlib figure, Agg backend, as a
-data URI; information in nats with bits labelled).
+vector data URI; information in nats with bits labelled) and the same provenance footer
+(version, time, command and inputs).
 
 >>> from infodp.design.api import tradeoff_curve
 >>> curve = tradeoff_curve([0.5, 0.5], "hamming", [0.1, 0.3], objective="epsilon")
 >>> page = render_curve_html(curve)
->>> page.startswith("<!DOCTYPE html>"), page.count("data:image/png;base64,")
+>>> page.startswith("<!DOCTYPE html>"), page.count("data:image/svg+xml;base64,")
 (True, 1)
+>>> 'id="provenance"' in page
+True
 """
 
 from __future__ import annotations
 
-import base64
 import html
-import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from infodp._report import provenance_footer, svg_data_uri
 from infodp.design.result import DesignResult
 from infodp.units import nats_to_bits
 
@@ -35,6 +37,8 @@ th{background:#f2f4f8}
 figure{margin:0}
 figure img{width:100%;height:auto;border:1px solid #e3e6ee}
 figcaption,.small{font-size:.9em;color:#5c6370}
+footer{margin-top:2em;border-top:1px solid #d8dce6;padding-top:.6em;font-size:.85em;
+  color:#5c6370}
 """
 
 
@@ -49,13 +53,17 @@ def _plot(curve: Sequence[DesignResult]) -> str:
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    return svg_data_uri(fig)
 
 
-def render_curve_html(curve: Sequence[DesignResult], *, title: str | None = None) -> str:
-    """One HTML document: the plot and a table of D, bracket and achieved distortion."""
+def render_curve_html(
+    curve: Sequence[DesignResult],
+    *,
+    title: str | None = None,
+    inputs: Mapping[str, str] | None = None,
+) -> str:
+    """One HTML document: the plot and a table of D, bracket and achieved distortion; the
+    footer names the infodp version, the time and ``inputs`` (e.g. the command)."""
     objective = curve[0].objective
     heading = title or f"Least {objective} against the distortion budget"
     rows = "".join(
@@ -72,12 +80,23 @@ def render_curve_html(curve: Sequence[DesignResult], *, title: str | None = None
         "<i>lower</i>. Wang, Ying &amp; Zhang 2016; Blahut 1972.</p>"
         f'<figure><img alt="{alt}" src="{_plot(curve)}"><figcaption>{alt}</figcaption></figure>'
         "<table><tr><th>D</th><th>lower (nats)</th><th>upper (nats)</th><th>upper (bits)</th>"
-        f"<th>achieved distortion</th></tr>{rows}</table></body></html>\n"
+        f"<th>achieved distortion</th></tr>{rows}</table>"
+        f"{provenance_footer(_inputs(curve, inputs))}</body></html>\n"
     )
 
 
-def write_curve_html(curve: Sequence[DesignResult], path: str | Path) -> Path:
+def _inputs(curve: Sequence[DesignResult], given: Mapping[str, str] | None) -> dict[str, str]:
+    shown = {
+        "objective": curve[0].objective,
+        "budgets D": ", ".join(f"{r.max_distortion:.6g}" for r in curve),
+    }
+    return {**(given or {}), **shown}
+
+
+def write_curve_html(
+    curve: Sequence[DesignResult], path: str | Path, *, inputs: Mapping[str, str] | None = None
+) -> Path:
     """Write :func:`render_curve_html` to ``path`` and return it."""
     target = Path(path)
-    target.write_text(render_curve_html(curve), encoding="utf-8")
+    target.write_text(render_curve_html(curve, inputs=inputs), encoding="utf-8")
     return target

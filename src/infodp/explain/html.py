@@ -1,19 +1,17 @@
 """A self-contained HTML report of an :class:`~infodp.explain.Explanation`, with plots.
 
-Four matplotlib plots (Agg, no display) are embedded as PNG data URIs, so the file opens in a
-browser without network access: the Rényi curve ε(α) with the capacity bounds, the δ(ε) curve,
-the hypothesis-testing trade-off region and the Markov tail of the leakage. Bits appear only
+Four matplotlib plots (Agg, no display) are embedded as SVG data URIs (vector: sharp at any
+zoom), so the file opens in a browser without network access: the Rényi curve ε(α) with the
+capacity bounds, the δ(ε) curve, the hypothesis-testing trade-off region and the Markov tail
+of the leakage. Bits appear only
 here, at the edge, and are labelled.
 """
 
 from __future__ import annotations
 
-import base64
-import datetime as _dt
 import html
-import io
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +20,10 @@ import numpy.typing as npt
 from matplotlib.figure import Figure
 
 from infodp._format import format_number
+from infodp._report import provenance_footer, svg_data_uri
 from infodp.explain.bounds import markov_tail_bound, pure_dp_divergence
 from infodp.explain.report import LEVELS, TRADEOFF_FPRS, Explanation
-from infodp.units import LN2, nats_to_bits
+from infodp.units import LN2
 
 __all__ = ["PLOT_TITLES", "render_html", "write_html"]
 
@@ -48,6 +47,8 @@ td:first-child,th:first-child{text-align:left}
 table.leak td:last-child,table.leak th:last-child{text-align:left}
 .warn{background:#fff4e5;border-left:4px solid #e8590c;padding:.5em 1em;margin:.5em 0}
 .cond{color:#5c6370;font-style:italic}
+.delta{background:#eef4ff;border-left:4px solid #1b4f9c;padding:.5em 1em;margin:.8em 0}
+h3{font-size:1.05em;margin:1.2em 0 .3em}
 .grid{display:grid;grid-template-columns:1fr 1fr;gap:1em}
 figure{margin:0}
 figure img{width:100%;height:auto;border:1px solid #e3e6ee}
@@ -65,12 +66,6 @@ footer{margin-top:2em;border-top:1px solid #d8dce6;padding-top:.6em;font-size:.8
 
 def _fmt(x: float | None, digits: int = 4) -> str:
     return format_number(x, digits, missing="unbounded")
-
-
-def _png(fig: Figure) -> str:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def _query(fn: Any, x: float) -> float:
@@ -160,7 +155,7 @@ def _rdp_plot(ex: Explanation) -> str:
     ax.grid(True, alpha=0.3, which="both")
     _finish(ax, PLOT_TITLES[0], "best")
     fig.tight_layout()
-    return _png(fig)
+    return svg_data_uri(fig)
 
 
 def _rr_uniform_information(epsilon: float, alphas: npt.NDArray[np.float64]) -> Any:
@@ -208,7 +203,7 @@ def _delta_plot(ex: Explanation) -> str:
         ax.set_ylim(1e-12, 1.0)
     _finish(ax, PLOT_TITLES[1], "upper right")
     fig.tight_layout()
-    return _png(fig)
+    return svg_data_uri(fig)
 
 
 def _tradeoff_plot(ex: Explanation) -> str:
@@ -227,7 +222,7 @@ def _tradeoff_plot(ex: Explanation) -> str:
     ax.grid(True, alpha=0.3)
     _finish(ax, PLOT_TITLES[2], "upper right")
     fig.tight_layout()
-    return _png(fig)
+    return svg_data_uri(fig)
 
 
 def _tail_plot(ex: Explanation) -> str:
@@ -274,7 +269,7 @@ def _tail_plot(ex: Explanation) -> str:
     ax.grid(True, alpha=0.3)
     _finish(ax, PLOT_TITLES[3], "upper right")
     fig.tight_layout()
-    return _png(fig)
+    return svg_data_uri(fig)
 
 
 def _capacity(ex: Explanation, alpha: float) -> float | None:
@@ -339,10 +334,7 @@ def _glance(ex: Explanation) -> str:
 
 
 def _footer(ex: Explanation, inputs: Mapping[str, Any] | None) -> str:
-    """Provenance for an audit trail: infodp version, time (UTC) and every input."""
-    from infodp import __version__
-
-    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    """Provenance for an audit trail: infodp version, time (UTC), command and every input."""
     shown: dict[str, Any] = {
         "epsilon": ex.epsilon,
         "delta": ex.delta,
@@ -351,37 +343,93 @@ def _footer(ex: Explanation, inputs: Mapping[str, Any] | None) -> str:
         "profile": repr(ex.profile)[:160],
     }
     shown.update(inputs or {})
-    items = "; ".join(
-        f"{k} = {_fmt(v, 6) if isinstance(v, int | float) else v}"
-        for k, v in shown.items()
-        if v is not None
+    return provenance_footer(
+        {
+            k: _fmt(v, 6) if isinstance(v, int | float) else str(v)
+            for k, v in shown.items()
+            if v is not None
+        }
     )
+
+
+_MEANING = {
+    "1": "Shannon: rate at which a determined attacker extracts information",
+    "2": "collision level",
+    "inf": "worst case: the most any single output can reveal",
+}
+
+
+def _conditional(ex: Explanation) -> bool:
+    """δ > 0 with no guarantee at α = 1: the figures a reader needs hold with probability 1 − δ."""
+    return ex.delta > 0 and ex.nats["1"] is None and ex.conditional_nats is not None
+
+
+def _delta_meaning(ex: Explanation) -> str:
+    """What δ means, in plain words, for the opening of a report with δ > 0."""
+    one_in = 1.0 / ex.delta
     return (
-        f'<footer id="provenance">Generated by infodp {html.escape(__version__)} on '
-        f"{stamp}. Inputs: {html.escape(items)}.</footer>"
+        f'<p class="delta"><b>What δ = {_fmt(ex.delta, 3)} means.</b> Each release may, with '
+        f"probability at most δ (about once in {_fmt(one_in, 3)} releases), fail to protect "
+        "someone at all: in that case it can reveal a person's data outright, and no number "
+        "below bounds what is learnt. With the remaining probability 1 − δ = "
+        f"{_fmt(1 - ex.delta, 8)} the figures labelled “with probability 1 − δ” hold. "
+        "A δ well below 1/N for a table of N people keeps the expected number of people so "
+        "exposed (δ · N) far below one.</p>"
     )
+
+
+def _leak_table(nats: Mapping[str, float | None]) -> str:
+    rows = [_row(["level α", "nats / individual", "bits / individual", "meaning"], head=True)]
+    for key, _ in LEVELS:
+        n = nats[key]
+        b = None if n is None else n / LN2
+        rows.append(_row([key.replace("inf", "∞"), _fmt(n), _fmt(b), _MEANING[key]]))
+    return '<table class="leak">' + "".join(rows) + "</table>"
+
+
+def _tail_table(tail: Sequence[tuple[float, float]], alpha: float) -> str:
+    if all(prob >= 1.0 for _, prob in tail):
+        return (
+            f"<p>Leak tail (Markov bound at α = {alpha:g}): no level R is bounded below "
+            "probability 1 here.</p>"
+        )
+    rows = [_row(["R (bits)", f"P(leak ≥ R) at most, α = {alpha:g}"], head=True)]
+    for r, prob in tail:
+        rows.append(_row([_fmt(r / LN2, 3), _fmt(prob)]))
+    return "<table>" + "".join(rows) + "</table>"
 
 
 def _sections(ex: Explanation, heading: str) -> str:
     parts = [f"<h2>{html.escape(heading)}</h2>"]
     parts.append(
-        f"<p>ε = <b>{_fmt(ex.epsilon)}</b> nats, δ = <b>{_fmt(ex.delta, 3)}</b>"
+        f"<p>ε = <b>{_fmt(ex.epsilon)}</b> (nats), δ = <b>{_fmt(ex.delta, 3)}</b>"
         f"{' (pure ε-DP)' if ex.pure else ''}.</p>"
     )
     for w in ex.warnings:
         parts.append(f'<div class="warn">{html.escape(w)}</div>')
-    rows = [_row(["level α", "nats / individual", "bits / individual", "meaning"], head=True)]
-    meaning = {
-        "1": "Shannon: rate at which a determined attacker extracts information",
-        "2": "collision level",
-        "inf": "worst case: the most any single output can reveal",
-    }
-    for key, _ in LEVELS:
-        nats, bits = ex.nats[key], ex.bits[key]
-        rows.append(_row([key.replace("inf", "∞"), _fmt(nats), _fmt(bits), meaning[key]]))
-    parts.append('<table class="leak">' + "".join(rows) + "</table>")
-    if ex.caveat is not None:
-        parts.append(f'<p class="cond">{html.escape(ex.caveat)}</p>')
+    if _conditional(ex) and ex.conditional_nats is not None:
+        # Lead with what holds with probability 1 − δ (Kairouz–Oh–Viswanath 2015, Thm 2.1);
+        # the unconditional view (nothing is bounded once the δ event is included) follows.
+        parts.append(
+            f'<h3 id="given">With probability 1 − δ = {_fmt(1 - ex.delta, 8)}</h3>'
+            + _leak_table(ex.conditional_nats)
+        )
+        if ex.conditional_releases_for_bits is not None:
+            rel = [_row(["bits about one individual", "releases needed (at least)"], head=True)]
+            for b, n in ex.conditional_releases_for_bits.items():
+                rel.append(_row([str(b), _fmt(n, 6)]))
+            parts.append("<table>" + "".join(rel) + "</table>")
+        if ex.conditional_tail is not None:
+            parts.append(_tail_table(ex.conditional_tail, ex.tail_alpha))
+        parts.append(
+            f"<h3>Including the δ event (probability {_fmt(ex.delta, 3)})</h3>"
+            "<p>Once the release that fails is counted, no level of leakage is bounded:</p>"
+            + _leak_table(ex.nats)
+        )
+    else:
+        parts.append(_leak_table(ex.nats))
+        if ex.caveat is not None:
+            parts.append(f'<p class="cond">{html.escape(ex.caveat)}</p>')
     attack = [_row(["attacker view", "bound"], head=True)]
     attack.append(
         _row(
@@ -417,19 +465,13 @@ def _sections(ex: Explanation, heading: str) -> str:
         "<p>Membership test (“is this person in the data?”): no test does better than</p>"
         "<table>" + "".join(test) + "</table>"
     )
-    rel = [_row(["bits about one individual", "releases needed (at least)"], head=True)]
-    for b, n in ex.releases_for_bits.items():
-        rel.append(_row([str(b), "1 (unbounded with prob. δ)" if n is None else _fmt(n, 6)]))
-    parts.append("<table>" + "".join(rel) + "</table>")
-    if ex.conditional_releases_for_bits is not None and ex.nats["1"] is None:
-        text = ", ".join(
-            f"{b} bits: {_fmt(n, 6)}" for b, n in ex.conditional_releases_for_bits.items()
-        )
-        parts.append(f'<p class="cond">Conditional on the 1 − δ event: {html.escape(text)}.</p>')
-    tail = [_row(["R (bits)", f"P(leak ≥ R) at most, α = {ex.tail_alpha:g}"], head=True)]
-    for r, prob in ex.tail:
-        tail.append(_row([_fmt(nats_to_bits(r), 3), _fmt(prob)]))
-    parts.append("<table>" + "".join(tail) + "</table>")
+    if not _conditional(ex):
+        rel = [_row(["bits about one individual", "releases needed (at least)"], head=True)]
+        for b, needed in ex.releases_for_bits.items():
+            shown = "1 (unbounded with prob. δ)" if needed is None else _fmt(needed, 6)
+            rel.append(_row([str(b), shown]))
+        parts.append("<table>" + "".join(rel) + "</table>")
+    parts.append(_tail_table(ex.tail, ex.tail_alpha))
     if ex.rows is not None:
         parts.append(
             f"<p>Table of N = {_fmt(ex.rows)} rows: expected number of individuals whose "
@@ -437,6 +479,15 @@ def _sections(ex: Explanation, heading: str) -> str:
             f"<b>{_fmt(ex.expected_exposed_individuals)}</b>.</p>"
         )
     return "".join(parts)
+
+
+def summary_html(ex: Explanation) -> str:
+    """The report without plots or page: what a notebook shows for an explanation."""
+    body = _sections(ex, "One individual")
+    if ex.group is not None:
+        body += _sections(ex.group, f"A group of {ex.group_size} individuals")
+    opening = _delta_meaning(ex) if ex.delta > 0 else ""
+    return f'<div class="infodp-explain"><style>{_CSS}</style>{opening}{_glance(ex)}{body}</div>'
 
 
 def render_html(
@@ -449,7 +500,7 @@ def render_html(
 
     >>> from infodp.explain import explain_epsilon_delta
     >>> page = render_html(explain_epsilon_delta(1.0, 0.01))
-    >>> page.startswith("<!DOCTYPE html>"), page.count("data:image/png;base64,")
+    >>> page.startswith("<!DOCTYPE html>"), page.count("data:image/svg+xml;base64,")
     (True, 4)
 
     ``inputs`` (e.g. the command line's options) are listed in the provenance footer beside
@@ -468,7 +519,8 @@ def render_html(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>{_glance(ex)}"
+        f"<h1>{html.escape(title)}</h1>"
+        f"{_delta_meaning(ex) if ex.delta > 0 else ''}{_glance(ex)}"
         '<p class="small">infodp report. Information is in nats (bits = nats / ln 2) per '
         "individual per release; every figure is an upper bound on what an attacker can "
         "achieve. Sources: “Differential Privacy and Information Theory” (2022; privacy as "

@@ -203,6 +203,17 @@ class Explanation:
             )
         return text
 
+    def _repr_html_(self) -> str:
+        """The notebook view: the report's headline and tables, without the plots
+        (:func:`~infodp.explain.render_html` gives the whole report).
+
+        >>> "What δ = 0.01 means" in explain_epsilon_delta(1.0, 0.01)._repr_html_()
+        True
+        """
+        from infodp.explain.html import summary_html
+
+        return summary_html(self)
+
     def __repr__(self) -> str:
         """A one-line summary (the full content is in :meth:`to_dict`)."""
         bits: Mapping[str, float | None] = self.bits

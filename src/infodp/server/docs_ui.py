@@ -1,11 +1,14 @@
 """``/v1/docs``: Swagger UI served from the package's own assets (works without internet).
 
-The JavaScript, CSS and favicon come from the ``swagger-ui-bundle`` package (Apache-2.0, the
-Swagger UI distribution as package data) and are served under ``/v1/docs/assets``; the page
-names no external URL, so the API documentation loads on an offline machine.
+The JavaScript, CSS and favicon come from the ``swagger-ui-py`` package (Apache-2.0; Swagger UI
+5.x as package data, which reads the OpenAPI 3.1 document the server produces; Swagger UI 4
+could not) and are served under ``/v1/docs/assets``; the page names no external URL, so the
+API documentation loads on an offline machine.
 """
 
 from __future__ import annotations
+
+from importlib.resources import files
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
@@ -20,9 +23,8 @@ ASSETS = "/v1/docs/assets"
 
 def install_docs(app: FastAPI, openapi_url: str = "/v1/openapi.json") -> None:
     """Add the offline Swagger UI page at :data:`DOCS` and its assets at :data:`ASSETS`."""
-    import swagger_ui_bundle  # type: ignore[import-untyped]
-
-    app.mount(ASSETS, StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs-assets")
+    static = str(files("swagger_ui") / "static")
+    app.mount(ASSETS, StaticFiles(directory=static), name="docs-assets")
 
     @app.get(DOCS, include_in_schema=False)
     async def _docs() -> HTMLResponse:
@@ -32,4 +34,6 @@ def install_docs(app: FastAPI, openapi_url: str = "/v1/openapi.json") -> None:
             swagger_js_url=f"{ASSETS}/swagger-ui-bundle.js",
             swagger_css_url=f"{ASSETS}/swagger-ui.css",
             swagger_favicon_url=f"{ASSETS}/favicon-32x32.png",
+            # Each operation open with its parameters and schemas; no external validator.
+            swagger_ui_parameters={"docExpansion": "full", "validatorUrl": None},
         )

@@ -78,10 +78,17 @@ class ServerSettings:
 class Service:
     """The state behind the routes: the curator(s), the key store and the rate limiters.
 
-    >>> import tempfile
-    >>> from infodp.server._harness import build_store
-    >>> db, keys = build_store(tempfile.mkdtemp(), [("alice", "people", 1)], rows=8)
-    >>> svc = Service(ServerSettings(db))
+    >>> import pathlib, tempfile
+    >>> from infodp.curator import Curator
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "people.csv").write_text("age\\n1\\n2\\n")
+    >>> cur = Curator(str(d / "store.duckdb"))
+    >>> cols = {"age": {"type": "int", "bounds": [0, 99]}}
+    >>> schema = {"table": "people", "privacy_unit": "row", "columns": cols}
+    >>> _ = cur.register_dataset("people", str(d / "people.csv"), schema)
+    >>> _ = cur.add_analyst("alice", "people", epsilon=1)
+    >>> cur.close()
+    >>> svc = Service(ServerSettings(str(d / "store.duckdb")))
     >>> svc.budget_or_403("alice", "people").epsilon
     Fraction(1, 1)
     """

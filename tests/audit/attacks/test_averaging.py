@@ -20,6 +20,7 @@ def test_unbudgeted_curator_converges() -> None:
     assert np.var(answers) == pytest.approx(8.0, rel=0.03)
 
 
+@pytest.mark.slow  # ~0.6 CPU-s (measured)
 def test_naive_attack_wins_and_infodp_refuses() -> None:
     src = InsecureSeededSource(3, i_understand_this_is_not_private=True)
     r = averaging_attack(epsilon=0.25, queries=4000, budget=1.0, trials=1000, rng=52, source=src)

@@ -46,6 +46,7 @@ def test_gaussian_shift_against_gdp(a: float, b: float) -> None:
     assert mu == pytest.approx(stats.norm.ppf(b) + stats.norm.isf(a))
 
 
+@pytest.mark.slow  # ~1.0 CPU-s (measured)
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])
 def test_profile_shift_is_safe_and_close(noise: str) -> None:
     exact = max_undetected_shift(noise, 1.0, 0.05, 0.5)
@@ -74,6 +75,7 @@ def test_rate_distortion_bound_meets_the_gaussian_rd_function() -> None:
     assert math.isinf(rate_distortion_insertion_variance(sz, eps, dlt, math.sqrt(s2) / 2))
 
 
+@pytest.mark.slow  # ~0.8 CPU-s (measured)
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])
 def test_simulated_detector_confirms(noise: str) -> None:
     r = insertion_attack(noise, epsilon=0.7, delta=1e-6, false_alarm=0.05, detection=0.3,

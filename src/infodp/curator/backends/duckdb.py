@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from infodp._lazy import lazy_module
+from infodp._retry import retry
 from infodp.curator.backends.base import ExactAggregates, QueryDeadline
 from infodp.curator.grid import ColumnGrid, column_grid
 from infodp.curator.plan import Measurement, Predicate, QueryPlan
@@ -419,24 +420,26 @@ class DuckDBBackend:
         """A connection, waiting (with backoff) while another process holds a conflicting lock."""
         if self._memory is not None:
             return self._memory.cursor()
-        deadline = time.monotonic() + self.timeout
-        delay = 0.005
-        while True:
-            try:
-                if read_only and not self.path.exists():
-                    # No path in the message: it can reach an analyst through the service.
-                    raise ParameterError(
-                        "the store is missing (it was moved or deleted); nothing was released."
-                    )
-                config = dict(_CONFIG)
-                if read_only and self.threads is not None:
-                    config["threads"] = self.threads
-                return duckdb.connect(str(self.path), read_only=read_only, config=config)
-            except duckdb.IOException as err:
-                if "lock" not in str(err).lower() or time.monotonic() > deadline:
-                    raise
-                time.sleep(delay + secrets.randbelow(1000) / 1e6)
-                delay = min(0.25, delay * 2)
+
+        def attempt() -> duckdb.DuckDBPyConnection:
+            if read_only and not self.path.exists():
+                # No path in the message: it can reach an analyst through the service.
+                raise ParameterError(
+                    "the store is missing (it was moved or deleted); nothing was released."
+                )
+            config = dict(_CONFIG)
+            if read_only and self.threads is not None:
+                config["threads"] = self.threads
+            return duckdb.connect(str(self.path), read_only=read_only, config=config)
+
+        return retry(
+            attempt,
+            retryable=lambda err: (
+                isinstance(err, duckdb.IOException) and "lock" in str(err).lower()
+            ),
+            deadline=time.monotonic() + self.timeout,
+            cap=0.25,
+        )
 
     # -- registration (data owner side) --------------------------------------------------------
 

@@ -84,6 +84,23 @@ class Budget:
     spent_delta: Fraction
     accountant_json: str | None = None
 
+    def _repr_html_(self) -> str:
+        """The notebook view: who, on what, the budget, what is spent and what is left."""
+        from infodp._report import summary_table
+
+        rows: list[tuple[str, Any]] = [
+            ("analyst", self.analyst),
+            ("dataset", self.dataset),
+            ("currency", self.currency),
+            ("ε", self.epsilon),
+            ("ε spent", self.spent_epsilon),
+            ("ε left", self.remaining_epsilon),
+            ("δ", self.delta),
+            ("δ spent", self.spent_delta),
+            ("δ left", self.remaining_delta),
+        ]
+        return summary_table("Budget", rows)
+
     @property
     def currency(self) -> str:
         """``basic`` (exact ε, δ sums) or the accountant's currency (pure/approx/rdp/nats)."""

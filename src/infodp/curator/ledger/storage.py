@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-import secrets
 import sqlite3
 import threading
 import time
@@ -39,6 +38,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from infodp._retry import retry
 from infodp.errors import InfodpError, InternalError, LedgerError
 
 __all__ = [
@@ -222,27 +222,32 @@ class Database:
                 writers.lock.release()
 
     def _begin(self, deadline: float, durable: bool) -> sqlite3.Connection:
-        delay = 0.005
-        while True:
+        def attempt() -> sqlite3.Connection:
             conn = self.connection()
-            try:
-                if self._full != durable:
-                    # The level stays set for the next transactions (every write goes through
-                    # here, and reads do not depend on it): set only when it changes.
-                    self._full = None  # unknown until the statement has run
-                    conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
-                    self._full = durable
-                conn.execute("BEGIN IMMEDIATE")
-                return conn
-            except sqlite3.OperationalError as err:
-                if "locked" not in str(err) and "busy" not in str(err):
-                    raise
-                if time.monotonic() > deadline:
-                    raise InternalError(
-                        f"ledger {self.path} stayed locked for {self.timeout} s"
-                    ) from err
-                time.sleep(delay + secrets.randbelow(1000) / 1e6)
-                delay = min(0.2, delay * 2)
+            if self._full != durable:
+                # The level stays set for the next transactions (every write goes through
+                # here, and reads do not depend on it): set only when it changes.
+                self._full = None  # unknown until the statement has run
+                conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
+                self._full = durable
+            conn.execute("BEGIN IMMEDIATE")
+            return conn
+
+        def locked(err: Exception) -> bool:
+            text = str(err)
+            return isinstance(err, sqlite3.OperationalError) and (
+                "locked" in text or "busy" in text
+            )
+
+        return retry(
+            attempt,
+            retryable=locked,
+            deadline=deadline,
+            cap=0.2,
+            timed_out=lambda err: InternalError(
+                f"ledger {self.path} stayed locked for {self.timeout} s"
+            ),
+        )
 
     @contextlib.contextmanager
     def guarded(self) -> Iterator[sqlite3.Connection]:

@@ -1,4 +1,4 @@
-"""Run a real ``infodp serve`` on loopback for tests and benchmarks (private helper).
+"""Run a real ``infodp serve`` on loopback for tests and benchmarks (test support, not shipped).
 
 :class:`ServerProcess` starts the service as a subprocess on 127.0.0.1 with a free port, waits
 until ``/v1/health`` answers, and always stops it (context manager); :func:`build_store`
