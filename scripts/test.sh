@@ -15,6 +15,9 @@ if [ "${1:-}" = "--quick" ]; then
     -m "not slow and not spark" "$@"
 fi
 python3 -m pip install --quiet --disable-pip-version-check -e ".[test,docs,spark,notebooks]"
+# Opacus' accountants are checked against infodp's (tests/accounting/interop): they need only
+# numpy and scipy, so Opacus comes without its torch dependency (several GB of CUDA wheels).
+python3 -m pip install --quiet --disable-pip-version-check --no-deps "opacus>=1.5,<2"
 echo "== ruff"; python3 -m ruff check . && python3 -m ruff format --check .
 echo "== mypy"; python3 -m mypy
 # The HTML report tests open the report in headless Chromium (Debian's package).
