@@ -163,6 +163,7 @@ def serve(
 
     from infodp._validate import as_positive, as_positive_int
     from infodp.curator.backends.spark import spark_settings
+    from infodp.server import log_setup
     from infodp.server.app import (
         ServerSettings,
         admin_token_hash,
@@ -230,10 +231,14 @@ def serve(
     # Hand the interpreter lock over every 1 ms (default 5 ms): a thread releasing one
     # analyst's answer then waits less behind another analyst's CPU-bound work.
     sys.setswitchinterval(0.001)
+    # Not uvicorn's dictConfig: it shuts down every handler of the process (other
+    # libraries', and their streams with them); infodp.server.log_setup adds uvicorn's.
+    log_setup.configure()
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
+        log_config=None,
         log_level=log_level,
         workers=1,
         access_log=not as_json,
