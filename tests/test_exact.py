@@ -122,10 +122,12 @@ def test_text_that_is_not_a_number_is_told_what_a_number_looks_like(text: str) -
 def test_cli_epsilon_abc_names_numbers_not_exponents(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from _server_harness import build_store
     from infodp.cli import main
 
-    db = str(tmp_path / "store.duckdb")
-    status = main(["query", "--db", db, "--analyst", "a", "--epsilon", "abc", "SELECT 1"])
+    db, _ = build_store(tmp_path, [("a", "people", 1)], rows=10)
+    sql = "SELECT COUNT(*) FROM people"
+    status = main(["query", "--db", db, "--analyst", "a", "--epsilon", "abc", sql])
     err = capsys.readouterr().err
     assert status == 2
     assert "number written with digits" in err and "exponent" not in err

@@ -518,3 +518,15 @@ def test_results_of_the_literature_bear_only_where_they_apply() -> None:
     assert pure.to_dict()["results"] == list(pure.results)
     approx = ed(0.5, 1e-6)
     assert not any("Calmon" in r or "McGregor" in r for r in approx.results)
+
+
+def test_results_figures_agree_with_the_relations_module() -> None:
+    # explain()'s "Also:" lines write out 2ε (Calmon & Fawaz 2012) and 2εN (McGregor et al.
+    # 2010) so that a query's price imports no numpy; they must equal the relations' own.
+    from infodp.channel.relations import dp_from_information_privacy, information_cost_bound
+    from infodp.explain.report import _results
+
+    eps, rows = 0.37, 1234
+    lines = " ".join(_results(eps, None, rows, 1))
+    assert f"{dp_from_information_privacy(eps):.4g}" in lines
+    assert f"{information_cost_bound(eps, rows):.4g}" in lines

@@ -43,8 +43,10 @@ SCRIPT = textwrap.dedent(
 
 def test_in_process_server_exits_with_status_zero_after_a_query(tmp_path: Path) -> None:
     env = dict(os.environ)
-    src = str(Path(__file__).resolve().parents[2] / "src")
-    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    root = Path(__file__).resolve().parents[2]
+    # The package's sources and the test suite's server harness (tests/_server_harness.py).
+    paths = [str(root / "src"), str(root / "tests"), env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     for _ in range(2):  # the abort came from a race at exit: two runs, each of which hit it
         done = subprocess.run(
             [sys.executable, "-c", SCRIPT, str(tmp_path)],

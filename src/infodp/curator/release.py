@@ -142,7 +142,7 @@ def require_release_source(source: RandomSource | None) -> RandomSource:
     >>> require_release_source(Counter())
     Traceback (most recent call last):
     ...
-    infodp.errors.ParameterError: source must be a secure RandomSource (or InsecureSeededSource(seed, i_understand_this_is_not_private=True) in tests); got 'Counter'.
+    infodp.errors.ParameterError: source must be a secure RandomSource (secure = True, e.g. CryptoRandomSource) or, in tests, InsecureSeededSource(seed, i_understand_this_is_not_private=True); got 'Counter'.
     """  # noqa: E501
     src = require_secure_source(source)
     if getattr(src, "secure", False) is True or isinstance(src, InsecureSeededSource):

@@ -25,7 +25,7 @@ from infodp.explain.bounds import markov_tail_bound, pure_dp_divergence
 from infodp.explain.report import LEVELS, TRADEOFF_FPRS, Explanation
 from infodp.units import LN2
 
-__all__ = ["PLOT_TITLES", "render_html", "write_html"]
+__all__ = ["PLOT_TITLES", "render_html", "summary_html", "write_html"]
 
 #: Alt texts (and captions) of the four plots, in order.
 PLOT_TITLES: tuple[str, ...] = (
