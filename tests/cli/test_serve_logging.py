@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 import infodp
+from _server_harness import build_store
 from infodp.cli import main
-from infodp.server._harness import build_store
 
 
 @pytest.fixture
@@ -104,7 +104,7 @@ def test_capsys_cli_test_then_serve_in_one_pytest_run(tmp_path: Path) -> None:
             import uvicorn
 
             from infodp.cli import main
-            from infodp.server._harness import build_store
+            from _server_harness import build_store
 
 
             def test_cli_under_capsys(capsys):
@@ -130,7 +130,9 @@ def test_capsys_cli_test_then_serve_in_one_pytest_run(tmp_path: Path) -> None:
         )
     )
     src = str(Path(infodp.__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    harness = str(Path(__file__).resolve().parents[1])  # tests/, where _server_harness is
+    paths = [src, harness, os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_inner.py"],
         cwd=tmp_path,

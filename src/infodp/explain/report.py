@@ -509,6 +509,7 @@ def _results(pure: float, mi_nats: float | None, rows: int | None, group: int) -
     >>> [line.split()[0] for line in _results(0.5, 0.1, 1000, 2)]
     ['Against', 'If', 'About', 'The']
     """
+
     # The two figures are infodp.channel.relations.dp_from_information_privacy (2ε) and
     # .information_cost_bound (2εN), written out here so that a query's price, which calls
     # explain(), does not import the channel solvers and numpy (a test checks they agree).
