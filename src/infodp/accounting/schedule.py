@@ -9,9 +9,12 @@ Gaussian's privacy curve is monotone in both — a smaller σ dominates by post-
 (Balle, Barthe & Gaboardi 2018, Theorem 9; Zhu, Dong & Wang 2022, Theorem 11) grows with q
 and with the base curve — so each rounded step's pair dominates the true one, and so does
 their composition (Zhu, Dong & Wang 2022, Theorem 10). Identical rounded steps are then one
-group, composed by one FFT power each (:func:`infodp.accounting.compose`). The result is a
-certified upper bound; its excess over the exact schedule shrinks with ``resolution``
-(about ``resolution`` relatively in ε).
+group. Up to :data:`EXACT_GROUPS` groups are composed by :func:`infodp.accounting.compose`;
+beyond, :class:`ScheduleProfile` builds all groups' connect-the-dots PLDs on common grid
+nodes in vectorised blocks and composes them as one product of characteristic functions
+(Zhu, Dong & Wang 2022), with the same certified truncation. The result is a certified upper
+bound; its excess over the exact schedule shrinks with ``resolution`` (about three times
+``resolution`` relatively in ε).
 
 >>> runs = [(1.0 + i / 1000, 0.01, 10) for i in range(100)]     # 100 distinct σ, 10 steps each
 >>> p = schedule_profile(runs)
@@ -62,8 +65,10 @@ __all__ = [
     "schedule_profile",
 ]
 
-DEFAULT_RESOLUTION = 5e-4
-"""Relative width of the σ and q grid cells (ε grows by about this much relatively)."""
+DEFAULT_RESOLUTION = 2.5e-4
+"""Relative width of the σ and q grid cells: on DP-SGD schedules ε grows by about 3 times
+this relatively (σ and q each move by half a cell on average), so the certified value stays
+within 1e-3 of the exact schedule's."""
 
 EXACT_GROUPS = 64
 """Schedules with at most this many distinct (σ, q) are composed exactly, without rounding."""
@@ -249,7 +254,7 @@ def _blocks(
         _check_size(b_hi - b_lo + 1, h)
         nodes = _nodes(b_lo, b_hi, h)
         d = _subsampled_gaussian_deltas(
-            sigmas[idx, None], rates[idx, None], (nodes * h)[None, :], remove
+            sigmas[idx, None], rates[idx, None], (nodes * h).astype(np.float64)[None, :], remove
         )
         # δ is non-increasing in ε; round-off that breaks this is repaired upwards.
         d = np.maximum.accumulate(d[:, ::-1], axis=1)[:, ::-1]
@@ -272,7 +277,7 @@ def _nodes(lo: int, hi: int, h: float) -> npt.NDArray[np.int64]:
     every = np.arange(lo, hi + 1, dtype=np.int64)
     keep = (np.abs(every * h) <= _FINE_NODES) | (every % _TAIL_STRIDE == 0)
     keep[0] = keep[-1] = True
-    return every[keep]
+    return np.asarray(every[keep], dtype=np.int64)
 
 
 def _cell_starts(first: int, n: int, h: float) -> npt.NDArray[np.intp]:
