@@ -348,6 +348,33 @@ def _log_mgf_bounds(pmf: _PMF, ts: ArrayF) -> tuple[ArrayF, ArrayF]:
     return np.asarray(log_m_pos, dtype=np.float64), np.asarray(log_m_neg, dtype=np.float64)
 
 
+#: Orders t of the Chernoff bounds P(S ≥ s) ≤ M(t) e^{−ts} that choose a composition's window.
+_CHERNOFF_TS = np.geomspace(1e-4, 1e4, 65)
+
+
+def _chernoff_window(
+    h: float, full_lo: int, full_hi: int, log_m_pos: ArrayF, log_m_neg: ArrayF
+) -> tuple[int, int, float]:
+    """Grid window [lo, hi] of a sum of losses and the certified mass outside it.
+
+    ``log_m_pos``/``log_m_neg`` bound log E[e^{±tS}] at :data:`_CHERNOFF_TS`; at most
+    TAIL_MASS lies beyond each end by the Chernoff bound, and the bound on what does is returned
+    (to be added to the +∞ mass).
+    """
+    ts = _CHERNOFF_TS
+    log_tau = math.log(TAIL_MASS)
+    hi = min(full_hi, math.ceil(float(np.min((log_m_pos - log_tau) / ts)) / h))
+    lo = max(full_lo, math.floor(float(np.max((log_tau - log_m_neg) / ts)) / h))
+    if lo > hi:
+        lo, hi = full_lo, full_hi
+    tail = 0.0
+    if hi < full_hi:
+        tail += float(np.exp(np.min(log_m_pos - ts * (hi + 1) * h)))
+    if lo > full_lo:
+        tail += float(np.exp(np.min(log_m_neg + ts * (lo - 1) * h)))
+    return lo, hi, tail
+
+
 def _compose_many(items: Sequence[tuple[_PMF, int]]) -> _PMF:
     """Composition of pmf_i taken k_i times each: one product of FFT powers.
 
@@ -365,23 +392,14 @@ def _compose_many(items: Sequence[tuple[_PMF, int]]) -> _PMF:
         return _PMF(h, 0, np.zeros(0), 1.0 if inf >= 1.0 else inf)
     full_lo = sum(k * p.offset for p, k in items)
     full_hi = sum(k * (p.offset + p.probs.size - 1) for p, k in items)
-    ts = np.geomspace(1e-4, 1e4, 65)
+    ts = _CHERNOFF_TS
     log_m_pos = np.zeros(ts.shape)
     log_m_neg = np.zeros(ts.shape)
     for p, k in items:
         pos, neg = _log_mgf_bounds(p, ts)
         log_m_pos += k * pos
         log_m_neg += k * neg
-    log_tau = math.log(TAIL_MASS)
-    hi = min(full_hi, math.ceil(float(np.min((log_m_pos - log_tau) / ts)) / h))
-    lo = max(full_lo, math.floor(float(np.max((log_tau - log_m_neg) / ts)) / h))
-    if lo > hi:
-        lo, hi = full_lo, full_hi
-    tail = 0.0
-    if hi < full_hi:
-        tail += float(np.exp(np.min(log_m_pos - ts * (hi + 1) * h)))
-    if lo > full_lo:
-        tail += float(np.exp(np.min(log_m_neg + ts * (lo - 1) * h)))
+    lo, hi, tail = _chernoff_window(h, full_lo, full_hi, log_m_pos, log_m_neg)
     width = hi - lo + 1
     _check_size(width, h)
     size = _next_fast_len(max(width, *(p.probs.size for p, _ in items)))
@@ -464,41 +482,52 @@ def _laplace_delta(eps0: float, eps: ArrayF) -> ArrayF:
     return np.where(eps >= eps0, 0.0, np.where(eps <= -eps0, low, mid))
 
 
-def _subsampled_gaussian_deltas(sigma: float, q: float, eps: ArrayF, remove: bool) -> ArrayF:
+def _subsampled_gaussian_deltas(
+    sigma: float | ArrayF, q: float | ArrayF, eps: ArrayF, remove: bool
+) -> ArrayF:
     """Hockey-stick δ(ε) of the two add/remove pairs of the Poisson-subsampled Gaussian.
 
     remove: P = (1−q)N(0,σ²) + qN(1,σ²), Q = N(0,σ²); loss log(1−q+q e^{(2y−1)/(2σ²)}) is
     increasing in y, so δ = P(Y > y*) − e^ε Q(Y > y*) at the loss level set y*.
     add: P = N(0,σ²), Q = the mixture; loss is the negative of the above.
     (Mironov, Talwar & Zhang 2019; Koskela et al. 2020; as in dp-accounting.)
+    ``sigma`` and ``q`` broadcast against ``eps`` (many steps' curves in one pass).
     """
-    log1mq = math.log1p(-q)
-    logq = math.log(q)
-    out = np.empty(eps.shape)
+    s_all, q_all, e_all = np.broadcast_arrays(
+        np.asarray(sigma, dtype=np.float64),
+        np.asarray(q, dtype=np.float64),
+        np.asarray(eps, dtype=np.float64),
+    )
+    log1mq_all = np.log1p(-q_all)
+    out = np.empty(e_all.shape)
     if remove:
-        below = eps <= log1mq
-        out[below] = -np.expm1(eps[below])
-        e = eps[~below]
+        below = e_all <= log1mq_all
+        out[below] = -np.expm1(e_all[below])
+        rest = ~below
+        e, s, qq = e_all[rest], s_all[rest], q_all[rest]
+        logq = np.log(qq)
         # y* = σ² log((e^ε − (1−q))/q) + 1/2, e^ε − (1−q) = expm1(ε) + q.
-        log_num = np.log(np.expm1(e) + q)
-        ystar = sigma**2 * (log_num - logq) + 0.5
+        log_num = np.log(np.expm1(e) + qq)
+        ystar = s**2 * (log_num - logq) + 0.5
         # δ = q Φ̄((y*−1)/σ) − (e^ε − (1−q)) Φ̄(y*/σ)
-        out[~below] = np.exp(
+        out[rest] = np.exp(
             _log_sub(
-                logq + special.log_ndtr(-(ystar - 1) / sigma),
-                log_num + special.log_ndtr(-ystar / sigma),
+                logq + special.log_ndtr(-(ystar - 1) / s),
+                log_num + special.log_ndtr(-ystar / s),
             )
         )
     else:
-        above = eps >= -log1mq
+        above = e_all >= -log1mq_all
         out[above] = 0.0
-        e = eps[~above]
+        rest = ~above
+        e, s, qq, log1mq = e_all[rest], s_all[rest], q_all[rest], log1mq_all[rest]
+        logq = np.log(qq)
         # y* with e^{−ε} = 1 − q + q e^{(2y−1)/(2σ²)}; e^{−ε} − (1−q) = expm1(−ε) + q > 0.
-        ystar = sigma**2 * (np.log(np.expm1(-e) + q) - logq) + 0.5
+        ystar = s**2 * (np.log(np.expm1(-e) + qq) - logq) + 0.5
         # δ = Φ(y*/σ)(1 − e^ε(1−q)) − e^ε q Φ((y*−1)/σ)
-        log_first = special.log_ndtr(ystar / sigma) + np.log(-np.expm1(e + log1mq))
-        log_second = e + logq + special.log_ndtr((ystar - 1) / sigma)
-        out[~above] = np.exp(_log_sub(log_first, log_second))
+        log_first = special.log_ndtr(ystar / s) + np.log(-np.expm1(e + log1mq))
+        log_second = e + logq + special.log_ndtr((ystar - 1) / s)
+        out[rest] = np.exp(_log_sub(log_first, log_second))
     return np.clip(out, 0.0, 1.0)
 
 
