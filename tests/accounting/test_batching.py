@@ -108,6 +108,7 @@ def test_fixed_size_add_remove_uses_the_substitution_bound() -> None:
     assert a == b == subsampled_gaussian_profile(0.5, 0.1)
 
 
+@pytest.mark.slow  # seconds of CPU: out of the quick tier
 def test_with_replacement_is_above_the_exact_worst_pair() -> None:
     # b = 2 draws with replacement from n = 3: the replaced example appears K ~ Bin(2, 1/3)
     # times; with the others 0 the outputs are Σ_k P(K=k) N(±k, σ²) (exact, by quadrature).

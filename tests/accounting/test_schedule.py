@@ -44,6 +44,7 @@ def test_rounding_dominates_each_step(seed: int) -> None:
         assert rounded.get_delta_for_epsilon(eps) >= true.get_delta_for_epsilon(eps)
 
 
+@pytest.mark.slow  # seconds of CPU: out of the quick tier
 def test_grouped_schedule_is_an_upper_bound_close_to_dp_accounting() -> None:
     runs = _schedule(100, 12)  # 100 distinct steps (> EXACT_GROUPS)
     assert len(round_steps(runs, resolution=1e-2)) < 100 and EXACT_GROUPS < 100
@@ -60,6 +61,7 @@ def test_grouped_schedule_is_an_upper_bound_close_to_dp_accounting() -> None:
         assert reference - 100 * h <= ours <= reference * (1 + slack)
 
 
+@pytest.mark.slow  # seconds of CPU: out of the quick tier
 def test_vectorised_schedule_is_an_upper_bound_within_1e3_of_dp_accounting() -> None:
     # A random 200-step schedule (each distinct, so the vectorised blocks and the product of
     # characteristic functions are used) against dp_accounting's connect-the-dots PLD at its

@@ -92,6 +92,7 @@ def test_server_logs_go_to_the_current_stderr(
     assert replaced.getvalue().endswith("second\n")
 
 
+@pytest.mark.slow  # seconds of CPU: out of the quick tier
 def test_capsys_cli_test_then_serve_in_one_pytest_run(tmp_path: Path) -> None:
     # The failure as it happened: a module importing dp_accounting at collection (so absl's
     # handler holds pytest's capture buffer), a CLI test under capsys, then `serve`.

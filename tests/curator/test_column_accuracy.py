@@ -89,6 +89,7 @@ def test_accuracy_targets_the_average_by_brute_force(tmp_path: Path, n: int) -> 
     assert float(sum_only) > 5 * float(eps)
 
 
+@pytest.mark.slow  # seconds of CPU: out of the quick tier
 def test_each_column_gets_its_own_target(tmp_path: Path) -> None:
     cur = curator(tmp_path / "s.duckdb")
     sql = "SELECT g, COUNT(*), AVG(x), STDDEV(x), QUANTILE(x, 0.5) FROM t GROUP BY g"
@@ -128,6 +129,7 @@ def test_average_needs_a_stated_group_size(tmp_path: Path) -> None:
         cur.epsilon_for("SELECT g, AVG(x) FROM t GROUP BY g", accuracy={"AVG(y)": 1}, rows=9)
 
 
+@pytest.mark.slow  # seconds of CPU: out of the quick tier
 def test_cli_accuracy_plans_the_average(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import json
 

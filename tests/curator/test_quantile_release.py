@@ -78,6 +78,7 @@ def test_the_law_fed_to_the_sampler_is_the_reference_law(
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
 
 
+@pytest.mark.slow  # seconds of CPU: out of the quick tier
 def test_curator_answers_follow_the_reference_law(curator: Curator) -> None:
     # Through the file-backed store and ledger (each query is a durable ledger entry).
     i = list(UNITS).index("two values 40/60")

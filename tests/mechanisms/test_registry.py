@@ -208,6 +208,7 @@ def test_discrete_gaussian_calibration_never_overshoots(
 
 @settings(max_examples=3, deadline=None)
 @given(st.floats(min_value=0.5, max_value=4.0), st.integers(min_value=1, max_value=20))
+@pytest.mark.slow  # seconds of CPU: out of the quick tier
 def test_subsampled_gaussian_calibration_never_overshoots(eps: float, steps: int) -> None:
     c = calibrate("subsampled-gaussian", eps, 1e-5, 1.0, sampling_rate=0.01, steps=steps)
     assert c["release"]["epsilon_at_delta"] <= eps

@@ -97,6 +97,7 @@ def test_answers_where_opacus_prv_raises(
     ("target", "q", "steps"),
     [(0.01, 0.01, 1000), (0.1, 0.2, 50), (1.0, 0.01, 1000), (10.0, 0.2, 50), (100.0, 0.01, 1000)],
 )
+@pytest.mark.slow  # seconds of CPU: out of the quick tier
 def test_noise_multiplier_is_the_smallest_meeting_the_target(
     target: float, q: float, steps: int
 ) -> None:
