@@ -49,10 +49,14 @@ def test_docs_page_renders_every_route_and_schema_in_chromium(tmp_path: Path) ->
     db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=8)
     with ServerProcess(db, log_path=tmp_path / "server.log") as server:
         document = json.loads(urllib.request.urlopen(f"{server.url}/v1/openapi.json").read())
+        n = sum(len(ops) for ops in document["paths"].values())
+        # Wait until every operation is rendered expanded (its Responses heading shown), not
+        # only the first block: Swagger UI renders the expanded blocks one after another.
         page = open_page(
             f"{server.url}/v1/docs",
             wait_for=(
-                "document.querySelector('.opblock') || "
+                f"(document.querySelectorAll('.opblock').length >= {n} && "
+                f"document.body.innerText.split('Responses').length - 1 >= {n}) || "
                 "/Unable to render|Failed to load/.test(document.body.innerText)"
             ),
         )
