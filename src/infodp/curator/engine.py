@@ -1136,7 +1136,7 @@ class Curator:
         whose values lie within the declared bounds (:mod:`infodp.curator.column_accuracy`).
         Nothing is spent and no data is read.
         """
-        _check_confidence(confidence)
+        check_confidence(confidence)
         plan, schema, _, _, cost, _ = self._priced(sql, epsilon, delta, noise, confidence)
         if rows is None and schema.public_rows is not None and not plan.group_by:
             rows = schema.public_rows
@@ -1585,27 +1585,6 @@ def _accuracy(p: MeasurementCost, schema: DatasetSchema, beta: float) -> dict[st
         "halfwidth": p.halfwidth(beta) * p.step,
         "noise_scale": p.scale * p.step,
     }
-
-
-def _check_confidence(confidence: Any) -> None:
-    """Refuse, before anything is reserved, a level whose intervals cannot be computed.
-
-    The intervals use β = 1 − confidence; below about 5.6e-17 that difference rounds to 1.0
-    in double precision (a tail probability of 1, no interval), so such a level is refused
-    here instead of failing after the charge.
-    """
-    if not (
-        isinstance(confidence, float | int)
-        and not isinstance(confidence, bool)
-        and 0 < confidence < 1
-        and 0.0 < 1.0 - float(confidence) < 1.0
-    ):
-        raise ParameterError(
-            "confidence",
-            confidence,
-            "a number in (0, 1) with 1 - confidence < 1 in double precision "
-            "(at least 1.2e-16, below 1)",
-        )
 
 
 def _require_finite(what: str, value: Any) -> None:
