@@ -16,7 +16,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,25 +24,6 @@ import pytest
 import infodp
 from _server_harness import build_store
 from infodp.cli import main
-
-
-@pytest.fixture
-def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """``infodp serve`` up to uvicorn's Server.run (replaced: nothing is served)."""
-    import uvicorn
-
-    apps: list[Any] = []
-
-    def run(server: Any, sockets: Any = None) -> None:
-        apps.append(server.config.app)
-        server.started = True
-
-    monkeypatch.setattr(uvicorn.Server, "run", run)
-    interval = sys.getswitchinterval()
-    yield apps
-    sys.setswitchinterval(interval)
-    for app in apps:
-        app.state.service.close()
 
 
 class _ClosesItsStream(logging.StreamHandler):  # type: ignore[type-arg]

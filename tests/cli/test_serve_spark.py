@@ -11,9 +11,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import pickle
-import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,26 +34,6 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     )
     monkeypatch.setenv(MASTER_ENV, "spark://from-env:7077")
     return db
-
-
-@pytest.fixture
-def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """The apps ``infodp serve`` would have run (uvicorn's Server.run replaced; the socket is
-    bound, on a free port, but nothing is served)."""
-    import uvicorn
-
-    apps: list[Any] = []
-
-    def run(server: Any, sockets: Any = None) -> None:
-        apps.append(server.config.app)
-        server.started = True
-
-    monkeypatch.setattr(uvicorn.Server, "run", run)
-    interval = sys.getswitchinterval()
-    yield apps
-    sys.setswitchinterval(interval)
-    for app in apps:
-        app.state.service.close()
 
 
 def _serve(db: str, *extra: str) -> int:
