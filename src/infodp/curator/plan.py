@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Protocol, TypeVar
 
 __all__ = [
     "AGGREGATES",
@@ -28,6 +29,7 @@ __all__ = [
     "Measurement",
     "MeasurementKind",
     "Output",
+    "PlanVisitor",
     "Predicate",
     "QueryPlan",
     "measurements",
@@ -60,6 +62,39 @@ class MeasurementKind(enum.StrEnum):
 AGGREGATES: tuple[str, ...] = tuple(f.value for f in AggregateFunc)
 
 
+_T_co = TypeVar("_T_co", covariant=True)
+_T = TypeVar("_T")
+
+
+class PlanVisitor(Protocol[_T_co]):
+    """What walks a plan: one method per node type, each returning the visitor's result.
+
+    Pricing, compiling, answering and the synopsis answer are visitors; a node hands itself to
+    the right method with ``node.accept(visitor)`` (the double dispatch of the visitor pattern,
+    as Tumult Analytics' measurement visitor walks its query expressions).
+    """
+
+    def visit_query_plan(self, node: QueryPlan) -> _T_co:
+        """The whole query."""
+        ...
+
+    def visit_predicate(self, node: Predicate) -> _T_co:
+        """A WHERE node."""
+        ...
+
+    def visit_group_key(self, node: GroupKey) -> _T_co:
+        """A GROUP BY key."""
+        ...
+
+    def visit_output(self, node: Output) -> _T_co:
+        """A SELECT item."""
+        ...
+
+    def visit_aggregate(self, node: Aggregate) -> _T_co:
+        """An aggregate call."""
+        ...
+
+
 def _typed(cls: type[enum.StrEnum], value: str, name: str) -> enum.StrEnum:
     try:
         return cls(value)
@@ -81,6 +116,10 @@ class Predicate:
     values: tuple[float | int | str, ...] = ()
     args: tuple[Predicate, ...] = ()
 
+    def accept(self, visitor: PlanVisitor[_T]) -> _T:
+        """``visitor.visit_predicate(self)``."""
+        return visitor.visit_predicate(self)
+
 
 @dataclass(frozen=True, slots=True)
 class Aggregate:
@@ -96,6 +135,10 @@ class Aggregate:
     def __post_init__(self) -> None:
         object.__setattr__(self, "func", _typed(AggregateFunc, self.func, "aggregate"))
 
+    def accept(self, visitor: PlanVisitor[_T]) -> _T:
+        """``visitor.visit_aggregate(self)``."""
+        return visitor.visit_aggregate(self)
+
 
 @dataclass(frozen=True, slots=True)
 class GroupKey:
@@ -103,6 +146,10 @@ class GroupKey:
 
     column: str
     categories: tuple[str, ...] | None
+
+    def accept(self, visitor: PlanVisitor[_T]) -> _T:
+        """``visitor.visit_group_key(self)``."""
+        return visitor.visit_group_key(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +159,10 @@ class Output:
     name: str
     aggregate: Aggregate | None = None
     group_column: str | None = None
+
+    def accept(self, visitor: PlanVisitor[_T]) -> _T:
+        """``visitor.visit_output(self)``."""
+        return visitor.visit_output(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +184,10 @@ class QueryPlan:
     def needs_partition_selection(self) -> bool:
         """True when a GROUP BY key has no declared categories (the key set is private)."""
         return any(g.categories is None for g in self.group_by)
+
+    def accept(self, visitor: PlanVisitor[_T]) -> _T:
+        """``visitor.visit_query_plan(self)``."""
+        return visitor.visit_query_plan(self)
 
 
 @dataclass(frozen=True, slots=True)
