@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import itertools
 import json
 import shutil
 import sys
@@ -61,9 +63,12 @@ def registered_store(
 
     Each different request runs the commands once per test session, in a directory of its own;
     every test gets a copy of those files (the store, its ledger, the source and the schema)
-    in its ``tmp_path``, so that no test sees another's spending.
+    in its ``tmp_path`` (a second store of the same test in ``tmp_path/store2``, …), so that no
+    test sees another's spending.
     """
     from infodp.cli import main
+
+    calls = itertools.count(1)
 
     def run(*args: str) -> str:
         code = main(list(args))
@@ -89,11 +94,16 @@ def registered_store(
                 out = run("analyst", "add", "--db", files.db, "--name", name,
                           "--dataset", dataset, *budget, "--json")  # fmt: skip
                 keys[name] = json.loads(out)["api_key"]
+            # The commands leave the ledger's SQLite connection to the garbage collector; close
+            # it, so that the files copied are the store at rest (no -wal or -shm file).
+            gc.collect()
             made = RegisteredStore(**vars(files), dataset=dataset, keys=MappingProxyType(keys))
             _registered_templates[wanted] = (directory, made)
         directory, made = _registered_templates[wanted]
-        shutil.copytree(directory, tmp_path, dirs_exist_ok=True)
-        here = {f: str(tmp_path / Path(getattr(made, f)).name) for f in ("db", "source", "schema")}
+        n = next(calls)
+        target = tmp_path if n == 1 else tmp_path / f"store{n}"
+        shutil.copytree(directory, target, dirs_exist_ok=True)
+        here = {f: str(target / Path(getattr(made, f)).name) for f in ("db", "source", "schema")}
         return RegisteredStore(**here, dataset=dataset, keys=made.keys)
 
     return make
