@@ -22,53 +22,17 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 def test_issue_cli_forms(capsys: pytest.CaptureFixture[str], people_files: PeopleFiles) -> None:
-    db, csv, schema = people_files.db, people_files.source, people_files.schema
-    code, out, _ = run(
-        capsys,
-        "dataset",
-        "register",
-        "--db",
-        db,
-        "--name",
-        "people",
-        "--source",
-        csv,
-        "--schema",
-        schema,
-    )
+    db = people_files.db
+    register = ["dataset", "register", "--db", db, "--name", "people"]
+    files = ["--source", people_files.source, "--schema", people_files.schema]
+    code, out, _ = run(capsys, *register, *files)
     assert code == 0 and "400 rows" in out
-    code, out, _ = run(
-        capsys,
-        "analyst",
-        "add",
-        "--db",
-        db,
-        "--name",
-        "ALICE",
-        "--dataset",
-        "people",
-        "--epsilon",
-        "1",
-        "--delta",
-        "1e-6",
-        "--json",
-    )
+    add = ["analyst", "add", "--db", db, "--dataset", "people", "--epsilon", "1"]
+    code, out, _ = run(capsys, *add, "--name", "ALICE", "--delta", "1e-6", "--json")
     assert code == 0
     key = json.loads(out)["api_key"]
     assert len(key) >= 40
-    code, out, _ = run(
-        capsys,
-        "analyst",
-        "add",
-        "--db",
-        db,
-        "--name",
-        "BOB",
-        "--dataset",
-        "people",
-        "--epsilon",
-        "1",
-    )
+    code, out, _ = run(capsys, *add, "--name", "BOB")
     assert code == 0 and "API key" in out  # printed once, for people too
     sql = "SELECT region, COUNT(*), AVG(income) FROM people GROUP BY region"
     code, out, _ = run(
@@ -167,36 +131,13 @@ def test_bad_input_exits_2_with_one_line(
 def test_register_refuses_missing_schema_and_nulls(
     capsys: pytest.CaptureFixture[str], people_files: PeopleFiles, tmp_path: Path
 ) -> None:
-    db, csv = people_files.db, people_files.source
-    code, _, err = run(
-        capsys,
-        "dataset",
-        "register",
-        "--db",
-        db,
-        "--name",
-        "people",
-        "--source",
-        csv,
-        "--schema",
-        str(tmp_path / "none.yaml"),
-    )
+    register = ["dataset", "register", "--db", people_files.db, "--name", "people"]
+    register += ["--source", people_files.source]
+    code, _, err = run(capsys, *register, "--schema", str(tmp_path / "none.yaml"))
     assert code == 2 and "--schema" in err
     strict = tmp_path / "strict.yaml"
     strict.write_text(PEOPLE_SCHEMA.replace(", nulls: drop", ""))
-    code, _, err = run(
-        capsys,
-        "dataset",
-        "register",
-        "--db",
-        db,
-        "--name",
-        "people",
-        "--source",
-        csv,
-        "--schema",
-        str(strict),
-    )
+    code, _, err = run(capsys, *register, "--schema", str(strict))
     assert code == 2 and "income" in err and "nulls: drop" in err
 
 
@@ -204,62 +145,19 @@ def test_analyst_add_in_accountant_currencies(
     capsys: pytest.CaptureFixture[str], registered_store: RegisterStore
 ) -> None:
     db = registered_store(analysts={}).db
-    code, out, _ = run(
-        capsys,
-        "analyst",
-        "add",
-        "--db",
-        db,
-        "--name",
-        "N",
-        "--dataset",
-        "people",
-        "--currency",
-        "nats",
-        "--nats",
-        "0.01",
-        "--json",
-    )
+    add = ["analyst", "add", "--db", db, "--dataset", "people"]
+    code, out, _ = run(capsys, *add, "--name", "N", "--currency", "nats", "--nats", "0.01",
+                       "--json")  # fmt: skip
     assert code == 0 and json.loads(out)["budget"]["currency"] == "nats"
-    code, out, _ = run(
-        capsys,
-        "analyst",
-        "add",
-        "--db",
-        db,
-        "--name",
-        "P",
-        "--dataset",
-        "people",
-        "--currency",
-        "approx",
-        "--epsilon",
-        "1",
-        "--delta",
-        "1e-6",
-        "--json",
-    )
+    code, out, _ = run(capsys, *add, "--name", "P", "--currency", "approx", "--epsilon", "1",
+                       "--delta", "1e-6", "--json")  # fmt: skip
     assert code == 0 and json.loads(out)["budget"]["accountant"]["budget"]["currency"] == "approx"
     sql = "SELECT COUNT(*) FROM people"
     assert run(capsys, "query", "--db", db, "--analyst", "N", "--epsilon", "0.1", sql)[0] == 0
     assert run(capsys, "query", "--db", db, "--analyst", "N", "--epsilon", "0.1", sql)[0] == 0
     code, _, err = run(capsys, "query", "--db", db, "--analyst", "N", "--epsilon", "0.1", sql)
     assert code == 3 and "nats" in err
-    code, _, err = run(
-        capsys,
-        "analyst",
-        "add",
-        "--db",
-        db,
-        "--name",
-        "Q",
-        "--dataset",
-        "people",
-        "--currency",
-        "pure",
-        "--epsilon",
-        "abc",
-    )
+    code, _, err = run(capsys, *add, "--name", "Q", "--currency", "pure", "--epsilon", "abc")
     assert code == 2 and "--epsilon" in err
 
 
@@ -409,36 +307,13 @@ def test_failed_registration_leaves_no_store_behind(
     pd.DataFrame({"person_id": [1, 2], "age": [30, 40]}).to_csv(csv, index=False)
     schema = tmp_path / "schema.yaml"
     schema.write_text(PEOPLE_SCHEMA)  # declares columns the file lacks
-    code, _, err = run(
-        capsys,
-        "dataset",
-        "register",
-        "--db",
-        db,
-        "--name",
-        "people",
-        "--source",
-        str(csv),
-        "--schema",
-        str(schema),
-    )
+    files = ["--name", "people", "--source", str(csv), "--schema", str(schema)]
+    code, _, err = run(capsys, "dataset", "register", "--db", db, *files)
     assert code == 2 and "Traceback" not in err and "not in the source" in err
     assert _store_files(tmp_path) == []
     # Nor the directories it would have made for a new store.
     deep = str(tmp_path / "new" / "dirs" / "typo.duckdb")
-    code, _, err = run(
-        capsys,
-        "dataset",
-        "register",
-        "--db",
-        deep,
-        "--name",
-        "people",
-        "--source",
-        str(csv),
-        "--schema",
-        str(schema),
-    )
+    code, _, err = run(capsys, "dataset", "register", "--db", deep, *files)
     assert code == 2 and "Traceback" not in err
     assert not (tmp_path / "new").exists()
 
