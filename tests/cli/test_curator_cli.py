@@ -7,41 +7,12 @@ import math
 from fractions import Fraction
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from _cli_errors import json_error
+from _cli_store import PEOPLE_SCHEMA, PeopleFiles, RegisterStore
 from infodp.cli import main
-
-SCHEMA_YAML = """table: people
-privacy_unit: person_id      # or: row
-max_rows_per_unit: 1
-columns:
-  age:    {type: int, bounds: [0, 120]}
-  income: {type: float, bounds: [0, 500000], nulls: drop}
-  region: {type: category, categories: [north, south, east, west]}
-"""
-
-
-@pytest.fixture
-def files(tmp_path: Path) -> tuple[str, str, str]:
-    rng = np.random.default_rng(0)
-    n = 400
-    frame = pd.DataFrame(
-        {
-            "person_id": np.arange(n),
-            "age": rng.integers(0, 100, n),
-            "income": rng.gamma(2, 20000, n),
-            "region": rng.choice(["north", "south", "east", "west"], n),
-        }
-    )
-    frame.loc[3, "income"] = np.nan
-    csv = tmp_path / "people.csv"
-    frame.to_csv(csv, index=False)
-    schema = tmp_path / "schema.yaml"
-    schema.write_text(SCHEMA_YAML)
-    return str(tmp_path / "store.duckdb"), str(csv), str(schema)
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -50,54 +21,18 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_issue_cli_forms(capsys: pytest.CaptureFixture[str], files: tuple[str, str, str]) -> None:
-    db, csv, schema = files
-    code, out, _ = run(
-        capsys,
-        "dataset",
-        "register",
-        "--db",
-        db,
-        "--name",
-        "people",
-        "--source",
-        csv,
-        "--schema",
-        schema,
-    )
+def test_issue_cli_forms(capsys: pytest.CaptureFixture[str], people_files: PeopleFiles) -> None:
+    db = people_files.db
+    register = ["dataset", "register", "--db", db, "--name", "people"]
+    files = ["--source", people_files.source, "--schema", people_files.schema]
+    code, out, _ = run(capsys, *register, *files)
     assert code == 0 and "400 rows" in out
-    code, out, _ = run(
-        capsys,
-        "analyst",
-        "add",
-        "--db",
-        db,
-        "--name",
-        "ALICE",
-        "--dataset",
-        "people",
-        "--epsilon",
-        "1",
-        "--delta",
-        "1e-6",
-        "--json",
-    )
+    add = ["analyst", "add", "--db", db, "--dataset", "people", "--epsilon", "1"]
+    code, out, _ = run(capsys, *add, "--name", "ALICE", "--delta", "1e-6", "--json")
     assert code == 0
     key = json.loads(out)["api_key"]
     assert len(key) >= 40
-    code, out, _ = run(
-        capsys,
-        "analyst",
-        "add",
-        "--db",
-        db,
-        "--name",
-        "BOB",
-        "--dataset",
-        "people",
-        "--epsilon",
-        "1",
-    )
+    code, out, _ = run(capsys, *add, "--name", "BOB")
     assert code == 0 and "API key" in out  # printed once, for people too
     sql = "SELECT region, COUNT(*), AVG(income) FROM people GROUP BY region"
     code, out, _ = run(
@@ -130,41 +65,9 @@ def test_issue_cli_forms(capsys: pytest.CaptureFixture[str], files: tuple[str, s
 
 
 def test_release_and_synopsis_query(
-    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str]
+    capsys: pytest.CaptureFixture[str], registered_store: RegisterStore
 ) -> None:
-    db, csv, schema = files
-    assert (
-        run(
-            capsys,
-            "dataset",
-            "register",
-            "--db",
-            db,
-            "--name",
-            "people",
-            "--source",
-            csv,
-            "--schema",
-            schema,
-        )[0]
-        == 0
-    )
-    assert (
-        run(
-            capsys,
-            "analyst",
-            "add",
-            "--db",
-            db,
-            "--name",
-            "A",
-            "--dataset",
-            "people",
-            "--epsilon",
-            "1",
-        )[0]
-        == 0
-    )
+    db = registered_store(analysts={"A": ["--epsilon", "1"]}).db
     code, out, _ = run(
         capsys,
         "release",
@@ -214,148 +117,54 @@ def test_release_and_synopsis_query(
     ],
 )
 def test_bad_input_exits_2_with_one_line(
-    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str], args: list[str], needle: str
+    capsys: pytest.CaptureFixture[str],
+    registered_store: RegisterStore,
+    args: list[str],
+    needle: str,
 ) -> None:
-    db, csv, schema = files
-    run(
-        capsys,
-        "dataset",
-        "register",
-        "--db",
-        db,
-        "--name",
-        "people",
-        "--source",
-        csv,
-        "--schema",
-        schema,
-    )
-    run(
-        capsys, "analyst", "add", "--db", db, "--name", "A", "--dataset", "people", "--epsilon", "1"
-    )
+    db = registered_store(analysts={"A": ["--epsilon", "1"]}).db
     code, out, err = run(capsys, *args[:1], "--db", db, *args[1:])
     assert code == 2 and out == ""
     assert needle in err and err.count("\n") == 1 and "Traceback" not in err
 
 
 def test_register_refuses_missing_schema_and_nulls(
-    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], people_files: PeopleFiles, tmp_path: Path
 ) -> None:
-    db, csv, _ = files
-    code, _, err = run(
-        capsys,
-        "dataset",
-        "register",
-        "--db",
-        db,
-        "--name",
-        "people",
-        "--source",
-        csv,
-        "--schema",
-        str(tmp_path / "none.yaml"),
-    )
+    register = ["dataset", "register", "--db", people_files.db, "--name", "people"]
+    register += ["--source", people_files.source]
+    code, _, err = run(capsys, *register, "--schema", str(tmp_path / "none.yaml"))
     assert code == 2 and "--schema" in err
     strict = tmp_path / "strict.yaml"
-    strict.write_text(SCHEMA_YAML.replace(", nulls: drop", ""))
-    code, _, err = run(
-        capsys,
-        "dataset",
-        "register",
-        "--db",
-        db,
-        "--name",
-        "people",
-        "--source",
-        csv,
-        "--schema",
-        str(strict),
-    )
+    strict.write_text(PEOPLE_SCHEMA.replace(", nulls: drop", ""))
+    code, _, err = run(capsys, *register, "--schema", str(strict))
     assert code == 2 and "income" in err and "nulls: drop" in err
 
 
 def test_analyst_add_in_accountant_currencies(
-    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str]
+    capsys: pytest.CaptureFixture[str], registered_store: RegisterStore
 ) -> None:
-    db, csv, schema = files
-    run(
-        capsys,
-        "dataset",
-        "register",
-        "--db",
-        db,
-        "--name",
-        "people",
-        "--source",
-        csv,
-        "--schema",
-        schema,
-    )
-    code, out, _ = run(
-        capsys,
-        "analyst",
-        "add",
-        "--db",
-        db,
-        "--name",
-        "N",
-        "--dataset",
-        "people",
-        "--currency",
-        "nats",
-        "--nats",
-        "0.01",
-        "--json",
-    )
+    db = registered_store(analysts={}).db
+    add = ["analyst", "add", "--db", db, "--dataset", "people"]
+    code, out, _ = run(capsys, *add, "--name", "N", "--currency", "nats", "--nats", "0.01",
+                       "--json")  # fmt: skip
     assert code == 0 and json.loads(out)["budget"]["currency"] == "nats"
-    code, out, _ = run(
-        capsys,
-        "analyst",
-        "add",
-        "--db",
-        db,
-        "--name",
-        "P",
-        "--dataset",
-        "people",
-        "--currency",
-        "approx",
-        "--epsilon",
-        "1",
-        "--delta",
-        "1e-6",
-        "--json",
-    )
+    code, out, _ = run(capsys, *add, "--name", "P", "--currency", "approx", "--epsilon", "1",
+                       "--delta", "1e-6", "--json")  # fmt: skip
     assert code == 0 and json.loads(out)["budget"]["accountant"]["budget"]["currency"] == "approx"
     sql = "SELECT COUNT(*) FROM people"
     assert run(capsys, "query", "--db", db, "--analyst", "N", "--epsilon", "0.1", sql)[0] == 0
     assert run(capsys, "query", "--db", db, "--analyst", "N", "--epsilon", "0.1", sql)[0] == 0
     code, _, err = run(capsys, "query", "--db", db, "--analyst", "N", "--epsilon", "0.1", sql)
     assert code == 3 and "nats" in err
-    code, _, err = run(
-        capsys,
-        "analyst",
-        "add",
-        "--db",
-        db,
-        "--name",
-        "Q",
-        "--dataset",
-        "people",
-        "--currency",
-        "pure",
-        "--epsilon",
-        "abc",
-    )
+    code, _, err = run(capsys, *add, "--name", "Q", "--currency", "pure", "--epsilon", "abc")
     assert code == 2 and "--epsilon" in err
 
 
 def test_analyst_add_with_an_rdp_budget_is_enforced(
-    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str]
+    capsys: pytest.CaptureFixture[str], registered_store: RegisterStore
 ) -> None:
-    db, csv, schema = files
-    run(capsys, "dataset", "register", "--db", db, "--name", "people", "--source", csv,
-        "--schema", schema)  # fmt: skip
+    db = registered_store(analysts={}).db
     code, out, _ = run(capsys, "analyst", "add", "--db", db, "--name", "R", "--dataset",
                        "people", "--currency", "rdp", "--orders", "2,8",
                        "--rdp-epsilons", "0.05,0.2", "--json")  # fmt: skip
@@ -381,14 +190,11 @@ def test_analyst_add_with_an_rdp_budget_is_enforced(
 
 
 def test_gaussian_noise_zcdp_budget_and_accuracy_first(
-    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str]
+    capsys: pytest.CaptureFixture[str], registered_store: RegisterStore
 ) -> None:
-    db, csv, schema = files
-    assert run(capsys, "dataset", "register", "--db", db, "--name", "people", "--source", csv,
-               "--schema", schema)[0] == 0  # fmt: skip
-    code, out, _ = run(capsys, "analyst", "add", "--db", db, "--name", "Z", "--dataset",
-                       "people", "--currency", "zcdp", "--rho", "0.05", "--json")  # fmt: skip
-    assert code == 0 and json.loads(out)["api_key"]
+    store = registered_store(analysts={"Z": ["--currency", "zcdp", "--rho", "0.05"]})
+    db = store.db
+    assert store.keys["Z"]
     code, _, err = run(capsys, "analyst", "add", "--db", db, "--name", "Y", "--dataset",
                        "people", "--currency", "zcdp")  # fmt: skip
     assert code == 2 and "--rho" in err
@@ -414,15 +220,11 @@ def test_gaussian_noise_zcdp_budget_and_accuracy_first(
 
 
 def test_with_json_a_failure_is_one_json_object_too(
-    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str]
+    capsys: pytest.CaptureFixture[str], registered_store: RegisterStore
 ) -> None:
     # DESIGN.md: with --json a sub-command prints exactly one JSON object, a failure included;
     # the stderr line and the exit status stay as without --json.
-    db, csv, schema = files
-    run(capsys, "dataset", "register", "--db", db, "--name", "people", "--source", csv,
-        "--schema", schema)  # fmt: skip
-    run(capsys, "analyst", "add", "--db", db, "--name", "A", "--dataset", "people",
-        "--epsilon", "1")  # fmt: skip
+    db = registered_store(analysts={"A": ["--epsilon", "1"]}).db
     sql = "SELECT COUNT(*) FROM people"
 
     def failure(*args: str) -> tuple[int, dict[str, object], str]:
@@ -504,47 +306,24 @@ def test_failed_registration_leaves_no_store_behind(
     csv = tmp_path / "people.csv"
     pd.DataFrame({"person_id": [1, 2], "age": [30, 40]}).to_csv(csv, index=False)
     schema = tmp_path / "schema.yaml"
-    schema.write_text(SCHEMA_YAML)  # declares columns the file lacks
-    code, _, err = run(
-        capsys,
-        "dataset",
-        "register",
-        "--db",
-        db,
-        "--name",
-        "people",
-        "--source",
-        str(csv),
-        "--schema",
-        str(schema),
-    )
+    schema.write_text(PEOPLE_SCHEMA)  # declares columns the file lacks
+    files = ["--name", "people", "--source", str(csv), "--schema", str(schema)]
+    code, _, err = run(capsys, "dataset", "register", "--db", db, *files)
     assert code == 2 and "Traceback" not in err and "not in the source" in err
     assert _store_files(tmp_path) == []
     # Nor the directories it would have made for a new store.
     deep = str(tmp_path / "new" / "dirs" / "typo.duckdb")
-    code, _, err = run(
-        capsys,
-        "dataset",
-        "register",
-        "--db",
-        deep,
-        "--name",
-        "people",
-        "--source",
-        str(csv),
-        "--schema",
-        str(schema),
-    )
+    code, _, err = run(capsys, "dataset", "register", "--db", deep, *files)
     assert code == 2 and "Traceback" not in err
     assert not (tmp_path / "new").exists()
 
 
 def test_failed_registration_into_an_existing_store_keeps_it(
-    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str]
+    capsys: pytest.CaptureFixture[str], registered_store: RegisterStore
 ) -> None:
-    db, csv, schema = files
-    args = ["dataset", "register", "--db", db, "--source", csv, "--schema", schema]
-    assert run(capsys, *args, "--name", "people")[0] == 0
+    store = registered_store(analysts={})  # "people", registered
+    db = store.db
+    args = ["dataset", "register", "--db", db, "--source", store.source, "--schema", store.schema]
     # The same name again fails; the store and its first dataset stay as they were.
     code, _, err = run(capsys, *args, "--name", "people")
     assert code == 2 and "Traceback" not in err
@@ -553,29 +332,11 @@ def test_failed_registration_into_an_existing_store_keeps_it(
 
 
 def test_ledger_times_are_shown_to_the_second(
-    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str]
+    capsys: pytest.CaptureFixture[str], registered_store: RegisterStore
 ) -> None:
     import re
 
-    db, csv, schema = files
-    args = ["dataset", "register", "--db", db, "--source", csv, "--schema", schema]
-    assert run(capsys, *args, "--name", "people")[0] == 0
-    assert (
-        run(
-            capsys,
-            "analyst",
-            "add",
-            "--db",
-            db,
-            "--name",
-            "ann",
-            "--dataset",
-            "people",
-            "--epsilon",
-            "1",
-        )[0]
-        == 0
-    )
+    db = registered_store(analysts={"ann": ["--epsilon", "1"]}).db
     q = ["query", "--db", db, "--analyst", "ann", "--epsilon", "0.1", "SELECT COUNT(*) FROM people"]
     assert run(capsys, *q)[0] == 0
     syn = ["release", "--db", db, "--analyst", "ann", "--dataset", "people", "--columns", "age"]
@@ -606,18 +367,13 @@ FORGED_NAMES = [
 
 @pytest.mark.parametrize("name", FORGED_NAMES)
 def test_analyst_names_outside_the_safe_charset_are_refused(
-    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str], name: str
+    capsys: pytest.CaptureFixture[str], registered_store: RegisterStore, name: str
 ) -> None:
     from infodp._validate import ANALYST_NAME_RULE
     from infodp.curator.engine import Curator
     from infodp.errors import ParameterError
 
-    db, csv, schema = files
-    code, _, _ = run(
-        capsys, "dataset", "register", "--db", db, "--name", "people", "--source", csv,
-        "--schema", schema,
-    )  # fmt: skip
-    assert code == 0
+    db = registered_store(analysts={}).db
     # The CLI refuses it before opening the store: one line, status 2, the rule stated.
     code, _, err = run(
         capsys, "analyst", "add", "--db", db, "--name", name, "--dataset", "people",
@@ -637,11 +393,9 @@ def test_analyst_names_outside_the_safe_charset_are_refused(
 
 
 def test_analyst_names_in_the_safe_charset_are_accepted(
-    capsys: pytest.CaptureFixture[str], files: tuple[str, str, str]
+    capsys: pytest.CaptureFixture[str], registered_store: RegisterStore
 ) -> None:
-    db, csv, schema = files
-    run(capsys, "dataset", "register", "--db", db, "--name", "people", "--source", csv,
-        "--schema", schema)  # fmt: skip
+    db = registered_store(analysts={}).db
     for name in ("alice", "Bob_2", "c.d@example.org", "x-y", "9" * 64):
         code, _, err = run(
             capsys, "analyst", "add", "--db", db, "--name", name, "--dataset", "people",

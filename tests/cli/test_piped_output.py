@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from _cli_store import RegisterStore
 from infodp.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,16 +23,14 @@ WIDE = (
 
 
 def test_a_wide_answer_keeps_each_row_on_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    registered_store: RegisterStore, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = str(tmp_path / "s.duckdb")
     examples = ROOT / "examples"
-    register = ["dataset", "register", "--db", db, "--name", "people"]
-    files = ["--source", str(examples / "people.csv"), "--schema", str(examples / "people.yaml")]
-    assert main([*register, *files]) == 0
-    add = ["analyst", "add", "--db", db, "--name", "a", "--dataset", "people", "--epsilon", "5"]
-    assert main(add) == 0
-    capsys.readouterr()
+    db = registered_store(
+        analysts={"a": ["--epsilon", "5"]},
+        schema=(examples / "people.yaml").read_text(),
+        source=examples / "people.csv",
+    ).db
     assert main(["query", "--db", db, "--analyst", "a", "--epsilon", "1", WIDE]) == 0
     lines = capsys.readouterr().out.splitlines()
     header = next(line for line in lines if "region" in line)
