@@ -40,6 +40,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from infodp._exact import float_down
 from infodp.curator.engine import Curator, QueryResult, as_budget_fraction
 from infodp.curator.request import Estimate, NumberInput, Request
 from infodp.curator.schema import DatasetSchema, SchemaSource, load_schema
@@ -302,12 +303,12 @@ class Session:
     @property
     def remaining_epsilon(self) -> float:
         """ε left (rounded down)."""
-        return float(self._budget().to_dict()["remaining_epsilon"])
+        return float_down(self._budget().remaining_epsilon)
 
     @property
     def remaining_delta(self) -> float:
         """δ left (rounded down)."""
-        return float(self._budget().to_dict()["remaining_delta"])
+        return float_down(self._budget().remaining_delta)
 
     def _budget(self) -> BudgetRecord:
         return self._curator.ledger.budget(SESSION_ANALYST, self.table)
