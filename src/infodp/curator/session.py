@@ -69,7 +69,8 @@ class ArrowFrame(Protocol):
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
 
-#: What a session reads: a frame, or (``backend="spark"``) a Parquet path or Spark table name.
+#: What a session reads: a frame, or a CSV or Parquet file's path (with ``backend="spark"``
+#: also a table in Spark's catalogue).
 DataSource = ArrowFrame | str | Path
 
 
