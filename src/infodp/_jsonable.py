@@ -7,9 +7,15 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeAlias
 
-__all__ = ["to_jsonable"]
+__all__ = ["JsonObject", "JsonValue", "to_jsonable"]
+
+#: A JSON document as Python values: what :func:`json.loads` returns and :func:`to_jsonable`
+#: produces (a tuple is written as a JSON array too, but is read back as a list).
+JsonValue: TypeAlias = str | int | float | bool | list["JsonValue"] | dict[str, "JsonValue"] | None
+#: A JSON object (an answer, an estimate, a stored record).
+JsonObject: TypeAlias = dict[str, JsonValue]
 
 
 def to_jsonable(value: Any) -> Any:

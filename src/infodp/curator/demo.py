@@ -18,15 +18,21 @@ from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
+from infodp._exact import float_up
 from infodp._format import format_number as _fmtn
 from infodp.errors import BudgetExceeded
 from infodp.units import nats_to_bits
+
+if TYPE_CHECKING:
+    from infodp._jsonable import JsonObject, JsonValue
+    from infodp.curator.schema import SchemaDict
+    from infodp.curator.session import ArrowFrame
 
 __all__ = [
     "CENSUS_ROWS",
@@ -45,7 +51,7 @@ EDUCATION = ["none", "primary", "secondary", "bachelor", "master", "doctorate"]
 DIAGNOSES = ["none", "asthma", "diabetes", "hypertension", "cancer"]
 
 #: The census's public schema (the declarations an analyst sees).
-CENSUS_SCHEMA: dict[str, Any] = {
+CENSUS_SCHEMA: SchemaDict = {
     "table": "census",
     "privacy_unit": "person_id",
     "max_rows_per_unit": 1,
@@ -80,7 +86,7 @@ DEMO_QUERIES: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def census_frame(rows: int = CENSUS_ROWS, seed: int = 20261122) -> Any:
+def census_frame(rows: int = CENSUS_ROWS, seed: int = 20261122) -> ArrowFrame:
     """A reproducible synthetic census (one row per person) as a pandas DataFrame."""
     pd = importlib.import_module("pandas")  # optional at type-check time (no stubs)
     rng = np.random.default_rng(seed)
@@ -114,7 +120,7 @@ def census_frame(rows: int = CENSUS_ROWS, seed: int = 20261122) -> Any:
     u = rng.random(rows)
     diagnosis_idx = np.where(u < cuts[-1], 1 + (u[None, :] >= cuts).sum(axis=0), 0)
     diagnosis = np.array(DIAGNOSES)[diagnosis_idx]
-    return pd.DataFrame(
+    frame: ArrowFrame = pd.DataFrame(
         {
             "person_id": np.arange(rows, dtype=np.int64),
             "age": age,
@@ -125,14 +131,32 @@ def census_frame(rows: int = CENSUS_ROWS, seed: int = 20261122) -> Any:
             "diagnosis": diagnosis,
         }
     )
+    return frame
 
 
-def _say(console: Any) -> Callable[[str], None]:
+@runtime_checkable
+class _Printer(Protocol):
+    """A rich Console (what the CLI passes): text printed as is."""
+
+    def print(
+        self,
+        *objects: object,
+        markup: bool | None = None,
+        highlight: bool | None = None,
+        soft_wrap: bool | None = None,
+    ) -> None: ...
+
+
+#: Where the demo says things: the terminal (None), a rich Console or a function of the text.
+Console = _Printer | Callable[[str], None] | None
+
+
+def _say(console: Console) -> Callable[[str], None]:
     if console is None:
         import click
 
         return lambda text: click.echo(text)
-    if hasattr(console, "print"):
+    if isinstance(console, _Printer):
         # soft_wrap: no line breaks inserted, so a printed command can be copied whole.
         return lambda text: console.print(text, markup=False, highlight=False, soft_wrap=True)
     if callable(console):
@@ -140,27 +164,32 @@ def _say(console: Any) -> Callable[[str], None]:
     raise TypeError("console must be None, a rich Console or a callable")
 
 
-def _cell(v: Any) -> str:
+def _cell(v: object) -> str:
     from infodp._format import format_value
 
     return format_value(v)
 
 
-def _render(say: Callable[[str], None], payload: dict[str, Any]) -> None:
-    cols = payload["columns"]
+def _render(
+    say: Callable[[str], None],
+    columns: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    intervals: Sequence[Sequence[object]],
+) -> None:
+    """Each row of an answer on one line: ``column=value (95%: interval)``."""
     lines = []
-    for row, cis in zip(payload["rows"], payload["confidence_intervals"], strict=True):
+    for row, cis in zip(rows, intervals, strict=True):
         parts = []
-        for c, v, ci in zip(cols, row, cis, strict=True):
+        for c, v, ci in zip(columns, row, cis, strict=True):
             parts.append(f"{c}={_cell(v)}" + ("" if ci is None else f" (95%: {_cell(ci)})"))
         lines.append("    " + ", ".join(parts))
     say("\n".join(lines))
 
 
-def _declared(rows: int) -> dict[str, Any]:
+def _declared(rows: int) -> SchemaDict:
     """The census schema with its size declared public: a synthetic census's head count is
     public, so the whole-table information bound can use it (infodp never measures N)."""
-    return dict(CENSUS_SCHEMA, public_rows=rows)
+    return {**CENSUS_SCHEMA, "public_rows": rows}
 
 
 def _cached_rows(db: Path) -> int | None:
@@ -219,12 +248,12 @@ def _make_store(db: Path, rows: int, say: Callable[[str], None]) -> bool:
         frame = census_frame(rows)
         cur = Curator(db)
         try:
-            cur.register_dataset("census", frame, _declared(len(frame)), info_cap_bits=None)
+            cur.register_dataset("census", frame, _declared(rows), info_cap_bits=None)
             cur.add_analyst(STORE_ANALYST, "census", epsilon="1")
         finally:
             cur.close()
         say(
-            f"created the synthetic census: {_fmtn(len(frame))} people "
+            f"created the synthetic census: {_fmtn(rows)} people "
             f"({_fmtn(time.perf_counter() - t0)} s, cached in {db})"
         )
         return True
@@ -240,8 +269,12 @@ def _make_store(db: Path, rows: int, say: Callable[[str], None]) -> bool:
 
 
 def run_demo(
-    db_path: str | Path, as_json: bool = False, console: Any = None, *, rows: int = CENSUS_ROWS
-) -> dict[str, Any]:
+    db_path: str | Path,
+    as_json: bool = False,
+    console: Console = None,
+    *,
+    rows: int = CENSUS_ROWS,
+) -> JsonObject:
     """Run the demo session on the store ``db_path``; returns the session as one JSON-able dict.
 
     The census is generated and registered on the first run only (cached in the store, which
@@ -269,14 +302,14 @@ def run_demo(
     analyst = "demo"
     cur.add_analyst(analyst, "census", epsilon="2", delta="1e-6")
     say(f"analyst {analyst}: budget epsilon=2, delta=1e-6 on census (for this run)\n")
-    session: list[dict[str, Any]] = []
+    session: list[JsonValue] = []
     for title, sql, eps in DEMO_QUERIES:
         t0 = time.perf_counter()
         result = cur.query(analyst, sql, epsilon=eps).to_dict()
         elapsed = time.perf_counter() - t0
         leak = result["cost"]["leakage"]
         say(f"{title}  [epsilon={eps}, {_fmtn(elapsed * 1000)} ms]\n  {sql}")
-        _render(say, result)
+        _render(say, result["columns"], result["rows"], result["confidence_intervals"])
         say(
             f"  leaks at most {_fmtn(leak['bits']['inf'])} bits about any one person (worst case), "
             f"{_fmtn(leak['bits']['1'])} bits on average (α=1); an attacker's best guess "
@@ -290,26 +323,27 @@ def run_demo(
         f"Released synopsis {name}: a noisy age x sex histogram ({len(syn.counts)} cells, "
         "epsilon=0.5); every question below is answered from it for free:"
     )
-    free = []
+    free: list[JsonValue] = []
     for sql in (
         "SELECT COUNT(*) FROM census WHERE age BETWEEN 18 AND 25",
         "SELECT sex, COUNT(*), AVG(age) FROM census WHERE age >= 65 GROUP BY sex",
     ):
         ans = cur.query_synopsis(name, sql)
         say(f"  {sql}")
-        _render(say, ans)
+        _render(say, ans["columns"], ans["rows"], ans["confidence_intervals"])
         free.append({"sql": sql, **ans})
-    refused: dict[str, Any] = {}
+    refused: JsonObject = {}
     big = "SELECT region, COUNT(*) FROM census GROUP BY region"
     try:
         cur.query(analyst, big, epsilon="5")
     except BudgetExceeded as err:
         refused = {"sql": big, "epsilon": 5, "error": str(err), "exit_status": 3}
         say(f"\nOver-budget query refused (the CLI exits with status 3):\n  {err}")
-    budget = cur.ledger.budget(analyst, "census").to_dict()
+    budget = cur.ledger.budget(analyst, "census")
+    spent = float_up(budget.spent_epsilon)  # as the budget's JSON view rounds it
     info_bits = nats_to_bits(cur.ledger.dataset("census").info_spent_nats)
     say(
-        f"\nledger: {analyst} spent epsilon={_fmtn(budget['spent_epsilon'])} of 2; the table has "
+        f"\nledger: {analyst} spent epsilon={_fmtn(spent)} of 2; the table has "
         f"released at most {_fmtn(info_bits)} bits in total (α=1, all analysts). "
         f"Demo time {_fmtn(time.perf_counter() - started)} s."
     )
@@ -325,8 +359,8 @@ def run_demo(
         "queries": session,
         "synopsis": {"name": name, "cells": len(syn.counts), "answers": free},
         "refused": refused,
-        "remaining": budget,
+        "remaining": budget.to_dict(),
         "table_information_bits": info_bits,
         "seconds": time.perf_counter() - started,
-        "next_commands": next_commands(db_path),
+        "next_commands": list(next_commands(db_path)),
     }

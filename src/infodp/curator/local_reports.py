@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias, TypedDict, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -34,10 +34,33 @@ from infodp.curator.ledger import Ledger
 from infodp.errors import ParameterError
 from infodp.local import FrequencyEstimate, LocalRandomizer, randomizer
 
+if TYPE_CHECKING:
+    from infodp._jsonable import JsonObject
+
 __all__ = ["LOCAL_REPORTS_KIND", "LocalReportTable", "load_local_reports", "register_local_reports"]
 
 #: ``spec["kind"]`` of a report table stored among the ledger's synopses.
 LOCAL_REPORTS_KIND = "local-reports"
+
+#: One person's report: an item or column index (krr, hadamard), a bit vector (rappor, oue)
+#: or a (seed, bucket) pair (olh).
+LocalReport: TypeAlias = int | Sequence[int]
+
+
+class _StoredSpec(TypedDict):
+    """The spec :func:`register_local_reports` stores (read back by :func:`load_local_reports`)."""
+
+    kind: str
+    mechanism: str
+    epsilon: float
+    domain: int
+    options: dict[str, int | None]
+    per_person_cost: JsonObject
+
+
+class _StoredData(TypedDict):
+    support: list[int]
+    users: int
 
 
 @dataclass(frozen=True)
@@ -51,7 +74,7 @@ class LocalReportTable:
     users: int
 
     @property
-    def per_person_cost(self) -> dict[str, Any]:
+    def per_person_cost(self) -> JsonObject:
         """The profile spec each person spent on their device (the randomizer's)."""
         return profile_to_spec(self.mechanism.profile())
 
@@ -79,7 +102,7 @@ def _name_of(mechanism: LocalRandomizer) -> str:
 
 
 def register_local_reports(
-    ledger: Ledger, name: str, mechanism: LocalRandomizer, reports: Sequence[Any]
+    ledger: Ledger, name: str, mechanism: LocalRandomizer, reports: Sequence[LocalReport]
 ) -> LocalReportTable:
     """Store the support counts of ``reports`` and the per-person cost under ``name``.
 
@@ -91,10 +114,10 @@ def register_local_reports(
     for report in reports:
         support += mechanism.supports(report)
     kind = _name_of(mechanism)
-    options = {}
+    options: JsonObject = {}
     if kind == "rappor":
         options = {"bits": getattr(mechanism, "bits", None), "hashes": mechanism.hashes}  # type: ignore[attr-defined]
-    spec = {
+    spec: JsonObject = {
         "kind": LOCAL_REPORTS_KIND,
         "mechanism": kind,
         "epsilon": mechanism.epsilon,
@@ -102,16 +125,18 @@ def register_local_reports(
         "options": options,
         "per_person_cost": profile_to_spec(mechanism.profile()),
     }
-    data = {"support": support.tolist(), "users": len(reports)}
+    data: JsonObject = {"support": [int(c) for c in support.tolist()], "users": len(reports)}
     ledger.save_synopsis(name, dataset=name, analyst="local", entry_id=0, spec=spec, data=data)
     return LocalReportTable(name, mechanism, kind, support, len(reports))
 
 
 def load_local_reports(ledger: Ledger, name: str) -> LocalReportTable:
     """The report table stored under ``name`` (no budget is touched)."""
-    _, _, spec, data = ledger.synopsis(name)
-    if spec.get("kind") != LOCAL_REPORTS_KIND:
+    _, _, stored_spec, stored_data = ledger.synopsis(name)
+    if stored_spec.get("kind") != LOCAL_REPORTS_KIND:
         raise ParameterError("name", name, "the name of a registered table of local reports")
+    # Written by register_local_reports (the kind says so).
+    spec, data = cast(_StoredSpec, stored_spec), cast(_StoredData, stored_data)
     mechanism = randomizer(spec["mechanism"], spec["epsilon"], spec["domain"], **spec["options"])
     support = np.asarray(data["support"], dtype=np.int64)
     return LocalReportTable(name, mechanism, spec["mechanism"], support, int(data["users"]))

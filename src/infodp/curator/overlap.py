@@ -20,7 +20,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Generic, Protocol, TypeVar, cast
 
 __all__ = ["Job", "background"]
 
@@ -33,10 +33,10 @@ class Job(Generic[_T]):
     __slots__ = ("_callbacks", "_done", "_error", "_fn", "_lock", "_value")
 
     def __init__(self, fn: Callable[[], _T]) -> None:
-        self._fn: Callable[[], Any] = fn
+        self._fn: Callable[[], _T | None] = fn
         self._done = threading.Event()
         self._lock = threading.Lock()
-        self._value: Any = None
+        self._value: _T | None = None
         self._error: BaseException | None = None
         self._callbacks: list[Callable[[], None]] = []
 
@@ -71,12 +71,18 @@ class Job(Generic[_T]):
         self._done.wait()
         if self._error is not None:
             raise self._error
-        value: _T = self._value
-        return value
+        # Set by _run before done (a call that raised has no value and raised above).
+        return cast(_T, self._value)
 
 
 def _finished() -> None:
     return None
+
+
+class _Runnable(Protocol):
+    """What a helper thread runs: a :class:`Job` of any value type."""
+
+    def _run(self) -> None: ...
 
 
 class _Helper:
@@ -86,10 +92,10 @@ class _Helper:
         self._pool = pool
         self._go = threading.Lock()
         self._go.acquire()
-        self._job: Job[Any] | None = None
+        self._job: _Runnable | None = None
         threading.Thread(target=self._loop, name="infodp-overlap", daemon=True).start()
 
-    def give(self, job: Job[Any]) -> None:
+    def give(self, job: _Runnable) -> None:
         self._job = job
         self._go.release()
 
@@ -115,7 +121,7 @@ class _Pool:
         with self._lock:
             self._idle.append(helper)
 
-    def run(self, job: Job[Any]) -> None:
+    def run(self, job: _Runnable) -> None:
         with self._lock:
             helper = self._idle.pop() if self._idle else None
         if helper is None:  # every helper is busy (concurrent queries): one more thread

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
 
 from infodp._jsonable import to_jsonable
 
@@ -28,7 +27,7 @@ __all__ = ["answer_text"]
 _TABLES = ("rows", "confidence_intervals")
 
 
-def answer_text(payload: Mapping[str, Any]) -> str:
+def answer_text(payload: Mapping[str, object]) -> str:
     """The strict JSON text of ``to_jsonable(payload)`` (compact, UTF-8)."""
     # The small parts (cost, remaining budget) may hold an infinite information cost.
     quick = {k: v if k in _TABLES else to_jsonable(v) for k, v in payload.items()}
@@ -41,11 +40,11 @@ def answer_text(payload: Mapping[str, Any]) -> str:
         return _json(to_jsonable(dict(payload)))
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def _orjson_text(payload: dict[str, Any]) -> str | None:
+def _orjson_text(payload: dict[str, object]) -> str | None:
     """orjson's text of ``payload`` when it renders the value ``json`` would, else None.
 
     The rows and intervals must hold only text, None, ints and finite floats
@@ -67,24 +66,39 @@ def _orjson_text(payload: dict[str, Any]) -> str | None:
         return None
 
 
-def _plain_table(rows: Any) -> bool:
-    """Whether ``rows`` (a sequence of rows, each a sequence of cells; a cell may be a list
-    or tuple of scalars) holds only text, None, ints and finite floats."""
+#: The exact types of a plain scalar besides a float (which must also be finite): a bool, an
+#: Enum or a numpy number is not plain.
+_PLAIN = frozenset({int, str, type(None)})
+#: The exact types of a cell holding scalars (an interval).
+_PAIRS = frozenset({list, tuple})
+
+
+def _plain_table(rows: object) -> bool:
+    """Whether ``rows`` (a list of rows, each a sequence of cells; a cell may be a list or
+    tuple of scalars) holds only text, None, ints and finite floats."""
+    if not isinstance(rows, list | tuple):
+        return False
     finite = math.isfinite
     for row in rows:
         for v in row:
             kind = type(v)
+            if kind in _PLAIN:
+                continue
             if kind is float:
-                if not finite(v):
-                    return False
-            elif kind is list or kind is tuple:
-                for x in v:
-                    kx = type(x)
-                    if kx is float:
-                        if not finite(x):
-                            return False
-                    elif not (kx is int or kx is str or x is None):
-                        return False
-            elif not (kind is int or kind is str or v is None):
+                if finite(v):
+                    continue
                 return False
+            if kind not in _PAIRS or not _plain_cell(v):
+                return False
+    return True
+
+
+def _plain_cell(cell: list[object] | tuple[object, ...]) -> bool:
+    """Whether a cell of scalars (an interval) holds only text, None, ints and finite floats."""
+    for x in cell:
+        if type(x) is float:
+            if not math.isfinite(x):
+                return False
+        elif type(x) not in _PLAIN:
+            return False
     return True

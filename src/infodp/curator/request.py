@@ -22,19 +22,25 @@ infodp.errors.ParameterError: delta must be a probability in [0, 1); got 1.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from infodp.curator.cost import Noise, as_budget_fraction, as_noise
 from infodp.errors import ParameterError
 
 if TYPE_CHECKING:
+    from infodp._jsonable import JsonObject
     from infodp.curator.cost import QueryCost
     from infodp.curator.ledger import Budget
     from infodp.curator.plan import QueryPlan
     from infodp.curator.schema import DatasetSchema
 
-__all__ = ["Estimate", "NoBudget", "Priced", "Request", "check_confidence"]
+__all__ = ["Estimate", "NoBudget", "NumberInput", "Priced", "Request", "check_confidence"]
+
+#: A number as a caller may write it: read exactly by :meth:`Request.parse` ("0.1" and 0.1
+#: are both 1/10; a float through its shortest decimal form).
+NumberInput: TypeAlias = Fraction | Decimal | int | float | str
 
 
 class NoBudget(ParameterError):
@@ -54,7 +60,7 @@ class NoBudget(ParameterError):
         return (NoBudget, (self.dataset,))
 
 
-def check_confidence(confidence: Any) -> float:
+def check_confidence(confidence: float) -> float:
     """The confidence level as a float, refused (before anything is reserved) when its
     intervals cannot be computed.
 
@@ -95,10 +101,10 @@ class Request:
         cls,
         sql: str,
         *,
-        epsilon: Any,
-        delta: Any = 0,
-        confidence: Any = 0.95,
-        noise: Any = "laplace",
+        epsilon: NumberInput,
+        delta: NumberInput = 0,
+        confidence: float = 0.95,
+        noise: Noise | str = "laplace",
     ) -> Request:
         """Read ε and δ exactly ("0.1" and 0.1 are both 1/10), the level and the noise.
 
@@ -124,7 +130,7 @@ class Priced:
     rows: int | None
     unit_rows_ok: bool
     cost: QueryCost
-    leakage: dict[str, Any] = field(compare=False)
+    leakage: JsonObject = field(compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,17 +141,17 @@ class Estimate:
     whether the query fits it (the accountant's dry run, every currency).
     """
 
-    cost: dict[str, Any] = field(compare=False)
-    accuracy: tuple[dict[str, Any], ...]
+    cost: JsonObject = field(compare=False)
+    accuracy: tuple[JsonObject, ...]
     confidence: float
     cells: int
     remaining: Budget | None = None
     fits: bool | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The estimate as JSON-ready values (``Curator.estimate``'s mapping, and for an
         analyst's estimate also ``remaining``, ``fits`` and notes)."""
-        out: dict[str, Any] = {
+        out: JsonObject = {
             "cost": self.cost,
             "accuracy": list(self.accuracy),
             "confidence": self.confidence,

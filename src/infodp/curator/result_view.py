@@ -8,14 +8,20 @@ Numbers for people go through :func:`infodp._format.format_number`.
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from infodp._format import format_interval, format_number, format_value
 
 if TYPE_CHECKING:
+    import pandas as pd  # type: ignore[import-untyped]
+    import polars as pl
+
     from infodp.curator.engine import QueryResult
 
-__all__ = ["result_html", "result_records", "result_summary", "to_pandas", "to_polars"]
+__all__ = ["Cell", "result_html", "result_records", "result_summary", "to_pandas", "to_polars"]
+
+#: A released value: a group key, a number, or None (no value, or no interval bound).
+Cell: TypeAlias = str | int | float | None
 
 
 def _has_interval(result: QueryResult, j: int) -> bool:
@@ -26,9 +32,9 @@ def _has_interval(result: QueryResult, j: int) -> bool:
     )
 
 
-def result_records(result: QueryResult) -> dict[str, list[Any]]:
+def result_records(result: QueryResult) -> dict[str, list[Cell]]:
     """Column name → values, with ``<name>_low``/``<name>_high`` after each interval column."""
-    out: dict[str, list[Any]] = {}
+    out: dict[str, list[Cell]] = {}
     for j, name in enumerate(result.columns):
         out[name] = [row[j] for row in result.rows]
         if _has_interval(result, j):
@@ -41,14 +47,14 @@ def result_records(result: QueryResult) -> dict[str, list[Any]]:
     return out
 
 
-def to_pandas(result: QueryResult) -> Any:
+def to_pandas(result: QueryResult) -> pd.DataFrame:
     """The released rows as a pandas DataFrame (intervals as ``_low``/``_high`` columns)."""
-    import pandas as pd  # type: ignore[import-untyped]
+    import pandas as pd
 
     return pd.DataFrame(result_records(result))
 
 
-def to_polars(result: QueryResult) -> Any:
+def to_polars(result: QueryResult) -> pl.DataFrame:
     """The released rows as a polars DataFrame (intervals as ``_low``/``_high`` columns)."""
     import polars as pl
 

@@ -35,37 +35,49 @@ True
 
 from __future__ import annotations
 
-import functools
 import json
-import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, Required, TypedDict
 
-from infodp._validate import as_positive_int, as_real
 from infodp.errors import ParameterError
 
 __all__ = [
     "COLUMN_TYPES",
+    "ColumnDict",
     "ColumnSpec",
     "DatasetSchema",
     "NullPolicy",
+    "SchemaDict",
+    "SchemaSource",
     "load_schema",
 ]
 
 #: Declared column types.
 COLUMN_TYPES: tuple[str, ...] = ("int", "float", "category", "text")
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def _identifier(name: str, value: Any) -> str:
-    if not isinstance(value, str) or not _IDENT.match(value):
-        raise ParameterError(
-            name, value, "an identifier (letters, digits, _; not starting with a digit)"
-        )
-    return value
+class ColumnDict(TypedDict, total=False):
+    """A column's declaration as plain data (:meth:`ColumnSpec.to_dict`)."""
+
+    type: Required[str]
+    bounds: list[float]
+    categories: list[str]
+    #: ``"drop"`` or ``{"replace": VALUE}`` (absent: ``"error"``).
+    nulls: str | dict[str, float | str]
+
+
+class SchemaDict(TypedDict):
+    """A declaration as plain data (:meth:`DatasetSchema.to_dict`, JSON-able)."""
+
+    table: str
+    privacy_unit: str
+    max_rows_per_unit: int
+    columns: dict[str, ColumnDict]
+    max_groups_per_unit: NotRequired[int]
+    public_rows: NotRequired[int]
+    public_max_rows: NotRequired[int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,14 +119,14 @@ class ColumnSpec:
         """True for ``int`` and ``float`` columns."""
         return self.type in ("int", "float")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ColumnDict:
         """The declaration as plain data (round-trips through :func:`load_schema`)."""
-        out: dict[str, Any] = {"type": self.type}
+        out: ColumnDict = {"type": self.type}
         if self.bounds is not None:
             out["bounds"] = list(self.bounds)
         if self.categories is not None:
             out["categories"] = list(self.categories)
-        if self.nulls.action == "replace":
+        if self.nulls.action == "replace" and self.nulls.value is not None:
             out["nulls"] = {"replace": self.nulls.value}
         elif self.nulls.action != "error":
             out["nulls"] = self.nulls.action
@@ -173,9 +185,9 @@ class DatasetSchema:
             f"unknown column {name!r} in table {self.table!r}; declared columns: {declared}."
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> SchemaDict:
         """Plain data (JSON-able) that :func:`load_schema` reads back to an equal schema."""
-        out: dict[str, Any] = {
+        out: SchemaDict = {
             "table": self.table,
             "privacy_unit": self.privacy_unit,
             "max_rows_per_unit": self.max_rows_per_unit,
@@ -194,7 +206,7 @@ class DatasetSchema:
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> DatasetSchema:
+    def from_dict(cls, data: SchemaDict) -> DatasetSchema:
         """Read back :meth:`to_dict` output of a schema that was validated when it was stored.
 
         Only for the store's own records (a data owner's declaration goes through
@@ -217,7 +229,7 @@ class DatasetSchema:
         )
 
 
-def _column_from_dict(name: str, d: Mapping[str, Any]) -> ColumnSpec:
+def _column_from_dict(name: str, d: ColumnDict) -> ColumnSpec:
     bounds = d.get("bounds")
     cats = d.get("categories")
     nulls = d.get("nulls")
@@ -236,241 +248,15 @@ def _column_from_dict(name: str, d: Mapping[str, Any]) -> ColumnSpec:
     )
 
 
-# -- validation: pydantic models of the declaration --------------------------------------------
-#
-# The models below are the one description of what a declaration may hold; load_schema turns a
-# validated model into the immutable dataclasses above. Domain rules raise ParameterError with
-# the declaration's own path (``columns.age.bounds``); pydantic's type and key errors are turned
-# into the same form by :func:`_validated`. pydantic is imported on first use: a store's own
-# (already validated) declaration is read back by :meth:`DatasetSchema.from_dict` without it.
-
-_COLUMN_KEYS = ("type", "bounds", "categories", "nulls")
-_SCHEMA_KEYS = (
-    "table",
-    "privacy_unit",
-    "max_rows_per_unit",
-    "max_groups_per_unit",
-    "public_rows",
-    "public_max_rows",
-    "columns",
-)
-
-
-@functools.cache
-def _models() -> tuple[Any, Any]:
-    """(column model, schema model), built once per process."""
-    from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
-
-    class ColumnDecl(BaseModel):
-        """One column's declaration: ``{type, bounds?, categories?, nulls?}``."""
-
-        model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
-
-        type: Any = None
-        bounds: Any = None
-        categories: Any = None
-        nulls: Any = None
-
-        @field_validator("type")
-        @classmethod
-        def _type(cls, v: Any, info: ValidationInfo) -> str:
-            if v not in COLUMN_TYPES:
-                raise ParameterError(f"{_where(info)}.type", v, f"one of {', '.join(COLUMN_TYPES)}")
-            return str(v)
-
-        @model_validator(mode="after")
-        def _rules(self, info: ValidationInfo) -> ColumnDecl:
-            where = _where(info)
-            if self.bounds is not None:
-                _check_bounds(where, self.type, self.bounds)
-            if self.categories is not None:
-                _check_categories(where, self.type, self.categories)
-            elif self.type == "category":
-                raise ParameterError(
-                    f"{where}.categories",
-                    None,
-                    "declared for a category column (or declare the column as type: text)",
-                )
-            return self
-
-    class SchemaDecl(BaseModel):
-        """The whole declaration (the columns are validated one by one, by name)."""
-
-        model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
-
-        table: Any = None
-        privacy_unit: Any = None
-        max_rows_per_unit: Any = 1
-        max_groups_per_unit: Any = None
-        public_rows: Any = None
-        public_max_rows: Any = None
-        columns: Any = None
-
-        @field_validator("table", "privacy_unit")
-        @classmethod
-        def _ident(cls, v: Any, info: ValidationInfo) -> str:
-            if v is None and info.field_name == "privacy_unit":
-                raise ParameterError("privacy_unit", None, "a user-id column name or 'row'")
-            return _identifier(str(info.field_name), v)
-
-        @field_validator("max_rows_per_unit", "max_groups_per_unit")
-        @classmethod
-        def _limit(cls, v: Any, info: ValidationInfo) -> int | None:
-            if v is None and info.field_name == "max_groups_per_unit":
-                return None
-            return as_positive_int(str(info.field_name), v)
-
-        @field_validator("public_rows", "public_max_rows")
-        @classmethod
-        def _count(cls, v: Any, info: ValidationInfo) -> int | None:
-            if v is None:
-                return None
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ParameterError(
-                    str(info.field_name), v, "a non-negative integer number of rows"
-                )
-            return int(v)
-
-        @field_validator("columns")
-        @classmethod
-        def _columns(cls, v: Any) -> Any:
-            if not isinstance(v, Mapping) or not v:
-                raise ParameterError("columns", v, "a non-empty mapping of column declarations")
-            return v
-
-        @model_validator(mode="after")
-        def _rules(self) -> SchemaDecl:
-            if self.privacy_unit == "row" and self.max_rows_per_unit != 1:
-                raise ParameterError(
-                    "max_rows_per_unit", self.max_rows_per_unit, "1 when privacy_unit is 'row'"
-                )
-            rows, bound = self.public_rows, self.public_max_rows
-            if rows is not None and bound is not None and rows > bound:
-                raise ParameterError(
-                    "public_max_rows", bound, f"at least public_rows ({rows}) when both are given"
-                )
-            return self
-
-    return ColumnDecl, SchemaDecl
-
-
-def _where(info: Any) -> str:
-    return str((info.context or {}).get("where", "column"))
-
-
-#: The largest |bound| of a numeric column (see :func:`_check_bounds`).
+#: The largest |bound| of a numeric column (sums and squares stay finite doubles; the rule is
+#: checked in :mod:`infodp.curator.declaration`).
 MAX_BOUND = 1e100
 
-
-def _check_bounds(where: str, ctype: str, raw: Any) -> None:
-    name = f"{where}.bounds"
-    if ctype not in ("int", "float"):
-        raise ParameterError(name, raw, "declared only for int or float columns")
-    if not isinstance(raw, (list, tuple)) or len(raw) != 2:
-        raise ParameterError(name, raw, "a pair [low, high]")
-    low = as_real(f"{name}[0]", raw[0])
-    high = as_real(f"{name}[1]", raw[1])
-    if not low <= high:
-        raise ParameterError(name, raw, "a pair [low, high] with low <= high")
-    if ctype == "int" and not (float(low).is_integer() and float(high).is_integer()):
-        raise ParameterError(name, raw, "integers for an int column")
-    if not math.isfinite(high - low):
-        # Quantile binning divides by the width: an infinite width would overflow inside the
-        # query, only for some rows (a data-dependent failure after the charge).
-        raise ParameterError(name, raw, "a pair whose width high - low is a finite double")
-    if max(abs(low), abs(high)) > MAX_BOUND:
-        # Sums, squares (VARIANCE, STDDEV) and their noise are computed in doubles: with
-        # bounds near 1e308 a SUM or MEDIAN answered inf and VARIANCE overflowed after the
-        # charge. Within ±1e100 a sum of squares over 2^63 rows (2^63 · 1e200) is finite.
-        raise ParameterError(
-            name,
-            raw,
-            f"bounds within [-{MAX_BOUND:g}, {MAX_BOUND:g}] (larger values overflow a double "
-            "in sums and squares)",
-        )
-    if ctype == "int" and not (low >= -(2.0**63) and high < 2.0**63):
-        raise ParameterError(name, raw, "integers in [-2^63, 2^63) (an int column is BIGINT)")
+#: What :func:`load_schema` reads: a declaration as a mapping, YAML/JSON text or a file path.
+SchemaSource = Mapping[str, object] | str | Path
 
 
-def _check_categories(where: str, ctype: str, raw: Any) -> None:
-    name = f"{where}.categories"
-    if ctype != "category":
-        raise ParameterError(name, raw, "declared only for category columns")
-    if not isinstance(raw, (list, tuple)) or not raw:
-        raise ParameterError(name, raw, "a non-empty list")
-    if len({str(c) for c in raw}) != len(raw):
-        raise ParameterError(name, raw, "a list without duplicates")
-
-
-def _nulls(where: str, spec: Any, ctype: str) -> NullPolicy:
-    if spec is None or spec == "error":
-        return NullPolicy()
-    if spec == "drop":
-        return NullPolicy("drop")
-    if isinstance(spec, Mapping) and set(spec) == {"replace"}:
-        raw = spec["replace"]
-        if ctype in ("int", "float"):
-            return NullPolicy("replace", as_real(f"{where}.nulls.replace", raw))
-        if not isinstance(raw, str):
-            raise ParameterError(f"{where}.nulls.replace", raw, "a string")
-        return NullPolicy("replace", raw)
-    raise ParameterError(f"{where}.nulls", spec, "'error', 'drop' or {replace: VALUE}")
-
-
-def _validated(model: Any, data: Any, where: str, keys: tuple[str, ...]) -> Any:
-    """``model`` validated from ``data``; every failure is one ParameterError naming the field."""
-    from pydantic import ValidationError
-
-    try:
-        return model.model_validate(data, context={"where": where})
-    except ValidationError as err:
-        errors = err.errors(include_url=False)
-        # Unknown keys first (a misspelt key also leaves its field missing).
-        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-        cause = (first.get("ctx") or {}).get("error")
-        if isinstance(cause, ParameterError):
-            raise cause from None
-        if first["type"] == "extra_forbidden":
-            unknown = sorted(str(k) for k in data if k not in keys)
-            raise ParameterError(where, unknown, "made of the keys " + ", ".join(keys)) from None
-        if first["type"] in ("model_type", "model_attributes_type", "dict_type"):
-            allowed = (
-                "a mapping with keys table, privacy_unit, columns"
-                if where == "schema"
-                else "a mapping such as {type: int, bounds: [0, 1]}"
-            )
-            raise ParameterError(where, data, allowed) from None
-        loc = ".".join(str(x) for x in (where, *first["loc"]))
-        msg = str(first["msg"]).removeprefix("Input should be ").removeprefix("Value error, ")
-        raise ParameterError(loc, first.get("input"), msg) from None
-
-
-def _parse_column(name: str, spec: Any) -> ColumnSpec:
-    _identifier("column name", name)
-    if name.startswith("__"):
-        raise ParameterError("column name", name, "a name not starting with '__' (reserved)")
-    where = f"columns.{name}"
-    column_model, _ = _models()
-    decl = _validated(column_model, spec, where, _COLUMN_KEYS)
-    bounds = None if decl.bounds is None else (float(decl.bounds[0]), float(decl.bounds[1]))
-    categories = None if decl.categories is None else tuple(str(c) for c in decl.categories)
-    nulls = _nulls(where, decl.nulls, decl.type)
-    if (
-        isinstance(nulls.value, float)
-        and bounds is not None
-        and not bounds[0] <= nulls.value <= bounds[1]
-    ):
-        raise ParameterError(
-            f"{where}.nulls.replace", nulls.value, f"inside the bounds {list(bounds)}"
-        )
-    if nulls.action == "replace" and categories is not None and nulls.value not in categories:
-        raise ParameterError(
-            f"{where}.nulls.replace", nulls.value, "one of the declared categories"
-        )
-    return ColumnSpec(name, decl.type, bounds, categories, nulls)
-
-
-def load_schema(source: Any) -> DatasetSchema:
+def load_schema(source: SchemaSource) -> DatasetSchema:
     """Read a schema from a dict, YAML/JSON text, or a path to a ``.yaml``/``.json`` file.
 
     >>> s = load_schema('''
@@ -488,48 +274,40 @@ def load_schema(source: Any) -> DatasetSchema:
     ...
     infodp.errors.ParameterError: columns.x.type must be one of int, float, category, text; got 'blob'.
     """  # noqa: E501
-    data: Any = source
-    if isinstance(source, Path) or (
+    from infodp.curator.declaration import declared_schema
+
+    return declared_schema(_declaration(source))
+
+
+def _is_file(source: SchemaSource) -> bool:
+    """A path (or a one-line string naming a ``.yaml``/``.yml``/``.json`` file)."""
+    return isinstance(source, Path) or (
         isinstance(source, str)
         and "\n" not in source
         and source.endswith((".yaml", ".yml", ".json"))
-    ):
-        path = Path(source)
+    )
+
+
+def _declaration(source: SchemaSource) -> Mapping[object, object]:
+    """The declaration as a mapping, read from a file or YAML/JSON text when it is one."""
+    if _is_file(source):
+        path = Path(str(source))
         if not path.is_file():
             raise ParameterError("schema", str(source), "an existing YAML or JSON file")
-        data = path.read_text()
-    if isinstance(data, str):
-        import yaml  # type: ignore[import-untyped]  # YAML is a superset of JSON
-
-        try:
-            data = yaml.safe_load(data)
-        except yaml.YAMLError as err:
-            raise ParameterError(
-                f"schema is not valid YAML/JSON: {str(err).splitlines()[0]}"
-            ) from None
+        source = path.read_text()
+    data: object = _yaml(source) if isinstance(source, str) else source
     if not isinstance(data, Mapping):
         raise ParameterError(
             "schema", type(data).__name__, "a mapping with keys table, privacy_unit, columns"
         )
-    _, schema_model = _models()
-    decl = _validated(schema_model, dict(data), "schema", _SCHEMA_KEYS)
-    columns = tuple(_parse_column(str(k), v) for k, v in decl.columns.items())
-    names = [c.name.lower() for c in columns]
-    if len(set(names)) != len(names):
-        raise ParameterError("columns", [c.name for c in columns], "distinct names")
-    unit = decl.privacy_unit
-    if unit != "row" and unit.lower() in names:
-        spec = next(c for c in columns if c.name.lower() == unit.lower())
-        if spec.bounds is not None or spec.nulls.action != "error":
-            raise ParameterError(
-                f"columns.{unit}", spec.to_dict(), "an id column without bounds or null policy"
-            )
-    return DatasetSchema(
-        decl.table,
-        unit,
-        columns,
-        decl.max_rows_per_unit,
-        decl.max_groups_per_unit,
-        decl.public_rows,
-        decl.public_max_rows,
-    )
+    return data
+
+
+def _yaml(text: str) -> object:
+    import yaml  # type: ignore[import-untyped]  # YAML is a superset of JSON
+
+    try:
+        loaded: object = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ParameterError(f"schema is not valid YAML/JSON: {str(err).splitlines()[0]}") from None
+    return loaded

@@ -35,23 +35,43 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
+from infodp._exact import float_down
 from infodp.curator.engine import Curator, QueryResult, as_budget_fraction
-from infodp.curator.request import Estimate, Request
-from infodp.curator.schema import load_schema
+from infodp.curator.request import Estimate, NumberInput, Request
+from infodp.curator.schema import DatasetSchema, SchemaSource, load_schema
 from infodp.curator.store import fingerprint
 from infodp.errors import ParameterError
 
 if TYPE_CHECKING:
+    from infodp._jsonable import JsonValue
+    from infodp.accounting.accountant import Budget
+    from infodp.curator.cost import Noise
+    from infodp.curator.ledger import Budget as BudgetRecord
+    from infodp.curator.ledger import DatasetRecord
     from infodp.curator.synopsis import Synopsis
+    from infodp.mechanisms.sampling import RandomSource
 
-__all__ = ["Session"]
+__all__ = ["ArrowFrame", "DataSource", "Session"]
 
 #: The analyst a session queries as (its budget is the session's budget).
 SESSION_ANALYST = "session"
+
+
+class ArrowFrame(Protocol):
+    """A pandas or polars DataFrame or an Arrow table: all three export their columns through
+    the Arrow PyCapsule stream interface (``__arrow_c_stream__``)."""
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+
+#: What a session reads: a frame, or a CSV or Parquet file's path (with ``backend="spark"``
+#: also a table in Spark's catalogue).
+DataSource = ArrowFrame | str | Path
 
 
 class Session:
@@ -72,15 +92,15 @@ class Session:
 
     def __init__(
         self,
-        data: Any,
-        schema: Any,
+        data: DataSource,
+        schema: SchemaSource,
         *,
-        epsilon: Any = None,
-        delta: Any = 0,
-        budget: Any = None,
+        epsilon: NumberInput | None = None,
+        delta: NumberInput = 0,
+        budget: Budget | None = None,
         ledger: str | Path | None = None,
         name: str | None = None,
-        source: Any = None,
+        source: RandomSource | None = None,
         backend: str = "duckdb",
         bounded_path: str | Path | None = None,
     ) -> None:
@@ -95,78 +115,109 @@ class Session:
         self._curator = Curator(
             ":memory:", source=source, ledger=":memory:" if ledger is None else ledger
         )
-        if (budget is None) == (epsilon is None):
-            raise ParameterError("epsilon/budget", None, "exactly one of epsilon and budget")
-        eps = dlt = Fraction(0)
-        if budget is None:
-            eps = as_budget_fraction("epsilon", epsilon, allow_zero=True)
-            dlt = as_budget_fraction("delta", delta, allow_zero=True)
-        ledger_obj = self._curator.ledger
-        known = {d.name: d for d in ledger_obj.datasets()}
+        basic = _basic_budget(epsilon, delta, budget)
+        known = {d.name: d for d in self._curator.ledger.datasets()}
         if self.table not in known:
-            if backend == "spark" and bounded_path is None:
-                import tempfile
-
-                self._scratch = Path(tempfile.mkdtemp(prefix="infodp-"))
-                bounded_path = self._scratch / self.table
-            self._curator.register_dataset(
-                self.table, data, parsed.to_dict(), backend=backend, bounded_path=bounded_path
-            )
-            if budget is None:
-                self._curator.add_analyst(SESSION_ANALYST, self.table, epsilon=eps, delta=dlt)
-            else:
-                self._curator.add_analyst(SESSION_ANALYST, self.table, budget=budget)
+            self._register(data, parsed, backend, bounded_path)
+            self._grant(budget, basic)
         else:
             # A durable ledger from an earlier session: same table, same declaration, same
             # public row count, same total budget; the data go into the fresh in-memory store.
-            record = known[self.table]
-            wanted = json.loads(self._curator.schema(self.table).to_json())
-            declared = dict(parsed.to_dict(), table=self.table)
-            if json.loads(json.dumps(declared)) != wanted:
-                raise ParameterError(
-                    "schema", self.table, f"the schema recorded in the ledger {ledger}"
-                )
-            table_schema = self._curator.schema(self.table)
-            rows, _ = self._curator.backend.register(self.table, data, table_schema)
-            # Same data: the fingerprint of the bounded table (older ledgers: the row count).
-            # Neither figure is shown: the message is the same whatever the data hold.
-            same = (
-                rows == record.rows
-                if record.fingerprint is None
-                # As registration computed it: the declared schema (its column order).
-                else fingerprint(
-                    self._curator.backend, self.table, dataclasses.replace(parsed, table=self.table)
-                )
-                == record.fingerprint
-            )
-            if not same:
-                raise ParameterError(
-                    "data", "other rows or values", f"the data recorded in the ledger {ledger}"
-                )
-            stored = ledger_obj.budget(SESSION_ANALYST, self.table)
-            if budget is not None:
-                from infodp.accounting.accountant import Accountant
+            self._check_resumed(data, parsed, known[self.table], ledger)
+            self._check_budget(budget, basic, (epsilon, delta), ledger)
 
-                kept = stored.accountant_json
-                if kept is None or Accountant.from_json(kept).budget != budget:
-                    raise ParameterError(
-                        "budget", budget, f"the budget recorded in {ledger} ({stored.currency})"
-                    )
-            elif (stored.epsilon, stored.delta) != (eps, dlt) or stored.currency != "basic":
+    def _register(
+        self,
+        data: DataSource,
+        parsed: DatasetSchema,
+        backend: str,
+        bounded_path: str | Path | None,
+    ) -> None:
+        """Register ``data`` as the session's table (a Spark copy in a new private directory
+        unless ``bounded_path`` is given)."""
+        if backend == "spark" and bounded_path is None:
+            import tempfile
+
+            self._scratch = Path(tempfile.mkdtemp(prefix="infodp-"))
+            bounded_path = self._scratch / self.table
+        self._curator.register_dataset(
+            self.table, data, parsed.to_dict(), backend=backend, bounded_path=bounded_path
+        )
+
+    def _check_resumed(
+        self,
+        data: DataSource,
+        parsed: DatasetSchema,
+        record: DatasetRecord,
+        ledger: str | Path | None,
+    ) -> None:
+        """The ledger's table has this declaration and these data (registered afresh into the
+        in-memory store)."""
+        wanted = json.loads(self._curator.schema(self.table).to_json())
+        declared = dict(parsed.to_dict(), table=self.table)
+        if json.loads(json.dumps(declared)) != wanted:
+            raise ParameterError(
+                "schema", self.table, f"the schema recorded in the ledger {ledger}"
+            )
+        table_schema = self._curator.schema(self.table)
+        rows, _ = self._curator.backend.register(self.table, data, table_schema)
+        # Same data: the fingerprint of the bounded table (older ledgers: the row count).
+        # Neither figure is shown: the message is the same whatever the data hold.
+        same = (
+            rows == record.rows
+            if record.fingerprint is None
+            # As registration computed it: the declared schema (its column order).
+            else fingerprint(
+                self._curator.backend, self.table, dataclasses.replace(parsed, table=self.table)
+            )
+            == record.fingerprint
+        )
+        if not same:
+            raise ParameterError(
+                "data", "other rows or values", f"the data recorded in the ledger {ledger}"
+            )
+
+    def _grant(self, budget: Budget | None, basic: tuple[Fraction, Fraction]) -> None:
+        """The session's analyst gets its budget: ``budget``, or (ε, δ) under basic
+        composition."""
+        if budget is None:
+            self._curator.add_analyst(SESSION_ANALYST, self.table, epsilon=basic[0], delta=basic[1])
+        else:
+            self._curator.add_analyst(SESSION_ANALYST, self.table, budget=budget)
+
+    def _check_budget(
+        self,
+        budget: Budget | None,
+        basic: tuple[Fraction, Fraction],
+        given: tuple[NumberInput | None, NumberInput],
+        ledger: str | Path | None,
+    ) -> None:
+        """The ledger holds the session's budget: ``budget`` (its accountant's budget, same
+        currency) or, without one, (ε, δ) ``basic`` under basic composition."""
+        from infodp.accounting.accountant import Accountant
+
+        stored = self._budget()
+        if budget is not None:
+            kept = stored.accountant_json
+            if kept is None or Accountant.from_json(kept).budget != budget:
                 raise ParameterError(
-                    "epsilon/delta",
-                    f"({epsilon}, {delta})",
-                    f"the budget recorded in {ledger}: ({stored.epsilon}, {stored.delta})",
+                    "budget", budget, f"the budget recorded in {ledger} ({stored.currency})"
                 )
+        elif (stored.epsilon, stored.delta) != basic or stored.currency != "basic":
+            raise ParameterError(
+                "epsilon/delta",
+                f"({given[0]}, {given[1]})",
+                f"the budget recorded in {ledger}: ({stored.epsilon}, {stored.delta})",
+            )
 
     def query(
         self,
         sql: str,
         *,
-        epsilon: Any,
-        delta: Any = 0,
+        epsilon: NumberInput,
+        delta: NumberInput = 0,
         confidence: float = 0.95,
-        noise: Any = "laplace",
+        noise: Noise | str = "laplace",
     ) -> QueryResult:
         """Answer ``sql`` with DP noise, charging ``epsilon`` (and ``delta``) to the session.
 
@@ -174,19 +225,17 @@ class Session:
         with δ > 0). Raises :class:`~infodp.errors.BudgetExceeded` (nothing released, nothing
         spent) when the remaining budget is too small.
         """
-        request = Request.parse(
-            sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise
-        )
+        request = _request(sql, epsilon, delta, confidence, noise)
         return self._curator.answer(SESSION_ANALYST, request)
 
     def estimate(
         self,
         sql: str,
         *,
-        epsilon: Any,
-        delta: Any = 0,
+        epsilon: NumberInput,
+        delta: NumberInput = 0,
         confidence: float = 0.95,
-        noise: Any = "laplace",
+        noise: Noise | str = "laplace",
     ) -> Estimate:
         """Cost, accuracy and whether ``sql`` fits what is left (the accountant's dry run, in
         the session's currency); nothing is spent, no data is read.
@@ -198,19 +247,17 @@ class Session:
         >>> e.fits, e.cost["epsilon"], s.remaining_epsilon
         (True, 0.25, 1.0)
         """
-        request = Request.parse(
-            sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise
-        )
+        request = _request(sql, epsilon, delta, confidence, noise)
         return self._curator.estimate_for(SESSION_ANALYST, request)
 
     def epsilon_for(
         self,
         sql: str,
         *,
-        accuracy: Any,
+        accuracy: NumberInput | Mapping[str, NumberInput],
         confidence: float = 0.95,
-        delta: Any = 0,
-        noise: Any = "laplace",
+        delta: NumberInput = 0,
+        noise: Noise | str = "laplace",
     ) -> Fraction:
         """The least ε (3 significant digits, rounded up) at which every non-quantile
         measurement of ``sql`` has a half-width of at most ``accuracy``
@@ -227,14 +274,18 @@ class Session:
             sql, accuracy=accuracy, confidence=confidence, delta=delta, noise=noise
         )
 
-    def release_synopsis(self, name: str, columns: Any, *, epsilon: Any) -> Synopsis:
+    def release_synopsis(
+        self, name: str, columns: Sequence[str], *, epsilon: NumberInput
+    ) -> Synopsis:
         """Publish a noisy histogram of the session's table over ``columns`` once (cost ε);
         :meth:`query_synopsis` then answers from it for free (post-processing)."""
         return self._curator.release_synopsis(
             SESSION_ANALYST, name, self.table, columns, epsilon=epsilon
         )
 
-    def query_synopsis(self, name: str, sql: str, *, confidence: float = 0.95) -> dict[str, Any]:
+    def query_synopsis(
+        self, name: str, sql: str, *, confidence: float = 0.95
+    ) -> dict[str, JsonValue]:
         """Answer ``sql`` from synopsis ``name``: no data access, no cost.
 
         >>> import pandas as pd
@@ -253,14 +304,14 @@ class Session:
     @property
     def remaining_epsilon(self) -> float:
         """ε left (rounded down)."""
-        return float(self._budget().to_dict()["remaining_epsilon"])
+        return float_down(self._budget().remaining_epsilon)
 
     @property
     def remaining_delta(self) -> float:
         """δ left (rounded down)."""
-        return float(self._budget().to_dict()["remaining_delta"])
+        return float_down(self._budget().remaining_delta)
 
-    def _budget(self) -> Any:
+    def _budget(self) -> BudgetRecord:
         return self._curator.ledger.budget(SESSION_ANALYST, self.table)
 
     def close(self) -> None:
@@ -283,3 +334,25 @@ class Session:
         where = "in memory" if self._curator.ledger.in_memory else str(self._curator.ledger.path)
         d = "" if b.delta == 0 else f", δ {format_number(float(b.remaining_delta))} left"
         return f"Session({self.table}: ε {left} of {total} left{d}, ledger {where})"
+
+
+def _request(
+    sql: str, epsilon: NumberInput, delta: NumberInput, confidence: float, noise: Noise | str
+) -> Request:
+    """The session's query as the curator's request (parsed once, by :meth:`Request.parse`)."""
+    return Request.parse(sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise)
+
+
+def _basic_budget(
+    epsilon: NumberInput | None, delta: NumberInput, budget: Budget | None
+) -> tuple[Fraction, Fraction]:
+    """(ε, δ) exactly, when the session's budget is given as ``epsilon``/``delta`` ((0, 0)
+    with a ``budget``); exactly one of ``epsilon`` and ``budget`` is required."""
+    if (budget is None) == (epsilon is None):
+        raise ParameterError("epsilon/budget", None, "exactly one of epsilon and budget")
+    if budget is not None:
+        return (Fraction(0), Fraction(0))
+    return (
+        as_budget_fraction("epsilon", epsilon, allow_zero=True),
+        as_budget_fraction("delta", delta, allow_zero=True),
+    )

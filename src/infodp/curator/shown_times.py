@@ -16,7 +16,7 @@ the data owner's audit; every view an analyst gets passes through :func:`coarse_
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any
+from collections.abc import Mapping
 
 __all__ = ["coarse_entry", "coarse_time"]
 
@@ -28,10 +28,12 @@ def coarse_time(stamp: str | None) -> str | None:
     return _dt.datetime.fromisoformat(stamp).replace(microsecond=0).isoformat()
 
 
-def coarse_entry(entry: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a ledger entry's dict (``Entry.to_dict()``) with its times to the second."""
+def coarse_entry(entry: Mapping[str, object]) -> dict[str, object]:
+    """A copy of a ledger entry's dict (``Entry.to_dict()``, a synopsis listing) with its
+    times (text or None) to the second."""
     out = dict(entry)
     for field in ("created", "finished"):
-        if field in out:
-            out[field] = coarse_time(out[field])
+        stamp = out.get(field)
+        if isinstance(stamp, str):
+            out[field] = coarse_time(stamp)
     return out

@@ -36,7 +36,7 @@ import threading
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import duckdb
 
@@ -45,7 +45,11 @@ from infodp.curator.ledger import Ledger
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import LedgerError, ParameterError
 
+if TYPE_CHECKING:
+    from infodp._jsonable import JsonObject
+
 __all__ = [
+    "Reinitialised",
     "catalogue",
     "fingerprint",
     "ledger_path",
@@ -207,7 +211,7 @@ def _open_transient(
     return led
 
 
-def record_dataset(backend: DuckDBBackend, name: str, meta: dict[str, Any]) -> None:
+def record_dataset(backend: DuckDBBackend, name: str, meta: JsonObject) -> None:
     """Keep a dataset's declaration in the store too (for :func:`reinit_ledger`).
 
     >>> import tempfile, os
@@ -232,7 +236,7 @@ def record_dataset(backend: DuckDBBackend, name: str, meta: dict[str, Any]) -> N
 
 def catalogue(
     backend: DuckDBBackend, con: duckdb.DuckDBPyConnection | None = None
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, JsonObject]:
     """Every dataset's record in the store (name → what :func:`record_dataset` kept).
 
     A record's ``backend`` is ``"duckdb"`` (the default, a table in this file) or ``"spark"``
@@ -297,7 +301,14 @@ def fingerprint(backend: DuckDBBackend, table: str, schema: DatasetSchema) -> st
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def reinit_ledger(db: str | os.PathLike[str], *, timeout: float = 120.0) -> dict[str, Any]:
+class Reinitialised(TypedDict):
+    """What :func:`reinit_ledger` did: the store's id and the datasets restored (by name)."""
+
+    store_id: str
+    datasets: list[str]
+
+
+def reinit_ledger(db: str | os.PathLike[str], *, timeout: float = 120.0) -> Reinitialised:
     """Start a new, empty ledger for store ``db`` (the data owner's explicit decision).
 
     Every budget, entry, key and synopsis of the old ledger is forgotten; the registered
@@ -332,7 +343,7 @@ def reinit_ledger(db: str | os.PathLike[str], *, timeout: float = 120.0) -> dict
         ).fetchall()
     finally:
         con.close()
-    restored = []
+    restored: list[str] = []
     for name, meta_json in rows:
         meta = json.loads(meta_json)
         led.register_dataset(
@@ -348,4 +359,4 @@ def reinit_ledger(db: str | os.PathLike[str], *, timeout: float = 120.0) -> dict
         )
         restored.append(name)
     led.close()
-    return {"store_id": store_id, "datasets": restored}
+    return Reinitialised(store_id=store_id, datasets=restored)

@@ -21,11 +21,12 @@ import json
 import threading
 from collections import OrderedDict
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from infodp.errors import InternalError
 
 if TYPE_CHECKING:
+    from infodp._jsonable import JsonObject
     from infodp.accounting.accountant import Accountant, Budget
     from infodp.accounting.profile import PrivacyProfile
 
@@ -123,7 +124,7 @@ def remaining_of(text: str) -> Remaining:
 
 
 def spend_profile(
-    profile_spec: dict[str, Any] | str | None, epsilon: Fraction, delta: Fraction
+    profile_spec: JsonObject | str | None, epsilon: Fraction, delta: Fraction
 ) -> PrivacyProfile:
     """The privacy profile a query spends: its spec (dict or stored JSON text), or without
     one the (ε, δ) guarantee profile of its declaration."""

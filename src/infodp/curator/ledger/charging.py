@@ -21,13 +21,16 @@ import os
 import sqlite3
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING
 
 from infodp._exact import format_fraction
 from infodp.curator.ledger import accounts, integrity
 from infodp.curator.ledger.records import Budget, Entry, frac, text
 from infodp.errors import BudgetExceeded, InfodpError, InternalError, LedgerError, ParameterError
 from infodp.units import bits_to_nats, nats_to_bits
+
+if TYPE_CHECKING:
+    from infodp._jsonable import JsonObject
 
 __all__ = [
     "Charge",
@@ -65,7 +68,7 @@ class Charge:
     epsilon: Fraction
     delta: Fraction
     info_nats: float
-    profile_spec: dict[str, Any] | str | None = None
+    profile_spec: JsonObject | str | None = None
     declaration: tuple[str, bool] | None = None
 
     @property

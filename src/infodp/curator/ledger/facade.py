@@ -9,7 +9,7 @@ import secrets
 import sqlite3
 from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING
 
 from infodp.curator.ledger import grants, integrity, keys, synopses
 from infodp.curator.ledger.charging import Charge, charge, missing_budget, now, refund
@@ -28,6 +28,11 @@ from infodp.curator.ledger.records import (
     to_entry,
 )
 from infodp.curator.ledger.storage import Database, create_private
+from infodp.curator.ledger.synopses import SynopsisListing
+
+if TYPE_CHECKING:
+    from infodp._jsonable import JsonObject
+    from infodp.curator.ledger.grants import DatasetRow
 from infodp.errors import InternalError, LedgerError, ParameterError
 
 __all__ = ["Ledger"]
@@ -294,7 +299,7 @@ class Ledger:
         ``max_epsilon``/``max_delta`` cap what all analysts together may spend on it; the
         caps are sealed (:mod:`.integrity`).
         """
-        row = {
+        row: DatasetRow = {
             "name": name,
             "schema_json": schema_json,
             "rows": int(rows),
@@ -434,7 +439,7 @@ class Ledger:
         epsilon: Fraction,
         delta: Fraction,
         info_nats: float,
-        profile_spec: dict[str, Any] | str | None = None,
+        profile_spec: JsonObject | str | None = None,
         *,
         durable: bool = True,
         declaration: tuple[str, bool] | None = None,
@@ -492,7 +497,7 @@ class Ledger:
         """Mark a query that failed after touching the data: its cost stays spent."""
         self._completions.finish(entry_id, "failed", None, reason)
 
-    def complete(self, entry_id: int, result: dict[str, Any] | str) -> None:
+    def complete(self, entry_id: int, result: JsonObject | str) -> None:
         """Record the released answer of a reserved entry (a mapping, or its JSON text)."""
         text = result if isinstance(result, str) else json.dumps(result, allow_nan=False)
         self._completions.finish(entry_id, "released", text, None)
@@ -526,7 +531,7 @@ class Ledger:
             raise InternalError(f"no ledger entry {entry_id}")
         return to_entry(row)
 
-    def entry_profile(self, entry_id: int) -> dict[str, Any] | None:
+    def entry_profile(self, entry_id: int) -> JsonObject | None:
         """The privacy profile spec the entry was charged (``infodp.accounting.spec``)."""
         with self.db.read() as conn:
             row = conn.execute(
@@ -535,7 +540,7 @@ class Ledger:
         if row is None:
             raise InternalError(f"no ledger entry {entry_id}")
         spec = row["profile_json"]
-        out: dict[str, Any] | None = None if spec is None else json.loads(spec)
+        out: JsonObject | None = None if spec is None else json.loads(spec)
         return out
 
     def entry(self, entry_id: int) -> Entry:
@@ -548,7 +553,7 @@ class Ledger:
         """Entries, oldest first, optionally for one analyst and/or dataset."""
         self.flush()
         query = f"SELECT {ENTRY_COLUMNS} FROM entries WHERE 1=1"
-        args: list[Any] = []
+        args: list[str] = []
         if analyst is not None:
             query += " AND analyst = ?"
             args.append(analyst)
@@ -567,18 +572,18 @@ class Ledger:
         dataset: str,
         analyst: str,
         entry_id: int,
-        spec: dict[str, Any],
-        data: dict[str, Any],
+        spec: JsonObject,
+        data: JsonObject,
     ) -> None:
         """Store a released synopsis (already paid for by ``entry_id``)."""
         synopses.save(self.db, name, dataset, analyst, entry_id, spec, data)
 
     def synopsis(
         self, name: str, dataset: str | None = None
-    ) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
+    ) -> tuple[str, str, JsonObject, JsonObject]:
         """(dataset, analyst, spec, data) of a stored synopsis (of ``dataset`` when given)."""
         return synopses.load(self.db, name, dataset)
 
-    def synopses(self) -> list[dict[str, Any]]:
+    def synopses(self) -> list[SynopsisListing]:
         """Stored synopses (name, dataset, analyst, created)."""
         return synopses.listing(self.db)

@@ -9,21 +9,36 @@ from __future__ import annotations
 import json
 import secrets
 import sqlite3
+from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
+from typing import TypedDict
 
 from infodp.curator.ledger import integrity, keys
 from infodp.curator.ledger.charging import now
 from infodp.curator.ledger.storage import Database
 from infodp.errors import ParameterError
 
-__all__ = ["add_analyst", "register_dataset"]
+__all__ = ["DatasetRow", "add_analyst", "register_dataset"]
 
 
-def register_dataset(db: Database, store_id: str, row: dict[str, Any]) -> None:
+class DatasetRow(TypedDict):
+    """The columns of a ``datasets`` row its registration writes (``created`` is added)."""
+
+    name: str
+    schema_json: str
+    rows: int
+    source: str
+    info_cap_bits: float | None
+    unit_rows_ok: int
+    max_epsilon: str | None
+    max_delta: str | None
+    fingerprint: str | None
+
+
+def register_dataset(db: Database, store_id: str, row: DatasetRow) -> None:
     """Insert a datasets row (the caller's columns plus ``created``) and its seal."""
     with db.guarded() as conn:
-        _refuse_duplicate(conn, row["name"], row.get("fingerprint"))
+        _refuse_duplicate(conn, row["name"], row["fingerprint"])
         _insert(conn, "datasets", {**row, "created": now()})
         stored = conn.execute("SELECT * FROM datasets WHERE name = ?", (row["name"],)).fetchone()
         _seal(conn, "datasets", stored, integrity.dataset_seal(store_id, stored))
@@ -83,7 +98,8 @@ def _refuse_duplicate(conn: sqlite3.Connection, name: str, fingerprint: str | No
         )
 
 
-def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> None:
+def _insert(conn: sqlite3.Connection, table: str, row: Mapping[str, object]) -> None:
+    """Insert ``row`` (column name → a value sqlite3 adapts) into ``table``."""
     columns = ", ".join(row)
     marks = ", ".join("?" * len(row))
     conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", tuple(row.values()))

@@ -238,30 +238,54 @@ def verify_entries(
     checkpoint (``full``: from the start) on, the head, the totals and the seals; with
     ``full`` also every accountant state."""
     cp = None if full else load_checkpoint(conn)
-    prev, start = "", 0
-    if cp is not None:
-        row = conn.execute("SELECT chain FROM entries WHERE id = ?", (cp.id,)).fetchone()
-        if row is None or row["chain"] != cp.chain:
-            return [f"the verified entry {cp.id} is missing or was altered"], 0, None
-        prev, start = cp.chain, cp.id
+    if cp is not None and not _checkpoint_holds(conn, cp):
+        return [f"the verified entry {cp.id} is missing or was altered"], 0, None
     rows = conn.execute(
         "SELECT id, analyst, dataset, sql, epsilon, delta, info_nats, created, chain, status "
         "FROM entries WHERE id > ? ORDER BY id",
-        (start,),
+        (0 if cp is None else cp.id,),
     ).fetchall()
-    for row in rows:
-        want = chain(prev, store_id, tuple(row)[:8])
-        if row["chain"] != want:
-            return [f"entry {row['id']} does not match the hash chain"], len(rows), None
-        prev = want
+    broken = _chain_break(rows, "" if cp is None else cp.chain, store_id)
+    if broken is not None:
+        return [f"entry {broken} does not match the hash chain"], len(rows), None
+    problems = _state_problems(conn, store_id, cp, rows, full)
+    last = conn.execute("SELECT id, chain FROM entries ORDER BY id DESC LIMIT 1").fetchone()
+    return problems, len(rows), None if last is None else (last["id"], last["chain"])
+
+
+def _state_problems(
+    conn: sqlite3.Connection,
+    store_id: str,
+    cp: Checkpoint | None,
+    rows: list[sqlite3.Row],
+    full: bool,
+) -> list[str]:
+    """What the ledger's state gets wrong beside the chain of ``rows``: the head, the spend
+    totals, the seals (of a current-format ledger) and, ``full``, the accountant states."""
     problems = _check_head(conn)
     problems += check_totals(conn) if cp is None else _totals_from(conn, cp, rows)
     if stored_format(conn) == FORMAT:
         problems += check_seals(conn, store_id)
     if full:
         problems += check_accountants(conn)
-    last = conn.execute("SELECT id, chain FROM entries ORDER BY id DESC LIMIT 1").fetchone()
-    return problems, len(rows), None if last is None else (last["id"], last["chain"])
+    return problems
+
+
+def _checkpoint_holds(conn: sqlite3.Connection, cp: Checkpoint) -> bool:
+    """The checkpoint's entry is still there with the chain value it verified."""
+    row = conn.execute("SELECT chain FROM entries WHERE id = ?", (cp.id,)).fetchone()
+    return row is not None and bool(row["chain"] == cp.chain)
+
+
+def _chain_break(rows: list[sqlite3.Row], prev: str, store_id: str) -> int | None:
+    """The id of the first of ``rows`` (after chain value ``prev``) whose chain value is not
+    the hash of its predecessor's and its own fields, or None when the chain holds."""
+    for row in rows:
+        want = chain(prev, store_id, tuple(row)[:8])
+        if row["chain"] != want:
+            return int(row["id"])
+        prev = want
+    return None
 
 
 def stored_format(conn: sqlite3.Connection) -> str:

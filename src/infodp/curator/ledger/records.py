@@ -16,11 +16,14 @@ import math
 import sqlite3
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 from infodp._exact import float_down, float_up
 from infodp.curator.ledger.accounts import accountant_of, can_spend, remaining_of
 from infodp.units import nats_to_bits
+
+if TYPE_CHECKING:
+    from infodp._jsonable import JsonObject, JsonValue
 
 __all__ = [
     "BUDGET_COLUMNS",
@@ -88,7 +91,7 @@ class Budget:
         """The notebook view: who, on what, the budget, what is spent and what is left."""
         from infodp._report import summary_table
 
-        rows: list[tuple[str, Any]] = [
+        rows: list[tuple[str, str | Fraction]] = [
             ("analyst", self.analyst),
             ("dataset", self.dataset),
             ("currency", self.currency),
@@ -155,9 +158,9 @@ class Budget:
         )
         return eps, Fraction(float(left["delta"]))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready numbers (floats rounded *down* for remaining, *up* for spent)."""
-        out: dict[str, Any] = {
+        out: JsonObject = {
             "analyst": self.analyst,
             "dataset": self.dataset,
             "currency": self.currency,
@@ -178,11 +181,17 @@ class Budget:
             acc = accountant_of(self.accountant_json)
             out["accountant"] = {
                 "budget": acc.budget.to_dict(),
-                "remaining": remaining_of(self.accountant_json),
+                "remaining": _json_keys(remaining_of(self.accountant_json)),
                 "note": "the accountant's currency is enforced; spent_epsilon/spent_delta above "
                 "are the basic-composition totals, for information",
             }
         return out
+
+
+def _json_keys(left: float | dict[float, float] | dict[str, float]) -> JsonValue:
+    """An accountant's figure left with its keys as JSON writes them (an RDP order 2.0 as
+    "2.0")."""
+    return {str(k): v for k, v in left.items()} if isinstance(left, dict) else left
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +232,7 @@ class KeyRecord:
     created: str
     revoked: str | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready view."""
         return {
             "key_id": self.key_id,
@@ -251,7 +260,7 @@ class Entry:
     result_json: str | None
     error: str | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready view (cost as floats rounded up, plus exact fractions)."""
         return {
             "id": self.id,

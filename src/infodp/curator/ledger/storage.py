@@ -37,6 +37,7 @@ import urllib.parse
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from infodp._retry import retry
 from infodp.errors import InfodpError, InternalError, LedgerError
@@ -500,15 +501,8 @@ def group_of(db: Database) -> GroupCommit:
         key = (os.getpid(), db.identity, db.tag, db.absolute)
     # The database holds its group (the registry's values are weak: without this reference
     # each write would make a new one, ~10 us).
-    held = db._held_group
-    if held is not None and held[0] == key:
-        return held[1]
-    with _REGISTRY_LOCK:
-        group = _GROUPS.get(key)
-        if group is None:
-            group = _GROUPS[key] = GroupCommit()
-    db._held_group = (key, group)
-    return group
+    db._held_group = _held(db._held_group, key, _GROUPS, GroupCommit)
+    return db._held_group[1]
 
 
 def writers_of(db: Database) -> Writers:
@@ -516,12 +510,26 @@ def writers_of(db: Database) -> Writers:
     key: tuple[object, ...] = (os.getpid(), id(db))
     if not db.in_memory:
         key = (os.getpid(), db.absolute)
-    held = db._held_writers  # held by the database, as its group (see group_of)
+    # Held by the database, as its group (see group_of).
+    db._held_writers = _held(db._held_writers, key, _WRITERS, Writers)
+    return db._held_writers[1]
+
+
+_Shared = TypeVar("_Shared", GroupCommit, Writers)
+
+
+def _held(
+    held: tuple[tuple[object, ...], _Shared] | None,
+    key: tuple[object, ...],
+    registry: weakref.WeakValueDictionary[tuple[object, ...], _Shared],
+    make: Callable[[], _Shared],
+) -> tuple[tuple[object, ...], _Shared]:
+    """(``key``, its shared object): ``held`` when it is ``key``'s, else the registry's (made
+    when there is none)."""
     if held is not None and held[0] == key:
-        return held[1]
+        return held
     with _REGISTRY_LOCK:
-        writers = _WRITERS.get(key)
-        if writers is None:
-            writers = _WRITERS[key] = Writers()
-    db._held_writers = (key, writers)
-    return writers
+        shared = registry.get(key)
+        if shared is None:
+            shared = registry[key] = make()
+    return (key, shared)

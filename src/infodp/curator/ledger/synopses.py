@@ -16,13 +16,25 @@ error for an unknown name lists no other synopsis names.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from infodp.curator.ledger.charging import now
 from infodp.curator.ledger.storage import Database
 from infodp.errors import ParameterError
 
-__all__ = ["listing", "load", "save"]
+if TYPE_CHECKING:
+    from infodp._jsonable import JsonObject
+
+__all__ = ["SynopsisListing", "listing", "load", "save"]
+
+
+class SynopsisListing(TypedDict):
+    """A stored synopsis as :func:`listing` shows it (no spec, no counts)."""
+
+    name: str
+    dataset: str
+    analyst: str
+    created: str
 
 
 def save(
@@ -31,8 +43,8 @@ def save(
     dataset: str,
     analyst: str,
     entry_id: int,
-    spec: dict[str, Any],
-    data: dict[str, Any],
+    spec: JsonObject,
+    data: JsonObject,
 ) -> None:
     """Store a released synopsis (already paid for by ``entry_id``)."""
     with db.transaction() as conn:
@@ -49,7 +61,7 @@ def save(
 
 def load(
     db: Database, name: str, dataset: str | None = None
-) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
+) -> tuple[str, str, JsonObject, JsonObject]:
     """(dataset, analyst, spec, data) of a stored synopsis (of ``dataset`` when given)."""
     query = "SELECT dataset, analyst, spec_json, data_json FROM synopses WHERE name = ?"
     args: tuple[str, ...] = (name,)
@@ -71,10 +83,15 @@ def load(
     )
 
 
-def listing(db: Database) -> list[dict[str, Any]]:
+def listing(db: Database) -> list[SynopsisListing]:
     """Stored synopses (name, dataset, analyst, created)."""
     with db.read() as conn:
         rows = conn.execute(
             "SELECT name, dataset, analyst, created FROM synopses ORDER BY name"
         ).fetchall()
-    return [{k: r[k] for k in ("name", "dataset", "analyst", "created")} for r in rows]
+    return [
+        SynopsisListing(
+            name=r["name"], dataset=r["dataset"], analyst=r["analyst"], created=r["created"]
+        )
+        for r in rows
+    ]

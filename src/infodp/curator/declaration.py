@@ -1,0 +1,339 @@
+"""The data owner's declaration, validated: pydantic models of its keys and the domain rules.
+
+The models below are the one description of what a declaration may hold; :func:`declared_schema`
+turns a validated model into the immutable :class:`~infodp.curator.schema.DatasetSchema`. Each
+field is checked on the raw value the owner wrote (``mode="before"``) and holds its typed value
+afterwards. Domain rules raise ParameterError with the declaration's own path
+(``columns.age.bounds``); pydantic's key and shape errors are turned into the same form by
+:func:`_validated`. This module imports pydantic: :func:`~infodp.curator.schema.load_schema`
+imports it on first use, so a store's own (already validated) declaration is read back by
+:meth:`~infodp.curator.schema.DatasetSchema.from_dict` without it.
+
+>>> declared_schema({"table": "t", "privacy_unit": "row",
+...                  "columns": {"x": {"type": "int", "bounds": [0, 9]}}}).column("x").bounds
+(0.0, 9.0)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypeVar
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from infodp._validate import as_positive_int, as_real
+from infodp.curator.schema import COLUMN_TYPES, MAX_BOUND, ColumnSpec, DatasetSchema, NullPolicy
+from infodp.errors import ParameterError
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
+
+__all__ = ["ColumnDecl", "SchemaDecl", "declared_schema"]
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DECLARATION = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+_NUMERIC = ("int", "float")
+
+
+def _where(info: ValidationInfo) -> str:
+    return str((info.context or {}).get("where", "column"))
+
+
+def _with_required(data: object, keys: tuple[str, ...]) -> object:
+    """A mapping with every required key (a missing one as None, which its field's check
+    refuses with our message); anything else unchanged (pydantic refuses it)."""
+    if not isinstance(data, Mapping):
+        return data
+    return {**dict.fromkeys(keys), **data}
+
+
+class ColumnDecl(BaseModel):
+    """One column's declaration: ``{type, bounds?, categories?, nulls?}``."""
+
+    model_config = _DECLARATION
+
+    type: str
+    bounds: tuple[float, float] | None = None
+    categories: tuple[str, ...] | None = None
+    #: The raw null policy: read against the column's type and bounds by :func:`_nulls`.
+    nulls: object = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _present(cls, data: object) -> object:
+        return _with_required(data, ("type",))
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _type(cls, v: object, info: ValidationInfo) -> str:
+        if v not in COLUMN_TYPES:
+            raise ParameterError(f"{_where(info)}.type", v, f"one of {', '.join(COLUMN_TYPES)}")
+        return str(v)
+
+    # Bounds and categories are read only for a valid type (a bad type is the error shown).
+    @field_validator("bounds", mode="before")
+    @classmethod
+    def _bounds(cls, v: object, info: ValidationInfo) -> tuple[float, float] | None:
+        ctype = info.data.get("type")
+        return None if v is None or ctype is None else _check_bounds(_where(info), ctype, v)
+
+    @field_validator("categories", mode="before")
+    @classmethod
+    def _categories(cls, v: object, info: ValidationInfo) -> tuple[str, ...] | None:
+        ctype = info.data.get("type")
+        return None if v is None or ctype is None else _check_categories(_where(info), ctype, v)
+
+    @model_validator(mode="after")
+    def _rules(self, info: ValidationInfo) -> ColumnDecl:
+        if self.type == "category" and self.categories is None:
+            raise ParameterError(
+                f"{_where(info)}.categories",
+                None,
+                "declared for a category column (or declare the column as type: text)",
+            )
+        return self
+
+
+class SchemaDecl(BaseModel):
+    """The whole declaration (the columns are validated one by one, by name)."""
+
+    model_config = _DECLARATION
+
+    table: str
+    privacy_unit: str
+    max_rows_per_unit: int = 1
+    max_groups_per_unit: int | None = None
+    public_rows: int | None = None
+    public_max_rows: int | None = None
+    #: (name, raw column declaration) in the declared order.
+    columns: tuple[tuple[str, object], ...]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _present(cls, data: object) -> object:
+        return _with_required(data, ("table", "privacy_unit", "columns"))
+
+    @field_validator("table", "privacy_unit", mode="before")
+    @classmethod
+    def _ident(cls, v: object, info: ValidationInfo) -> str:
+        if v is None and info.field_name == "privacy_unit":
+            raise ParameterError("privacy_unit", None, "a user-id column name or 'row'")
+        return _identifier(str(info.field_name), v)
+
+    @field_validator("max_rows_per_unit", "max_groups_per_unit", mode="before")
+    @classmethod
+    def _limit(cls, v: object, info: ValidationInfo) -> int | None:
+        if v is None and info.field_name == "max_groups_per_unit":
+            return None
+        return as_positive_int(str(info.field_name), v)
+
+    @field_validator("public_rows", "public_max_rows", mode="before")
+    @classmethod
+    def _count(cls, v: object, info: ValidationInfo) -> int | None:
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ParameterError(str(info.field_name), v, "a non-negative integer number of rows")
+        return int(v)
+
+    @field_validator("columns", mode="before")
+    @classmethod
+    def _columns(cls, v: object) -> tuple[tuple[str, object], ...]:
+        if not isinstance(v, Mapping) or not v:
+            raise ParameterError("columns", v, "a non-empty mapping of column declarations")
+        return tuple((str(name), spec) for name, spec in v.items())
+
+    @model_validator(mode="after")
+    def _rules(self) -> SchemaDecl:
+        if self.privacy_unit == "row" and self.max_rows_per_unit != 1:
+            raise ParameterError(
+                "max_rows_per_unit", self.max_rows_per_unit, "1 when privacy_unit is 'row'"
+            )
+        rows, bound = self.public_rows, self.public_max_rows
+        if rows is not None and bound is not None and rows > bound:
+            raise ParameterError(
+                "public_max_rows", bound, f"at least public_rows ({rows}) when both are given"
+            )
+        return self
+
+
+def _identifier(name: str, value: object) -> str:
+    if not isinstance(value, str) or not _IDENT.match(value):
+        raise ParameterError(
+            name, value, "an identifier (letters, digits, _; not starting with a digit)"
+        )
+    return value
+
+
+def _check_bounds(where: str, ctype: str, raw: object) -> tuple[float, float]:
+    """``[low, high]`` of a numeric column as doubles, every rule checked on the raw pair."""
+    name = f"{where}.bounds"
+    if ctype not in _NUMERIC:
+        raise ParameterError(name, raw, "declared only for int or float columns")
+    if not isinstance(raw, (list, tuple)) or len(raw) != 2:
+        raise ParameterError(name, raw, "a pair [low, high]")
+    low = as_real(f"{name}[0]", raw[0])
+    high = as_real(f"{name}[1]", raw[1])
+    for broken, allowed in _bound_rules(ctype, low, high):
+        if broken:
+            raise ParameterError(name, raw, allowed)
+    return (low, high)
+
+
+def _bound_rules(ctype: str, low: float, high: float) -> tuple[tuple[bool, str], ...]:
+    """(rule broken, what is allowed) for a pair of finite doubles, in the order checked."""
+    is_int = ctype == "int"
+    return (
+        (not low <= high, "a pair [low, high] with low <= high"),
+        (is_int and not (low.is_integer() and high.is_integer()), "integers for an int column"),
+        # Quantile binning divides by the width: an infinite width would overflow inside the
+        # query, only for some rows (a data-dependent failure after the charge).
+        (not math.isfinite(high - low), "a pair whose width high - low is a finite double"),
+        # Sums, squares (VARIANCE, STDDEV) and their noise are computed in doubles: with
+        # bounds near 1e308 a SUM or MEDIAN answered inf and VARIANCE overflowed after the
+        # charge. Within ±1e100 a sum of squares over 2^63 rows (2^63 · 1e200) is finite.
+        (
+            max(abs(low), abs(high)) > MAX_BOUND,
+            f"bounds within [-{MAX_BOUND:g}, {MAX_BOUND:g}] (larger values overflow a double "
+            "in sums and squares)",
+        ),
+        (
+            is_int and not (low >= -(2.0**63) and high < 2.0**63),
+            "integers in [-2^63, 2^63) (an int column is BIGINT)",
+        ),
+    )
+
+
+def _check_categories(where: str, ctype: str, raw: object) -> tuple[str, ...]:
+    name = f"{where}.categories"
+    if ctype != "category":
+        raise ParameterError(name, raw, "declared only for category columns")
+    if not isinstance(raw, (list, tuple)) or not raw:
+        raise ParameterError(name, raw, "a non-empty list")
+    if len({str(c) for c in raw}) != len(raw):
+        raise ParameterError(name, raw, "a list without duplicates")
+    return tuple(str(c) for c in raw)
+
+
+def _nulls(where: str, spec: object, ctype: str) -> NullPolicy:
+    if spec is None or spec == "error":
+        return NullPolicy()
+    if spec == "drop":
+        return NullPolicy("drop")
+    if isinstance(spec, Mapping) and set(spec) == {"replace"}:
+        raw = spec["replace"]
+        if ctype in _NUMERIC:
+            return NullPolicy("replace", as_real(f"{where}.nulls.replace", raw))
+        if not isinstance(raw, str):
+            raise ParameterError(f"{where}.nulls.replace", raw, "a string")
+        return NullPolicy("replace", raw)
+    raise ParameterError(f"{where}.nulls", spec, "'error', 'drop' or {replace: VALUE}")
+
+
+def _check_replacement(where: str, nulls: NullPolicy, decl: ColumnDecl) -> None:
+    """A replacement value lies in the declared domain (inside the bounds, a category)."""
+    value, bounds, categories = nulls.value, decl.bounds, decl.categories
+    if isinstance(value, float) and bounds is not None and not bounds[0] <= value <= bounds[1]:
+        raise ParameterError(f"{where}.nulls.replace", value, f"inside the bounds {list(bounds)}")
+    if nulls.action == "replace" and categories is not None and value not in categories:
+        raise ParameterError(f"{where}.nulls.replace", value, "one of the declared categories")
+
+
+_Decl = TypeVar("_Decl", ColumnDecl, SchemaDecl)
+
+#: What a declaration that is not a mapping should be, by where it stands.
+_MAPPING_OF = {
+    "schema": "a mapping with keys table, privacy_unit, columns",
+    "column": "a mapping such as {type: int, bounds: [0, 1]}",
+}
+_NOT_A_MAPPING = frozenset({"model_type", "model_attributes_type", "dict_type"})
+
+
+def _validated(model: type[_Decl], data: object, where: str) -> _Decl:
+    """``model`` validated from ``data``; every failure is one ParameterError naming the field."""
+    try:
+        return model.model_validate(data, context={"where": where})
+    except ValidationError as err:
+        keys = tuple(model.model_fields)
+        raise _parameter_error(err.errors(include_url=False), data, where, keys) from None
+
+
+def _first(errors: list[ErrorDetails]) -> ErrorDetails:
+    """Unknown keys first (a misspelt key also leaves its field missing), else the first."""
+    return next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+
+
+def _parameter_error(
+    errors: list[ErrorDetails], data: object, where: str, keys: tuple[str, ...]
+) -> ParameterError:
+    """The error shown for pydantic's ``errors``, as our ParameterError."""
+    first = _first(errors)
+    cause = first.get("ctx", {}).get("error")
+    if isinstance(cause, ParameterError):
+        return cause
+    if first["type"] == "extra_forbidden" and isinstance(data, Mapping):
+        unknown = sorted(str(k) for k in data if k not in keys)
+        return ParameterError(where, unknown, "made of the keys " + ", ".join(keys))
+    if first["type"] in _NOT_A_MAPPING:
+        return ParameterError(where, data, _MAPPING_OF["schema" if where == "schema" else "column"])
+    loc = ".".join(str(x) for x in (where, *first["loc"]))
+    msg = str(first["msg"]).removeprefix("Input should be ").removeprefix("Value error, ")
+    return ParameterError(loc, first.get("input"), msg)
+
+
+def _column(name: str, spec: object) -> ColumnSpec:
+    _identifier("column name", name)
+    if name.startswith("__"):
+        raise ParameterError("column name", name, "a name not starting with '__' (reserved)")
+    where = f"columns.{name}"
+    decl = _validated(ColumnDecl, spec, where)
+    nulls = _nulls(where, decl.nulls, decl.type)
+    _check_replacement(where, nulls, decl)
+    return ColumnSpec(name, decl.type, decl.bounds, decl.categories, nulls)
+
+
+def _check_unit(unit: str, columns: tuple[ColumnSpec, ...]) -> None:
+    """The privacy unit's id column, when declared, has no bounds and no null policy."""
+    spec = next((c for c in columns if c.name.lower() == unit.lower()), None)
+    if (
+        unit != "row"
+        and spec is not None
+        and (spec.bounds is not None or spec.nulls.action != "error")
+    ):
+        raise ParameterError(
+            f"columns.{unit}", spec.to_dict(), "an id column without bounds or null policy"
+        )
+
+
+def declared_schema(data: Mapping[object, object]) -> DatasetSchema:
+    """The schema a declaration (already read from YAML/JSON) states, every rule checked.
+
+    >>> declared_schema({"table": "t", "privacy_unit": "row", "columns": {"x": {"typ": "int"}}})
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: columns.x must be made of the keys type, bounds, categories, nulls; got ['typ'].
+    """  # noqa: E501
+    decl = _validated(SchemaDecl, dict(data), "schema")
+    columns = tuple(_column(name, spec) for name, spec in decl.columns)
+    names = [c.name.lower() for c in columns]
+    if len(set(names)) != len(names):
+        raise ParameterError("columns", [c.name for c in columns], "distinct names")
+    _check_unit(decl.privacy_unit, columns)
+    return DatasetSchema(
+        decl.table,
+        decl.privacy_unit,
+        columns,
+        decl.max_rows_per_unit,
+        decl.max_groups_per_unit,
+        decl.public_rows,
+        decl.public_max_rows,
+    )
