@@ -25,7 +25,7 @@ from typing import Any
 from infodp.curator.cost import Noise, QueryCost, leakage_of, plan_cost, selection
 from infodp.curator.ledger import Ledger
 from infodp.curator.plan import QueryPlan
-from infodp.curator.request import Request
+from infodp.curator.request import NumberInput, Request
 from infodp.curator.schema import DatasetSchema
 from infodp.curator.sql import parse_query, referenced_table
 from infodp.errors import ParameterError
@@ -102,10 +102,10 @@ class PriceBook:
     def price(
         self,
         sql: str,
-        epsilon: object,
-        delta: object,
-        noise: object,
-        confidence: object,
+        epsilon: NumberInput,
+        delta: NumberInput,
+        noise: Noise | str,
+        confidence: float,
         *,
         reserving: bool = False,
     ) -> PricedQuery:
@@ -132,7 +132,12 @@ class PriceBook:
         return priced
 
     def _price_anew(
-        self, sql: str, epsilon: object, delta: object, noise: object, confidence: object
+        self,
+        sql: str,
+        epsilon: NumberInput,
+        delta: NumberInput,
+        noise: Noise | str,
+        confidence: float,
     ) -> PricedQuery:
         """:meth:`price` from the arguments and the declaration read from the ledger."""
         req = Request.parse(sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise)
