@@ -22,6 +22,7 @@ LAYERS: list[set[str]] = [
         "_validate",
         "_format",
         "_lazy",
+        "_np",
         "_jsonable",
         "_report",
         "_retry",

@@ -9,16 +9,11 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from infodp._lazy import lazy_module, loaded
+from infodp._lazy import loaded
+from infodp._np import np, npt  # scalar checks never import numpy
 from infodp.errors import ParameterError
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-else:
-    np = lazy_module("numpy")  # scalar checks never import it
 
 __all__ = [
     "ANALYST_NAME_RULE",

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from infodp._exact import float_up as _up
 from infodp._lazy import lazy_module
+from infodp._np import np, npt
 from infodp._validate import (
     as_alpha,
     as_alphas,
@@ -57,16 +58,12 @@ from infodp.accounting import rdp as _rdp
 from infodp.errors import ParameterError
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
     from infodp.accounting import discrete_gaussian as _dg
     from infodp.accounting import pld as _pldlib
     from infodp.accounting.pld import PrivacyLossDistribution
 else:
-    # Both on first use: a pure-ε profile answers α = 1, 2, ∞ and δ in closed form, so a
-    # Laplace query's leakage summary builds no PLD and no numpy array.
-    np = lazy_module("numpy")
+    # Both on first use (as numpy): a pure-ε profile answers α = 1, 2, ∞ and δ in closed
+    # form, so a Laplace query's leakage summary builds no PLD and no numpy array.
     _pldlib = lazy_module("infodp.accounting.pld")
     _dg = lazy_module("infodp.accounting.discrete_gaussian")
 

@@ -30,15 +30,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from infodp._lazy import lazy_module
+from infodp._np import np, npt
 from infodp._validate import as_positive, as_positive_int, as_real
 from infodp.errors import InternalError, ParameterError
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-else:
-    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 if TYPE_CHECKING:
     from infodp.accounting import PrivacyProfile
