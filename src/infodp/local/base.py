@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from infodp._jsonable import FieldsJSON
 from infodp._validate import as_positive_int
 from infodp.accounting import PrivacyProfile, pure_dp_profile
 from infodp.channel import Channel
@@ -65,7 +66,7 @@ def project_to_simplex(values: Any) -> FloatArray:
 
 
 @dataclass(frozen=True)
-class FrequencyEstimate:
+class FrequencyEstimate(FieldsJSON):
     """Unbiased frequencies, their variance (per item), and the consistent version.
 
     ``estimate`` is unbiased (it may be negative and need not sum to one); ``variance`` is
@@ -78,15 +79,6 @@ class FrequencyEstimate:
     variance: FloatArray
     consistent: FloatArray
     users: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary."""
-        return {
-            "estimate": self.estimate.tolist(),
-            "variance": self.variance.tolist(),
-            "consistent": self.consistent.tolist(),
-            "users": self.users,
-        }
 
 
 class LocalRandomizer(ABC):
