@@ -312,20 +312,9 @@ def inverse_binary_entropy_deficit(d: Any) -> float | FloatArray:
     >>> inverse_binary_entropy_deficit(math.log(2))
     0.5
     """
-    allowed = f"a deficit in [0, ln 2 = {LN2!r}] nats"
-    if np.ndim(d) == 0:
-        arr = np.asarray(as_real("d", d), dtype=np.float64)
-    else:
-        try:
-            arr = np.asarray(d, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ParameterError("d", d, allowed) from None
-        if not np.isfinite(arr).all():
-            raise ParameterError("d", d, allowed + " (finite, no NaN)")
-    if ((arr < 0) | (arr > LN2 + _LN2_SLACK)).any():
-        raise ParameterError("d", d, allowed)
-    out = np.vectorize(_inverse_deficit_scalar, otypes=[np.float64])(np.minimum(arr, LN2))
-    if arr.ndim == 0:
+    arr, scalar = _as_unit_interval_entropy(d, "d", "a deficit")
+    out = np.vectorize(_inverse_deficit_scalar, otypes=[np.float64])(arr)
+    if scalar:
         return float(out)
     return np.asarray(out, dtype=np.float64)
 
@@ -355,18 +344,21 @@ def inverse_binary_entropy(h: Any) -> float | FloatArray:
     return np.asarray(out, dtype=np.float64)
 
 
-def _as_unit_interval_entropy(value: Any) -> tuple[FloatArray, bool]:
-    """Validate entropies h ∈ [0, ln 2] (with a 1e-12 rounding slack above ln 2)."""
-    allowed = f"an entropy in [0, ln 2 = {LN2!r}] nats"
+def _as_unit_interval_entropy(
+    value: Any, name: str = "h", what: str = "an entropy"
+) -> tuple[FloatArray, bool]:
+    """Validate nats in [0, ln 2] (entropies h, or deficits ln 2 − h), with a 1e-12 rounding
+    slack above ln 2; returns them clipped to ln 2, and whether ``value`` was a scalar."""
+    allowed = f"{what} in [0, ln 2 = {LN2!r}] nats"
     if np.ndim(value) == 0:
-        arr = np.asarray(as_real("h", value), dtype=np.float64)
+        arr = np.asarray(as_real(name, value), dtype=np.float64)
     else:
         try:
             arr = np.asarray(value, dtype=np.float64)
         except (TypeError, ValueError):
-            raise ParameterError("h", value, allowed) from None
+            raise ParameterError(name, value, allowed) from None
         if not np.isfinite(arr).all():
-            raise ParameterError("h", value, allowed + " (finite, no NaN)")
+            raise ParameterError(name, value, allowed + " (finite, no NaN)")
     if ((arr < 0) | (arr > LN2 + _LN2_SLACK)).any():
-        raise ParameterError("h", value, allowed)
+        raise ParameterError(name, value, allowed)
     return np.minimum(arr, LN2), arr.ndim == 0
