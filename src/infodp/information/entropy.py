@@ -159,10 +159,7 @@ def binary_entropy(p: Any) -> float | FloatArray:
     0.346515
     """
     arr, scalar = _as_unit_interval("p", p)
-    out = np.vectorize(_binary_entropy_scalar, otypes=[np.float64])(arr)
-    if scalar:
-        return float(out)
-    return np.asarray(out, dtype=np.float64)
+    return _elementwise(_binary_entropy_scalar, arr, scalar)
 
 
 def _binary_logs(p: float) -> FloatArray:
@@ -288,10 +285,7 @@ def binary_entropy_deficit(x: Any) -> float | FloatArray:
     arr, scalar = _as_unit_interval("x", x)
     if (arr > 0.5).any():
         raise ParameterError("x", x, "a distance from ½ in [0, 0.5]")
-    out = np.vectorize(_deficit_scalar, otypes=[np.float64])(arr)
-    if scalar:
-        return float(out)
-    return np.asarray(out, dtype=np.float64)
+    return _elementwise(_deficit_scalar, arr, scalar)
 
 
 @overload
@@ -313,10 +307,7 @@ def inverse_binary_entropy_deficit(d: Any) -> float | FloatArray:
     0.5
     """
     arr, scalar = _as_unit_interval_entropy(d, "d", "a deficit")
-    out = np.vectorize(_inverse_deficit_scalar, otypes=[np.float64])(arr)
-    if scalar:
-        return float(out)
-    return np.asarray(out, dtype=np.float64)
+    return _elementwise(_inverse_deficit_scalar, arr, scalar)
 
 
 @overload
@@ -338,7 +329,12 @@ def inverse_binary_entropy(h: Any) -> float | FloatArray:
     0.11
     """
     arr, scalar = _as_unit_interval_entropy(h)
-    out = np.vectorize(_inverse_binary_entropy_scalar, otypes=[np.float64])(arr)
+    return _elementwise(_inverse_binary_entropy_scalar, arr, scalar)
+
+
+def _elementwise(fn: Callable[[float], float], arr: FloatArray, scalar: bool) -> float | FloatArray:
+    """``fn`` on every entry of ``arr``: a float for a scalar input, else a float64 array."""
+    out = np.vectorize(fn, otypes=[np.float64])(arr)
     if scalar:
         return float(out)
     return np.asarray(out, dtype=np.float64)
