@@ -23,6 +23,7 @@ LAYERS: list[set[str]] = [
         "_format",
         "_lazy",
         "_np",
+        "_scipy",
         "_jsonable",
         "_report",
         "_retry",

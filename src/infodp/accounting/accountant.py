@@ -147,11 +147,7 @@ class Budget:
     @classmethod
     def basic(cls, epsilon: Any, delta: Any = 0) -> Budget:
         """(ε, δ) under basic composition: the spends' exact (ε, δ) add up."""
-        return cls(
-            "basic",
-            epsilon=exact_amount("epsilon", epsilon),
-            delta=exact_amount("delta", delta, probability=True),
-        )
+        return cls._epsilon_delta("basic", epsilon, delta)
 
     @classmethod
     def pure(cls, epsilon: Any) -> Budget:
@@ -161,8 +157,12 @@ class Budget:
     @classmethod
     def approx(cls, epsilon: Any, delta: Any) -> Budget:
         """(ε, δ)-DP budget (tight PLD composition)."""
+        return cls._epsilon_delta("approx", epsilon, delta)
+
+    @classmethod
+    def _epsilon_delta(cls, currency: str, epsilon: Any, delta: Any) -> Budget:
         return cls(
-            "approx",
+            currency,
             epsilon=exact_amount("epsilon", epsilon),
             delta=exact_amount("delta", delta, probability=True),
         )

@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 from infodp._exact import float_up
-from infodp._lazy import lazy_module
 from infodp._np import np, npt
+from infodp._scipy import optimize
 from infodp._validate import (
     as_alpha,
     as_nonnegative,
@@ -29,8 +29,6 @@ from infodp._validate import (
 )
 from infodp.errors import ParameterError
 from infodp.units import LN2
-
-optimize = lazy_module("scipy.optimize")  # loaded on first use
 
 __all__ = [
     "approx_dp_to_approx_dp",

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, overload
 from infodp._exact import float_up as _up
 from infodp._lazy import lazy_module
 from infodp._np import np, npt
+from infodp._scipy import special
 from infodp._validate import (
     as_alpha,
     as_alphas,
@@ -67,7 +68,6 @@ else:
     _pldlib = lazy_module("infodp.accounting.pld")
     _dg = lazy_module("infodp.accounting.discrete_gaussian")
 
-special = lazy_module("scipy.special")  # loaded on first use
 
 __all__ = [
     "DEFAULT_INTERVAL",

@@ -454,7 +454,21 @@ def _halfwidth(mech: _AdditiveLattice, beta: float) -> int:
 _HALFWIDTHS: dict[tuple[Any, float], int] = {}
 
 
-class _SnappedReal(_AdditiveLattice):
+class _OnGrid:
+    """A mechanism releasing on a grid: a frozen dataclass with a field ``grid``, resolved to
+    a power of two in ``__post_init__``, which is its unit."""
+
+    if TYPE_CHECKING:
+        grid: float | None
+
+    @property
+    def _unit(self) -> float:
+        if self.grid is None:
+            raise InternalError("grid not resolved")
+        return self.grid
+
+
+class _SnappedReal(_OnGrid, _AdditiveLattice):
     """A real-valued lattice mechanism: inputs are snapped to ``grid``, sensitivity is real.
 
     Subclasses are frozen dataclasses with fields ``sensitivity`` and ``grid`` (resolved to a
@@ -463,13 +477,6 @@ class _SnappedReal(_AdditiveLattice):
 
     if TYPE_CHECKING:
         sensitivity: float
-        grid: float | None
-
-    @property
-    def _unit(self) -> float:
-        if self.grid is None:
-            raise InternalError("grid not resolved")
-        return self.grid
 
     @property
     def _sensitivity(self) -> float:
