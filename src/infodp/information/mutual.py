@@ -30,7 +30,7 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from infodp._validate import SUM_TOLERANCE, as_probability_vector
+from infodp._validate import SUM_TOLERANCE, as_probability_vector, check_distribution
 from infodp.errors import ParameterError
 from infodp.information.divergence import (
     _as_orders,
@@ -122,16 +122,7 @@ def _as_joint(joint: Any, ndim: int) -> FloatArray:
         raise ParameterError(
             "joint", f"array of shape {arr.shape}", f"a non-empty {ndim}-d probability table"
         )
-    if not np.isfinite(arr).all():
-        raise ParameterError("joint must contain only finite numbers; found NaN or inf.")
-    if (arr < 0).any():
-        raise ParameterError(f"joint must be non-negative; found {float(arr.min())!r}.")
-    total = float(arr.sum())
-    if abs(total - 1.0) > SUM_TOLERANCE:
-        raise ParameterError(
-            f"joint must sum to 1 (within {SUM_TOLERANCE:g}); it sums to {total!r}."
-        )
-    return arr / total
+    return arr / check_distribution("joint", arr, show_min=True)
 
 
 # ---------------------------------------------------------------------------------------------
