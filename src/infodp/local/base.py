@@ -165,15 +165,18 @@ class LocalRandomizer(ABC):
         self, support: Any, users: int, *, true_frequencies: Any = None
     ) -> FrequencyEstimate:
         """Frequencies from support counts C_v (one per item) of ``users`` reports."""
-        n = as_positive_int("users", users)
-        c = np.asarray(support, dtype=np.float64)
-        if c.shape != (self.domain,):
-            raise ParameterError(
-                "support", f"shape {c.shape}", f"one count per item ({self.domain})"
-            )
+        c, n = self._support_counts(support, users, f"one count per item ({self.domain})")
         est = (c / n - self.q) / (self.p - self.q)
         f = np.clip(est, 0.0, 1.0) if true_frequencies is None else true_frequencies
         return FrequencyEstimate(est, self.variance(f, n), project_to_simplex(est), n)
+
+    def _support_counts(self, support: Any, users: int, allowed: str) -> tuple[FloatArray, int]:
+        """The validated support counts (``support_size`` of them) and number of users."""
+        n = as_positive_int("users", users)
+        c = np.asarray(support, dtype=np.float64)
+        if c.shape != (self.support_size,):
+            raise ParameterError("support", f"shape {c.shape}", allowed)
+        return c, n
 
     def estimate(self, reports: Sequence[Any]) -> FrequencyEstimate:
         """Frequencies from collected reports (server side; post-processing, free)."""
