@@ -23,6 +23,7 @@ rounding in the input cannot be amplified by 1/(α−1) near α = 1.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, overload
 
 import numpy as np
@@ -140,6 +141,20 @@ def _tilted_log_mean(logw: FloatArray, L: FloatArray, t: float) -> float:
     return float(tilted_log_mean(np.asarray(logw)[:, None], np.asarray(L)[:, None], t)[0])
 
 
+def _renyi_orders(
+    alphas: FloatArray, logp: FloatArray, logq: FloatArray, order_zero: Callable[[], float]
+) -> float | FloatArray:
+    """D_α(P‖Q) at each order of ``alphas`` (:func:`_renyi_from_logs`; α = 0 from
+    ``order_zero``, which needs more than the logs on supp P): a float for a scalar order."""
+    out = np.empty(alphas.shape, dtype=np.float64)
+    for index, a_raw in np.ndenumerate(alphas):
+        a = float(a_raw)
+        out[index] = order_zero() if a == 0.0 else _renyi_from_logs(logp, logq, a)
+    if out.ndim == 0:
+        return float(out)
+    return out
+
+
 def _renyi_from_logs(logp: FloatArray, logq: FloatArray, alpha: float) -> float:
     """D_α(P‖Q) from log-probabilities restricted to supp P (logp finite; logq may be −inf).
 
@@ -203,13 +218,7 @@ def renyi_divergence(p: Any, q: Any, alpha: Any) -> float | FloatArray:
     with np.errstate(divide="ignore"):
         logp = np.log(pn[support])
         logq = np.log(qn[support])
-    out = np.empty(alphas.shape, dtype=np.float64)
-    for index, a_raw in np.ndenumerate(alphas):
-        a = float(a_raw)
-        out[index] = _order_zero(pn, qn) if a == 0.0 else _renyi_from_logs(logp, logq, a)
-    if out.ndim == 0:
-        return float(out)
-    return out
+    return _renyi_orders(alphas, logp, logq, lambda: _order_zero(pn, qn))
 
 
 def kl_divergence(p: Any, q: Any) -> float:

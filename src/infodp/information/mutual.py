@@ -34,7 +34,7 @@ from infodp._validate import SUM_TOLERANCE, as_probability_vector, check_distrib
 from infodp.errors import ParameterError
 from infodp.information.divergence import (
     _as_orders,
-    _renyi_from_logs,
+    _renyi_orders,
     _tilted_log_mean,
     tilted_log_mean,
 )
@@ -267,13 +267,7 @@ def renyi_mutual_information(prior: Any, channel: Any, alpha: Any) -> float | Fl
     # log of P_X P_Y on the support of P_XY: log P(x) + log P_Y(y). Using log W − log P_Y for
     # the ratio keeps the P(x) factor out of the subtraction.
     logq = logp - (log_w - log_py[None, :])[support]
-    out = np.empty(alphas.shape, dtype=np.float64)
-    for index, a_raw in np.ndenumerate(alphas):
-        a = float(a_raw)
-        out[index] = _renyi_mi_order_zero(P, W) if a == 0.0 else _renyi_from_logs(logp, logq, a)
-    if out.ndim == 0:
-        return float(out)
-    return out
+    return _renyi_orders(alphas, logp, logq, lambda: _renyi_mi_order_zero(P, W))
 
 
 def _sibson_one(prior: FloatArray, W: FloatArray, alpha: float) -> float:
