@@ -141,15 +141,16 @@ def _tilted_log_mean(logw: FloatArray, L: FloatArray, t: float) -> float:
     return float(tilted_log_mean(np.asarray(logw)[:, None], np.asarray(L)[:, None], t)[0])
 
 
-def _renyi_orders(
-    alphas: FloatArray, logp: FloatArray, logq: FloatArray, order_zero: Callable[[], float]
-) -> float | FloatArray:
-    """D_α(P‖Q) at each order of ``alphas`` (:func:`_renyi_from_logs`; α = 0 from
-    ``order_zero``, which needs more than the logs on supp P): a float for a scalar order."""
-    out = np.empty(alphas.shape, dtype=np.float64)
-    for index, a_raw in np.ndenumerate(alphas):
-        a = float(a_raw)
-        out[index] = order_zero() if a == 0.0 else _renyi_from_logs(logp, logq, a)
+def _each(fn: Callable[[float], float], values: FloatArray) -> float | FloatArray:
+    """``fn`` at every entry of ``values`` (orders α, levels ε, probabilities): a float for a
+    0-d ``values``, else a float64 array of its shape.
+
+    >>> _each(lambda a: 2 * a, np.asarray(1.5)), _each(lambda a: 2 * a, np.array([0.0, 1.0]))
+    (3.0, array([0., 2.]))
+    """
+    out = np.empty(values.shape, dtype=np.float64)
+    for index, v in np.ndenumerate(values):
+        out[index] = fn(float(v))
     if out.ndim == 0:
         return float(out)
     return out
@@ -218,7 +219,9 @@ def renyi_divergence(p: Any, q: Any, alpha: Any) -> float | FloatArray:
     with np.errstate(divide="ignore"):
         logp = np.log(pn[support])
         logq = np.log(qn[support])
-    return _renyi_orders(alphas, logp, logq, lambda: _order_zero(pn, qn))
+    return _each(
+        lambda a: _order_zero(pn, qn) if a == 0.0 else _renyi_from_logs(logp, logq, a), alphas
+    )
 
 
 def kl_divergence(p: Any, q: Any) -> float:
@@ -295,16 +298,13 @@ def hockey_stick_divergence(p: Any, q: Any, epsilon: Any) -> float | FloatArray:
         logq = np.log(qn[support])
     w = pn[support]
     L = logp - logq  # +inf where q_i = 0 (logq = −inf, logp finite)
-    out = np.empty(eps.shape, dtype=np.float64)
-    for index, e_raw in np.ndenumerate(eps):
-        e = float(e_raw)
+
+    def at(e: float) -> float:
         if e == math.inf:
             # Limit ε → ∞: only the mass of P where Q vanishes remains.
-            out[index] = min(1.0, float(w[np.isposinf(L)].sum()))
-            continue
+            return min(1.0, float(w[np.isposinf(L)].sum()))
         above = e < L  # p_i > e^ε q_i
         gap = -np.expm1(e - L[above])  # 1 − e^ε q_i/p_i ∈ (0, 1]; L = +inf gives 1
-        out[index] = min(1.0, max(0.0, float(np.sum(w[above] * gap))))
-    if out.ndim == 0:
-        return float(out)
-    return out
+        return min(1.0, max(0.0, float(np.sum(w[above] * gap))))
+
+    return _each(at, eps)

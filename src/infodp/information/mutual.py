@@ -34,7 +34,8 @@ from infodp._validate import SUM_TOLERANCE, as_probability_vector, check_distrib
 from infodp.errors import ParameterError
 from infodp.information.divergence import (
     _as_orders,
-    _renyi_orders,
+    _each,
+    _renyi_from_logs,
     _tilted_log_mean,
     tilted_log_mean,
 )
@@ -267,7 +268,10 @@ def renyi_mutual_information(prior: Any, channel: Any, alpha: Any) -> float | Fl
     # log of P_X P_Y on the support of P_XY: log P(x) + log P_Y(y). Using log W − log P_Y for
     # the ratio keeps the P(x) factor out of the subtraction.
     logq = logp - (log_w - log_py[None, :])[support]
-    return _renyi_orders(alphas, logp, logq, lambda: _renyi_mi_order_zero(P, W))
+    return _each(
+        lambda a: _renyi_mi_order_zero(P, W) if a == 0.0 else _renyi_from_logs(logp, logq, a),
+        alphas,
+    )
 
 
 def _sibson_one(prior: FloatArray, W: FloatArray, alpha: float) -> float:
@@ -325,12 +329,7 @@ def sibson_mutual_information(prior: Any, channel: Any, alpha: Any) -> float | F
     W = _as_channel(channel)
     P = _as_prior(prior, W.shape[0])
     alphas = _as_orders(alpha)
-    out = np.empty(alphas.shape, dtype=np.float64)
-    for index, a in np.ndenumerate(alphas):
-        out[index] = _sibson_one(P, W, float(a))
-    if out.ndim == 0:
-        return float(out)
-    return out
+    return _each(lambda a: _sibson_one(P, W, a), alphas)
 
 
 def min_entropy_leakage(prior: Any, channel: Any) -> float:
