@@ -22,6 +22,8 @@ LAYERS: list[set[str]] = [
         "_validate",
         "_format",
         "_lazy",
+        "_np",
+        "_scipy",
         "_jsonable",
         "_report",
         "_retry",

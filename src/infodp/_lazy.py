@@ -63,8 +63,8 @@ class _LazyModule:
 def lazy_module(name: str) -> Any:
     """A stand-in for ``import name`` that imports on first use (scipy costs ~0.5 s).
 
-    Modules on the CLI's query path bind ``np = lazy_module("numpy")`` (and the real module
-    under ``if TYPE_CHECKING:``), so a query that never touches an array never imports numpy.
+    :mod:`infodp._np` and :mod:`infodp._scipy` hold the stand-ins the modules on the CLI's
+    query path import, so a query that never touches an array never imports numpy.
 
     >>> special = lazy_module("math")
     >>> special.sqrt(4.0)

@@ -9,16 +9,11 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from infodp._lazy import lazy_module, loaded
+from infodp._lazy import loaded
+from infodp._np import np, npt  # scalar checks never import numpy
 from infodp.errors import ParameterError
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-else:
-    np = lazy_module("numpy")  # scalar checks never import it
 
 __all__ = [
     "ANALYST_NAME_RULE",
@@ -31,6 +26,7 @@ __all__ = [
     "as_probability",
     "as_probability_vector",
     "as_real",
+    "check_distribution",
 ]
 
 # Tolerance for "sums to one" checks on probability vectors and channel rows.
@@ -156,13 +152,25 @@ def as_probability_vector(name: str, value: Any) -> npt.NDArray[np.float64]:
         raise ParameterError(name, "<non-numeric>", "a vector of probabilities") from None
     if arr.ndim != 1 or arr.size == 0:
         raise ParameterError(name, f"array of shape {arr.shape}", "a non-empty 1-d vector")
+    check_distribution(name, arr)
+    return arr
+
+
+def check_distribution(name: str, arr: npt.NDArray[np.float64], *, show_min: bool = False) -> float:
+    """Raise unless ``arr`` is finite, non-negative and sums to 1 within ``SUM_TOLERANCE``;
+    returns the sum. The message names a negative entry, or with ``show_min`` the least one.
+
+    >>> check_distribution("p", np.array([0.25, 0.75]))
+    1.0
+    """
     if not np.isfinite(arr).all():
         raise ParameterError(f"{name} must contain only finite numbers; found NaN or inf.")
     if (arr < 0).any():
-        raise ParameterError(f"{name} must be non-negative; found a negative entry.")
+        found = repr(float(arr.min())) if show_min else "a negative entry"
+        raise ParameterError(f"{name} must be non-negative; found {found}.")
     total = float(arr.sum())
     if abs(total - 1.0) > SUM_TOLERANCE:
         raise ParameterError(
             f"{name} must sum to 1 (within {SUM_TOLERANCE:g}); it sums to {total!r}."
         )
-    return arr
+    return total

@@ -146,31 +146,13 @@ class Client:
         self, sql: str, *, epsilon: Any, delta: Any = 0, confidence: float = 0.95
     ) -> dict[str, Any]:
         """Answer ``sql`` with DP noise, charged to this key's analyst (``Curator.query``)."""
-        return self.request(
-            "POST",
-            "/query",
-            {
-                "sql": sql,
-                "epsilon": _number(epsilon),
-                "delta": _number(delta),
-                "confidence": confidence,
-            },
-        )
+        return self.request("POST", "/query", _sql_request(sql, epsilon, delta, confidence))
 
     def estimate(
         self, sql: str, *, epsilon: Any, delta: Any = 0, confidence: float = 0.95
     ) -> dict[str, Any]:
         """Cost and accuracy of ``sql`` without spending (``plan_cost`` plus half-widths)."""
-        return self.request(
-            "POST",
-            "/estimate",
-            {
-                "sql": sql,
-                "epsilon": _number(epsilon),
-                "delta": _number(delta),
-                "confidence": confidence,
-            },
-        )
+        return self.request("POST", "/estimate", _sql_request(sql, epsilon, delta, confidence))
 
     def budgets(self) -> list[dict[str, Any]]:
         """This analyst's budgets on every dataset (``Ledger.budgets``, own rows only)."""
@@ -227,6 +209,16 @@ class Client:
         """Answer ``sql`` from synopsis ``name`` for free (``Curator.query_synopsis``)."""
         path = "/synopses/" + urllib.parse.quote(name, safe="") + "/query"
         return self.request("POST", path, {"sql": sql, "confidence": confidence})
+
+
+def _sql_request(sql: str, epsilon: Any, delta: Any, confidence: float) -> dict[str, Any]:
+    """The body of ``/query`` and ``/estimate``: the SQL and what it may spend."""
+    return {
+        "sql": sql,
+        "epsilon": _number(epsilon),
+        "delta": _number(delta),
+        "confidence": confidence,
+    }
 
 
 def _number(value: Any) -> float | str:

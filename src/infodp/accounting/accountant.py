@@ -69,6 +69,7 @@ from infodp._exact import float_down as _down
 from infodp._exact import float_up as _up
 from infodp._exact import format_fraction, parse_ratio
 from infodp._lazy import lazy_module
+from infodp._np import np
 from infodp._validate import as_alpha
 from infodp.accounting import rdp as _rdp
 from infodp.accounting.conversions import rdp_to_delta, rdp_to_epsilon
@@ -84,11 +85,8 @@ from infodp.accounting.spec import profile_from_spec, profile_to_spec
 from infodp.errors import BudgetExceeded, InternalError, ParameterError
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from infodp.accounting import pld as _pldlib
 else:
-    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
     _pldlib = lazy_module("infodp.accounting.pld")
 
 __all__ = ["CURRENCIES", "Accountant", "Budget", "exact_amount"]
@@ -149,11 +147,7 @@ class Budget:
     @classmethod
     def basic(cls, epsilon: Any, delta: Any = 0) -> Budget:
         """(ε, δ) under basic composition: the spends' exact (ε, δ) add up."""
-        return cls(
-            "basic",
-            epsilon=exact_amount("epsilon", epsilon),
-            delta=exact_amount("delta", delta, probability=True),
-        )
+        return cls._epsilon_delta("basic", epsilon, delta)
 
     @classmethod
     def pure(cls, epsilon: Any) -> Budget:
@@ -163,8 +157,12 @@ class Budget:
     @classmethod
     def approx(cls, epsilon: Any, delta: Any) -> Budget:
         """(ε, δ)-DP budget (tight PLD composition)."""
+        return cls._epsilon_delta("approx", epsilon, delta)
+
+    @classmethod
+    def _epsilon_delta(cls, currency: str, epsilon: Any, delta: Any) -> Budget:
         return cls(
-            "approx",
+            currency,
             epsilon=exact_amount("epsilon", epsilon),
             delta=exact_amount("delta", delta, probability=True),
         )

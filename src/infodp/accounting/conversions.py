@@ -15,10 +15,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 from infodp._exact import float_up
-from infodp._lazy import lazy_module
+from infodp._np import np, npt
+from infodp._scipy import optimize
 from infodp._validate import (
     as_alpha,
     as_nonnegative,
@@ -29,14 +29,6 @@ from infodp._validate import (
 )
 from infodp.errors import ParameterError
 from infodp.units import LN2
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-else:
-    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
-
-optimize = lazy_module("scipy.optimize")  # loaded on first use
 
 __all__ = [
     "approx_dp_to_approx_dp",

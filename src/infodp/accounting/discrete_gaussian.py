@@ -20,10 +20,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from infodp._lazy import lazy_module
-
-# scipy loads on first use, as in :mod:`infodp.accounting.pld`.
-special = lazy_module("scipy.special")
+from infodp._scipy import special  # loaded on first use, as in infodp.accounting.pld
 
 __all__ = [
     "EXACT_SIGMA",

@@ -39,7 +39,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from infodp._lazy import lazy_module
+# scipy loads on first use: the curator's per-query summaries of discrete Laplace
+# compositions (FFT products, Chernoff windows) run on numpy alone.
+from infodp._scipy import signal, special
 from infodp._validate import (
     as_nonnegative,
     as_positive,
@@ -54,11 +56,6 @@ from infodp.accounting.discrete_gaussian import log_normaliser_lower as _dgauss_
 from infodp.accounting.discrete_gaussian import log_outside_upper as _dgauss_log_out
 from infodp.accounting.rdp import _logsumexp_rows
 from infodp.errors import InternalError, ParameterError
-
-# scipy loads on first use: the curator's per-query summaries of discrete Laplace
-# compositions (FFT products, Chernoff windows) run on numpy alone.
-signal = lazy_module("scipy.signal")
-special = lazy_module("scipy.special")
 
 __all__ = ["MAX_POINTS", "TAIL_MASS", "PLDTooLarge", "PrivacyLossDistribution"]
 

@@ -33,6 +33,7 @@ minimum over the PLD, the RDP conversion and pure ε, each of which is itself an
 from __future__ import annotations
 
 import abc
+import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -42,6 +43,8 @@ from typing import TYPE_CHECKING, Any, overload
 
 from infodp._exact import float_up as _up
 from infodp._lazy import lazy_module
+from infodp._np import np, npt
+from infodp._scipy import special
 from infodp._validate import (
     as_alpha,
     as_alphas,
@@ -57,20 +60,15 @@ from infodp.accounting import rdp as _rdp
 from infodp.errors import ParameterError
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
     from infodp.accounting import discrete_gaussian as _dg
     from infodp.accounting import pld as _pldlib
     from infodp.accounting.pld import PrivacyLossDistribution
 else:
-    # Both on first use: a pure-ε profile answers α = 1, 2, ∞ and δ in closed form, so a
-    # Laplace query's leakage summary builds no PLD and no numpy array.
-    np = lazy_module("numpy")
+    # Both on first use (as numpy): a pure-ε profile answers α = 1, 2, ∞ and δ in closed
+    # form, so a Laplace query's leakage summary builds no PLD and no numpy array.
     _pldlib = lazy_module("infodp.accounting.pld")
     _dg = lazy_module("infodp.accounting.discrete_gaussian")
 
-special = lazy_module("scipy.special")  # loaded on first use
 
 __all__ = [
     "DEFAULT_INTERVAL",
@@ -436,8 +434,20 @@ def _internal(message: str) -> Exception:
 # ---- mechanism profiles ------------------------------------------------------------------
 
 
+class _NoiseProfile(PrivacyProfile):
+    """A value plus noise, of a query with sensitivity ``sensitivity`` (a dataclass field)."""
+
+    if TYPE_CHECKING:
+        sensitivity: float
+
+    def _group(self, k: int) -> PrivacyProfile:
+        # A group of k moves the query by at most k·Δ (triangle inequality): the same noise
+        # at sensitivity k·Δ is the group's exact profile. (mypy sees only the base's fields.)
+        return dataclasses.replace(self, sensitivity=self.sensitivity * k)  # type: ignore[call-arg]
+
+
 @dataclass(frozen=True)
-class LaplaceProfile(PrivacyProfile):
+class LaplaceProfile(_NoiseProfile):
     """Laplace mechanism: noise density exp(−|y|/scale)/(2·scale), L1 sensitivity."""
 
     scale: float
@@ -455,12 +465,9 @@ class LaplaceProfile(PrivacyProfile):
     def _pld(self, interval: float) -> PrivacyLossDistribution:
         return _pldlib.PrivacyLossDistribution.from_laplace(self.scale, self.sensitivity, interval)
 
-    def _group(self, k: int) -> PrivacyProfile:
-        return LaplaceProfile(self.scale, self.sensitivity * k)
-
 
 @dataclass(frozen=True)
-class GaussianProfile(PrivacyProfile):
+class GaussianProfile(_NoiseProfile):
     """Gaussian mechanism: noise N(0, σ²), L2 sensitivity."""
 
     sigma: float
@@ -482,9 +489,6 @@ class GaussianProfile(PrivacyProfile):
     def _pld(self, interval: float) -> PrivacyLossDistribution:
         return _pldlib.PrivacyLossDistribution.from_gaussian(self.sigma, self.sensitivity, interval)
 
-    def _group(self, k: int) -> PrivacyProfile:
-        return GaussianProfile(self.sigma, self.sensitivity * k)
-
     def _capacity(self) -> float | None:
         # One row moves the query inside a set of L2 diameter Δ, so any input law has total
         # variance E‖X − EX‖² = ½E‖X − X'‖² ≤ Δ²/2; with Gaussian noise I(X; X + N) ≤
@@ -494,7 +498,7 @@ class GaussianProfile(PrivacyProfile):
 
 
 @dataclass(frozen=True)
-class DiscreteLaplaceProfile(PrivacyProfile):
+class DiscreteLaplaceProfile(_NoiseProfile):
     """Discrete Laplace mechanism: P(k) ∝ exp(−|k|/scale) on the integers, integer sensitivity."""
 
     scale: float
@@ -520,12 +524,9 @@ class DiscreteLaplaceProfile(PrivacyProfile):
             self.scale, self.sensitivity, interval
         )
 
-    def _group(self, k: int) -> PrivacyProfile:
-        return DiscreteLaplaceProfile(self.scale, self.sensitivity * k)
-
 
 @dataclass(frozen=True)
-class DiscreteGaussianProfile(PrivacyProfile):
+class DiscreteGaussianProfile(_NoiseProfile):
     """Discrete Gaussian N_Z(0, σ²) (Canonne, Kamath & Steinke 2020), integer sensitivity."""
 
     sigma: float
@@ -548,9 +549,6 @@ class DiscreteGaussianProfile(PrivacyProfile):
         return _pldlib.PrivacyLossDistribution.from_discrete_gaussian(
             self.sigma, self.sensitivity, interval
         )
-
-    def _group(self, k: int) -> PrivacyProfile:
-        return DiscreteGaussianProfile(self.sigma, self.sensitivity * k)
 
 
 @dataclass(frozen=True)

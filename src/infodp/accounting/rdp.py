@@ -18,7 +18,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from infodp._lazy import lazy_module
+from infodp._np import np, npt
+from infodp._scipy import integrate, special
 from infodp._validate import (
     as_alpha,
     as_alphas,
@@ -28,15 +29,6 @@ from infodp._validate import (
     as_real,
 )
 from infodp.errors import ParameterError
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-else:
-    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
-
-integrate = lazy_module("scipy.integrate")  # loaded on first use
-special = lazy_module("scipy.special")
 
 __all__ = [
     "DEFAULT_ORDERS",

@@ -16,7 +16,18 @@ import numpy.typing as npt
 
 from infodp.channel._numerics import FloatArray, _spread
 
-__all__ = ["SimplexObjective", "damped_newton", "kkt_step"]
+__all__ = [
+    "MAX_NEWTON_SUPPORT",
+    "SimplexObjective",
+    "damped_newton",
+    "flagged_inputs",
+    "joined",
+    "kkt_step",
+    "newton_support",
+]
+
+#: At most this many inputs enter a Newton solve (its KKT system is dense).
+MAX_NEWTON_SUPPORT = 256
 
 
 class SimplexObjective(Protocol):
@@ -137,3 +148,57 @@ def damped_newton(
             value, g, state = objective.evaluate(support, cand)
         p_s = cand
     return support, p_s, steps
+
+
+# The capacity solvers (Shannon, Sibson) run Newton on a candidate support that they grow from
+# the certificate: the scores are D(W_x‖q) per input x, whose maximum is the upper bound.
+
+
+def newton_support(
+    scores: FloatArray, p: FloatArray, gap: float
+) -> tuple[npt.NDArray[np.intp], FloatArray]:
+    """The inputs scoring within 2·``gap`` of the best (the best ``MAX_NEWTON_SUPPORT`` of
+    them at most), with ``p`` restricted to them and renormalised.
+
+    >>> s, p_s = newton_support(np.array([1.0, 0.2, 0.9]), np.array([0.5, 0.3, 0.2]), 0.1)
+    >>> s.tolist(), p_s.round(3).tolist()
+    ([0, 2], [0.714, 0.286])
+    """
+    support = np.flatnonzero(float(np.max(scores)) - 2.0 * gap <= scores)
+    if len(support) > MAX_NEWTON_SUPPORT:
+        support = np.sort(np.argsort(-scores)[:MAX_NEWTON_SUPPORT])
+    p_s = np.maximum(p[support], 1e-300)
+    p_s /= p_s.sum()
+    return support, p_s
+
+
+def flagged_inputs(
+    scores: FloatArray, support: npt.NDArray[np.intp], lower: float
+) -> npt.NDArray[np.intp]:
+    """Inputs off ``support`` whose score is +∞ or above halfway from ``lower`` to the best.
+
+    >>> flagged_inputs(np.array([1.0, 0.2, 0.1, 0.9]), np.array([0]), 0.5).tolist()
+    [3]
+    """
+    upper = float(np.max(scores))
+    with np.errstate(invalid="ignore"):
+        flagged = np.flatnonzero(np.isposinf(scores) | (lower + 0.5 * (upper - lower) < scores))
+    return np.setdiff1d(flagged, support)
+
+
+def joined(
+    support: npt.NDArray[np.intp], p_s: FloatArray, new: npt.NDArray[np.intp]
+) -> tuple[npt.NDArray[np.intp], FloatArray]:
+    """``support`` with the inputs ``new`` added (1e-6 of mass between them), sorted.
+
+    >>> s, p_s = joined(np.array([2]), np.array([1.0]), np.array([0]))
+    >>> s.tolist(), p_s.round(7).tolist()
+    ([0, 2], [1e-06, 0.999999])
+    """
+    if not len(new):
+        return support, p_s
+    support = np.concatenate([support, new])
+    p_s = np.concatenate([p_s, np.full(len(new), 1e-6 / len(new))])
+    p_s /= p_s.sum()
+    order = np.argsort(support)
+    return support[order], p_s[order]

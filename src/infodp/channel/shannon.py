@@ -17,11 +17,15 @@ from infodp.channel._numerics import (
     _expand_outputs,
     _lse,
 )
-from infodp.channel.newton import damped_newton
+from infodp.channel.newton import (
+    MAX_NEWTON_SUPPORT,
+    damped_newton,
+    flagged_inputs,
+    joined,
+    newton_support,
+)
 from infodp.channel.result import CapacityResult, _Bracket
 from infodp.errors import InternalError
-
-_MAX_NEWTON_SUPPORT = 256
 
 
 class _MutualInformation:
@@ -125,12 +129,7 @@ def _shannon_capacity(matrix: FloatArray, tol: float, max_iter: int) -> Capacity
     rounds = 0
     if best.upper - best.lower > tol and n > 1:
         method = "Blahut-Arimoto + Newton on the support"
-        top = float(np.max(div))
-        support = np.flatnonzero(div >= top - 2.0 * (best.upper - best.lower))
-        if len(support) > _MAX_NEWTON_SUPPORT:
-            support = np.sort(np.argsort(-div)[:_MAX_NEWTON_SUPPORT])
-        p_s = np.maximum(p[support], 1e-300)
-        p_s /= p_s.sum()
+        support, p_s = newton_support(div, p, best.upper - best.lower)
         while rounds < 30 and iterations < max_iter:
             rounds += 1
             support, p_s, steps = damped_newton(
@@ -142,21 +141,11 @@ def _shannon_capacity(matrix: FloatArray, tol: float, max_iter: int) -> Capacity
             div = offer(p_new)
             if best.upper - best.lower <= tol:
                 break
-            lower_now = float(p_s @ div[support])
-            upper_now = float(np.max(div))
-            with np.errstate(invalid="ignore"):
-                flagged = np.flatnonzero(
-                    np.isposinf(div) | (div > lower_now + 0.5 * (upper_now - lower_now))
-                )
-            new = np.setdiff1d(flagged, support)
-            if len(support) + len(new) > _MAX_NEWTON_SUPPORT:
+            new = flagged_inputs(div, support, float(p_s @ div[support]))
+            if len(support) + len(new) > MAX_NEWTON_SUPPORT:
                 break
             if len(new):
-                support = np.concatenate([support, new])
-                p_s = np.concatenate([p_s, np.full(len(new), 1e-6 / len(new))])
-                p_s /= p_s.sum()
-                order = np.argsort(support)
-                support, p_s = support[order], p_s[order]
+                support, p_s = joined(support, p_s, new)
             elif steps <= 1:
                 break  # Newton cannot improve further: hand over to Blahut–Arimoto
         p = p_new if best.p is None else best.p

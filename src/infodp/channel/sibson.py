@@ -20,10 +20,8 @@ from infodp.channel._numerics import (
     _lse,
     _order_allowance,
 )
-from infodp.channel.newton import damped_newton
+from infodp.channel.newton import damped_newton, flagged_inputs, joined, newton_support
 from infodp.channel.result import CapacityResult
-
-_MAX_NEWTON_SUPPORT = 256
 
 
 class _SibsonObjective:
@@ -153,13 +151,7 @@ def _sibson_capacity(matrix: FloatArray, alpha: float, tol: float, max_iter: int
                 Wa = np.exp(np.where(W > 0, alpha * logW, -np.inf))
             p_cur = best_p / best_p.sum()
             step(np.maximum(_log(p_cur), -700.0))
-            D = last_D
-            gap = max(best_upper - best_lower, 0.0)
-            support = np.flatnonzero(float(np.max(D)) - 2.0 * gap <= D)
-            if len(support) > _MAX_NEWTON_SUPPORT:
-                support = np.sort(np.argsort(-D)[:_MAX_NEWTON_SUPPORT])
-            p_s = np.maximum(p_cur[support], 1e-300)
-            p_s /= p_s.sum()
+            support, p_s = newton_support(last_D, p_cur, max(best_upper - best_lower, 0.0))
             for _ in range(20):
                 support, p_s, steps = damped_newton(_SibsonObjective(Wa, alpha), support, p_s, 200)
                 p_new = np.zeros(n)
@@ -167,21 +159,10 @@ def _sibson_capacity(matrix: FloatArray, alpha: float, tol: float, max_iter: int
                 lower_now, _ = step(_log(p_new))
                 if done():
                     break
-                D = last_D
-                upper_now = float(np.max(D))
-                with np.errstate(invalid="ignore"):
-                    flagged = np.flatnonzero(
-                        np.isposinf(D) | (lower_now + 0.5 * (upper_now - lower_now) < D)
-                    )
-                new = np.setdiff1d(flagged, support)
+                new = flagged_inputs(last_D, support, lower_now)
                 if len(new) == 0 and steps <= 1:
                     break
-                if len(new):
-                    support = np.concatenate([support, new])
-                    p_s = np.concatenate([p_s, np.full(len(new), 1e-6 / len(new))])
-                    p_s /= p_s.sum()
-                    order = np.argsort(support)
-                    support, p_s = support[order], p_s[order]
+                support, p_s = joined(support, p_s, new)
             if done():
                 break
             log_p = np.maximum(_log(best_p), -700.0)

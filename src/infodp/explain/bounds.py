@@ -14,18 +14,12 @@ Rényi divergences are the tight Rényi-DP curve of pure ε-DP.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from infodp._lazy import lazy_module
+from infodp._np import np, npt
 from infodp._validate import as_alpha, as_nonnegative, as_positive, as_probability
 from infodp.errors import ParameterError
 from infodp.units import LN2
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-else:
-    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 __all__ = [
     "LN2",

@@ -80,8 +80,14 @@ def _curve(fn: Any, xs: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return np.array([_query(fn, float(x)) for x in xs], dtype=np.float64)
 
 
-def _finish(ax: Any, title: str, legend_loc: str) -> None:
-    """Readable axes: 10-pt labels, 9-pt ticks and legend (the report is read at 100%)."""
+def _axes() -> Any:
+    """The axes of a new report-sized figure (:func:`_finish` turns it into the SVG)."""
+    return Figure(figsize=(6.4, 4.6)).add_subplot()
+
+
+def _finish(ax: Any, title: str, legend_loc: str) -> str:
+    """The figure as an SVG, with readable axes: 10-pt labels, 9-pt ticks and legend (the
+    report is read at 100%)."""
     ax.set_title(title, fontsize=11)
     ax.xaxis.label.set_size(10)
     ax.yaxis.label.set_size(10)
@@ -89,6 +95,8 @@ def _finish(ax: Any, title: str, legend_loc: str) -> None:
     handles, _labels = ax.get_legend_handles_labels()
     if handles:
         ax.legend(fontsize=9, loc=legend_loc, framealpha=0.92)
+    ax.figure.tight_layout()
+    return svg_data_uri(ax.figure)
 
 
 def _spans_decades(*curves: npt.NDArray[np.float64]) -> bool:
@@ -98,8 +106,7 @@ def _spans_decades(*curves: npt.NDArray[np.float64]) -> bool:
 
 
 def _rdp_plot(ex: Explanation) -> str:
-    fig = Figure(figsize=(6.4, 4.6))
-    ax = fig.add_subplot()
+    ax = _axes()
     alphas = np.geomspace(1.0, 32.0, 48)
     p = ex.profile
     drawn: list[npt.NDArray[np.float64]] = []
@@ -153,9 +160,7 @@ def _rdp_plot(ex: Explanation) -> str:
     ax.set_xlabel("Rényi order α")
     ax.set_ylabel("nats per individual")
     ax.grid(True, alpha=0.3, which="both")
-    _finish(ax, PLOT_TITLES[0], "best")
-    fig.tight_layout()
-    return svg_data_uri(fig)
+    return _finish(ax, PLOT_TITLES[0], "best")
 
 
 def _rr_uniform_information(epsilon: float, alphas: npt.NDArray[np.float64]) -> Any:
@@ -179,8 +184,7 @@ def _rr_uniform_information(epsilon: float, alphas: npt.NDArray[np.float64]) -> 
 
 
 def _delta_plot(ex: Explanation) -> str:
-    fig = Figure(figsize=(6.4, 4.6))
-    ax = fig.add_subplot()
+    ax = _axes()
     p = ex.profile
     hi = ex.epsilon * 2.5 if math.isfinite(ex.epsilon) and ex.epsilon > 0 else 5.0
     eps = np.linspace(0.0, hi, 60)
@@ -201,14 +205,11 @@ def _delta_plot(ex: Explanation) -> str:
     if not ok.any():
         ax.text(0.5, 0.5, "δ(ε) = 0 for ε ≥ pure ε", transform=ax.transAxes, ha="center")
         ax.set_ylim(1e-12, 1.0)
-    _finish(ax, PLOT_TITLES[1], "upper right")
-    fig.tight_layout()
-    return svg_data_uri(fig)
+    return _finish(ax, PLOT_TITLES[1], "upper right")
 
 
 def _tradeoff_plot(ex: Explanation) -> str:
-    fig = Figure(figsize=(6.4, 4.6))
-    ax = fig.add_subplot()
+    ax = _axes()
     fpr = np.linspace(0.0, 1.0, 201)
     fnr = ex.tradeoff(fpr)
     ax.fill_between(fpr, 0.0, fnr, color="tab:blue", alpha=0.25, label="no test can reach here")
@@ -220,14 +221,11 @@ def _tradeoff_plot(ex: Explanation) -> str:
     ax.set_xlabel("false-positive rate (says 'in' when out)")
     ax.set_ylabel("false-negative rate")
     ax.grid(True, alpha=0.3)
-    _finish(ax, PLOT_TITLES[2], "upper right")
-    fig.tight_layout()
-    return svg_data_uri(fig)
+    return _finish(ax, PLOT_TITLES[2], "upper right")
 
 
 def _tail_plot(ex: Explanation) -> str:
-    fig = Figure(figsize=(6.4, 4.6))
-    ax = fig.add_subplot()
+    ax = _axes()
     bits = np.geomspace(0.01, 16.0, 400)
     levels = [(key, a) for key, a in LEVELS]
     if all(ex.tail_alpha != a for _, a in levels):
@@ -267,9 +265,7 @@ def _tail_plot(ex: Explanation) -> str:
     ax.set_xlabel("R (bits learned about one individual from one release)")
     ax.set_ylabel("P(leak ≥ R) at most")
     ax.grid(True, alpha=0.3)
-    _finish(ax, PLOT_TITLES[3], "upper right")
-    fig.tight_layout()
-    return svg_data_uri(fig)
+    return _finish(ax, PLOT_TITLES[3], "upper right")
 
 
 def _capacity(ex: Explanation, alpha: float) -> float | None:

@@ -21,10 +21,10 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from infodp._format import format_number as _num
-from infodp._lazy import lazy_module
+from infodp._np import np, npt
 from infodp._validate import (
     as_alpha,
     as_nonnegative,
@@ -43,12 +43,6 @@ from infodp.explain.bounds import (
     tradeoff_fnr,
 )
 from infodp.units import LN2, nats_to_bits
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-else:
-    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 __all__ = [
     "BITS_TO_EXTRACT",

@@ -23,12 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from infodp._lazy import lazy_module
+from infodp._scipy import integrate, special
 from infodp._validate import as_alpha, as_positive, as_real
 from infodp.errors import ParameterError
-
-integrate = lazy_module("scipy.integrate")  # loaded on first use
-special = lazy_module("scipy.special")
 
 __all__ = [
     "QuadratureResult",

@@ -23,6 +23,7 @@ rounding in the input cannot be amplified by 1/(α−1) near α = 1.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, overload
 
 import numpy as np
@@ -140,6 +141,21 @@ def _tilted_log_mean(logw: FloatArray, L: FloatArray, t: float) -> float:
     return float(tilted_log_mean(np.asarray(logw)[:, None], np.asarray(L)[:, None], t)[0])
 
 
+def _each(fn: Callable[[float], float], values: FloatArray) -> float | FloatArray:
+    """``fn`` at every entry of ``values`` (orders α, levels ε, probabilities): a float for a
+    0-d ``values``, else a float64 array of its shape.
+
+    >>> _each(lambda a: 2 * a, np.asarray(1.5)), _each(lambda a: 2 * a, np.array([0.0, 1.0]))
+    (3.0, array([0., 2.]))
+    """
+    out = np.empty(values.shape, dtype=np.float64)
+    for index, v in np.ndenumerate(values):
+        out[index] = fn(float(v))
+    if out.ndim == 0:
+        return float(out)
+    return out
+
+
 def _renyi_from_logs(logp: FloatArray, logq: FloatArray, alpha: float) -> float:
     """D_α(P‖Q) from log-probabilities restricted to supp P (logp finite; logq may be −inf).
 
@@ -203,13 +219,9 @@ def renyi_divergence(p: Any, q: Any, alpha: Any) -> float | FloatArray:
     with np.errstate(divide="ignore"):
         logp = np.log(pn[support])
         logq = np.log(qn[support])
-    out = np.empty(alphas.shape, dtype=np.float64)
-    for index, a_raw in np.ndenumerate(alphas):
-        a = float(a_raw)
-        out[index] = _order_zero(pn, qn) if a == 0.0 else _renyi_from_logs(logp, logq, a)
-    if out.ndim == 0:
-        return float(out)
-    return out
+    return _each(
+        lambda a: _order_zero(pn, qn) if a == 0.0 else _renyi_from_logs(logp, logq, a), alphas
+    )
 
 
 def kl_divergence(p: Any, q: Any) -> float:
@@ -286,16 +298,13 @@ def hockey_stick_divergence(p: Any, q: Any, epsilon: Any) -> float | FloatArray:
         logq = np.log(qn[support])
     w = pn[support]
     L = logp - logq  # +inf where q_i = 0 (logq = −inf, logp finite)
-    out = np.empty(eps.shape, dtype=np.float64)
-    for index, e_raw in np.ndenumerate(eps):
-        e = float(e_raw)
+
+    def at(e: float) -> float:
         if e == math.inf:
             # Limit ε → ∞: only the mass of P where Q vanishes remains.
-            out[index] = min(1.0, float(w[np.isposinf(L)].sum()))
-            continue
+            return min(1.0, float(w[np.isposinf(L)].sum()))
         above = e < L  # p_i > e^ε q_i
         gap = -np.expm1(e - L[above])  # 1 − e^ε q_i/p_i ∈ (0, 1]; L = +inf gives 1
-        out[index] = min(1.0, max(0.0, float(np.sum(w[above] * gap))))
-    if out.ndim == 0:
-        return float(out)
-    return out
+        return min(1.0, max(0.0, float(np.sum(w[above] * gap))))
+
+    return _each(at, eps)

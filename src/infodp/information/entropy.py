@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from infodp._validate import as_probability_vector, as_real
 from infodp.errors import ParameterError
-from infodp.information.divergence import _as_orders, _tilted_log_mean
+from infodp.information.divergence import _as_orders, _each, _tilted_log_mean
 from infodp.units import LN2
 
 __all__ = [
@@ -98,12 +98,7 @@ def renyi_entropy(p: Any, alpha: Any) -> float | FloatArray:
     pv = as_probability_vector("p", p)
     alphas = _as_orders(alpha)
     logp = _log_support(pv / pv.sum())
-    out = np.empty(alphas.shape, dtype=np.float64)
-    for index, a in np.ndenumerate(alphas):
-        out[index] = _renyi_entropy_from_logs(logp, float(a))
-    if out.ndim == 0:
-        return float(out)
-    return out
+    return _each(lambda a: _renyi_entropy_from_logs(logp, a), alphas)
 
 
 def min_entropy(p: Any) -> float:
@@ -119,8 +114,8 @@ def min_entropy(p: Any) -> float:
     return _renyi_entropy_from_logs(_log_support(pv / pv.sum()), math.inf)
 
 
-def _as_unit_interval(name: str, value: Any) -> tuple[FloatArray, bool]:
-    """A scalar or array of numbers in [0, 1]; returns (array, was_scalar)."""
+def _as_unit_interval(name: str, value: Any) -> FloatArray:
+    """A scalar (0-d) or array of numbers in [0, 1]."""
     if np.ndim(value) == 0:
         x = as_real(name, value)
         arr = np.asarray(x, dtype=np.float64)
@@ -134,7 +129,7 @@ def _as_unit_interval(name: str, value: Any) -> tuple[FloatArray, bool]:
     if ((arr < 0) | (arr > 1)).any():
         interval = "a probability in [0, 1]" if arr.ndim == 0 else "probabilities in [0, 1]"
         raise ParameterError(name, value, interval)
-    return arr, arr.ndim == 0
+    return arr
 
 
 def _binary_entropy_scalar(p: float) -> float:
@@ -158,11 +153,8 @@ def binary_entropy(p: Any) -> float | FloatArray:
     >>> round(binary_entropy(0.11), 6)
     0.346515
     """
-    arr, scalar = _as_unit_interval("p", p)
-    out = np.vectorize(_binary_entropy_scalar, otypes=[np.float64])(arr)
-    if scalar:
-        return float(out)
-    return np.asarray(out, dtype=np.float64)
+    arr = _as_unit_interval("p", p)
+    return _each(_binary_entropy_scalar, arr)
 
 
 def _binary_logs(p: float) -> FloatArray:
@@ -198,12 +190,7 @@ def binary_renyi_entropy(p: Any, alpha: Any) -> float | FloatArray:
         raise ParameterError("p", p, "a probability in [0, 1]")
     alphas = _as_orders(alpha)
     logs = _binary_logs(x)
-    out = np.empty(alphas.shape, dtype=np.float64)
-    for index, a in np.ndenumerate(alphas):
-        out[index] = _renyi_entropy_from_logs(logs, float(a))
-    if out.ndim == 0:
-        return float(out)
-    return out
+    return _each(lambda a: _renyi_entropy_from_logs(logs, a), alphas)
 
 
 def _bisect_floats(ok: Callable[[float], bool], upper: float) -> tuple[float, float]:
@@ -285,13 +272,10 @@ def binary_entropy_deficit(x: Any) -> float | FloatArray:
     >>> round(binary_entropy_deficit(0.25), 12) == round(math.log(2) - binary_entropy(0.25), 12)
     True
     """
-    arr, scalar = _as_unit_interval("x", x)
+    arr = _as_unit_interval("x", x)
     if (arr > 0.5).any():
         raise ParameterError("x", x, "a distance from ½ in [0, 0.5]")
-    out = np.vectorize(_deficit_scalar, otypes=[np.float64])(arr)
-    if scalar:
-        return float(out)
-    return np.asarray(out, dtype=np.float64)
+    return _each(_deficit_scalar, arr)
 
 
 @overload
@@ -312,22 +296,8 @@ def inverse_binary_entropy_deficit(d: Any) -> float | FloatArray:
     >>> inverse_binary_entropy_deficit(math.log(2))
     0.5
     """
-    allowed = f"a deficit in [0, ln 2 = {LN2!r}] nats"
-    if np.ndim(d) == 0:
-        arr = np.asarray(as_real("d", d), dtype=np.float64)
-    else:
-        try:
-            arr = np.asarray(d, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ParameterError("d", d, allowed) from None
-        if not np.isfinite(arr).all():
-            raise ParameterError("d", d, allowed + " (finite, no NaN)")
-    if ((arr < 0) | (arr > LN2 + _LN2_SLACK)).any():
-        raise ParameterError("d", d, allowed)
-    out = np.vectorize(_inverse_deficit_scalar, otypes=[np.float64])(np.minimum(arr, LN2))
-    if arr.ndim == 0:
-        return float(out)
-    return np.asarray(out, dtype=np.float64)
+    arr = _as_unit_interval_entropy(d, "d", "a deficit")
+    return _each(_inverse_deficit_scalar, arr)
 
 
 @overload
@@ -348,25 +318,23 @@ def inverse_binary_entropy(h: Any) -> float | FloatArray:
     >>> round(inverse_binary_entropy(binary_entropy(0.11)), 12)
     0.11
     """
-    arr, scalar = _as_unit_interval_entropy(h)
-    out = np.vectorize(_inverse_binary_entropy_scalar, otypes=[np.float64])(arr)
-    if scalar:
-        return float(out)
-    return np.asarray(out, dtype=np.float64)
+    arr = _as_unit_interval_entropy(h)
+    return _each(_inverse_binary_entropy_scalar, arr)
 
 
-def _as_unit_interval_entropy(value: Any) -> tuple[FloatArray, bool]:
-    """Validate entropies h ∈ [0, ln 2] (with a 1e-12 rounding slack above ln 2)."""
-    allowed = f"an entropy in [0, ln 2 = {LN2!r}] nats"
+def _as_unit_interval_entropy(value: Any, name: str = "h", what: str = "an entropy") -> FloatArray:
+    """Validate nats in [0, ln 2] (entropies h, or deficits ln 2 − h), with a 1e-12 rounding
+    slack above ln 2; returns them clipped to ln 2 (0-d for a scalar)."""
+    allowed = f"{what} in [0, ln 2 = {LN2!r}] nats"
     if np.ndim(value) == 0:
-        arr = np.asarray(as_real("h", value), dtype=np.float64)
+        arr = np.asarray(as_real(name, value), dtype=np.float64)
     else:
         try:
             arr = np.asarray(value, dtype=np.float64)
         except (TypeError, ValueError):
-            raise ParameterError("h", value, allowed) from None
+            raise ParameterError(name, value, allowed) from None
         if not np.isfinite(arr).all():
-            raise ParameterError("h", value, allowed + " (finite, no NaN)")
+            raise ParameterError(name, value, allowed + " (finite, no NaN)")
     if ((arr < 0) | (arr > LN2 + _LN2_SLACK)).any():
-        raise ParameterError("h", value, allowed)
-    return np.minimum(arr, LN2), arr.ndim == 0
+        raise ParameterError(name, value, allowed)
+    return np.minimum(arr, LN2)

@@ -30,10 +30,11 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from infodp._validate import SUM_TOLERANCE, as_probability_vector
+from infodp._validate import SUM_TOLERANCE, as_probability_vector, check_distribution
 from infodp.errors import ParameterError
 from infodp.information.divergence import (
     _as_orders,
+    _each,
     _renyi_from_logs,
     _tilted_log_mean,
     tilted_log_mean,
@@ -122,16 +123,7 @@ def _as_joint(joint: Any, ndim: int) -> FloatArray:
         raise ParameterError(
             "joint", f"array of shape {arr.shape}", f"a non-empty {ndim}-d probability table"
         )
-    if not np.isfinite(arr).all():
-        raise ParameterError("joint must contain only finite numbers; found NaN or inf.")
-    if (arr < 0).any():
-        raise ParameterError(f"joint must be non-negative; found {float(arr.min())!r}.")
-    total = float(arr.sum())
-    if abs(total - 1.0) > SUM_TOLERANCE:
-        raise ParameterError(
-            f"joint must sum to 1 (within {SUM_TOLERANCE:g}); it sums to {total!r}."
-        )
-    return arr / total
+    return arr / check_distribution("joint", arr, show_min=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -276,13 +268,10 @@ def renyi_mutual_information(prior: Any, channel: Any, alpha: Any) -> float | Fl
     # log of P_X P_Y on the support of P_XY: log P(x) + log P_Y(y). Using log W − log P_Y for
     # the ratio keeps the P(x) factor out of the subtraction.
     logq = logp - (log_w - log_py[None, :])[support]
-    out = np.empty(alphas.shape, dtype=np.float64)
-    for index, a_raw in np.ndenumerate(alphas):
-        a = float(a_raw)
-        out[index] = _renyi_mi_order_zero(P, W) if a == 0.0 else _renyi_from_logs(logp, logq, a)
-    if out.ndim == 0:
-        return float(out)
-    return out
+    return _each(
+        lambda a: _renyi_mi_order_zero(P, W) if a == 0.0 else _renyi_from_logs(logp, logq, a),
+        alphas,
+    )
 
 
 def _sibson_one(prior: FloatArray, W: FloatArray, alpha: float) -> float:
@@ -340,12 +329,7 @@ def sibson_mutual_information(prior: Any, channel: Any, alpha: Any) -> float | F
     W = _as_channel(channel)
     P = _as_prior(prior, W.shape[0])
     alphas = _as_orders(alpha)
-    out = np.empty(alphas.shape, dtype=np.float64)
-    for index, a in np.ndenumerate(alphas):
-        out[index] = _sibson_one(P, W, float(a))
-    if out.ndim == 0:
-        return float(out)
-    return out
+    return _each(lambda a: _sibson_one(P, W, a), alphas)
 
 
 def min_entropy_leakage(prior: Any, channel: Any) -> float:

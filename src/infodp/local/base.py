@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from infodp._jsonable import FieldsJSON
 from infodp._validate import as_positive_int
 from infodp.accounting import PrivacyProfile, pure_dp_profile
 from infodp.channel import Channel
@@ -65,7 +66,7 @@ def project_to_simplex(values: Any) -> FloatArray:
 
 
 @dataclass(frozen=True)
-class FrequencyEstimate:
+class FrequencyEstimate(FieldsJSON):
     """Unbiased frequencies, their variance (per item), and the consistent version.
 
     ``estimate`` is unbiased (it may be negative and need not sum to one); ``variance`` is
@@ -78,15 +79,6 @@ class FrequencyEstimate:
     variance: FloatArray
     consistent: FloatArray
     users: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary."""
-        return {
-            "estimate": self.estimate.tolist(),
-            "variance": self.variance.tolist(),
-            "consistent": self.consistent.tolist(),
-            "users": self.users,
-        }
 
 
 class LocalRandomizer(ABC):
@@ -173,15 +165,18 @@ class LocalRandomizer(ABC):
         self, support: Any, users: int, *, true_frequencies: Any = None
     ) -> FrequencyEstimate:
         """Frequencies from support counts C_v (one per item) of ``users`` reports."""
-        n = as_positive_int("users", users)
-        c = np.asarray(support, dtype=np.float64)
-        if c.shape != (self.domain,):
-            raise ParameterError(
-                "support", f"shape {c.shape}", f"one count per item ({self.domain})"
-            )
+        c, n = self._support_counts(support, users, f"one count per item ({self.domain})")
         est = (c / n - self.q) / (self.p - self.q)
         f = np.clip(est, 0.0, 1.0) if true_frequencies is None else true_frequencies
         return FrequencyEstimate(est, self.variance(f, n), project_to_simplex(est), n)
+
+    def _support_counts(self, support: Any, users: int, allowed: str) -> tuple[FloatArray, int]:
+        """The validated support counts (``support_size`` of them) and number of users."""
+        n = as_positive_int("users", users)
+        c = np.asarray(support, dtype=np.float64)
+        if c.shape != (self.support_size,):
+            raise ParameterError("support", f"shape {c.shape}", allowed)
+        return c, n
 
     def estimate(self, reports: Sequence[Any]) -> FrequencyEstimate:
         """Frequencies from collected reports (server side; post-processing, free)."""

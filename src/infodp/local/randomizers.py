@@ -49,8 +49,12 @@ __all__ = [
 ]
 
 
+@dataclass(frozen=True)
 class _Checked(LocalRandomizer):
-    """Validates and normalises (ε, k) once for every randomizer dataclass below."""
+    """The fields (ε, k) of every randomizer dataclass below, validated and normalised once."""
+
+    epsilon: float
+    domain: int
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", as_positive("epsilon", self.epsilon))
@@ -66,9 +70,6 @@ def _binomial_support(counts: IntArray, p: float, q: float, gen: np.random.Gener
 @dataclass(frozen=True)
 class KRandomizedResponse(_Checked):
     """k-ary randomized response (direct encoding): report the truth w.p. e^ε/(e^ε + k − 1)."""
-
-    epsilon: float
-    domain: int
 
     @property
     def p(self) -> float:
@@ -119,9 +120,6 @@ def binary_randomized_response(epsilon: float = math.log(3.0)) -> KRandomizedRes
 @dataclass(frozen=True)
 class OptimizedUnaryEncoding(_Checked):
     """OUE: one-hot encode, keep the true bit w.p. 1/2, set each other bit w.p. 1/(e^ε + 1)."""
-
-    epsilon: float
-    domain: int
 
     @property
     def p(self) -> float:
@@ -174,9 +172,6 @@ class OptimizedLocalHashing(_Checked):
     value, a pseudo-random stand-in for the random hash family the analysis assumes).
     """
 
-    epsilon: float
-    domain: int
-
     @property
     def buckets(self) -> int:
         """g = round(e^ε + 1), at least 2 (Wang et al. 2017, §4.4)."""
@@ -226,9 +221,6 @@ class OptimizedLocalHashing(_Checked):
 class HadamardResponse(_Checked):
     """Hadamard response: item x owns the K/2 columns where row x+1 of the K×K Hadamard
     matrix is +1; the report is one of them w.p. e^ε/(e^ε + 1), else one of the others."""
-
-    epsilon: float
-    domain: int
 
     @property
     def size(self) -> int:

@@ -130,10 +130,7 @@ class Rappor(LocalRandomizer):
         self, support: Any, users: int, *, true_frequencies: Any = None
     ) -> FrequencyEstimate:
         """Frequencies from the per-bit counts of ``users`` reports (least squares)."""
-        n = as_positive_int("users", users)
-        c = np.asarray(support, dtype=np.float64)
-        if c.shape != (self.support_size,):
-            raise ParameterError("support", f"shape {c.shape}", f"{self.support_size} bit counts")
+        c, n = self._support_counts(support, users, f"{self.support_size} bit counts")
         t = (c - n * self.q) / (self.p - self.q)
         est = np.linalg.lstsq(self._X.astype(np.float64), t, rcond=None)[0] / n
         return FrequencyEstimate(est, self.variance(est, n), project_to_simplex(est), n)

@@ -30,15 +30,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from infodp._lazy import lazy_module
+from infodp._np import np, npt
 from infodp._validate import as_positive, as_positive_int, as_real
 from infodp.errors import InternalError, ParameterError
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-else:
-    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 if TYPE_CHECKING:
     from infodp.accounting import PrivacyProfile
@@ -460,7 +454,21 @@ def _halfwidth(mech: _AdditiveLattice, beta: float) -> int:
 _HALFWIDTHS: dict[tuple[Any, float], int] = {}
 
 
-class _SnappedReal(_AdditiveLattice):
+class _OnGrid:
+    """A mechanism releasing on a grid: a frozen dataclass with a field ``grid``, resolved to
+    a power of two in ``__post_init__``, which is its unit."""
+
+    if TYPE_CHECKING:
+        grid: float | None
+
+    @property
+    def _unit(self) -> float:
+        if self.grid is None:
+            raise InternalError("grid not resolved")
+        return self.grid
+
+
+class _SnappedReal(_OnGrid, _AdditiveLattice):
     """A real-valued lattice mechanism: inputs are snapped to ``grid``, sensitivity is real.
 
     Subclasses are frozen dataclasses with fields ``sensitivity`` and ``grid`` (resolved to a
@@ -469,13 +477,6 @@ class _SnappedReal(_AdditiveLattice):
 
     if TYPE_CHECKING:
         sensitivity: float
-        grid: float | None
-
-    @property
-    def _unit(self) -> float:
-        if self.grid is None:
-            raise InternalError("grid not resolved")
-        return self.grid
 
     @property
     def _sensitivity(self) -> float:

@@ -31,16 +31,11 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from infodp._lazy import lazy_module
+from infodp._np import np, npt
 from infodp.errors import ParameterError
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
     from infodp.mechanisms.base import _AdditiveLattice
-else:
-    np = lazy_module("numpy")
 
 __all__ = ["combination_halfwidth"]
 

@@ -21,9 +21,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from infodp._lazy import lazy_module
+from infodp._np import np, npt
 from infodp._validate import as_nonnegative, as_positive, as_positive_int
 from infodp.accounting import discrete_laplace_profile, laplace_profile
 from infodp.mechanisms.base import (
@@ -41,12 +41,6 @@ from infodp.mechanisms.sampling import (
     discrete_laplace_batches,
     simulate_discrete_laplace,
 )
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-else:
-    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 __all__ = ["DiscreteLaplaceMechanism", "LaplaceMechanism"]
 

@@ -48,17 +48,11 @@ import sys
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from infodp._lazy import lazy_module
+from infodp._np import np, npt
 from infodp._validate import as_positive, as_positive_int
 from infodp.errors import ParameterError
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-else:
-    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 __all__ = [
     "CryptoRandomSource",

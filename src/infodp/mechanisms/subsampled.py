@@ -49,9 +49,9 @@ from infodp.accounting import (
     pure_dp_profile,
     subsampled_gaussian_profile,
 )
-from infodp.errors import InternalError, ParameterError
+from infodp.errors import ParameterError
 from infodp.mechanisms._subsampled_lattice import dominating_gaussian_ratio
-from infodp.mechanisms.base import ChannelView, Mechanism, as_grid
+from infodp.mechanisms.base import ChannelView, Mechanism, _OnGrid, as_grid
 from infodp.mechanisms.gaussian import _dgauss_pmf, _dgauss_tail
 from infodp.mechanisms.sampling import as_generator, discrete_gaussian, require_secure_source
 
@@ -71,7 +71,7 @@ def _as_rows(rows: Any) -> npt.NDArray[np.float64]:
 
 
 @dataclass(frozen=True)
-class SubsampledGaussian(Mechanism):
+class SubsampledGaussian(_OnGrid, Mechanism):
     """One Poisson-subsampled Gaussian step: noise multiplier z, sampling rate q, clip norm C.
 
     >>> from infodp.mechanisms.sampling import InsecureSeededSource
@@ -145,12 +145,6 @@ class SubsampledGaussian(Mechanism):
         while cls(hi, q, sensitivity, g).profile().repeat(k).epsilon(dlt) > eps:
             hi *= 1 + 1e-4  # never overshoot the target, whatever the rounding allowances
         return cls(hi, q, sensitivity, g)
-
-    @property
-    def _unit(self) -> float:
-        if self.grid is None:
-            raise InternalError("grid not resolved")
-        return self.grid
 
     @property
     def sigma(self) -> float:

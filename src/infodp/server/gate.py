@@ -38,12 +38,12 @@ from infodp.server.errors import ApiError, internal_error
 from infodp.server.limits import (
     ASGIApp,
     KeySlots,
-    Message,
     Receive,
     Scope,
     Send,
     SlotsBusy,
     body_problem,
+    replay_body,
 )
 
 __all__ = ["PAUSE", "RequestGate", "gated"]
@@ -123,7 +123,7 @@ class RequestGate:
                     await _answer(send, ApiError(400, "bad_request", problem))
                     return
                 scope.setdefault("state", {})[IDENTITY] = identity
-                await self.app(scope, _replay(body, receive), send)
+                await self.app(scope, replay_body(body, receive), send)
         except SlotsBusy as err:
             await asyncio.sleep(PAUSE)
             await _answer(
@@ -167,19 +167,6 @@ async def _read_body(receive: Receive, limit: int) -> bytes | ApiError | None:
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
 
 
 async def _answer(send: Send, err: ApiError) -> None:

@@ -36,6 +36,7 @@ __all__ = [
     "RateLimiter",
     "SlotsBusy",
     "body_problem",
+    "replay_body",
     "retry_after_seconds",
 ]
 
@@ -44,6 +45,21 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def replay_body(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands the app the whole buffered ``body`` once, then the client's own
+    messages (a middleware that has read the body passes it on this way)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 class RateLimiter:
@@ -189,17 +205,7 @@ class BodySizeLimit:
                 return
             chunks.append(body)
             more = bool(message.get("more_body", False))
-        data = b"".join(chunks)
-        sent = False
-
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": data, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replay_body(b"".join(chunks), receive), send)
 
     async def _refuse(self, send: Send, size: int) -> None:
         what = "an invalid Content-Length" if size < 0 else f"{size} bytes"

@@ -18,13 +18,15 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
+from infodp._jsonable import json_key
 from infodp._validate import as_positive, as_positive_int
+from infodp.audit.attacks._result import AttackResult
 from infodp.audit.estimators import clopper_pearson
 from infodp.errors import BudgetExceeded
 from infodp.mechanisms.sampling import RandomSource, as_generator, simulate_discrete_laplace
@@ -53,51 +55,33 @@ class UnbudgetedCurator:
 
 
 @dataclass(frozen=True)
-class AveragingResult:
+class AveragingResult(AttackResult):
     """Outcome of the averaging attack against an unbudgeted curator and against infodp."""
 
-    epsilon: float
+    epsilon: float = field(metadata=json_key("epsilon_per_query"))
     queries: int
-    budget: float
+    budget: float = field(metadata=json_key("budget_epsilon"))
     trials: int
-    naive_error: float
-    naive_error_theory: float
+    naive_error: float = field(metadata=json_key("naive_mean_abs_error"))
+    naive_error_theory: float = field(metadata=json_key("naive_mean_abs_error_theory"))
     naive_success: float
     naive_success_theory: float
-    naive_success_lower: float
+    naive_success_lower: float = field(metadata=json_key("naive_success_lower_95"))
     infodp_answered: int
     infodp_refused: bool
     infodp_refusal: str
-    infodp_error: float
+    infodp_error: float = field(metadata=json_key("infodp_abs_error"))
     infodp_success: float
     dp_ceiling: float
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary."""
-        return {
-            "epsilon_per_query": self.epsilon,
-            "queries": self.queries,
-            "budget_epsilon": self.budget,
-            "trials": self.trials,
-            "naive_mean_abs_error": self.naive_error,
-            "naive_mean_abs_error_theory": self.naive_error_theory,
-            "naive_success": self.naive_success,
-            "naive_success_theory": self.naive_success_theory,
-            "naive_success_lower_95": self.naive_success_lower,
-            "infodp_answered": self.infodp_answered,
-            "infodp_refused": self.infodp_refused,
-            "infodp_refusal": self.infodp_refusal,
-            "infodp_abs_error": self.infodp_error,
-            "infodp_success": self.infodp_success,
-            "dp_ceiling": self.dp_ceiling,
-            "summary": (
-                f"{self.queries} answers from an unbudgeted curator reveal the target's bit "
-                f"{self.naive_success:.1%} of the time; infodp answered "
-                f"{self.infodp_answered} and refused the next (budget ε = {self.budget:g}), "
-                f"leaving the attacker {self.infodp_success:.1%} (ε-DP ceiling "
-                f"{self.dp_ceiling:.1%})."
-            ),
-        }
+    def _summary(self) -> str:
+        return (
+            f"{self.queries} answers from an unbudgeted curator reveal the target's bit "
+            f"{self.naive_success:.1%} of the time; infodp answered "
+            f"{self.infodp_answered} and refused the next (budget ε = {self.budget:g}), "
+            f"leaving the attacker {self.infodp_success:.1%} (ε-DP ceiling "
+            f"{self.dp_ceiling:.1%})."
+        )
 
 
 def _curator_run(

@@ -27,14 +27,16 @@ True
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+from infodp._jsonable import FieldsJSON, json_key
 from infodp._validate import as_positive, as_positive_int, as_probability
+from infodp.audit.attacks._result import AttackResult
 from infodp.audit.estimators import clopper_pearson
 from infodp.channel import Channel
 from infodp.errors import ParameterError
@@ -89,57 +91,36 @@ def repetition_length(epsilon: float, bits: int, target_error: float) -> int:
 
 
 @dataclass(frozen=True)
-class CodeResult:
+class CodeResult(FieldsJSON):
     """One code's measured performance; rates in bits per ε-DP query."""
 
-    name: str
+    name: str = field(metadata=json_key("code"))
     queries: int
-    nominal_rate_bits: float
+    nominal_rate_bits: float = field(metadata=json_key("nominal_rate_bits_per_query"))
     block_error: float
-    block_error_upper: float
-    information_rate_bits: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary."""
-        return {
-            "code": self.name,
-            "queries": self.queries,
-            "nominal_rate_bits_per_query": self.nominal_rate_bits,
-            "block_error": self.block_error,
-            "block_error_upper_95": self.block_error_upper,
-            "information_rate_bits_per_query": self.information_rate_bits,
-        }
+    block_error_upper: float = field(metadata=json_key("block_error_upper_95"))
+    information_rate_bits: float = field(metadata=json_key("information_rate_bits_per_query"))
 
 
 @dataclass(frozen=True)
-class CodingResult:
+class CodingResult(AttackResult):
     """The broken-wifi attack: two codes against the capacity of one ε-DP query."""
 
-    epsilon: float
-    bits: int
+    epsilon: float = field(metadata=json_key("epsilon_per_query"))
+    bits: int = field(metadata=json_key("secret_bits"))
     trials: int
-    capacity_nats: float
-    capacity_bits: float
+    capacity_nats: float = field(metadata=json_key("capacity_nats_per_query"))
+    capacity_bits: float = field(metadata=json_key("capacity_bits_per_query"))
     repetition: CodeResult
     linear: CodeResult
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary."""
-        return {
-            "epsilon_per_query": self.epsilon,
-            "secret_bits": self.bits,
-            "trials": self.trials,
-            "capacity_nats_per_query": self.capacity_nats,
-            "capacity_bits_per_query": self.capacity_bits,
-            "repetition": self.repetition.to_dict(),
-            "linear": self.linear.to_dict(),
-            "summary": (
-                f"{self.bits}-bit secret: repetition code leaks "
-                f"{self.repetition.information_rate_bits:.4f} bits/query, random linear code "
-                f"{self.linear.information_rate_bits:.4f}; capacity of one ε-DP query is "
-                f"{self.capacity_bits:.4f} bits (no code can beat it)."
-            ),
-        }
+    def _summary(self) -> str:
+        return (
+            f"{self.bits}-bit secret: repetition code leaks "
+            f"{self.repetition.information_rate_bits:.4f} bits/query, random linear code "
+            f"{self.linear.information_rate_bits:.4f}; capacity of one ε-DP query is "
+            f"{self.capacity_bits:.4f} bits (no code can beat it)."
+        )
 
 
 def _bsc(codewords: IntArray, p: float, gen: np.random.Generator) -> IntArray:

@@ -20,7 +20,7 @@ True
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,9 @@ import numpy.typing as npt
 from scipy import integrate, stats
 from scipy.special import logsumexp
 
+from infodp._jsonable import json_key
 from infodp._validate import as_positive, as_positive_int
+from infodp.audit.attacks._result import AttackResult
 from infodp.audit.estimators import clopper_pearson
 from infodp.audit.information import mi_lower_bound
 from infodp.mechanisms.sampling import as_generator
@@ -107,7 +109,7 @@ def independent_mutual_information(epsilon: float, rows: int, grid: int = 20_001
 
 
 @dataclass(frozen=True)
-class CorrelatedResult:
+class CorrelatedResult(AttackResult):
     """Outcome of the correlated-database attack (information in nats)."""
 
     epsilon: float
@@ -115,38 +117,29 @@ class CorrelatedResult:
     trials: int
     success: float
     success_theory: float
-    success_lower: float
-    dp_ceiling: float
-    unconditional_mi: float
-    unconditional_mi_lower: float
-    conditional_mi: float
-    independent_mi: float
+    success_lower: float = field(metadata=json_key("success_lower_95"))
+    dp_ceiling: float = field(metadata=json_key("dp_ceiling_single_row"))
+    unconditional_mi: float = field(metadata=json_key("unconditional_mi_nats"))
+    unconditional_mi_lower: float = field(metadata=json_key("unconditional_mi_lower_nats"))
+    conditional_mi: float = field(metadata=json_key("conditional_mi_nats"))
+    independent_mi: float = field(metadata=json_key("independent_rows_mi_nats"))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary."""
-        return {
-            "epsilon": self.epsilon,
-            "rows": self.rows,
-            "trials": self.trials,
-            "success": self.success,
-            "success_theory": self.success_theory,
-            "success_lower_95": self.success_lower,
-            "dp_ceiling_single_row": self.dp_ceiling,
-            "unconditional_mi_nats": self.unconditional_mi,
-            "unconditional_mi_lower_nats": self.unconditional_mi_lower,
-            "conditional_mi_nats": self.conditional_mi,
-            "mi_dp_bound_nats": self.epsilon,
-            "independent_rows_mi_nats": self.independent_mi,
-            "summary": (
-                f"all {self.rows} rows equal: guessing your bit from the ε = {self.epsilon:g} "
-                f"mean succeeds {self.success:.1%} of the time; I(X_i; Y) = "
-                f"{self.unconditional_mi:.4f} nats "
-                f"{'>' if self.unconditional_mi > self.epsilon else '≤'} ε, while the MI-DP "
-                "quantity "
-                "I(X_i; Y | others) = 0 ≤ ε. With independent rows I(X_i; Y) = "
-                f"{self.independent_mi:.2e} nats ≤ ε."
-            ),
-        }
+        """JSON-ready summary, with MI-DP's bound (ε itself) beside the conditional MI it bounds."""
+        items = list(super().to_dict().items())
+        at = [key for key, _ in items].index("conditional_mi_nats") + 1
+        return dict([*items[:at], ("mi_dp_bound_nats", self.epsilon), *items[at:]])
+
+    def _summary(self) -> str:
+        return (
+            f"all {self.rows} rows equal: guessing your bit from the ε = {self.epsilon:g} "
+            f"mean succeeds {self.success:.1%} of the time; I(X_i; Y) = "
+            f"{self.unconditional_mi:.4f} nats "
+            f"{'>' if self.unconditional_mi > self.epsilon else '≤'} ε, while the MI-DP "
+            "quantity "
+            "I(X_i; Y | others) = 0 ≤ ε. With independent rows I(X_i; Y) = "
+            f"{self.independent_mi:.2e} nats ≤ ε."
+        )
 
 
 def correlated_attack(

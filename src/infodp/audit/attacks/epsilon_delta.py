@@ -31,14 +31,16 @@ True
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from infodp._jsonable import json_key
 from infodp._validate import as_positive, as_positive_int, as_probability
 from infodp.accounting import approximate_dp_profile, pure_dp_profile
+from infodp.audit.attacks._result import AttackResult
 from infodp.audit.auditor import VectorisedMechanism, audit
 from infodp.audit.estimators import clopper_pearson
 from infodp.mechanisms.sampling import as_generator
@@ -75,52 +77,36 @@ def catastrophe_mechanism(epsilon: float, delta: float) -> VectorisedMechanism:
 
 
 @dataclass(frozen=True)
-class EpsilonDeltaResult:
+class EpsilonDeltaResult(AttackResult):
     """Outcome of the (ε, δ) catastrophe demonstration (information in nats)."""
 
     epsilon: float
     delta: float
-    bits: int
-    samples: int
+    bits: int = field(metadata=json_key("row_bits"))
+    samples: int = field(metadata=json_key("samples_per_side"))
     delta_audit_verdict: str
     delta_audit_epsilon_lower: float
     delta_audit_delta_lower: float
     pure_audit_verdict: str
     pure_audit_epsilon_lower: float
-    claimed_information: float
-    information_lower: float
-    pure_dp_information_ceiling: float
-    bits_to_exceed_ceiling: int
+    claimed_information: float = field(metadata=json_key("claimed_information_alpha1_nats"))
+    information_lower: float = field(metadata=json_key("information_lower_nats"))
+    pure_dp_information_ceiling: float = field(
+        metadata=json_key("pure_dp_information_ceiling_nats")
+    )
+    bits_to_exceed_ceiling: int = field(metadata=json_key("row_bits_to_exceed_ceiling"))
     queries_until_published: float
     queries_until_published_theory: float
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary."""
-        return {
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "row_bits": self.bits,
-            "samples_per_side": self.samples,
-            "delta_audit_verdict": self.delta_audit_verdict,
-            "delta_audit_epsilon_lower": self.delta_audit_epsilon_lower,
-            "delta_audit_delta_lower": self.delta_audit_delta_lower,
-            "pure_audit_verdict": self.pure_audit_verdict,
-            "pure_audit_epsilon_lower": self.pure_audit_epsilon_lower,
-            "claimed_information_alpha1_nats": self.claimed_information,
-            "information_lower_nats": self.information_lower,
-            "pure_dp_information_ceiling_nats": self.pure_dp_information_ceiling,
-            "row_bits_to_exceed_ceiling": self.bits_to_exceed_ceiling,
-            "queries_until_published": self.queries_until_published,
-            "queries_until_published_theory": self.queries_until_published_theory,
-            "summary": (
-                f"(ε, δ) = ({self.epsilon:g}, {self.delta:g}) audit: "
-                f"{self.delta_audit_verdict}; yet at α = 1 the claim bounds nothing "
-                f"(information ∞) and a {self.bits}-bit row leaks ≥ "
-                f"{self.information_lower:.3g} nats per query, above the "
-                f"{self.pure_dp_information_ceiling:.3g} nats any ε-DP query allows; the "
-                f"whole dataset is out after ~{self.queries_until_published:.0f} queries."
-            ),
-        }
+    def _summary(self) -> str:
+        return (
+            f"(ε, δ) = ({self.epsilon:g}, {self.delta:g}) audit: "
+            f"{self.delta_audit_verdict}; yet at α = 1 the claim bounds nothing "
+            f"(information ∞) and a {self.bits}-bit row leaks ≥ "
+            f"{self.information_lower:.3g} nats per query, above the "
+            f"{self.pure_dp_information_ceiling:.3g} nats any ε-DP query allows; the "
+            f"whole dataset is out after ~{self.queries_until_published:.0f} queries."
+        )
 
 
 def epsilon_delta_attack(

@@ -21,13 +21,15 @@ grid point is reachable from every input and the attacker can only guess (succes
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from infodp._jsonable import json_key
 from infodp._validate import as_positive, as_positive_int, as_real
+from infodp.audit.attacks._result import AttackResult
 from infodp.audit.estimators import clopper_pearson
 from infodp.mechanisms.sampling import RandomSource, as_generator, require_secure_source
 
@@ -117,41 +119,27 @@ def snapped_laplace_release(
 
 
 @dataclass(frozen=True)
-class FloatingPointResult:
+class FloatingPointResult(AttackResult):
     """Outcome of the floating-point attack game (success rates are fractions of trials)."""
 
-    epsilon: float
+    epsilon: float = field(metadata=json_key("epsilon_per_query"))
     queries: int
     trials: int
     naive_success: float
-    naive_success_lower: float
-    naive_ruled_out: float
+    naive_success_lower: float = field(metadata=json_key("naive_success_lower_95"))
+    naive_ruled_out: float = field(metadata=json_key("naive_fraction_ruled_out"))
     infodp_success: float
-    infodp_success_upper: float
-    infodp_ruled_out: float
-    dp_ceiling: float
+    infodp_success_upper: float = field(metadata=json_key("infodp_success_upper_95"))
+    infodp_ruled_out: float = field(metadata=json_key("infodp_fraction_ruled_out"))
     infodp_trials: int
+    dp_ceiling: float
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary."""
-        return {
-            "epsilon_per_query": self.epsilon,
-            "queries": self.queries,
-            "trials": self.trials,
-            "naive_success": self.naive_success,
-            "naive_success_lower_95": self.naive_success_lower,
-            "naive_fraction_ruled_out": self.naive_ruled_out,
-            "infodp_success": self.infodp_success,
-            "infodp_success_upper_95": self.infodp_success_upper,
-            "infodp_fraction_ruled_out": self.infodp_ruled_out,
-            "infodp_trials": self.infodp_trials,
-            "dp_ceiling": self.dp_ceiling,
-            "summary": (
-                f"naive float Laplace: the attacker wins {self.naive_success:.1%} of games "
-                f"(an ε-DP mechanism allows at most {self.dp_ceiling:.1%}); infodp's "
-                f"release: {self.infodp_success:.1%} (chance is 50%)."
-            ),
-        }
+    def _summary(self) -> str:
+        return (
+            f"naive float Laplace: the attacker wins {self.naive_success:.1%} of games "
+            f"(an ε-DP mechanism allows at most {self.dp_ceiling:.1%}); infodp's "
+            f"release: {self.infodp_success:.1%} (chance is 50%)."
+        )
 
 
 def floating_point_attack(

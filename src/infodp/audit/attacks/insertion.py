@@ -51,14 +51,16 @@ insertion actually reaches, next to its analytic value.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
+from infodp._jsonable import json_key
 from infodp._validate import as_positive, as_positive_int, as_probability
 from infodp.accounting import PrivacyProfile, gaussian_profile, laplace_profile
+from infodp.audit.attacks._result import AttackResult
 from infodp.audit.estimators import clopper_pearson
 from infodp.errors import ParameterError
 from infodp.mechanisms.gaussian import analytic_gaussian_sigma
@@ -183,13 +185,13 @@ def rate_distortion_insertion_variance(
 
 
 @dataclass(frozen=True)
-class InsertionResult:
+class InsertionResult(AttackResult):
     """The three shifts (in units of the sum) and what the simulated detector saw."""
 
     noise: str
     epsilon: float
     delta: float
-    scale: float
+    scale: float = field(metadata=json_key("noise_scale"))
     false_alarm: float
     detection: float
     exact_shift: float
@@ -203,32 +205,13 @@ class InsertionResult:
     rd_simulated_power: float | None
     trials: int
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary."""
-        return {
-            "noise": self.noise,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "noise_scale": self.scale,
-            "false_alarm": self.false_alarm,
-            "detection": self.detection,
-            "exact_shift": self.exact_shift,
-            "profile_shift": self.profile_shift,
-            "simulated_false_alarm": self.simulated_false_alarm,
-            "simulated_power": self.simulated_power,
-            "simulated_power_interval": list(self.simulated_power_interval),
-            "profile_shift_power": self.profile_shift_power,
-            "rd_insertion_std": self.rd_insertion_std,
-            "rd_detector_power": self.rd_detector_power,
-            "rd_simulated_power": self.rd_simulated_power,
-            "trials": self.trials,
-            "summary": (
-                f"one inserted record can shift the sum by {self.exact_shift:.4g} while the best "
-                f"detector at false-alarm {self.false_alarm:g} catches it with probability "
-                f"{self.detection:g} (simulated {self.simulated_power:.4g}); the "
-                f"(epsilon, delta) profile alone guarantees {self.profile_shift:.4g}"
-            ),
-        }
+    def _summary(self) -> str:
+        return (
+            f"one inserted record can shift the sum by {self.exact_shift:.4g} while the best "
+            f"detector at false-alarm {self.false_alarm:g} catches it with probability "
+            f"{self.detection:g} (simulated {self.simulated_power:.4g}); the "
+            f"(epsilon, delta) profile alone guarantees {self.profile_shift:.4g}"
+        )
 
 
 def insertion_attack(
