@@ -40,11 +40,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
-import json
 import math
 import operator
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -60,7 +58,6 @@ from infodp.curator.cost import (
     MAX_QUANTILE_CELLS,
     PRIVACY_PARAMETER_RANGE,
     MeasurementCost,
-    Noise,
     QueryCost,
     _float_up,
     as_budget_fraction,
@@ -73,6 +70,8 @@ from infodp.curator.intervals import avg_answer, variance_answer
 from infodp.curator.ledger import Budget, DeclarationChanged, Ledger
 from infodp.curator.overlap import Job, background
 from infodp.curator.plan import Aggregate, QueryPlan, measurements
+from infodp.curator.pricing import REMEMBERED, PriceBook, copy_summary
+from infodp.curator.registration import parse_caps, register_dataset
 from infodp.curator.release import (
     BufferedCryptoSource,
     draw_noise,
@@ -81,16 +80,14 @@ from infodp.curator.release import (
 )
 from infodp.curator.render import answer_text
 from infodp.curator.request import Estimate, NoBudget, Priced, Request, check_confidence
+from infodp.curator.result import QueryResult, Released, Reservation, StoreNotOpened
 from infodp.curator.schema import DatasetSchema, load_schema
 from infodp.curator.sql import parse_query, referenced_table
 from infodp.curator.store import (
     catalogue,
-    fingerprint,
     open_store,
-    private_files,
-    record_dataset,
 )
-from infodp.errors import InfodpError, InternalError, ParameterError, QueryFailed
+from infodp.errors import InternalError, ParameterError, QueryFailed
 from infodp.mechanisms.sampling import RandomSource
 
 if TYPE_CHECKING:
@@ -121,136 +118,6 @@ __all__ = [
     "leakage_of",
     "plan_cost",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class QueryResult:
-    """A released answer: rows, per-cell accuracy, cost, remaining budget, leakage."""
-
-    columns: tuple[str, ...]
-    rows: tuple[tuple[Any, ...], ...]
-    confidence_intervals: tuple[tuple[Any, ...], ...]
-    confidence: float
-    cost: QueryCost
-    remaining: Budget
-    entry_id: int
-    leakage: dict[str, Any] = field(compare=False)
-    notes: tuple[str, ...] = ()
-    #: Per released row, the noisy measurements before any post-processing (counts are shown
-    #: clamped at 0; a synopsis must keep these unclamped values for unbiased sums).
-    noisy: tuple[tuple[int | None, ...], ...] = field(default=(), compare=False, repr=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON payload of ``infodp query --json``."""
-        return self._payload(lists=True)
-
-    def _payload(self, *, lists: bool) -> dict[str, Any]:
-        """:meth:`to_dict`; with ``lists=False`` the columns, rows, intervals and notes stay
-        the tuples they are (the same JSON, without a copy of every row)."""
-        return {
-            "columns": list(self.columns) if lists else self.columns,
-            "rows": [list(r) for r in self.rows] if lists else self.rows,
-            "confidence_intervals": (
-                [list(r) for r in self.confidence_intervals] if lists else self.confidence_intervals
-            ),
-            "confidence": self.confidence,
-            "cost": {**self.cost.to_dict(), "leakage": self.leakage},
-            "remaining": self.remaining.to_dict(),
-            "entry": self.entry_id,
-            "notes": list(self.notes) if lists else self.notes,
-        }
-
-    def to_pandas(self) -> Any:
-        """The released rows as a pandas DataFrame; intervals as ``<col>_low``/``<col>_high``."""
-        from infodp.curator.result_view import to_pandas
-
-        return to_pandas(self)
-
-    def to_polars(self) -> Any:
-        """The released rows as a polars DataFrame; intervals as ``<col>_low``/``<col>_high``."""
-        from infodp.curator.result_view import to_polars
-
-        return to_polars(self)
-
-    def __repr__(self) -> str:
-        from infodp.curator.result_view import result_summary
-
-        return result_summary(self)
-
-    def _repr_html_(self) -> str:
-        from infodp.curator.result_view import result_html
-
-        return result_html(self)
-
-
-#: What :meth:`Curator.run_reserved` returns: columns, rows, intervals, notes and the noisy
-#: measurements per released row (see :class:`QueryResult`).
-Released = tuple[
-    tuple[str, ...],
-    tuple[tuple[Any, ...], ...],
-    tuple[tuple[Any, ...], ...],
-    tuple[str, ...],
-    tuple[tuple[int | None, ...], ...],
-]
-
-
-@dataclass(frozen=True, slots=True)
-class Reservation:
-    """A validated, priced query whose cost the ledger has reserved durably (entry ``entry``).
-
-    Everything :meth:`Curator.run_reserved` needs, and nothing of the data; it pickles, so
-    the release can run in another process over the same store.
-    """
-
-    analyst: str
-    plan: QueryPlan
-    schema: DatasetSchema
-    unit_rows_ok: bool
-    cost: QueryCost
-    leakage: dict[str, Any] = field(compare=False)
-    confidence: float = 0.95
-    entry: int = 0
-
-
-class StoreNotOpened(InfodpError):
-    """The store could not be opened for a reserved query: nothing of the data was touched,
-    and :meth:`Curator.finish` refunds the reservation."""
-
-
-class _Priced:
-    """A validated, priced query (:meth:`Curator._price`); ``checked`` once its compiled
-    statements passed the engine's data-free check."""
-
-    __slots__ = (
-        "checked",
-        "cost",
-        "leak",
-        "plan",
-        "profile_spec",
-        "rows",
-        "schema",
-        "schema_json",
-        "unit_ok",
-    )
-
-    def __init__(
-        self,
-        plan: QueryPlan,
-        schema: DatasetSchema,
-        rows: int | None,
-        unit_ok: bool,
-        cost: QueryCost,
-        leak: dict[str, Any],
-        profile_spec: dict[str, Any],
-        schema_json: str,
-    ) -> None:
-        self.plan, self.schema, self.rows, self.unit_ok = plan, schema, rows, unit_ok
-        #: The dataset's declaration as the ledger stores it (checked at each reservation).
-        self.schema_json = schema_json
-        self.cost, self.leak = cost, leak
-        # As the ledger stores it (json.dumps of the spec), made once per priced query.
-        self.profile_spec = json.dumps(profile_spec)
-        self.checked = False
 
 
 class _Layout:
@@ -304,13 +171,6 @@ class _Layout:
                 outputs.append(("cell",))
         return cls(tuple(o.name for o in plan.outputs), index, keys, outputs, parts)
 
-
-#: How many priced queries a Curator remembers (then it starts afresh).
-_REMEMBERED = 256
-#: The argument types a reservation's price is remembered by as given (exact types: a bool
-#: is refused as ε by the first pricing and never stands for 1 here; equal values of these
-#: types are the same exact number, so they may share a price).
-_PLAIN = frozenset({str, int, float, Fraction, Noise})
 
 Hook = Callable[[str, int], None]
 _T = TypeVar("_T")
@@ -379,12 +239,8 @@ class Curator:
         ):
             raise ParameterError("query_timeout", query_timeout, "a positive number of seconds")
         self.query_timeout = query_timeout
-        self._schemas: dict[str, DatasetSchema] = {}
-        # Priced queries and the table each SQL text names (see _price).
-        self._prices: dict[tuple[Any, ...], _Priced] = {}
-        self._tables: dict[str, str] = {}
-        # Priced queries by their raw arguments, for reservations (see _price).
-        self._fast: dict[tuple[Any, ...], _Priced] = {}
+        # Priced queries, remembered (infodp.curator.pricing).
+        self._book = PriceBook(self.ledger)
         # Release layouts of priced queries, by (plan, cost, level) identity (see _layout).
         self._layouts: dict[tuple[int, int, float], tuple[QueryPlan, QueryCost, _Layout]] = {}
         # Which backend holds each dataset (the store's catalogue, read once and cached:
@@ -453,13 +309,6 @@ class Curator:
             self._con = None
         self.ledger.close()
 
-    def _schema_of(self, schema_json: str) -> DatasetSchema:
-        cached = self._schemas.get(schema_json)
-        if cached is None:
-            # The store's own record, validated by load_schema when it was registered.
-            cached = self._schemas[schema_json] = DatasetSchema.from_dict(json.loads(schema_json))
-        return cached
-
     # -- administration ------------------------------------------------------------------------
 
     def register_dataset(
@@ -501,97 +350,22 @@ class Curator:
             self._con = None
         if not isinstance(name, str) or not name.isidentifier():
             raise ParameterError("name", name, "an identifier (letters, digits, _)")
-        if info_cap_bits is not None:
-            info_cap_bits = float(info_cap_bits)
-            if not (math.isfinite(info_cap_bits) and info_cap_bits >= 0):
-                raise ParameterError("info_cap_bits", info_cap_bits, "a non-negative finite number")
-            if parsed.row_bound is None:
-                raise ParameterError(
-                    "info_cap_bits",
-                    info_cap_bits,
-                    "given only with a declared public row count or bound (public_rows or "
-                    "public_max_rows in the schema): the information about the whole table "
-                    "depends on it",
-                )
-        cap_eps = None if max_epsilon is None else as_budget_fraction("max_epsilon", max_epsilon)
-        cap_dlt = (
-            None
-            if max_delta is None
-            else as_budget_fraction("max_delta", max_delta, allow_zero=True)
-        )
-        if cap_dlt is not None and cap_dlt > 1:
-            raise ParameterError("max_delta", max_delta, "a probability in [0, 1]")
+        caps = parse_caps(parsed, info_cap_bits, max_epsilon, max_delta)
         if name in {d.name for d in self.ledger.datasets()}:
             raise ParameterError("name", name, "a dataset name not registered yet")
-        schema_for_table = dataclasses.replace(parsed, table=name)
-        engine: Any = self.spark() if backend == "spark" else self.backend
-        with private_files():
-            if backend == "spark":
-                rows, unit_ok = engine.register(
-                    name, source, schema_for_table, bounded_path=bounded_path
-                )
-            else:
-                rows, unit_ok = engine.register(name, source, schema_for_table)
-        try:
-            # The declared public facts must be true: the owner sees this refusal, nobody else.
-            if parsed.public_rows is not None and rows != parsed.public_rows:
-                raise ParameterError(
-                    "public_rows", parsed.public_rows, f"the table's row count ({rows})"
-                )
-            if parsed.public_max_rows is not None and rows > parsed.public_max_rows:
-                raise ParameterError(
-                    "public_max_rows",
-                    parsed.public_max_rows,
-                    f"at least the table's row count ({rows})",
-                )
-            if backend == "spark":
-                fp = engine.fingerprint(name, schema_for_table)
-            else:
-                fp = fingerprint(self.backend, name, schema_for_table)
-            shown_source = str(source) if isinstance(source, (str, Path)) else type(source).__name__
-            self.ledger.register_dataset(
-                name,
-                schema_for_table.to_json(),
-                rows=rows,
-                source=shown_source,
-                info_cap_bits=info_cap_bits,
-                unit_rows_ok=unit_ok,
-                max_epsilon=cap_eps,
-                max_delta=cap_dlt,
-                fingerprint=fp,
-            )
-        except BaseException:
-            with private_files():
-                engine.drop(name)
-            raise
-        where: dict[str, Any] = {}
-        if backend == "spark":
-            where = {"backend": "spark", "bounded_path": engine.bounded_path(name)}
-        record_dataset(
+        engine = self.spark() if backend == "spark" else self.backend
+        shown, where = register_dataset(
+            self.ledger,
             self.backend,
+            engine,
             name,
-            {
-                **where,
-                "schema_json": schema_for_table.to_json(),
-                "rows": rows,
-                "source": shown_source,
-                "info_cap_bits": info_cap_bits,
-                "unit_rows_ok": unit_ok,
-                "max_epsilon": None if cap_eps is None else str(cap_eps),
-                "max_delta": None if cap_dlt is None else str(cap_dlt),
-                "fingerprint": fp,
-            },
+            source,
+            dataclasses.replace(parsed, table=name),
+            caps,
+            bounded_path=bounded_path,
         )
-        self._catalogue[name] = {**where}
-        return {
-            "name": name,
-            "rows": rows,
-            "schema": schema_for_table.to_dict(),
-            "info_cap_bits": info_cap_bits,
-            "max_epsilon": None if cap_eps is None else _float_up(cap_eps),
-            "max_delta": None if cap_dlt is None else _float_up(cap_dlt),
-            "fingerprint": fp,
-        }
+        self._catalogue[name] = where
+        return shown
 
     def add_analyst(
         self,
@@ -635,7 +409,7 @@ class Curator:
 
     def schema(self, dataset: str) -> DatasetSchema:
         """The declared schema of a registered dataset."""
-        return self._schema_of(self.ledger.dataset(dataset).schema_json)
+        return self._book.schema_of(self.ledger.dataset(dataset).schema_json)
 
     def plan(self, sql: str) -> tuple[QueryPlan, DatasetSchema, int | None, bool]:
         """(plan, schema, declared public row bound, unit_rows_ok) for ``sql``; nothing is spent.
@@ -645,7 +419,7 @@ class Curator:
         """
         table = referenced_table(sql)
         record = self.ledger.dataset(table)
-        schema = self._schema_of(record.schema_json)
+        schema = self._book.schema_of(record.schema_json)
         return parse_query(sql, schema), schema, schema.row_bound, record.unit_rows_ok
 
     def exact_aggregates(self, sql: str) -> ExactAggregates:
@@ -672,10 +446,10 @@ class Curator:
 
     def price(self, request: Request) -> Priced:
         """Validate completely and price ``request``; nothing is spent and no data is read."""
-        p = self._price(
+        p = self._book.price(
             request.sql, request.epsilon, request.delta, request.noise, request.confidence
         )
-        return Priced(p.plan, p.schema, p.rows, p.unit_ok, p.cost, _copy_summary(p.leak))
+        return Priced(p.plan, p.schema, p.rows, p.unit_ok, p.cost, copy_summary(p.leak))
 
     def estimate_for(self, analyst: str, request: Request) -> Estimate:
         """:meth:`estimate` for ``analyst``: with their budget and whether the query fits it
@@ -722,7 +496,7 @@ class Curator:
             # The ledger's copy is rendered when it is written (by the ledger's background
             # writer, in a batch), from the answer and a copy of its summary (the one mutable
             # part a caller holds).
-            leakage = _copy_summary(result.leakage)
+            leakage = copy_summary(result.leakage)
 
             def text() -> str:
                 payload = result._payload(lists=False)
@@ -776,8 +550,7 @@ class Curator:
         except DeclarationChanged:
             # Priced with a declaration the ledger no longer holds (nothing was charged):
             # forget every remembered price and price again from the ledger's declaration.
-            self._prices.clear()
-            self._fast.clear()
+            self._book.forget()
             return self._reserve_priced(
                 analyst, sql, epsilon, delta, confidence, noise, durable=durable, remembered=False
             )
@@ -794,7 +567,7 @@ class Curator:
         durable: bool,
         remembered: bool,
     ) -> Reservation:
-        priced = self._price(sql, epsilon, delta, noise, confidence, reserving=remembered)
+        priced = self._book.price(sql, epsilon, delta, noise, confidence, reserving=remembered)
         plan, schema, unit_ok, cost = priced.plan, priced.schema, priced.unit_ok, priced.cost
         ms = tuple(p.measurement for p in cost.parts)
         engine = self._engine(plan.table)
@@ -825,7 +598,7 @@ class Curator:
             declaration=(priced.schema_json, unit_ok),
         )
         self._at("reserved", entry)
-        leak = _copy_summary(priced.leak)
+        leak = copy_summary(priced.leak)
         return Reservation(analyst, plan, schema, unit_ok, cost, leak, float(confidence), entry)
 
     def run_reserved(self, reserved: Reservation) -> Released:
@@ -963,25 +736,23 @@ class Curator:
         return result, answer_text(result.to_dict())
 
     def _result_only(self, reserved: Reservation, released: Released) -> QueryResult:
-        columns, out_rows, intervals, notes, raw = released
         # As the reservation left it (no second read), or read now when another process or
         # object made it.
         remaining = self.ledger.budget_after(reserved.entry) or self.ledger.budget(
             reserved.analyst, reserved.plan.table
         )
-        result = QueryResult(
-            columns,
-            out_rows,
-            intervals,
+        return QueryResult(
+            released.columns,
+            released.rows,
+            released.intervals,
             reserved.confidence,
             reserved.cost,
             remaining,
             reserved.entry,
             reserved.leakage,
-            notes,
-            raw,
+            released.notes,
+            released.noisy,
         )
-        return result
 
     def _settle(
         self, reserved: Reservation, produce: Callable[[], tuple[_T, Any]], *, later: bool = False
@@ -1015,73 +786,8 @@ class Curator:
     ) -> tuple[QueryPlan, DatasetSchema, int | None, bool, QueryCost, dict[str, Any]]:
         """Validate completely and price ``sql``: everything here depends on the query and the
         declared schema only, so a refusal (before any reservation) costs nothing."""
-        p = self._price(sql, epsilon, delta, noise, confidence)
-        return p.plan, p.schema, p.rows, p.unit_ok, p.cost, _copy_summary(p.leak)
-
-    def _price(
-        self,
-        sql: str,
-        epsilon: Any,
-        delta: Any,
-        noise: Any,
-        confidence: Any,
-        *,
-        reserving: bool = False,
-    ) -> _Priced:
-        """:meth:`_priced`, remembered per (SQL text, exact ε and δ, noise, dataset record):
-        the plan, its cost and its privacy summary are functions of these only (and are
-        immutable), so a repeated query is priced once. Refusals are never remembered.
-
-        ``reserving``: the caller reserves the result with the declaration it was priced with
-        (``Ledger.reserve(declaration=...)``, checked inside the reservation's transaction),
-        so a query already priced with the same arguments (plain str, int, float, Fraction;
-        validated when first priced) is answered from memory without reading the dataset's
-        declaration from the ledger: the first work after an aggregate runs with cold caches,
-        where a SQLite read and the parsing of ε and δ cost ~0.1-0.2 ms.
-        """
-        raw = (sql, epsilon, delta, noise, confidence)
-        fast = reserving and all(type(x) in _PLAIN for x in raw)
-        if fast:
-            known = self._fast.get(raw)
-            if known is not None:
-                return known
-        priced = self._price_anew(sql, epsilon, delta, noise, confidence)
-        if fast:
-            if len(self._fast) >= _REMEMBERED:
-                self._fast.clear()
-            self._fast[raw] = priced
-        return priced
-
-    def _price_anew(
-        self, sql: str, epsilon: Any, delta: Any, noise: Any, confidence: Any
-    ) -> _Priced:
-        """:meth:`_price` from the arguments and the declaration read from the ledger."""
-        req = Request.parse(sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise)
-        eps, dlt, kind = req.epsilon, req.delta, req.noise
-        table = self._tables.get(sql)
-        if table is None:
-            table = referenced_table(sql)
-        name, schema_json, unit_ok = self.ledger.dataset_declaration(table)
-        key = (sql, eps, dlt, kind, name, schema_json, unit_ok)
-        hit = self._prices.get(key)
-        if hit is not None:
-            return hit
-        schema = self._schema_of(schema_json)
-        plan = parse_query(sql, schema)
-        rows = schema.row_bound  # the declaration, never the measured count (private)
-        cost = plan_cost(plan, schema, eps, dlt, rows, kind)
-        if plan.needs_partition_selection:
-            selection(cost).threshold()  # a threshold that cannot be formed fails here
-        leak = leakage_of(cost)
-        _require_finite("the query's privacy summary", leak)
-        if len(self._prices) >= _REMEMBERED:
-            self._prices.clear()
-            self._tables.clear()
-        self._tables[sql] = table
-        hit = self._prices[key] = _Priced(
-            plan, schema, rows, unit_ok, cost, leak, cost.profile_spec(), schema_json
-        )
-        return hit
+        p = self._book.price(sql, epsilon, delta, noise, confidence)
+        return p.plan, p.schema, p.rows, p.unit_ok, p.cost, copy_summary(p.leak)
 
     def estimate(
         self,
@@ -1104,13 +810,13 @@ class Curator:
     def _estimate(self, req: Request, budget: Budget | None = None) -> Estimate:
         """The estimate of ``req``; with the analyst's ``budget``, whether it fits there by
         the accountant's dry run (the check the ledger's charge makes, every currency)."""
-        p = self._price(req.sql, req.epsilon, req.delta, req.noise, req.confidence)
+        p = self._book.price(req.sql, req.epsilon, req.delta, req.noise, req.confidence)
         cost, beta = p.cost, 1.0 - req.confidence
         fits = (
             None if budget is None else budget.can_spend(p.profile_spec, cost.epsilon, cost.delta)
         )
         return Estimate(
-            {**cost.to_dict(), "leakage": _copy_summary(p.leak)},
+            {**cost.to_dict(), "leakage": copy_summary(p.leak)},
             tuple(_accuracy(m, p.schema, beta) for m in cost.parts),
             req.confidence,
             cost.cells,
@@ -1326,13 +1032,7 @@ class Curator:
         exact: ExactAggregates,
         beta: float,
         noise: dict[tuple[str, ...], list[int | None]] | None = None,
-    ) -> tuple[
-        tuple[str, ...],
-        tuple[tuple[Any, ...], ...],
-        tuple[tuple[Any, ...], ...],
-        tuple[str, ...],
-        tuple[tuple[int | None, ...], ...],
-    ]:
+    ) -> Released:
         layout = self._layout(plan, schema, cost, beta)
         parts = cost.parts
         notes = list(layout.notes)
@@ -1390,7 +1090,7 @@ class Curator:
         out_cis = list(zip(*(cis for _, cis in columns), strict=True))
         if not plan.outputs:
             out_rows = out_cis = [() for _ in keys]
-        return layout.names, tuple(out_rows), tuple(out_cis), tuple(notes), tuple(rows)
+        return Released(layout.names, tuple(out_rows), tuple(out_cis), tuple(notes), tuple(rows))
 
     def _layout(
         self, plan: QueryPlan, schema: DatasetSchema, cost: QueryCost, beta: float
@@ -1403,7 +1103,7 @@ class Curator:
         if hit is not None and hit[0] is plan and hit[1] is cost:
             return hit[2]
         layout = _Layout.of(plan, schema, cost, beta)
-        if len(self._layouts) >= _REMEMBERED:
+        if len(self._layouts) >= REMEMBERED:
             self._layouts.clear()
         self._layouts[slot] = (plan, cost, layout)  # the references keep the ids unique
         return layout
@@ -1587,21 +1287,6 @@ def _accuracy(p: MeasurementCost, schema: DatasetSchema, beta: float) -> dict[st
     }
 
 
-def _require_finite(what: str, value: Any) -> None:
-    """Refuse (before any charge) a summary holding NaN: privacy parameters never become NaN."""
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, (list, tuple)):
-            stack.extend(v)
-        elif isinstance(v, float) and math.isnan(v):
-            raise ParameterError(
-                f"{what} is undefined (NaN) for these parameters; choose a smaller ε or δ."
-            )
-
-
 def _arguments(request: Request) -> dict[str, Any]:
     """The keyword arguments of :meth:`Curator.query` that ``request`` holds (parsed)."""
     return {
@@ -1610,14 +1295,3 @@ def _arguments(request: Request) -> dict[str, Any]:
         "confidence": request.confidence,
         "noise": request.noise,
     }
-
-
-def _copy_summary(value: Any) -> Any:
-    """A copy of a privacy summary (nested dicts and lists of numbers and text) that shares
-    no container with it; faster than ``copy.deepcopy`` for these plain values."""
-    kind = type(value)
-    if kind is dict:
-        return {k: _copy_summary(v) for k, v in value.items()}
-    if kind is list:
-        return [_copy_summary(v) for v in value]
-    return value

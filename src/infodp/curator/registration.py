@@ -1,0 +1,155 @@
+"""Registering a dataset: the owner's caps checked, the bounded copy made, the ledger told.
+
+The data owner's side of the curator. A registration validates the caps the owner declares
+(an information cap needs a public row bound; (ε, δ) caps are exact fractions), has the backend
+make the bounded copy, checks the declared public facts against it (the owner sees that
+refusal, nobody else), fingerprints the content and records the dataset in the ledger and in
+the store's catalogue. Any failure after the copy removes it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from infodp._exact import float_up
+from infodp.curator.backends.duckdb import DuckDBBackend
+from infodp.curator.cost import as_budget_fraction
+from infodp.curator.ledger import Ledger
+from infodp.curator.schema import DatasetSchema
+from infodp.curator.store import fingerprint, private_files, record_dataset
+from infodp.errors import ParameterError
+
+__all__ = ["Caps", "parse_caps", "register_dataset"]
+
+
+@dataclass(frozen=True, slots=True)
+class Caps:
+    """What all analysts together may spend on a dataset (None: no cap)."""
+
+    info_cap_bits: float | None = None
+    max_epsilon: Fraction | None = None
+    max_delta: Fraction | None = None
+
+
+def parse_caps(
+    schema: DatasetSchema, info_cap_bits: object, max_epsilon: object, max_delta: object
+) -> Caps:
+    """The owner's caps, validated (before anything is copied).
+
+    >>> from infodp.curator.schema import load_schema
+    >>> s = load_schema({"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int"}}})
+    >>> parse_caps(s, None, "0.5", None).max_epsilon
+    Fraction(1, 2)
+    >>> parse_caps(s, 8, None, None)
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: info_cap_bits must be given only with a declared public row count or bound (public_rows or public_max_rows in the schema): the information about the whole table depends on it; got 8.0.
+    """  # noqa: E501
+    bits: float | None = None
+    if info_cap_bits is not None:
+        if not isinstance(info_cap_bits, (int, float, str, Fraction)):
+            raise ParameterError("info_cap_bits", info_cap_bits, "a non-negative finite number")
+        bits = float(info_cap_bits)
+        if not (math.isfinite(bits) and bits >= 0):
+            raise ParameterError("info_cap_bits", bits, "a non-negative finite number")
+        if schema.row_bound is None:
+            raise ParameterError(
+                "info_cap_bits",
+                bits,
+                "given only with a declared public row count or bound (public_rows or "
+                "public_max_rows in the schema): the information about the whole table "
+                "depends on it",
+            )
+    eps = None if max_epsilon is None else as_budget_fraction("max_epsilon", max_epsilon)
+    dlt = None if max_delta is None else as_budget_fraction("max_delta", max_delta, allow_zero=True)
+    if dlt is not None and dlt > 1:
+        raise ParameterError("max_delta", max_delta, "a probability in [0, 1]")
+    return Caps(bits, eps, dlt)
+
+
+def _check_public_facts(schema: DatasetSchema, rows: int) -> None:
+    """The declared public facts must be true: the owner sees this refusal, nobody else."""
+    if schema.public_rows is not None and rows != schema.public_rows:
+        raise ParameterError("public_rows", schema.public_rows, f"the table's row count ({rows})")
+    if schema.public_max_rows is not None and rows > schema.public_max_rows:
+        raise ParameterError(
+            "public_max_rows", schema.public_max_rows, f"at least the table's row count ({rows})"
+        )
+
+
+def register_dataset(
+    ledger: Ledger,
+    store: DuckDBBackend,
+    engine: Any,
+    name: str,
+    source: Any,
+    schema: DatasetSchema,
+    caps: Caps,
+    *,
+    bounded_path: str | Path | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Copy ``source`` as dataset ``name`` on ``engine`` (``store`` itself, or Spark) and
+    record it; (what the owner is shown, the catalogue entry naming the backend).
+
+    ``schema`` is already named ``name``; the caller checked the name and the caps.
+    """
+    spark = engine is not store
+    with private_files():
+        if spark:
+            rows, unit_ok = engine.register(name, source, schema, bounded_path=bounded_path)
+        else:
+            rows, unit_ok = engine.register(name, source, schema)
+    shown_source = str(source) if isinstance(source, (str, Path)) else type(source).__name__
+    try:
+        _check_public_facts(schema, rows)
+        fp = engine.fingerprint(name, schema) if spark else fingerprint(store, name, schema)
+        ledger.register_dataset(
+            name,
+            schema.to_json(),
+            rows=rows,
+            source=shown_source,
+            info_cap_bits=caps.info_cap_bits,
+            unit_rows_ok=unit_ok,
+            max_epsilon=caps.max_epsilon,
+            max_delta=caps.max_delta,
+            fingerprint=fp,
+        )
+    except BaseException:
+        with private_files():
+            engine.drop(name)
+        raise
+    where: dict[str, Any] = (
+        {"backend": "spark", "bounded_path": engine.bounded_path(name)} if spark else {}
+    )
+    exact = {
+        "max_epsilon": None if caps.max_epsilon is None else str(caps.max_epsilon),
+        "max_delta": None if caps.max_delta is None else str(caps.max_delta),
+    }
+    record_dataset(
+        store,
+        name,
+        {
+            **where,
+            "schema_json": schema.to_json(),
+            "rows": rows,
+            "source": shown_source,
+            "info_cap_bits": caps.info_cap_bits,
+            "unit_rows_ok": unit_ok,
+            **exact,
+            "fingerprint": fp,
+        },
+    )
+    shown = {
+        "name": name,
+        "rows": rows,
+        "schema": schema.to_dict(),
+        "info_cap_bits": caps.info_cap_bits,
+        "max_epsilon": None if caps.max_epsilon is None else float_up(caps.max_epsilon),
+        "max_delta": None if caps.max_delta is None else float_up(caps.max_delta),
+        "fingerprint": fp,
+    }
+    return shown, where
