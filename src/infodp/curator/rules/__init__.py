@@ -21,13 +21,23 @@ from infodp.curator.rules.quantile import QUANTILE, QUANTILE_MEASURE
 from infodp.curator.rules.sum import SUM, SUM_MEASURE
 from infodp.curator.rules.variance import CSUMSQ_MEASURE, STDDEV, VARIANCE
 
-__all__ = ["MEASURES", "RULES", "Cells", "Measure", "Rule", "allowed_names", "measure_for", "rule_for"]
+__all__ = [
+    "MEASURES",
+    "RULES",
+    "Cells",
+    "Measure",
+    "Rule",
+    "allowed_names",
+    "measure_for",
+    "rule_for",
+]
 
 #: Every aggregate's rule, in the order the parser tries them.
 RULES: tuple[Rule, ...] = (COUNT, SUM, AVG, VARIANCE, STDDEV, QUANTILE, MIN, MAX)
 #: Every measurement kind's rule.
 MEASURES: dict[MeasurementKind, Measure] = {
-    m.kind: m for m in (*COUNT_MEASURES, SUM_MEASURE, CSUM_MEASURE, CSUMSQ_MEASURE, QUANTILE_MEASURE)
+    m.kind: m
+    for m in (*COUNT_MEASURES, SUM_MEASURE, CSUM_MEASURE, CSUMSQ_MEASURE, QUANTILE_MEASURE)
 }
 _BY_FUNC: dict[AggregateFunc, Rule] = {r.func: r for r in RULES}
 

@@ -130,9 +130,7 @@ class AvgRule(Rule):
         grid = cells.grid(column_of(agg))
         return avg_answer(s, c, ps.mechanism, pc.mechanism, grid, cells.beta, cells.box)
 
-    def accuracy(
-        self, agg: Aggregate, cells: Cells, rows: int | None, name: str
-    ) -> ColumnAccuracy:
+    def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
         """The widest half-width over groups of ``rows`` rows."""
         return {"halfwidth": planned_halfwidth(self, agg, cells, rows, name, widest_mean)}
 

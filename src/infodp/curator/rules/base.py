@@ -193,7 +193,9 @@ class Measure(ABC):
             return discrete_gaussian_information(width, p.scale)
         return discrete_laplace_information(width, p.scale)
 
-    def accuracy(self, p: MeasurementCost, schema: DatasetSchema, beta: float) -> MeasurementAccuracy:
+    def accuracy(
+        self, p: MeasurementCost, schema: DatasetSchema, beta: float
+    ) -> MeasurementAccuracy:
         """What an estimate shows: the one-cell half-width at level β, in column units."""
         return {
             "measurement": p.measurement.key,
@@ -242,13 +244,13 @@ class Rule(ABC):
 
     def column(self, agg: Aggregate, cells: Cells) -> tuple[list[Value], list[Interval]]:
         """The output column over every released cell: values and intervals."""
-        answered = [self.answer(agg, cells, k, r) for k, r in zip(cells.keys, cells.rows, strict=True)]
+        answered = [
+            self.answer(agg, cells, k, r) for k, r in zip(cells.keys, cells.rows, strict=True)
+        ]
         return [a[0] for a in answered], [a[1] for a in answered]
 
     @abstractmethod
-    def accuracy(
-        self, agg: Aggregate, cells: Cells, rows: int | None, name: str
-    ) -> ColumnAccuracy:
+    def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
         """The planned accuracy of the output column (without its name): the half-width of
         its interval, or a quantile's rank error; ``rows`` is the public group size AVG and
         VARIANCE are planned for, ``name`` the column's name (shown in a refusal)."""

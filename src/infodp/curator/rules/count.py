@@ -106,9 +106,7 @@ class CountRule(Rule):
             [[v - h if v > h else 0, v + h if v + h > 0 else 0] for v in vs],
         )
 
-    def accuracy(
-        self, agg: Aggregate, cells: Cells, rows: int | None, name: str
-    ) -> ColumnAccuracy:
+    def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
         """The mechanism's one-cell half-width."""
         return {"halfwidth": float(cells.halfwidth(cells.index[measurement(agg)]))}
 

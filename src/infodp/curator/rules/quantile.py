@@ -50,8 +50,7 @@ __all__ = ["QUANTILE", "QUANTILE_MEASURE", "QuantileRule", "rank_error"]
 
 #: The note a quantile's rank error carries.
 _NOTE = (
-    "at most q·n + rank_error rows lie below the answer and at most "
-    "(1 − q)·n + rank_error above it"
+    "at most q·n + rank_error rows lie below the answer and at most (1 − q)·n + rank_error above it"
 )
 
 
@@ -190,9 +189,7 @@ class QuantileRule(Rule):
         error = rank_error(delta, p.epsilon, grid.hi - grid.lo, cells.beta)
         return value, RankError(rank_error=error, grid=g, note=self.note)
 
-    def accuracy(
-        self, agg: Aggregate, cells: Cells, rows: int | None, name: str
-    ) -> ColumnAccuracy:
+    def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
         """The rank error at level β."""
         p = cells.part(self.needs(agg)[0])[1]
         return {"rank_error": measurement_rank_error(p, cells.schema, cells.beta)}

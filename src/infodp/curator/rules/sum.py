@@ -93,12 +93,12 @@ class SumRule(Rule):
         vs = cells.column(m)
         return [v * g for v in vs], [[(v - h) * g, (v + h) * g] for v in vs]
 
-    def accuracy(
-        self, agg: Aggregate, cells: Cells, rows: int | None, name: str
-    ) -> ColumnAccuracy:
+    def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
         """The mechanism's one-cell half-width times the grid step."""
         m = self.needs(agg)[0]
-        return {"halfwidth": float(cells.halfwidth(cells.index[m])) * cells.grid(agg.column or "").step}
+        return {
+            "halfwidth": float(cells.halfwidth(cells.index[m])) * cells.grid(agg.column or "").step
+        }
 
 
 #: The SUM rule.

@@ -110,9 +110,7 @@ class VarianceRule(Rule):
             cache=cells.box,
         )
 
-    def accuracy(
-        self, agg: Aggregate, cells: Cells, rows: int | None, name: str
-    ) -> ColumnAccuracy:
+    def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
         """The widest half-width over groups of ``rows`` rows."""
         return {"halfwidth": planned_halfwidth(self, agg, cells, rows, name, widest_moments)}
 
