@@ -45,8 +45,8 @@ __all__ = ["CellNoise", "Key", "Layout", "draw_cell_noise", "release"]
 Key = tuple[str, ...]
 #: Per cell, the noise of every measurement (None for a quantile's, drawn later).
 CellNoise = dict[Key, list[int | None]]
-#: One output column: its values and intervals over the released cells.
-Column = tuple[list[Value], list[Interval]]
+#: One output column: its values (group keys or aggregates) and intervals over the cells.
+Column = tuple[Sequence[Value | str], Sequence[Interval]]
 
 #: What every answer says its intervals leave out.
 _NOTES = (

@@ -63,7 +63,7 @@ def column_accuracy(
     for o in plan.outputs:
         if o.aggregate is not None:
             planned = rule_for(o.aggregate).accuracy(o.aggregate, cells, rows, o.name)
-            out.append({"column": o.name, **planned})  # type: ignore[typeddict-item]
+            out.append({"column": o.name, **planned})
     return out
 
 

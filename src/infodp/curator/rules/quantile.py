@@ -139,7 +139,7 @@ class QuantileRule(Rule):
     """The q-quantile of a bounded column, answered on its grid with its rank error."""
 
     func: ClassVar[AggregateFunc] = AggregateFunc.QUANTILE
-    sql_names = ("MEDIAN", "QUANTILE")
+    sql_names: ClassVar[tuple[str, ...]] = ("MEDIAN", "QUANTILE")
     #: What the rank error promises (shown with every released cell).
     note: ClassVar[str] = _NOTE
 

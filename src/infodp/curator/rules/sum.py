@@ -6,8 +6,8 @@ m·max|v| (one unit's m rows at the bound of larger magnitude; McSherry 2009, Th
 disjoint cells). The interval is the mechanism's one-cell tail times the grid step.
 
 >>> from infodp.curator.schema import load_schema
->>> s = load_schema({"table": "t", "privacy_unit": "row", "max_rows_per_unit": 3,
-...                  "columns": {"x": {"type": "int", "bounds": [-7, 5]}}})
+>>> s = load_schema({"table": "t", "privacy_unit": "pid", "max_rows_per_unit": 3,
+...                  "columns": {"pid": {"type": "int"}, "x": {"type": "int", "bounds": [-7, 5]}}})
 >>> SUM_MEASURE.sensitivity(Measurement(MeasurementKind.SUM, "x"), s)
 21
 """
