@@ -229,6 +229,16 @@ def grid_draws(
     return out
 
 
+def _candidate_keys(layout: Layout, exact: ExactAggregates) -> list[Key]:
+    """The cells a release considers: the declared keys, the groups the data holds (then
+    chosen by partition selection), or the one cell of an ungrouped query."""
+    if layout.keys is not None:
+        return layout.keys
+    if layout.plan.group_by:
+        return sorted(exact.values)
+    return [()]
+
+
 def release(
     layout: Layout,
     cost: QueryCost,
@@ -242,12 +252,7 @@ def release(
     """
     plan, parts = layout.plan, layout.parts
     notes = list(_NOTES)
-    if layout.keys is not None:
-        keys = layout.keys
-    elif plan.group_by:
-        keys = sorted(exact.values)
-    else:
-        keys = [()]
+    keys = _candidate_keys(layout, exact)
     if noise is None:  # cells known only now (partition selection): one batch each
         noise = draw_cell_noise(plan, cost, source, keys)
     cols = _noisy_columns(parts, exact, keys, noise)

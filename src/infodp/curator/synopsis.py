@@ -197,12 +197,7 @@ class Synopsis:
             if g.column.lower() not in cols:
                 raise ParameterError(f"GROUP BY {g.column}: not a column of synopsis {self.name}")
         for agg in plan.aggregates:
-            if agg.func not in _ANSWERS or (agg.func == "count" and agg.column is not None):
-                raise ParameterError(
-                    f"synopsis {self.name} answers COUNT(*), SUM and AVG only; got {agg.func}"
-                )
-            if agg.column is not None and agg.column.lower() not in cols:
-                raise ParameterError(f"{agg.func}({agg.column}): not a column of {self.name}")
+            self._check_aggregate(agg, cols)
         n_groups = math.prod(len(self.keys[cols[g.column.lower()]]) for g in plan.group_by)
         work = len(self.counts) * (n_groups + _conditions(plan.where))
         if work > MAX_SYNOPSIS_WORK:
@@ -211,6 +206,14 @@ class Synopsis:
                 f"{len(self.counts)} cells × {n_groups} groups and conditions",
                 f"at most {MAX_SYNOPSIS_WORK} cell evaluations (fewer groups or conditions)",
             )
+
+    def _check_aggregate(self, agg: Aggregate, cols: dict[str, int]) -> None:
+        if agg.func not in _ANSWERS or (agg.func == "count" and agg.column is not None):
+            raise ParameterError(
+                f"synopsis {self.name} answers COUNT(*), SUM and AVG only; got {agg.func}"
+            )
+        if agg.column is not None and agg.column.lower() not in cols:
+            raise ParameterError(f"{agg.func}({agg.column}): not a column of {self.name}")
 
     def _codes(self, i: int) -> npt.NDArray[np.intp]:
         """Per cell (row-major), the position of its key of column ``i``."""

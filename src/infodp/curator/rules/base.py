@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, TypedDict, cast
 
 from infodp.curator.budget_info import discrete_gaussian_information, discrete_laplace_information
 from infodp.curator.grid import ColumnGrid, column_grid
+from infodp.curator.intervals import BoxMemo
 from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
 from infodp.curator.schema import ColumnSpec, DatasetSchema
 from infodp.errors import InternalError, ParameterError
@@ -56,9 +57,6 @@ class RankError(TypedDict):
 
 #: A released cell's interval: [low, high], a quantile's rank error, or None (a group key).
 Interval = list[float] | list[int] | RankError | None
-
-#: Quantiles of noise combinations kept across the cells of one release (intervals.py).
-BoxMemo = dict[tuple[object, ...], float]
 
 
 class MeasurementAccuracy(TypedDict, total=False):
