@@ -50,9 +50,10 @@ class _Sum(Measure):
         return grid_of(m, schema).step
 
     def width(self, m: Measurement, schema: DatasetSchema, rows: int) -> int:
-        """rows·(hi − lo): the sum's range over tables of at most ``rows`` rows."""
+        """rows·(max(hi, 0) − min(lo, 0)): the sum's range over cells of 0 to ``rows`` rows
+        (a filter or a group may hold any number of them, so the empty sum 0 is in range)."""
         g = grid_of(m, schema)
-        return rows * (g.hi - g.lo)
+        return rows * (max(g.hi, 0) - min(g.lo, 0))
 
 
 #: The measurement kind of a sum.
