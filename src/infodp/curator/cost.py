@@ -24,11 +24,20 @@ from infodp._exact import float_down, float_up, parse_exact
 from infodp.curator.plan import Measurement, MeasurementKind, QueryPlan, measurements
 from infodp.curator.rules import measure_for
 from infodp.curator.schema import DatasetSchema
-from infodp.errors import ParameterError
+from infodp.errors import InternalError, ParameterError
 from infodp.units import nats_to_bits
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from infodp.accounting import PrivacyProfile
+    from infodp.mechanisms.gaussian import DiscreteGaussianMechanism
+    from infodp.mechanisms.laplace import DiscreteLaplaceMechanism
+    from infodp.mechanisms.partition import PartitionSelection
+    from infodp.mechanisms.quantile import ExponentialQuantile
+
+    #: The noise added to a count or a sum (grid units).
+    Additive: TypeAlias = DiscreteLaplaceMechanism | DiscreteGaussianMechanism
 
 __all__ = [
     "MAX_CELLS",
@@ -124,19 +133,37 @@ class MeasurementCost:
     delta: Fraction = Fraction(0)
 
     @property
-    def mechanism(self) -> Any:
+    def mechanism(self) -> Additive | ExponentialQuantile | None:
         """The calibrated mechanism object (cached per measurement cost)."""
         return _mechanism(self)
+
+    @property
+    def noise_mechanism(self) -> Additive | None:
+        """:attr:`mechanism` of a count or sum (None: sensitivity 0, no noise)."""
+        mech = _mechanism(self)
+        if self.measurement.kind == MeasurementKind.QUANTILE:
+            raise InternalError(f"{self.measurement.key} adds no noise")
+        return mech  # type: ignore[return-value]  # not a quantile: additive or None
+
+    @property
+    def quantile_mechanism(self) -> ExponentialQuantile:
+        """:attr:`mechanism` of a quantile (the exponential mechanism over its grid)."""
+        mech = _mechanism(self)
+        if self.measurement.kind != MeasurementKind.QUANTILE or mech is None:
+            raise InternalError(f"{self.measurement.key} is not a quantile with noise")
+        return mech  # type: ignore[return-value]  # a quantile's mechanism
 
     @property
     def scale(self) -> float:
         """Noise scale in grid units: b for Laplace, σ for Gaussian; 2Δ/ε for quantiles."""
         if self.measurement.kind == MeasurementKind.QUANTILE:
             return float(2 * Fraction(self.sensitivity) / self.epsilon)
-        mech = self.mechanism
+        mech = self.noise_mechanism
         if mech is None:
             return 0.0
-        return float(mech.sigma if self.noise == Noise.GAUSSIAN else mech.scale)
+        from infodp.mechanisms.laplace import DiscreteLaplaceMechanism  # loaded by every query
+
+        return float(mech.scale if isinstance(mech, DiscreteLaplaceMechanism) else mech.sigma)
 
     @property
     def mechanism_name(self) -> str:
@@ -159,12 +186,12 @@ class MeasurementCost:
 
     def halfwidth(self, beta: float) -> int:
         """Grid units h with P(|noise| > h) ≤ β for one cell (from the mechanism's own tail)."""
-        mech = self.mechanism
+        mech = self.noise_mechanism
         return 0 if mech is None else int(mech.halfwidth(beta))
 
 
 @functools.lru_cache(maxsize=4096)
-def _mechanism(p: MeasurementCost) -> Any:
+def _mechanism(p: MeasurementCost) -> Additive | ExponentialQuantile | None:
     # Each family is imported only when used: the Gaussian's module loads scipy, which a
     # Laplace query (the CLI's default) never needs (about 100 ms of start-up).
     if p.sensitivity == 0:
@@ -401,7 +428,7 @@ def _profile_of(cost: QueryCost) -> PrivacyProfile:
     return profiles[0] if len(profiles) == 1 else compose(*profiles)
 
 
-def selection(cost: QueryCost) -> Any:
+def selection(cost: QueryCost) -> PartitionSelection:
     """The :class:`~infodp.mechanisms.PartitionSelection` of a cost with unknown group keys."""
     from infodp.mechanisms import PartitionSelection
 

@@ -420,66 +420,79 @@ def _parse_cached(sql: str, schema: DatasetSchema) -> QueryPlan:
 def _parse(sql: str, schemas: DatasetSchema | Mapping[str, DatasetSchema]) -> QueryPlan:
     select = _select(_statements_cached(sql)[0])
     table, qualifiers = _table(select)
+    schema = _schema_of(table, schemas)
+    parsing = _Parsing(schema, qualifiers)
+    groups = _groups(select, parsing)
+    outputs = _outputs(select, parsing, {g.column.lower() for g in groups})
+    where_node = select.args.get("where")
+    where = None if where_node is None else _predicate(where_node.this, schema, qualifiers)
+    return QueryPlan(schema.table, sql, outputs, where, groups)
+
+
+def _schema_of(table: str, schemas: DatasetSchema | Mapping[str, DatasetSchema]) -> DatasetSchema:
+    """The declared schema of the table a query reads (an unknown table is refused)."""
     if isinstance(schemas, DatasetSchema):
         if schemas.table.lower() != table.lower():
             raise ParameterError(
                 f"unknown table {table!r}; the registered table is {schemas.table!r}."
             )
-        schema = schemas
-    else:
-        lookup = {k.lower(): v for k, v in schemas.items()}
-        if table.lower() not in lookup:
-            known = ", ".join(sorted(schemas)) or "none"
-            raise ParameterError(f"unknown table {table!r}; registered tables: {known}.")
-        schema = lookup[table.lower()]
+        return schemas
+    lookup = {k.lower(): v for k, v in schemas.items()}
+    if table.lower() not in lookup:
+        known = ", ".join(sorted(schemas)) or "none"
+        raise ParameterError(f"unknown table {table!r}; registered tables: {known}.")
+    return lookup[table.lower()]
 
+
+def _groups(select: exp.Select, parsing: _Parsing) -> tuple[GroupKey, ...]:
+    """The GROUP BY keys (never the privacy unit, never repeated)."""
+    schema = parsing.schema
     groups: list[GroupKey] = []
     group_node = select.args.get("group")
-    if group_node is not None:
-        for g in group_node.expressions:
-            if (
-                isinstance(g, exp.Column)
-                and not schema.unit_is_row
-                and g.name.lower() == schema.privacy_unit.lower()
-            ):
-                raise _refuse("GROUP BY the privacy unit", "it would release per-individual values")
-            col = _column(g, schema, qualifiers)
-            groups.append(_group_key(col))
-        if len({g.column for g in groups}) != len(groups):
-            raise _refuse("repeated GROUP BY column")
-    grouped = {g.column.lower(): g for g in groups}
+    for g in [] if group_node is None else group_node.expressions:
+        if (
+            isinstance(g, exp.Column)
+            and not schema.unit_is_row
+            and g.name.lower() == schema.privacy_unit.lower()
+        ):
+            raise _refuse("GROUP BY the privacy unit", "it would release per-individual values")
+        groups.append(_group_key(parsing.column(g)))
+    if len({g.column for g in groups}) != len(groups):
+        raise _refuse("repeated GROUP BY column")
+    return tuple(groups)
 
-    outputs: list[Output] = []
-    parsing = _Parsing(schema, qualifiers)
-    for item in select.expressions:
-        alias = item.alias if isinstance(item, exp.Alias) else None
-        node = item.this if isinstance(item, exp.Alias) else item
-        if isinstance(node, exp.Star):
-            raise _refuse("raw column selection (*)", "only aggregates are released")
-        if isinstance(node, exp.Column):
-            col = _column(node, schema, qualifiers)
-            if col.name.lower() not in grouped:
-                raise _refuse(
-                    f"raw column selection (column {col.name!r} is neither aggregated nor in "
-                    "GROUP BY); only aggregates are released"
-                )
-            outputs.append(Output(alias or col.name, group_column=col.name))
-            continue
-        found = _aggregate(node, parsing)
-        if found is None:
-            raise _refuse(
-                f"expression {node.sql(dialect='duckdb')!r} in SELECT",
-                "select aggregates and GROUP BY columns only",
-            )
-        outputs.append(Output(alias or found[1], aggregate=found[0]))
+
+def _outputs(select: exp.Select, parsing: _Parsing, grouped: set[str]) -> tuple[Output, ...]:
+    """The SELECT items: GROUP BY columns and aggregates, with distinct names."""
+    outputs = tuple(_output(item, parsing, grouped) for item in select.expressions)
     if not any(o.aggregate is not None for o in outputs):
         raise _refuse("SELECT without an aggregate", "only aggregates are released")
     names = [o.name for o in outputs]
     if len(set(names)) != len(names):
         raise ParameterError("SELECT items must have distinct names; use AS to rename.")
-    where_node = select.args.get("where")
-    where = None if where_node is None else _predicate(where_node.this, schema, qualifiers)
-    return QueryPlan(schema.table, sql, tuple(outputs), where, tuple(groups))
+    return outputs
+
+
+def _output(item: exp.Expr, parsing: _Parsing, grouped: set[str]) -> Output:
+    alias = item.alias if isinstance(item, exp.Alias) else None
+    node = item.this if isinstance(item, exp.Alias) else item
+    if isinstance(node, exp.Star):
+        raise _refuse("raw column selection (*)", "only aggregates are released")
+    if isinstance(node, exp.Column):
+        col = parsing.column(node)
+        if col.name.lower() not in grouped:
+            raise _refuse(
+                f"raw column selection (column {col.name!r} is neither aggregated nor in "
+                "GROUP BY); only aggregates are released"
+            )
+        return Output(alias or col.name, group_column=col.name)
+    found = _aggregate(node, parsing)
+    if found is None:
+        raise _refuse(
+            f"expression {node.sql(dialect='duckdb')!r} in SELECT",
+            "select aggregates and GROUP BY columns only",
+        )
+    return Output(alias or found[1], aggregate=found[0])
 
 
 def _group_key(col: ColumnSpec) -> GroupKey:

@@ -128,7 +128,7 @@ class AvgRule(Rule):
         s, c = cells.noisy(row, sm), cells.noisy(row, cm)
         ps, pc = cells.part(sm)[1], cells.part(cm)[1]
         grid = cells.grid(column_of(agg))
-        return avg_answer(s, c, ps.mechanism, pc.mechanism, grid, cells.beta, cells.box)
+        return avg_answer(s, c, ps.noise_mechanism, pc.noise_mechanism, grid, cells.beta, cells.box)
 
     def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
         """The widest half-width over groups of ``rows`` rows."""

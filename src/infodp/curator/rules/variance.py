@@ -97,7 +97,7 @@ class VarianceRule(Rule):
         """The clamped variance (or its root) and its interval (intervals.variance_answer)."""
         ms = self.needs(agg)
         s, q, c = (cells.noisy(row, m) for m in ms)
-        mechs = tuple(cells.part(m)[1].mechanism for m in ms)
+        mechs = tuple(cells.part(m)[1].noise_mechanism for m in ms)
         return variance_answer(
             s,
             q,
