@@ -48,8 +48,9 @@ class MinRule(QuantileRule):
     node: ClassVar[type[exp.Expr]] = exp.Min
     extreme: ClassVar[Fraction] = Fraction(0)
     note: ClassVar[str] = (
-        "at most rank_error rows lie below the answer; it may lie anywhere from the declared "
-        "lower bound up to the true minimum (the extreme quantile q = 0)"
+        "at most rank_error rows lie below the answer (it is at most the value of rank "
+        "rank_error + 1 from the bottom); it may be far below the true minimum, down to the "
+        "declared lower bound (the extreme quantile q = 0)"
     )
 
     def parse(self, node: exp.Expr, sql: Parsing) -> Aggregate | None:
@@ -74,8 +75,9 @@ class MaxRule(MinRule):
     node: ClassVar[type[exp.Expr]] = exp.Max
     extreme: ClassVar[Fraction] = Fraction(1)
     note: ClassVar[str] = (
-        "at most rank_error rows lie above the answer; it may lie anywhere from the true "
-        "maximum up to the declared upper bound (the extreme quantile q = 1)"
+        "at most rank_error rows lie above the answer (it is at least the value of rank "
+        "rank_error + 1 from the top); it may be far above the true maximum, up to the "
+        "declared upper bound (the extreme quantile q = 1)"
     )
 
 
