@@ -21,6 +21,7 @@ The section "curator" of BENCHMARKS.md is rewritten with the results.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import tempfile
@@ -211,7 +212,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", default="1000000,10000000")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument(
+        "--json", metavar="PATH", help="Write the figures to PATH (JSON), not BENCHMARKS.md."
+    )
     args = parser.parse_args(argv)
+    figures: dict[str, float] = {}
     sizes = [int(s) for s in args.sizes.split(",")]
     table_rows: list[list[str]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -224,6 +229,9 @@ def main(argv: list[str] | None = None) -> None:
                     continue
                 ratio = f"{value / plain:.2f}x" if isinstance(plain, float) else ""
                 table_rows.append([f"{rows:,}", name, f"{value * 1000:.1f}", ratio])
+                figures[f"{rows:,} rows: {name}, ms"] = value * 1000
+                if isinstance(plain, float) and value is not plain:
+                    figures[f"{rows:,} rows: {name}, × DuckDB alone"] = value / plain
                 print(f"{rows:>11,}  {name:<42} {value * 1000:9.1f} ms  {ratio}", flush=True)
     body = (
         "DP `SELECT g, COUNT(*), SUM(v) FROM t GROUP BY g` over a 100-category column (ε = 1, "
@@ -255,6 +263,9 @@ def main(argv: list[str] | None = None) -> None:
         "the single release path). The machine is shared with other jobs, so single numbers "
         "vary by tens of percent."
     )
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=1))
+        return
     command = f"python3 -m benchmarks.curator --sizes {args.sizes} --reps {args.reps}"
     write_section("curator", command, body)
 

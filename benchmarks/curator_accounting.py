@@ -22,6 +22,7 @@ Run: ``python3 -m benchmarks.curator_accounting [--queries 10000]``
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import sys
@@ -68,6 +69,11 @@ def sequential(n: int, tight: bool = False) -> list[float]:
             times.append(time.perf_counter() - t)
         cur.close()
     return times
+
+
+def _late_over_early(times: list[float]) -> float:
+    """Median latency of the last 1000 queries over that of queries 6-1005 (warm-up left out)."""
+    return statistics.median(times[-1000:]) / statistics.median(times[5:1005])
 
 
 def _summary(times: list[float]) -> str:
@@ -144,9 +150,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=10_000)
     parser.add_argument("--halfwidth", type=int, default=100)
+    parser.add_argument(
+        "--json", metavar="PATH", help="Write the figures to PATH (JSON), not BENCHMARKS.md."
+    )
     args = parser.parse_args()
     loose = sequential(args.queries)
     tight = sequential(args.queries, tight=True)
+    if args.json:
+        figures = {
+            "approx budget: median query ms": statistics.median(loose) * 1e3,
+            "tight budget: median query ms": statistics.median(tight) * 1e3,
+            "approx budget: last 1000 / first 1000 (median)": _late_over_early(loose),
+            "tight budget: last 1000 / first 1000 (median)": _late_over_early(tight),
+        }
+        Path(args.json).write_text(json.dumps(figures, indent=1))
+        return
     rows = [
         ["infodp discrete Laplace, basic composition", *map(str, laplace_basic(args.halfwidth))],
         [

@@ -160,6 +160,9 @@ def main() -> None:
         help="Runs per HTTP setting; the table shows the median of each column over them.",
     )
     parser.add_argument("--no-write", action="store_true", help="Do not touch BENCHMARKS.md.")
+    parser.add_argument(
+        "--json", metavar="PATH", help="Write the figures to PATH (JSON), not BENCHMARKS.md."
+    )
     args = parser.parse_args()
 
     from infodp.curator.engine import Curator
@@ -267,6 +270,11 @@ def main() -> None:
         ]
     )
     table = markdown_table(["path", "queries", "queries/s", "p50 ms", "p99 ms"], rows)
+    if args.json:
+        figures = {f"{row[0]}: queries/s": float(row[2]) for row in rows}
+        figures.update({f"{row[0]}: p99 ms": float(row[4]) for row in rows})
+        Path(args.json).write_text(json.dumps(figures, indent=1))
+        return
     body = (
         f"A DP `{SQL}` (100 declared categories) over {args.rows:,} synthetic rows, each query a "
         "full release (ledger reservation fsync'd before the data is touched, exact discrete "
