@@ -30,6 +30,7 @@ from infodp.curator.rules.base import (
     Measure,
     Rule,
     Value,
+    column_of,
     grid_of,
 )
 from infodp.curator.schema import DatasetSchema
@@ -66,13 +67,6 @@ CSUM_MEASURE: Measure = _CentredSum()
 Widest = Callable[[Width, int, int], float]
 
 
-def column_of(agg: Aggregate) -> str:
-    """The aggregate's column (an internal error without one)."""
-    if agg.column is None:
-        raise InternalError(f"{agg.func} without a column")
-    return agg.column
-
-
 def planned_halfwidth(
     rule: Rule, agg: Aggregate, cells: Cells, rows: int | None, name: str, widest: Widest
 ) -> float:
@@ -93,7 +87,9 @@ def planned_halfwidth(
             if i is not None:
                 row[i] = value
         _, interval = rule.answer(agg, cells, (), row)
-        low, high = interval  # type: ignore[misc]  # an AVG/VARIANCE interval is [low, high]
+        if not isinstance(interval, list):
+            raise InternalError(f"{agg.func} answered without an interval")
+        low, high = interval
         return (float(high) - float(low)) / 2
 
     return widest(width, n, radius)

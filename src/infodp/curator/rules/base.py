@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypedDict, cast
 
@@ -210,8 +210,11 @@ def grid_of(m: Measurement, schema: DatasetSchema) -> ColumnGrid:
     return column_grid(schema.column(m.column))
 
 
-#: ``interval(row)`` → (value, interval) of one cell from a row of noisy measurement values.
-CellAnswer = Callable[[Sequence[int | None]], tuple[Value, Interval]]
+def column_of(agg: Aggregate) -> str:
+    """The aggregate's column (an internal error without one)."""
+    if agg.column is None:
+        raise InternalError(f"{agg.func} without a column")
+    return agg.column
 
 
 class Rule(ABC):

@@ -28,7 +28,6 @@ from sqlglot import exp
 from infodp._exact import parse_exact
 from infodp.curator.grid import quantile_candidates
 from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
-from infodp.curator.rules.avg import column_of
 from infodp.curator.rules.base import (
     Cells,
     ColumnAccuracy,
@@ -38,6 +37,7 @@ from infodp.curator.rules.base import (
     RankError,
     Rule,
     Value,
+    column_of,
 )
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import InternalError, ParameterError

@@ -21,7 +21,7 @@ from sqlglot import exp
 from infodp.curator.column_accuracy import widest_moments
 from infodp.curator.intervals import variance_answer
 from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
-from infodp.curator.rules.avg import column_of, planned_halfwidth
+from infodp.curator.rules.avg import planned_halfwidth
 from infodp.curator.rules.base import (
     Cells,
     ColumnAccuracy,
@@ -29,6 +29,7 @@ from infodp.curator.rules.base import (
     Measure,
     Rule,
     Value,
+    column_of,
     grid_of,
 )
 from infodp.curator.schema import DatasetSchema
