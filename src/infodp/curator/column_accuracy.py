@@ -14,7 +14,7 @@ neighbours. A quantile's accuracy is its rank error (Dwork & Roth 2014, Theorem 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from fractions import Fraction
 
 from infodp.curator.plan import Output
 from infodp.errors import ParameterError
@@ -24,12 +24,17 @@ __all__ = ["planned_rows", "targets_by_column", "widest_mean", "widest_moments"]
 #: Points per axis where the group's mean (second moment) is placed.
 _POINTS = 33
 
+#: One accuracy target: a half-width in the column's units, or a quantile's rank error.
+Target = float | int | str | Fraction
+#: One target for every aggregate column, or one per column name.
+Accuracy = Target | Mapping[str, Target]
+
 #: ``width(s, q)`` → the half-width of the released interval of a group of the planned size
 #: whose noisy centred sum is ``s`` and centred sum of squares ``q`` (grid units).
 Width = Callable[[int, int], float]
 
 
-def targets_by_column(outputs: Sequence[Output], accuracy: Any) -> dict[str, Any]:
+def targets_by_column(outputs: Sequence[Output], accuracy: Accuracy) -> dict[str, Target]:
     """``{output column: target}`` from one target for every aggregate column or a mapping.
 
     >>> from infodp.curator.plan import Aggregate, Output
@@ -44,7 +49,7 @@ def targets_by_column(outputs: Sequence[Output], accuracy: Any) -> dict[str, Any
         raise ParameterError("sql", None, "a query with at least one aggregate column")
     if not isinstance(accuracy, Mapping):
         return {name: accuracy for name in names.values()}
-    out: dict[str, Any] = {}
+    out: dict[str, Target] = {}
     for key, target in accuracy.items():
         name = names.get(str(key).strip().lower())
         if name is None:

@@ -13,12 +13,12 @@ bisection on ε, as every half-width shrinks when ε grows.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 from infodp._exact import parse_exact
 from infodp.curator.answer import Layout
-from infodp.curator.column_accuracy import targets_by_column
+from infodp.curator.column_accuracy import Accuracy, targets_by_column
 from infodp.curator.cost import QueryCost
 from infodp.curator.plan import Output, QueryPlan
 from infodp.curator.rules import measure_for, rule_for
@@ -27,9 +27,6 @@ from infodp.curator.schema import DatasetSchema
 from infodp.errors import ParameterError
 
 __all__ = ["column_accuracy", "least_epsilon", "measurement_accuracy"]
-
-#: A target half-width: one for every aggregate column, or per column name.
-Accuracy = float | int | str | Fraction | Mapping[str, float | int | str | Fraction]
 
 
 def measurement_accuracy(

@@ -353,7 +353,7 @@ _ANSWERS: dict[AggregateFunc, Callable[[_Answering, Aggregate], tuple[Cell, Boun
     AggregateFunc.AVG: _avg,
 }
 
-_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+_COMPARE: dict[str, Callable[[float | str, float | str], bool]] = {
     "=": operator.eq,
     "<>": operator.ne,
     "<": operator.lt,
