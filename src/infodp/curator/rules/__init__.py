@@ -3,7 +3,10 @@
 :data:`RULES` lists the aggregates of the safe SQL subset in the order the parser tries
 them; :func:`rule_for` finds an aggregate's rule and :func:`measure_for` a measurement's
 kind (its sensitivity, grid step, information and estimate accuracy). Adding an aggregate
-is one module here and its test module (``tests/curator/rules/``).
+is one module here (its rule), its entry in :data:`RULES` and its name in
+:class:`~infodp.curator.plan.AggregateFunc`, and its test module (``tests/curator/rules/``):
+parsing, pricing, answering, planning and the backends need no change when it is answered
+from the existing measurement kinds (as MIN and MAX are, from the quantile histogram).
 
 >>> from infodp.curator.plan import Aggregate
 >>> rule_for(Aggregate("min", "x")).sql_names, allowed_names()
