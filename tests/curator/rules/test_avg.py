@@ -82,7 +82,7 @@ def test_interval_covers_the_true_mean_at_the_stated_level(n: int, mean: float) 
         "SELECT AVG(x) FROM t", s, exact, draws, epsilon=Fraction(1, 2), beta=beta, seed=n
     )
     _, intervals = rule_for(agg).column(agg, cells)
-    covered = sum(lo <= true <= hi for lo, hi in intervals)  # type: ignore[misc]
+    covered = sum(lo <= true <= hi for lo, hi in intervals)
     assert covered / draws >= coverage_floor(1 - beta, draws)
 
 

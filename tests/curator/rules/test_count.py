@@ -64,7 +64,7 @@ def test_interval_covers_the_true_count_at_the_stated_level(true: int) -> None:
         "SELECT COUNT(*) FROM t", s, {meas: true}, n, epsilon=Fraction(1, 4), beta=beta, seed=true
     )
     values, intervals = rule_for(agg).column(agg, cells)
-    covered = sum(lo <= true <= hi for lo, hi in intervals)  # type: ignore[misc]
+    covered = sum(lo <= true <= hi for lo, hi in intervals)
     assert covered / n >= coverage_floor(1 - beta, n)
     assert all(v is not None and v >= 0 for v in values)  # clamped at 0 (post-processing)
 

@@ -75,7 +75,7 @@ def test_interval_covers_the_true_sum_at_the_stated_level(true: int) -> None:
     )
     step = cells.grid("x").step
     _, intervals = rule_for(agg).column(agg, cells)
-    covered = sum(lo <= true * step <= hi for lo, hi in intervals)  # type: ignore[misc]
+    covered = sum(lo <= true * step <= hi for lo, hi in intervals)
     assert covered / n >= coverage_floor(1 - beta, n)
 
 

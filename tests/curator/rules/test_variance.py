@@ -86,9 +86,9 @@ def test_interval_covers_the_true_value_at_the_stated_level(sql: str, truth: obj
     agg, cells = simulated_cells(
         sql, schema(1, lo, hi), exact, draws, epsilon=Fraction(3), beta=beta, seed=3
     )
-    true = truth(data)  # type: ignore[operator]
+    true = truth(data)
     _, intervals = rule_for(agg).column(agg, cells)
-    covered = sum(a <= true <= b for a, b in intervals)  # type: ignore[misc]
+    covered = sum(a <= true <= b for a, b in intervals)
     assert covered / draws >= coverage_floor(1 - beta, draws)
 
 
