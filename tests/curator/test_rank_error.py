@@ -8,7 +8,7 @@ import mpmath
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infodp.curator.engine import _quantile_rank_error
+from infodp.curator.rules.quantile import rank_error as _quantile_rank_error
 
 
 @given(

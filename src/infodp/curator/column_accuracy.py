@@ -14,27 +14,27 @@ neighbours. A quantile's accuracy is its rank error (Dwork & Roth 2014, Theorem 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from fractions import Fraction
 
-from infodp.curator.grid import column_grid
-from infodp.curator.plan import Aggregate, Output
-from infodp.curator.schema import DatasetSchema
+from infodp.curator.plan import Output
 from infodp.errors import ParameterError
 
-__all__ = ["RATIO_AGGREGATES", "column_halfwidth", "targets_by_column"]
-
-#: Aggregates whose interval depends on the group's size (planned for ``rows`` rows).
-RATIO_AGGREGATES = frozenset({"avg", "variance", "stddev"})
+__all__ = ["planned_rows", "targets_by_column", "widest_mean", "widest_moments"]
 
 #: Points per axis where the group's mean (second moment) is placed.
 _POINTS = 33
 
-#: ``interval(aggregate, noisy_row)`` → (value, [low, high]): the engine's interval of one cell
-#: for a row of noisy measurement values (grid units, in measurement order).
-Interval = Callable[[Aggregate, Sequence[int | None]], tuple[Any, Any]]
+#: One accuracy target: a half-width in the column's units, or a quantile's rank error.
+Target = float | int | str | Fraction
+#: One target for every aggregate column, or one per column name.
+Accuracy = Target | Mapping[str, Target]
+
+#: ``width(s, q)`` → the half-width of the released interval of a group of the planned size
+#: whose noisy centred sum is ``s`` and centred sum of squares ``q`` (grid units).
+Width = Callable[[int, int], float]
 
 
-def targets_by_column(outputs: Sequence[Output], accuracy: Any) -> dict[str, Any]:
+def targets_by_column(outputs: Sequence[Output], accuracy: Accuracy) -> dict[str, Target]:
     """``{output column: target}`` from one target for every aggregate column or a mapping.
 
     >>> from infodp.curator.plan import Aggregate, Output
@@ -49,7 +49,7 @@ def targets_by_column(outputs: Sequence[Output], accuracy: Any) -> dict[str, Any
         raise ParameterError("sql", None, "a query with at least one aggregate column")
     if not isinstance(accuracy, Mapping):
         return {name: accuracy for name in names.values()}
-    out: dict[str, Any] = {}
+    out: dict[str, Target] = {}
     for key, target in accuracy.items():
         name = names.get(str(key).strip().lower())
         if name is None:
@@ -60,59 +60,60 @@ def targets_by_column(outputs: Sequence[Output], accuracy: Any) -> dict[str, Any
     return out
 
 
-def column_halfwidth(
-    output: Output,
-    schema: DatasetSchema,
-    index: Mapping[str, int],
-    interval: Interval,
-    rows: int | None,
-) -> float:
-    """The widest half-width of ``output``'s interval over groups of ``rows`` rows (AVG,
-    VARIANCE, STDDEV; the others do not call this)."""
-    agg = output.aggregate
-    if agg is None or agg.column is None or agg.func not in RATIO_AGGREGATES:
-        raise ParameterError("output", output.name, "an AVG, VARIANCE or STDDEV column")
+def planned_rows(name: str, rows: int | None) -> int:
+    """The public group size an AVG/VARIANCE column is planned for (refused when missing)."""
     if rows is None:
         raise ParameterError(
             "rows",
             None,
-            f"the number of rows per group to plan {output.name} for (a public assumption: "
+            f"the number of rows per group to plan {name} for (a public assumption: "
             "the row count is private), e.g. --rows 1000",
         )
-    n = rows
-    radius = column_grid(schema.column(agg.column)).radius
-    size = len(index)
-    cols = (f"count({agg.column})", f"csum({agg.column})", f"csumsq({agg.column})")
+    return rows
 
-    def width(s: int, q: int) -> float:
-        row: list[int | None] = [None] * size
-        for key, value in zip(cols, (n, s, q), strict=True):
-            if key in index:
-                row[index[key]] = value
-        _, (low, high) = interval(agg, row)
-        return (float(high) - float(low)) / 2
 
+def _means(n: int, radius: int) -> list[int]:
+    """The centred sums of groups of ``n`` rows whose mean lies on _POINTS points of the range."""
     top = n * radius
-    means = sorted({round(-top + 2 * top * j / (_POINTS - 1)) for j in range(_POINTS)})
-    if agg.func == "avg":
-        widths = [width(s, 0) for s in means]
-        best = max(range(len(means)), key=widths.__getitem__)
-        lo, hi = means[max(0, best - 1)], means[min(len(means) - 1, best + 1)]
-        found = widths[best]
-        while hi - lo > 2:  # ternary search between the worst grid point's neighbours
-            m1, m2 = lo + (hi - lo) // 3, hi - (hi - lo) // 3
-            w1, w2 = width(m1, 0), width(m2, 0)
-            found = max(found, w1, w2)
-            if w1 < w2:
-                lo = m1
-            else:
-                hi = m2
-        return max(found, *(width(s, 0) for s in range(lo, hi + 1)))
+    return sorted({round(-top + 2 * top * j / (_POINTS - 1)) for j in range(_POINTS)})
+
+
+def widest_mean(width: Width, n: int, radius: int) -> float:
+    """The widest half-width ``width(s, 0)`` of an AVG's interval over groups of ``n`` rows
+    (centred sum s within ±n·radius): a grid of means, then a ternary search between the
+    worst point's neighbours.
+
+    >>> widest_mean(lambda s, q: 10.0 - abs(s - 7) / 100, 10, 50)
+    10.0
+    """
+    means = _means(n, radius)
+    widths = [width(s, 0) for s in means]
+    best = max(range(len(means)), key=widths.__getitem__)
+    lo, hi = means[max(0, best - 1)], means[min(len(means) - 1, best + 1)]
+    found = widths[best]
+    while hi - lo > 2:  # ternary search between the worst grid point's neighbours
+        m1, m2 = lo + (hi - lo) // 3, hi - (hi - lo) // 3
+        w1, w2 = width(m1, 0), width(m2, 0)
+        found = max(found, w1, w2)
+        if w1 < w2:
+            lo = m1
+        else:
+            hi = m2
+    return max(found, *(width(s, 0) for s in range(lo, hi + 1)))
+
+
+def widest_moments(width: Width, n: int, radius: int) -> float:
+    """The widest half-width ``width(s, q)`` of a VARIANCE's interval over groups of ``n``
+    rows: centred sums s on a grid and, for each, feasible sums of squares q from s²/n (all
+    values equal) to n·r² (all at a bound).
+
+    >>> widest_moments(lambda s, q: q / 100, 4, 3)
+    0.36
+    """
+    top = n * radius
     found = 0.0
-    for s in means[::2]:
-        # Feasible second moments of n values within the bounds: from s²/n (all equal) to n·r².
+    for s in _means(n, radius)[::2]:
         least = s * s // n if n else 0
         for j in range(_POINTS // 2 + 1):
-            q = least + (top * radius - least) * j // (_POINTS // 2)
-            found = max(found, width(s, q))
+            found = max(found, width(s, least + (top * radius - least) * j // (_POINTS // 2)))
     return found

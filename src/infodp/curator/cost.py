@@ -21,15 +21,23 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from infodp._exact import float_down, float_up, parse_exact
-from infodp.curator.budget_info import discrete_gaussian_information, discrete_laplace_information
-from infodp.curator.grid import column_grid, quantile_candidates
 from infodp.curator.plan import Measurement, MeasurementKind, QueryPlan, measurements
+from infodp.curator.rules import measure_for
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import InternalError, ParameterError
 from infodp.units import nats_to_bits
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from infodp.accounting import PrivacyProfile
+    from infodp.mechanisms.gaussian import DiscreteGaussianMechanism
+    from infodp.mechanisms.laplace import DiscreteLaplaceMechanism
+    from infodp.mechanisms.partition import PartitionSelection
+    from infodp.mechanisms.quantile import ExponentialQuantile
+
+    #: The noise added to a count or a sum (grid units).
+    Additive: TypeAlias = DiscreteLaplaceMechanism | DiscreteGaussianMechanism
 
 __all__ = [
     "MAX_CELLS",
@@ -125,19 +133,37 @@ class MeasurementCost:
     delta: Fraction = Fraction(0)
 
     @property
-    def mechanism(self) -> Any:
+    def mechanism(self) -> Additive | ExponentialQuantile | None:
         """The calibrated mechanism object (cached per measurement cost)."""
         return _mechanism(self)
+
+    @property
+    def noise_mechanism(self) -> Additive | None:
+        """:attr:`mechanism` of a count or sum (None: sensitivity 0, no noise)."""
+        mech = _mechanism(self)
+        if self.measurement.kind == MeasurementKind.QUANTILE:
+            raise InternalError(f"{self.measurement.key} adds no noise")
+        return mech  # type: ignore[return-value]  # not a quantile: additive or None
+
+    @property
+    def quantile_mechanism(self) -> ExponentialQuantile:
+        """:attr:`mechanism` of a quantile (the exponential mechanism over its grid)."""
+        mech = _mechanism(self)
+        if self.measurement.kind != MeasurementKind.QUANTILE or mech is None:
+            raise InternalError(f"{self.measurement.key} is not a quantile with noise")
+        return mech  # type: ignore[return-value]  # a quantile's mechanism
 
     @property
     def scale(self) -> float:
         """Noise scale in grid units: b for Laplace, σ for Gaussian; 2Δ/ε for quantiles."""
         if self.measurement.kind == MeasurementKind.QUANTILE:
             return float(2 * Fraction(self.sensitivity) / self.epsilon)
-        mech = self.mechanism
+        mech = self.noise_mechanism
         if mech is None:
             return 0.0
-        return float(mech.sigma if self.noise == Noise.GAUSSIAN else mech.scale)
+        from infodp.mechanisms.laplace import DiscreteLaplaceMechanism  # loaded by every query
+
+        return float(mech.scale if isinstance(mech, DiscreteLaplaceMechanism) else mech.sigma)
 
     @property
     def mechanism_name(self) -> str:
@@ -160,12 +186,12 @@ class MeasurementCost:
 
     def halfwidth(self, beta: float) -> int:
         """Grid units h with P(|noise| > h) ≤ β for one cell (from the mechanism's own tail)."""
-        mech = self.mechanism
+        mech = self.noise_mechanism
         return 0 if mech is None else int(mech.halfwidth(beta))
 
 
 @functools.lru_cache(maxsize=4096)
-def _mechanism(p: MeasurementCost) -> Any:
+def _mechanism(p: MeasurementCost) -> Additive | ExponentialQuantile | None:
     # Each family is imported only when used: the Gaussian's module loads scipy, which a
     # Laplace query (the CLI's default) never needs (about 100 ms of start-up).
     if p.sensitivity == 0:
@@ -291,118 +317,98 @@ def plan_cost(
     """
     noise = as_noise(noise)
     ms = measurements(plan)
-    share = epsilon / len(ms)
-    m = schema.max_rows_per_unit
-    additive = [x for x in ms if x.kind != MeasurementKind.QUANTILE]
+    additive = [x for x in ms if measure_for(x).additive]
     gaussian = noise == Noise.GAUSSIAN and bool(additive)
-    if gaussian and plan.needs_partition_selection:
-        cols = ", ".join(g.column for g in plan.group_by if g.categories is None)
-        raise ParameterError(
-            "noise",
-            str(noise),
-            f"'laplace' for GROUP BY over {cols} (no declared categories: partition selection "
-            "uses Laplace counts); or declare the column's categories",
-        )
-    if gaussian and delta <= 0:
-        raise ParameterError("delta", float(delta), "> 0 for Gaussian noise (it is (ε, δ)-DP)")
+    _check_noise(plan, gaussian, delta)
+    share = epsilon / len(ms)
     delta_share = delta / len(additive) if gaussian else Fraction(0)
-    parts: list[MeasurementCost] = []
-    for meas in ms:
-        step = 1.0
-        if meas.kind in ("count_rows", "count", "quantile"):
-            sens = m
-        else:
-            if meas.column is None:
-                raise InternalError(f"{meas.key} without a column")
-            grid = column_grid(schema.column(meas.column))
-            step = grid.step
-            if meas.kind == "sum":
-                sens = m * grid.magnitude
-            elif meas.kind == "csum":
-                sens = m * grid.radius
-            elif meas.kind == "csumsq":
-                sens = m * grid.radius**2
-                step = grid.step**2
-            else:
-                raise InternalError(f"unknown measurement {meas.kind}")
-        noise_i = Noise.GAUSSIAN if gaussian and meas.kind != MeasurementKind.QUANTILE else None
-        parts.append(
-            MeasurementCost(
-                meas,
-                share,
-                sens,
-                step,
-                noise_i or Noise.LAPLACE,
-                delta_share if noise_i else Fraction(0),
-            )
-        )
-        if sens > 0 and not float(Fraction(sens) / share) > 0:
-            # ε so large that Δ/ε underflows: refused before anything is reserved (this check
-            # does not depend on the table, unlike the information cost).
-            raise ParameterError(
-                "scale", 0.0, "a positive number (> 0): epsilon is too large for its noise scale"
-            )
-        _ = parts[-1].mechanism  # calibrated now: a refusal comes before any reservation
+    parts = tuple(_part(meas, schema, share, delta_share if gaussian else None) for meas in ms)
     cells = _cells(plan)
     if plan.needs_partition_selection:
-        if any(meas.kind == "quantile" for meas in ms):
-            # Each quantile histogram is its own bounded statement; keys seen only there would
-            # become extra candidates for selection, beyond the k per unit the threshold's δ
-            # assumes. Refused until all measurements share one bounded row set.
-            cols = ", ".join(g.column for g in plan.group_by if g.categories is None)
-            raise ParameterError(
-                f"MEDIAN/QUANTILE with GROUP BY over {cols} (no declared categories) is not "
-                "supported: declare the column's categories, or ask the quantile separately."
-            )
-        if delta <= 0:
-            cols = ", ".join(g.column for g in plan.group_by if g.categories is None)
-            raise ParameterError(
-                "delta",
-                float(delta),
-                f"> 0 for GROUP BY over {cols}, which has no declared categories (DP partition "
-                "selection costs δ; or declare the column as a category)",
-            )
+        _check_selection(plan, parts, delta)
         info = math.inf  # the released key set itself is not bounded by this accounting
     else:
         delta = delta if gaussian else Fraction(0)
-        if cells > MAX_CELLS:
-            raise ParameterError("GROUP BY", cells, f"at most {MAX_CELLS} declared cells")
-        quantile_cells = cells * sum(1 for p in parts if p.measurement.kind == "quantile")
-        if quantile_cells > MAX_QUANTILE_CELLS:
-            raise ParameterError(
-                "GROUP BY with MEDIAN/QUANTILE",
-                f"{cells} cells × quantiles = {quantile_cells}",
-                f"at most {MAX_QUANTILE_CELLS} quantile cells in all (fewer groups or quantiles)",
-            )
-        info = 0.0
-        for p in parts:
-            info += cells * _information(p, schema, rows)
-        info = math.nextafter(info, math.inf) if 0 < info < math.inf else info
-    return QueryCost(epsilon, delta, tuple(parts), info, cells, rows, schema.group_limit)
+        info = _information(parts, schema, rows, cells)
+    return QueryCost(epsilon, delta, parts, info, cells, rows, schema.group_limit)
 
 
-def _information(p: MeasurementCost, schema: DatasetSchema, rows: int | None) -> float:
-    """Nats about the whole table released by one cell of one measurement (budget_info)."""
-    meas = p.measurement
-    if p.sensitivity == 0:
-        return 0.0
-    if meas.kind == "quantile":
-        if meas.column is None:
-            raise InternalError("quantile without a column")
-        return math.log(quantile_candidates(schema.column(meas.column)))
-    if rows is None:
-        return math.inf  # no declared bound on the count: the width is not public
-    if meas.kind in ("count_rows", "count"):
-        width = rows
+def _unbounded(plan: QueryPlan) -> str:
+    return ", ".join(g.column for g in plan.group_by if g.categories is None)
+
+
+def _check_noise(plan: QueryPlan, gaussian: bool, delta: Fraction) -> None:
+    """Gaussian noise needs δ > 0 and declared group keys (selection uses Laplace counts)."""
+    if gaussian and plan.needs_partition_selection:
+        raise ParameterError(
+            "noise",
+            str(Noise.GAUSSIAN),
+            f"'laplace' for GROUP BY over {_unbounded(plan)} (no declared categories: partition "
+            "selection uses Laplace counts); or declare the column's categories",
+        )
+    if gaussian and delta <= 0:
+        raise ParameterError("delta", float(delta), "> 0 for Gaussian noise (it is (ε, δ)-DP)")
+
+
+def _part(
+    meas: Measurement, schema: DatasetSchema, share: Fraction, gaussian_delta: Fraction | None
+) -> MeasurementCost:
+    """One measurement priced by its kind's rule (sensitivity and step), calibrated now so
+    that a refusal comes before any reservation; ``gaussian_delta``: its δ share when the
+    query uses Gaussian noise (None: Laplace)."""
+    rule = measure_for(meas)
+    sens, step = rule.sensitivity(meas, schema), rule.step(meas, schema)
+    if rule.additive and gaussian_delta is not None:
+        part = MeasurementCost(meas, share, sens, step, Noise.GAUSSIAN, gaussian_delta)
     else:
-        if meas.column is None:
-            raise InternalError(f"{meas.key} without a column")
-        g = column_grid(schema.column(meas.column))
-        per_row = {"sum": g.hi - g.lo, "csum": g.hi - g.lo, "csumsq": g.radius**2}[meas.kind]
-        width = rows * per_row
-    if p.noise == Noise.GAUSSIAN:
-        return discrete_gaussian_information(float(width), p.scale)
-    return discrete_laplace_information(float(width), p.scale)
+        part = MeasurementCost(meas, share, sens, step, Noise.LAPLACE, Fraction(0))
+    if sens > 0 and not float(Fraction(sens) / share) > 0:
+        # ε so large that Δ/ε underflows: refused before anything is reserved (this check
+        # does not depend on the table, unlike the information cost).
+        raise ParameterError(
+            "scale", 0.0, "a positive number (> 0): epsilon is too large for its noise scale"
+        )
+    _ = part.mechanism  # calibrated now: a refusal comes before any reservation
+    return part
+
+
+def _check_selection(plan: QueryPlan, parts: tuple[MeasurementCost, ...], delta: Fraction) -> None:
+    """What partition selection (undeclared GROUP BY keys) refuses."""
+    if any(not measure_for(p.measurement).additive for p in parts):
+        # Each quantile histogram is its own bounded statement; keys seen only there would
+        # become extra candidates for selection, beyond the k per unit the threshold's δ
+        # assumes. Refused until all measurements share one bounded row set.
+        raise ParameterError(
+            f"MEDIAN/QUANTILE with GROUP BY over {_unbounded(plan)} (no declared categories) is "
+            "not supported: declare the column's categories, or ask the quantile separately."
+        )
+    if delta <= 0:
+        raise ParameterError(
+            "delta",
+            float(delta),
+            f"> 0 for GROUP BY over {_unbounded(plan)}, which has no declared categories (DP "
+            "partition selection costs δ; or declare the column as a category)",
+        )
+
+
+def _information(
+    parts: tuple[MeasurementCost, ...], schema: DatasetSchema, rows: int | None, cells: int
+) -> float:
+    """Nats about the whole table: every cell of every measurement (each kind's rule gives
+    one cell's, :mod:`~infodp.curator.budget_info`), rounded up; the cell counts are capped."""
+    if cells > MAX_CELLS:
+        raise ParameterError("GROUP BY", cells, f"at most {MAX_CELLS} declared cells")
+    quantile_cells = cells * sum(1 for p in parts if not measure_for(p.measurement).additive)
+    if quantile_cells > MAX_QUANTILE_CELLS:
+        raise ParameterError(
+            "GROUP BY with MEDIAN/QUANTILE",
+            f"{cells} cells × quantiles = {quantile_cells}",
+            f"at most {MAX_QUANTILE_CELLS} quantile cells in all (fewer groups or quantiles)",
+        )
+    info = 0.0
+    for p in parts:
+        info += cells * measure_for(p.measurement).information(p, schema, rows)
+    return math.nextafter(info, math.inf) if 0 < info < math.inf else info
 
 
 @functools.lru_cache(maxsize=1024)
@@ -422,7 +428,7 @@ def _profile_of(cost: QueryCost) -> PrivacyProfile:
     return profiles[0] if len(profiles) == 1 else compose(*profiles)
 
 
-def selection(cost: QueryCost) -> Any:
+def selection(cost: QueryCost) -> PartitionSelection:
     """The :class:`~infodp.mechanisms.PartitionSelection` of a cost with unknown group keys."""
     from infodp.mechanisms import PartitionSelection
 

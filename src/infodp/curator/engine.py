@@ -39,20 +39,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 import math
-import operator
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from infodp._exact import parse_exact
 from infodp._lazy import lazy_module
 from infodp._validate import as_analyst_name
+from infodp.curator.answer import CellNoise, Layout, draw_cell_noise, release
 from infodp.curator.backends.base import BACKENDS, Backend, ExactAggregates
 from infodp.curator.backends.duckdb import DuckDBBackend
-from infodp.curator.column_accuracy import column_halfwidth, targets_by_column
 from infodp.curator.cost import (
     MAX_CELLS,
     MAX_QUANTILE_CELLS,
@@ -63,24 +60,21 @@ from infodp.curator.cost import (
     as_budget_fraction,
     leakage_of,
     plan_cost,
-    selection,
 )
-from infodp.curator.grid import column_grid, quantile_candidates
-from infodp.curator.intervals import avg_answer, variance_answer
 from infodp.curator.ledger import Budget, DeclarationChanged, Ledger
 from infodp.curator.overlap import Job, background
-from infodp.curator.plan import Aggregate, QueryPlan, measurements
+from infodp.curator.plan import QueryPlan, measurements
+from infodp.curator.planning import column_accuracy, least_epsilon, measurement_accuracy
 from infodp.curator.pricing import REMEMBERED, PriceBook, copy_summary
 from infodp.curator.registration import parse_caps, register_dataset
 from infodp.curator.release import (
     BufferedCryptoSource,
-    draw_noise,
-    quantile_draws,
     require_release_source,
 )
 from infodp.curator.render import answer_text
 from infodp.curator.request import Estimate, NoBudget, Priced, Request, check_confidence
 from infodp.curator.result import QueryResult, Released, Reservation, StoreNotOpened
+from infodp.curator.rules.base import ColumnAccuracy
 from infodp.curator.schema import DatasetSchema, load_schema
 from infodp.curator.sql import parse_query, referenced_table
 from infodp.curator.store import (
@@ -118,58 +112,6 @@ __all__ = [
     "leakage_of",
     "plan_cost",
 ]
-
-
-class _Layout:
-    """What releasing a priced query at one confidence level needs that depends on the query
-    only (:meth:`Curator._layout`): output names, measurement positions, the declared keys,
-    and per output column how it is answered (COUNT and SUM with their half-width and grid
-    step), plus a memo of the half-widths and grids the other aggregates use."""
-
-    __slots__ = ("index", "keys", "memo", "names", "notes", "outputs", "parts")
-
-    def __init__(
-        self,
-        names: tuple[str, ...],
-        index: dict[str, int],
-        keys: list[tuple[str, ...]] | None,
-        outputs: list[tuple[Any, ...]],
-        parts: tuple[MeasurementCost, ...],
-    ) -> None:
-        self.names, self.index, self.keys, self.outputs = names, index, keys, outputs
-        self.parts = parts
-        self.notes: tuple[str, ...] = (
-            "intervals cover the noise only: values were clamped to the declared bounds and "
-            "snapped to a grid first, and that bias is not included",
-        )
-        self.memo: dict[Any, Any] = {}
-
-    @classmethod
-    def of(cls, plan: QueryPlan, schema: DatasetSchema, cost: QueryCost, beta: float) -> _Layout:
-        parts = cost.parts
-        index = {p.measurement.key: i for i, p in enumerate(parts)}
-        keys: list[tuple[str, ...]] | None = None
-        if plan.group_by and not plan.needs_partition_selection:
-            keys = [
-                tuple(k) for k in itertools.product(*(g.categories or () for g in plan.group_by))
-            ]
-        group_columns = [g.column for g in plan.group_by]
-        outputs: list[tuple[Any, ...]] = []
-        for out in plan.outputs:
-            agg = out.aggregate
-            if agg is None:
-                pos = group_columns.index(out.group_column or "")
-                outputs.append(("key", pos, None if keys is None else [k[pos] for k in keys]))
-            elif agg.func == "count":
-                i = index["count(*)" if agg.column is None else f"count({agg.column})"]
-                outputs.append(("count", i, parts[i].halfwidth(beta)))
-            elif agg.func == "sum" and agg.column is not None:
-                i = index[f"sum({agg.column})"]
-                step = column_grid(schema.column(agg.column)).step
-                outputs.append(("sum", i, parts[i].halfwidth(beta), step))
-            else:
-                outputs.append(("cell",))
-        return cls(tuple(o.name for o in plan.outputs), index, keys, outputs, parts)
 
 
 Hook = Callable[[str, int], None]
@@ -242,7 +184,7 @@ class Curator:
         # Priced queries, remembered (infodp.curator.pricing).
         self._book = PriceBook(self.ledger)
         # Release layouts of priced queries, by (plan, cost, level) identity (see _layout).
-        self._layouts: dict[tuple[int, int, float], tuple[QueryPlan, QueryCost, _Layout]] = {}
+        self._layouts: dict[tuple[int, int, float], tuple[QueryPlan, QueryCost, Layout]] = {}
         # Which backend holds each dataset (the store's catalogue, read once and cached:
         # a dataset's backend never changes under its name).
         self._catalogue: dict[str, dict[str, Any]] = {}
@@ -817,7 +759,7 @@ class Curator:
         )
         return Estimate(
             {**cost.to_dict(), "leakage": copy_summary(p.leak)},
-            tuple(_accuracy(m, p.schema, beta) for m in cost.parts),
+            tuple(dict(a) for a in measurement_accuracy(cost, p.schema, beta)),
             req.confidence,
             cost.cells,
             budget,
@@ -844,34 +786,7 @@ class Curator:
         """
         check_confidence(confidence)
         plan, schema, _, _, cost, _ = self._priced(sql, epsilon, delta, noise, confidence)
-        if rows is None and schema.public_rows is not None and not plan.group_by:
-            rows = schema.public_rows
-        if rows is not None and (not isinstance(rows, int) or isinstance(rows, bool) or rows < 1):
-            raise ParameterError("rows", rows, "a whole number of rows per group, at least 1")
-        beta = 1.0 - float(confidence)
-        layout = _Layout.of(plan, schema, cost, beta)
-        memo: dict[Any, Any] = {}
-
-        def interval(agg: Aggregate, row: Sequence[int | None]) -> tuple[Any, Any]:
-            return self._answer(agg, (), row, layout.index, layout.parts, schema, beta, {}, memo)
-
-        out: list[dict[str, Any]] = []
-        for o, how in zip(plan.outputs, layout.outputs, strict=True):
-            agg = o.aggregate
-            if agg is None:
-                continue
-            if how[0] == "count":
-                out.append({"column": o.name, "halfwidth": float(how[2])})
-            elif how[0] == "sum":
-                out.append({"column": o.name, "halfwidth": float(how[2]) * how[3]})
-            elif agg.func == "quantile":
-                p = layout.parts[layout.index[f"quantile({agg.column},{agg.q})"]]
-                rank = _accuracy(p, schema, beta)["rank_error"]
-                out.append({"column": o.name, "rank_error": rank})
-            else:
-                h = column_halfwidth(o, schema, layout.index, interval, rows)
-                out.append({"column": o.name, "halfwidth": h})
-        return out
+        return [dict(a) for a in column_accuracy(plan, schema, cost, 1.0 - float(confidence), rows)]
 
     def epsilon_for(
         self,
@@ -897,43 +812,12 @@ class Curator:
         """
         check_confidence(confidence)
         plan = self._priced(sql, Fraction(1), delta, noise, confidence)[0]
-        targets = {}
-        for name, value in targets_by_column(plan.outputs, accuracy).items():
-            target = parse_exact("accuracy", value)
-            if not target > 0:
-                raise ParameterError("accuracy", value, "a positive half-width")
-            targets[name] = target
 
-        def ok(eps: Fraction) -> bool:
-            got = self.column_accuracy(
-                sql, epsilon=eps, delta=delta, confidence=confidence, noise=noise, rows=rows
-            )
-            return all(
-                Fraction(a.get("halfwidth", a.get("rank_error", 0.0))) <= targets[a["column"]]
-                for a in got
-                if a["column"] in targets
-            )
+        def accuracy_at(eps: Fraction) -> list[ColumnAccuracy]:
+            _, schema, _, _, cost, _ = self._priced(sql, eps, delta, noise, confidence)
+            return column_accuracy(plan, schema, cost, 1.0 - float(confidence), rows)
 
-        hi = Fraction(1)
-        while not ok(hi):
-            hi *= 2
-            if hi > 10**6:
-                raise ParameterError("accuracy", accuracy, "a half-width reachable with ε ≤ 1e6")
-        lo = hi / 2
-        while ok(lo):
-            hi, lo = lo, lo / 2
-            if lo < Fraction(1, 10**9):
-                return hi
-        for _ in range(40):  # hi is always feasible
-            if (hi - lo) / hi < Fraction(1, 1000):
-                break
-            mid = (lo + hi) / 2
-            if ok(mid):
-                hi = mid
-            else:
-                lo = mid
-        digits = Fraction(10) ** (2 - math.floor(math.log10(float(hi))))
-        return Fraction(math.ceil(hi * digits)) / digits
+        return least_epsilon(plan.outputs, accuracy, accuracy_at)
 
     # -- non-interactive release ---------------------------------------------------------------
 
@@ -1004,25 +888,10 @@ class Curator:
             self._hook(stage, entry)
 
     def _draw_noise(
-        self,
-        plan: QueryPlan,
-        cost: QueryCost,
-        keys: Sequence[tuple[str, ...]] | None = None,
-    ) -> dict[tuple[str, ...], list[int | None]]:
-        """Noise for every cell (``keys``, default: the declared ones) and non-quantile
-        measurement, from the measurement's mechanism: one exact batch per measurement."""
-        if keys is None and plan.group_by:
-            keys = [
-                tuple(k) for k in itertools.product(*(g.categories or () for g in plan.group_by))
-            ]
-        elif keys is None:
-            keys = [()]
-        columns = draw_noise(cost.parts, len(keys), self._source)
-        if all(c is None for c in columns):  # quantiles only (or nothing): no noise here
-            return {key: [None] * len(columns) for key in keys}
-        # Cell j's noise is the j-th entry of every column (None for a quantile's column).
-        per_cell = zip(*(itertools.repeat(None) if c is None else c for c in columns), strict=False)
-        return dict(zip(keys, map(list, per_cell), strict=True))
+        self, plan: QueryPlan, cost: QueryCost, keys: Sequence[tuple[str, ...]] | None = None
+    ) -> CellNoise:
+        """Noise for every cell (:func:`~infodp.curator.answer.draw_cell_noise`)."""
+        return draw_cell_noise(plan, cost, self._source, keys)
 
     def _release(
         self,
@@ -1031,260 +900,26 @@ class Curator:
         cost: QueryCost,
         exact: ExactAggregates,
         beta: float,
-        noise: dict[tuple[str, ...], list[int | None]] | None = None,
+        noise: CellNoise | None = None,
     ) -> Released:
-        layout = self._layout(plan, schema, cost, beta)
-        parts = cost.parts
-        notes = list(layout.notes)
-        # Which groups are released.
-        if layout.keys is not None:
-            keys = layout.keys
-        elif plan.group_by:
-            keys = sorted(exact.values)
-        else:
-            keys = [()]
-        if noise is None:  # cells known only now (partition selection): one batch each
-            noise = self._draw_noise(plan, cost, keys)
-        # value + noise drawn by _draw_noise (independent of the data), one measurement (a
-        # column over the cells) at a time.
-        zero: tuple[int | None, ...] = tuple(0 for _ in parts)
-        cells = map(exact.values.get, keys, itertools.repeat(zero, len(keys)))
-        found = list(zip(*cells, strict=True))
-        drawn = list(zip(*map(noise.__getitem__, keys), strict=True))
-        cols: list[list[int | None]] = []
-        for i in range(len(parts) if keys else 0):
-            ns = drawn[i]
-            if ns[0] is None:  # a quantile: drawn per released group below
-                cols.append([None] * len(keys))
-                continue
-            fs = found[i]
-            if None in fs:  # a group seen only by a quantile's histogram
-                fs = tuple(f or 0 for f in fs)
-            cols.append(list(map(operator.add, fs, ns)))
-        if not keys:
-            cols = [[] for _ in parts]
-        if plan.needs_partition_selection:
-            threshold = selection(cost).threshold()
-            counts = cols[layout.index["count(*)"]]
-            kept = [j for j, c in enumerate(counts) if (c or 0) >= threshold]
-            notes.append(
-                f"groups were chosen by DP partition selection: a group is released only when "
-                f"its noisy COUNT(*) is at least {threshold}"
-            )
-            if len(kept) > MAX_CELLS:
-                # The response size is capped; which groups are kept depends only on the
-                # released (noisy) selection, so this is post-processing.
-                kept = kept[:MAX_CELLS]
-                notes.append(f"only the first {MAX_CELLS} selected groups (by key) are shown")
-            keys = [keys[j] for j in kept]
-            cols = [[col[j] for j in kept] for col in cols]
-        draws = self._quantile_draws(parts, schema, exact, keys)
-        rows: list[tuple[int | None, ...]] = list(zip(*cols, strict=True)) if keys else []
-        if len(parts) == 0:
-            rows = [() for _ in keys]
-        columns = [
-            self._column(j, out, layout, keys, rows, cols, schema, beta, draws)
-            for j, out in enumerate(plan.outputs)
-        ]
-        out_rows = list(zip(*(values for values, _ in columns), strict=True))
-        out_cis = list(zip(*(cis for _, cis in columns), strict=True))
-        if not plan.outputs:
-            out_rows = out_cis = [() for _ in keys]
-        return Released(layout.names, tuple(out_rows), tuple(out_cis), tuple(notes), tuple(rows))
+        """The answer from the exact aggregates (:func:`~infodp.curator.answer.release`)."""
+        return release(self._layout(plan, schema, cost, beta), cost, exact, self._source, noise)
 
     def _layout(
         self, plan: QueryPlan, schema: DatasetSchema, cost: QueryCost, beta: float
-    ) -> _Layout:
+    ) -> Layout:
         """What a release of ``plan`` at level ``beta`` needs that depends on the query only
-        (declared keys, positions, half-widths, grid steps, notes): made once per priced
-        query, remembered by the identity of its (immutable) plan and cost."""
+        (declared keys, positions, half-widths, grid steps): made once per priced query,
+        remembered by the identity of its (immutable) plan and cost."""
         slot = (id(plan), id(cost), beta)
         hit = self._layouts.get(slot)
         if hit is not None and hit[0] is plan and hit[1] is cost:
             return hit[2]
-        layout = _Layout.of(plan, schema, cost, beta)
+        layout = Layout.of(plan, schema, cost, beta)
         if len(self._layouts) >= REMEMBERED:
             self._layouts.clear()
         self._layouts[slot] = (plan, cost, layout)  # the references keep the ids unique
         return layout
-
-    def _quantile_draws(
-        self,
-        parts: tuple[MeasurementCost, ...],
-        schema: DatasetSchema,
-        exact: ExactAggregates,
-        keys: Sequence[tuple[str, ...]],
-    ) -> dict[tuple[tuple[str, ...], int], int]:
-        """The exponential mechanism's grid point for every (released group, quantile).
-
-        Every point of the column's grid is a candidate, scored on both sides
-        (:func:`~infodp.mechanisms.quantile.grid_quantile_law`; Δ = m·max(q, 1 − q), Dwork &
-        Roth 2014, Thm 3.10); the draw picks a run of equally scored points with probability
-        ∝ its length × exp(−ε·score/(2Δ)), then a point uniformly within it (Smith 2011).
-        """
-        out: dict[tuple[tuple[str, ...], int], int] = {}
-        for i, p in enumerate(parts):
-            m = p.measurement
-            if m.kind != "quantile" or m.column is None or not keys:
-                continue
-            grid = column_grid(schema.column(m.column))
-            hists = [exact.histograms.get((key, i)) for key in keys]
-            js = quantile_draws(p, hists, grid.lo, grid.hi, self._source)
-            for key, j in zip(keys, js, strict=True):
-                out[(key, i)] = j
-        return out
-
-    def _column(
-        self,
-        j: int,
-        out: Any,
-        layout: _Layout,
-        keys: Sequence[tuple[str, ...]],
-        rows: list[tuple[int | None, ...]],
-        cols: list[list[int | None]],
-        schema: DatasetSchema,
-        beta: float,
-        draws: dict[tuple[tuple[str, ...], int], int],
-    ) -> tuple[list[Any], list[Any]]:
-        """Output column ``j`` over every released cell: (values, intervals); ``cols`` holds
-        each measurement's noisy values over the cells (``rows`` the same, by cell). COUNT
-        and SUM are answered here, column at a time, from the layout's half-width and grid
-        step; the other aggregates cell by cell by :meth:`_answer`."""
-        how = layout.outputs[j]
-        if how[0] == "key":
-            if how[2] is not None and keys is layout.keys:
-                return how[2], [None] * len(keys)
-            pos = how[1]
-            return [key[pos] for key in keys], [None] * len(keys)
-        if how[0] in ("count", "sum"):
-            i, h = how[1], how[2]
-            vs = cols[i]
-            if None in vs:
-                raise InternalError(f"output {out.name} has no noisy value")
-            if how[0] == "count":
-                # A count is never negative: clamping at 0 is post-processing, keeps coverage.
-                return (
-                    [v if v > 0 else 0 for v in vs],
-                    [[v - h if v > h else 0, v + h if v + h > 0 else 0] for v in vs],
-                )
-            g = how[3]
-            return [v * g for v in vs], [[(v - h) * g, (v + h) * g] for v in vs]
-        agg = out.aggregate
-        memo = layout.memo
-        answered = [
-            self._answer(agg, key, row, layout.index, layout.parts, schema, beta, draws, memo)
-            for key, row in zip(keys, rows, strict=True)
-        ]
-        return [a[0] for a in answered], [a[1] for a in answered]
-
-    def _answer(
-        self,
-        agg: Aggregate,
-        key: tuple[str, ...],
-        noisy: Sequence[int | None],
-        index: dict[str, int],
-        parts: tuple[MeasurementCost, ...],
-        schema: DatasetSchema,
-        beta: float,
-        draws: dict[tuple[tuple[str, ...], int], int],
-        memo: dict[Any, Any],
-    ) -> tuple[Any, Any]:
-        """One released cell of ``agg`` and its interval; ``memo`` keeps what depends on the
-        query only (half-widths, grids) across the cells of one release."""
-
-        def get(mkey: str, level: float) -> tuple[int, int, MeasurementCost]:
-            i = index[mkey]
-            p = parts[i]
-            v = noisy[i]
-            if v is None:
-                raise InternalError(f"{mkey} has no noisy value")
-            h = memo.get((i, level))
-            if h is None:
-                h = memo[(i, level)] = p.halfwidth(level)
-            return v, h, p
-
-        # COUNT and SUM are answered by _cell directly.
-        if agg.column is None:
-            raise InternalError(f"{agg.func} without a column")
-        grid = memo.get(agg.column)
-        if grid is None:
-            grid = memo[agg.column] = column_grid(schema.column(agg.column))
-        if agg.func == "avg":
-            # The interval inverts the exact error law of S̃/C̃ (infodp.curator.intervals).
-            s, _, ps = get(f"csum({agg.column})", beta)
-            c, _, pc = get(f"count({agg.column})", beta)
-            return avg_answer(s, c, ps.mechanism, pc.mechanism, grid, beta, memo)
-        if agg.func in ("variance", "stddev"):
-            s, _, ps = get(f"csum({agg.column})", beta)
-            q, _, pq = get(f"csumsq({agg.column})", beta)
-            c, _, pc = get(f"count({agg.column})", beta)
-            mechs = (ps.mechanism, pq.mechanism, pc.mechanism)
-            return variance_answer(
-                s,
-                q,
-                c,
-                mechs,
-                grid,
-                beta,
-                sample=not agg.population,
-                stddev=agg.func == "stddev",
-                cache=memo,
-            )
-        if agg.func == "quantile":
-            i = index[f"quantile({agg.column},{agg.q})"]
-            p = parts[i]
-            # The drawn grid point times the power-of-two step: exact in binary floating
-            # point, so the release stays on the grid (no float noise; Mironov 2012).
-            g = grid.step
-            value: float | int = draws[(key, i)] * g
-            if schema.column(agg.column).type == "int":
-                value = int(value)
-            from infodp.mechanisms.quantile import score_sensitivity
-
-            delta = score_sensitivity(p.sensitivity, agg.q if agg.q is not None else Fraction(1, 2))
-            rank_error = _quantile_rank_error(delta, p.epsilon, grid.hi - grid.lo, beta)
-            return value, {
-                "rank_error": rank_error,
-                "grid": g,
-                "note": "at most q·n + rank_error rows lie below the answer and at most "
-                "(1 − q)·n + rank_error above it",
-            }
-        raise InternalError(f"unknown aggregate {agg.func}")
-
-
-def _quantile_rank_error(sensitivity: Any, epsilon: Any, k: int, beta: float) -> float:
-    """The exponential mechanism's rank error over a grid of k + 1 points at level β, rounded up.
-
-    Dwork & Roth 2014, Theorem 3.11: the released point's score is within
-    (2Δ/ε)(ln|R| + ln(1/β)) of the best with probability at least 1 − β, |R| = k + 1. The
-    two-sided score is 0 at the data's q-quantile (a grid point) and bounds both rank
-    violations (:func:`~infodp.mechanisms.quantile.grid_quantile_law`), so with probability
-    1 − β at most q·n + r rows lie below the answer and (1 − q)·n + r above it. The
-    float evaluation (a division, two logarithms, a sum and a product: a few ulps) is raised
-    by 10⁻¹² relative, so reported accuracy is never optimistic.
-
-    >>> _quantile_rank_error(1, 1, 99, 0.05) > 2 * (math.log(100) + math.log(20))
-    True
-    """
-    value = float(2 * sensitivity / epsilon) * (math.log(k + 1) + math.log(1 / beta))
-    return value * (1.0 + 1e-12)
-
-
-def _accuracy(p: MeasurementCost, schema: DatasetSchema, beta: float) -> dict[str, Any]:
-    m = p.measurement
-    if m.kind == "quantile" and m.column is not None:
-        k = quantile_candidates(schema.column(m.column)) - 1
-        from infodp.mechanisms.quantile import score_sensitivity
-
-        delta = score_sensitivity(p.sensitivity, m.q if m.q is not None else Fraction(1, 2))
-        rank = _quantile_rank_error(delta, p.epsilon, k, beta)
-        return {"measurement": m.key, "rank_error": rank}
-    return {
-        "measurement": m.key,
-        "mechanism": p.mechanism_name,
-        "halfwidth": p.halfwidth(beta) * p.step,
-        "noise_scale": p.scale * p.step,
-    }
 
 
 def _arguments(request: Request) -> dict[str, Any]:

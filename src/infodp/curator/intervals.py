@@ -38,12 +38,28 @@ Everything here is a function of the released values, the public bounds and the 
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias
 
 from infodp.curator.grid import ColumnGrid
 from infodp.mechanisms.error_law import combination_halfwidth
 
-__all__ = ["avg_answer", "mean_interval", "variance_answer", "variance_interval"]
+if TYPE_CHECKING:
+    from infodp.mechanisms import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
+
+    #: The noise of one released sum or count (None: none was added).
+    Mech: TypeAlias = DiscreteLaplaceMechanism | DiscreteGaussianMechanism | None
+    #: The mechanisms of the centred sum, the centred sum of squares and the count.
+    Mechs: TypeAlias = tuple[Mech, Mech, Mech]
+    #: A term of a noise combination over a box: mechanism, coefficient c_i, half its range,
+    #: the range of |c| (for the grid) and the tail K_i at its share.
+    Term: TypeAlias = tuple[Mech, float, float, float, float]
+
+#: Quantiles of noise combinations kept across the cells of one release (and of one query's
+#: releases): (lead mechanism, snapped terms, β) → quantile.
+BoxMemo = dict[tuple[object, ...], float]
+
+__all__ = ["BoxMemo", "avg_answer", "mean_interval", "variance_answer", "variance_interval"]
 
 #: Share of a test's β spent on the tails K that widen a quantile over a box.
 _SLACK_SHARE = 1e-3
@@ -62,16 +78,11 @@ _COEFFICIENT_GRID = 8192
 _CACHED_QUANTILES = 20_000
 
 
-def _tail(mech: Any, beta: float) -> float:
+def _tail(mech: Mech, beta: float) -> float:
     return 0.0 if mech is None else float(mech.halfwidth(beta))
 
 
-def _box_quantile(
-    cache: dict[Any, Any] | None,
-    lead: Any,
-    terms: list[tuple[Any, float, float, float, float]],
-    beta: float,
-) -> float:
+def _box_quantile(cache: BoxMemo | None, lead: Mech, terms: list[Term], beta: float) -> float:
     """A bound B with P(|N_lead + Σ c′_i N_i| > B) ≤ β for every c′_i within ``half_i`` of
     ``c_i`` (``terms``: mechanism, c_i, half_i, range of |c| (grid), tail K_i at its share).
 
@@ -81,33 +92,33 @@ def _box_quantile(
     query, so cells with close answers share it) plus Σ(...)·K_i, the K_i's tails being the
     rest of β (callers pass β net of them).
     """
-    snapped, slack = [], 0.0
+    snapped: list[tuple[Mech, float]] = []
+    slack = 0.0
     for mech, c, half, top, k in terms:
         step = top / _COEFFICIENT_GRID if top > 0 else 1.0
         j = round(abs(c) / step)
         snapped.append((mech, j * step))
         slack += (abs(abs(c) - j * step) + half) * k
-    table = None if cache is None else cache.setdefault("box-quantile", {})
     key = (lead, tuple(snapped), beta)
-    q = None if table is None else table.get(key)
+    q = None if cache is None else cache.get(key)
     if q is None:
         q = combination_halfwidth([(lead, 1.0), *snapped], beta)
-        if table is not None:
-            if len(table) >= _CACHED_QUANTILES:  # a long-lived memo stays bounded
-                table.clear()
-            table[key] = q
+        if cache is not None:
+            if len(cache) >= _CACHED_QUANTILES:  # a long-lived memo stays bounded
+                cache.clear()
+            cache[key] = q
     return q + slack
 
 
 def mean_interval(
     s: float,
     c: float,
-    sum_mech: Any,
-    count_mech: Any,
+    sum_mech: Mech,
+    count_mech: Mech,
     low: float,
     high: float,
     beta: float,
-    cache: dict[Any, Any] | None = None,
+    cache: BoxMemo | None = None,
 ) -> tuple[float, float]:
     """An interval for μ = S/C (grid units, μ ∈ [low, high]) from the released S̃ = ``s`` and
     C̃ = ``c``, covering μ with probability ≥ 1 − β (module docstring; Fieller 1954).
@@ -155,7 +166,9 @@ def mean_interval(
     return lo, hi
 
 
-def _trim(end: float, outside: Any, centre: float, other: float) -> float:
+def _trim(
+    end: float, outside: Callable[[float, float], bool], centre: float, other: float
+) -> float:
     """Move ``end`` towards ``centre`` over pieces [t, end] that ``outside(t, end)`` rules
     out (halving the piece when one cannot be); ``other`` is the box's far end."""
     toward = max(other, min(centre, end)) if end > centre else min(other, max(centre, end))
@@ -175,13 +188,13 @@ def variance_interval(
     s: float,
     q: float,
     c: float,
-    mechs: tuple[Any, Any, Any],
+    mechs: Mechs,
     low: float,
     high: float,
     beta: float,
     *,
     sample: bool,
-    cache: dict[Any, Any] | None = None,
+    cache: BoxMemo | None = None,
 ) -> tuple[float, float]:
     """An interval for the variance (grid² units) of values whose centred mean lies in
     [low, high], from the released centred sum ``s``, sum of squares ``q`` and count ``c``
@@ -196,16 +209,40 @@ def variance_interval(
     >>> 2.6 < lo < 4 < hi < 5.4
     True
     """
-    sum_mech, sq_mech, count_mech = mechs
+    sum_mech, _, count_mech = mechs
     radius = max(abs(low), abs(high))
-    top = radius * radius
-    cap = 2 * top if sample else top
+    cap = 2 * radius * radius if sample else radius * radius
     if not c > 0:
         return 0.0, cap
     beta_c = beta / 100 if sample else 0.0
     beta_mu = beta / 10
-    beta_t = beta - beta_mu - beta_c
-    mu_lo, mu_hi = mean_interval(s, c, sum_mech, count_mech, low, high, beta_mu, cache)
+    mu = mean_interval(s, c, sum_mech, count_mech, low, high, beta_mu, cache)
+    v_lo, v_hi = _population_box(s, q, c, mechs, mu, radius, beta - beta_mu - beta_c, cache)
+    if not sample:
+        return v_lo, v_hi
+    # The sample variance v·C/(C − 1), with C bounded by its own tail at β_c.
+    h_c = _tail(count_mech, beta_c)
+    c_lo, c_hi = c - h_c, c + h_c
+    lo = v_lo * c_hi / (c_hi - 1) if c_hi > 1 else v_lo
+    hi = cap if c_lo < 2 else min(cap, v_hi * c_lo / (c_lo - 1))
+    return lo, max(lo, hi)
+
+
+def _population_box(
+    s: float,
+    q: float,
+    c: float,
+    mechs: Mechs,
+    mu: tuple[float, float],
+    radius: float,
+    beta_t: float,
+    cache: BoxMemo | None,
+) -> tuple[float, float]:
+    """The population variance's box: the test on T = N_q − 2μN_s + (μ² − v)N_c at level
+    β_t for every μ in the mean's interval ``mu`` (module docstring), shrunk until settled."""
+    sum_mech, sq_mech, count_mech = mechs
+    mu_lo, mu_hi = mu
+    top = radius * radius
     mu_hat = s / c
     v_hat = q / c - mu_hat * mu_hat
     d_max = max((mu_lo - mu_hat) ** 2, (mu_hi - mu_hat) ** 2)
@@ -219,7 +256,7 @@ def variance_interval(
     for _ in range(_MAX_STEPS):
         # the coefficient μ² − v of N_c over the box, as its midpoint ± half its range
         a, b = sq_lo - v_hi, sq_hi - v_lo
-        terms = [
+        terms: list[Term] = [
             (sum_mech, 2.0 * mid, 2.0 * half, 2.0 * radius, k_s),
             (count_mech, (a + b) / 2, (b - a) / 2, top, k_c),
         ]
@@ -228,30 +265,22 @@ def variance_interval(
         new_hi = min(v_hi, v_hat + bound / c + d_max)
         if new_lo > new_hi:  # an empty confidence set (probability ≤ β)
             point = min(top, max(0.0, v_hat))
-            new_lo = new_hi = point
-            v_lo, v_hi = new_lo, new_hi
-            break
+            return point, point
         settled = (v_hi - v_lo) - (new_hi - new_lo) <= _SETTLED * (new_hi - new_lo)
         v_lo, v_hi = new_lo, new_hi
         if settled:
             break
-    if not sample:
-        return v_lo, v_hi
-    h_c = _tail(count_mech, beta_c)
-    c_lo, c_hi = c - h_c, c + h_c
-    lo = v_lo * c_hi / (c_hi - 1) if c_hi > 1 else v_lo
-    hi = cap if c_lo < 2 else min(cap, v_hi * c_lo / (c_lo - 1))
-    return lo, max(lo, hi)
+    return v_lo, v_hi
 
 
 def avg_answer(
     s: int,
     c: int,
-    sum_mech: Any,
-    count_mech: Any,
+    sum_mech: Mech,
+    count_mech: Mech,
     grid: ColumnGrid,
     beta: float,
-    cache: dict[Any, Any] | None = None,
+    cache: BoxMemo | None = None,
 ) -> tuple[float, list[float]]:
     """The released AVG (column units) from the noisy centred sum ``s`` and count ``c``, with
     its interval at level 1 − β (:func:`mean_interval`), both inside the declared bounds.
@@ -277,13 +306,13 @@ def variance_answer(
     s: int,
     q: int,
     c: int,
-    mechs: tuple[Any, Any, Any],
+    mechs: Mechs,
     grid: ColumnGrid,
     beta: float,
     *,
     sample: bool,
     stddev: bool,
-    cache: dict[Any, Any] | None = None,
+    cache: BoxMemo | None = None,
 ) -> tuple[float, list[float]]:
     """The released VARIANCE (or STDDEV) in column units from the noisy centred sum ``s``,
     sum of squares ``q`` and count ``c``, with its interval (:func:`variance_interval`).

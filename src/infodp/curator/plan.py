@@ -3,8 +3,9 @@
 A :class:`QueryPlan` is a frozen tree: the table, an optional filter (a tree of
 :class:`Predicate` nodes over declared columns and literals), the GROUP BY keys and the output
 items (group columns and aggregates) in SELECT order. :func:`measurements` turns the aggregates
-into the distinct noisy *measurements* the engine pays for (AVG needs a centred sum and a count,
-VARIANCE a centred sum of squares too); identical measurements are shared, so ``SUM(x), AVG(x)``
+into the distinct noisy *measurements* the engine pays for (each aggregate's rule in
+:mod:`infodp.curator.rules` names them: AVG needs a centred sum and a count, VARIANCE a
+centred sum of squares too); equal measurements are shared, so ``SUM(x), AVG(x)``
 does not pay twice for the count. Backends (``backends/duckdb.py``) compile a plan to their own
 query language; the plan never contains SQL text.
 
@@ -45,6 +46,8 @@ class AggregateFunc(enum.StrEnum):
     VARIANCE = "variance"
     STDDEV = "stddev"
     QUANTILE = "quantile"
+    MIN = "min"
+    MAX = "max"
 
 
 class MeasurementKind(enum.StrEnum):
@@ -124,7 +127,8 @@ class Predicate:
 @dataclass(frozen=True, slots=True)
 class Aggregate:
     """One aggregate: ``count`` (``column=None`` is COUNT(*)), ``sum``, ``avg``,
-    ``variance``/``stddev`` (``population`` for VAR_POP/STDDEV_POP), ``quantile`` (``q``).
+    ``variance``/``stddev`` (``population`` for VAR_POP/STDDEV_POP), ``quantile`` (``q``),
+    ``min``/``max`` (the extreme quantiles, :mod:`infodp.curator.rules.extreme`).
     """
 
     func: AggregateFunc
@@ -216,29 +220,6 @@ class Measurement:
         return f"{self.kind}({self.column})"
 
 
-def _needs(agg: Aggregate) -> tuple[Measurement, ...]:
-    if agg.func == "count":
-        if agg.column is None:
-            return (Measurement(MeasurementKind.COUNT_ROWS),)
-        return (Measurement(MeasurementKind.COUNT, agg.column),)
-    if agg.func == "sum":
-        return (Measurement(MeasurementKind.SUM, agg.column),)
-    if agg.func == "avg":
-        return (
-            Measurement(MeasurementKind.CSUM, agg.column),
-            Measurement(MeasurementKind.COUNT, agg.column),
-        )
-    if agg.func in ("variance", "stddev"):
-        return (
-            Measurement(MeasurementKind.CSUM, agg.column),
-            Measurement(MeasurementKind.CSUMSQ, agg.column),
-            Measurement(MeasurementKind.COUNT, agg.column),
-        )
-    if agg.func == "quantile":
-        return (Measurement(MeasurementKind.QUANTILE, agg.column, agg.q),)
-    raise ValueError(f"unknown aggregate {agg.func!r}")
-
-
 def measurements(plan: QueryPlan) -> tuple[Measurement, ...]:
     """The distinct measurements a plan needs, in first-use order.
 
@@ -251,10 +232,11 @@ def measurements(plan: QueryPlan) -> tuple[Measurement, ...]:
     >>> [m.key for m in measurements(p)]
     ['sum(x)', 'csum(x)', 'count(x)']
     """
-    seen: dict[str, Measurement] = {}
+    from infodp.curator.rules import rule_for  # the rules import this module's node types
+
+    seen: dict[Measurement, None] = {}
     if plan.needs_partition_selection:
-        seen["count(*)"] = Measurement(MeasurementKind.COUNT_ROWS)
+        seen[Measurement(MeasurementKind.COUNT_ROWS)] = None
     for agg in plan.aggregates:
-        for m in _needs(agg):
-            seen.setdefault(m.key, m)
-    return tuple(seen.values())
+        seen.update(dict.fromkeys(rule_for(agg).needs(agg)))
+    return tuple(seen)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from infodp._lazy import lazy_module
 from infodp.curator.plan import MeasurementKind
-from infodp.errors import InternalError, ParameterError
+from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import (
     InsecureSeededSource,
     RandomSource,
@@ -173,7 +173,7 @@ def draw_noise(
     out: list[list[int] | None] = []
     laplace: list[tuple[int, DiscreteLaplaceMechanism]] = []
     for p in parts:
-        mech = None if p.measurement.kind == MeasurementKind.QUANTILE else p.mechanism
+        mech = None if p.measurement.kind == MeasurementKind.QUANTILE else p.noise_mechanism
         if p.measurement.kind == MeasurementKind.QUANTILE:
             out.append(None)
         elif mech is None:
@@ -201,9 +201,7 @@ def quantile_draws(
     (values, counts) histogram (None: no rows), scored on both sides of every point
     (:meth:`~infodp.mechanisms.ExponentialQuantile.release_grid`)."""
     src = require_release_source(source)
-    mech = part.mechanism
-    if mech is None:
-        raise InternalError("a quantile with sensitivity 0")
+    mech = part.quantile_mechanism  # an internal error for a quantile of sensitivity 0
     q = part.measurement.q if part.measurement.q is not None else Fraction(1, 2)  # MEDIAN
     empty = np.zeros(0, dtype=np.int64)
     out: list[int] = []

@@ -2,8 +2,9 @@
 
 Accepted: one ``SELECT`` over one registered table with ``COUNT(*)``, ``COUNT(col)``,
 ``SUM``, ``AVG``, ``VARIANCE``/``VAR_SAMP``/``VAR_POP``, ``STDDEV``/``STDDEV_SAMP``/
-``STDDEV_POP``, ``MEDIAN`` and ``QUANTILE(col, q)`` (also ``QUANTILE_CONT``/``QUANTILE_DISC``/
-``APPROX_QUANTILE``); a ``WHERE`` filter of comparisons, ``IN``, ``BETWEEN``, ``IS [NOT] NULL``
+``STDDEV_POP``, ``MEDIAN``, ``QUANTILE(col, q)`` (also ``QUANTILE_CONT``/``QUANTILE_DISC``/
+``APPROX_QUANTILE``/``PERCENTILE_CONT``/``PERCENTILE_DISC``), ``MIN`` and ``MAX`` (each
+recognised by its rule in :mod:`infodp.curator.rules`); a ``WHERE`` filter of comparisons, ``IN``, ``BETWEEN``, ``IS [NOT] NULL``
 between declared columns and literals joined by ``AND``/``OR``/``NOT``; ``GROUP BY`` declared
 columns. Everything else is refused with a :class:`~infodp.errors.ParameterError` naming the
 construct: joins, subqueries, CTEs, set operations, window functions, raw column selection,
@@ -30,13 +31,15 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 
 import sqlglot
 from sqlglot import exp
 
 from infodp._exact import parse_exact
-from infodp.curator.plan import Aggregate, AggregateFunc, GroupKey, Output, Predicate, QueryPlan
+from infodp.curator.plan import Aggregate, GroupKey, Output, Predicate, QueryPlan
+from infodp.curator.rules import RULES, allowed_names
 from infodp.curator.schema import ColumnSpec, DatasetSchema
 from infodp.errors import ParameterError
 
@@ -340,17 +343,6 @@ def _predicate(node: exp.Expr, schema: DatasetSchema, q: set[str]) -> Predicate:
     raise _refuse(f"{node.key.upper()} in WHERE ({node.sql(dialect='duckdb')!r})")
 
 
-def _quantile_arg(node: exp.Expr | None) -> Fraction:
-    if not isinstance(node, exp.Literal) or node.is_string:
-        raise ParameterError(
-            "quantile", None if node is None else node.sql(), "a number literal in [0, 1]"
-        )
-    q = parse_exact("quantile", node.this)
-    if not 0 <= q <= 1:
-        raise ParameterError("quantile", node.this, "a number in [0, 1]")
-    return q
-
-
 def _needs_bounds(func: str, col: ColumnSpec, table: str) -> None:
     if not col.is_numeric:
         raise ParameterError(
@@ -364,76 +356,39 @@ def _needs_bounds(func: str, col: ColumnSpec, table: str) -> None:
         )
 
 
-def _aggregate(node: exp.Expr, schema: DatasetSchema, q: set[str]) -> Aggregate | None:
-    """The aggregate ``node`` denotes, or None when it is not an aggregate call."""
-    name = node.key.upper()
-    if isinstance(node, exp.Count):
-        arg = node.this
-        if isinstance(arg, exp.Distinct):
-            raise _refuse("COUNT(DISTINCT ...)")
-        if arg is None or isinstance(arg, exp.Star):
-            return Aggregate(AggregateFunc.COUNT)
-        col = _column(arg, schema, q)
-        if not (col.is_numeric and col.bounds is not None):
-            # The engine counts the bounded copy of a numeric column; refuse here, before any
-            # budget is reserved, rather than fail after the reservation.
-            raise ParameterError(
-                f"COUNT({col.name}) counts the values of a bounded numeric column; for column "
-                f"{col.name} ({col.type}) use COUNT(*) with WHERE {col.name} IS NOT NULL."
-            )
-        return Aggregate(AggregateFunc.COUNT, col.name)
-    simple: dict[type[exp.Expr], tuple[str, bool]] = {
-        exp.Sum: ("sum", False),
-        exp.Avg: ("avg", False),
-        exp.Variance: ("variance", False),
-        exp.VariancePop: ("variance", True),
-        exp.Stddev: ("stddev", False),
-        exp.StddevSamp: ("stddev", False),
-        exp.StddevPop: ("stddev", True),
-    }
-    for cls, (func, population) in simple.items():
-        if type(node) is cls:
-            arg = node.this
-            if isinstance(arg, exp.Distinct):
-                raise _refuse(f"{name}(DISTINCT ...)")
-            col = _column(arg, schema, q)
-            _needs_bounds(func.upper(), col, schema.table)
-            return Aggregate(AggregateFunc(func), col.name, population=population)
-    if isinstance(node, exp.Median):
-        col = _column(node.this, schema, q)
-        _needs_bounds("MEDIAN", col, schema.table)
-        return Aggregate(AggregateFunc.QUANTILE, col.name, q=Fraction(1, 2))
-    if isinstance(node, (exp.Quantile, exp.ApproxQuantile, exp.PercentileCont, exp.PercentileDisc)):
-        col = _column(node.this, schema, q)
-        _needs_bounds("QUANTILE", col, schema.table)
-        qnode = node.args.get("quantile") or node.args.get("expression")
-        return Aggregate(AggregateFunc.QUANTILE, col.name, q=_quantile_arg(qnode))
-    if (
-        isinstance(node, exp.Anonymous)
-        and node.name.upper() in ("QUANTILE_CONT", "QUANTILE_DISC")
-        and len(node.expressions) == 2
-    ):
-        # sqlglot's generic dialect leaves DuckDB's QUANTILE_CONT/DISC as plain calls.
-        col = _column(node.expressions[0], schema, q)
-        _needs_bounds("QUANTILE", col, schema.table)
-        return Aggregate(AggregateFunc.QUANTILE, col.name, q=_quantile_arg(node.expressions[1]))
+@dataclass(frozen=True, slots=True)
+class _Parsing:
+    """What an aggregate's rule asks while it recognises a call (rules.base.Parsing)."""
+
+    schema: DatasetSchema
+    qualifiers: set[str]
+
+    @property
+    def table(self) -> str:
+        return self.schema.table
+
+    def column(self, node: exp.Expr) -> ColumnSpec:
+        return _column(node, self.schema, self.qualifiers)
+
+    def bounded(self, func: str, node: exp.Expr) -> ColumnSpec:
+        col = self.column(node)
+        _needs_bounds(func, col, self.schema.table)
+        return col
+
+    def refuse(self, construct: str, detail: str = "") -> ParameterError:
+        return _refuse(construct, detail)
+
+
+def _aggregate(node: exp.Expr, parsing: _Parsing) -> tuple[Aggregate, str] | None:
+    """The aggregate ``node`` denotes and its unaliased output name, or None when it is not an
+    aggregate call (each rule of :mod:`infodp.curator.rules` recognises its own)."""
+    for rule in RULES:
+        agg = rule.parse(node, parsing)
+        if agg is not None:
+            return agg, rule.output_name(node)
     if isinstance(node, exp.AggFunc):
-        raise _refuse(
-            f"aggregate function {name}",
-            "allowed: COUNT, SUM, AVG, VARIANCE, STDDEV, MEDIAN, QUANTILE",
-        )
+        raise _refuse(f"aggregate function {node.key.upper()}", f"allowed: {allowed_names()}")
     return None
-
-
-def _output_name(node: exp.Expr) -> str:
-    """The column name of an unaliased aggregate, as DuckDB would print it.
-
-    The generic generator prints the accepted aggregates as DuckDB does except VAR_POP (and
-    it does not load sqlglot's DuckDB dialect, ~0.1 s per CLI process).
-    """
-    if isinstance(node, exp.VariancePop):
-        return f"VAR_POP({node.this.sql()})"
-    return node.sql()
 
 
 def parse_query(sql: str, schemas: DatasetSchema | Mapping[str, DatasetSchema]) -> QueryPlan:
@@ -465,65 +420,79 @@ def _parse_cached(sql: str, schema: DatasetSchema) -> QueryPlan:
 def _parse(sql: str, schemas: DatasetSchema | Mapping[str, DatasetSchema]) -> QueryPlan:
     select = _select(_statements_cached(sql)[0])
     table, qualifiers = _table(select)
+    schema = _schema_of(table, schemas)
+    parsing = _Parsing(schema, qualifiers)
+    groups = _groups(select, parsing)
+    outputs = _outputs(select, parsing, {g.column.lower() for g in groups})
+    where_node = select.args.get("where")
+    where = None if where_node is None else _predicate(where_node.this, schema, qualifiers)
+    return QueryPlan(schema.table, sql, outputs, where, groups)
+
+
+def _schema_of(table: str, schemas: DatasetSchema | Mapping[str, DatasetSchema]) -> DatasetSchema:
+    """The declared schema of the table a query reads (an unknown table is refused)."""
     if isinstance(schemas, DatasetSchema):
         if schemas.table.lower() != table.lower():
             raise ParameterError(
                 f"unknown table {table!r}; the registered table is {schemas.table!r}."
             )
-        schema = schemas
-    else:
-        lookup = {k.lower(): v for k, v in schemas.items()}
-        if table.lower() not in lookup:
-            known = ", ".join(sorted(schemas)) or "none"
-            raise ParameterError(f"unknown table {table!r}; registered tables: {known}.")
-        schema = lookup[table.lower()]
+        return schemas
+    lookup = {k.lower(): v for k, v in schemas.items()}
+    if table.lower() not in lookup:
+        known = ", ".join(sorted(schemas)) or "none"
+        raise ParameterError(f"unknown table {table!r}; registered tables: {known}.")
+    return lookup[table.lower()]
 
+
+def _groups(select: exp.Select, parsing: _Parsing) -> tuple[GroupKey, ...]:
+    """The GROUP BY keys (never the privacy unit, never repeated)."""
+    schema = parsing.schema
     groups: list[GroupKey] = []
     group_node = select.args.get("group")
-    if group_node is not None:
-        for g in group_node.expressions:
-            if (
-                isinstance(g, exp.Column)
-                and not schema.unit_is_row
-                and g.name.lower() == schema.privacy_unit.lower()
-            ):
-                raise _refuse("GROUP BY the privacy unit", "it would release per-individual values")
-            col = _column(g, schema, qualifiers)
-            groups.append(_group_key(col))
-        if len({g.column for g in groups}) != len(groups):
-            raise _refuse("repeated GROUP BY column")
-    grouped = {g.column.lower(): g for g in groups}
+    for g in [] if group_node is None else group_node.expressions:
+        if (
+            isinstance(g, exp.Column)
+            and not schema.unit_is_row
+            and g.name.lower() == schema.privacy_unit.lower()
+        ):
+            raise _refuse("GROUP BY the privacy unit", "it would release per-individual values")
+        groups.append(_group_key(parsing.column(g)))
+    if len({g.column for g in groups}) != len(groups):
+        raise _refuse("repeated GROUP BY column")
+    return tuple(groups)
 
-    outputs: list[Output] = []
-    for item in select.expressions:
-        alias = item.alias if isinstance(item, exp.Alias) else None
-        node = item.this if isinstance(item, exp.Alias) else item
-        if isinstance(node, exp.Star):
-            raise _refuse("raw column selection (*)", "only aggregates are released")
-        if isinstance(node, exp.Column):
-            col = _column(node, schema, qualifiers)
-            if col.name.lower() not in grouped:
-                raise _refuse(
-                    f"raw column selection (column {col.name!r} is neither aggregated nor in "
-                    "GROUP BY); only aggregates are released"
-                )
-            outputs.append(Output(alias or col.name, group_column=col.name))
-            continue
-        agg = _aggregate(node, schema, qualifiers)
-        if agg is None:
-            raise _refuse(
-                f"expression {node.sql(dialect='duckdb')!r} in SELECT",
-                "select aggregates and GROUP BY columns only",
-            )
-        outputs.append(Output(alias or _output_name(node), aggregate=agg))
+
+def _outputs(select: exp.Select, parsing: _Parsing, grouped: set[str]) -> tuple[Output, ...]:
+    """The SELECT items: GROUP BY columns and aggregates, with distinct names."""
+    outputs = tuple(_output(item, parsing, grouped) for item in select.expressions)
     if not any(o.aggregate is not None for o in outputs):
         raise _refuse("SELECT without an aggregate", "only aggregates are released")
     names = [o.name for o in outputs]
     if len(set(names)) != len(names):
         raise ParameterError("SELECT items must have distinct names; use AS to rename.")
-    where_node = select.args.get("where")
-    where = None if where_node is None else _predicate(where_node.this, schema, qualifiers)
-    return QueryPlan(schema.table, sql, tuple(outputs), where, tuple(groups))
+    return outputs
+
+
+def _output(item: exp.Expr, parsing: _Parsing, grouped: set[str]) -> Output:
+    alias = item.alias if isinstance(item, exp.Alias) else None
+    node = item.this if isinstance(item, exp.Alias) else item
+    if isinstance(node, exp.Star):
+        raise _refuse("raw column selection (*)", "only aggregates are released")
+    if isinstance(node, exp.Column):
+        col = parsing.column(node)
+        if col.name.lower() not in grouped:
+            raise _refuse(
+                f"raw column selection (column {col.name!r} is neither aggregated nor in "
+                "GROUP BY); only aggregates are released"
+            )
+        return Output(alias or col.name, group_column=col.name)
+    found = _aggregate(node, parsing)
+    if found is None:
+        raise _refuse(
+            f"expression {node.sql(dialect='duckdb')!r} in SELECT",
+            "select aggregates and GROUP BY columns only",
+        )
+    return Output(alias or found[1], aggregate=found[0])
 
 
 def _group_key(col: ColumnSpec) -> GroupKey:

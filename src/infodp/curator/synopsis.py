@@ -19,19 +19,29 @@ True
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from infodp.curator.plan import Predicate
+from infodp.curator.plan import (
+    Aggregate,
+    AggregateFunc,
+    GroupKey,
+    Output,
+    PlanVisitor,
+    Predicate,
+    QueryPlan,
+)
 from infodp.curator.schema import DatasetSchema
 from infodp.curator.sql import INT_GROUP_MAX_KEYS, parse_query
-from infodp.errors import ParameterError
+from infodp.errors import InternalError, ParameterError
 from infodp.mechanisms.laplace import DiscreteLaplaceMechanism
 
 __all__ = [
@@ -162,82 +172,11 @@ class Synopsis:
         """
         plan = parse_query(sql, schema)
         cols = {c.lower(): i for i, c in enumerate(self.columns)}
-        for g in plan.group_by:
-            if g.column.lower() not in cols:
-                raise ParameterError(f"GROUP BY {g.column}: not a column of synopsis {self.name}")
-        for agg in plan.aggregates:
-            if agg.func not in ("count", "sum", "avg") or (
-                agg.func == "count" and agg.column is not None
-            ):
-                raise ParameterError(
-                    f"synopsis {self.name} answers COUNT(*), SUM and AVG only; got {agg.func}"
-                )
-            if agg.column is not None and agg.column.lower() not in cols:
-                raise ParameterError(f"{agg.func}({agg.column}): not a column of {self.name}")
-        n_groups = math.prod(len(self.keys[cols[g.column.lower()]]) for g in plan.group_by)
-        work = len(self.counts) * (n_groups + _conditions(plan.where))
-        if work > MAX_SYNOPSIS_WORK:
-            raise ParameterError(
-                "synopsis query",
-                f"{len(self.counts)} cells × {n_groups} groups and conditions",
-                f"at most {MAX_SYNOPSIS_WORK} cell evaluations (fewer groups or conditions)",
-            )
-        cells = self._cells()
-        counts = np.asarray(self.counts, dtype=np.float64)
-        mask = np.ones(len(cells), dtype=bool)
+        self._check(plan, cols)
+        answering = _Answering(self, cols, 1.0 - confidence)
         if plan.where is not None:
-            mask = np.array([_holds(plan.where, cell, cols) for cell in cells], dtype=bool)
-        beta = 1.0 - confidence
-        group_idx = [cols[g.column.lower()] for g in plan.group_by]
-        group_keys = list(itertools.product(*(self.keys[i] for i in group_idx)))
-        rows: list[list[Any]] = []
-        intervals: list[list[Any]] = []
-        for gk in group_keys:
-            sel = mask.copy()
-            for i, key in zip(group_idx, gk, strict=True):
-                sel &= np.array([c[i] == key for c in cells], dtype=bool)
-            row: list[Any] = []
-            cis: list[Any] = []
-            for out in plan.outputs:
-                if out.aggregate is None:
-                    row.append(gk[[g.column for g in plan.group_by].index(out.group_column or "")])
-                    cis.append(None)
-                    continue
-                agg = out.aggregate
-                if agg.func == "count":
-                    w = sel.astype(np.float64)
-                    h = chernoff_halfwidth(w[w != 0], self.scale, beta)
-                    total = float(counts @ w)
-                    row.append(round(total))
-                    cis.append([total - h, total + h])
-                    continue
-                ci_col = cols[(agg.column or "").lower()]
-                vals = np.array([float(c[ci_col]) for c in cells])
-                w = np.where(sel, vals, 0.0)
-                s = float(counts @ w)
-                if agg.func == "sum":
-                    h = chernoff_halfwidth(w[w != 0], self.scale, beta)
-                    row.append(s)
-                    cis.append([s - h, s + h])
-                    continue
-                wc = sel.astype(np.float64)
-                c = float(counts @ wc)
-                hs = chernoff_halfwidth(w[w != 0], self.scale, beta / 2)
-                hc = chernoff_halfwidth(wc[wc != 0], self.scale, beta / 2)
-                if not sel.any():
-                    row.append(None)
-                    cis.append(None)
-                    continue
-                lo_v, hi_v = float(vals[sel].min()), float(vals[sel].max())
-                point = min(hi_v, max(lo_v, s / c)) if c > 0 else (lo_v + hi_v) / 2
-                if c - hc <= 0:
-                    cis.append([lo_v, hi_v])
-                else:
-                    r = [a / b for a in (s - hs, s + hs) for b in (c - hc, c + hc)]
-                    cis.append([max(lo_v, min(r)), min(hi_v, max(r))])
-                row.append(point)
-            rows.append(row)
-            intervals.append(cis)
+            answering.mask = plan.where.accept(_Where(self, cols))
+        rows, intervals = plan.accept(answering)
         return {
             "columns": [o.name for o in plan.outputs],
             "rows": rows,
@@ -252,18 +191,188 @@ class Synopsis:
             "synopsis": self.name,
         }
 
+    def _check(self, plan: QueryPlan, cols: dict[str, int]) -> None:
+        """Refuse what this synopsis cannot answer, and work beyond MAX_SYNOPSIS_WORK."""
+        for g in plan.group_by:
+            if g.column.lower() not in cols:
+                raise ParameterError(f"GROUP BY {g.column}: not a column of synopsis {self.name}")
+        for agg in plan.aggregates:
+            self._check_aggregate(agg, cols)
+        n_groups = math.prod(len(self.keys[cols[g.column.lower()]]) for g in plan.group_by)
+        work = len(self.counts) * (n_groups + _conditions(plan.where))
+        if work > MAX_SYNOPSIS_WORK:
+            raise ParameterError(
+                "synopsis query",
+                f"{len(self.counts)} cells × {n_groups} groups and conditions",
+                f"at most {MAX_SYNOPSIS_WORK} cell evaluations (fewer groups or conditions)",
+            )
 
-def _holds(p: Predicate, cell: tuple[str, ...], cols: dict[str, int]) -> bool:
-    if p.op == "and":
-        return all(_holds(a, cell, cols) for a in p.args)
-    if p.op == "or":
-        return any(_holds(a, cell, cols) for a in p.args)
-    if p.op == "not":
-        return not _holds(p.args[0], cell, cols)
-    if p.column is None or p.column.lower() not in cols:
-        raise ParameterError(f"WHERE on column {p.column!r}, which is not in the synopsis")
-    raw = cell[cols[p.column.lower()]]
-    value: float | str
+    def _check_aggregate(self, agg: Aggregate, cols: dict[str, int]) -> None:
+        if agg.func not in _ANSWERS or (agg.func == "count" and agg.column is not None):
+            raise ParameterError(
+                f"synopsis {self.name} answers COUNT(*), SUM and AVG only; got {agg.func}"
+            )
+        if agg.column is not None and agg.column.lower() not in cols:
+            raise ParameterError(f"{agg.func}({agg.column}): not a column of {self.name}")
+
+    def _codes(self, i: int) -> npt.NDArray[np.intp]:
+        """Per cell (row-major), the position of its key of column ``i``."""
+        stride = math.prod(len(k) for k in self.keys[i + 1 :])
+        return (np.arange(len(self.counts)) // stride) % len(self.keys[i])
+
+
+#: A synopsis answer's cell: a group key, a count, a sum or an average (None: no cells).
+Cell = str | int | float | None
+#: Its interval (None for a group key or an empty average).
+Bounds = list[float] | None
+#: The rows and intervals of a synopsis answer (one output in one group: a 1 × 1 table).
+Table = tuple[list[list[Cell]], list[list[Bounds]]]
+
+
+class _Where(PlanVisitor[npt.NDArray[np.bool_]]):
+    """A WHERE tree as a mask over the synopsis cells (each leaf judged once per key)."""
+
+    def __init__(self, synopsis: Synopsis, cols: dict[str, int]) -> None:
+        self.synopsis, self.cols = synopsis, cols
+
+    def visit_predicate(self, node: Predicate) -> npt.NDArray[np.bool_]:
+        if node.op in ("and", "or"):
+            masks = [a.accept(self) for a in node.args]
+            combine = np.logical_and if node.op == "and" else np.logical_or
+            return functools.reduce(combine, masks)
+        if node.op == "not":
+            return ~node.args[0].accept(self)
+        if node.column is None or node.column.lower() not in self.cols:
+            raise ParameterError(f"WHERE on column {node.column!r}, which is not in the synopsis")
+        i = self.cols[node.column.lower()]
+        truth = np.array([_holds(node, raw) for raw in self.synopsis.keys[i]], dtype=bool)
+        return truth[self.synopsis._codes(i)]
+
+    def visit_query_plan(self, node: QueryPlan) -> npt.NDArray[np.bool_]:
+        raise InternalError("a WHERE visitor walks predicates only")
+
+    def visit_group_key(self, node: GroupKey) -> npt.NDArray[np.bool_]:
+        raise InternalError("a WHERE visitor walks predicates only")
+
+    def visit_output(self, node: Output) -> npt.NDArray[np.bool_]:
+        raise InternalError("a WHERE visitor walks predicates only")
+
+    def visit_aggregate(self, node: Aggregate) -> npt.NDArray[np.bool_]:
+        raise InternalError("a WHERE visitor walks predicates only")
+
+
+class _Answering(PlanVisitor[Table]):
+    """The answer table: one row per group, each output answered over the group's cells
+    (``mask``: the WHERE filter; ``sel`` the current group's cells)."""
+
+    def __init__(self, synopsis: Synopsis, cols: dict[str, int], beta: float) -> None:
+        self.synopsis, self.cols, self.beta = synopsis, cols, beta
+        self.counts = np.asarray(synopsis.counts, dtype=np.float64)
+        self.mask = np.ones(len(synopsis.counts), dtype=bool)
+        self.sel = self.mask
+        self.group: tuple[str, ...] = ()
+        self.group_columns: list[str] = []
+
+    def visit_query_plan(self, node: QueryPlan) -> Table:
+        group_idx = [self.cols[g.column.lower()] for g in node.group_by]
+        self.group_columns = [g.column for g in node.group_by]
+        codes = [self.synopsis._codes(i) for i in group_idx]
+        rows: list[list[Cell]] = []
+        intervals: list[list[Bounds]] = []
+        for gk in itertools.product(*(self.synopsis.keys[i] for i in group_idx)):
+            self.group, self.sel = gk, self.mask.copy()
+            for i, code, key in zip(group_idx, codes, gk, strict=True):
+                self.sel &= code == self.synopsis.keys[i].index(key)
+            answered = [o.accept(self) for o in node.outputs]
+            rows.append([a[0][0][0] for a in answered])
+            intervals.append([a[1][0][0] for a in answered])
+        return rows, intervals
+
+    def visit_output(self, node: Output) -> Table:
+        if node.aggregate is not None:
+            return node.aggregate.accept(self)
+        return [[self.group[self.group_columns.index(node.group_column or "")]]], [[None]]
+
+    def visit_aggregate(self, node: Aggregate) -> Table:
+        value, bounds = _ANSWERS[node.func](self, node)
+        return [[value]], [[bounds]]
+
+    def visit_predicate(self, node: Predicate) -> Table:
+        raise InternalError("the WHERE filter is the mask")
+
+    def visit_group_key(self, node: GroupKey) -> Table:
+        raise InternalError("GROUP BY keys are walked by visit_query_plan")
+
+    def values(self, agg: Aggregate) -> npt.NDArray[np.float64]:
+        """The aggregate's column value of every cell (0 outside the group)."""
+        i = self.cols[(agg.column or "").lower()]
+        keys = np.array([float(k) for k in self.synopsis.keys[i]])
+        return np.where(self.sel, keys[self.synopsis._codes(i)], 0.0)
+
+    def halfwidth(self, w: npt.NDArray[np.float64], beta: float) -> float:
+        """The Chernoff half-width of Σ w_c N_c (module docstring)."""
+        return chernoff_halfwidth(w[w != 0], self.synopsis.scale, beta)
+
+
+def _count(a: _Answering, agg: Aggregate) -> tuple[Cell, Bounds]:
+    w = a.sel.astype(np.float64)
+    h = a.halfwidth(w, a.beta)
+    total = float(a.counts @ w)
+    return round(total), [total - h, total + h]
+
+
+def _sum(a: _Answering, agg: Aggregate) -> tuple[Cell, Bounds]:
+    w = a.values(agg)
+    s = float(a.counts @ w)
+    h = a.halfwidth(w, a.beta)
+    return s, [s - h, s + h]
+
+
+def _avg(a: _Answering, agg: Aggregate) -> tuple[Cell, Bounds]:
+    """Noisy sum over noisy count, the interval from both sums' bounds at β/2 each (a union
+    bound), within the group's smallest and largest key."""
+    w, wc = a.values(agg), a.sel.astype(np.float64)
+    s, c = float(a.counts @ w), float(a.counts @ wc)
+    hs, hc = a.halfwidth(w, a.beta / 2), a.halfwidth(wc, a.beta / 2)
+    if not a.sel.any():
+        return None, None
+    i = a.cols[(agg.column or "").lower()]
+    present = np.array([float(k) for k in a.synopsis.keys[i]])[a.synopsis._codes(i)][a.sel]
+    lo_v, hi_v = float(present.min()), float(present.max())
+    point = min(hi_v, max(lo_v, s / c)) if c > 0 else (lo_v + hi_v) / 2
+    if c - hc <= 0:
+        return point, [lo_v, hi_v]
+    r = [x / y for x in (s - hs, s + hs) for y in (c - hc, c + hc)]
+    return point, [max(lo_v, min(r)), min(hi_v, max(r))]
+
+
+#: The aggregates a synopsis answers, by function.
+_ANSWERS: dict[AggregateFunc, Callable[[_Answering, Aggregate], tuple[Cell, Bounds]]] = {
+    AggregateFunc.COUNT: _count,
+    AggregateFunc.SUM: _sum,
+    AggregateFunc.AVG: _avg,
+}
+
+_COMPARE: dict[str, Callable[[float | str, float | str], bool]] = {
+    "=": operator.eq,
+    "<>": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+def _holds(p: Predicate, raw: str) -> bool:
+    """Whether a leaf of a WHERE tree holds for a cell whose key (of its column) is ``raw``:
+    compared as numbers when both sides are, as text otherwise. A synopsis key is never NULL.
+
+    >>> _holds(Predicate("between", "age", (3, 5)), "4"), _holds(Predicate("in", "r", ("n",)), "s")
+    (True, False)
+    """
+    if p.op in ("is null", "is not null"):
+        return p.op == "is not null"
+    value: float | str = raw
     try:
         value = float(raw)
         numeric = all(isinstance(v, (int, float)) for v in p.values)
@@ -272,20 +381,8 @@ def _holds(p: Predicate, cell: tuple[str, ...], cols: dict[str, int]) -> bool:
     if not numeric:
         value = raw
     vals: list[float | str] = [float(v) if numeric else str(v) for v in p.values]
-    if p.op == "is null":
-        return False
-    if p.op == "is not null":
-        return True
     if p.op == "in":
         return value in vals
     if p.op == "between":
         return bool(vals[0] <= value <= vals[1])  # type: ignore[operator]
-    ops = {
-        "=": lambda a, b: a == b,
-        "<>": lambda a, b: a != b,
-        "<": lambda a, b: a < b,
-        "<=": lambda a, b: a <= b,
-        ">": lambda a, b: a > b,
-        ">=": lambda a, b: a >= b,
-    }
-    return bool(ops[p.op](value, vals[0]))
+    return _COMPARE[p.op](value, vals[0])

@@ -1,0 +1,60 @@
+"""One rule per aggregate, the only dispatch on an aggregate's or a measurement's kind.
+
+:data:`RULES` lists the aggregates of the safe SQL subset in the order the parser tries
+them; :func:`rule_for` finds an aggregate's rule and :func:`measure_for` a measurement's
+kind (its sensitivity, grid step, information and estimate accuracy). Adding an aggregate
+is one module here (its rule), its entry in :data:`RULES` and its name in
+:class:`~infodp.curator.plan.AggregateFunc`, and its test module (``tests/curator/rules/``):
+parsing, pricing, answering, planning and the backends need no change when it is answered
+from the existing measurement kinds (as MIN and MAX are, from the quantile histogram).
+
+>>> from infodp.curator.plan import Aggregate
+>>> rule_for(Aggregate("min", "x")).sql_names, allowed_names()
+(('MIN',), 'COUNT, SUM, AVG, VARIANCE, STDDEV, MEDIAN, QUANTILE, MIN, MAX')
+"""
+
+from __future__ import annotations
+
+from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
+from infodp.curator.rules.avg import AVG, CSUM_MEASURE
+from infodp.curator.rules.base import Cells, Measure, Rule
+from infodp.curator.rules.count import COUNT, COUNT_MEASURES
+from infodp.curator.rules.extreme import MAX, MIN
+from infodp.curator.rules.quantile import QUANTILE, QUANTILE_MEASURE
+from infodp.curator.rules.sum import SUM, SUM_MEASURE
+from infodp.curator.rules.variance import CSUMSQ_MEASURE, STDDEV, VARIANCE
+
+__all__ = [
+    "MEASURES",
+    "RULES",
+    "Cells",
+    "Measure",
+    "Rule",
+    "allowed_names",
+    "measure_for",
+    "rule_for",
+]
+
+#: Every aggregate's rule, in the order the parser tries them.
+RULES: tuple[Rule, ...] = (COUNT, SUM, AVG, VARIANCE, STDDEV, QUANTILE, MIN, MAX)
+#: Every measurement kind's rule.
+MEASURES: dict[MeasurementKind, Measure] = {
+    m.kind: m
+    for m in (*COUNT_MEASURES, SUM_MEASURE, CSUM_MEASURE, CSUMSQ_MEASURE, QUANTILE_MEASURE)
+}
+_BY_FUNC: dict[AggregateFunc, Rule] = {r.func: r for r in RULES}
+
+
+def rule_for(agg: Aggregate) -> Rule:
+    """The rule that answers ``agg``."""
+    return _BY_FUNC[agg.func]
+
+
+def measure_for(m: Measurement) -> Measure:
+    """The rule of ``m``'s kind."""
+    return MEASURES[m.kind]
+
+
+def allowed_names() -> str:
+    """The SQL aggregate names the safe subset accepts (for refusals)."""
+    return ", ".join(name for r in RULES for name in r.sql_names)

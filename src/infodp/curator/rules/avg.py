@@ -1,0 +1,135 @@
+"""AVG(column): a noisy centred sum over a noisy count, with Fieller's interval.
+
+The values are clamped, snapped to the grid and centred at the middle of the bounds, so the
+centred sum has sensitivity m·r (r = the largest |v − centre|, in grid units) rather than
+m·max|v| (Li et al. 2016, "Differential Privacy: From Theory to Practice", §2.5: centring
+halves a sum's sensitivity on a symmetric range). AVG = S̃/C̃ is post-processing of the two
+measurements; its interval inverts the exact error law of S̃ − μ·C̃ (Fieller 1954;
+:mod:`~infodp.curator.intervals`), and its planned half-width is the widest over groups of
+the public planning size (:func:`~infodp.curator.column_accuracy.widest_mean`).
+
+>>> from infodp.curator.plan import Aggregate
+>>> [m.key for m in AVG.needs(Aggregate("avg", "x"))]
+['csum(x)', 'count(x)']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+from sqlglot import exp
+
+from infodp.curator.column_accuracy import Width, planned_rows, widest_mean
+from infodp.curator.intervals import avg_answer
+from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
+from infodp.curator.rules.base import (
+    Cells,
+    ColumnAccuracy,
+    Interval,
+    Measure,
+    Rule,
+    Value,
+    column_of,
+    grid_of,
+)
+from infodp.curator.schema import DatasetSchema
+from infodp.errors import InternalError
+
+if TYPE_CHECKING:
+    from infodp.curator.rules.base import Parsing
+
+__all__ = ["AVG", "CSUM_MEASURE", "planned_halfwidth"]
+
+
+class _CentredSum(Measure):
+    kind = MeasurementKind.CSUM
+
+    def sensitivity(self, m: Measurement, schema: DatasetSchema) -> int:
+        """m·r, r the largest |v − centre| in grid units."""
+        return schema.max_rows_per_unit * grid_of(m, schema).radius
+
+    def step(self, m: Measurement, schema: DatasetSchema) -> float:
+        """The column's grid step."""
+        return grid_of(m, schema).step
+
+    def width(self, m: Measurement, schema: DatasetSchema, rows: int) -> int:
+        """rows·(hi − lo) (the same bound as the uncentred sum's)."""
+        g = grid_of(m, schema)
+        return rows * (g.hi - g.lo)
+
+
+#: The measurement kind of a centred sum (AVG, VARIANCE and STDDEV share it).
+CSUM_MEASURE: Measure = _CentredSum()
+
+
+#: A search for the widest half-width over groups of n rows (column_accuracy).
+Widest = Callable[[Width, int, int], float]
+
+
+def planned_halfwidth(
+    rule: Rule, agg: Aggregate, cells: Cells, rows: int | None, name: str, widest: Widest
+) -> float:
+    """The widest half-width of ``agg``'s released interval over groups of ``rows`` rows
+    (``widest`` searches the groups' moments), from ``rule``'s own answer, so planning and
+    release cannot disagree."""
+    col = column_of(agg)
+    n = planned_rows(name, rows)
+    radius = cells.grid(col).radius
+    slots = [
+        (cells.index.get(Measurement(kind, col)), kind)
+        for kind in (MeasurementKind.COUNT, MeasurementKind.CSUM, MeasurementKind.CSUMSQ)
+    ]
+
+    def width(s: int, q: int) -> float:
+        row: list[int | None] = [None] * len(cells.parts)
+        for (i, _), value in zip(slots, (n, s, q), strict=True):
+            if i is not None:
+                row[i] = value
+        _, interval = rule.answer(agg, cells, (), row)
+        if not isinstance(interval, list):
+            raise InternalError(f"{agg.func} answered without an interval")
+        low, high = interval
+        return (float(high) - float(low)) / 2
+
+    return widest(width, n, radius)
+
+
+class AvgRule(Rule):
+    """AVG(column) of a bounded numeric column."""
+
+    func: ClassVar[AggregateFunc] = AggregateFunc.AVG
+    sql_names = ("AVG",)
+
+    def parse(self, node: exp.Expr, sql: Parsing) -> Aggregate | None:
+        """``AVG(column)``."""
+        if type(node) is not exp.Avg:
+            return None
+        if isinstance(node.this, exp.Distinct):
+            raise sql.refuse("AVG(DISTINCT ...)")
+        return Aggregate(AggregateFunc.AVG, sql.bounded("AVG", node.this).name)
+
+    def needs(self, agg: Aggregate) -> tuple[Measurement, ...]:
+        """A centred sum and the non-null count."""
+        return (
+            Measurement(MeasurementKind.CSUM, agg.column),
+            Measurement(MeasurementKind.COUNT, agg.column),
+        )
+
+    def answer(
+        self, agg: Aggregate, cells: Cells, key: tuple[str, ...], row: Sequence[int | None]
+    ) -> tuple[Value, Interval]:
+        """S̃/C̃ within the bounds and the inverted Fieller interval (intervals.avg_answer)."""
+        sm, cm = self.needs(agg)
+        s, c = cells.noisy(row, sm), cells.noisy(row, cm)
+        ps, pc = cells.part(sm)[1], cells.part(cm)[1]
+        grid = cells.grid(column_of(agg))
+        return avg_answer(s, c, ps.noise_mechanism, pc.noise_mechanism, grid, cells.beta, cells.box)
+
+    def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
+        """The widest half-width over groups of ``rows`` rows."""
+        return {"halfwidth": planned_halfwidth(self, agg, cells, rows, name, widest_mean)}
+
+
+#: The AVG rule.
+AVG = AvgRule()

@@ -1,0 +1,115 @@
+"""COUNT(*) and COUNT(column): a noisy count per cell.
+
+Sensitivity m = ``max_rows_per_unit``: one unit adds or removes at most m rows over all the
+(disjoint) cells (McSherry 2009, Thm 4). The interval is the mechanism's own one-cell tail
+(discrete Laplace, Ghosh et al. 2009; discrete Gaussian, Canonne, Kamath & Steinke 2020),
+clamped at 0 (post-processing). COUNT(column) counts the non-null values of the bounded copy
+of a numeric column, so it needs declared bounds.
+
+>>> from infodp.curator.plan import Aggregate
+>>> [m.key for m in COUNT.needs(Aggregate("count")) + COUNT.needs(Aggregate("count", "x"))]
+['count(*)', 'count(x)']
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from sqlglot import exp
+
+from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
+from infodp.curator.rules.base import Cells, ColumnAccuracy, Interval, Measure, Rule, Value
+from infodp.curator.schema import DatasetSchema
+from infodp.errors import ParameterError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from infodp.curator.rules.base import Parsing
+
+__all__ = ["COUNT", "COUNT_MEASURES"]
+
+
+class _Counted(Measure):
+    """Rows (COUNT(*)) or non-null values (COUNT(column)) per cell."""
+
+    def sensitivity(self, m: Measurement, schema: DatasetSchema) -> int:
+        """m: a unit's rows, in any cells (L1 over the disjoint cells)."""
+        return schema.max_rows_per_unit
+
+
+class _CountRows(_Counted):
+    kind = MeasurementKind.COUNT_ROWS
+
+
+class _CountValues(_Counted):
+    kind = MeasurementKind.COUNT
+
+
+#: The measurement kinds a count is made of.
+COUNT_MEASURES: tuple[Measure, ...] = (_CountRows(), _CountValues())
+
+
+def measurement(agg: Aggregate) -> Measurement:
+    """The count measurement of ``agg`` (COUNT(*) or the non-null count of its column)."""
+    if agg.column is None:
+        return Measurement(MeasurementKind.COUNT_ROWS)
+    return Measurement(MeasurementKind.COUNT, agg.column)
+
+
+class CountRule(Rule):
+    """COUNT(*) and COUNT(column)."""
+
+    func: ClassVar[AggregateFunc] = AggregateFunc.COUNT
+    sql_names = ("COUNT",)
+
+    def parse(self, node: exp.Expr, sql: Parsing) -> Aggregate | None:
+        """``COUNT(*)`` or ``COUNT(column)`` of a bounded numeric column."""
+        if not isinstance(node, exp.Count):
+            return None
+        arg = node.this
+        if isinstance(arg, exp.Distinct):
+            raise sql.refuse("COUNT(DISTINCT ...)")
+        if arg is None or isinstance(arg, exp.Star):
+            return Aggregate(AggregateFunc.COUNT)
+        col = sql.column(arg)
+        if not (col.is_numeric and col.bounds is not None):
+            # The engine counts the bounded copy of a numeric column; refuse here, before any
+            # budget is reserved, rather than fail after the reservation.
+            raise ParameterError(
+                f"COUNT({col.name}) counts the values of a bounded numeric column; for column "
+                f"{col.name} ({col.type}) use COUNT(*) with WHERE {col.name} IS NOT NULL."
+            )
+        return Aggregate(AggregateFunc.COUNT, col.name)
+
+    def needs(self, agg: Aggregate) -> tuple[Measurement, ...]:
+        """One count."""
+        return (measurement(agg),)
+
+    def answer(
+        self, agg: Aggregate, cells: Cells, key: tuple[str, ...], row: Sequence[int | None]
+    ) -> tuple[Value, Interval]:
+        """The noisy count clamped at 0, with the mechanism's one-cell interval."""
+        m = measurement(agg)
+        h = cells.halfwidth(cells.index[m])
+        v = cells.noisy(row, m)
+        return (v if v > 0 else 0), [v - h if v > h else 0, v + h if v + h > 0 else 0]
+
+    def column(self, agg: Aggregate, cells: Cells) -> tuple[list[Value], list[Interval]]:
+        """The whole column at once (the common case: one list pass per column)."""
+        m = measurement(agg)
+        h = cells.halfwidth(cells.index[m])
+        vs = cells.column(m)
+        # A count is never negative: clamping at 0 is post-processing, keeps coverage.
+        return (
+            [v if v > 0 else 0 for v in vs],
+            [[v - h if v > h else 0, v + h if v + h > 0 else 0] for v in vs],
+        )
+
+    def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
+        """The mechanism's one-cell half-width."""
+        return {"halfwidth": float(cells.halfwidth(cells.index[measurement(agg)]))}
+
+
+#: The COUNT rule.
+COUNT = CountRule()

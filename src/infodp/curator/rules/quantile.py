@@ -1,0 +1,199 @@
+"""MEDIAN and QUANTILE: the exponential mechanism over the column's grid.
+
+Recognised as sqlglot parses them: ``MEDIAN(x)``, ``QUANTILE(x, q)``, ``APPROX_QUANTILE``,
+``PERCENTILE_CONT``/``PERCENTILE_DISC`` (``q`` a number literal in [0, 1]) and DuckDB's
+``QUANTILE_CONT``/``QUANTILE_DISC`` (plain calls in sqlglot's generic dialect). Every point of
+the column's grid is a candidate, scored on both sides of it
+(:func:`~infodp.mechanisms.quantile.grid_quantile_law`): the score changes by at most
+Δ = m·max(q, 1 − q) when one unit's m rows are added or removed
+(:func:`~infodp.mechanisms.quantile.score_sensitivity`), so the draw is ε-DP (McSherry &
+Talwar 2007; Dwork & Roth 2014, Thm 3.10). The histogram measurement's sensitivity is m, the
+information one cell releases at most ln(#candidates) (its output is one of them), and the
+accuracy is the rank error of :func:`rank_error` (Dwork & Roth 2014, Thm 3.11).
+
+>>> from infodp.curator.plan import Aggregate
+>>> [m.key for m in QUANTILE.needs(Aggregate("quantile", "x", q=Fraction(1, 2)))]
+['quantile(x,1/2)']
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import TYPE_CHECKING, ClassVar
+
+from sqlglot import exp
+
+from infodp._exact import parse_exact
+from infodp.curator.grid import quantile_candidates
+from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
+from infodp.curator.rules.base import (
+    Cells,
+    ColumnAccuracy,
+    Interval,
+    Measure,
+    MeasurementAccuracy,
+    RankError,
+    Rule,
+    Value,
+    column_of,
+)
+from infodp.curator.schema import DatasetSchema
+from infodp.errors import InternalError, ParameterError
+
+if TYPE_CHECKING:
+    from infodp.curator.cost import MeasurementCost
+    from infodp.curator.rules.base import Parsing
+
+__all__ = ["QUANTILE", "QUANTILE_MEASURE", "QuantileRule", "rank_error"]
+
+#: The note a quantile's rank error carries.
+_NOTE = (
+    "at most q·n + rank_error rows lie below the answer and at most (1 − q)·n + rank_error above it"
+)
+
+
+def rank_error(sensitivity: Fraction | int, epsilon: Fraction, k: int, beta: float) -> float:
+    """The exponential mechanism's rank error over a grid of k + 1 points at level β, rounded up.
+
+    Dwork & Roth 2014, Theorem 3.11: the released point's score is within
+    (2Δ/ε)(ln|R| + ln(1/β)) of the best with probability at least 1 − β, |R| = k + 1. The
+    two-sided score is 0 at the data's q-quantile (a grid point) and bounds both rank
+    violations (:func:`~infodp.mechanisms.quantile.grid_quantile_law`), so with probability
+    1 − β at most q·n + r rows lie below the answer and (1 − q)·n + r above it. The
+    float evaluation (a division, two logarithms, a sum and a product: a few ulps) is raised
+    by 10⁻¹² relative, so reported accuracy is never optimistic.
+
+    >>> rank_error(1, Fraction(1), 99, 0.05) > 2 * (math.log(100) + math.log(20))
+    True
+    """
+    value = float(2 * sensitivity / epsilon) * (math.log(k + 1) + math.log(1 / beta))
+    return value * (1.0 + 1e-12)
+
+
+def _q(m: Measurement) -> Fraction:
+    return m.q if m.q is not None else Fraction(1, 2)
+
+
+def measurement_rank_error(p: MeasurementCost, schema: DatasetSchema, beta: float) -> float:
+    """The rank error of one quantile measurement at level β (over its column's grid)."""
+    from infodp.mechanisms.quantile import score_sensitivity
+
+    m = p.measurement
+    k = quantile_candidates(schema.column(column_of_measurement(m))) - 1
+    return rank_error(score_sensitivity(p.sensitivity, _q(m)), p.epsilon, k, beta)
+
+
+def column_of_measurement(m: Measurement) -> str:
+    """A quantile measurement's column."""
+    if m.column is None:
+        raise InternalError("quantile without a column")
+    return m.column
+
+
+class _Histogram(Measure):
+    kind = MeasurementKind.QUANTILE
+    additive = False
+
+    def sensitivity(self, m: Measurement, schema: DatasetSchema) -> int:
+        """m (the exponential mechanism scales it by max(q, 1 − q) when drawing)."""
+        return schema.max_rows_per_unit
+
+    def information(self, p: MeasurementCost, schema: DatasetSchema, rows: int | None) -> float:
+        """ln(#candidates): the released point is one of the grid's hi − lo + 1 points."""
+        if p.sensitivity == 0:
+            return 0.0
+        return math.log(quantile_candidates(schema.column(column_of_measurement(p.measurement))))
+
+    def accuracy(
+        self, p: MeasurementCost, schema: DatasetSchema, beta: float
+    ) -> MeasurementAccuracy:
+        """The rank error at level β."""
+        return {
+            "measurement": p.measurement.key,
+            "rank_error": measurement_rank_error(p, schema, beta),
+        }
+
+
+#: The measurement kind of a quantile (a histogram of the column for the exponential mechanism).
+QUANTILE_MEASURE: Measure = _Histogram()
+
+
+def quantile_arg(node: exp.Expr | None) -> Fraction:
+    """The literal q of a QUANTILE call, in [0, 1]."""
+    if not isinstance(node, exp.Literal) or node.is_string:
+        raise ParameterError(
+            "quantile", None if node is None else node.sql(), "a number literal in [0, 1]"
+        )
+    q = parse_exact("quantile", node.this)
+    if not 0 <= q <= 1:
+        raise ParameterError("quantile", node.this, "a number in [0, 1]")
+    return q
+
+
+_CALLS = (exp.Quantile, exp.ApproxQuantile, exp.PercentileCont, exp.PercentileDisc)
+
+
+class QuantileRule(Rule):
+    """The q-quantile of a bounded column, answered on its grid with its rank error."""
+
+    func: ClassVar[AggregateFunc] = AggregateFunc.QUANTILE
+    sql_names: ClassVar[tuple[str, ...]] = ("MEDIAN", "QUANTILE")
+    #: What the rank error promises (shown with every released cell).
+    note: ClassVar[str] = _NOTE
+
+    def parse(self, node: exp.Expr, sql: Parsing) -> Aggregate | None:
+        """MEDIAN, QUANTILE and the spellings sqlglot parses (module docstring)."""
+        if isinstance(node, exp.Median):
+            col = sql.bounded("MEDIAN", node.this)
+            return Aggregate(AggregateFunc.QUANTILE, col.name, q=Fraction(1, 2))
+        if isinstance(node, _CALLS):
+            col = sql.bounded("QUANTILE", node.this)
+            qnode = node.args.get("quantile") or node.args.get("expression")
+            return Aggregate(AggregateFunc.QUANTILE, col.name, q=quantile_arg(qnode))
+        if (
+            isinstance(node, exp.Anonymous)
+            and node.name.upper() in ("QUANTILE_CONT", "QUANTILE_DISC")
+            and len(node.expressions) == 2
+        ):
+            # sqlglot's generic dialect leaves DuckDB's QUANTILE_CONT/DISC as plain calls.
+            col = sql.bounded("QUANTILE", node.expressions[0])
+            return Aggregate(AggregateFunc.QUANTILE, col.name, q=quantile_arg(node.expressions[1]))
+        return None
+
+    def q(self, agg: Aggregate) -> Fraction:
+        """The quantile ``agg`` asks for."""
+        return agg.q if agg.q is not None else Fraction(1, 2)
+
+    def needs(self, agg: Aggregate) -> tuple[Measurement, ...]:
+        """The column's histogram for the q-quantile."""
+        return (Measurement(MeasurementKind.QUANTILE, agg.column, self.q(agg)),)
+
+    def answer(
+        self, agg: Aggregate, cells: Cells, key: tuple[str, ...], row: Sequence[int | None]
+    ) -> tuple[Value, Interval]:
+        """The drawn grid point in column units and its rank error."""
+        from infodp.mechanisms.quantile import score_sensitivity
+
+        col = column_of(agg)
+        i, p = cells.part(self.needs(agg)[0])
+        grid = cells.grid(col)
+        # The drawn grid point times the power-of-two step: exact in binary floating
+        # point, so the release stays on the grid (no float noise; Mironov 2012).
+        g = grid.step
+        value: float | int = cells.draws[(key, i)] * g
+        if cells.schema.column(col).type == "int":
+            value = int(value)
+        delta = score_sensitivity(p.sensitivity, self.q(agg))
+        error = rank_error(delta, p.epsilon, grid.hi - grid.lo, cells.beta)
+        return value, RankError(rank_error=error, grid=g, note=self.note)
+
+    def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
+        """The rank error at level β."""
+        p = cells.part(self.needs(agg)[0])[1]
+        return {"rank_error": measurement_rank_error(p, cells.schema, cells.beta)}
+
+
+#: The QUANTILE rule (MEDIAN is its q = 1/2).
+QUANTILE = QuantileRule()

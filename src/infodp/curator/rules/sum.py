@@ -1,0 +1,106 @@
+"""SUM(column): a noisy sum of the clamped, grid-snapped values per cell.
+
+Values are clamped to the declared bounds and snapped to a power-of-two grid
+(:mod:`~infodp.curator.grid`), so the sum is an integer in grid units with sensitivity
+m·max|v| (one unit's m rows at the bound of larger magnitude; McSherry 2009, Thm 4 for the
+disjoint cells). The interval is the mechanism's one-cell tail times the grid step.
+
+>>> from infodp.curator.schema import load_schema
+>>> s = load_schema({"table": "t", "privacy_unit": "pid", "max_rows_per_unit": 3,
+...                  "columns": {"pid": {"type": "int"}, "x": {"type": "int", "bounds": [-7, 5]}}})
+>>> SUM_MEASURE.sensitivity(Measurement(MeasurementKind.SUM, "x"), s)
+21
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from sqlglot import exp
+
+from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
+from infodp.curator.rules.base import (
+    Cells,
+    ColumnAccuracy,
+    Interval,
+    Measure,
+    Rule,
+    Value,
+    grid_of,
+)
+from infodp.curator.schema import DatasetSchema
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from infodp.curator.rules.base import Parsing
+
+__all__ = ["SUM", "SUM_MEASURE"]
+
+
+class _Sum(Measure):
+    kind = MeasurementKind.SUM
+
+    def sensitivity(self, m: Measurement, schema: DatasetSchema) -> int:
+        """m·max(|lo|, |hi|) in grid units."""
+        return schema.max_rows_per_unit * grid_of(m, schema).magnitude
+
+    def step(self, m: Measurement, schema: DatasetSchema) -> float:
+        """The column's grid step."""
+        return grid_of(m, schema).step
+
+    def width(self, m: Measurement, schema: DatasetSchema, rows: int) -> int:
+        """rows·(max(hi, 0) − min(lo, 0)): the sum's range over cells of 0 to ``rows`` rows
+        (a filter or a group may hold any number of them, so the empty sum 0 is in range)."""
+        g = grid_of(m, schema)
+        return rows * (max(g.hi, 0) - min(g.lo, 0))
+
+
+#: The measurement kind of a sum.
+SUM_MEASURE: Measure = _Sum()
+
+
+class SumRule(Rule):
+    """SUM(column) of a bounded numeric column."""
+
+    func: ClassVar[AggregateFunc] = AggregateFunc.SUM
+    sql_names = ("SUM",)
+
+    def parse(self, node: exp.Expr, sql: Parsing) -> Aggregate | None:
+        """``SUM(column)``."""
+        if type(node) is not exp.Sum:
+            return None
+        if isinstance(node.this, exp.Distinct):
+            raise sql.refuse("SUM(DISTINCT ...)")
+        return Aggregate(AggregateFunc.SUM, sql.bounded("SUM", node.this).name)
+
+    def needs(self, agg: Aggregate) -> tuple[Measurement, ...]:
+        """One sum."""
+        return (Measurement(MeasurementKind.SUM, agg.column),)
+
+    def answer(
+        self, agg: Aggregate, cells: Cells, key: tuple[str, ...], row: Sequence[int | None]
+    ) -> tuple[Value, Interval]:
+        """The noisy sum in column units and the mechanism's one-cell interval."""
+        m = self.needs(agg)[0]
+        h, g = cells.halfwidth(cells.index[m]), cells.grid(agg.column or "").step
+        v = cells.noisy(row, m)
+        return v * g, [(v - h) * g, (v + h) * g]
+
+    def column(self, agg: Aggregate, cells: Cells) -> tuple[list[Value], list[Interval]]:
+        """The whole column at once."""
+        m = self.needs(agg)[0]
+        h, g = cells.halfwidth(cells.index[m]), cells.grid(agg.column or "").step
+        vs = cells.column(m)
+        return [v * g for v in vs], [[(v - h) * g, (v + h) * g] for v in vs]
+
+    def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
+        """The mechanism's one-cell half-width times the grid step."""
+        m = self.needs(agg)[0]
+        return {
+            "halfwidth": float(cells.halfwidth(cells.index[m])) * cells.grid(agg.column or "").step
+        }
+
+
+#: The SUM rule.
+SUM = SumRule()

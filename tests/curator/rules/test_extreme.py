@@ -1,0 +1,146 @@
+"""MIN and MAX as the extreme quantiles q = 0 and q = 1 of the grid exponential mechanism.
+
+The guarantee checked: with probability ≥ 1 − β at most r rows (r the reported rank error,
+Dwork & Roth 2014, Thm 3.11) lie below the released MIN, and at most r above the released
+MAX (Smith 2011; the two-sided score at q = 0 is #{x < c}). Checked against the exact law
+of the draw computed by brute force (tests/_quantile_reference.py), empirically through
+``Curator.query`` with a seeded source, and the SQL path end to end: parsing, refusals, the
+shared histogram measurement (no new backend primitive), estimates and planning.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from _quantile_reference import chi_square_pvalue, reference_law
+from _rules_oracle import coverage_floor
+from _rules_oracle import table_schema as schema
+from infodp.curator.answer import Layout
+from infodp.curator.cost import plan_cost
+from infodp.curator.engine import Curator
+from infodp.curator.plan import Measurement, MeasurementKind, measurements
+from infodp.curator.rules import rule_for
+from infodp.curator.sql import parse_query
+from infodp.errors import ParameterError
+from infodp.mechanisms.sampling import InsecureSeededSource
+
+LO, HI = 0, 40
+SCHEMA = {
+    "table": "t",
+    "privacy_unit": "row",
+    "columns": {
+        "x": {"type": "int", "bounds": [LO, HI]},
+        "g": {"type": "category", "categories": ["a", "b"]},
+        "c": {"type": "text"},
+        "u": {"type": "float"},
+    },
+}
+# Data well inside the bounds: the honest limit of MIN (it may fall below the true minimum).
+DATA = [12] * 3 + [15] * 10 + list(range(16, 30)) + [33] * 4
+
+
+def _rank_error(sql: str, epsilon: Fraction, beta: float) -> float:
+    s = schema(1, LO, HI)
+    plan = parse_query(sql, s)
+    cost = plan_cost(plan, s, epsilon, Fraction(0), None)
+    agg = plan.aggregates[0]
+    return rule_for(agg).accuracy(agg, Layout.of(plan, s, cost, beta).cells(), None, "m")[
+        "rank_error"
+    ]
+
+
+@pytest.mark.parametrize("func", ["MIN", "MAX"])
+@pytest.mark.parametrize("epsilon", [Fraction(1, 2), Fraction(2)], ids=str)
+def test_rank_error_holds_under_the_exact_law(func: str, epsilon: Fraction) -> None:
+    beta = 0.05
+    r = _rank_error(f"SELECT {func}(x) FROM t", epsilon, beta)
+    q = Fraction(0) if func == "MIN" else Fraction(1)
+    law = reference_law(DATA, LO, HI, q, epsilon, rows_per_unit=1)
+    beyond = [
+        sum(x < c for x in DATA) if func == "MIN" else sum(x > c for x in DATA)
+        for c in range(LO, HI + 1)
+    ]
+    assert sum(p for p, b in zip(law, beyond, strict=True) if b > r) <= beta
+    # and the draw is uniform over the points scored 0: at or below the true minimum (MIN),
+    # at or above the true maximum (MAX), down to the declared bound
+    zero = [p for p, b in zip(law, beyond, strict=True) if b == 0]
+    assert len(zero) == (min(DATA) - LO + 1 if func == "MIN" else HI - max(DATA) + 1)
+    assert max(zero) == pytest.approx(min(zero), rel=1e-12)
+
+
+@pytest.fixture(scope="module")
+def curator(tmp_path_factory: pytest.TempPathFactory) -> Curator:
+    src = InsecureSeededSource(2026, i_understand_this_is_not_private=True)
+    cur = Curator(Path(tmp_path_factory.mktemp("extreme")) / "s.duckdb", source=src)
+    g = ["a" if i % 3 else "b" for i in range(len(DATA))]
+    cur.register_dataset("t", pd.DataFrame({"x": DATA, "g": g, "c": "z", "u": 0.5}), SCHEMA)
+    cur.add_analyst("ann", "t", epsilon=10**6)
+    return cur
+
+
+def test_min_and_max_through_the_curator_keep_their_rank_statement(curator: Curator) -> None:
+    beta, n, eps = 0.05, 300, Fraction(1, 2)
+    mins, maxs, kept = [], [], 0
+    for _ in range(n):
+        res = curator.query("ann", "SELECT MIN(x), MAX(x) FROM t", epsilon=2 * eps)
+        (lo, hi), (ci_lo, ci_hi) = res.rows[0], res.confidence_intervals[0]
+        assert res.columns == ("MIN(x)", "MAX(x)")
+        assert isinstance(lo, int) and LO <= lo <= HI and isinstance(hi, int) and LO <= hi <= HI
+        assert "below" in ci_lo["note"] and "above" in ci_hi["note"]
+        below, above = sum(x < lo for x in DATA), sum(x > hi for x in DATA)
+        kept += below <= ci_lo["rank_error"] and above <= ci_hi["rank_error"]
+        mins.append(lo)
+        maxs.append(hi)
+    assert kept / n >= coverage_floor(1 - 2 * beta, n)  # both statements, a union bound
+    # The draws follow the exact law (chi-square against the brute-force reference).
+    for draws, q in ((mins, Fraction(0)), (maxs, Fraction(1))):
+        law = reference_law(DATA, LO, HI, q, eps, rows_per_unit=1)
+        assert chi_square_pvalue(draws, law, LO) > 1e-3
+
+
+def test_min_max_use_the_quantile_histogram_the_backend_already_computes(
+    curator: Curator,
+) -> None:
+    plan = parse_query("SELECT MIN(x), QUANTILE(x, 0), MAX(x) FROM t", schema(1, LO, HI))
+    assert measurements(plan) == (
+        Measurement(MeasurementKind.QUANTILE, "x", Fraction(0)),
+        Measurement(MeasurementKind.QUANTILE, "x", Fraction(1)),
+    )
+    exact = curator.exact_aggregates("SELECT MIN(x), MAX(x) FROM t")
+    values, counts = np.unique(DATA, return_counts=True)
+    for hist in exact.histograms.values():
+        assert hist[0].tolist() == values.tolist() and hist[1].tolist() == counts.tolist()
+
+
+def test_grouped_min_estimate_and_planning(curator: Curator) -> None:
+    res = curator.query("ann", "SELECT g, MIN(x) AS low FROM t GROUP BY g", epsilon=1)
+    assert [row[0] for row in res.rows] == ["a", "b"]
+    est = curator.estimate("SELECT MAX(x) FROM t", epsilon=1)
+    (acc,) = est["accuracy"]
+    assert acc["measurement"] == "quantile(x,1)" and acc["rank_error"] > 0
+    (col,) = curator.column_accuracy("SELECT MAX(x) FROM t", epsilon=1)
+    assert col == {"column": "MAX(x)", "rank_error": acc["rank_error"]}
+    eps = curator.epsilon_for("SELECT MIN(x) FROM t", accuracy=10)
+    (at,) = curator.column_accuracy("SELECT MIN(x) FROM t", epsilon=eps)
+    assert at["rank_error"] <= 10
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("SELECT MIN(DISTINCT x) FROM t", "MIN with DISTINCT"),
+        ("SELECT MAX(x, 3) FROM t", "MAX with DISTINCT or several arguments"),
+        ("SELECT MIN(u) FROM t", r"MIN\(u\) needs declared bounds"),
+        ("SELECT MAX(c) FROM t", r"MAX\(c\) needs a numeric column"),
+        ("SELECT ARRAY_AGG(x) FROM t", "allowed: COUNT, SUM, AVG, VARIANCE, STDDEV, MEDIAN, "
+         "QUANTILE, MIN, MAX"),
+    ],
+)  # fmt: skip
+def test_refusals_name_the_construct(sql: str, message: str) -> None:
+    with pytest.raises(ParameterError, match=message):
+        parse_query(sql, schema(1, LO, HI))
