@@ -43,8 +43,9 @@ import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from infodp._jsonable import JsonObject
 from infodp._lazy import lazy_module
 from infodp._validate import as_analyst_name
 from infodp.curator.answer import CellNoise, Layout, draw_cell_noise, release
@@ -759,7 +760,8 @@ class Curator:
         )
         return Estimate(
             {**cost.to_dict(), "leakage": copy_summary(p.leak)},
-            tuple(dict(a) for a in measurement_accuracy(cost, p.schema, beta)),
+            # A MeasurementAccuracy holds text and floats only: a JSON object.
+            tuple(cast(JsonObject, dict(a)) for a in measurement_accuracy(cost, p.schema, beta)),
             req.confidence,
             cost.cells,
             budget,
