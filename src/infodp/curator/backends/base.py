@@ -126,21 +126,21 @@ def rows_by_key(rows: Sequence[Sequence[Any]], ng: int) -> dict[tuple[str, ...],
     if not rows:
         return {}
     columns = list(zip(*rows, strict=True))
-    keys_in = columns[:ng]
-    if any(None in col for col in keys_in):
+    if any(None in col for col in columns[:ng]):
         rows = [row for row in rows if None not in row[:ng]]
         if not rows:
             return {}
         columns = list(zip(*rows, strict=True))
-        keys_in = columns[:ng]
+    keys_in = columns[:ng]
     keys: list[tuple[str, ...]] = (
         list(zip(*(map(str, col) for col in keys_in), strict=True)) if ng else [()] * len(rows)
     )
-    measured = [
-        list(map(int, col)) if None not in col else [int(v or 0) for v in col]
-        for col in columns[ng:]
-    ]
+    measured = [_ints(col) for col in columns[ng:]]
     return dict(zip(keys, zip(*measured, strict=True), strict=True))
+
+
+def _ints(col: Sequence[Any]) -> list[int]:
+    return list(map(int, col)) if None not in col else [int(v or 0) for v in col]
 
 
 def values_by_key(
@@ -190,8 +190,8 @@ def add_histograms(
 ) -> None:
     """Put measurement ``index``'s histogram rows into ``out``: one row per (group, grid
     value) with its count and dense group id ``gids`` (1, 2, ...), ``key_columns`` the key
-    columns (arrays or lists, one entry per row); a new group's values are ``width`` Nones. A group with a NULL key (dropped by
-    its null policy) is never released."""
+    columns (arrays or lists, one entry per row); a new group's values are ``width`` Nones.
+    A group with a NULL key (dropped by its null policy) is never released."""
     if gids.size == 0:
         return
     per_group = sorted_histograms(gids, bins, counts)

@@ -53,7 +53,7 @@ def column(name: str) -> exp.Column:
     return exp.Column(this=ident(name))
 
 
-def literal(value: float | int | str) -> exp.Expression:
+def literal(value: float | int | str) -> exp.Expr:
     """A literal: a quoted string, an integer, or a finite float in its shortest repr.
 
     >>> print(literal("it's").sql(), literal(3).sql(), literal(0.25).sql())
@@ -75,7 +75,7 @@ def bounded_column(name: str) -> str:
     return f"__bnd_{name}"
 
 
-def _clean(col: ColumnSpec, dialect: SqlDialect) -> exp.Expression:
+def _clean(col: ColumnSpec, dialect: SqlDialect) -> exp.Expr:
     """The cleaned, clamped value of a numeric column (NULL when the policy drops it)."""
     c = column(col.name)
     if col.bounds is None:
@@ -87,13 +87,13 @@ def _clean(col: ColumnSpec, dialect: SqlDialect) -> exp.Expression:
     )
     replace = col.nulls.action == "replace"
     repl = literal(float(col.nulls.value)) if replace else exp.Null()  # type: ignore[arg-type]
-    bad: exp.Expression = exp.Is(this=c.copy(), expression=exp.Null())
+    bad: exp.Expr = exp.Is(this=c.copy(), expression=exp.Null())
     if col.type != "int":
         bad = exp.or_(bad, exp.Not(this=dialect.isfinite(c.copy())), copy=False)
     return exp.Case(ifs=[exp.If(this=bad, true=repl)], default=clamped)
 
 
-def snap_expression(col: ColumnSpec, dialect: SqlDialect = DUCKDB) -> exp.Expression:
+def snap_expression(col: ColumnSpec, dialect: SqlDialect = DUCKDB) -> exp.Expr:
     """Clamp to the bounds, apply the null policy, snap to the grid, as a BIGINT (a NULL,
     NaN or ±inf is NULL unless the policy replaces it; registration refuses one under the
     policy ``error``)."""
@@ -105,7 +105,7 @@ def snap_expression(col: ColumnSpec, dialect: SqlDialect = DUCKDB) -> exp.Expres
     return exp.cast(exp.Round(this=inner), "BIGINT")
 
 
-def snapped(col: ColumnSpec) -> tuple[exp.Expression, exp.Expression | None]:
+def snapped(col: ColumnSpec) -> tuple[exp.Expr, exp.Expr | None]:
     """The bounded copy made at registration, bounded again by the aggregating statement:
     (value expression, row filter or None).
 
@@ -132,13 +132,13 @@ def snapped(col: ColumnSpec) -> tuple[exp.Expression, exp.Expression | None]:
     return case, None
 
 
-def category(col: ColumnSpec) -> exp.Expression:
+def category(col: ColumnSpec) -> exp.Expr:
     """A GROUP BY key as stored: an int key as BIGINT (compared as integers and named in
     Python), every other key as VARCHAR, so no cast (a no-op cast still costs DuckDB a
     projection per row); a ``replace`` policy's value filled in."""
     if col.type == "float":
         raise InternalError("float group key")
-    expr: exp.Expression = column(col.name)
+    expr: exp.Expr = column(col.name)
     if col.nulls.action == "replace":
         value = col.nulls.value
         fill = int(float(value)) if col.type == "int" else str(value)  # type: ignore[arg-type]
@@ -162,11 +162,10 @@ def stored_columns(schema: DatasetSchema) -> list[tuple[str, str]]:
     return cols
 
 
-def empty_relation_tree(schema: DatasetSchema) -> exp.Expression:
+def empty_relation_tree(schema: DatasetSchema) -> exp.Expr:
     """:func:`empty_relation` as a tree."""
     items = [
-        exp.alias_(exp.cast(exp.Null(), t), ident(n), copy=False)
-        for n, t in stored_columns(schema)
+        exp.alias_(exp.cast(exp.Null(), t), ident(n), copy=False) for n, t in stored_columns(schema)
     ]
     select = exp.Select(expressions=items, limit=exp.Limit(expression=literal(0)))
     return exp.Subquery(this=select, alias=exp.TableAlias(this=ident(schema.table)))
@@ -206,7 +205,7 @@ def unit_cut(
     secret salt nobody can predict or steer it. Without QUALIFY the rank is a column of a
     subquery and ``columns`` (the body's output) are selected back.
     """
-    args = [column(c) for c in hashed]
+    args: list[exp.Expr] = [column(c) for c in hashed]
     if salt is not None:
         args.insert(0, literal(salt))
     window = exp.Window(

@@ -87,31 +87,36 @@ def _name(text: str) -> exp.Column:
     return exp.column(text)
 
 
-def _paren(e: exp.Expression) -> exp.Expression:
+def _number(text: str) -> exp.Expr:
+    """A declared int key, as the number it spells."""
+    return exp.Literal.number(text)
+
+
+def _paren(e: exp.Expr) -> exp.Expr:
     return exp.Paren(this=e)
 
 
-def _count_rows(v: exp.Expression | None, center: int, d: SqlDialect) -> exp.Expression:
+def _count_rows(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
     return exp.Count(this=exp.Star())
 
 
-def _count(v: exp.Expression | None, center: int, d: SqlDialect) -> exp.Expression:
+def _count(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
     return exp.Count(this=v)
 
 
-def _sum(v: exp.Expression | None, center: int, d: SqlDialect) -> exp.Expression:
+def _sum(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
     return exp.Sum(this=v)
 
 
-def _centred(v: exp.Expression | None, center: int) -> exp.Expression:
+def _centred(v: exp.Expr | None, center: int) -> exp.Expr:
     return _paren(exp.Sub(this=v, expression=literal(center)))
 
 
-def _csum(v: exp.Expression | None, center: int, d: SqlDialect) -> exp.Expression:
+def _csum(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
     return exp.Sum(this=_centred(v, center))
 
 
-def _csumsq(v: exp.Expression | None, center: int, d: SqlDialect) -> exp.Expression:
+def _csumsq(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
     square = exp.Mul(this=_centred(v, center), expression=_centred(v, center))
     return exp.Sum(this=d.wide_sum_operand(square))
 
@@ -119,9 +124,7 @@ def _csumsq(v: exp.Expression | None, center: int, d: SqlDialect) -> exp.Express
 #: What each measurement kind sums, of its bounded value ``v`` (grid units) centred at
 #: ``center`` where it is centred; a quantile's histogram is its own statement
 #: (:func:`compile_histogram`).
-REDUCTIONS: dict[
-    MeasurementKind, Callable[[exp.Expression | None, int, SqlDialect], exp.Expression]
-] = {
+REDUCTIONS: dict[MeasurementKind, Callable[[exp.Expr | None, int, SqlDialect], exp.Expr]] = {
     MeasurementKind.COUNT_ROWS: _count_rows,
     MeasurementKind.COUNT: _count,
     MeasurementKind.SUM: _sum,
@@ -139,27 +142,39 @@ _COMPARISONS: dict[str, type[exp.Binary]] = {
 }
 
 
-def _where(select: exp.Select, conditions: Sequence[exp.Expression]) -> exp.Select:
+def _where(select: exp.Select, conditions: Sequence[exp.Expr]) -> exp.Select:
     if conditions:
         select.set("where", exp.Where(this=exp.and_(*conditions, copy=False)))
     return select
 
 
-def _select(items: Sequence[exp.Expression], source: exp.Expression) -> exp.Select:
+def _select(items: Sequence[exp.Expr], source: exp.Expr) -> exp.Select:
     return exp.Select(expressions=list(items)).from_(source, copy=False)
 
 
-def _window_at_most(
-    source: str, rank: str, order: exp.Expression, limit: int, d: SqlDialect
-) -> exp.Select:
+def _chain(ctes: list[tuple[str, exp.Select]]) -> exp.Select:
+    """``WITH ctes..., __src AS (SELECT * FROM last) SELECT FROM __src``."""
+    ctes.append(("__src", _select([exp.Star()], _table(ctes))))
+    out = _select([], exp.to_table("__src"))
+    for name, cte in ctes:
+        out = out.with_(name, as_=cte, copy=False)
+    return out
+
+
+def _table(ctes: Sequence[tuple[str, exp.Select]]) -> exp.Table:
+    """The last common table expression so far."""
+    return exp.to_table(ctes[-1][0])
+
+
+def _at_most(source: exp.Table, rank: str, order: exp.Expr, limit: int) -> exp.Select:
     """``SELECT * FROM source QUALIFY rank() OVER (PARTITION BY __u ORDER BY order) <= limit``
-    (a subquery where the dialect has no QUALIFY)."""
+    (rendered as a subquery where the dialect has no QUALIFY)."""
     window = exp.Window(
         this=exp.Anonymous(this=rank),
         partition_by=[_name("__u")],
         order=exp.Order(expressions=[exp.Ordered(this=order)]),
     )
-    select = _select([exp.Star()], exp.to_table(source))
+    select = _select([exp.Star()], source)
     select.set("qualify", exp.Qualify(this=exp.LTE(this=window, expression=literal(limit))))
     return select
 
@@ -178,7 +193,7 @@ class _Rows:
         *,
         unit_rows_ok: bool,
         dialect: SqlDialect,
-        source: exp.Expression,
+        source: exp.Expr,
         allow_flat: bool,
     ) -> None:
         self.schema = schema
@@ -187,12 +202,12 @@ class _Rows:
         self.dialect = dialect
         self.source = source
         self.allow_flat = allow_flat
-        self.keys: list[exp.Expression] = []
-        self.values: list[exp.Expression] = []
+        self.keys: list[exp.Expr] = []
+        self.values: list[exp.Expr] = []
 
     # -- the plan's nodes ---------------------------------------------------------------------
 
-    def visit_predicate(self, node: Predicate) -> exp.Expression:
+    def visit_predicate(self, node: Predicate) -> exp.Expr:
         """A WHERE node as a parenthesised condition."""
         if node.op in ("and", "or"):
             join = exp.and_ if node.op == "and" else exp.or_
@@ -202,86 +217,108 @@ class _Rows:
         if node.column is None:
             raise InternalError(f"predicate {node.op} without a column")
         col = self.schema.column(node.column)
-        c: exp.Expression = column(col.name)
+        c: exp.Expr = column(col.name)
         values: list[float | int | str] = list(node.values)
         if col.type in ("category", "text"):
             c = exp.cast(c, "VARCHAR")
             values = [str(v) for v in node.values]
         return _paren(_condition(node.op, c, values))
 
-    def visit_group_key(self, node: GroupKey) -> exp.Expression:
+    def visit_group_key(self, node: GroupKey) -> exp.Expr:
         """The key's value (its null replacement filled in)."""
         return category(self.schema.column(node.column))
 
-    def visit_output(self, node: Output) -> exp.Expression:
+    def visit_output(self, node: Output) -> exp.Expr:
         """Outputs are compiled as their measurements (:data:`REDUCTIONS`)."""
         raise InternalError("outputs are compiled through their measurements")
 
-    def visit_aggregate(self, node: Aggregate) -> exp.Expression:
+    def visit_aggregate(self, node: Aggregate) -> exp.Expr:
         """Aggregates are compiled as their measurements (:data:`REDUCTIONS`)."""
         raise InternalError("aggregates are compiled through their measurements")
 
     def visit_query_plan(self, node: QueryPlan) -> exp.Select:
         """``SELECT FROM source WHERE ...`` (flat) or ``WITH ... __src SELECT FROM __src``."""
-        s = self.schema
-        unit = not s.unit_is_row
-        window_rows = unit and not self.unit_rows_ok
-        group_limit = unit and bool(node.group_by) and s.group_limit < s.max_rows_per_unit
-        bounded = [snapped(s.column(c)) for c in self.value_columns]
-        filters = [] if node.where is None else [node.where.accept(self)]
-        filters += [keep for _, keep in bounded if keep is not None]
+        window_rows, group_limit = self._limits(node)
+        bounded = [snapped(self.schema.column(c)) for c in self.value_columns]
+        filters = self._row_filters(node, bounded)
         key_filters = self._key_filters(node, window_rows or group_limit)
         key_exprs = [g.accept(self) for g in node.group_by]
-        flat = all(keep is not None for _, keep in bounded)
-        if self.allow_flat and flat and not (key_filters or window_rows or group_limit):
+        if self._flat(bounded, bool(key_filters) or window_rows or group_limit):
             self.keys, self.values = key_exprs, [v for v, _ in bounded]
             return _where(_select([], self.source), filters)
-        items = [exp.alias_(k, f"__g{i}", copy=False) for i, k in enumerate(key_exprs)]
-        items += [exp.alias_(v, f"__v{j}", copy=False) for j, (v, _) in enumerate(bounded)]
-        if unit:
-            items.insert(0, exp.alias_(column(s.privacy_unit), "__u", copy=False))
-        if window_rows:
-            # Which rows a unit keeps: a data-independent choice.
-            items.append(exp.alias_(exp.Anonymous(this="random"), "__r", copy=False))
-        ctes: list[tuple[str, exp.Select]] = [
-            ("__base", _where(_select(items or [exp.alias_(literal(1), "__one")], self.source), filters))
-        ]
+        items = self._items(key_exprs, [v for v, _ in bounded], window_rows)
+        base = _where(_select(items, self.source), filters)
+        ctes = [("__base", base)]
         if key_filters:
-            ctes.append(("__keyed", _where(_select([exp.Star()], exp.to_table(ctes[-1][0])), key_filters)))
-        if window_rows:
-            order = _name("__r")
-            ctes.append(("__rows", _window_at_most(ctes[-1][0], "row_number", order, s.max_rows_per_unit, self.dialect)))
-        if group_limit:
-            keys = [_name(f"__g{i}") for i in range(len(node.group_by))]
-            order = self.dialect.hash64([*keys, _name(_SALT)])
-            ctes.append(("__groups", _window_at_most(ctes[-1][0], "dense_rank", order, s.group_limit, self.dialect)))
-        ctes.append(("__src", _select([exp.Star()], exp.to_table(ctes[-1][0]))))
+            ctes.append(("__keyed", _where(_select([exp.Star()], _table(ctes)), key_filters)))
+        self._limit_steps(ctes, len(node.group_by), window_rows, group_limit)
         self.keys = [_name(f"__g{i}") for i in range(len(node.group_by))]
         self.values = [_name(f"__v{j}") for j in range(len(bounded))]
-        out = _select([], exp.to_table("__src"))
-        for name, cte in ctes:
-            out = out.with_(name, as_=cte, copy=False)
-        return out
+        return _chain(ctes)
 
-    def _key_filters(self, plan: QueryPlan, bounding: bool) -> list[exp.Expression]:
+    def _limits(self, node: QueryPlan) -> tuple[bool, bool]:
+        """(a per-unit row window, a per-unit group limit) is needed."""
+        s = self.schema
+        unit = not s.unit_is_row
+        group_limit = unit and bool(node.group_by) and s.group_limit < s.max_rows_per_unit
+        return unit and not self.unit_rows_ok, group_limit
+
+    def _flat(self, bounded: Sequence[tuple[exp.Expr, exp.Expr | None]], steps: bool) -> bool:
+        """One flat statement: no step after the row filter, every value bounded by it."""
+        return self.allow_flat and not steps and all(keep is not None for _, keep in bounded)
+
+    def _limit_steps(
+        self, ctes: list[tuple[str, exp.Select]], ng: int, window_rows: bool, group_limit: bool
+    ) -> None:
+        """The per-unit row window and the per-unit group limit, appended to ``ctes``."""
+        if window_rows:
+            limit = self.schema.max_rows_per_unit
+            ctes.append(("__rows", _at_most(_table(ctes), "row_number", _name("__r"), limit)))
+        if group_limit:
+            keys = [_name(f"__g{i}") for i in range(ng)]
+            order = self.dialect.hash64([*keys, _name(_SALT)])
+            limit = self.schema.group_limit
+            ctes.append(("__groups", _at_most(_table(ctes), "dense_rank", order, limit)))
+
+    def _row_filters(
+        self, node: QueryPlan, bounded: Sequence[tuple[exp.Expr, exp.Expr | None]]
+    ) -> list[exp.Expr]:
+        """The WHERE filter and every value's bounds filter."""
+        filters = [] if node.where is None else [node.where.accept(self)]
+        return filters + [keep for _, keep in bounded if keep is not None]
+
+    def _items(
+        self, keys: Sequence[exp.Expr], values: Sequence[exp.Expr], window_rows: bool
+    ) -> list[exp.Expr]:
+        """The base rows' items: the unit, ``__g{i}`` keys, ``__v{j}`` values and, for a row
+        window, a random order (which rows a unit keeps: a data-independent choice)."""
+        items = [exp.alias_(k, f"__g{i}", copy=False) for i, k in enumerate(keys)]
+        items += [exp.alias_(v, f"__v{j}", copy=False) for j, v in enumerate(values)]
+        if not self.schema.unit_is_row:
+            items.insert(0, exp.alias_(column(self.schema.privacy_unit), "__u", copy=False))
+        if window_rows:
+            items.append(exp.alias_(exp.Anonymous(this="random"), "__r", copy=False))
+        return items or [exp.alias_(literal(1), "__one", copy=False)]
+
+    def _key_filters(self, plan: QueryPlan, bounding: bool) -> list[exp.Expr]:
         """Keys outside a declared domain never form a released group: with partition
         selection the engine releases whatever key tuples survive, and a per-unit limit
         could count them; otherwise their groups are simply never read."""
         declared = bounding or plan.needs_partition_selection
-        out: list[exp.Expression] = []
+        out: list[exp.Expr] = []
         for i, g in enumerate(plan.group_by):
             key = _name(f"__g{i}")
             if g.categories is None:
                 out.append(_paren(exp.Not(this=exp.Is(this=key, expression=exp.Null()))))
             elif declared and self.schema.column(g.column).type == "int":
-                low, high = (exp.Literal.number(g.categories[0]), exp.Literal.number(g.categories[-1]))
-                out.append(_paren(exp.Between(this=key, low=low, high=high)))
+                low, high = g.categories[0], g.categories[-1]
+                out.append(_paren(exp.Between(this=key, low=_number(low), high=_number(high))))
             elif declared:
                 out.append(_paren(exp.In(this=key, expressions=[literal(k) for k in g.categories])))
         return out
 
 
-def _condition(op: str, c: exp.Expression, values: Sequence[float | int | str]) -> exp.Expression:
+def _condition(op: str, c: exp.Expr, values: Sequence[float | int | str]) -> exp.Expr:
     if op in _COMPARISONS:
         return _COMPARISONS[op](this=c, expression=literal(values[0]))
     if op == "in":
@@ -303,10 +340,37 @@ def _value_columns(ms: Sequence[Measurement]) -> list[str]:
     return cols
 
 
-def _source(plan: QueryPlan, schema: DatasetSchema, relation: str | None, empty: bool) -> exp.Expression:
+def _source(plan: QueryPlan, schema: DatasetSchema, relation: str | None, empty: bool) -> exp.Expr:
     if empty:
         return empty_relation_tree(schema)
     return exp.Table(this=ident(relation or plan.table))
+
+
+def _rows_of(plan: QueryPlan, rows: _Rows) -> exp.Select:
+    select = plan.accept(rows)
+    if not isinstance(select, exp.Select):
+        raise InternalError("a plan compiles to a SELECT")
+    return select
+
+
+def _reductions(
+    schema: DatasetSchema,
+    ms: Sequence[Measurement],
+    value_cols: Sequence[str],
+    values: Sequence[exp.Expr],
+    dialect: SqlDialect,
+) -> list[exp.Expr]:
+    """``REDUCTION AS m{i}`` of each non-quantile measurement i."""
+    exprs: list[exp.Expr] = []
+    for i, m in enumerate(ms):
+        if m.kind == "quantile":
+            continue
+        if m.column is None and m.kind != "count_rows":
+            raise InternalError(f"measurement {m.key} without a column")
+        v = None if m.column is None else values[value_cols.index(m.column)].copy()
+        center = 0 if m.column is None else column_grid(schema.column(m.column)).center
+        exprs.append(exp.alias_(REDUCTIONS[m.kind](v, center, dialect), f"m{i}", copy=False))
+    return exprs or [exp.alias_(exp.Count(this=exp.Star()), "m_unused", copy=False)]
 
 
 def _aggregate_tree(
@@ -315,22 +379,19 @@ def _aggregate_tree(
     ms: Sequence[Measurement],
     unit_rows_ok: bool,
     dialect: SqlDialect,
-    source: exp.Expression,
+    source: exp.Expr,
 ) -> exp.Select:
     value_cols = _value_columns(ms)
-    rows = _Rows(schema, value_cols, unit_rows_ok=unit_rows_ok, dialect=dialect, source=source, allow_flat=True)
-    select = plan.accept(rows)
-    exprs: list[exp.Expression] = []
-    for i, m in enumerate(ms):
-        if m.kind == "quantile":
-            continue
-        if m.kind != "count_rows" and m.column is None:
-            raise InternalError(f"measurement {m.key} without a column")
-        v = None if m.column is None else rows.values[value_cols.index(m.column)]
-        center = 0 if m.column is None else column_grid(schema.column(m.column)).center
-        exprs.append(exp.alias_(REDUCTIONS[m.kind](v, center, dialect), f"m{i}", copy=False))
-    if not exprs:
-        exprs.append(exp.alias_(exp.Count(this=exp.Star()), "m_unused", copy=False))
+    rows = _Rows(
+        schema,
+        value_cols,
+        unit_rows_ok=unit_rows_ok,
+        dialect=dialect,
+        source=source,
+        allow_flat=True,
+    )
+    select = _rows_of(plan, rows)
+    exprs = _reductions(schema, ms, value_cols, rows.values, dialect)
     keys = [
         k.copy() if k.name == f"__g{i}" else exp.alias_(k.copy(), f"__g{i}", copy=False)
         for i, k in enumerate(rows.keys)
@@ -347,14 +408,16 @@ def _histogram_tree(
     name: str,
     unit_rows_ok: bool,
     dialect: SqlDialect,
-    source: exp.Expression,
+    source: exp.Expr,
 ) -> exp.Select:
-    rows = _Rows(schema, [name], unit_rows_ok=unit_rows_ok, dialect=dialect, source=source, allow_flat=False)
-    select = plan.accept(rows)
+    rows = _Rows(
+        schema, [name], unit_rows_ok=unit_rows_ok, dialect=dialect, source=source, allow_flat=False
+    )
+    select = _rows_of(plan, rows)
     keys = rows.keys
     # __gid numbers the groups densely (1, 2, ...), so the engine can split the rows into
     # groups with vectorised numpy instead of a Python loop over rows.
-    gid: exp.Expression = literal(1)
+    gid: exp.Expr = literal(1)
     if keys:
         order = exp.Order(expressions=[exp.Ordered(this=k.copy()) for k in keys])
         gid = exp.Window(this=exp.Anonymous(this="dense_rank"), order=order)
@@ -373,7 +436,7 @@ def _histogram_tree(
     return select
 
 
-def _render(tree: exp.Expression, dialect: SqlDialect) -> str:
+def _render(tree: exp.Expr, dialect: SqlDialect) -> str:
     if not dialect.qualify:
         from sqlglot.transforms import eliminate_qualify
 
@@ -396,7 +459,11 @@ def _templates(
     source = _source(plan, schema, relation, empty)
     out: list[str] = []
     if any(m.kind != "quantile" for m in ms):
-        out.append(_render(_aggregate_tree(plan, schema, ms, unit_rows_ok, dialect, source.copy()), dialect))
+        out.append(
+            _render(
+                _aggregate_tree(plan, schema, ms, unit_rows_ok, dialect, source.copy()), dialect
+            )
+        )
     quantiles = tuple(i for i, m in enumerate(ms) if m.kind == "quantile" and m.column is not None)
     for i in quantiles:
         name = ms[i].column

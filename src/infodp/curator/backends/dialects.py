@@ -40,35 +40,37 @@ from infodp.curator.schema import ColumnSpec
 __all__ = ["DIALECTS", "DUCKDB", "SPARK", "SqlDialect"]
 
 
-def _anonymous(name: str) -> Callable[[Sequence[exp.Expression]], exp.Expression]:
-    def call(args: Sequence[exp.Expression]) -> exp.Expression:
+def _anonymous(name: str) -> Callable[[Sequence[exp.Expr]], exp.Expr]:
+    def call(args: Sequence[exp.Expr]) -> exp.Expr:
         return exp.Anonymous(this=name, expressions=list(args))
 
     return call
 
 
-def _as_is(e: exp.Expression) -> exp.Expression:
+def _as_is(e: exp.Expr) -> exp.Expr:
     return e
 
 
-def _divide_in_double(a: exp.Expression, b: exp.Expression) -> exp.Expression:
+def _divide_in_double(a: exp.Expr, b: exp.Expr) -> exp.Expr:
     return exp.Div(this=a, expression=b)
 
 
-def _divide_cast(a: exp.Expression, b: exp.Expression) -> exp.Expression:
+def _divide_cast(a: exp.Expr, b: exp.Expr) -> exp.Expr:
     return exp.Div(this=exp.cast(a, "DOUBLE"), expression=exp.cast(b, "DOUBLE"))
 
 
-def _decimal_38(e: exp.Expression) -> exp.Expression:
+def _decimal_38(e: exp.Expr) -> exp.Expr:
     return exp.cast(e, "DECIMAL(38, 0)")
 
 
-def _isfinite_call(x: exp.Expression) -> exp.Expression:
+def _isfinite_call(x: exp.Expr) -> exp.Expr:
     return exp.Anonymous(this="isfinite", expressions=[x])
 
 
-def _isfinite_abs(x: exp.Expression) -> exp.Expression:
-    return exp.LT(this=exp.Abs(this=x), expression=exp.cast(exp.Literal.string("Infinity"), "DOUBLE"))
+def _isfinite_abs(x: exp.Expr) -> exp.Expr:
+    return exp.LT(
+        this=exp.Abs(this=x), expression=exp.cast(exp.Literal.string("Infinity"), "DOUBLE")
+    )
 
 
 def _bigint(col: ColumnSpec) -> str:
@@ -88,10 +90,10 @@ class SqlDialect:
 
     name: str
     render: str
-    divide: Callable[[exp.Expression, exp.Expression], exp.Expression]
-    wide_sum_operand: Callable[[exp.Expression], exp.Expression]
-    isfinite: Callable[[exp.Expression], exp.Expression]
-    hash64: Callable[[Sequence[exp.Expression]], exp.Expression]
+    divide: Callable[[exp.Expr, exp.Expr], exp.Expr]
+    wide_sum_operand: Callable[[exp.Expr], exp.Expr]
+    isfinite: Callable[[exp.Expr], exp.Expr]
+    hash64: Callable[[Sequence[exp.Expr]], exp.Expr]
     qualify: bool
     stored_type: Callable[[ColumnSpec], str]
 

@@ -102,9 +102,26 @@ def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _sql(tree: exp.Expression) -> str:
+def _sql(tree: exp.Expr) -> str:
     """DuckDB's SQL of a tree (sqlglot's generic dialect: no dialect to import)."""
     return str(tree.sql(normalize_functions=False))
+
+
+def _unit_column(
+    available: dict[str, str], names: Sequence[str], schema: DatasetSchema
+) -> list[tuple[str, str]]:
+    """The privacy unit's (stored name, source column) when it is not a declared column."""
+    if schema.unit_is_row:
+        return []
+    unit = available.get(schema.privacy_unit.lower())
+    if unit is None:
+        raise ParameterError(
+            f"privacy_unit column {schema.privacy_unit!r} is not in the source; "
+            f"source columns: {', '.join(names)}."
+        )
+    if schema.privacy_unit.lower() in {c.name.lower() for c in schema.columns}:
+        return []
+    return [(schema.privacy_unit, _ident(unit))]
 
 
 def _typed_columns(
@@ -113,16 +130,7 @@ def _typed_columns(
     """(stored name, typing expression over ``__source``) of the unit and every declared
     column; refuses a missing column or a value that is not a number of its declared type."""
     available = {c.lower(): c for c in names}
-    wanted: list[tuple[str, str]] = []
-    if not schema.unit_is_row:
-        unit = available.get(schema.privacy_unit.lower())
-        if unit is None:
-            raise ParameterError(
-                f"privacy_unit column {schema.privacy_unit!r} is not in the source; "
-                f"source columns: {', '.join(names)}."
-            )
-        if schema.privacy_unit.lower() not in {c.name.lower() for c in schema.columns}:
-            wanted.append((schema.privacy_unit, _ident(unit)))
+    wanted = _unit_column(available, names, schema)
     for col in schema.columns:
         if col.name.lower() not in available:
             raise ParameterError(

@@ -273,7 +273,9 @@ class SparkBackend:
         self._duck.check(plan, schema, ms, unit_rows_ok=True)
         view = self._empty_view(schema)
         spark = self.session()
-        texts = compiled_statements(plan, schema, ms, unit_rows_ok=True, dialect=SPARK, relation=view)
+        texts = compiled_statements(
+            plan, schema, ms, unit_rows_ok=True, dialect=SPARK, relation=view
+        )
         try:
             for text in texts:
                 if self._checked.get(text) is spark:
@@ -327,8 +329,9 @@ class SparkBackend:
         fired = threading.Event()
         sc.setJobGroup(group, "infodp", interruptOnCancel=True)
         try:
-            with _cancel_at(deadline, fired, lambda: sc.cancelJobGroup(group)), self._bar(
-                spark, group
+            with (
+                _cancel_at(deadline, fired, lambda: sc.cancelJobGroup(group)),
+                self._bar(spark, group),
             ):
                 try:
                     out = work(fired)

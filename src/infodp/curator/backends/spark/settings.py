@@ -80,8 +80,7 @@ def _from_file(path: Path) -> tuple[str | None, dict[str, str]]:
         data = tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise ParameterError(
-            f'{path.name} is not valid TOML ({err}); it holds master = "..." and spark.* '
-            "settings."
+            f'{path.name} is not valid TOML ({err}); it holds master = "..." and spark.* settings.'
         ) from None
     master: str | None = None
     settings: dict[str, str] = {}
@@ -126,13 +125,17 @@ def spark_settings(
     if store is not None and str(store) != ":memory:" and config_path(store).is_file():
         chosen, from_file = _from_file(config_path(store))
         settings.update(from_file)
+    _check_master(master)
+    chosen = master or os.environ.get(MASTER_ENV) or chosen or "local[*]"
+    settings.update(_flags(conf))
+    return chosen, settings
+
+
+def _check_master(master: str | None) -> None:
     if master is not None and (not master.strip() or any(c.isspace() for c in master)):
         raise ParameterError(
             "--spark-master", master, "a Spark master URL (local[*], spark://HOST:PORT, yarn, …)"
         )
-    chosen = master or os.environ.get(MASTER_ENV) or chosen or "local[*]"
-    settings.update(_flags(conf))
-    return chosen, settings
 
 
 def _pair(text: str) -> tuple[str, str]:

@@ -28,11 +28,12 @@ from sqlglot import exp
 
 from infodp.curator.backends.bounding import bounded_column, ident, snap_expression, unit_cut
 from infodp.curator.backends.dialects import SPARK
-from infodp.curator.schema import DatasetSchema
+from infodp.curator.schema import ColumnSpec, DatasetSchema
 from infodp.errors import ParameterError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructField
 
 __all__ = ["Written", "chmod_private", "is_uri", "source_frame", "spark_ident", "write_copy"]
 
@@ -48,7 +49,7 @@ def spark_ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _spark(tree: exp.Expression) -> str:
+def _spark(tree: exp.Expr) -> str:
     return str(tree.sql(dialect=SPARK.render, normalize_functions=False))
 
 
@@ -86,7 +87,7 @@ def source_frame(spark: SparkSession, source: object) -> DataFrame:
         return _path_frame(spark, source)
     module = type(source).__module__.split(".")[0]
     if module == "pandas":
-        return spark.createDataFrame(source)  # type: ignore[call-overload]
+        return spark.createDataFrame(source)
     if module in ("polars", "pyarrow"):
         return spark.createDataFrame(source.to_pandas())  # type: ignore[attr-defined]
     raise ParameterError(
@@ -102,9 +103,21 @@ class _Typed:
     checks: list[tuple[str, str, str]]  # (column, what is wrong, condition on the raw view)
 
 
-def _typed(frame: DataFrame, schema: DatasetSchema) -> _Typed:
+def _typing(col: ColumnSpec, field: StructField) -> str:
+    """The Spark SQL typing source column ``field`` as declared (an int read from a floating
+    column is rounded first)."""
     from pyspark.sql.types import DecimalType, DoubleType, FloatType
 
+    src = spark_ident(field.name)
+    if col.type == "int":
+        floating = isinstance(field.dataType, (DoubleType, FloatType, DecimalType))
+        return f"TRY_CAST({f'ROUND({src})' if floating else src} AS BIGINT)"
+    if col.type == "float":
+        return f"TRY_CAST({src} AS DOUBLE)"
+    return f"CAST({src} AS STRING)"
+
+
+def _typed(frame: DataFrame, schema: DatasetSchema) -> _Typed:
     available = {f.name.lower(): f for f in frame.schema.fields}
     names = ", ".join(f.name for f in frame.schema.fields)
     out = _Typed([], [])
@@ -124,13 +137,7 @@ def _typed(frame: DataFrame, schema: DatasetSchema) -> _Typed:
                 f"declared column {col.name!r} is not in the source; source columns: {names}."
             )
         src = spark_ident(field.name)
-        if col.type == "int":
-            floating = isinstance(field.dataType, (DoubleType, FloatType, DecimalType))
-            expr = f"TRY_CAST({f'ROUND({src})' if floating else src} AS BIGINT)"
-        elif col.type == "float":
-            expr = f"TRY_CAST({src} AS DOUBLE)"
-        else:
-            expr = f"CAST({src} AS STRING)"
+        expr = _typing(col, field)
         out.select.append((col.name, expr))
         if col.is_numeric:
             what = f"declared {col.type} but some values are not numbers of that type"
@@ -233,7 +240,9 @@ def _check_and_count(
     # ``error``, NULL units and the row count on the typed view).
     got: dict[str, int] = {}
     if typed.checks:
-        sql = ", ".join(f"count_if({cond}) AS bad{i}" for i, (_, _, cond) in enumerate(typed.checks))
+        sql = ", ".join(
+            f"count_if({cond}) AS bad{i}" for i, (_, _, cond) in enumerate(typed.checks)
+        )
         got.update(spark.sql(f"SELECT {sql} FROM {raw_view}").collect()[0].asDict())
     sql = ", ".join(f"{e} AS {spark_ident(k)}" for k, e in _counters(schema))
     got.update(spark.sql(f"SELECT {sql} FROM {view}").collect()[0].asDict())
