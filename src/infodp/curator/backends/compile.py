@@ -80,6 +80,8 @@ __all__ = [
 
 #: Replaced by a fresh secret salt in every compiled statement (the memoised text holds it).
 _SALT = "__infodp_salt_" + secrets.token_hex(8)
+#: Stands for the relation read (the table, a view, the empty relation) in the memoised text.
+_SOURCE = "__infodp_source_" + secrets.token_hex(8)
 
 
 def _name(text: str) -> exp.Column:
@@ -451,26 +453,26 @@ def _templates(
     ms: tuple[Measurement, ...],
     unit_rows_ok: bool,
     dialect: SqlDialect,
-    relation: str | None,
-    empty: bool,
-) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """The rendered statements (salt not yet filled in), and the measurement index each
-    histogram statement is for."""
-    source = _source(plan, schema, relation, empty)
+) -> tuple[str, ...]:
+    """The rendered statements, the relation they read and the salt not yet filled in (a
+    check and the aggregation share one rendering)."""
+    source = exp.Table(this=exp.to_identifier(_SOURCE))
     out: list[str] = []
     if any(m.kind != "quantile" for m in ms):
-        out.append(
-            _render(
-                _aggregate_tree(plan, schema, ms, unit_rows_ok, dialect, source.copy()), dialect
-            )
-        )
-    quantiles = tuple(i for i, m in enumerate(ms) if m.kind == "quantile" and m.column is not None)
-    for i in quantiles:
-        name = ms[i].column
-        assert name is not None
-        tree = _histogram_tree(plan, schema, name, unit_rows_ok, dialect, source.copy())
+        tree = _aggregate_tree(plan, schema, ms, unit_rows_ok, dialect, source.copy())
         out.append(_render(tree, dialect))
-    return tuple(out), quantiles
+    for m in ms:
+        if m.kind == "quantile" and m.column is not None:
+            tree = _histogram_tree(plan, schema, m.column, unit_rows_ok, dialect, source.copy())
+            out.append(_render(tree, dialect))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=256)
+def _source_text(
+    plan: QueryPlan, schema: DatasetSchema, dialect: SqlDialect, relation: str | None, empty: bool
+) -> str:
+    return _render(_source(plan, schema, relation, empty), dialect)
 
 
 def with_salt(text: str) -> str:
@@ -490,7 +492,11 @@ def statement_templates(
 ) -> tuple[str, ...]:
     """:func:`compiled_statements` before the salt is filled in (:func:`with_salt`): equal
     templates bind the same way, whatever the salt (a check can remember them)."""
-    return _templates(plan, schema, tuple(ms), unit_rows_ok, dialect, relation, empty)[0]
+    source = _source_text(plan, schema, dialect, relation, empty)
+    return tuple(
+        t.replace(_SOURCE, source)
+        for t in _templates(plan, schema, tuple(ms), unit_rows_ok, dialect)
+    )
 
 
 def compiled_statements(
@@ -510,7 +516,9 @@ def compiled_statements(
     read :func:`~infodp.curator.backends.bounding.empty_relation` (a check). Each call draws
     a fresh group-limit salt.
     """
-    texts, _ = _templates(plan, schema, tuple(ms), unit_rows_ok, dialect, relation, empty)
+    texts = statement_templates(
+        plan, schema, ms, unit_rows_ok=unit_rows_ok, dialect=dialect, relation=relation, empty=empty
+    )
     return [with_salt(t) for t in texts]
 
 
