@@ -78,7 +78,7 @@ class Backend(Protocol):
         """A handle for :meth:`aggregate` (it has ``close()``)."""
         ...
 
-    def register(self, name: str, source: Any, schema: DatasetSchema) -> tuple[int, bool]:
+    def register(self, name: str, source: object, schema: DatasetSchema) -> tuple[int, bool]:
         """Make the bounded copy of ``source`` as dataset ``name``; (rows, units within m)."""
         ...
 
@@ -183,7 +183,7 @@ def add_histograms(
     out: ExactAggregates,
     index: int,
     width: int,
-    key_columns: Sequence[Any],
+    key_columns: Sequence[object],
     gids: npt.NDArray[np.int64],
     bins: npt.NDArray[np.int64],
     counts: npt.NDArray[np.int64],

@@ -91,7 +91,7 @@ __all__ = [
 #: value could then change the plan and its run time. Without them a query costs about 1 ms
 #: more per million rows (GROUP BY AVG over 600 000 rows: 1.7 ms to 2.6 ms); the filter is
 #: evaluated on every row instead of pushed into the scan, so no row group is skipped.
-_CONFIG: dict[str, Any] = {
+_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "disabled_optimizers": (
         "statistics_propagation,compressed_materialization,row_group_pruner,filter_pushdown"
     )
@@ -256,7 +256,7 @@ class DuckDBBackend:
 
     # -- registration (data owner side) --------------------------------------------------------
 
-    def register(self, name: str, source: Any, schema: DatasetSchema) -> tuple[int, bool]:
+    def register(self, name: str, source: object, schema: DatasetSchema) -> tuple[int, bool]:
         """Copy the declared columns of ``source`` into table ``name``; returns (rows, unit_ok).
 
         ``source``: a CSV or Parquet path, or a pandas / polars / Arrow frame. The data owner's
@@ -294,7 +294,7 @@ class DuckDBBackend:
             con.close()
 
     @staticmethod
-    def _relation(con: duckdb.DuckDBPyConnection, source: Any) -> duckdb.DuckDBPyRelation:
+    def _relation(con: duckdb.DuckDBPyConnection, source: object) -> duckdb.DuckDBPyRelation:
         if isinstance(source, (str, Path)):
             path = Path(source)
             if not path.is_file():
