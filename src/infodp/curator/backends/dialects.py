@@ -5,7 +5,8 @@ and asks the engine's :class:`SqlDialect` only where the *meaning* of the same t
 differ between engines; the rest (quoting, function spellings) is sqlglot's rendering.
 
 - **division**: DuckDB divides in DOUBLE even between DECIMAL literals; Spark would divide
-  exactly in DECIMAL (and put a value on a bin's edge in the other bin), so it casts both sides;
+  exactly in DECIMAL (and put a value on a bin's edge in the other bin), so it casts both sides
+  (no statement divides today: snapping multiplies by 1/g, a power of two);
 - **integer widths**: a centred sum of squares can pass 2^63 (each term is below 2^42 on the
   grid, so 2^21 rows suffice); DuckDB sums BIGINT into HUGEINT by itself, Spark would sum into
   BIGINT (and fail or wrap), so it sums DECIMAL(38, 0);
@@ -25,6 +26,8 @@ backend class with connect/register/check/aggregate, judged by ``tests/curator/b
 isfinite(x)
 >>> print(SPARK.isfinite(exp.column("x")).sql(dialect="spark"))
 ABS(x) < CAST('Infinity' AS DOUBLE)
+>>> print(SPARK.divide(exp.column("a"), exp.column("b")).sql(dialect="spark"))
+CAST(a AS DOUBLE) / CAST(b AS DOUBLE)
 """
 
 from __future__ import annotations
