@@ -119,7 +119,8 @@ def _csum(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
 
 
 def _csumsq(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
-    square = exp.Mul(this=_centred(v, center), expression=_centred(v, center))
+    twin = None if v is None else v.copy()  # a tree node has one parent
+    square = exp.Mul(this=_centred(v, center), expression=_centred(twin, center))
     return exp.Sum(this=d.wide_sum_operand(square))
 
 
