@@ -89,6 +89,11 @@ def _name(text: str) -> exp.Column:
     return exp.column(text)
 
 
+def _named(prefix: str, n: int) -> list[exp.Expr]:
+    """``prefix0``, ``prefix1``, ...: the columns the compiler names."""
+    return [_name(f"{prefix}{i}") for i in range(n)]
+
+
 def _number(text: str) -> exp.Expr:
     """A declared int key, as the number it spells."""
     return exp.Literal.number(text)
@@ -243,20 +248,19 @@ class _Rows:
         """``SELECT FROM source WHERE ...`` (flat) or ``WITH ... __src SELECT FROM __src``."""
         window_rows, group_limit = self._limits(node)
         bounded = [snapped(self.schema.column(c)) for c in self.value_columns]
+        values = [v for v, _ in bounded]
         filters = self._row_filters(node, bounded)
         key_filters = self._key_filters(node, window_rows or group_limit)
         key_exprs = [g.accept(self) for g in node.group_by]
         if self._flat(bounded, bool(key_filters) or window_rows or group_limit):
-            self.keys, self.values = key_exprs, [v for v, _ in bounded]
+            self.keys, self.values = key_exprs, values
             return _where(_select([], self.source), filters)
-        items = self._items(key_exprs, [v for v, _ in bounded], window_rows)
-        base = _where(_select(items, self.source), filters)
+        base = _where(_select(self._items(key_exprs, values, window_rows), self.source), filters)
         ctes = [("__base", base)]
         if key_filters:
             ctes.append(("__keyed", _where(_select([exp.Star()], _table(ctes)), key_filters)))
         self._limit_steps(ctes, len(node.group_by), window_rows, group_limit)
-        self.keys = [_name(f"__g{i}") for i in range(len(node.group_by))]
-        self.values = [_name(f"__v{j}") for j in range(len(bounded))]
+        self.keys, self.values = _named("__g", len(key_exprs)), _named("__v", len(values))
         return _chain(ctes)
 
     def _limits(self, node: QueryPlan) -> tuple[bool, bool]:
