@@ -117,8 +117,8 @@ class Backend(Protocol):
 def rows_by_key(rows: Sequence[Sequence[Any]], ng: int) -> dict[tuple[str, ...], tuple[int, ...]]:
     """``{(str(key), ...): (int(value or 0), ...)}`` of aggregate rows with ``ng`` key
     columns, rows with a NULL key left out (dropped by its null policy, never released);
-    column at a time (C-level ``zip``/``map``): a row at a time costs ~0.1 ms per 100
-    groups, after the engine has finished and before anything can be released.
+    column at a time (C-level ``zip``/``map``): a row at a time is slower, after the engine
+    has finished and before anything can be released (benchmarks/curator.py).
 
     >>> rows_by_key([("a", 1, None), (None, 2, 3)], 1)
     {('a',): (1, 0)}

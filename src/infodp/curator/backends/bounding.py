@@ -113,9 +113,8 @@ def snapped(col: ColumnSpec) -> tuple[exp.Expr, exp.Expr | None]:
     ``replace``) is bounded by a row filter, ``v BETWEEN lo AND hi``: a row whose stored value
     left the grid's range after registration is left out of the query (it contributes
     nothing, which is as bounded as clamping it). Plans are made without the column
-    statistics, so the filter is evaluated on every row, like a clamping CASE (about 1 ms per
-    million rows). A column whose dropped values are NULL keeps the CASE, which keeps NULL
-    NULL.
+    statistics, so the filter is evaluated on every row, like a clamping CASE. A column whose
+    dropped values are NULL keeps the CASE, which keeps NULL NULL.
     """
     grid = column_grid(col)
     v = column(bounded_column(col.name))

@@ -21,7 +21,7 @@ sqlglot renders the tree in the engine's dialect. A third engine is one dialect 
 backend class (connect/register/check/aggregate running these statements), judged by the
 contract suite ``tests/curator/backends/``.
 
-Rendering is pure Python (a fraction of a millisecond per statement), so the rendered text is
+Rendering is pure Python on the query's path (benchmarks/curator.py), so the rendered text is
 memoised per (plan, schema, measurements, unit_rows_ok, dialect, source): plans and schemas
 are frozen values. The per-query salt is filled into the memoised text afresh on every call.
 The compiled text depends on the query and the schema only.
@@ -543,7 +543,7 @@ def compile_aggregate(
     already within their row limit and no group limit to apply) and every value is bounded by
     that filter, the statement is flat: ``SELECT keys, aggregates FROM table WHERE filter
     GROUP BY keys``, the same rows and values as the ``WITH __base ... __src`` form, which
-    costs DuckDB about 0.1 ms more to plan.
+    costs DuckDB more to plan (benchmarks/curator.py).
     """
     tree = _aggregate_tree(
         plan, schema, ms, unit_rows_ok, dialect, _source(plan, schema, relation, empty)
