@@ -37,6 +37,13 @@ MODULES = [
     "infodp.curator.backends.base",
     "infodp.curator.backends.duckdb",
     "infodp.curator.backends.spark",
+    "infodp.curator.backends.spark.backend",
+    "infodp.curator.backends.spark.progress",
+    "infodp.curator.backends.spark.settings",
+    "infodp.curator.backends.spark.writer",
+    "infodp.curator.backends.bounding",
+    "infodp.curator.backends.compile",
+    "infodp.curator.backends.dialects",
     "infodp.cli.curator",
 ]
 

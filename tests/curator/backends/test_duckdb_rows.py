@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infodp.curator.backends import duckdb as backend
+from infodp.curator.backends import base as backend
 
 
 @given(
@@ -34,4 +34,4 @@ def test_rows_by_key_column_at_a_time_match_a_row_loop(ng: int, rows: list[Any])
     if ng == 0:
         rows = rows[:1]  # an ungrouped aggregate has one row
         want = {(): tuple(int(v or 0) for v in rows[0])} if rows else {}
-    assert backend._by_key(rows, ng) == want
+    assert backend.rows_by_key(rows, ng) == want

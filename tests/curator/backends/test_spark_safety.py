@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import shutil
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -156,7 +157,7 @@ def test_missing_pyspark_names_the_extra(
 
 def test_missing_java_names_the_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("JAVA_HOME", raising=False)
-    monkeypatch.setattr(spark_backend.shutil, "which", lambda _name: None)
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
     with pytest.raises(SparkUnavailable, match="default-jre-headless"):
         spark_backend.require_spark()
 

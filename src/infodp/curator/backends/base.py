@@ -38,7 +38,16 @@ if TYPE_CHECKING:
 else:
     np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
-__all__ = ["BACKENDS", "Backend", "ExactAggregates", "QueryDeadline"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "ExactAggregates",
+    "QueryDeadline",
+    "add_histograms",
+    "rows_by_key",
+    "sorted_histograms",
+    "values_by_key",
+]
 
 #: The backends a dataset may be registered with (``duckdb`` is the default).
 BACKENDS: tuple[str, ...] = ("duckdb", "spark")
@@ -69,7 +78,7 @@ class Backend(Protocol):
         """A handle for :meth:`aggregate` (it has ``close()``)."""
         ...
 
-    def register(self, name: str, source: Any, schema: DatasetSchema) -> tuple[int, bool]:
+    def register(self, name: str, source: object, schema: DatasetSchema) -> tuple[int, bool]:
         """Make the bounded copy of ``source`` as dataset ``name``; (rows, units within m)."""
         ...
 
@@ -100,3 +109,98 @@ class Backend(Protocol):
     ) -> ExactAggregates:
         """The bounded aggregates of ``plan``; :class:`QueryDeadline` after ``deadline`` s."""
         ...
+
+
+# -- the layout every backend gives ExactAggregates -------------------------------------------
+
+
+def rows_by_key(rows: Sequence[Sequence[Any]], ng: int) -> dict[tuple[str, ...], tuple[int, ...]]:
+    """``{(str(key), ...): (int(value or 0), ...)}`` of aggregate rows with ``ng`` key
+    columns, rows with a NULL key left out (dropped by its null policy, never released);
+    column at a time (C-level ``zip``/``map``): a row at a time is slower, after the engine
+    has finished and before anything can be released (benchmarks/curator.py).
+
+    >>> rows_by_key([("a", 1, None), (None, 2, 3)], 1)
+    {('a',): (1, 0)}
+    """
+    if not rows:
+        return {}
+    columns = list(zip(*rows, strict=True))
+    if any(None in col for col in columns[:ng]):
+        rows = [row for row in rows if None not in row[:ng]]
+        if not rows:
+            return {}
+        columns = list(zip(*rows, strict=True))
+    keys_in = columns[:ng]
+    keys: list[tuple[str, ...]] = (
+        list(zip(*(map(str, col) for col in keys_in), strict=True)) if ng else [()] * len(rows)
+    )
+    measured = [_ints(col) for col in columns[ng:]]
+    return dict(zip(keys, zip(*measured, strict=True), strict=True))
+
+
+def _ints(col: Sequence[Any]) -> list[int]:
+    return list(map(int, col)) if None not in col else [int(v or 0) for v in col]
+
+
+def values_by_key(
+    rows: Sequence[Sequence[Any]], ng: int, ms: Sequence[Measurement]
+) -> dict[tuple[str, ...], tuple[int | None, ...]]:
+    """:func:`rows_by_key` of the aggregate statement's rows (one column per non-quantile
+    measurement), with None in each quantile measurement's place.
+
+    >>> values_by_key([("a", 4)], 1, [Measurement("quantile", "x"), Measurement("count_rows")])
+    {('a',): (None, 4)}
+    """
+    plain = rows_by_key(rows, ng)
+    if all(m.kind != "quantile" for m in ms):
+        return dict(plain)
+    out: dict[tuple[str, ...], tuple[int | None, ...]] = {}
+    for key, measured in plain.items():
+        it = iter(measured)
+        out[key] = tuple(None if m.kind == "quantile" else next(it) for m in ms)
+    return out
+
+
+def sorted_histograms(
+    gids: npt.NDArray[np.int64], bins: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]
+) -> list[npt.NDArray[np.int64]]:
+    """Per group id 1, 2, ...: a (2, d) array of its distinct values (ascending) and counts.
+
+    >>> h = sorted_histograms(np.array([1, 2, 1]), np.array([7, 3, 5]), np.array([1, 2, 3]))
+    >>> [x.tolist() for x in h]
+    [[[5, 7], [3, 1]], [[3], [2]]]
+    """
+    if gids.size == 0:
+        return []
+    order = np.lexsort((bins, gids))
+    g, v, c = gids[order], bins[order], counts[order]
+    cuts = np.flatnonzero(np.diff(g)) + 1
+    return [np.stack([vs, cs]) for vs, cs in zip(np.split(v, cuts), np.split(c, cuts), strict=True)]
+
+
+def add_histograms(
+    out: ExactAggregates,
+    index: int,
+    width: int,
+    key_columns: Sequence[object],
+    gids: npt.NDArray[np.int64],
+    bins: npt.NDArray[np.int64],
+    counts: npt.NDArray[np.int64],
+) -> None:
+    """Put measurement ``index``'s histogram rows into ``out``: one row per (group, grid
+    value) with its count and dense group id ``gids`` (1, 2, ...), ``key_columns`` the key
+    columns (arrays or lists, one entry per row); a new group's values are ``width`` Nones.
+    A group with a NULL key (dropped by its null policy) is never released."""
+    if gids.size == 0:
+        return
+    per_group = sorted_histograms(gids, bins, counts)
+    _, first = np.unique(gids, return_index=True)
+    cols = [np.ma.asarray(col)[first].tolist() for col in key_columns]
+    for g in range(len(first)):
+        raw = [col[g] for col in cols]
+        if any(v is None for v in raw):
+            continue
+        key = tuple(str(v) for v in raw)
+        out.histograms[(key, index)] = per_group[g]
+        out.values.setdefault(key, (None,) * width)

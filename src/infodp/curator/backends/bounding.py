@@ -1,0 +1,221 @@
+"""Contribution bounding as sqlglot expressions: the bounded copy made at registration and
+the bounds every query applies again (shared by every backend).
+
+Registration stores, beside each bounded numeric column, its *bounded copy*
+(:func:`bounded_column`): the value cleaned by its null policy, clamped to its declared
+bounds and snapped to its power-of-two grid, as an integer (:func:`snap_expression`), and
+cuts each privacy unit to ``max_rows_per_unit`` rows (:func:`unit_cut`). Queries read the
+copy and bound it once more in the very statement that aggregates (:func:`snapped`), so a
+store edited after registration still cannot contribute beyond the declared bounds.
+
+>>> from infodp.curator.schema import ColumnSpec
+>>> print(snap_expression(ColumnSpec("x", "int", bounds=(0.0, 10.0))).sql())
+CAST(ROUND(CASE WHEN "x" IS NULL THEN NULL ELSE LEAST(GREATEST("x", 0), 10) END) AS BIGINT)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from sqlglot import exp
+
+from infodp.curator.backends.dialects import DUCKDB, SqlDialect
+from infodp.curator.grid import column_grid
+from infodp.curator.schema import ColumnSpec, DatasetSchema
+from infodp.errors import InternalError, ParameterError
+
+__all__ = [
+    "bounded_column",
+    "category",
+    "column",
+    "empty_relation",
+    "empty_relation_tree",
+    "ident",
+    "literal",
+    "snap_expression",
+    "snapped",
+    "stored_columns",
+    "unit_cut",
+]
+
+#: How registration stores each declared type (BIGINT, DOUBLE, else VARCHAR).
+_TYPES = {"int": "BIGINT", "float": "DOUBLE"}
+
+
+def ident(name: str) -> exp.Identifier:
+    """A quoted identifier (a declared name, whatever its spelling)."""
+    return exp.Identifier(this=name, quoted=True)
+
+
+def column(name: str) -> exp.Column:
+    """The declared column ``name`` (quoted)."""
+    return exp.Column(this=ident(name))
+
+
+def literal(value: float | int | str) -> exp.Expr:
+    """A literal: a quoted string, an integer, or a finite float in its shortest repr.
+
+    >>> print(literal("it's").sql(), literal(3).sql(), literal(0.25).sql())
+    'it''s' 3 0.25
+    """
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    if isinstance(value, bool):
+        raise InternalError("bool literal")
+    if isinstance(value, int):
+        return exp.Literal.number(str(value))
+    if not math.isfinite(value):
+        raise ParameterError("literal", value, "a finite number")
+    return exp.Literal.number(repr(float(value)))
+
+
+def bounded_column(name: str) -> str:
+    """Name of the materialised bounded copy of numeric column ``name``."""
+    return f"__bnd_{name}"
+
+
+def _clean(col: ColumnSpec, dialect: SqlDialect) -> exp.Expr:
+    """The cleaned, clamped value of a numeric column (NULL when the policy drops it)."""
+    c = column(col.name)
+    if col.bounds is None:
+        raise InternalError(f"column {col.name} has no bounds")
+    low, high = col.bounds
+    lo, hi = (int(low), int(high)) if col.type == "int" else (low, high)
+    clamped = exp.Least(
+        this=exp.Greatest(this=c, expressions=[literal(lo)]), expressions=[literal(hi)]
+    )
+    replace = col.nulls.action == "replace"
+    repl = literal(float(col.nulls.value)) if replace else exp.Null()  # type: ignore[arg-type]
+    bad: exp.Expr = exp.Is(this=c.copy(), expression=exp.Null())
+    if col.type != "int":
+        bad = exp.or_(bad, exp.Not(this=dialect.isfinite(c.copy())), copy=False)
+    return exp.Case(ifs=[exp.If(this=bad, true=repl)], default=clamped)
+
+
+def snap_expression(col: ColumnSpec, dialect: SqlDialect = DUCKDB) -> exp.Expr:
+    """Clamp to the bounds, apply the null policy, snap to the grid, as a BIGINT (a NULL,
+    NaN or ±inf is NULL unless the policy replaces it; registration refuses one under the
+    policy ``error``)."""
+    grid = column_grid(col)
+    inner = _clean(col, dialect)
+    if grid.step != 1.0:
+        # g is a power of two: multiplying by 1/g is exact and faster than dividing.
+        inner = exp.Mul(this=exp.Paren(this=inner), expression=literal(1.0 / grid.step))
+    return exp.cast(exp.Round(this=inner), "BIGINT")
+
+
+def snapped(col: ColumnSpec) -> tuple[exp.Expr, exp.Expr | None]:
+    """The bounded copy made at registration, bounded again by the aggregating statement:
+    (value expression, row filter or None).
+
+    A column that registration guarantees to hold no NULL (null policy ``error`` or
+    ``replace``) is bounded by a row filter, ``v BETWEEN lo AND hi``: a row whose stored value
+    left the grid's range after registration is left out of the query (it contributes
+    nothing, which is as bounded as clamping it). Plans are made without the column
+    statistics, so the filter is evaluated on every row, like a clamping CASE. A column whose
+    dropped values are NULL keeps the CASE, which keeps NULL NULL.
+    """
+    grid = column_grid(col)
+    v = column(bounded_column(col.name))
+    lo, hi = literal(grid.lo), literal(grid.hi)
+    if col.nulls.action in ("error", "replace"):
+        return v, exp.Paren(this=exp.Between(this=v.copy(), low=lo, high=hi))
+    case = exp.Case(
+        ifs=[
+            exp.If(this=exp.LT(this=v.copy(), expression=lo), true=lo.copy()),
+            exp.If(this=exp.GT(this=v.copy(), expression=hi), true=hi.copy()),
+        ],
+        default=v,
+    )
+    return case, None
+
+
+def category(col: ColumnSpec) -> exp.Expr:
+    """A GROUP BY key as stored: an int key as BIGINT (compared as integers and named in
+    Python), every other key as VARCHAR, so no cast (a no-op cast still costs DuckDB a
+    projection per row); a ``replace`` policy's value filled in."""
+    if col.type == "float":
+        raise InternalError("float group key")
+    expr: exp.Expr = column(col.name)
+    if col.nulls.action == "replace":
+        value = col.nulls.value
+        fill = int(float(value)) if col.type == "int" else str(value)  # type: ignore[arg-type]
+        expr = exp.Coalesce(this=expr, expressions=[literal(fill)])
+    return expr
+
+
+def stored_columns(schema: DatasetSchema) -> list[tuple[str, str]]:
+    """(name, SQL type) of every column of a registered table: the privacy unit when it is
+    not declared, every declared column, the bounded copy of each bounded numeric column."""
+    cols: list[tuple[str, str]] = []
+    names = {c.name.lower() for c in schema.columns}
+    if not schema.unit_is_row and schema.privacy_unit.lower() not in names:
+        cols.append((schema.privacy_unit, "VARCHAR"))
+    cols.extend((col.name, _TYPES.get(col.type, "VARCHAR")) for col in schema.columns)
+    cols.extend(
+        (bounded_column(col.name), "BIGINT")
+        for col in schema.columns
+        if col.is_numeric and col.bounds is not None
+    )
+    return cols
+
+
+def empty_relation_tree(schema: DatasetSchema) -> exp.Expr:
+    """:func:`empty_relation` as a tree."""
+    items = [
+        exp.alias_(exp.cast(exp.Null(), t), ident(n), copy=False) for n, t in stored_columns(schema)
+    ]
+    select = exp.Select(expressions=items, limit=exp.Limit(expression=literal(0)))
+    return exp.Subquery(this=select, alias=exp.TableAlias(this=ident(schema.table)))
+
+
+def empty_relation(schema: DatasetSchema) -> str:
+    """A relation with the stored table's columns and types and no rows (DuckDB SQL).
+
+    Every declared column (BIGINT, DOUBLE or VARCHAR, as registration stores them), the
+    privacy unit when it is not declared, and the bounded copy of each bounded numeric column;
+    aliased as the table. A constant: no stored data or statistics behind it.
+
+    >>> from infodp.curator.schema import load_schema
+    >>> s = load_schema({"table": "t", "privacy_unit": "row",
+    ...                  "columns": {"x": {"type": "int", "bounds": [0, 10]}}})
+    >>> empty_relation(s)
+    '(SELECT CAST(NULL AS BIGINT) AS "x", CAST(NULL AS BIGINT) AS "__bnd_x" LIMIT 0) AS "t"'
+    """
+    return str(empty_relation_tree(schema).sql(normalize_functions=False))
+
+
+def unit_cut(
+    body: exp.Select,
+    unit: str,
+    hashed: Sequence[str],
+    limit: int,
+    *,
+    salt: int | None,
+    dialect: SqlDialect,
+    columns: Sequence[str] = (),
+) -> exp.Select:
+    """``body`` keeping at most ``limit`` rows of each unit: ``row_number`` over the unit in
+    the order of a 64-bit hash of the ``hashed`` columns (and ``salt`` first, when given).
+
+    A choice made from each unit's own rows only (neighbours differ in one unit's rows). With
+    no salt it is the same for the same data (fingerprints and re-registrations agree); with a
+    secret salt nobody can predict or steer it. Without QUALIFY the rank is a column of a
+    subquery and ``columns`` (the body's output) are selected back.
+    """
+    args: list[exp.Expr] = [column(c) for c in hashed]
+    if salt is not None:
+        args.insert(0, literal(salt))
+    window = exp.Window(
+        this=exp.Anonymous(this="row_number"),
+        partition_by=[column(unit)],
+        order=exp.Order(expressions=[exp.Ordered(this=dialect.hash64(args))]),
+    )
+    if dialect.qualify:
+        body.set("qualify", exp.Qualify(this=exp.LTE(this=window, expression=literal(limit))))
+        return body
+    body.set("expressions", [*body.expressions, exp.alias_(window, "__rank", copy=False)])
+    ranked = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier("__ranked")))
+    select = exp.Select(expressions=[column(c) for c in columns]).from_(ranked, copy=False)
+    return select.where(exp.LTE(this=exp.column("__rank"), expression=literal(limit)), copy=False)

@@ -1,0 +1,575 @@
+"""The query compiler: a plan and its schema in, sqlglot trees out, rendered per dialect.
+
+One visitor over the plan (:class:`~infodp.curator.plan.PlanVisitor`) builds every statement
+a backend runs for a query, as a sqlglot tree:
+
+- the **bounded source rows** (``WITH __base ... __src``): the WHERE filter, the bounded copy
+  of each value column bounded again by the statement itself (:func:`snapped`), the declared
+  keys, a per-unit row window when the table was registered before registration cut units to
+  their row limit, and the per-unit group limit ranked by a 64-bit hash with a per-query
+  secret salt; or, when the rows need nothing but a filter, one flat statement;
+- the **aggregate statement**: one reduction per measurement (:data:`REDUCTIONS`, the
+  compiler's whole vocabulary: count rows, count values, sum, centred sum, centred sum of
+  squares) per group;
+- one **quantile histogram** statement per quantile measurement: per group, the count of each
+  grid value (the exponential mechanism's candidates).
+
+The registration expressions (clamp, null policy and snap to the grid, the per-unit cut) are
+in :mod:`infodp.curator.backends.bounding`. Where the engines' SQL would mean different
+things, the compiler asks the dialect table (:mod:`infodp.curator.backends.dialects`);
+sqlglot renders the tree in the engine's dialect. A third engine is one dialect entry plus a
+backend class (connect/register/check/aggregate running these statements), judged by the
+contract suite ``tests/curator/backends/``.
+
+Rendering is pure Python on the query's path (benchmarks/curator.py), so the rendered text is
+memoised per (plan, schema, measurements, unit_rows_ok, dialect, source): plans and schemas
+are frozen values. The per-query salt is filled into the memoised text afresh on every call.
+The compiled text depends on the query and the schema only.
+
+>>> from infodp.curator.schema import load_schema
+>>> from infodp.curator.sql import parse_query
+>>> from infodp.curator.plan import measurements
+>>> from infodp.curator.backends.dialects import SPARK
+>>> s = load_schema({"table": "t", "privacy_unit": "row",
+...                  "columns": {"x": {"type": "int", "bounds": [0, 10]}}})
+>>> p = parse_query("SELECT SUM(x) FROM t WHERE x > 2", s)
+>>> print(compile_aggregate(p, s, measurements(p), unit_rows_ok=True))
+SELECT SUM("__bnd_x") AS m0 FROM "t" WHERE ("x" > 2) AND ("__bnd_x" BETWEEN 0 AND 10)
+>>> print(compile_aggregate(p, s, measurements(p), unit_rows_ok=True, dialect=SPARK))
+SELECT SUM(`__bnd_x`) AS m0 FROM `t` WHERE (`x` > 2) AND (`__bnd_x` BETWEEN 0 AND 10)
+"""
+
+from __future__ import annotations
+
+import functools
+import secrets
+from collections.abc import Callable, Sequence
+
+from sqlglot import exp
+
+from infodp.curator.backends.bounding import (
+    category,
+    column,
+    empty_relation_tree,
+    ident,
+    literal,
+    snapped,
+)
+from infodp.curator.backends.dialects import DUCKDB, SqlDialect
+from infodp.curator.grid import column_grid
+from infodp.curator.plan import (
+    Aggregate,
+    GroupKey,
+    Measurement,
+    MeasurementKind,
+    Output,
+    Predicate,
+    QueryPlan,
+)
+from infodp.curator.schema import DatasetSchema
+from infodp.errors import InternalError
+
+__all__ = [
+    "REDUCTIONS",
+    "compile_aggregate",
+    "compile_histogram",
+    "compiled_statements",
+    "statement_templates",
+    "with_salt",
+]
+
+#: Replaced by a fresh secret salt in every compiled statement (the memoised text holds it).
+_SALT = "__infodp_salt_" + secrets.token_hex(8)
+#: Stands for the relation read (the table, a view, the empty relation) in the memoised text.
+_SOURCE = "__infodp_source_" + secrets.token_hex(8)
+
+
+def _name(text: str) -> exp.Column:
+    """A column the compiler itself names (``__g0``, ``__v0``, ...), unquoted."""
+    return exp.column(text)
+
+
+def _named(prefix: str, n: int) -> list[exp.Expr]:
+    """``prefix0``, ``prefix1``, ...: the columns the compiler names."""
+    return [_name(f"{prefix}{i}") for i in range(n)]
+
+
+def _number(text: str) -> exp.Expr:
+    """A declared int key, as the number it spells."""
+    return exp.Literal.number(text)
+
+
+def _paren(e: exp.Expr) -> exp.Expr:
+    return exp.Paren(this=e)
+
+
+def _count_rows(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
+    return exp.Count(this=exp.Star())
+
+
+def _count(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
+    return exp.Count(this=v)
+
+
+def _sum(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
+    return exp.Sum(this=v)
+
+
+def _centred(v: exp.Expr | None, center: int) -> exp.Expr:
+    return _paren(exp.Sub(this=v, expression=literal(center)))
+
+
+def _csum(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
+    return exp.Sum(this=_centred(v, center))
+
+
+def _csumsq(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
+    twin = None if v is None else v.copy()  # a tree node has one parent
+    square = exp.Mul(this=_centred(v, center), expression=_centred(twin, center))
+    return exp.Sum(this=d.wide_sum_operand(square))
+
+
+#: What each measurement kind sums, of its bounded value ``v`` (grid units) centred at
+#: ``center`` where it is centred; a quantile's histogram is its own statement
+#: (:func:`compile_histogram`).
+REDUCTIONS: dict[MeasurementKind, Callable[[exp.Expr | None, int, SqlDialect], exp.Expr]] = {
+    MeasurementKind.COUNT_ROWS: _count_rows,
+    MeasurementKind.COUNT: _count,
+    MeasurementKind.SUM: _sum,
+    MeasurementKind.CSUM: _csum,
+    MeasurementKind.CSUMSQ: _csumsq,
+}
+
+_COMPARISONS: dict[str, type[exp.Binary]] = {
+    "=": exp.EQ,
+    "<>": exp.NEQ,
+    "<": exp.LT,
+    "<=": exp.LTE,
+    ">": exp.GT,
+    ">=": exp.GTE,
+}
+
+
+def _where(select: exp.Select, conditions: Sequence[exp.Expr]) -> exp.Select:
+    if conditions:
+        select.set("where", exp.Where(this=exp.and_(*conditions, copy=False)))
+    return select
+
+
+def _select(items: Sequence[exp.Expr], source: exp.Expr) -> exp.Select:
+    return exp.Select(expressions=list(items)).from_(source, copy=False)
+
+
+def _chain(ctes: list[tuple[str, exp.Select]]) -> exp.Select:
+    """``WITH ctes..., __src AS (SELECT * FROM last) SELECT FROM __src``."""
+    ctes.append(("__src", _select([exp.Star()], _table(ctes))))
+    out = _select([], exp.to_table("__src"))
+    for name, cte in ctes:
+        out = out.with_(name, as_=cte, copy=False)
+    return out
+
+
+def _table(ctes: Sequence[tuple[str, exp.Select]]) -> exp.Table:
+    """The last common table expression so far."""
+    return exp.to_table(ctes[-1][0])
+
+
+def _at_most(source: exp.Table, rank: str, order: exp.Expr, limit: int) -> exp.Select:
+    """``SELECT * FROM source QUALIFY rank() OVER (PARTITION BY __u ORDER BY order) <= limit``
+    (rendered as a subquery where the dialect has no QUALIFY)."""
+    window = exp.Window(
+        this=exp.Anonymous(this=rank),
+        partition_by=[_name("__u")],
+        order=exp.Order(expressions=[exp.Ordered(this=order)]),
+    )
+    select = _select([exp.Star()], source)
+    select.set("qualify", exp.Qualify(this=exp.LTE(this=window, expression=literal(limit))))
+    return select
+
+
+class _Rows:
+    """Builds the bounded source rows of a plan (a :class:`PlanVisitor` of expressions).
+
+    After :meth:`visit_query_plan`, ``keys`` and ``values`` are the expressions the outer
+    SELECT reads for the GROUP BY keys and each value column.
+    """
+
+    def __init__(
+        self,
+        schema: DatasetSchema,
+        value_columns: Sequence[str],
+        *,
+        unit_rows_ok: bool,
+        dialect: SqlDialect,
+        source: exp.Expr,
+        allow_flat: bool,
+    ) -> None:
+        self.schema = schema
+        self.value_columns = value_columns
+        self.unit_rows_ok = unit_rows_ok
+        self.dialect = dialect
+        self.source = source
+        self.allow_flat = allow_flat
+        self.keys: list[exp.Expr] = []
+        self.values: list[exp.Expr] = []
+
+    # -- the plan's nodes ---------------------------------------------------------------------
+
+    def visit_predicate(self, node: Predicate) -> exp.Expr:
+        """A WHERE node as a parenthesised condition."""
+        if node.op in ("and", "or"):
+            join = exp.and_ if node.op == "and" else exp.or_
+            return _paren(join(*(a.accept(self) for a in node.args), copy=False))
+        if node.op == "not":
+            return _paren(exp.Not(this=node.args[0].accept(self)))
+        if node.column is None:
+            raise InternalError(f"predicate {node.op} without a column")
+        col = self.schema.column(node.column)
+        c: exp.Expr = column(col.name)
+        values: list[float | int | str] = list(node.values)
+        if col.type in ("category", "text"):
+            c = exp.cast(c, "VARCHAR")
+            values = [str(v) for v in node.values]
+        return _paren(_condition(node.op, c, values))
+
+    def visit_group_key(self, node: GroupKey) -> exp.Expr:
+        """The key's value (its null replacement filled in)."""
+        return category(self.schema.column(node.column))
+
+    def visit_output(self, node: Output) -> exp.Expr:
+        """Outputs are compiled as their measurements (:data:`REDUCTIONS`)."""
+        raise InternalError("outputs are compiled through their measurements")
+
+    def visit_aggregate(self, node: Aggregate) -> exp.Expr:
+        """Aggregates are compiled as their measurements (:data:`REDUCTIONS`)."""
+        raise InternalError("aggregates are compiled through their measurements")
+
+    def visit_query_plan(self, node: QueryPlan) -> exp.Select:
+        """``SELECT FROM source WHERE ...`` (flat) or ``WITH ... __src SELECT FROM __src``."""
+        window_rows, group_limit = self._limits(node)
+        bounded = [snapped(self.schema.column(c)) for c in self.value_columns]
+        values = [v for v, _ in bounded]
+        filters = self._row_filters(node, bounded)
+        key_filters = self._key_filters(node, window_rows or group_limit)
+        key_exprs = [g.accept(self) for g in node.group_by]
+        if self._flat(bounded, bool(key_filters) or window_rows or group_limit):
+            self.keys, self.values = key_exprs, values
+            return _where(_select([], self.source), filters)
+        base = _where(_select(self._items(key_exprs, values, window_rows), self.source), filters)
+        ctes = [("__base", base)]
+        if key_filters:
+            ctes.append(("__keyed", _where(_select([exp.Star()], _table(ctes)), key_filters)))
+        self._limit_steps(ctes, len(node.group_by), window_rows, group_limit)
+        self.keys, self.values = _named("__g", len(key_exprs)), _named("__v", len(values))
+        return _chain(ctes)
+
+    def _limits(self, node: QueryPlan) -> tuple[bool, bool]:
+        """(a per-unit row window, a per-unit group limit) is needed."""
+        s = self.schema
+        unit = not s.unit_is_row
+        group_limit = unit and bool(node.group_by) and s.group_limit < s.max_rows_per_unit
+        return unit and not self.unit_rows_ok, group_limit
+
+    def _flat(self, bounded: Sequence[tuple[exp.Expr, exp.Expr | None]], steps: bool) -> bool:
+        """One flat statement: no step after the row filter, every value bounded by it."""
+        return self.allow_flat and not steps and all(keep is not None for _, keep in bounded)
+
+    def _limit_steps(
+        self, ctes: list[tuple[str, exp.Select]], ng: int, window_rows: bool, group_limit: bool
+    ) -> None:
+        """The per-unit row window and the per-unit group limit, appended to ``ctes``."""
+        if window_rows:
+            limit = self.schema.max_rows_per_unit
+            ctes.append(("__rows", _at_most(_table(ctes), "row_number", _name("__r"), limit)))
+        if group_limit:
+            keys = [_name(f"__g{i}") for i in range(ng)]
+            order = self.dialect.hash64([*keys, _name(_SALT)])
+            limit = self.schema.group_limit
+            ctes.append(("__groups", _at_most(_table(ctes), "dense_rank", order, limit)))
+
+    def _row_filters(
+        self, node: QueryPlan, bounded: Sequence[tuple[exp.Expr, exp.Expr | None]]
+    ) -> list[exp.Expr]:
+        """The WHERE filter and every value's bounds filter."""
+        filters = [] if node.where is None else [node.where.accept(self)]
+        return filters + [keep for _, keep in bounded if keep is not None]
+
+    def _items(
+        self, keys: Sequence[exp.Expr], values: Sequence[exp.Expr], window_rows: bool
+    ) -> list[exp.Expr]:
+        """The base rows' items: the unit, ``__g{i}`` keys, ``__v{j}`` values and, for a row
+        window, a random order (which rows a unit keeps: a data-independent choice)."""
+        items = [exp.alias_(k, f"__g{i}", copy=False) for i, k in enumerate(keys)]
+        items += [exp.alias_(v, f"__v{j}", copy=False) for j, v in enumerate(values)]
+        if not self.schema.unit_is_row:
+            items.insert(0, exp.alias_(column(self.schema.privacy_unit), "__u", copy=False))
+        if window_rows:
+            items.append(exp.alias_(exp.Anonymous(this="random"), "__r", copy=False))
+        return items or [exp.alias_(literal(1), "__one", copy=False)]
+
+    def _key_filters(self, plan: QueryPlan, bounding: bool) -> list[exp.Expr]:
+        """Keys outside a declared domain never form a released group: with partition
+        selection the engine releases whatever key tuples survive, and a per-unit limit
+        could count them; otherwise their groups are simply never read."""
+        declared = bounding or plan.needs_partition_selection
+        out: list[exp.Expr] = []
+        for i, g in enumerate(plan.group_by):
+            key = _name(f"__g{i}")
+            if g.categories is None:
+                out.append(_paren(exp.Not(this=exp.Is(this=key, expression=exp.Null()))))
+            elif declared and self.schema.column(g.column).type == "int":
+                low, high = g.categories[0], g.categories[-1]
+                out.append(_paren(exp.Between(this=key, low=_number(low), high=_number(high))))
+            elif declared:
+                out.append(_paren(exp.In(this=key, expressions=[literal(k) for k in g.categories])))
+        return out
+
+
+def _condition(op: str, c: exp.Expr, values: Sequence[float | int | str]) -> exp.Expr:
+    if op in _COMPARISONS:
+        return _COMPARISONS[op](this=c, expression=literal(values[0]))
+    if op == "in":
+        return exp.In(this=c, expressions=[literal(v) for v in values])
+    if op == "between":
+        return exp.Between(this=c, low=literal(values[0]), high=literal(values[1]))
+    if op == "is null":
+        return exp.Is(this=c, expression=exp.Null())
+    if op == "is not null":
+        return exp.Not(this=exp.Is(this=c, expression=exp.Null()))
+    raise InternalError(f"unknown predicate {op}")
+
+
+def _value_columns(ms: Sequence[Measurement]) -> list[str]:
+    cols: list[str] = []
+    for m in ms:
+        if m.column is not None and m.kind != "quantile" and m.column not in cols:
+            cols.append(m.column)
+    return cols
+
+
+def _source(plan: QueryPlan, schema: DatasetSchema, relation: str | None, empty: bool) -> exp.Expr:
+    if empty:
+        return empty_relation_tree(schema)
+    return exp.Table(this=ident(relation or plan.table))
+
+
+def _rows_of(plan: QueryPlan, rows: _Rows) -> exp.Select:
+    select = plan.accept(rows)
+    if not isinstance(select, exp.Select):
+        raise InternalError("a plan compiles to a SELECT")
+    return select
+
+
+def _reductions(
+    schema: DatasetSchema,
+    ms: Sequence[Measurement],
+    value_cols: Sequence[str],
+    values: Sequence[exp.Expr],
+    dialect: SqlDialect,
+) -> list[exp.Expr]:
+    """``REDUCTION AS m{i}`` of each non-quantile measurement i."""
+    exprs: list[exp.Expr] = []
+    for i, m in enumerate(ms):
+        if m.kind == "quantile":
+            continue
+        if m.column is None and m.kind != "count_rows":
+            raise InternalError(f"measurement {m.key} without a column")
+        v = None if m.column is None else values[value_cols.index(m.column)].copy()
+        center = 0 if m.column is None else column_grid(schema.column(m.column)).center
+        exprs.append(exp.alias_(REDUCTIONS[m.kind](v, center, dialect), f"m{i}", copy=False))
+    return exprs or [exp.alias_(exp.Count(this=exp.Star()), "m_unused", copy=False)]
+
+
+def _aggregate_tree(
+    plan: QueryPlan,
+    schema: DatasetSchema,
+    ms: Sequence[Measurement],
+    unit_rows_ok: bool,
+    dialect: SqlDialect,
+    source: exp.Expr,
+) -> exp.Select:
+    value_cols = _value_columns(ms)
+    rows = _Rows(
+        schema,
+        value_cols,
+        unit_rows_ok=unit_rows_ok,
+        dialect=dialect,
+        source=source,
+        allow_flat=True,
+    )
+    select = _rows_of(plan, rows)
+    exprs = _reductions(schema, ms, value_cols, rows.values, dialect)
+    keys = [
+        k.copy() if k.name == f"__g{i}" else exp.alias_(k.copy(), f"__g{i}", copy=False)
+        for i, k in enumerate(rows.keys)
+    ]
+    select.set("expressions", [*keys, *exprs])
+    if rows.keys:
+        select.set("group", exp.Group(expressions=[k.copy() for k in rows.keys]))
+    return select
+
+
+def _histogram_tree(
+    plan: QueryPlan,
+    schema: DatasetSchema,
+    name: str,
+    unit_rows_ok: bool,
+    dialect: SqlDialect,
+    source: exp.Expr,
+) -> exp.Select:
+    rows = _Rows(
+        schema, [name], unit_rows_ok=unit_rows_ok, dialect=dialect, source=source, allow_flat=False
+    )
+    select = _rows_of(plan, rows)
+    keys = rows.keys
+    # __gid numbers the groups densely (1, 2, ...), so the engine can split the rows into
+    # groups with vectorised numpy instead of a Python loop over rows.
+    gid: exp.Expr = literal(1)
+    if keys:
+        order = exp.Order(expressions=[exp.Ordered(this=k.copy()) for k in keys])
+        gid = exp.Window(this=exp.Anonymous(this="dense_rank"), order=order)
+    v = rows.values[0]
+    select.set(
+        "expressions",
+        [
+            *(k.copy() for k in keys),
+            exp.alias_(v.copy(), "__bin", copy=False),
+            exp.alias_(exp.Count(this=exp.Star()), "n", copy=False),
+            exp.alias_(gid, "__gid", copy=False),
+        ],
+    )
+    _where(select, [exp.Not(this=exp.Is(this=v.copy(), expression=exp.Null()))])
+    select.set("group", exp.Group(expressions=[*(k.copy() for k in keys), v.copy()]))
+    return select
+
+
+def _render(tree: exp.Expr, dialect: SqlDialect) -> str:
+    if not dialect.qualify:
+        from sqlglot.transforms import eliminate_qualify
+
+        tree = tree.transform(eliminate_qualify, copy=False)
+    return str(tree.sql(dialect=dialect.render, normalize_functions=False))
+
+
+@functools.lru_cache(maxsize=1024)
+def _templates(
+    plan: QueryPlan,
+    schema: DatasetSchema,
+    ms: tuple[Measurement, ...],
+    unit_rows_ok: bool,
+    dialect: SqlDialect,
+) -> tuple[str, ...]:
+    """The rendered statements, the relation they read and the salt not yet filled in (a
+    check and the aggregation share one rendering)."""
+    source = exp.Table(this=exp.to_identifier(_SOURCE))
+    out: list[str] = []
+    if any(m.kind != "quantile" for m in ms):
+        tree = _aggregate_tree(plan, schema, ms, unit_rows_ok, dialect, source.copy())
+        out.append(_render(tree, dialect))
+    for m in ms:
+        if m.kind == "quantile" and m.column is not None:
+            tree = _histogram_tree(plan, schema, m.column, unit_rows_ok, dialect, source.copy())
+            out.append(_render(tree, dialect))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=256)
+def _source_text(
+    plan: QueryPlan, schema: DatasetSchema, dialect: SqlDialect, relation: str | None, empty: bool
+) -> str:
+    return _render(_source(plan, schema, relation, empty), dialect)
+
+
+def with_salt(text: str) -> str:
+    """A compiled statement template with a fresh secret group-limit salt filled in."""
+    return text.replace(_SALT, str(secrets.randbits(62))) if _SALT in text else text
+
+
+def statement_templates(
+    plan: QueryPlan,
+    schema: DatasetSchema,
+    ms: Sequence[Measurement],
+    *,
+    unit_rows_ok: bool,
+    dialect: SqlDialect = DUCKDB,
+    relation: str | None = None,
+    empty: bool = False,
+) -> tuple[str, ...]:
+    """:func:`compiled_statements` before the salt is filled in (:func:`with_salt`): equal
+    templates bind the same way, whatever the salt (a check can remember them)."""
+    source = _source_text(plan, schema, dialect, relation, empty)
+    return tuple(
+        t.replace(_SOURCE, source)
+        for t in _templates(plan, schema, tuple(ms), unit_rows_ok, dialect)
+    )
+
+
+def compiled_statements(
+    plan: QueryPlan,
+    schema: DatasetSchema,
+    ms: Sequence[Measurement],
+    *,
+    unit_rows_ok: bool,
+    dialect: SqlDialect = DUCKDB,
+    relation: str | None = None,
+    empty: bool = False,
+) -> list[str]:
+    """Every statement a backend runs for ``plan``, in order: the aggregate statement (when
+    a measurement is not a quantile), then one histogram per quantile measurement.
+
+    ``relation``: the relation read instead of the plan's table (a Spark view); ``empty``:
+    read :func:`~infodp.curator.backends.bounding.empty_relation` (a check). Each call draws
+    a fresh group-limit salt.
+    """
+    texts = statement_templates(
+        plan, schema, ms, unit_rows_ok=unit_rows_ok, dialect=dialect, relation=relation, empty=empty
+    )
+    return [with_salt(t) for t in texts]
+
+
+def compile_aggregate(
+    plan: QueryPlan,
+    schema: DatasetSchema,
+    ms: Sequence[Measurement],
+    *,
+    unit_rows_ok: bool,
+    dialect: SqlDialect = DUCKDB,
+    relation: str | None = None,
+    empty: bool = False,
+) -> str:
+    """The one statement computing every non-quantile measurement per group.
+
+    When the bounded rows are the table's rows under one filter (row-level privacy, or units
+    already within their row limit and no group limit to apply) and every value is bounded by
+    that filter, the statement is flat: ``SELECT keys, aggregates FROM table WHERE filter
+    GROUP BY keys``, the same rows and values as the ``WITH __base ... __src`` form, which
+    costs DuckDB more to plan (benchmarks/curator.py).
+    """
+    tree = _aggregate_tree(
+        plan, schema, ms, unit_rows_ok, dialect, _source(plan, schema, relation, empty)
+    )
+    return with_salt(_render(tree, dialect))
+
+
+def compile_histogram(
+    plan: QueryPlan,
+    schema: DatasetSchema,
+    name: str,
+    *,
+    unit_rows_ok: bool,
+    dialect: SqlDialect = DUCKDB,
+    relation: str | None = None,
+    empty: bool = False,
+) -> str:
+    """The per-group counts of each snapped value of column ``name`` (for quantiles).
+
+    The values are the bounded copy on the column's grid (:func:`snapped`, as every other
+    aggregate reads them): one row per (group, distinct grid value) with its count, so the
+    quantile can be answered at the grid's resolution (the grid points are the candidates).
+    The statement's shape depends on the query and the schema only; its output has at most
+    as many rows as the bounded rows, and a unit moves it by at most its row limit.
+    """
+    tree = _histogram_tree(
+        plan, schema, name, unit_rows_ok, dialect, _source(plan, schema, relation, empty)
+    )
+    return with_salt(_render(tree, dialect))
