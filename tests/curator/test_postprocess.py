@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
+from typing import Any
 
 import duckdb
 import pandas as pd
@@ -18,7 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infodp.curator.plan import measurements
-from infodp.curator.postprocess import Term, _enclose, _evaluate, split_query
+from infodp.curator.post import split_query
+from infodp.curator.post.enclosure import enclose
+from infodp.curator.post.terms import Term, evaluate
 from infodp.curator.result import Released
 from infodp.curator.schema import load_schema
 from infodp.curator.sql import parse_query
@@ -186,8 +190,8 @@ def test_interval_arithmetic_encloses_the_value(
     # Moore 1966: f(x, y) lies in the enclosure for every x in a, y in b.
     term = Term(op, (Term("ref", value=0), Term("ref", value=1)))
     x, y = a[0] + ua * (a[1] - a[0]), b[0] + ub * (b[1] - b[0])
-    box = _enclose(term, [x, y], [list(a), list(b)])
-    value = _evaluate(term, [x, y])
+    box = enclose(term, [x, y], [list(a), list(b)])
+    value = evaluate(term, [x, y])
     if op == "/" and b[0] <= 0 <= b[1]:
         assert box is None
         return
@@ -195,3 +199,89 @@ def test_interval_arithmetic_encloses_the_value(
     slack = 1e-9 * max(1.0, abs(value))
     assert box[0] - slack <= value <= box[1] + slack
     assert not math.isnan(box[0]) and not math.isnan(box[1])
+
+
+# -- end to end: the curator answers the inner query and post-processes its release ---------------
+
+PEOPLE = {
+    "table": "people",
+    "privacy_unit": "row",
+    "columns": {
+        "region": {"type": "category", "categories": ["n", "s", "e", "w"]},
+        "age": {"type": "int", "bounds": [0, 100]},
+    },
+}
+POST_QUERIES = [
+    (
+        "SELECT region, COUNT(*) AS n, SUM(age) / COUNT(*) AS mean FROM people "
+        "GROUP BY region HAVING COUNT(*) > 40 ORDER BY mean DESC",
+        "SELECT region, n, __pp0 / n AS mean FROM r WHERE n > 40 ORDER BY mean DESC",
+    ),
+    (
+        "SELECT region, MEDIAN(age) AS med FROM people GROUP BY region ORDER BY med, region "
+        "LIMIT 2",
+        "SELECT region, med FROM r ORDER BY med, region LIMIT 2",
+    ),
+]
+
+
+def _seeded(seed: int) -> Any:
+    from infodp.mechanisms.sampling import InsecureSeededSource
+
+    return InsecureSeededSource(seed, i_understand_this_is_not_private=True)
+
+
+@pytest.mark.parametrize(("sql", "oracle"), POST_QUERIES)
+def test_curator_answer_is_the_inner_release_post_processed(
+    tmp_path: Path, sql: str, oracle: str
+) -> None:
+    from infodp.curator.engine import Curator
+
+    rng = random.Random(3)
+    frame = pd.DataFrame(
+        {
+            "region": [rng.choice("nsew") for _ in range(400)],
+            "age": [rng.randint(0, 100) for _ in range(400)],
+        }
+    )
+    setup = Curator(tmp_path / "s.duckdb")
+    setup.register_dataset("people", frame, PEOPLE)
+    setup.add_analyst("a", "people", epsilon=100)
+    setup.add_analyst("b", "people", epsilon=100)
+    setup.close()
+    post = split_query(sql)
+    assert post is not None
+    for seed in range(5):
+        with_post = Curator(tmp_path / "s.duckdb", source=_seeded(seed))
+        plain = Curator(tmp_path / "s.duckdb", source=_seeded(seed))
+        got = with_post.query("a", sql, epsilon=1)
+        inner = plain.query("b", post.inner_sql, epsilon=1)
+        # The same measurements, the same cost: post-processing is free.
+        assert got.cost == inner.cost
+        con = duckdb.connect()
+        con.register("r", pd.DataFrame(list(inner.rows), columns=list(inner.columns)))
+        expected = con.execute(oracle).fetchall()
+        con.close()
+        assert [tuple(r) for r in got.rows] == [tuple(r) for r in expected]
+        assert len(got.confidence_intervals) == len(got.rows)
+        assert any("post-processing" in n for n in got.notes)
+        with_post.close()
+        plain.close()
+    ledger = Curator(tmp_path / "s.duckdb")
+    spent = {b.analyst: b.spent_epsilon for b in ledger.ledger.budgets()}
+    assert spent["a"] == spent["b"] == 5
+    ledger.close()
+
+
+def test_session_and_estimate_read_the_inner_query() -> None:
+    import infodp
+
+    frame = pd.DataFrame({"region": list("nsewnsew"), "age": [1, 2, 3, 4, 5, 6, 7, 8]})
+    session = infodp.Session(frame, PEOPLE, epsilon=10, source=_seeded(1))
+    sql = "SELECT region, COUNT(*) AS n FROM people GROUP BY region ORDER BY n DESC LIMIT 3"
+    est = session.estimate(sql, epsilon=1)
+    assert [m["measurement"] for m in est.accuracy] == ["count(*)"]
+    result = session.query(sql, epsilon=1)
+    assert result.columns == ("region", "n") and len(result.rows) == 3
+    counts = [row[1] for row in result.rows]
+    assert counts == sorted(counts, reverse=True)

@@ -204,6 +204,22 @@ CASES = [
     ),
     ("answered-median-with-nulls", "SELECT MEDIAN(score) FROM people", "0.001", "0"),
     ("answered-grouped", "SELECT region, AVG(age) FROM people GROUP BY region", "0.001", "0"),
+    # Post-processing of released values (HAVING, ORDER BY, LIMIT, arithmetic): free, and
+    # the same outcome, cost and ledger on neighbours; refusals of it cost nothing.
+    (
+        "answered-having-order-limit",
+        "SELECT region, COUNT(*) AS n, SUM(age) / COUNT(*) AS mean FROM people "
+        "GROUP BY region HAVING COUNT(*) > -1000 ORDER BY n DESC, region LIMIT 1",
+        "0.001",
+        "0",
+    ),
+    (
+        "having-reads-a-private-column",
+        "SELECT region, COUNT(*) FROM people GROUP BY region HAVING age > 3",
+        "0.1",
+        "0",
+    ),
+    ("limit-not-a-whole-number", "SELECT COUNT(*) AS n FROM people LIMIT 1.5", "0.1", "0"),
 ]
 IDS = [c[0] for c in CASES]
 

@@ -66,6 +66,7 @@ from infodp.curator.ledger import Budget, DeclarationChanged, Ledger
 from infodp.curator.overlap import Job, background
 from infodp.curator.plan import QueryPlan, measurements
 from infodp.curator.planning import column_accuracy, least_epsilon, measurement_accuracy
+from infodp.curator.post import inner_sql
 from infodp.curator.pricing import REMEMBERED, PriceBook, copy_summary
 from infodp.curator.registration import parse_caps, register_dataset
 from infodp.curator.release import (
@@ -360,10 +361,10 @@ class Curator:
         The row bound is the schema's declaration (``public_rows``/``public_max_rows``), never
         the measured count, which is private.
         """
-        table = referenced_table(sql)
-        record = self.ledger.dataset(table)
+        inner = inner_sql(sql)  # the aggregate query measured (without HAVING, ORDER BY, …)
+        record = self.ledger.dataset(referenced_table(inner))
         schema = self._book.schema_of(record.schema_json)
-        return parse_query(sql, schema), schema, schema.row_bound, record.unit_rows_ok
+        return parse_query(inner, schema), schema, schema.row_bound, record.unit_rows_ok
 
     def exact_aggregates(self, sql: str) -> ExactAggregates:
         """The bounded pre-noise aggregates of ``sql``. NOT PRIVATE: for tests and audits only."""
@@ -381,7 +382,7 @@ class Curator:
         """``analyst``'s budget on the dataset ``sql`` names, looked up before anything else of
         the query: :class:`NoBudget` (the same whether the dataset exists or not, so names of
         others' datasets are not revealed) when they hold none there."""
-        table = referenced_table(sql)
+        table = referenced_table(inner_sql(sql))
         for b in self.ledger.budgets(analyst):
             if b.analyst == analyst and b.dataset.lower() == table.lower():
                 return b
@@ -542,7 +543,9 @@ class Curator:
         )
         self._at("reserved", entry)
         leak = copy_summary(priced.leak)
-        return Reservation(analyst, plan, schema, unit_ok, cost, leak, float(confidence), entry)
+        return Reservation(
+            analyst, plan, schema, unit_ok, cost, leak, float(confidence), entry, priced.post
+        )
 
     def run_reserved(self, reserved: Reservation) -> Released:
         """Draw the noise, aggregate the store and release the answer of a reservation.
@@ -580,7 +583,8 @@ class Curator:
             self._discard(con)
             raise
         self._at("aggregated", reserved.entry)
-        return self._release(plan, schema, cost, exact, 1 - reserved.confidence, drawn)
+        released = self._release(plan, schema, cost, exact, 1 - reserved.confidence, drawn)
+        return reserved.finish(released)
 
     def _run_overlapped(self, reserved: Reservation) -> Released:
         """:meth:`run_reserved` for a reservation whose fsync is still to come: the fsync
@@ -637,7 +641,8 @@ class Curator:
             raise
         self._done(con)
         self._at("aggregated", reserved.entry)
-        return self._release(plan, schema, cost, exact, 1 - reserved.confidence, drawn)
+        released = self._release(plan, schema, cost, exact, 1 - reserved.confidence, drawn)
+        return reserved.finish(released)
 
     def _abandon(self, con: Any, job: Job[Any]) -> None:
         """Stop using ``con``: interrupt what runs on it and close it once that has ended."""

@@ -25,6 +25,7 @@ from typing import Any
 from infodp.curator.cost import Noise, QueryCost, leakage_of, plan_cost, selection
 from infodp.curator.ledger import Ledger
 from infodp.curator.plan import QueryPlan
+from infodp.curator.post import PostProcess, split_query
 from infodp.curator.request import NumberInput, Request
 from infodp.curator.schema import DatasetSchema
 from infodp.curator.sql import parse_query, referenced_table
@@ -49,6 +50,7 @@ class PricedQuery:
         "cost",
         "leak",
         "plan",
+        "post",
         "profile_spec",
         "rows",
         "schema",
@@ -65,8 +67,11 @@ class PricedQuery:
         cost: QueryCost,
         leak: dict[str, Any],
         schema_json: str,
+        post: PostProcess | None = None,
     ) -> None:
         self.plan, self.schema, self.rows, self.unit_ok = plan, schema, rows, unit_ok
+        #: What is computed from the released table afterwards (HAVING, ORDER BY, …), if any.
+        self.post = post
         #: The dataset's declaration as the ledger stores it (checked at each reservation).
         self.schema_json = schema_json
         self.cost, self.leak = cost, leak
@@ -142,16 +147,20 @@ class PriceBook:
         """:meth:`price` from the arguments and the declaration read from the ledger."""
         req = Request.parse(sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise)
         eps, dlt, kind = req.epsilon, req.delta, req.noise
+        # HAVING, ORDER BY, LIMIT and arithmetic between aggregates come off first: the inner
+        # query is what is priced and measured (infodp.curator.post).
+        post = split_query(sql)
+        inner = sql if post is None else post.inner_sql
         table = self._tables.get(sql)
         if table is None:
-            table = referenced_table(sql)
+            table = referenced_table(inner)
         name, schema_json, unit_ok = self.ledger.dataset_declaration(table)
         key = (sql, eps, dlt, kind, name, schema_json, unit_ok)
         hit = self._prices.get(key)
         if hit is not None:
             return hit
         schema = self.schema_of(schema_json)
-        plan = parse_query(sql, schema)
+        plan = parse_query(inner, schema)
         rows = schema.row_bound  # the declaration, never the measured count (private)
         cost = plan_cost(plan, schema, eps, dlt, rows, kind)
         if plan.needs_partition_selection:
@@ -162,7 +171,9 @@ class PriceBook:
             self._prices.clear()
             self._tables.clear()
         self._tables[sql] = table
-        hit = self._prices[key] = PricedQuery(plan, schema, rows, unit_ok, cost, leak, schema_json)
+        hit = self._prices[key] = PricedQuery(
+            plan, schema, rows, unit_ok, cost, leak, schema_json, post
+        )
         return hit
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from infodp.curator.cost import QueryCost
 from infodp.curator.ledger import Budget
 from infodp.curator.plan import QueryPlan
+from infodp.curator.post import PostProcess
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import InfodpError
 
@@ -113,6 +114,12 @@ class Reservation:
     leakage: dict[str, Any] = field(compare=False)
     confidence: float = 0.95
     entry: int = 0
+    #: What is computed from the released table afterwards (HAVING, ORDER BY, …), if any.
+    post: PostProcess | None = None
+
+    def finish(self, released: Released) -> Released:
+        """The released table after this query's free post-processing (itself without any)."""
+        return released if self.post is None else self.post.apply(released, self.confidence)
 
 
 class StoreNotOpened(InfodpError):

@@ -1,0 +1,291 @@
+"""Splitting a query into its inner aggregate query and its free post-processing.
+
+:func:`split_query` reads the SELECT with sqlglot. When it uses HAVING, ORDER BY, LIMIT/OFFSET
+or SELECT items computed from aggregates, every aggregate those clauses mention becomes an item
+of the **inner query** (a hidden ``__ppN`` column when it is not already selected as it is), and
+the clauses become :class:`~infodp.curator.post.terms.Term` expressions over the inner query's
+released columns. Only released values may appear there: aggregates, GROUP BY columns and
+SELECT aliases; anything else is refused before anything is spent.
+
+>>> post = split_query("SELECT g, SUM(v) / COUNT(*) AS mean FROM t GROUP BY g ORDER BY mean")
+>>> post.inner_sql
+'SELECT g, SUM(v) AS __pp0, COUNT(*) AS __pp1 FROM t GROUP BY g'
+>>> split_query("SELECT COUNT(*) FROM t") is None
+True
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import sqlglot
+from sqlglot import exp
+
+from infodp.curator.post.process import Item, Ordering, PostProcess
+from infodp.curator.post.terms import FUNCTIONS, Term
+from infodp.errors import ParameterError
+
+__all__ = ["MAX_LIMIT", "inner_sql", "split_query"]
+
+#: Largest LIMIT or OFFSET accepted.
+MAX_LIMIT = 1_000_000
+
+#: Prefix of the inner query's hidden output names (refused in an analyst's aliases).
+HIDDEN = "__pp"
+
+_BINARY: dict[type[exp.Expr], str] = {
+    exp.Add: "+",
+    exp.Sub: "-",
+    exp.Mul: "*",
+    exp.Div: "/",
+    exp.EQ: "=",
+    exp.NEQ: "<>",
+    exp.LT: "<",
+    exp.LTE: "<=",
+    exp.GT: ">",
+    exp.GTE: ">=",
+    exp.And: "and",
+    exp.Or: "or",
+}
+#: sqlglot's function nodes accepted on released values, by the name a Term uses.
+_FUNCTION_NODES: dict[type[exp.Expr], str] = {
+    exp.Abs: "ABS",
+    exp.Round: "ROUND",
+    exp.Floor: "FLOOR",
+    exp.Ceil: "CEIL",
+    exp.Sqrt: "SQRT",
+    exp.Least: "LEAST",
+    exp.Greatest: "GREATEST",
+    exp.Coalesce: "COALESCE",
+}
+_ALLOWED = (
+    "on released values: + - * /, comparisons, AND/OR/NOT, BETWEEN, IN, IS NULL, "
+    + ", ".join([*FUNCTIONS, "COALESCE"])
+)
+
+
+def _refuse(construct: str, detail: str) -> ParameterError:
+    return ParameterError(f"refused SQL construct: {construct} ({detail}).")
+
+
+def is_aggregate(node: exp.Expr) -> bool:
+    """Whether ``node`` is an aggregate call (what the inner query measures)."""
+    if isinstance(node, (exp.AggFunc, exp.WithinGroup, exp.Filter)):
+        return True
+    return isinstance(node, exp.Anonymous) and node.name.upper() in (
+        "QUANTILE_CONT",
+        "QUANTILE_DISC",
+    )
+
+
+def _contains_aggregate(node: exp.Expr) -> bool:
+    return any(is_aggregate(n) for n in node.walk())
+
+
+def _bare(node: exp.Expr) -> bool:
+    """A column or a single aggregate call: what the SQL parser answers as it is."""
+    if isinstance(node, exp.Column):
+        return True
+    return is_aggregate(node) and not any(is_aggregate(n) for n in node.walk() if n is not node)
+
+
+class _Splitter:
+    """The inner query's items and the outer terms of one SELECT."""
+
+    def __init__(self, select: exp.Select) -> None:
+        group = select.args.get("group")
+        self.group_columns = {g.name.lower() for g in (group.expressions if group else [])}
+        self.inner: list[exp.Expr] = []
+        self.by_text: dict[str, int] = {}
+        #: Inner columns that are noisy aggregates (the others are released group keys).
+        self.noisy: set[int] = set()
+        self.aliases: dict[str, Term] = {}
+        self.hidden_count = 0
+        self.handlers: dict[type[exp.Expr], Callable[[exp.Expr, str], Term]] = {
+            exp.Paren: lambda n, c: self.term(n.this, c),
+            exp.Column: self._column,
+            exp.Literal: self._literal,
+            exp.Null: lambda n, c: Term("const"),
+            exp.Boolean: lambda n, c: Term("const", value=int(bool(n.this))),
+            exp.Neg: lambda n, c: Term("neg", (self.term(n.this, c),)),
+            exp.Not: lambda n, c: Term("not", (self.term(n.this, c),)),
+            exp.Is: self._is,
+            exp.Between: self._between,
+            exp.In: self._in,
+            **{kind: self._binary for kind in _BINARY},
+            **{kind: self._function for kind in _FUNCTION_NODES},
+        }
+
+    def _add(self, node: exp.Expr, *, hidden: bool) -> int:
+        index = len(self.inner)
+        if hidden:
+            node = exp.alias_(node.copy(), f"{HIDDEN}{self.hidden_count}")
+            self.hidden_count += 1
+        self.inner.append(node.copy() if not hidden else node)
+        inner = node.this if isinstance(node, exp.Alias) else node
+        self.by_text.setdefault(inner.sql(), index)
+        if _contains_aggregate(inner):
+            self.noisy.add(index)
+        return index
+
+    def reference(self, node: exp.Expr) -> Term:
+        """A reference to an aggregate or group column, measured once in the inner query."""
+        known = self.by_text.get(node.sql())
+        return Term("ref", value=self._add(node, hidden=True) if known is None else known)
+
+    def visible(self, item: exp.Expr) -> Term:
+        """A bare aggregate or column kept as the inner query has it (the same output name)."""
+        return Term("ref", value=self._add(item, hidden=False))
+
+    def term(self, node: exp.Expr, clause: str) -> Term:
+        """The term of an expression over released values (refusing anything else)."""
+        if is_aggregate(node):
+            return self.reference(node)
+        handler = self.handlers.get(type(node))
+        if handler is None:
+            raise _refuse(f"{node.sql()!r} in {clause}", _ALLOWED)
+        return handler(node, clause)
+
+    def _column(self, node: exp.Expr, clause: str) -> Term:
+        qualified = isinstance(node, exp.Column) and bool(node.table)
+        if node.name.lower() in self.group_columns and not qualified:
+            return self.reference(node)
+        if node.name in self.aliases and clause != "SELECT":
+            return self.aliases[node.name]
+        raise _refuse(
+            f"column {node.name!r} in {clause}",
+            "after the noise only released values are available: aggregates, GROUP BY "
+            "columns and SELECT aliases",
+        )
+
+    def _literal(self, node: exp.Expr, clause: str) -> Term:
+        if node.is_string:
+            return Term("const", value=str(node.this))
+        number = float(node.this)
+        return Term("const", value=int(number) if number.is_integer() else number)
+
+    def _binary(self, node: exp.Expr, clause: str) -> Term:
+        pair = (self.term(node.this, clause), self.term(node.expression, clause))
+        return Term(_BINARY[type(node)], pair)
+
+    def _is(self, node: exp.Expr, clause: str) -> Term:
+        if not isinstance(node.expression, exp.Null):
+            raise _refuse(f"IS {node.expression.sql()}", "only IS [NOT] NULL")
+        return Term("is null", (self.term(node.this, clause),))
+
+    def _between(self, node: exp.Expr, clause: str) -> Term:
+        parts = (node.this, node.args["low"], node.args["high"])
+        return Term("between", tuple(self.term(n, clause) for n in parts))
+
+    def _in(self, node: exp.Expr, clause: str) -> Term:
+        if node.args.get("query"):
+            raise _refuse("subquery", "IN takes a list of values")
+        listed = (self.term(v, clause) for v in node.expressions)
+        return Term("in", (self.term(node.this, clause), *listed))
+
+    def _function(self, node: exp.Expr, clause: str) -> Term:
+        args = [node.this, *node.expressions]
+        if isinstance(node, exp.Round) and node.args.get("decimals") is not None:
+            args.append(node.args["decimals"])
+        terms = tuple(self.term(a, clause) for a in args if a is not None)
+        return Term(_FUNCTION_NODES[type(node)], terms)
+
+
+def _needs_post(select: exp.Select) -> bool:
+    if any(select.args.get(k) for k in ("having", "order", "limit", "offset")):
+        return True
+    for item in select.expressions:
+        node = item.this if isinstance(item, exp.Alias) else item
+        if not _bare(node) and _contains_aggregate(node):
+            return True
+    return False
+
+
+def _count(node: exp.Expr, clause: str) -> int:
+    value = node.expression
+    if not isinstance(value, exp.Literal) or value.is_string or not value.this.isdigit():
+        raise ParameterError(clause, None if value is None else value.sql(), "a whole number")
+    n = int(value.this)
+    if n > MAX_LIMIT:
+        raise ParameterError(clause, n, f"at most {MAX_LIMIT}")
+    return n
+
+
+def _items(select: exp.Select, split: _Splitter) -> tuple[Item, ...]:
+    items: list[Item] = []
+    for item in select.expressions:
+        alias = item.alias if isinstance(item, exp.Alias) else None
+        if alias and alias.startswith("__"):
+            raise ParameterError("alias", alias, "a name that does not start with '__'")
+        node = item.this if isinstance(item, exp.Alias) else item
+        if _bare(node) or not _contains_aggregate(node):
+            # A column or an aggregate, or what the SQL parser judges (and may refuse).
+            items.append(Item(None, split.visible(item)))
+        else:
+            items.append(Item(alias or node.sql(), split.term(node, "SELECT")))
+        if alias:
+            split.aliases[alias] = items[-1].term
+    return tuple(items)
+
+
+def _ordering(
+    select: exp.Select, split: _Splitter, items: tuple[Item, ...]
+) -> tuple[Ordering, ...]:
+    order_node = select.args.get("order")
+    out: list[Ordering] = []
+    for ordered in [] if order_node is None else order_node.expressions:
+        key = ordered.this
+        if isinstance(key, exp.Literal) and not key.is_string and key.this.isdigit():
+            position = int(key.this)
+            if not 1 <= position <= len(items):
+                raise ParameterError("ORDER BY", position, f"a position in 1..{len(items)}")
+            term = items[position - 1].term
+        else:
+            term = split.term(key, "ORDER BY")
+        desc, nulls_first = bool(ordered.args.get("desc")), bool(ordered.args.get("nulls_first"))
+        out.append(Ordering(term, desc, nulls_first))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=512)
+def split_query(sql: str) -> PostProcess | None:
+    """The inner query and the post-processing of ``sql``; None when it needs none (or is
+    not a SELECT this step reads: the SQL parser then says what it refuses).
+
+    >>> split_query("SELECT COUNT(*) AS n FROM t ORDER BY n DESC LIMIT 3").limit
+    3
+    """
+    try:
+        select = sqlglot.parse_one(sql)
+    except (sqlglot.errors.SqlglotError, RecursionError, ValueError, TypeError):
+        return None
+    if not isinstance(select, exp.Select) or not _needs_post(select):
+        return None
+    if any(select.args.get(k) for k in ("distinct", "with", "with_")):
+        return None  # refused by the SQL parser, with its own message
+    split = _Splitter(select)
+    items = _items(select, split)
+    having = select.args.get("having")
+    having_term = None if having is None else split.term(having.this, "HAVING")
+    order = _ordering(select, split, items)
+    limit = None if select.args.get("limit") is None else _count(select.args["limit"], "LIMIT")
+    offset = 0 if select.args.get("offset") is None else _count(select.args["offset"], "OFFSET")
+    inner = select.copy()
+    for key in ("having", "order", "limit", "offset"):
+        inner.set(key, None)
+    inner.set("expressions", split.inner)
+    return PostProcess(
+        inner.sql(), items, having_term, order, limit, offset, frozenset(split.noisy)
+    )
+
+
+def inner_sql(sql: str) -> str:
+    """The aggregate query ``sql`` measures: itself, or its inner query when it has a free
+    post-processing part.
+
+    >>> inner_sql("SELECT COUNT(*) AS n FROM t ORDER BY n")
+    'SELECT COUNT(*) AS n FROM t'
+    """
+    post = split_query(sql) if isinstance(sql, str) else None
+    return sql if post is None else post.inner_sql
