@@ -180,4 +180,4 @@ def test_the_private_name_checks_have_power(tmp_path: Path) -> None:
         "infodp.curator.engine:_answer_text",
         "infodp.curator._secret",
     ]
-    assert {"_done", "_open", "_book"} <= _curator_private_members()
+    assert {"_book", "_runner", "_connections"} <= _curator_private_members()

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from _json_values import same_json, strict_json
 from infodp._jsonable import to_jsonable
-from infodp.curator import engine
+from infodp.curator import settlement
 from infodp.curator.engine import Curator
 from infodp.curator.render import answer_text
 from infodp.mechanisms.sampling import InsecureSeededSource
@@ -101,7 +101,7 @@ def test_release_json_uses_the_answer_renderer(
         seen.append(answer_text(payload))
         return seen[-1]
 
-    monkeypatch.setattr(engine, "answer_text", spy)
+    monkeypatch.setattr(settlement, "answer_text", spy)
     reserved = cur.reserve("a", QUERIES[0], epsilon="1", noise="laplace")
     text = cur.release_json(reserved)
     assert seen == [text]

@@ -78,7 +78,7 @@ def test_a_failed_fsync_releases_nothing_and_does_not_wait_for_the_data(
     released: list[Any] = []
     monkeypatch.setattr(DuckDBBackend, "aggregate", slow_aggregate)
     monkeypatch.setattr(cur.ledger, "sync", failing_sync)
-    monkeypatch.setattr(cur, "_release", lambda *a, **k: released.append(a))
+    monkeypatch.setattr(cur._runner, "release", lambda *a, **k: released.append(a))
     try:
         with pytest.raises(QueryFailed) as info:
             cur.query("a", SQL, epsilon="0.25")
@@ -105,7 +105,7 @@ def test_the_release_waits_for_the_fsync(tmp_path: Path, monkeypatch: pytest.Mon
     db = make_store(tmp_path)
     cur = Curator(db, keep_open=True)
     order: list[str] = []
-    real_sync, real_release = cur.ledger.sync, cur._release
+    real_sync, real_release = cur.ledger.sync, cur._runner.release
 
     def slow_sync() -> None:
         time.sleep(0.2)
@@ -117,7 +117,7 @@ def test_the_release_waits_for_the_fsync(tmp_path: Path, monkeypatch: pytest.Mon
         return real_release(*args, **kwargs)
 
     monkeypatch.setattr(cur.ledger, "sync", slow_sync)
-    monkeypatch.setattr(cur, "_release", release)
+    monkeypatch.setattr(cur._runner, "release", release)
     cur.query("a", SQL, epsilon="0.25")
     assert order == ["durable", "release"]
     cur.close()

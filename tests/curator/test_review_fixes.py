@@ -129,7 +129,7 @@ def test_cancelling_a_partition_selection_query_refunds_it(
     def broken(*_args: Any, **_kwargs: Any) -> None:
         raise OSError("simulated: store cannot be opened")
 
-    monkeypatch.setattr(cur, "_open", broken)
+    monkeypatch.setattr(cur._connections, "open", broken)
     with pytest.raises(OSError, match="simulated"):
         cur.query("a", "SELECT city, COUNT(*) FROM t GROUP BY city", epsilon=1, delta=1e-6)
     (entry,) = cur.ledger.entries()

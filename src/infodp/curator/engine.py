@@ -37,38 +37,32 @@ plus its ledger ``<file>.ledger``):
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from infodp._jsonable import JsonObject
 from infodp._lazy import lazy_module
-from infodp._validate import as_analyst_name
-from infodp.curator.answer import CellNoise, Layout, draw_cell_noise, release
-from infodp.curator.backends.base import BACKENDS, Backend, ExactAggregates
+from infodp.curator.backends.base import ExactAggregates
 from infodp.curator.backends.duckdb import DuckDBBackend
+from infodp.curator.connections import Connections
 from infodp.curator.cost import (
     MAX_CELLS,
     MAX_QUANTILE_CELLS,
     PRIVACY_PARAMETER_RANGE,
     MeasurementCost,
     QueryCost,
-    _float_up,
     as_budget_fraction,
     leakage_of,
     plan_cost,
 )
 from infodp.curator.ledger import Budget, DeclarationChanged, Ledger
-from infodp.curator.overlap import Job, background
 from infodp.curator.plan import QueryPlan, measurements
-from infodp.curator.planning import column_accuracy, least_epsilon, measurement_accuracy
+from infodp.curator.planning import column_accuracy, estimate_of, least_epsilon
 from infodp.curator.post import inner_sql
-from infodp.curator.pricing import REMEMBERED, PriceBook, copy_summary
-from infodp.curator.registration import parse_caps, register_dataset
+from infodp.curator.pricing import PriceBook, copy_summary
+from infodp.curator.registration import DataOwner
 from infodp.curator.release import (
     BufferedCryptoSource,
     require_release_source,
@@ -77,13 +71,15 @@ from infodp.curator.render import answer_text
 from infodp.curator.request import Estimate, NoBudget, Priced, Request, check_confidence
 from infodp.curator.result import QueryResult, Released, Reservation, StoreNotOpened
 from infodp.curator.rules.base import ColumnAccuracy
-from infodp.curator.schema import DatasetSchema, load_schema
+from infodp.curator.runner import Runner
+from infodp.curator.schema import DatasetSchema
+from infodp.curator.settlement import Settlement
 from infodp.curator.sql import parse_query, referenced_table
 from infodp.curator.store import (
-    catalogue,
     open_store,
 )
-from infodp.errors import InternalError, ParameterError, QueryFailed
+from infodp.curator.synopsis_release import release_synopsis
+from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import RandomSource
 
 if TYPE_CHECKING:
@@ -120,7 +116,7 @@ Hook = Callable[[str, int], None]
 _T = TypeVar("_T")
 
 
-class Curator:
+class Curator(DataOwner):
     """A DP SQL curator over one store (DuckDB file + ledger).
 
     ``source``: the randomness for releases — None (default) is the OS CSPRNG; tests may pass
@@ -158,26 +154,29 @@ class Curator:
         # The ledger must be this store's own (one store id in both), sound and present.
         # ``db=":memory:"`` keeps the store and (unless ``ledger`` names a file) the ledger in
         # memory; ``ledger`` overrides the default ``<db>.ledger`` next to the store.
-        self._con: Any = None
+        con: Any = None
         if one_shot and keep_open and ledger is None and self.db.is_file():
             # A one-shot process (``infodp query``) that only reads: one connection for the
             # life of this object also reads the store id (each DuckDB open costs about as
             # much as a small aggregate; see benchmarks/cli_startup.py). Not by default: a
             # read connection held from the start would conflict with this process's writes.
-            self._con = self.backend.connect(read_only=True)
+            con = self.backend.connect(read_only=True)
         try:
             self.ledger: Ledger = open_store(
-                self.db, self.backend, timeout=timeout, ledger=ledger, con=self._con
+                self.db, self.backend, timeout=timeout, ledger=ledger, con=con
             )
         except BaseException:
-            if self._con is not None:
-                self._con.close()
+            if con is not None:
+                con.close()
             raise
-        self._hook = _hook
-        self._keep_open = keep_open
+        spark_options = {"master": spark_master, "conf": spark_conf, "progress": progress}
+        self._connections = Connections(
+            self.db, self.backend, keep_open=keep_open, spark_options=spark_options
+        )
+        self._connections.kept = con
         # A one-shot process checks its statements on the connection it answers with (they
         # read no stored data, see DuckDBBackend.check) rather than starting a second DuckDB.
-        self._one_shot = self._con is not None
+        self._one_shot = con is not None
         if query_timeout is not None and not (
             isinstance(query_timeout, (int, float)) and 0 < query_timeout < math.inf
         ):
@@ -185,171 +184,30 @@ class Curator:
         self.query_timeout = query_timeout
         # Priced queries, remembered (infodp.curator.pricing).
         self._book = PriceBook(self.ledger)
-        # Release layouts of priced queries, by (plan, cost, level) identity (see _layout).
-        self._layouts: dict[tuple[int, int, float], tuple[QueryPlan, QueryCost, Layout]] = {}
-        # Which backend holds each dataset (the store's catalogue, read once and cached:
-        # a dataset's backend never changes under its name).
-        self._catalogue: dict[str, dict[str, Any]] = {}
-        self._spark_options: dict[str, Any] = {
-            "master": spark_master,
-            "conf": spark_conf,
-            "progress": progress,
-        }
-        self._spark: Any = None
+        # Outcomes recorded in the ledger (infodp.curator.settlement).
+        self._settlement = Settlement(self.ledger)
+        # The step that reads the data (infodp.curator.runner).
+        self._runner = Runner(
+            self._connections, self.ledger, self._source, query_timeout=query_timeout, hook=_hook
+        )
 
     def spark(self) -> Any:
         """The Spark backend of this store (made on first use; needs ``infodp[spark]``)."""
-        if self._spark is None:
-            from infodp.curator.backends.spark import SparkBackend
-
-            self._spark = SparkBackend(self.db, **self._spark_options)
-        return self._spark
+        return self._connections.spark()
 
     def dataset_backend(self, dataset: str) -> str:
         """Which backend holds ``dataset``: ``"duckdb"`` or ``"spark"`` (the store's catalogue)."""
-        meta = self._catalogue.get(dataset)
-        if meta is None:
-            self._catalogue = catalogue(self.backend, self._con)
-            meta = self._catalogue.setdefault(dataset, {})
-        return str(meta.get("backend", "duckdb"))
-
-    def _engine(self, table: str) -> Backend:
-        """The backend holding dataset ``table`` (DuckDB unless registered with Spark)."""
-        if self.dataset_backend(table) != "spark":
-            return self.backend
-        spark = self.spark()
-        spark.attach(table, str(self._catalogue[table]["bounded_path"]))
-        return spark  # type: ignore[no-any-return]
+        return self._connections.dataset_backend(dataset)
 
     def warm(self) -> None:
         """Open the kept read-only connection now (``keep_open``), not during the first query:
         what a service's worker does before it reports ready."""
-        self._done(self._open())
-
-    def _open(self, engine: Backend | None = None) -> Any:
-        if engine is not None and engine is not self.backend:
-            return engine.connect(read_only=True)
-        if not self._keep_open:
-            return self.backend.connect(read_only=True)
-        if self._con is None:
-            self._con = self.backend.connect(read_only=True)
-        return self._con
-
-    def _done(self, con: Any) -> None:
-        if not self._keep_open:
-            con.close()
-
-    def _discard(self, con: Any) -> None:
-        # After a failure or an interrupt the connection is not reused.
-        if con is self._con and con is not None:
-            self._con = None
-        with contextlib.suppress(Exception):  # closing a broken connection: best effort
-            con.close()
+        self._connections.done(self._connections.open())
 
     def close(self) -> None:
         """Close the kept DuckDB connection and the ledger connection."""
-        if self._con is not None:
-            self._con.close()
-            self._con = None
+        self._connections.close()
         self.ledger.close()
-
-    # -- administration ------------------------------------------------------------------------
-
-    def register_dataset(
-        self,
-        name: str,
-        source: Any,
-        schema: Any,
-        *,
-        info_cap_bits: float | None = None,
-        max_epsilon: Any = None,
-        max_delta: Any = None,
-        backend: str = "duckdb",
-        bounded_path: str | Path | None = None,
-    ) -> dict[str, Any]:
-        """Load ``source`` (CSV/Parquet path or frame) under ``name`` with its declared schema.
-
-        ``backend="spark"``: ``source`` is a Parquet path or a table of Spark's catalogue (or
-        a frame); Spark writes the bounded copy as Parquet at ``bounded_path`` (default
-        ``<store>.bounded/NAME``) and every query on ``name`` runs on Spark. The store's
-        catalogue records the backend, the source and the copy's path.
-
-        ``info_cap_bits`` optionally caps the total information (α = 1) released about the
-        table by all analysts together (it needs a declared public row bound).
-        ``max_epsilon``/``max_delta`` cap the (ε, δ) all analysts together may spend on it,
-        enforced in the same ledger transaction as each analyst's own budget. The measured row
-        count is the owner's to see (returned here) and never shown to analysts. Content
-        identical to an already registered dataset (same fingerprint of the bounded table) is
-        refused, naming that dataset.
-        """
-        parsed = load_schema(schema)
-        if backend not in BACKENDS:
-            raise ParameterError("backend", backend, "one of " + ", ".join(BACKENDS))
-        if bounded_path is not None and backend != "spark":
-            raise ParameterError(
-                "bounded_path", str(bounded_path), "given only with backend='spark'"
-            )
-        if self._con is not None:  # our own reader would block the write
-            self._con.close()
-            self._con = None
-        if not isinstance(name, str) or not name.isidentifier():
-            raise ParameterError("name", name, "an identifier (letters, digits, _)")
-        caps = parse_caps(parsed, info_cap_bits, max_epsilon, max_delta)
-        if name in {d.name for d in self.ledger.datasets()}:
-            raise ParameterError("name", name, "a dataset name not registered yet")
-        engine = self.spark() if backend == "spark" else self.backend
-        shown, where = register_dataset(
-            self.ledger,
-            self.backend,
-            engine,
-            name,
-            source,
-            dataclasses.replace(parsed, table=name),
-            caps,
-            bounded_path=bounded_path,
-        )
-        self._catalogue[name] = where
-        return shown
-
-    def add_analyst(
-        self,
-        name: str,
-        dataset: str,
-        *,
-        epsilon: Any = None,
-        delta: Any = 0,
-        budget: Any = None,
-    ) -> str:
-        """Give analyst ``name`` a budget on ``dataset``; returns their API key (shown once).
-
-        Either ``epsilon`` (and ``delta``): exact (ε, δ) under basic composition; or
-        ``budget``, an :class:`infodp.accounting.Budget` in any currency the accountant
-        supports (``Budget.basic``, ``Budget.pure``, ``Budget.approx`` with tight PLD
-        composition, ``Budget.rdp``, ``Budget.zcdp``, ``Budget.nats``), enforced by the
-        ledger through an :class:`infodp.accounting.Accountant` whose state it keeps.
-        """
-        name = as_analyst_name("name", name)
-        state: str | None = None
-        if budget is not None:
-            from infodp.accounting.accountant import Accountant
-            from infodp.accounting.accountant import Budget as AccountantBudget
-
-            if not isinstance(budget, AccountantBudget):
-                raise ParameterError("budget", budget, "an infodp.accounting Budget")
-            if budget.currency == "basic":  # kept as the analysts row's exact sums
-                epsilon, delta = budget.epsilon, budget.delta
-            else:
-                state = Accountant(budget).to_json()
-                eps_value = budget.epsilon if budget.currency in ("pure", "approx") else 0
-                epsilon, delta = eps_value, budget.delta
-        elif epsilon is None:
-            raise ParameterError("epsilon", None, "given (or pass an accountant budget)")
-        eps = as_budget_fraction("epsilon", epsilon, allow_zero=True)
-        dlt = as_budget_fraction("delta", delta, allow_zero=True)
-        if dlt > 1:
-            raise ParameterError("delta", delta, "a probability in [0, 1]")
-        record = self.ledger.dataset(dataset)
-        return self.ledger.add_analyst(name, record.name, eps, dlt, accountant_json=state)
 
     def schema(self, dataset: str) -> DatasetSchema:
         """The declared schema of a registered dataset."""
@@ -369,12 +227,12 @@ class Curator:
     def exact_aggregates(self, sql: str) -> ExactAggregates:
         """The bounded pre-noise aggregates of ``sql``. NOT PRIVATE: for tests and audits only."""
         plan, schema, _, unit_ok = self.plan(sql)
-        engine = self._engine(plan.table)
-        con = self._open(engine)
+        engine = self._connections.engine(plan.table)
+        con = self._connections.open(engine)
         try:
             return engine.aggregate(con, plan, schema, measurements(plan), unit_rows_ok=unit_ok)
         finally:
-            self._done(con)
+            self._connections.done(con)
 
     # -- requests (parsed once: infodp.curator.request) ----------------------------------------
 
@@ -436,7 +294,7 @@ class Curator:
         reserved = self._reserve(analyst, sql, epsilon, delta, confidence, noise, durable=False)
 
         def produce() -> tuple[QueryResult, Callable[[], str]]:
-            result = self._result_only(reserved, self._run_overlapped(reserved))
+            result = self._settlement.result(reserved, self._runner.run_overlapped(reserved))
             # The ledger's copy is rendered when it is written (by the ledger's background
             # writer, in a batch), from the answer and a copy of its summary (the one mutable
             # part a caller holds).
@@ -449,7 +307,7 @@ class Curator:
 
             return result, text
 
-        return self._settle(reserved, produce, later=True)
+        return self._settlement.settle(reserved, produce, later=True)
 
     # The query path in three steps, so that a service can run the middle one (the only one
     # touching the data, and the CPU-heavy one) in a worker process of its own while the
@@ -513,23 +371,7 @@ class Curator:
     ) -> Reservation:
         priced = self._book.price(sql, epsilon, delta, noise, confidence, reserving=remembered)
         plan, schema, unit_ok, cost = priced.plan, priced.schema, priced.unit_ok, priced.cost
-        ms = tuple(p.measurement for p in cost.parts)
-        engine = self._engine(plan.table)
-        if engine is self.backend:
-            if not priced.checked:
-                # A one-shot process checks on the connection it already holds (no second
-                # open). The check reads no data, so its outcome for these statements never
-                # changes: once passed, it is not run again.
-                self.backend.check(
-                    plan,
-                    schema,
-                    ms,
-                    unit_rows_ok=unit_ok,
-                    con=self._con if self._one_shot else None,
-                )
-                priced.checked = True
-        else:
-            engine.check(plan, schema, ms, unit_rows_ok=unit_ok)
+        self._connections.check(priced, on_kept=self._one_shot)
         entry = self.ledger.reserve(
             analyst,
             plan.table,
@@ -541,7 +383,7 @@ class Curator:
             durable=durable,
             declaration=(priced.schema_json, unit_ok),
         )
-        self._at("reserved", entry)
+        self._runner.at("reserved", entry)
         leak = copy_summary(priced.leak)
         return Reservation(
             analyst, plan, schema, unit_ok, cost, leak, float(confidence), entry, priced.post
@@ -550,107 +392,12 @@ class Curator:
     def run_reserved(self, reserved: Reservation) -> Released:
         """Draw the noise, aggregate the store and release the answer of a reservation.
 
-        The only step that reads the data. It writes nothing to the ledger, so it may run in
-        another process over the same store (:mod:`infodp.server.pool`). Raises
-        :class:`StoreNotOpened` when the store could not be opened (nothing was touched).
+        The only step that reads the data (:class:`~infodp.curator.runner.Runner`). It writes
+        nothing to the ledger, so it may run in another process over the same store
+        (:mod:`infodp.server.pool`). Raises :class:`StoreNotOpened` when the store could not be
+        opened (nothing was touched).
         """
-        plan, schema, cost = reserved.plan, reserved.schema, reserved.cost
-        try:
-            engine = self._engine(plan.table)
-            con = self._open(engine)
-        except Exception as err:
-            raise StoreNotOpened(f"store not opened: {type(err).__name__}") from err
-        try:
-            drawn: dict[tuple[str, ...], list[int | None]] | None = None
-            if not plan.needs_partition_selection:
-                # The released cells are known in advance (declared keys) and the noise does
-                # not depend on the data: one exact batch per measurement, drawn after the
-                # durable reservation. (Batched, it takes ~0.3 ms for 200 cells; overlapping
-                # it with DuckDB in a worker thread cost more in thread start-up and GIL
-                # hand-offs than it saved, so it is drawn inline.)
-                drawn = self._draw_noise(plan, cost)
-            ms = tuple(p.measurement for p in cost.parts)
-            exact = engine.aggregate(
-                con,
-                plan,
-                schema,
-                ms,
-                unit_rows_ok=reserved.unit_rows_ok,
-                deadline=self.query_timeout,
-            )
-            self._done(con)
-        except BaseException:
-            self._discard(con)
-            raise
-        self._at("aggregated", reserved.entry)
-        released = self._release(plan, schema, cost, exact, 1 - reserved.confidence, drawn)
-        return reserved.finish(released)
-
-    def _run_overlapped(self, reserved: Reservation) -> Released:
-        """:meth:`run_reserved` for a reservation whose fsync is still to come: the fsync
-        runs while DuckDB aggregates on a helper thread (both release the interpreter lock),
-        the noise is drawn before both, and nothing is released before the fsync has
-        returned.
-
-        The reservation was committed before the aggregate started, so the charge survives
-        this process dying at any point after it (only a power loss could undo a commit not
-        yet fsync'd, and then nothing had left). If the fsync fails, the aggregate is
-        interrupted and abandoned (nothing of it is used) and the failure is raised at once,
-        without waiting for it: the caller's outcome is :meth:`finish`'s constant failure, at
-        a time that does not depend on the data.
-        """
-        plan, schema, cost = reserved.plan, reserved.schema, reserved.cost
-        try:
-            engine = self._engine(plan.table)
-        except Exception as err:
-            raise StoreNotOpened(f"store not opened: {type(err).__name__}") from err
-        if engine is not self.backend:
-            # Spark runs for seconds (and keeps its own per-thread job state): the fsync
-            # first, then the query as the service's workers run it.
-            self.ledger.sync()
-            return self.run_reserved(reserved)
-        # The noise is independent of the data, so it is drawn first, not beside the
-        # aggregate or after it. Measured at 1M rows: a 0.1 ms draw on this thread while
-        # DuckDB runs made the aggregate 0.5-1.3 ms slower (interpreter work here contends
-        # with DuckDB's client, which runs Python between its tasks), and right after the
-        # aggregate the same draw takes 0.2-0.3 ms (caches emptied by the scan). Nothing is
-        # released unless the fsync below succeeds; if it fails, the noise is dropped unseen.
-        drawn: dict[tuple[str, ...], list[int | None]] | None = None
-        if not plan.needs_partition_selection:
-            drawn = self._draw_noise(plan, cost)
-        try:
-            con = self._open(engine)
-        except Exception as err:
-            raise StoreNotOpened(f"store not opened: {type(err).__name__}") from err
-        ms = tuple(p.measurement for p in cost.parts)
-        job = background(
-            lambda: engine.aggregate(
-                con,
-                plan,
-                schema,
-                ms,
-                unit_rows_ok=reserved.unit_rows_ok,
-                deadline=self.query_timeout,
-            )
-        )
-        try:
-            self.ledger.sync()  # the charge is durable from here on
-            exact = job.result()
-        except BaseException:
-            self._abandon(con, job)
-            raise
-        self._done(con)
-        self._at("aggregated", reserved.entry)
-        released = self._release(plan, schema, cost, exact, 1 - reserved.confidence, drawn)
-        return reserved.finish(released)
-
-    def _abandon(self, con: Any, job: Job[Any]) -> None:
-        """Stop using ``con``: interrupt what runs on it and close it once that has ended."""
-        if con is self._con:
-            self._con = None
-        with contextlib.suppress(Exception):  # an interrupt of a finished statement: harmless
-            con.interrupt()
-        job.add_done_callback(lambda: self._discard(con))
+        return self._runner.run(reserved)
 
     def finish(self, reserved: Reservation, run: Callable[[], Released]) -> QueryResult:
         """Run ``run`` (:meth:`run_reserved`, here or elsewhere) and record its outcome.
@@ -660,7 +407,9 @@ class Curator:
         whatever its cause, and the charge stays. The cause goes to the ledger only. Only a
         store that could not be opened (:class:`StoreNotOpened`) refunds the reservation.
         """
-        return self._settle(reserved, lambda: self._result(reserved, run()))
+        return self._settlement.settle(
+            reserved, lambda: self._settlement.result_text(reserved, run())
+        )
 
     def finish_json(self, reserved: Reservation, run: Callable[[], str]) -> str:
         """:meth:`finish` for an answer already rendered as JSON text (by :meth:`release_json`,
@@ -670,64 +419,13 @@ class Curator:
             text = run()
             return text, text
 
-        return self._settle(reserved, produce)
+        return self._settlement.settle(reserved, produce)
 
     def release_json(self, reserved: Reservation) -> str:
         """:meth:`run_reserved`, then the answer's payload (``QueryResult.to_dict()``, the
         remaining budget read from the ledger) rendered as strict JSON text."""
-        _, text = self._result(reserved, self.run_reserved(reserved))
+        _, text = self._settlement.result_text(reserved, self.run_reserved(reserved))
         return text
-
-    def _result(self, reserved: Reservation, released: Released) -> tuple[QueryResult, str]:
-        # The answer and its text (the one renderer), which the ledger stores as its copy.
-        result = self._result_only(reserved, released)
-        return result, answer_text(result.to_dict())
-
-    def _result_only(self, reserved: Reservation, released: Released) -> QueryResult:
-        # As the reservation left it (no second read), or read now when another process or
-        # object made it.
-        remaining = self.ledger.budget_after(reserved.entry) or self.ledger.budget(
-            reserved.analyst, reserved.plan.table
-        )
-        return QueryResult(
-            released.columns,
-            released.rows,
-            released.intervals,
-            reserved.confidence,
-            reserved.cost,
-            remaining,
-            reserved.entry,
-            reserved.leakage,
-            released.notes,
-            released.noisy,
-        )
-
-    def _settle(
-        self, reserved: Reservation, produce: Callable[[], tuple[_T, Any]], *, later: bool = False
-    ) -> _T:
-        """``produce()`` → (value, payload); records the payload (or the failure) in the ledger
-        (``later``: written after the answer is handed back, see :meth:`Ledger.complete_later`).
-        """
-        entry = reserved.entry
-        try:
-            value, payload = produce()
-        except StoreNotOpened as err:
-            self.ledger.cancel(entry, str(err))
-            # In this process, the opening error itself (as before the split).
-            raise (err.__cause__ or err) from None
-        except BaseException as err:
-            raise self._failed(entry, err) from None
-        if later:
-            self.ledger.complete_later(entry, payload)
-        else:
-            self.ledger.complete(entry, payload)
-        return value
-
-    def _failed(self, entry: int, err: BaseException) -> BaseException:
-        """Record a failure after the reservation; what the caller raises instead."""
-        self.ledger.fail(entry, f"{type(err).__name__}: {err}"[:500])
-        # Only interrupts (KeyboardInterrupt, SystemExit) pass through as themselves.
-        return QueryFailed() if isinstance(err, Exception) else err
 
     def _priced(
         self, sql: str, epsilon: Any, delta: Any, noise: Any, confidence: Any = 0.95
@@ -758,20 +456,8 @@ class Curator:
     def _estimate(self, req: Request, budget: Budget | None = None) -> Estimate:
         """The estimate of ``req``; with the analyst's ``budget``, whether it fits there by
         the accountant's dry run (the check the ledger's charge makes, every currency)."""
-        p = self._book.price(req.sql, req.epsilon, req.delta, req.noise, req.confidence)
-        cost, beta = p.cost, 1.0 - req.confidence
-        fits = (
-            None if budget is None else budget.can_spend(p.profile_spec, cost.epsilon, cost.delta)
-        )
-        return Estimate(
-            {**cost.to_dict(), "leakage": copy_summary(p.leak)},
-            # A MeasurementAccuracy holds text and floats only: a JSON object.
-            tuple(cast(JsonObject, dict(a)) for a in measurement_accuracy(cost, p.schema, beta)),
-            req.confidence,
-            cost.cells,
-            budget,
-            fits,
-        )
+        priced = self._book.price(req.sql, req.epsilon, req.delta, req.noise, req.confidence)
+        return estimate_of(priced, req.confidence, budget)
 
     def column_accuracy(
         self,
@@ -844,36 +530,7 @@ class Curator:
         ``run``: what releases the reserved histogram (default :meth:`run_reserved` here; the
         service passes one that runs it in a worker process).
         """
-        if not isinstance(name, str) or not name.isidentifier():
-            raise ParameterError("name", name, "an identifier (letters, digits, _)")
-        schema = self.schema(dataset)
-        # Names are unique per dataset: a collision reveals nothing about other datasets.
-        if name in {s["name"] for s in self.ledger.synopses() if s["dataset"] == schema.table}:
-            raise ParameterError("name", name, f"a synopsis name not used yet on {schema.table}")
-        cols = [schema.column(c).name for c in columns]
-        if not cols or len(set(cols)) != len(cols):
-            raise ParameterError("columns", list(columns), "one or more distinct column names")
-        from infodp.curator.synopsis import Synopsis, synopsis_keys
-
-        keys = synopsis_keys(schema, cols)
-        listed = ", ".join(f'"{c}"' for c in cols)
-        sql = f'SELECT {listed}, COUNT(*) AS n FROM "{schema.table}" GROUP BY {listed}'
-        reserved = self.reserve(analyst, sql, epsilon=epsilon)
-        release = self.run_reserved if run is None else run
-        result = self.finish(reserved, lambda: release(reserved))
-        # The unclamped noisy counts: clamping each cell at 0 would bias every sum of cells
-        # upwards while the synopsis intervals assume zero-mean noise.
-        counts = tuple(int(row[0] or 0) for row in result.noisy)
-        if len(counts) != math.prod(len(k) for k in keys):
-            raise InternalError("synopsis cells do not match the declared keys")
-        part = result.cost.parts[0]
-        syn = Synopsis(
-            name, schema.table, tuple(cols), keys, counts, part.scale, _float_up(part.epsilon)
-        )
-        self.ledger.save_synopsis(
-            name, schema.table, analyst, result.entry_id, syn.to_spec(), {"counts": list(counts)}
-        )
-        return syn
+        return release_synopsis(self, analyst, name, dataset, columns, epsilon, run)
 
     def synopsis(self, name: str, dataset: str | None = None) -> Synopsis:
         """A stored synopsis (of ``dataset`` when given; names are unique per dataset)."""
@@ -889,44 +546,6 @@ class Curator:
         check_confidence(confidence)
         syn = self.synopsis(name, dataset)
         return syn.answer(sql, self.schema(syn.dataset), confidence)
-
-    def _at(self, stage: str, entry: int) -> None:
-        if self._hook is not None:
-            self._hook(stage, entry)
-
-    def _draw_noise(
-        self, plan: QueryPlan, cost: QueryCost, keys: Sequence[tuple[str, ...]] | None = None
-    ) -> CellNoise:
-        """Noise for every cell (:func:`~infodp.curator.answer.draw_cell_noise`)."""
-        return draw_cell_noise(plan, cost, self._source, keys)
-
-    def _release(
-        self,
-        plan: QueryPlan,
-        schema: DatasetSchema,
-        cost: QueryCost,
-        exact: ExactAggregates,
-        beta: float,
-        noise: CellNoise | None = None,
-    ) -> Released:
-        """The answer from the exact aggregates (:func:`~infodp.curator.answer.release`)."""
-        return release(self._layout(plan, schema, cost, beta), cost, exact, self._source, noise)
-
-    def _layout(
-        self, plan: QueryPlan, schema: DatasetSchema, cost: QueryCost, beta: float
-    ) -> Layout:
-        """What a release of ``plan`` at level ``beta`` needs that depends on the query only
-        (declared keys, positions, half-widths, grid steps): made once per priced query,
-        remembered by the identity of its (immutable) plan and cost."""
-        slot = (id(plan), id(cost), beta)
-        hit = self._layouts.get(slot)
-        if hit is not None and hit[0] is plan and hit[1] is cost:
-            return hit[2]
-        layout = Layout.of(plan, schema, cost, beta)
-        if len(self._layouts) >= REMEMBERED:
-            self._layouts.clear()
-        self._layouts[slot] = (plan, cost, layout)  # the references keep the ids unique
-        return layout
 
 
 def _arguments(request: Request) -> dict[str, Any]:

@@ -15,18 +15,28 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
+from typing import cast
 
 from infodp._exact import parse_exact
+from infodp._jsonable import JsonObject
 from infodp.curator.answer import Layout
 from infodp.curator.column_accuracy import Accuracy, targets_by_column
 from infodp.curator.cost import QueryCost
+from infodp.curator.ledger import Budget
 from infodp.curator.plan import Output, QueryPlan
+from infodp.curator.pricing import PricedQuery, copy_summary
+from infodp.curator.request import Estimate
 from infodp.curator.rules import measure_for, rule_for
 from infodp.curator.rules.base import ColumnAccuracy, MeasurementAccuracy
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import ParameterError
 
-__all__ = ["column_accuracy", "least_epsilon", "measurement_accuracy"]
+__all__ = [
+    "column_accuracy",
+    "estimate_of",
+    "least_epsilon",
+    "measurement_accuracy",
+]
 
 
 def measurement_accuracy(
@@ -105,3 +115,23 @@ def least_epsilon(
             lo = mid
     digits = Fraction(10) ** (2 - math.floor(math.log10(float(hi))))
     return Fraction(math.ceil(hi * digits)) / digits
+
+
+def estimate_of(priced: PricedQuery, confidence: float, budget: Budget | None = None) -> Estimate:
+    """Cost and accuracy of a priced query at level ``confidence``; with the analyst's
+    ``budget``, whether it fits there by the accountant's dry run (the check the ledger's
+    charge makes, every currency). Nothing is spent and no data is read."""
+    cost, beta = priced.cost, 1.0 - confidence
+    fits = (
+        None if budget is None else budget.can_spend(priced.profile_spec, cost.epsilon, cost.delta)
+    )
+    accuracy = measurement_accuracy(cost, priced.schema, beta)
+    return Estimate(
+        {**cost.to_dict(), "leakage": copy_summary(priced.leak)},
+        # A MeasurementAccuracy holds text and floats only: a JSON object.
+        tuple(cast(JsonObject, dict(a)) for a in accuracy),
+        confidence,
+        cost.cells,
+        budget,
+        fits,
+    )

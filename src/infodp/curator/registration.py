@@ -9,6 +9,7 @@ the store's catalogue. Any failure after the copy removes it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -16,14 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from infodp._exact import float_up
+from infodp._validate import as_analyst_name
+from infodp.curator.backends.base import BACKENDS
 from infodp.curator.backends.duckdb import DuckDBBackend
+from infodp.curator.connections import Connections
 from infodp.curator.cost import as_budget_fraction
 from infodp.curator.ledger import Ledger
-from infodp.curator.schema import DatasetSchema
+from infodp.curator.schema import DatasetSchema, SchemaSource, load_schema
 from infodp.curator.store import fingerprint, private_files, record_dataset
 from infodp.errors import ParameterError
 
-__all__ = ["Caps", "parse_caps", "register_dataset"]
+__all__ = ["Caps", "DataOwner", "add_analyst", "parse_caps", "register_dataset"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,3 +157,129 @@ def register_dataset(
         "fingerprint": fp,
     }
     return shown, where
+
+
+def add_analyst(
+    ledger: Ledger,
+    name: str,
+    dataset: str,
+    epsilon: object = None,
+    delta: object = 0,
+    budget: object = None,
+) -> str:
+    """Give analyst ``name`` a budget on ``dataset`` (see :meth:`Curator.add_analyst`);
+    returns their API key (shown once).
+
+    >>> add_analyst(Ledger(":memory:"), "alice", "people", budget="lots")
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: budget must be an infodp.accounting Budget; got 'lots'.
+    """
+    name = as_analyst_name("name", name)
+    state: str | None = None
+    if budget is not None:
+        from infodp.accounting.accountant import Accountant
+        from infodp.accounting.accountant import Budget as AccountantBudget
+
+        if not isinstance(budget, AccountantBudget):
+            raise ParameterError("budget", budget, "an infodp.accounting Budget")
+        if budget.currency == "basic":  # kept as the analysts row's exact sums
+            epsilon, delta = budget.epsilon, budget.delta
+        else:
+            state = Accountant(budget).to_json()
+            eps_value = budget.epsilon if budget.currency in ("pure", "approx") else 0
+            epsilon, delta = eps_value, budget.delta
+    elif epsilon is None:
+        raise ParameterError("epsilon", None, "given (or pass an accountant budget)")
+    eps = as_budget_fraction("epsilon", epsilon, allow_zero=True)
+    dlt = as_budget_fraction("delta", delta, allow_zero=True)
+    if dlt > 1:
+        raise ParameterError("delta", delta, "a probability in [0, 1]")
+    record = ledger.dataset(dataset)
+    return ledger.add_analyst(name, record.name, eps, dlt, accountant_json=state)
+
+
+class DataOwner:
+    """The data owner's side of a store: registering datasets and granting budgets.
+
+    A base of :class:`~infodp.curator.engine.Curator` (which provides the attributes declared
+    here): what only the data owner runs, apart from the analysts' query path.
+    """
+
+    db: Path
+    ledger: Ledger
+    backend: DuckDBBackend
+    _connections: Connections
+
+    def register_dataset(
+        self,
+        name: str,
+        source: Any,
+        schema: SchemaSource,
+        *,
+        info_cap_bits: float | None = None,
+        max_epsilon: Any = None,
+        max_delta: Any = None,
+        backend: str = "duckdb",
+        bounded_path: str | Path | None = None,
+    ) -> dict[str, Any]:
+        """Load ``source`` (CSV/Parquet path or frame) under ``name`` with its declared schema.
+
+        ``backend="spark"``: ``source`` is a Parquet path or a table of Spark's catalogue (or
+        a frame); Spark writes the bounded copy as Parquet at ``bounded_path`` (default
+        ``<store>.bounded/NAME``) and every query on ``name`` runs on Spark. The store's
+        catalogue records the backend, the source and the copy's path.
+
+        ``info_cap_bits`` optionally caps the total information (α = 1) released about the
+        table by all analysts together (it needs a declared public row bound).
+        ``max_epsilon``/``max_delta`` cap the (ε, δ) all analysts together may spend on it,
+        enforced in the same ledger transaction as each analyst's own budget. The measured row
+        count is the owner's to see (returned here) and never shown to analysts. Content
+        identical to an already registered dataset (same fingerprint of the bounded table) is
+        refused, naming that dataset.
+        """
+        parsed = load_schema(schema)
+        if backend not in BACKENDS:
+            raise ParameterError("backend", backend, "one of " + ", ".join(BACKENDS))
+        if bounded_path is not None and backend != "spark":
+            raise ParameterError(
+                "bounded_path", str(bounded_path), "given only with backend='spark'"
+            )
+        self._connections.close()  # our own reader would block the write
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ParameterError("name", name, "an identifier (letters, digits, _)")
+        caps = parse_caps(parsed, info_cap_bits, max_epsilon, max_delta)
+        if name in {d.name for d in self.ledger.datasets()}:
+            raise ParameterError("name", name, "a dataset name not registered yet")
+        engine = self._connections.spark() if backend == "spark" else self.backend
+        shown, where = register_dataset(
+            self.ledger,
+            self.backend,
+            engine,
+            name,
+            source,
+            dataclasses.replace(parsed, table=name),
+            caps,
+            bounded_path=bounded_path,
+        )
+        self._connections.record(name, where)
+        return shown
+
+    def add_analyst(
+        self,
+        name: str,
+        dataset: str,
+        *,
+        epsilon: Any = None,
+        delta: Any = 0,
+        budget: Any = None,
+    ) -> str:
+        """Give analyst ``name`` a budget on ``dataset``; returns their API key (shown once).
+
+        Either ``epsilon`` (and ``delta``): exact (ε, δ) under basic composition; or
+        ``budget``, an :class:`infodp.accounting.Budget` in any currency the accountant
+        supports (``Budget.basic``, ``Budget.pure``, ``Budget.approx`` with tight PLD
+        composition, ``Budget.rdp``, ``Budget.zcdp``, ``Budget.nats``), enforced by the
+        ledger through an :class:`infodp.accounting.Accountant` whose state it keeps.
+        """
+        return add_analyst(self.ledger, name, dataset, epsilon, delta, budget)

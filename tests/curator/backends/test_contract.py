@@ -234,7 +234,7 @@ def test_per_unit_group_limit_keeps_one_group_per_unit(store: Curator) -> None:
 def test_same_seed_gives_the_same_answers_on_both_backends(store: Curator) -> None:
     out = []
     for backend in ("duckdb", "spark"):
-        store._source = InsecureSeededSource(5, i_understand_this_is_not_private=True)
+        store._runner.source = InsecureSeededSource(5, i_understand_this_is_not_private=True)
         key = f"seed_{backend}"
         store.add_analyst(key, f"exact_{backend}", epsilon=100, delta="0.5")
         sqls = [
@@ -251,7 +251,7 @@ def test_same_seed_gives_the_same_answers_on_both_backends(store: Curator) -> No
 
 
 def _residuals(cur: Curator, backend: str, seed: int, runs: int) -> np.ndarray:
-    cur._source = InsecureSeededSource(seed, i_understand_this_is_not_private=True)
+    cur._runner.source = InsecureSeededSource(seed, i_understand_this_is_not_private=True)
     analyst = f"ks_{backend}"
     cur.add_analyst(analyst, f"exact_{backend}", epsilon=1000)
     sql = f"SELECT c, COUNT(*), SUM(y) FROM exact_{backend} GROUP BY c"

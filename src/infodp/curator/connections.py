@@ -1,0 +1,127 @@
+"""Which engine holds each dataset of a store, and the connections queries read with.
+
+A store's datasets live in its DuckDB file, or as bounded Parquet copies that Spark reads (the
+store's catalogue says which). Queries read DuckDB through short-lived read-only connections by
+default, so that other processes can register datasets in between (a writer waits while any
+reader is open), or through one kept connection for the life of a service (``keep_open``). A
+connection that failed or was interrupted is never reused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from infodp.curator.backends.base import Backend
+from infodp.curator.backends.duckdb import DuckDBBackend
+from infodp.curator.overlap import Job
+from infodp.curator.pricing import PricedQuery
+from infodp.curator.store import catalogue
+
+if TYPE_CHECKING:
+    from infodp.curator.backends.spark import SparkBackend
+
+__all__ = ["Connections"]
+
+
+class Connections:
+    """The engines and read connections of one store (see the module docstring)."""
+
+    def __init__(
+        self,
+        db: Path,
+        backend: DuckDBBackend,
+        *,
+        keep_open: bool,
+        spark_options: dict[str, Any],
+    ) -> None:
+        self.db, self.backend, self.keep_open = db, backend, keep_open
+        #: The kept read-only DuckDB connection (``keep_open``, or a one-shot process's).
+        self.kept: Any = None
+        self._spark_options = spark_options
+        self._spark: SparkBackend | None = None
+        # Which backend holds each dataset (the store's catalogue, read once and cached:
+        # a dataset's backend never changes under its name).
+        self._catalogue: dict[str, dict[str, Any]] = {}
+
+    def spark(self) -> SparkBackend:
+        """The Spark backend of this store (made on first use; needs ``infodp[spark]``)."""
+        if self._spark is None:
+            from infodp.curator.backends.spark import SparkBackend
+
+            self._spark = SparkBackend(self.db, **self._spark_options)
+        return self._spark
+
+    def record(self, dataset: str, where: dict[str, Any]) -> None:
+        """Remember where a dataset just registered lives (its catalogue entry)."""
+        self._catalogue[dataset] = where
+
+    def dataset_backend(self, dataset: str) -> str:
+        """Which backend holds ``dataset``: ``"duckdb"`` or ``"spark"`` (the store's catalogue)."""
+        meta = self._catalogue.get(dataset)
+        if meta is None:
+            self._catalogue = catalogue(self.backend, self.kept)
+            meta = self._catalogue.setdefault(dataset, {})
+        return str(meta.get("backend", "duckdb"))
+
+    def engine(self, table: str) -> Backend:
+        """The backend holding dataset ``table`` (DuckDB unless registered with Spark)."""
+        if self.dataset_backend(table) != "spark":
+            return self.backend
+        spark = self.spark()
+        spark.attach(table, str(self._catalogue[table]["bounded_path"]))
+        return spark
+
+    def open(self, engine: Backend | None = None) -> Any:
+        """A read connection to ``engine`` (the store's DuckDB by default)."""
+        if engine is not None and engine is not self.backend:
+            return engine.connect(read_only=True)
+        if not self.keep_open:
+            return self.backend.connect(read_only=True)
+        if self.kept is None:
+            self.kept = self.backend.connect(read_only=True)
+        return self.kept
+
+    def done(self, con: Any) -> None:
+        """A connection's query is over (closed unless kept)."""
+        if not self.keep_open:
+            con.close()
+
+    def discard(self, con: Any) -> None:
+        """After a failure or an interrupt the connection is not reused."""
+        if con is self.kept and con is not None:
+            self.kept = None
+        with contextlib.suppress(Exception):  # closing a broken connection: best effort
+            con.close()
+
+    def abandon(self, con: Any, job: Job[Any]) -> None:
+        """Stop using ``con``: interrupt what runs on it and close it once that has ended."""
+        if con is self.kept:
+            self.kept = None
+        with contextlib.suppress(Exception):  # an interrupt of a finished statement: harmless
+            con.interrupt()
+        job.add_done_callback(lambda: self.discard(con))
+
+    def check(self, priced: PricedQuery, *, on_kept: bool) -> None:
+        """The engine's data-free check of a priced query's statements, before any charge.
+
+        ``on_kept``: check on the kept connection (a one-shot process, no second open). The
+        check reads no data, so its outcome for these statements never changes: once passed
+        on DuckDB, it is not run again for this priced query.
+        """
+        plan, schema, unit_ok = priced.plan, priced.schema, priced.unit_ok
+        ms = tuple(p.measurement for p in priced.cost.parts)
+        engine = self.engine(plan.table)
+        if engine is not self.backend:
+            engine.check(plan, schema, ms, unit_rows_ok=unit_ok)
+        elif not priced.checked:
+            con = self.kept if on_kept else None
+            self.backend.check(plan, schema, ms, unit_rows_ok=unit_ok, con=con)
+            priced.checked = True
+
+    def close(self) -> None:
+        """Close the kept connection (before this process writes to the store, or at the end)."""
+        if self.kept is not None:
+            self.kept.close()
+            self.kept = None
