@@ -30,12 +30,11 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import duckdb
 from sqlglot import exp
 
-from infodp._lazy import lazy_module
+from infodp._np import np
 from infodp._retry import retry
 from infodp.curator.backends.base import (
     ExactAggregates,
@@ -63,11 +62,6 @@ from infodp.curator.grid import ColumnGrid, column_grid
 from infodp.curator.plan import Measurement, QueryPlan
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import ParameterError
-
-if TYPE_CHECKING:
-    import numpy as np
-else:
-    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 __all__ = [
     "ColumnGrid",
