@@ -24,43 +24,30 @@ from infodp.curator.column_accuracy import Width, planned_rows, widest_mean
 from infodp.curator.intervals import avg_answer
 from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
 from infodp.curator.rules.base import (
+    BoundedRule,
     Cells,
     ColumnAccuracy,
+    GridSum,
     Interval,
     Measure,
     Rule,
     Value,
     column_of,
-    grid_of,
 )
-from infodp.curator.schema import DatasetSchema
 from infodp.errors import InternalError
 
 if TYPE_CHECKING:
-    from infodp.curator.rules.base import Parsing
+    pass
 
 __all__ = ["AVG", "CSUM_MEASURE", "planned_halfwidth"]
 
 
-class _CentredSum(Measure):
-    kind = MeasurementKind.CSUM
-
-    def sensitivity(self, m: Measurement, schema: DatasetSchema) -> int:
-        """m·r, r the largest |v − centre| in grid units."""
-        return schema.max_rows_per_unit * grid_of(m, schema).radius
-
-    def step(self, m: Measurement, schema: DatasetSchema) -> float:
-        """The column's grid step."""
-        return grid_of(m, schema).step
-
-    def width(self, m: Measurement, schema: DatasetSchema, rows: int) -> int:
-        """rows·(hi − lo) (the same bound as the uncentred sum's)."""
-        g = grid_of(m, schema)
-        return rows * (g.hi - g.lo)
-
-
-#: The measurement kind of a centred sum (AVG, VARIANCE and STDDEV share it).
-CSUM_MEASURE: Measure = _CentredSum()
+#: The measurement kind of a centred sum (AVG, VARIANCE and STDDEV share it): sensitivity
+#: m·r, r the largest |v − centre| in grid units; a cell's range rows·(hi − lo) (the same
+#: bound as the uncentred sum's).
+CSUM_MEASURE: Measure = GridSum(
+    MeasurementKind.CSUM, per_row=lambda g: g.radius, spread=lambda g: g.hi - g.lo
+)
 
 
 #: A search for the widest half-width over groups of n rows (column_accuracy).
@@ -95,19 +82,12 @@ def planned_halfwidth(
     return widest(width, n, radius)
 
 
-class AvgRule(Rule):
+class AvgRule(BoundedRule):
     """AVG(column) of a bounded numeric column."""
 
     func: ClassVar[AggregateFunc] = AggregateFunc.AVG
     sql_names = ("AVG",)
-
-    def parse(self, node: exp.Expr, sql: Parsing) -> Aggregate | None:
-        """``AVG(column)``."""
-        if type(node) is not exp.Avg:
-            return None
-        if isinstance(node.this, exp.Distinct):
-            raise sql.refuse("AVG(DISTINCT ...)")
-        return Aggregate(AggregateFunc.AVG, sql.bounded("AVG", node.this).name)
+    nodes: ClassVar[dict[type[exp.Expr], bool]] = {exp.Avg: False}
 
     def needs(self, agg: Aggregate) -> tuple[Measurement, ...]:
         """A centred sum and the non-null count."""

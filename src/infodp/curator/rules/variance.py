@@ -23,60 +23,35 @@ from infodp.curator.intervals import variance_answer
 from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
 from infodp.curator.rules.avg import planned_halfwidth
 from infodp.curator.rules.base import (
+    BoundedRule,
     Cells,
     ColumnAccuracy,
+    GridSum,
     Interval,
     Measure,
-    Rule,
     Value,
     column_of,
-    grid_of,
 )
-from infodp.curator.schema import DatasetSchema
 
 if TYPE_CHECKING:
-    from infodp.curator.rules.base import Parsing
+    pass
 
 __all__ = ["CSUMSQ_MEASURE", "STDDEV", "VARIANCE"]
 
 
-class _CentredSquares(Measure):
-    kind = MeasurementKind.CSUMSQ
-
-    def sensitivity(self, m: Measurement, schema: DatasetSchema) -> int:
-        """m·r² in grid² units."""
-        return schema.max_rows_per_unit * grid_of(m, schema).radius ** 2
-
-    def step(self, m: Measurement, schema: DatasetSchema) -> float:
-        """The square of the column's grid step."""
-        return grid_of(m, schema).step ** 2
-
-    def width(self, m: Measurement, schema: DatasetSchema, rows: int) -> int:
-        """rows·r²: the range of the centred sum of squares."""
-        return rows * grid_of(m, schema).radius ** 2
+#: The measurement kind of a centred sum of squares: sensitivity m·r² and a cell's range
+#: rows·r² in grid² units (one grid² unit is the square of the column's step).
+CSUMSQ_MEASURE: Measure = GridSum(
+    MeasurementKind.CSUMSQ, per_row=lambda g: g.radius**2, spread=lambda g: g.radius**2, power=2
+)
 
 
-#: The measurement kind of a centred sum of squares.
-CSUMSQ_MEASURE: Measure = _CentredSquares()
-
-
-class VarianceRule(Rule):
+class VarianceRule(BoundedRule):
     """VARIANCE/VAR_SAMP (sample) and VAR_POP (population)."""
 
     func: ClassVar[AggregateFunc] = AggregateFunc.VARIANCE
     sql_names = ("VARIANCE",)
-    #: sqlglot's node types and whether each is the population form.
     nodes: ClassVar[dict[type[exp.Expr], bool]] = {exp.Variance: False, exp.VariancePop: True}
-
-    def parse(self, node: exp.Expr, sql: Parsing) -> Aggregate | None:
-        """One of :attr:`nodes` over a bounded column."""
-        population = self.nodes.get(type(node))
-        if population is None:
-            return None
-        if isinstance(node.this, exp.Distinct):
-            raise sql.refuse(f"{node.key.upper()}(DISTINCT ...)")
-        col = sql.bounded(self.func.value.upper(), node.this)
-        return Aggregate(self.func, col.name, population=population)
 
     def output_name(self, node: exp.Expr) -> str:
         """As DuckDB prints it (the generic generator spells VAR_POP as VARIANCE_POP)."""
