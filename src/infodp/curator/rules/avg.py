@@ -15,6 +15,7 @@ the public planning size (:func:`~infodp.curator.column_accuracy.widest_mean`).
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
@@ -29,7 +30,6 @@ from infodp.curator.rules.base import (
     ColumnAccuracy,
     GridSum,
     Interval,
-    Measure,
     Rule,
     Value,
     column_of,
@@ -39,13 +39,13 @@ from infodp.errors import InternalError
 if TYPE_CHECKING:
     pass
 
-__all__ = ["AVG", "CSUM_MEASURE", "planned_halfwidth"]
+__all__ = ["AVG", "CSUM_MEASURE", "MomentRule", "planned_halfwidth"]
 
 
 #: The measurement kind of a centred sum (AVG, VARIANCE and STDDEV share it): sensitivity
 #: m·r, r the largest |v − centre| in grid units; a cell's range rows·(hi − lo) (the same
 #: bound as the uncentred sum's).
-CSUM_MEASURE: Measure = GridSum(
+CSUM_MEASURE = GridSum(
     MeasurementKind.CSUM, per_row=lambda g: g.radius, spread=lambda g: g.hi - g.lo
 )
 
@@ -82,7 +82,20 @@ def planned_halfwidth(
     return widest(width, n, radius)
 
 
-class AvgRule(BoundedRule):
+class MomentRule(BoundedRule):
+    """An aggregate answered from a column's moments (AVG, VARIANCE, STDDEV), planned for the
+    widest interval over groups of the public planning size."""
+
+    @abstractmethod
+    def widest(self, width: Width, n: int, radius: int) -> float:
+        """The widest half-width ``width`` reaches over groups of ``n`` rows."""
+
+    def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
+        """The widest half-width over groups of ``rows`` rows."""
+        return {"halfwidth": planned_halfwidth(self, agg, cells, rows, name, self.widest)}
+
+
+class AvgRule(MomentRule):
     """AVG(column) of a bounded numeric column."""
 
     func: ClassVar[AggregateFunc] = AggregateFunc.AVG
@@ -106,9 +119,9 @@ class AvgRule(BoundedRule):
         grid = cells.grid(column_of(agg))
         return avg_answer(s, c, ps.noise_mechanism, pc.noise_mechanism, grid, cells.beta, cells.box)
 
-    def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
-        """The widest half-width over groups of ``rows`` rows."""
-        return {"halfwidth": planned_halfwidth(self, agg, cells, rows, name, widest_mean)}
+    def widest(self, width: Width, n: int, radius: int) -> float:
+        """Over the groups' means (column_accuracy.widest_mean)."""
+        return widest_mean(width, n, radius)
 
 
 #: The AVG rule.

@@ -19,15 +19,7 @@ from typing import TYPE_CHECKING, ClassVar
 from sqlglot import exp
 
 from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
-from infodp.curator.rules.base import (
-    BoundedRule,
-    Cells,
-    ColumnAccuracy,
-    GridSum,
-    Interval,
-    Measure,
-    Value,
-)
+from infodp.curator.rules.base import BoundedRule, Cells, ColumnAccuracy, GridSum, Interval, Value
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -39,7 +31,7 @@ __all__ = ["SUM", "SUM_MEASURE"]
 #: The measurement kind of a sum: sensitivity m·max(|lo|, |hi|) in grid units; a cell's range
 #: rows·(max(hi, 0) − min(lo, 0)) over cells of 0 to ``rows`` rows (a filter or a group may
 #: hold any number of them, so the empty sum 0 is in range).
-SUM_MEASURE: Measure = GridSum(
+SUM_MEASURE = GridSum(
     MeasurementKind.SUM,
     per_row=lambda g: g.magnitude,
     spread=lambda g: max(g.hi, 0) - min(g.lo, 0),

@@ -14,39 +14,27 @@ interval inverts the exact pivot N_q − 2μN_s + (μ² − v)N_c (Fieller 1954;
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from sqlglot import exp
 
-from infodp.curator.column_accuracy import widest_moments
+from infodp.curator.column_accuracy import Width, widest_moments
 from infodp.curator.intervals import variance_answer
 from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
-from infodp.curator.rules.avg import planned_halfwidth
-from infodp.curator.rules.base import (
-    BoundedRule,
-    Cells,
-    ColumnAccuracy,
-    GridSum,
-    Interval,
-    Measure,
-    Value,
-    column_of,
-)
-
-if TYPE_CHECKING:
-    pass
+from infodp.curator.rules.avg import MomentRule
+from infodp.curator.rules.base import Cells, GridSum, Interval, Value, column_of
 
 __all__ = ["CSUMSQ_MEASURE", "STDDEV", "VARIANCE"]
 
 
 #: The measurement kind of a centred sum of squares: sensitivity m·r² and a cell's range
 #: rows·r² in grid² units (one grid² unit is the square of the column's step).
-CSUMSQ_MEASURE: Measure = GridSum(
+CSUMSQ_MEASURE = GridSum(
     MeasurementKind.CSUMSQ, per_row=lambda g: g.radius**2, spread=lambda g: g.radius**2, power=2
 )
 
 
-class VarianceRule(BoundedRule):
+class VarianceRule(MomentRule):
     """VARIANCE/VAR_SAMP (sample) and VAR_POP (population)."""
 
     func: ClassVar[AggregateFunc] = AggregateFunc.VARIANCE
@@ -86,9 +74,9 @@ class VarianceRule(BoundedRule):
             cache=cells.box,
         )
 
-    def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
-        """The widest half-width over groups of ``rows`` rows."""
-        return {"halfwidth": planned_halfwidth(self, agg, cells, rows, name, widest_moments)}
+    def widest(self, width: Width, n: int, radius: int) -> float:
+        """Over the groups' moments (column_accuracy.widest_moments)."""
+        return widest_moments(width, n, radius)
 
 
 class StddevRule(VarianceRule):
