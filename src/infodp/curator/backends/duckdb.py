@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import atexit
 import heapq
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -35,6 +34,7 @@ import duckdb
 from sqlglot import exp
 
 from infodp._np import np
+from infodp._per_process import PerProcess
 from infodp._retry import retry
 from infodp.curator.backends.base import (
     ExactAggregates,
@@ -457,7 +457,6 @@ class _Watchdog:
         self._cond = threading.Condition(threading.Lock())
         self._heap: list[tuple[float, int, _Deadline]] = []
         self._seq = 0
-        self.pid = os.getpid()
         threading.Thread(target=self._run, name="infodp-deadlines", daemon=True).start()
 
     def watch(self, when: float, deadline: _Deadline) -> None:
@@ -477,15 +476,7 @@ class _Watchdog:
             due.fire()
 
 
-_WATCHDOG: list[_Watchdog] = []
-_WATCHDOG_LOCK = threading.Lock()
-
-
-def _watchdog() -> _Watchdog:
-    with _WATCHDOG_LOCK:
-        if not _WATCHDOG or _WATCHDOG[0].pid != os.getpid():  # none yet, or forked
-            _WATCHDOG[:] = [_Watchdog()]
-        return _WATCHDOG[0]
+_watchdog = PerProcess(_Watchdog)
 
 
 #: Statements remembered per checker as having passed :meth:`DuckDBBackend.check`.
@@ -507,7 +498,6 @@ class _Checkers:
     """
 
     def __init__(self) -> None:
-        self.pid = os.getpid()
         self._lock = threading.Lock()
         self._free: list[_Checker] = []
 
@@ -526,20 +516,13 @@ class _Checkers:
             self._free.clear()
 
 
-_CHECKERS: list[_Checkers] = []
-_CHECKERS_LOCK = threading.Lock()
-
-
-def _checkers() -> _Checkers:
-    with _CHECKERS_LOCK:
-        if not _CHECKERS or _CHECKERS[0].pid != os.getpid():  # none yet, or forked
-            _CHECKERS[:] = [_Checkers()]
-        return _CHECKERS[0]
+_checkers = PerProcess(_Checkers)
 
 
 @atexit.register
 def _drop_checkers() -> None:
-    for checkers in _CHECKERS:
+    checkers = _checkers.made()
+    if checkers is not None:
         checkers.drop()
 
 
