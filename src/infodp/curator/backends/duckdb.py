@@ -379,7 +379,8 @@ class DuckDBBackend:
         """
         with _Deadline(con, deadline) as watch:
             try:
-                result = self._aggregate(con, plan, schema, ms, unit_rows_ok=unit_rows_ok)
+                statements = compiled_statements(plan, schema, ms, unit_rows_ok=unit_rows_ok)
+                result = _collect(con, statements, ms, len(plan.group_by))
             except duckdb.Error:
                 if watch.fired:
                     raise QueryDeadline(f"the query ran longer than {deadline} s") from None
@@ -390,34 +391,31 @@ class DuckDBBackend:
             raise QueryDeadline(f"the query ran longer than {deadline} s")
         return result
 
-    def _aggregate(
-        self,
-        con: duckdb.DuckDBPyConnection,
-        plan: QueryPlan,
-        schema: DatasetSchema,
-        ms: Sequence[Measurement],
-        *,
-        unit_rows_ok: bool,
-    ) -> ExactAggregates:
-        ng = len(plan.group_by)
-        statements = iter(compiled_statements(plan, schema, ms, unit_rows_ok=unit_rows_ok))
-        out = ExactAggregates({}, {})
-        if any(m.kind != "quantile" for m in ms):
-            out.values.update(values_by_key(con.execute(next(statements)).fetchall(), ng, ms))
-        for i, m in enumerate(ms):
-            if m.kind != "quantile" or m.column is None:
-                continue
-            res = con.execute(next(statements)).fetchnumpy()
-            add_histograms(
-                out,
-                i,
-                len(ms),
-                [res[f"__g{j}"] for j in range(ng)],
-                np.asarray(res["__gid"], dtype=np.int64),
-                np.asarray(res["__bin"], dtype=np.int64),
-                np.asarray(res["n"], dtype=np.int64),
-            )
-        return out
+
+def _collect(
+    con: duckdb.DuckDBPyConnection, statements: Sequence[str], ms: Sequence[Measurement], ng: int
+) -> ExactAggregates:
+    """Run ``statements`` in :func:`compiled_statements`' order (the aggregate when a
+    measurement is not a quantile, then one histogram per quantile) and gather the exact
+    values of ``ms`` per group (``ng`` group columns)."""
+    texts = iter(statements)
+    out = ExactAggregates({}, {})
+    if any(m.kind != "quantile" for m in ms):
+        out.values.update(values_by_key(con.execute(next(texts)).fetchall(), ng, ms))
+    for i, m in enumerate(ms):
+        if m.kind != "quantile" or m.column is None:
+            continue
+        res = con.execute(next(texts)).fetchnumpy()
+        add_histograms(
+            out,
+            i,
+            len(ms),
+            [res[f"__g{j}"] for j in range(ng)],
+            np.asarray(res["__gid"], dtype=np.int64),
+            np.asarray(res["__bin"], dtype=np.int64),
+            np.asarray(res["n"], dtype=np.int64),
+        )
+    return out
 
 
 class _Deadline:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, TypeVar, cast
 
@@ -234,13 +234,8 @@ class KeyRecord:
     revoked: str | None
 
     def to_dict(self) -> JsonObject:
-        """JSON-ready view."""
-        return {
-            "key_id": self.key_id,
-            "analyst": self.analyst,
-            "created": self.created,
-            "revoked": self.revoked,
-        }
+        """JSON-ready view (every field: all are text or None)."""
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
