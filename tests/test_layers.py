@@ -27,6 +27,7 @@ LAYERS: list[set[str]] = [
         "_jsonable",
         "_report",
         "_retry",
+        "_per_process",
         "errors",
         "testing",
         "client",

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from infodp._lazy import lazy_module
+from infodp._np import np, npt
 from infodp.curator.plan import MeasurementKind
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import (
@@ -35,12 +35,6 @@ from infodp.mechanisms.sampling import (
     RandomSource,
     require_secure_source,
 )
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-else:
-    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 if TYPE_CHECKING:
     from infodp.curator.cost import MeasurementCost

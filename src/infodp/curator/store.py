@@ -130,21 +130,17 @@ def read_store_id(
 
 def _write_store_id(backend: DuckDBBackend, store_id: str | None = None) -> str:
     """Give the store an id (kept if it has one already); returns it."""
-    with private_files():
-        con = backend.connect(read_only=False)
-        try:
-            con.execute(f"CREATE TABLE IF NOT EXISTS {_STORE_TABLE} (store_id VARCHAR NOT NULL)")
-            row = con.execute(f"SELECT store_id FROM {_STORE_TABLE}").fetchone()
-            if row is None:
-                row = (store_id or secrets.token_hex(16),)
-                con.execute(f"INSERT INTO {_STORE_TABLE} VALUES (?)", [row[0]])
-            con.execute(
-                f"CREATE TABLE IF NOT EXISTS {_DATASETS_TABLE} "
-                "(name VARCHAR PRIMARY KEY, meta_json VARCHAR NOT NULL)"
-            )
-            con.execute("CHECKPOINT")
-        finally:
-            con.close()
+    with private_files(), contextlib.closing(backend.connect(read_only=False)) as con:
+        con.execute(f"CREATE TABLE IF NOT EXISTS {_STORE_TABLE} (store_id VARCHAR NOT NULL)")
+        row = con.execute(f"SELECT store_id FROM {_STORE_TABLE}").fetchone()
+        if row is None:
+            row = (store_id or secrets.token_hex(16),)
+            con.execute(f"INSERT INTO {_STORE_TABLE} VALUES (?)", [row[0]])
+        con.execute(
+            f"CREATE TABLE IF NOT EXISTS {_DATASETS_TABLE} "
+            "(name VARCHAR PRIMARY KEY, meta_json VARCHAR NOT NULL)"
+        )
+        con.execute("CHECKPOINT")
     _chmod_private(backend.path)
     return str(row[0])
 
@@ -221,16 +217,12 @@ def record_dataset(backend: DuckDBBackend, name: str, meta: JsonObject) -> None:
     True
     """
     _write_store_id(backend)
-    with private_files():
-        con = backend.connect(read_only=False)
-        try:
-            con.execute(
-                f"INSERT OR REPLACE INTO {_DATASETS_TABLE} VALUES (?, ?)",
-                [name, json.dumps(meta, sort_keys=True)],
-            )
-            con.execute("CHECKPOINT")
-        finally:
-            con.close()
+    with private_files(), contextlib.closing(backend.connect(read_only=False)) as con:
+        con.execute(
+            f"INSERT OR REPLACE INTO {_DATASETS_TABLE} VALUES (?, ?)",
+            [name, json.dumps(meta, sort_keys=True)],
+        )
+        con.execute("CHECKPOINT")
     _chmod_private(backend.path)
 
 
@@ -288,14 +280,10 @@ def fingerprint(backend: DuckDBBackend, table: str, schema: DatasetSchema) -> st
         )
     quoted = ", ".join('"' + c.replace('"', '""') + '"' for c in cols)
     tq = '"' + table.replace('"', '""') + '"'
-    with private_files():
-        con = backend.connect(read_only=False)
-        try:
-            row = con.execute(
-                f"SELECT count(*), coalesce(sum(hash({quoted})::HUGEINT), 0) FROM {tq}"
-            ).fetchone()
-        finally:
-            con.close()
+    with private_files(), contextlib.closing(backend.connect(read_only=False)) as con:
+        row = con.execute(
+            f"SELECT count(*), coalesce(sum(hash({quoted})::HUGEINT), 0) FROM {tq}"
+        ).fetchone()
     types = [c.type for c in schema.columns]
     text = json.dumps([row[0] if row else 0, str(row[1] if row else 0), types])
     return hashlib.sha256(text.encode()).hexdigest()
@@ -336,13 +324,10 @@ def reinit_ledger(db: str | os.PathLike[str], *, timeout: float = 120.0) -> Rein
         with contextlib.suppress(FileNotFoundError):
             p.unlink()
     led = Ledger(lp, timeout=timeout, store_id=store_id, create=True)
-    con = backend.connect(read_only=True)
-    try:
+    with contextlib.closing(backend.connect(read_only=True)) as con:
         rows = con.execute(
             f"SELECT name, meta_json FROM {_DATASETS_TABLE} ORDER BY name"
         ).fetchall()
-    finally:
-        con.close()
     restored: list[str] = []
     for name, meta_json in rows:
         meta = json.loads(meta_json)

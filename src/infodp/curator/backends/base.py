@@ -25,18 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from infodp._lazy import lazy_module
+from infodp._np import np, npt
 from infodp.curator.plan import Measurement, QueryPlan
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import InfodpError
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-else:
-    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 __all__ = [
     "BACKENDS",

@@ -25,17 +25,16 @@ from __future__ import annotations
 
 import atexit
 import heapq
-import os
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import duckdb
 from sqlglot import exp
 
-from infodp._lazy import lazy_module
+from infodp._np import np
+from infodp._per_process import PerProcess
 from infodp._retry import retry
 from infodp.curator.backends.base import (
     ExactAggregates,
@@ -63,11 +62,6 @@ from infodp.curator.grid import ColumnGrid, column_grid
 from infodp.curator.plan import Measurement, QueryPlan
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import ParameterError
-
-if TYPE_CHECKING:
-    import numpy as np
-else:
-    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 __all__ = [
     "ColumnGrid",
@@ -385,7 +379,8 @@ class DuckDBBackend:
         """
         with _Deadline(con, deadline) as watch:
             try:
-                result = self._aggregate(con, plan, schema, ms, unit_rows_ok=unit_rows_ok)
+                statements = compiled_statements(plan, schema, ms, unit_rows_ok=unit_rows_ok)
+                result = _collect(con, statements, ms, len(plan.group_by))
             except duckdb.Error:
                 if watch.fired:
                     raise QueryDeadline(f"the query ran longer than {deadline} s") from None
@@ -396,34 +391,31 @@ class DuckDBBackend:
             raise QueryDeadline(f"the query ran longer than {deadline} s")
         return result
 
-    def _aggregate(
-        self,
-        con: duckdb.DuckDBPyConnection,
-        plan: QueryPlan,
-        schema: DatasetSchema,
-        ms: Sequence[Measurement],
-        *,
-        unit_rows_ok: bool,
-    ) -> ExactAggregates:
-        ng = len(plan.group_by)
-        statements = iter(compiled_statements(plan, schema, ms, unit_rows_ok=unit_rows_ok))
-        out = ExactAggregates({}, {})
-        if any(m.kind != "quantile" for m in ms):
-            out.values.update(values_by_key(con.execute(next(statements)).fetchall(), ng, ms))
-        for i, m in enumerate(ms):
-            if m.kind != "quantile" or m.column is None:
-                continue
-            res = con.execute(next(statements)).fetchnumpy()
-            add_histograms(
-                out,
-                i,
-                len(ms),
-                [res[f"__g{j}"] for j in range(ng)],
-                np.asarray(res["__gid"], dtype=np.int64),
-                np.asarray(res["__bin"], dtype=np.int64),
-                np.asarray(res["n"], dtype=np.int64),
-            )
-        return out
+
+def _collect(
+    con: duckdb.DuckDBPyConnection, statements: Sequence[str], ms: Sequence[Measurement], ng: int
+) -> ExactAggregates:
+    """Run ``statements`` in :func:`compiled_statements`' order (the aggregate when a
+    measurement is not a quantile, then one histogram per quantile) and gather the exact
+    values of ``ms`` per group (``ng`` group columns)."""
+    texts = iter(statements)
+    out = ExactAggregates({}, {})
+    if any(m.kind != "quantile" for m in ms):
+        out.values.update(values_by_key(con.execute(next(texts)).fetchall(), ng, ms))
+    for i, m in enumerate(ms):
+        if m.kind != "quantile" or m.column is None:
+            continue
+        res = con.execute(next(texts)).fetchnumpy()
+        add_histograms(
+            out,
+            i,
+            len(ms),
+            [res[f"__g{j}"] for j in range(ng)],
+            np.asarray(res["__gid"], dtype=np.int64),
+            np.asarray(res["__bin"], dtype=np.int64),
+            np.asarray(res["n"], dtype=np.int64),
+        )
+    return out
 
 
 class _Deadline:
@@ -463,7 +455,6 @@ class _Watchdog:
         self._cond = threading.Condition(threading.Lock())
         self._heap: list[tuple[float, int, _Deadline]] = []
         self._seq = 0
-        self.pid = os.getpid()
         threading.Thread(target=self._run, name="infodp-deadlines", daemon=True).start()
 
     def watch(self, when: float, deadline: _Deadline) -> None:
@@ -483,15 +474,7 @@ class _Watchdog:
             due.fire()
 
 
-_WATCHDOG: list[_Watchdog] = []
-_WATCHDOG_LOCK = threading.Lock()
-
-
-def _watchdog() -> _Watchdog:
-    with _WATCHDOG_LOCK:
-        if not _WATCHDOG or _WATCHDOG[0].pid != os.getpid():  # none yet, or forked
-            _WATCHDOG[:] = [_Watchdog()]
-        return _WATCHDOG[0]
+_watchdog = PerProcess(_Watchdog)
 
 
 #: Statements remembered per checker as having passed :meth:`DuckDBBackend.check`.
@@ -513,7 +496,6 @@ class _Checkers:
     """
 
     def __init__(self) -> None:
-        self.pid = os.getpid()
         self._lock = threading.Lock()
         self._free: list[_Checker] = []
 
@@ -532,20 +514,13 @@ class _Checkers:
             self._free.clear()
 
 
-_CHECKERS: list[_Checkers] = []
-_CHECKERS_LOCK = threading.Lock()
-
-
-def _checkers() -> _Checkers:
-    with _CHECKERS_LOCK:
-        if not _CHECKERS or _CHECKERS[0].pid != os.getpid():  # none yet, or forked
-            _CHECKERS[:] = [_Checkers()]
-        return _CHECKERS[0]
+_checkers = PerProcess(_Checkers)
 
 
 @atexit.register
 def _drop_checkers() -> None:
-    for checkers in _CHECKERS:
+    checkers = _checkers.made()
+    if checkers is not None:
         checkers.drop()
 
 

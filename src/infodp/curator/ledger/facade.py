@@ -421,12 +421,7 @@ class Ledger:
 
     def budgets(self, analyst: str | None = None) -> list[Budget]:
         """Every (analyst, dataset) budget, or only ``analyst``'s."""
-        query = f"SELECT {BUDGET_COLUMNS} FROM analysts"
-        params: tuple[str, ...] = ()
-        if analyst is not None:
-            query, params = query + " WHERE name = ?", (analyst,)
-        with self.db.read() as conn:
-            rows = conn.execute(query + " ORDER BY dataset, name", params).fetchall()
+        rows = self._rows(f"SELECT {BUDGET_COLUMNS} FROM analysts", "dataset, name", name=analyst)
         return [to_budget(r) for r in rows]
 
     # -- the reservation protocol --------------------------------------------------------------
@@ -552,17 +547,19 @@ class Ledger:
     def entries(self, analyst: str | None = None, dataset: str | None = None) -> list[Entry]:
         """Entries, oldest first, optionally for one analyst and/or dataset."""
         self.flush()
-        query = f"SELECT {ENTRY_COLUMNS} FROM entries WHERE 1=1"
-        args: list[str] = []
-        if analyst is not None:
-            query += " AND analyst = ?"
-            args.append(analyst)
-        if dataset is not None:
-            query += " AND dataset = ?"
-            args.append(dataset)
-        with self.db.read() as conn:
-            rows = conn.execute(query + " ORDER BY id", args).fetchall()
+        rows = self._rows(
+            f"SELECT {ENTRY_COLUMNS} FROM entries", "id", analyst=analyst, dataset=dataset
+        )
         return [to_entry(r) for r in rows]
+
+    def _rows(self, select: str, order: str, **where: str | None) -> list[sqlite3.Row]:
+        """The rows of ``select`` in ``order`` whose columns equal the values given (None:
+        any value); the column names are this module's, never the caller's."""
+        given = {c: v for c, v in where.items() if v is not None}
+        if given:
+            select += " WHERE " + " AND ".join(f"{c} = ?" for c in given)
+        with self.db.read() as conn:
+            return conn.execute(f"{select} ORDER BY {order}", tuple(given.values())).fetchall()
 
     # -- synopses ------------------------------------------------------------------------------
 

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import os
 import threading
 import time
 import weakref
 from typing import Protocol
+
+from infodp._per_process import PerProcess
 
 __all__ = ["FLUSH_AFTER", "Flushable", "Flusher", "flusher", "hold"]
 
@@ -41,7 +42,6 @@ class Flusher:
     """One daemon thread writing the held completions of idle ledgers."""
 
     def __init__(self) -> None:
-        self.pid = os.getpid()
         self._cond = threading.Condition(threading.Lock())
         self._waiting: dict[int, Flushable] = {}  # strong references until written
         threading.Thread(target=self._run, name="infodp-ledger-flush", daemon=True).start()
@@ -70,16 +70,12 @@ class Flusher:
                 holder.flush()
 
 
-_FLUSHER: list[Flusher] = []
-_FLUSHER_LOCK = threading.Lock()
+_FLUSHER = PerProcess(Flusher)
 
 
 def flusher() -> Flusher:
     """This process's flusher (a new one after a fork)."""
-    with _FLUSHER_LOCK:
-        if not _FLUSHER or _FLUSHER[0].pid != os.getpid():  # none yet, or forked
-            _FLUSHER[:] = [Flusher()]
-        return _FLUSHER[0]
+    return _FLUSHER()
 
 
 #: Every holder that has held a completion in this process (weakly: a ledger collected

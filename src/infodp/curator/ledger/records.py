@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from infodp._exact import float_down, float_up
 from infodp.curator.ledger.accounts import accountant_of, can_spend, remaining_of
@@ -233,13 +234,8 @@ class KeyRecord:
     revoked: str | None
 
     def to_dict(self) -> JsonObject:
-        """JSON-ready view."""
-        return {
-            "key_id": self.key_id,
-            "analyst": self.analyst,
-            "created": self.created,
-            "revoked": self.revoked,
-        }
+        """JSON-ready view (every field: all are text or None)."""
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,56 +322,43 @@ BUDGET_COLUMNS = (
 )
 
 
+def _maybe(value: str | None) -> Fraction | None:
+    return None if value is None else frac(value)
+
+
+#: How a stored column becomes a record's field, by column name (any other: as stored).
+#: Exact budgets are stored as fraction text (:func:`text`).
+_READ: dict[str, Callable[[str], object]] = {
+    "epsilon": frac,
+    "delta": frac,
+    "spent_epsilon": frac,
+    "spent_delta": frac,
+    "max_epsilon": _maybe,
+    "max_delta": _maybe,
+    "rows": int,
+    "info_spent_nats": float,
+    "unit_rows_ok": bool,
+}
+
+_R = TypeVar("_R")
+
+
+def _read(record: Callable[..., _R], row: sqlite3.Row) -> _R:
+    """The record whose fields are ``row``'s columns of the same names (through :data:`_READ`)."""
+    fields = zip(row.keys(), row, strict=True)
+    return record(**{k: _READ[k](v) if k in _READ else v for k, v in fields})
+
+
 def to_entry(row: sqlite3.Row) -> Entry:
     """The entry of a row read with :data:`ENTRY_COLUMNS`."""
-    return Entry(
-        id=row["id"],
-        analyst=row["analyst"],
-        dataset=row["dataset"],
-        sql=row["sql"],
-        epsilon=frac(row["epsilon"]),
-        delta=frac(row["delta"]),
-        info_nats=row["info_nats"],
-        status=row["status"],
-        created=row["created"],
-        finished=row["finished"],
-        pid=row["pid"],
-        result_json=row["result_json"],
-        error=row["error"],
-    )
+    return _read(Entry, row)
 
 
 def to_dataset(row: sqlite3.Row) -> DatasetRecord:
     """The dataset of a row read with :data:`DATASET_COLUMNS`."""
-    return DatasetRecord(
-        name=row["name"],
-        schema_json=row["schema_json"],
-        rows=int(row["rows"]),
-        source=row["source"],
-        info_cap_bits=row["info_cap_bits"],
-        info_spent_nats=float(row["info_spent_nats"]),
-        unit_rows_ok=bool(row["unit_rows_ok"]),
-        created=row["created"],
-        max_epsilon=_maybe(row["max_epsilon"]),
-        max_delta=_maybe(row["max_delta"]),
-        spent_epsilon=frac(row["spent_epsilon"]),
-        spent_delta=frac(row["spent_delta"]),
-        fingerprint=row["fingerprint"],
-    )
+    return _read(DatasetRecord, row)
 
 
 def to_budget(row: sqlite3.Row) -> Budget:
     """The budget of a row read with :data:`BUDGET_COLUMNS` (or the same names)."""
-    return Budget(
-        analyst=row["analyst"],
-        dataset=row["dataset"],
-        epsilon=frac(row["epsilon"]),
-        delta=frac(row["delta"]),
-        spent_epsilon=frac(row["spent_epsilon"]),
-        spent_delta=frac(row["spent_delta"]),
-        accountant_json=row["accountant_json"],
-    )
-
-
-def _maybe(value: str | None) -> Fraction | None:
-    return None if value is None else frac(value)
+    return _read(Budget, row)

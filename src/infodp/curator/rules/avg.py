@@ -15,6 +15,7 @@ the public planning size (:func:`~infodp.curator.column_accuracy.widest_mean`).
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
@@ -24,43 +25,29 @@ from infodp.curator.column_accuracy import Width, planned_rows, widest_mean
 from infodp.curator.intervals import avg_answer
 from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
 from infodp.curator.rules.base import (
+    BoundedRule,
     Cells,
     ColumnAccuracy,
+    GridSum,
     Interval,
-    Measure,
     Rule,
     Value,
     column_of,
-    grid_of,
 )
-from infodp.curator.schema import DatasetSchema
 from infodp.errors import InternalError
 
 if TYPE_CHECKING:
-    from infodp.curator.rules.base import Parsing
+    pass
 
-__all__ = ["AVG", "CSUM_MEASURE", "planned_halfwidth"]
-
-
-class _CentredSum(Measure):
-    kind = MeasurementKind.CSUM
-
-    def sensitivity(self, m: Measurement, schema: DatasetSchema) -> int:
-        """m·r, r the largest |v − centre| in grid units."""
-        return schema.max_rows_per_unit * grid_of(m, schema).radius
-
-    def step(self, m: Measurement, schema: DatasetSchema) -> float:
-        """The column's grid step."""
-        return grid_of(m, schema).step
-
-    def width(self, m: Measurement, schema: DatasetSchema, rows: int) -> int:
-        """rows·(hi − lo) (the same bound as the uncentred sum's)."""
-        g = grid_of(m, schema)
-        return rows * (g.hi - g.lo)
+__all__ = ["AVG", "CSUM_MEASURE", "MomentRule", "planned_halfwidth"]
 
 
-#: The measurement kind of a centred sum (AVG, VARIANCE and STDDEV share it).
-CSUM_MEASURE: Measure = _CentredSum()
+#: The measurement kind of a centred sum (AVG, VARIANCE and STDDEV share it): sensitivity
+#: m·r, r the largest |v − centre| in grid units; a cell's range rows·(hi − lo) (the same
+#: bound as the uncentred sum's).
+CSUM_MEASURE = GridSum(
+    MeasurementKind.CSUM, per_row=lambda g: g.radius, spread=lambda g: g.hi - g.lo
+)
 
 
 #: A search for the widest half-width over groups of n rows (column_accuracy).
@@ -95,19 +82,25 @@ def planned_halfwidth(
     return widest(width, n, radius)
 
 
-class AvgRule(Rule):
+class MomentRule(BoundedRule):
+    """An aggregate answered from a column's moments (AVG, VARIANCE, STDDEV), planned for the
+    widest interval over groups of the public planning size."""
+
+    @abstractmethod
+    def widest(self, width: Width, n: int, radius: int) -> float:
+        """The widest half-width ``width`` reaches over groups of ``n`` rows."""
+
+    def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
+        """The widest half-width over groups of ``rows`` rows."""
+        return {"halfwidth": planned_halfwidth(self, agg, cells, rows, name, self.widest)}
+
+
+class AvgRule(MomentRule):
     """AVG(column) of a bounded numeric column."""
 
     func: ClassVar[AggregateFunc] = AggregateFunc.AVG
     sql_names = ("AVG",)
-
-    def parse(self, node: exp.Expr, sql: Parsing) -> Aggregate | None:
-        """``AVG(column)``."""
-        if type(node) is not exp.Avg:
-            return None
-        if isinstance(node.this, exp.Distinct):
-            raise sql.refuse("AVG(DISTINCT ...)")
-        return Aggregate(AggregateFunc.AVG, sql.bounded("AVG", node.this).name)
+    nodes: ClassVar[dict[type[exp.Expr], bool]] = {exp.Avg: False}
 
     def needs(self, agg: Aggregate) -> tuple[Measurement, ...]:
         """A centred sum and the non-null count."""
@@ -126,9 +119,9 @@ class AvgRule(Rule):
         grid = cells.grid(column_of(agg))
         return avg_answer(s, c, ps.noise_mechanism, pc.noise_mechanism, grid, cells.beta, cells.box)
 
-    def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
-        """The widest half-width over groups of ``rows`` rows."""
-        return {"halfwidth": planned_halfwidth(self, agg, cells, rows, name, widest_mean)}
+    def widest(self, width: Width, n: int, radius: int) -> float:
+        """Over the groups' means (column_accuracy.widest_mean)."""
+        return widest_mean(width, n, radius)
 
 
 #: The AVG rule.

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypedDict, cast
+
+from sqlglot import exp
 
 from infodp.curator.budget_info import discrete_gaussian_information, discrete_laplace_information
 from infodp.curator.grid import ColumnGrid, column_grid
@@ -27,14 +29,14 @@ from infodp.curator.schema import ColumnSpec, DatasetSchema
 from infodp.errors import InternalError, ParameterError
 
 if TYPE_CHECKING:
-    from sqlglot import exp
-
     from infodp.curator.cost import MeasurementCost
 
 __all__ = [
+    "BoundedRule",
     "BoxMemo",
     "Cells",
     "ColumnAccuracy",
+    "GridSum",
     "Measure",
     "MeasurementAccuracy",
     "Parsing",
@@ -163,7 +165,7 @@ class Measure(ABC):
     units.
     """
 
-    kind: ClassVar[MeasurementKind]
+    kind: MeasurementKind
     #: False for the exponential mechanism's histograms (no additive noise to draw).
     additive: ClassVar[bool] = True
 
@@ -201,6 +203,49 @@ class Measure(ABC):
             "halfwidth": p.halfwidth(beta) * p.step,
             "noise_scale": p.scale * p.step,
         }
+
+
+class GridSum(Measure):
+    """A sum over a cell of each row's contribution, a whole number of grid units computed
+    from the row's clamped, snapped value (the value, its centred value or its square).
+
+    One unit moves the sum by at most m·``per_row`` (m = ``max_rows_per_unit``; McSherry
+    2009, Thm 4 for the disjoint cells), a cell of at most ``rows`` rows ranges over
+    ``rows``·``spread``, and one grid unit is the column's step to the power ``power``.
+
+    >>> from infodp.curator.schema import load_schema
+    >>> cols = {"pid": {"type": "int"}, "x": {"type": "int", "bounds": [-7, 5]}}
+    >>> s = load_schema(
+    ...     {"table": "t", "privacy_unit": "pid", "max_rows_per_unit": 3, "columns": cols}
+    ... )
+    >>> squares = GridSum(MeasurementKind.CSUMSQ, lambda g: g.radius**2, lambda g: 0, power=2)
+    >>> squares.sensitivity(Measurement(MeasurementKind.CSUMSQ, "x"), s)  # 3 · 6²
+    108
+    """
+
+    def __init__(
+        self,
+        kind: MeasurementKind,
+        per_row: Callable[[ColumnGrid], int],
+        spread: Callable[[ColumnGrid], int],
+        power: int = 1,
+    ) -> None:
+        self.kind = kind
+        self.per_row = per_row
+        self.spread = spread
+        self.power = power
+
+    def sensitivity(self, m: Measurement, schema: DatasetSchema) -> int:
+        """m·``per_row`` in grid units."""
+        return schema.max_rows_per_unit * self.per_row(grid_of(m, schema))
+
+    def step(self, m: Measurement, schema: DatasetSchema) -> float:
+        """The column's grid step to the power ``power``."""
+        return grid_of(m, schema).step ** self.power
+
+    def width(self, m: Measurement, schema: DatasetSchema, rows: int) -> int:
+        """``rows``·``spread``."""
+        return rows * self.spread(grid_of(m, schema))
 
 
 def grid_of(m: Measurement, schema: DatasetSchema) -> ColumnGrid:
@@ -255,3 +300,21 @@ class Rule(ABC):
         """The planned accuracy of the output column (without its name): the half-width of
         its interval, or a quantile's rank error; ``rows`` is the public group size AVG and
         VARIANCE are planned for, ``name`` the column's name (shown in a refusal)."""
+
+
+class BoundedRule(Rule):
+    """An aggregate of one bounded numeric column, written as one of sqlglot's :attr:`nodes`
+    (each mapped to whether it is the population form); DISTINCT is refused."""
+
+    #: sqlglot's node types of the aggregate and whether each is the population form.
+    nodes: ClassVar[Mapping[type[exp.Expr], bool]]
+
+    def parse(self, node: exp.Expr, sql: Parsing) -> Aggregate | None:
+        """One of :attr:`nodes` over a bounded column."""
+        population = self.nodes.get(type(node))
+        if population is None:
+            return None
+        if isinstance(node.this, exp.Distinct):
+            raise sql.refuse(f"{node.key.upper()}(DISTINCT ...)")
+        col = sql.bounded(self.func.value.upper(), node.this)
+        return Aggregate(self.func, col.name, population=population)

@@ -40,18 +40,33 @@ if TYPE_CHECKING:
 __all__ = ["MAX", "MIN"]
 
 
+#: Each end: sqlglot's node, the extreme quantile and the words of the promise its rank error
+#: makes (the side the rows lie on, and how far the answer may be from the true extreme).
+_ENDS = {
+    AggregateFunc.MIN: (exp.Min, 0, ("below", "at most", "bottom", "minimum", "down", "lower")),
+    AggregateFunc.MAX: (exp.Max, 1, ("above", "at least", "top", "maximum", "up", "upper")),
+}
+
+
+def _end(func: AggregateFunc) -> tuple[type[exp.Expr], Fraction, str]:
+    """The node, quantile and rank-error note of MIN or MAX."""
+    node, q, (side, bound, end, extreme, toward, limit) = _ENDS[func]
+    note = (
+        f"at most rank_error rows lie {side} the answer (it is {bound} the value of rank "
+        f"rank_error + 1 from the {end}); it may be far {side} the true {extreme}, {toward} to "
+        f"the declared {limit} bound (the extreme quantile q = {q})"
+    )
+    return node, Fraction(q), note
+
+
 class MinRule(QuantileRule):
     """MIN(column): the q = 0 quantile, with at most rank_error rows below it."""
 
     func: ClassVar[AggregateFunc] = AggregateFunc.MIN
     sql_names = ("MIN",)
-    node: ClassVar[type[exp.Expr]] = exp.Min
-    extreme: ClassVar[Fraction] = Fraction(0)
-    note: ClassVar[str] = (
-        "at most rank_error rows lie below the answer (it is at most the value of rank "
-        "rank_error + 1 from the bottom); it may be far below the true minimum, down to the "
-        "declared lower bound (the extreme quantile q = 0)"
-    )
+    node: ClassVar[type[exp.Expr]]
+    extreme: ClassVar[Fraction]
+    node, extreme, note = _end(func)
 
     def parse(self, node: exp.Expr, sql: Parsing) -> Aggregate | None:
         """``MIN(column)`` of a bounded column (one argument, no DISTINCT)."""
@@ -72,13 +87,7 @@ class MaxRule(MinRule):
 
     func: ClassVar[AggregateFunc] = AggregateFunc.MAX
     sql_names = ("MAX",)
-    node: ClassVar[type[exp.Expr]] = exp.Max
-    extreme: ClassVar[Fraction] = Fraction(1)
-    note: ClassVar[str] = (
-        "at most rank_error rows lie above the answer (it is at least the value of rank "
-        "rank_error + 1 from the top); it may be far above the true maximum, up to the "
-        "declared upper bound (the extreme quantile q = 1)"
-    )
+    node, extreme, note = _end(func)
 
 
 #: The MIN rule.

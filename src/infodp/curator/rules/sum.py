@@ -19,60 +19,31 @@ from typing import TYPE_CHECKING, ClassVar
 from sqlglot import exp
 
 from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
-from infodp.curator.rules.base import (
-    Cells,
-    ColumnAccuracy,
-    Interval,
-    Measure,
-    Rule,
-    Value,
-    grid_of,
-)
-from infodp.curator.schema import DatasetSchema
+from infodp.curator.rules.base import BoundedRule, Cells, ColumnAccuracy, GridSum, Interval, Value
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from infodp.curator.rules.base import Parsing
 
 __all__ = ["SUM", "SUM_MEASURE"]
 
 
-class _Sum(Measure):
-    kind = MeasurementKind.SUM
-
-    def sensitivity(self, m: Measurement, schema: DatasetSchema) -> int:
-        """m·max(|lo|, |hi|) in grid units."""
-        return schema.max_rows_per_unit * grid_of(m, schema).magnitude
-
-    def step(self, m: Measurement, schema: DatasetSchema) -> float:
-        """The column's grid step."""
-        return grid_of(m, schema).step
-
-    def width(self, m: Measurement, schema: DatasetSchema, rows: int) -> int:
-        """rows·(max(hi, 0) − min(lo, 0)): the sum's range over cells of 0 to ``rows`` rows
-        (a filter or a group may hold any number of them, so the empty sum 0 is in range)."""
-        g = grid_of(m, schema)
-        return rows * (max(g.hi, 0) - min(g.lo, 0))
+#: The measurement kind of a sum: sensitivity m·max(|lo|, |hi|) in grid units; a cell's range
+#: rows·(max(hi, 0) − min(lo, 0)) over cells of 0 to ``rows`` rows (a filter or a group may
+#: hold any number of them, so the empty sum 0 is in range).
+SUM_MEASURE = GridSum(
+    MeasurementKind.SUM,
+    per_row=lambda g: g.magnitude,
+    spread=lambda g: max(g.hi, 0) - min(g.lo, 0),
+)
 
 
-#: The measurement kind of a sum.
-SUM_MEASURE: Measure = _Sum()
-
-
-class SumRule(Rule):
+class SumRule(BoundedRule):
     """SUM(column) of a bounded numeric column."""
 
     func: ClassVar[AggregateFunc] = AggregateFunc.SUM
     sql_names = ("SUM",)
-
-    def parse(self, node: exp.Expr, sql: Parsing) -> Aggregate | None:
-        """``SUM(column)``."""
-        if type(node) is not exp.Sum:
-            return None
-        if isinstance(node.this, exp.Distinct):
-            raise sql.refuse("SUM(DISTINCT ...)")
-        return Aggregate(AggregateFunc.SUM, sql.bounded("SUM", node.this).name)
+    nodes: ClassVar[dict[type[exp.Expr], bool]] = {exp.Sum: False}
 
     def needs(self, agg: Aggregate) -> tuple[Measurement, ...]:
         """One sum."""

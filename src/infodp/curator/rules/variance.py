@@ -14,69 +14,32 @@ interval inverts the exact pivot N_q − 2μN_s + (μ² − v)N_c (Fieller 1954;
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from sqlglot import exp
 
-from infodp.curator.column_accuracy import widest_moments
+from infodp.curator.column_accuracy import Width, widest_moments
 from infodp.curator.intervals import variance_answer
 from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
-from infodp.curator.rules.avg import planned_halfwidth
-from infodp.curator.rules.base import (
-    Cells,
-    ColumnAccuracy,
-    Interval,
-    Measure,
-    Rule,
-    Value,
-    column_of,
-    grid_of,
-)
-from infodp.curator.schema import DatasetSchema
-
-if TYPE_CHECKING:
-    from infodp.curator.rules.base import Parsing
+from infodp.curator.rules.avg import MomentRule
+from infodp.curator.rules.base import Cells, GridSum, Interval, Value, column_of
 
 __all__ = ["CSUMSQ_MEASURE", "STDDEV", "VARIANCE"]
 
 
-class _CentredSquares(Measure):
-    kind = MeasurementKind.CSUMSQ
-
-    def sensitivity(self, m: Measurement, schema: DatasetSchema) -> int:
-        """m·r² in grid² units."""
-        return schema.max_rows_per_unit * grid_of(m, schema).radius ** 2
-
-    def step(self, m: Measurement, schema: DatasetSchema) -> float:
-        """The square of the column's grid step."""
-        return grid_of(m, schema).step ** 2
-
-    def width(self, m: Measurement, schema: DatasetSchema, rows: int) -> int:
-        """rows·r²: the range of the centred sum of squares."""
-        return rows * grid_of(m, schema).radius ** 2
+#: The measurement kind of a centred sum of squares: sensitivity m·r² and a cell's range
+#: rows·r² in grid² units (one grid² unit is the square of the column's step).
+CSUMSQ_MEASURE = GridSum(
+    MeasurementKind.CSUMSQ, per_row=lambda g: g.radius**2, spread=lambda g: g.radius**2, power=2
+)
 
 
-#: The measurement kind of a centred sum of squares.
-CSUMSQ_MEASURE: Measure = _CentredSquares()
-
-
-class VarianceRule(Rule):
+class VarianceRule(MomentRule):
     """VARIANCE/VAR_SAMP (sample) and VAR_POP (population)."""
 
     func: ClassVar[AggregateFunc] = AggregateFunc.VARIANCE
     sql_names = ("VARIANCE",)
-    #: sqlglot's node types and whether each is the population form.
     nodes: ClassVar[dict[type[exp.Expr], bool]] = {exp.Variance: False, exp.VariancePop: True}
-
-    def parse(self, node: exp.Expr, sql: Parsing) -> Aggregate | None:
-        """One of :attr:`nodes` over a bounded column."""
-        population = self.nodes.get(type(node))
-        if population is None:
-            return None
-        if isinstance(node.this, exp.Distinct):
-            raise sql.refuse(f"{node.key.upper()}(DISTINCT ...)")
-        col = sql.bounded(self.func.value.upper(), node.this)
-        return Aggregate(self.func, col.name, population=population)
 
     def output_name(self, node: exp.Expr) -> str:
         """As DuckDB prints it (the generic generator spells VAR_POP as VARIANCE_POP)."""
@@ -111,9 +74,9 @@ class VarianceRule(Rule):
             cache=cells.box,
         )
 
-    def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
-        """The widest half-width over groups of ``rows`` rows."""
-        return {"halfwidth": planned_halfwidth(self, agg, cells, rows, name, widest_moments)}
+    def widest(self, width: Width, n: int, radius: int) -> float:
+        """Over the groups' moments (column_accuracy.widest_moments)."""
+        return widest_moments(width, n, radius)
 
 
 class StddevRule(VarianceRule):

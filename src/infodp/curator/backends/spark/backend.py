@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from infodp._lazy import lazy_module
+from infodp._np import np
 from infodp.curator.backends.base import (
     ExactAggregates,
     QueryDeadline,
@@ -38,10 +38,7 @@ from infodp.curator.schema import DatasetSchema
 from infodp.errors import InternalError, ParameterError
 
 if TYPE_CHECKING:
-    import numpy as np
     from pyspark.sql import Row, SparkSession
-else:
-    np = lazy_module("numpy")
 
 __all__ = ["SparkBackend", "SparkHandle"]
 
