@@ -39,6 +39,8 @@ REMEMBERED = 256
 #: is refused as ε by the first pricing and never stands for 1 here; equal values of these
 #: types are the same exact number, so they may share a price).
 _PLAIN = frozenset({str, int, float, Fraction, Noise})
+#: A query's arguments as given: SQL, ε, δ, noise, confidence.
+_Arguments = tuple[str, NumberInput, NumberInput, Noise | str, float]
 
 
 class PricedQuery:
@@ -123,28 +125,22 @@ class PriceBook:
         declaration from the ledger: the first work after an aggregate runs with cold caches,
         where a SQLite read and the parsing of ε and δ cost ~0.1-0.2 ms.
         """
-        raw = (sql, epsilon, delta, noise, confidence)
+        raw: _Arguments = (sql, epsilon, delta, noise, confidence)
         fast = reserving and all(type(x) in _PLAIN for x in raw)
         if fast:
             known = self._fast.get(raw)
             if known is not None:
                 return known
-        priced = self._price_anew(sql, epsilon, delta, noise, confidence)
+        priced = self._price_anew(raw)
         if fast:
             if len(self._fast) >= REMEMBERED:
                 self._fast.clear()
             self._fast[raw] = priced
         return priced
 
-    def _price_anew(
-        self,
-        sql: str,
-        epsilon: NumberInput,
-        delta: NumberInput,
-        noise: Noise | str,
-        confidence: float,
-    ) -> PricedQuery:
+    def _price_anew(self, raw: _Arguments) -> PricedQuery:
         """:meth:`price` from the arguments and the declaration read from the ledger."""
+        sql, epsilon, delta, noise, confidence = raw
         req = Request.parse(sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise)
         eps, dlt, kind = req.epsilon, req.delta, req.noise
         # HAVING, ORDER BY, LIMIT and arithmetic between aggregates come off first: the inner

@@ -27,7 +27,7 @@ from infodp.curator.schema import DatasetSchema, SchemaSource, load_schema
 from infodp.curator.store import fingerprint, private_files, record_dataset
 from infodp.errors import ParameterError
 
-__all__ = ["Caps", "DataOwner", "add_analyst", "parse_caps", "register_dataset"]
+__all__ = ["Caps", "DataOwner", "parse_caps", "register_dataset"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,46 +159,6 @@ def register_dataset(
     return shown, where
 
 
-def add_analyst(
-    ledger: Ledger,
-    name: str,
-    dataset: str,
-    epsilon: object = None,
-    delta: object = 0,
-    budget: object = None,
-) -> str:
-    """Give analyst ``name`` a budget on ``dataset`` (see :meth:`Curator.add_analyst`);
-    returns their API key (shown once).
-
-    >>> add_analyst(Ledger(":memory:"), "alice", "people", budget="lots")
-    Traceback (most recent call last):
-    ...
-    infodp.errors.ParameterError: budget must be an infodp.accounting Budget; got 'lots'.
-    """
-    name = as_analyst_name("name", name)
-    state: str | None = None
-    if budget is not None:
-        from infodp.accounting.accountant import Accountant
-        from infodp.accounting.accountant import Budget as AccountantBudget
-
-        if not isinstance(budget, AccountantBudget):
-            raise ParameterError("budget", budget, "an infodp.accounting Budget")
-        if budget.currency == "basic":  # kept as the analysts row's exact sums
-            epsilon, delta = budget.epsilon, budget.delta
-        else:
-            state = Accountant(budget).to_json()
-            eps_value = budget.epsilon if budget.currency in ("pure", "approx") else 0
-            epsilon, delta = eps_value, budget.delta
-    elif epsilon is None:
-        raise ParameterError("epsilon", None, "given (or pass an accountant budget)")
-    eps = as_budget_fraction("epsilon", epsilon, allow_zero=True)
-    dlt = as_budget_fraction("delta", delta, allow_zero=True)
-    if dlt > 1:
-        raise ParameterError("delta", delta, "a probability in [0, 1]")
-    record = ledger.dataset(dataset)
-    return ledger.add_analyst(name, record.name, eps, dlt, accountant_json=state)
-
-
 class DataOwner:
     """The data owner's side of a store: registering datasets and granting budgets.
 
@@ -282,4 +242,25 @@ class DataOwner:
         composition, ``Budget.rdp``, ``Budget.zcdp``, ``Budget.nats``), enforced by the
         ledger through an :class:`infodp.accounting.Accountant` whose state it keeps.
         """
-        return add_analyst(self.ledger, name, dataset, epsilon, delta, budget)
+        name = as_analyst_name("name", name)
+        state: str | None = None
+        if budget is not None:
+            from infodp.accounting.accountant import Accountant
+            from infodp.accounting.accountant import Budget as AccountantBudget
+
+            if not isinstance(budget, AccountantBudget):
+                raise ParameterError("budget", budget, "an infodp.accounting Budget")
+            if budget.currency == "basic":  # kept as the analysts row's exact sums
+                epsilon, delta = budget.epsilon, budget.delta
+            else:
+                state = Accountant(budget).to_json()
+                eps_value = budget.epsilon if budget.currency in ("pure", "approx") else 0
+                epsilon, delta = eps_value, budget.delta
+        elif epsilon is None:
+            raise ParameterError("epsilon", None, "given (or pass an accountant budget)")
+        eps = as_budget_fraction("epsilon", epsilon, allow_zero=True)
+        dlt = as_budget_fraction("delta", delta, allow_zero=True)
+        if dlt > 1:
+            raise ParameterError("delta", delta, "a probability in [0, 1]")
+        record = self.ledger.dataset(dataset)
+        return self.ledger.add_analyst(name, record.name, eps, dlt, accountant_json=state)

@@ -44,6 +44,7 @@ from infodp.curator.schema import ColumnSpec, DatasetSchema
 from infodp.errors import ParameterError
 
 __all__ = [
+    "COMPARISONS",
     "INT_GROUP_MAX_KEYS",
     "MAX_EXPRESSION_DEPTH",
     "MAX_IN_LIST",
@@ -68,7 +69,8 @@ MAX_WHERE_TERMS = 256
 _INT64 = (-(2**63), 2**63 - 1)
 _DOUBLE_MAX = Fraction(sys.float_info.max)
 
-_COMPARISONS: dict[type[exp.Expr], str] = {
+#: sqlglot's comparison nodes and the operator each denotes.
+COMPARISONS: dict[type[exp.Expr], str] = {
     exp.EQ: "=",
     exp.NEQ: "<>",
     exp.LT: "<",
@@ -318,7 +320,7 @@ def _predicate(node: exp.Expr, schema: DatasetSchema, q: set[str]) -> Predicate:
             p = _predicate(inner, schema, q)
             return Predicate("is not null", p.column)
         return Predicate("not", args=(_predicate(inner, schema, q),))
-    op = _COMPARISONS.get(type(node))
+    op = COMPARISONS.get(type(node))
     if op is not None:
         left, right = node.this, node.expression
         if not isinstance(left, exp.Column) and isinstance(right, exp.Column):

@@ -33,9 +33,9 @@ The compiled text depends on the query and the schema only.
 >>> s = load_schema({"table": "t", "privacy_unit": "row",
 ...                  "columns": {"x": {"type": "int", "bounds": [0, 10]}}})
 >>> p = parse_query("SELECT SUM(x) FROM t WHERE x > 2", s)
->>> print(compile_aggregate(p, s, measurements(p), unit_rows_ok=True))
+>>> print(compiled_statements(p, s, measurements(p), unit_rows_ok=True)[0])
 SELECT SUM("__bnd_x") AS m0 FROM "t" WHERE ("x" > 2) AND ("__bnd_x" BETWEEN 0 AND 10)
->>> print(compile_aggregate(p, s, measurements(p), unit_rows_ok=True, dialect=SPARK))
+>>> print(compiled_statements(p, s, measurements(p), unit_rows_ok=True, dialect=SPARK)[0])
 SELECT SUM(`__bnd_x`) AS m0 FROM `t` WHERE (`x` > 2) AND (`__bnd_x` BETWEEN 0 AND 10)
 """
 
@@ -71,10 +71,7 @@ from infodp.errors import InternalError
 
 __all__ = [
     "REDUCTIONS",
-    "compile_aggregate",
-    "compile_histogram",
     "compiled_statements",
-    "statement_templates",
     "with_salt",
 ]
 
@@ -131,7 +128,7 @@ def _csumsq(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
 
 #: What each measurement kind sums, of its bounded value ``v`` (grid units) centred at
 #: ``center`` where it is centred; a quantile's histogram is its own statement
-#: (:func:`compile_histogram`).
+#: (the histogram statement of :func:`compiled_statements`).
 REDUCTIONS: dict[MeasurementKind, Callable[[exp.Expr | None, int, SqlDialect], exp.Expr]] = {
     MeasurementKind.COUNT_ROWS: _count_rows,
     MeasurementKind.COUNT: _count,
@@ -388,6 +385,14 @@ def _aggregate_tree(
     dialect: SqlDialect,
     source: exp.Expr,
 ) -> exp.Select:
+    """The one statement computing every non-quantile measurement per group.
+
+    When the bounded rows are the table's rows under one filter (row-level privacy, or units
+    already within their row limit and no group limit to apply) and every value is bounded by
+    that filter, the statement is flat: ``SELECT keys, aggregates FROM table WHERE filter
+    GROUP BY keys``, the same rows and values as the ``WITH __base ... __src`` form, which
+    costs DuckDB more to plan.
+    """
     value_cols = _value_columns(ms)
     rows = _Rows(
         schema,
@@ -417,6 +422,14 @@ def _histogram_tree(
     dialect: SqlDialect,
     source: exp.Expr,
 ) -> exp.Select:
+    """The per-group counts of each snapped value of column ``name`` (for quantiles).
+
+    The values are the bounded copy on the column's grid (:func:`snapped`, as every other
+    aggregate reads them): one row per (group, distinct grid value) with its count, so the
+    quantile can be answered at the grid's resolution (the grid points are the candidates).
+    The statement's shape depends on the query and the schema only; its output has at most
+    as many rows as the bounded rows, and a unit moves it by at most its row limit.
+    """
     rows = _Rows(
         schema, [name], unit_rows_ok=unit_rows_ok, dialect=dialect, source=source, allow_flat=False
     )
@@ -485,25 +498,6 @@ def with_salt(text: str) -> str:
     return text.replace(_SALT, str(secrets.randbits(62))) if _SALT in text else text
 
 
-def statement_templates(
-    plan: QueryPlan,
-    schema: DatasetSchema,
-    ms: Sequence[Measurement],
-    *,
-    unit_rows_ok: bool,
-    dialect: SqlDialect = DUCKDB,
-    relation: str | None = None,
-    empty: bool = False,
-) -> tuple[str, ...]:
-    """:func:`compiled_statements` before the salt is filled in (:func:`with_salt`): equal
-    templates bind the same way, whatever the salt (a check can remember them)."""
-    source = _source_text(plan, schema, dialect, relation, empty)
-    return tuple(
-        t.replace(_SOURCE, source)
-        for t in _templates(plan, schema, tuple(ms), unit_rows_ok, dialect)
-    )
-
-
 def compiled_statements(
     plan: QueryPlan,
     schema: DatasetSchema,
@@ -513,63 +507,18 @@ def compiled_statements(
     dialect: SqlDialect = DUCKDB,
     relation: str | None = None,
     empty: bool = False,
+    salted: bool = True,
 ) -> list[str]:
     """Every statement a backend runs for ``plan``, in order: the aggregate statement (when
     a measurement is not a quantile), then one histogram per quantile measurement.
 
     ``relation``: the relation read instead of the plan's table (a Spark view); ``empty``:
     read :func:`~infodp.curator.backends.bounding.empty_relation` (a check). Each call draws
-    a fresh group-limit salt.
+    a fresh group-limit salt; ``salted=False`` gives the templates before it is filled in
+    (:func:`with_salt`): equal templates bind the same way, whatever the salt (a check can
+    remember them).
     """
-    texts = statement_templates(
-        plan, schema, ms, unit_rows_ok=unit_rows_ok, dialect=dialect, relation=relation, empty=empty
-    )
-    return [with_salt(t) for t in texts]
-
-
-def compile_aggregate(
-    plan: QueryPlan,
-    schema: DatasetSchema,
-    ms: Sequence[Measurement],
-    *,
-    unit_rows_ok: bool,
-    dialect: SqlDialect = DUCKDB,
-    relation: str | None = None,
-    empty: bool = False,
-) -> str:
-    """The one statement computing every non-quantile measurement per group.
-
-    When the bounded rows are the table's rows under one filter (row-level privacy, or units
-    already within their row limit and no group limit to apply) and every value is bounded by
-    that filter, the statement is flat: ``SELECT keys, aggregates FROM table WHERE filter
-    GROUP BY keys``, the same rows and values as the ``WITH __base ... __src`` form, which
-    costs DuckDB more to plan (benchmarks/curator.py).
-    """
-    tree = _aggregate_tree(
-        plan, schema, ms, unit_rows_ok, dialect, _source(plan, schema, relation, empty)
-    )
-    return with_salt(_render(tree, dialect))
-
-
-def compile_histogram(
-    plan: QueryPlan,
-    schema: DatasetSchema,
-    name: str,
-    *,
-    unit_rows_ok: bool,
-    dialect: SqlDialect = DUCKDB,
-    relation: str | None = None,
-    empty: bool = False,
-) -> str:
-    """The per-group counts of each snapped value of column ``name`` (for quantiles).
-
-    The values are the bounded copy on the column's grid (:func:`snapped`, as every other
-    aggregate reads them): one row per (group, distinct grid value) with its count, so the
-    quantile can be answered at the grid's resolution (the grid points are the candidates).
-    The statement's shape depends on the query and the schema only; its output has at most
-    as many rows as the bounded rows, and a unit moves it by at most its row limit.
-    """
-    tree = _histogram_tree(
-        plan, schema, name, unit_rows_ok, dialect, _source(plan, schema, relation, empty)
-    )
-    return with_salt(_render(tree, dialect))
+    source = _source_text(plan, schema, dialect, relation, empty)
+    templates = _templates(plan, schema, tuple(ms), unit_rows_ok, dialect)
+    texts = [t.replace(_SOURCE, source) for t in templates]
+    return [with_salt(t) for t in texts] if salted else texts

@@ -51,10 +51,7 @@ from infodp.curator.backends.bounding import (
     unit_cut,
 )
 from infodp.curator.backends.compile import (
-    compile_aggregate,
-    compile_histogram,
     compiled_statements,
-    statement_templates,
     with_salt,
 )
 from infodp.curator.backends.dialects import DUCKDB
@@ -70,8 +67,6 @@ __all__ = [
     "QueryDeadline",
     "bounded_column",
     "column_grid",
-    "compile_aggregate",
-    "compile_histogram",
     "compiled_statements",
     "empty_relation",
     "sorted_histograms",
@@ -341,7 +336,11 @@ class DuckDBBackend:
         in-memory DuckDB, ~10-40 ms); by default an in-memory DuckDB from a shared free list,
         which remembers the statements that passed on it.
         """
-        templates = statement_templates(plan, schema, ms, unit_rows_ok=unit_rows_ok, empty=True)
+        templates = tuple(
+            compiled_statements(
+                plan, schema, ms, unit_rows_ok=unit_rows_ok, empty=True, salted=False
+            )
+        )
         statements = tuple(with_salt(t) for t in templates)
         if con is not None:
             _run_check(con, statements, plan.sql)

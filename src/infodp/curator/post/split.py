@@ -24,6 +24,7 @@ from sqlglot import exp
 
 from infodp.curator.post.process import Item, Ordering, PostProcess
 from infodp.curator.post.terms import FUNCTIONS, Term
+from infodp.curator.sql import COMPARISONS
 from infodp.errors import ParameterError
 
 __all__ = ["MAX_LIMIT", "inner_sql", "split_query"]
@@ -39,14 +40,9 @@ _BINARY: dict[type[exp.Expr], str] = {
     exp.Sub: "-",
     exp.Mul: "*",
     exp.Div: "/",
-    exp.EQ: "=",
-    exp.NEQ: "<>",
-    exp.LT: "<",
-    exp.LTE: "<=",
-    exp.GT: ">",
-    exp.GTE: ">=",
     exp.And: "and",
     exp.Or: "or",
+    **COMPARISONS,
 }
 #: sqlglot's function nodes accepted on released values, by the name a Term uses.
 _FUNCTION_NODES: dict[type[exp.Expr], str] = {
