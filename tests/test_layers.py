@@ -182,3 +182,78 @@ def test_the_private_name_checks_have_power(tmp_path: Path) -> None:
         "infodp.curator._secret",
     ]
     assert {"_book", "_runner", "_connections"} <= _curator_private_members()
+
+
+# -- the curator's data path (docs/architecture.md) -----------------------------------------------
+
+CURATOR = SRC / "curator"
+#: SQL → plan → rules → price → ledger → backend → release → answer: the modules of each step.
+DATA_PATH: list[tuple[str, tuple[str, ...]]] = [
+    ("SQL", ("post", "sql.py")),
+    ("plan", ("plan.py",)),
+    ("rules", ("rules",)),
+    ("price", ("cost.py", "pricing.py")),
+    ("ledger", ("ledger",)),
+    ("backend", ("backends",)),
+    ("release", ("runner.py", "answer.py", "release.py")),
+    ("answer", ("result.py", "settlement.py", "render.py")),
+]
+#: Steps a step never imports. The ledger knows nothing of queries; a backend knows the plan
+#: only (never a price, a rule, the ledger or the noise); nothing before the release reads it.
+NEVER: dict[str, set[str]] = {
+    "SQL": {"ledger", "backend", "release"},
+    "plan": {"SQL", "price", "ledger", "backend", "release", "answer"},
+    "rules": {"SQL", "ledger", "backend", "release", "answer"},
+    "price": {"backend", "release", "answer"},
+    "ledger": {"SQL", "plan", "rules", "price", "backend", "release", "answer"},
+    "backend": {"SQL", "rules", "price", "ledger", "release", "answer"},
+    "release": {"SQL"},
+    "answer": {"backend", "release"},
+}
+
+
+def _step_of(module: str) -> str | None:
+    """The data-path step of ``infodp.curator.<module>`` (None: not on the path)."""
+    parts = module.split(".")
+    if parts[:2] != ["infodp", "curator"] or len(parts) < 3:
+        return None
+    for step, names in DATA_PATH:
+        if parts[2] in {n.removesuffix(".py") for n in names}:
+            return step
+    return None
+
+
+def test_every_step_of_the_data_path_exists_and_the_architecture_page_names_it() -> None:
+    page = (SRC.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    positions = []
+    for step, names in DATA_PATH:
+        for name in names:
+            assert (CURATOR / name).exists(), f"curator/{name} ({step})"
+            assert f"curator/{name}" in page, f"docs/architecture.md does not name curator/{name}"
+        positions.append(page.index(f"**{step}**"))
+    assert positions == sorted(positions), "the page lists the steps out of order"
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for _, names in DATA_PATH for n in names for p in [CURATOR / n] if p.exists()),
+    ids=lambda p: str(p.relative_to(SRC)),
+)
+def test_the_data_path_steps_import_in_its_direction(path: Path) -> None:
+    files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    own = _step_of("infodp.curator." + path.name.removesuffix(".py"))
+    assert own is not None
+    wrong = sorted(
+        f"{f.relative_to(SRC)} → {m}"
+        for f in files
+        for m in _imports(f)
+        if (step := _step_of(m)) is not None and step in NEVER[own]
+    )
+    assert wrong == [], wrong
+
+
+def test_the_data_path_check_has_power(tmp_path: Path) -> None:
+    bad = tmp_path / "x.py"
+    bad.write_text("from infodp.curator.ledger import Ledger\n", encoding="utf-8")
+    assert {_step_of(m) for m in _imports(bad)} == {"ledger"}
+    assert "ledger" in NEVER["backend"] and "price" in NEVER["backend"]
