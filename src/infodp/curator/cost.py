@@ -193,7 +193,7 @@ class MeasurementCost:
 @functools.lru_cache(maxsize=4096)
 def _mechanism(p: MeasurementCost) -> Additive | ExponentialQuantile | None:
     # Each family is imported only when used: the Gaussian's module loads scipy, which a
-    # Laplace query (the CLI's default) never needs (about 100 ms of start-up).
+    # Laplace query (the CLI's default) never needs (its start-up: benchmarks/cli_startup.py).
     if p.sensitivity == 0:
         return None
     if p.measurement.kind == MeasurementKind.QUANTILE:

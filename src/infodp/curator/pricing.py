@@ -123,7 +123,8 @@ class PriceBook:
         so a query already priced with the same arguments (plain str, int, float, Fraction;
         validated when first priced) is answered from memory without reading the dataset's
         declaration from the ledger: the first work after an aggregate runs with cold caches,
-        where a SQLite read and the parsing of ε and δ cost ~0.1-0.2 ms.
+        where a SQLite read and the parsing of ε and δ are slow (BENCHMARKS.md,
+        curator_timeline).
         """
         raw: _Arguments = (sql, epsilon, delta, noise, confidence)
         fast = reserving and all(type(x) in _PLAIN for x in raw)

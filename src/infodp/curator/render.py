@@ -5,8 +5,8 @@ The text is the strict JSON (RFC 8259: no NaN or Infinity literals; +inf is the 
 ``"inf"``, see :func:`~infodp._jsonable.to_jsonable`) of ``to_jsonable(payload)``, compact and
 in UTF-8. When the rows and intervals (the data-derived parts, possibly 100s of cells) hold
 only text, None, ints and finite floats, orjson renders them: the same value with the same
-shortest round-trip digits, about ten times faster than :mod:`json` (68 µs instead of
-140-180 µs for 100 groups); anything else takes :mod:`json` (and its errors).
+shortest round-trip digits, several times faster than :mod:`json` (see BENCHMARKS.md,
+curator_timeline); anything else takes :mod:`json` (and its errors).
 
 >>> answer_text({"columns": ["n"], "rows": [[3]], "confidence_intervals": [[[1, 5]]],
 ...              "cost": {"information_nats": float("inf")}, "notes": ["ü"]})

@@ -100,8 +100,8 @@ def _statements(sql: str) -> list[exp.Expr]:
         raise ParameterError("sql", f"<{len(sql)} characters>", f"at most {MAX_SQL_CHARS}")
     _check_nesting(sql)
     try:
-        # The generic dialect: loading sqlglot's DuckDB dialect costs ~40 ms per process, and
-        # the accepted subset (plain SELECT/aggregates/WHERE/GROUP BY) parses the same.
+        # The generic dialect: loading sqlglot's DuckDB dialect is a cost of every process
+        # (benchmarks/cli_startup.py), and the accepted subset parses the same.
         parsed = sqlglot.parse(sql)
     except sqlglot.errors.ParseError as err:
         first = str(err).splitlines()[0][:200]

@@ -77,9 +77,9 @@ __all__ = [
 #: stored column statistics (min/max, string lengths, row-group zone maps) would otherwise
 #: choose the plan from the data: a perfect-hash GROUP BY, compressed keys, a sum proved not to
 #: overflow, a bound filter proved always true, row groups skipped by a filter; one person's
-#: value could then change the plan and its run time. Without them a query costs about 1 ms
-#: more per million rows (GROUP BY AVG over 600 000 rows: 1.7 ms to 2.6 ms); the filter is
-#: evaluated on every row instead of pushed into the scan, so no row group is skipped.
+#: value could then change the plan and its run time. Without them a query costs a little
+#: more per row (BENCHMARKS.md, curator); the filter is evaluated on every row instead of
+#: pushed into the scan, so no row group is skipped.
 _CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "disabled_optimizers": (
         "statistics_propagation,compressed_materialization,row_group_pruner,filter_pushdown"
@@ -333,7 +333,7 @@ class DuckDBBackend:
         touch no stored data and no table statistics: the outcome depends on the query and the
         declared schema only, on whichever connection runs them. ``con``: a connection to run
         them on (a one-shot process passes the one it answers with, instead of starting an
-        in-memory DuckDB, ~10-40 ms); by default an in-memory DuckDB from a shared free list,
+        in-memory DuckDB); by default an in-memory DuckDB from a shared free list,
         which remembers the statements that passed on it.
         """
         templates = tuple(
@@ -444,7 +444,7 @@ class _Deadline:
 
 
 class _Watchdog:
-    """One daemon thread firing every query's deadline (a thread per query cost ~1-2 ms).
+    """One daemon thread firing every query's deadline (a timer thread per query costs more).
 
     Deadlines wait in a heap; a finished query's entry stays until its time comes and is then
     dropped (its ``fire`` does nothing once done).
