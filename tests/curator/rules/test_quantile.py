@@ -85,3 +85,27 @@ def test_quantile_refusals_name_the_argument() -> None:
         parse_query("SELECT QUANTILE(x, 'a') FROM t", s)
     with pytest.raises(ParameterError, match=r"MEDIAN\(u\) needs declared bounds"):
         parse_query("SELECT MEDIAN(u) FROM t", s)
+
+
+@pytest.mark.parametrize(
+    ("sql", "q"),
+    [
+        ("SELECT PERCENTILE_CONT(0.9) WITHIN GROUP (ORDER BY x) FROM t", Fraction(9, 10)),
+        ("SELECT PERCENTILE_DISC(0.25) WITHIN GROUP (ORDER BY x) FROM t", Fraction(1, 4)),
+        ("SELECT QUANTILE_CONT(x, 0.9) FROM t", Fraction(9, 10)),
+        ("SELECT MEDIAN(x) FROM t", Fraction(1, 2)),
+    ],
+)
+def test_every_spelling_asks_for_the_same_measurement(sql: str, q: Fraction) -> None:
+    # The SQL standard's ordered-set form (ISO/IEC 9075, PERCENTILE_CONT ... WITHIN GROUP) and
+    # DuckDB's QUANTILE_* all measure the column's grid histogram for the same q.
+    plan = parse_query(sql, schema())
+    (agg,) = plan.aggregates
+    assert rule_for(agg).needs(agg) == (Measurement(MeasurementKind.QUANTILE, "x", q),)
+
+
+def test_within_group_refuses_what_it_cannot_answer() -> None:
+    with pytest.raises(ParameterError, match="ascending"):
+        parse_query("SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY x DESC) FROM t", schema())
+    with pytest.raises(ParameterError, match=r"needs declared bounds"):
+        parse_query("SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY u) FROM t", schema())

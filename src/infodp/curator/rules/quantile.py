@@ -148,6 +148,8 @@ class QuantileRule(Rule):
         if isinstance(node, exp.Median):
             col = sql.bounded("MEDIAN", node.this)
             return Aggregate(AggregateFunc.QUANTILE, col.name, q=Fraction(1, 2))
+        if isinstance(node, exp.WithinGroup):
+            return self._within_group(node, sql)
         if isinstance(node, _CALLS):
             col = sql.bounded("QUANTILE", node.this)
             qnode = node.args.get("quantile") or node.args.get("expression")
@@ -161,6 +163,23 @@ class QuantileRule(Rule):
             col = sql.bounded("QUANTILE", node.expressions[0])
             return Aggregate(AggregateFunc.QUANTILE, col.name, q=quantile_arg(node.expressions[1]))
         return None
+
+    def _within_group(self, node: exp.WithinGroup, sql: Parsing) -> Aggregate | None:
+        """The standard ordered-set form, ``PERCENTILE_CONT(q) WITHIN GROUP (ORDER BY col)``
+        (also ``PERCENTILE_DISC``): the column is the one ORDER BY names. Both answer the
+        same grid point (no interpolation between released values: the grid is the answer's
+        resolution); DESC would ask for the 1 − q quantile and is refused as unclear."""
+        call, order = node.this, node.expression
+        keys = order.expressions if isinstance(order, exp.Order) else []
+        if not isinstance(call, (exp.PercentileCont, exp.PercentileDisc)) or len(keys) != 1:
+            return None
+        if keys[0].args.get("desc"):
+            raise ParameterError(
+                "ORDER BY in WITHIN GROUP", "DESC", "ascending order (ask for the 1 − q quantile)"
+            )
+        col = sql.bounded("QUANTILE", keys[0].this)
+        qnode = call.this if call.this is not None else call.args.get("expression")
+        return Aggregate(AggregateFunc.QUANTILE, col.name, q=quantile_arg(qnode))
 
     def q(self, agg: Aggregate) -> Fraction:
         """The quantile ``agg`` asks for."""
