@@ -95,7 +95,9 @@ def main(argv: list[str] | None = None) -> None:
         f"python3 -m benchmarks.before_after --before-src {args.before_src} "
         f"--before-label '{args.before_label}' --rounds {args.rounds} --only {args.only}"
     )
-    write_section("curator before and after", command, body)
+    everything = args.only == ",".join(BENCHMARKS)
+    name = "curator before and after" + ("" if everything else f": {args.only}")
+    write_section(name, command, body)
 
 
 if __name__ == "__main__":
