@@ -39,7 +39,8 @@ from sqlglot import exp
 
 from infodp._exact import parse_exact
 from infodp.curator.plan import Aggregate, GroupKey, Output, Predicate, QueryPlan
-from infodp.curator.rules import RULES, allowed_names
+from infodp.curator.rules import RULES, Rule, allowed_names
+from infodp.curator.rules.filtered import parse_filtered
 from infodp.curator.schema import ColumnSpec, DatasetSchema
 from infodp.errors import ParameterError
 
@@ -364,6 +365,7 @@ class _Parsing:
 
     schema: DatasetSchema
     qualifiers: set[str]
+    grouped: bool = False
 
     @property
     def table(self) -> str:
@@ -380,14 +382,27 @@ class _Parsing:
     def refuse(self, construct: str, detail: str = "") -> ParameterError:
         return _refuse(construct, detail)
 
+    def predicate(self, node: exp.Expr) -> Predicate:
+        return _predicate(node, self.schema, self.qualifiers)
+
 
 def _aggregate(node: exp.Expr, parsing: _Parsing) -> tuple[Aggregate, str] | None:
     """The aggregate ``node`` denotes and its unaliased output name, or None when it is not an
-    aggregate call (each rule of :mod:`infodp.curator.rules` recognises its own)."""
+    aggregate call (each rule of :mod:`infodp.curator.rules` recognises its own; a FILTER
+    clause, :mod:`infodp.curator.rules.filtered`, the aggregate it follows)."""
+    filtered = parse_filtered(node, parsing, lambda inner: _called(inner, parsing))
+    if filtered is not None:
+        return filtered
+    found = _called(node, parsing)
+    return None if found is None else found[:2]
+
+
+def _called(node: exp.Expr, parsing: _Parsing) -> tuple[Aggregate, str, Rule] | None:
+    """The aggregate call ``node`` denotes, its output name and its rule."""
     for rule in RULES:
         agg = rule.parse(node, parsing)
         if agg is not None:
-            return agg, rule.output_name(node)
+            return agg, rule.output_name(node), rule
     if isinstance(node, exp.AggFunc):
         raise _refuse(f"aggregate function {node.key.upper()}", f"allowed: {allowed_names()}")
     return None
@@ -423,8 +438,8 @@ def _parse(sql: str, schemas: DatasetSchema | Mapping[str, DatasetSchema]) -> Qu
     select = _select(_statements_cached(sql)[0])
     table, qualifiers = _table(select)
     schema = _schema_of(table, schemas)
-    parsing = _Parsing(schema, qualifiers)
-    groups = _groups(select, parsing)
+    groups = _groups(select, _Parsing(schema, qualifiers))
+    parsing = _Parsing(schema, qualifiers, grouped=bool(groups))
     outputs = _outputs(select, parsing, {g.column.lower() for g in groups})
     where_node = select.args.get("where")
     where = None if where_node is None else _predicate(where_node.this, schema, qualifiers)
