@@ -134,9 +134,7 @@ def test_interval_covers_the_true_distinct_count_at_the_stated_level(true: int) 
     covered = sum(lo <= true <= hi for lo, hi in intervals)
     assert covered / n >= coverage_floor(1 - beta, n)
     assert all(v is not None and v >= 0 for v in values)
-    assert rule_for(agg).accuracy(agg, cells, None, "n") == {
-        "halfwidth": float(cells.halfwidth(0))
-    }
+    assert rule_for(agg).accuracy(agg, cells, None, "n") == {"halfwidth": float(cells.halfwidth(0))}
 
 
 @pytest.mark.parametrize(
