@@ -385,6 +385,16 @@ class _Parsing:
     def predicate(self, node: exp.Expr) -> Predicate:
         return _predicate(node, self.schema, self.qualifiers)
 
+    def unit_column(self, node: exp.Expr) -> str | None:
+        unit = self.schema.privacy_unit
+        if self.schema.unit_is_row or not isinstance(node, exp.Column):
+            return None
+        if node.name.lower() != unit.lower() or isinstance(node.this, exp.Star):
+            return None
+        if node.table and node.table.lower() not in self.qualifiers:
+            return None  # refused with the qualifier named by column()
+        return unit
+
 
 def _aggregate(node: exp.Expr, parsing: _Parsing) -> tuple[Aggregate, str] | None:
     """The aggregate ``node`` denotes and its unaliased output name, or None when it is not an

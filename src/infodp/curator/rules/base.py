@@ -100,6 +100,10 @@ class Parsing(Protocol):
         """The refusal of an SQL construct outside the safe subset."""
         ...
 
+    def unit_column(self, node: exp.Expr) -> str | None:
+        """The privacy unit's column when ``node`` names it (declared or not), else None."""
+        ...
+
     def predicate(self, node: exp.Expr) -> Predicate:
         """A condition in the WHERE grammar (with its literal range checks)."""
         ...

@@ -87,6 +87,9 @@ class CountDistinctRule(CountRule):
         args = node.this.expressions
         if len(args) != 1:
             raise sql.refuse("COUNT(DISTINCT ...) of several columns", "name one column")
+        unit = sql.unit_column(args[0])  # the privacy unit need not be a declared column
+        if unit is not None:
+            return Aggregate(self.func, unit, grouped=sql.grouped)
         col = sql.column(args[0])
         if col.type == "float":
             raise sql.refuse(
