@@ -261,15 +261,13 @@ class _Rows:
         filters = self._row_filters(node, bounded)
         key_filters = self._key_filters(node, window_rows or group_limit)
         key_exprs = [g.accept(self) for g in node.group_by]
-        raw: list[exp.Expr] = [column(c) for c in self.raw_columns]
-        conditions = [f.accept(self) for f in self.filters]
+        raw, conditions = self._extras()
         if self._flat(bounded, bool(key_filters) or window_rows or group_limit):
             self.keys, self.values = key_exprs, values
             self.raw, self.conditions = raw, conditions
             return _where(_select([], self.source), filters)
         items = self._items(key_exprs, values, window_rows)
-        items += [exp.alias_(e, f"__d{i}", copy=False) for i, e in enumerate(raw)]
-        items += [exp.alias_(e, f"__f{i}", copy=False) for i, e in enumerate(conditions)]
+        items += [*_aliased(raw, "__d"), *_aliased(conditions, "__f")]
         base = _where(_select(items, self.source), filters)
         ctes = [("__base", base)]
         if key_filters:
@@ -278,6 +276,10 @@ class _Rows:
         self.keys, self.values = _named("__g", len(key_exprs)), _named("__v", len(values))
         self.raw, self.conditions = _named("__d", len(raw)), _named("__f", len(conditions))
         return _chain(ctes)
+
+    def _extras(self) -> tuple[list[exp.Expr], list[exp.Expr]]:
+        """The stored columns the distinct counts read, and each FILTER's condition."""
+        return [column(c) for c in self.raw_columns], [f.accept(self) for f in self.filters]
 
     def _limits(self, node: QueryPlan) -> tuple[bool, bool]:
         """(a per-unit row window, a per-unit group limit) is needed."""
@@ -339,6 +341,11 @@ class _Rows:
             elif declared:
                 out.append(_paren(exp.In(this=key, expressions=[literal(k) for k in g.categories])))
         return out
+
+
+def _aliased(exprs: Sequence[exp.Expr], prefix: str) -> list[exp.Expr]:
+    """``expr AS prefix0``, ``expr AS prefix1``, ..."""
+    return [exp.alias_(e, f"{prefix}{i}", copy=False) for i, e in enumerate(exprs)]
 
 
 def _condition(op: str, c: exp.Expr, values: Sequence[float | int | str]) -> exp.Expr:
