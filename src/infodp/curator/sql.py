@@ -1,14 +1,16 @@
 """Parse the safe SQL subset with a real SQL parser (sqlglot) into an immutable plan.
 
 Accepted: one ``SELECT`` over one registered table with ``COUNT(*)``, ``COUNT(col)``,
-``SUM``, ``AVG``, ``VARIANCE``/``VAR_SAMP``/``VAR_POP``, ``STDDEV``/``STDDEV_SAMP``/
+``COUNT(DISTINCT col)``, ``SUM``, ``AVG``, ``VARIANCE``/``VAR_SAMP``/``VAR_POP``, ``STDDEV``/``STDDEV_SAMP``/
 ``STDDEV_POP``, ``MEDIAN``, ``QUANTILE(col, q)`` (also ``QUANTILE_CONT``/``QUANTILE_DISC``/
 ``APPROX_QUANTILE``/``PERCENTILE_CONT``/``PERCENTILE_DISC``), ``MIN`` and ``MAX`` (each
-recognised by its rule in :mod:`infodp.curator.rules`); a ``WHERE`` filter of comparisons, ``IN``, ``BETWEEN``, ``IS [NOT] NULL``
+recognised by its rule in :mod:`infodp.curator.rules`), a ``FILTER (WHERE ...)`` after any of
+them but the quantiles; a ``WHERE`` filter of comparisons, ``IN``, ``BETWEEN``, ``IS [NOT] NULL``
 between declared columns and literals joined by ``AND``/``OR``/``NOT``; ``GROUP BY`` declared
 columns. Everything else is refused with a :class:`~infodp.errors.ParameterError` naming the
 construct: joins, subqueries, CTEs, set operations, window functions, raw column selection,
-``DISTINCT``, ``HAVING``, ``ORDER BY``, ``LIMIT``, multiple statements, non-SELECT statements.
+``SELECT DISTINCT``, ``DISTINCT`` in any aggregate but COUNT, multiple statements, non-SELECT
+statements (``HAVING``, ``ORDER BY``, ``LIMIT`` are post-processing, :mod:`infodp.curator.post`).
 
 Aggregates over numeric columns need declared bounds; the refusal names the missing
 declaration (bounds are never computed from the private data).
