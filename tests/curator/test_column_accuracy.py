@@ -150,3 +150,20 @@ def test_cli_accuracy_plans_the_average(tmp_path: Path, capsys: pytest.CaptureFi
     # Without a group size the CLI says which assumption is missing (exit status 2).
     assert main([*argv, sql]) == 2
     assert "--rows" in capsys.readouterr().err
+
+
+def test_filtered_and_distinct_counts_plan_the_counts_tail(tmp_path: Path) -> None:
+    """Each is answered as a count: its half-width is the least h with P(|N| > h) ≤ β for
+    discrete Laplace noise N of parameter p = e^(−ε/(2Δ)) (two measurements, Δ = 1 row), whose
+    tail is 2p^(h+1)/(1 + p) (Inusah & Kozubowski 2006, the two-sided geometric law)."""
+    cur = curator(tmp_path / "s.duckdb")
+    sql = (
+        "SELECT g, COUNT(*) FILTER (WHERE x > 10) AS big, COUNT(DISTINCT x) AS xs FROM t GROUP BY g"
+    )
+    eps, beta = 0.8, 0.05
+    got = cur.column_accuracy(sql, epsilon=eps)
+    p = math.exp(-eps / 2)
+    want = next(h for h in range(10_000) if 2 * p ** (h + 1) / (1 + p) <= beta)
+    assert got == [{"column": "big", "halfwidth": want}, {"column": "xs", "halfwidth": want}]
+    planned = cur.epsilon_for(sql, accuracy={"big": want, "xs": want})
+    assert float(planned) <= eps

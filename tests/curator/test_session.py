@@ -236,3 +236,25 @@ def test_synopsis_release_charges_once_and_queries_are_free() -> None:
         assert len(out["rows"]) == 3
     assert s.remaining_epsilon == 0.75
     s.close()
+
+
+def test_session_answers_filter_and_distinct_counts() -> None:
+    df = _frame()
+    s = infodp.Session(df, SCHEMA, epsilon=2, source=_seeded(5))
+    sql = (
+        "SELECT region, COUNT(*) FILTER (WHERE age >= 50) AS old, COUNT(DISTINCT age) AS ages "
+        "FROM people GROUP BY region"
+    )
+    out = s.query(sql, epsilon=1).to_pandas().set_index("region")
+    truth = df.assign(old=df["age"] >= 50).groupby("region").agg(old=("old", "sum"))
+    truth["ages"] = df.groupby("region")["age"].nunique()
+    for region, row in out.iterrows():
+        for name in ("old", "ages"):
+            half = (row[f"{name}_high"] - row[f"{name}_low"]) / 2
+            # Three half-widths: a miss has probability about β³ (Laplace tails).
+            assert abs(row[name] - truth.loc[region, name]) <= 3 * half + 1, (region, name)
+    assert s.remaining_epsilon == 1
+    with pytest.raises(ParameterError, match="FILTER"):
+        s.query("SELECT MEDIAN(age) FILTER (WHERE age > 3) FROM people", epsilon=0.5)
+    assert s.remaining_epsilon == 1  # a refusal spends nothing
+    s.close()

@@ -220,6 +220,30 @@ CASES = [
         "0",
     ),
     ("limit-not-a-whole-number", "SELECT COUNT(*) AS n FROM people LIMIT 1.5", "0.1", "0"),
+    # An aggregate's own FILTER and COUNT(DISTINCT ...): answered alike; the FILTER's literals
+    # are range-checked like WHERE's, and a FILTER on a quantile is refused, both for free.
+    (
+        "answered-count-filter",
+        "SELECT region, COUNT(*) FILTER (WHERE age > 40) AS old, "
+        "AVG(score) FILTER (WHERE city = 'y') AS s FROM people GROUP BY region",
+        "0.001",
+        "0",
+    ),
+    (
+        "answered-count-distinct",
+        "SELECT region, COUNT(DISTINCT person_id) AS units, COUNT(DISTINCT city) AS cities "
+        "FROM people GROUP BY region",
+        "0.001",
+        "0",
+    ),
+    (
+        "filter-lazy-int-cast",
+        f"SELECT COUNT(*) FILTER (WHERE person_id = 'bob' AND age = {BIG}) FROM people",
+        "0.001",
+        "0",
+    ),
+    ("filter-on-a-quantile", "SELECT MEDIAN(age) FILTER (WHERE age > 3) FROM people", "0.1", "0"),
+    ("sum-distinct", "SELECT SUM(DISTINCT age) FROM people", "0.1", "0"),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -528,6 +552,9 @@ TIMING_QUERIES = [
     "SELECT VARIANCE(score) FROM people WHERE age BETWEEN 20 AND 80",
     "SELECT MEDIAN(age) FROM people",
     "SELECT region, QUANTILE(score, 0.9) FROM people GROUP BY region",
+    "SELECT region, COUNT(*) FILTER (WHERE city = 'y'), SUM(age) FILTER (WHERE age > 40) "
+    "FROM people GROUP BY region",
+    "SELECT region, COUNT(DISTINCT person_id), COUNT(DISTINCT city) FROM people GROUP BY region",
 ]
 # Neighbours chosen to move DuckDB's column statistics: bob's age is the table's largest, his
 # city string the longest, his region the only 'south' left after erin and carol are gone.

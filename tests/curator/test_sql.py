@@ -48,7 +48,7 @@ SCHEMA = load_schema(
         ("INSERT INTO people VALUES (1)", "INSERT statement"),
         ("WITH x AS (SELECT 1) SELECT COUNT(*) FROM people", "WITH"),
         ("SELECT COUNT(*) FROM people UNION SELECT COUNT(*) FROM people", "UNION"),
-        ("SELECT COUNT(DISTINCT age) FROM people", "DISTINCT"),
+        ("SELECT AVG(DISTINCT age) FROM people", "DISTINCT"),  # COUNT(DISTINCT) only
         ("SELECT DISTINCT region, COUNT(*) FROM people GROUP BY region", "DISTINCT"),
         ("SELECT region, COUNT(*) FROM people GROUP BY region HAVING COUNT(*) > 3", "HAVING"),
         ("SELECT COUNT(*) FROM people ORDER BY 1", "ORDER BY"),

@@ -92,3 +92,11 @@ def test_synopsis_refusals(curator: Curator) -> None:
         curator.query_synopsis("ages", "SELECT VARIANCE(age) FROM people")
     with pytest.raises(ParameterError, match="unknown synopsis"):
         curator.query_synopsis("nope", "SELECT COUNT(*) FROM people")
+    # A histogram of cells holds no distinct values, and an aggregate's own FILTER is refused
+    # with what to write instead; the budget does not move.
+    spent = curator.ledger.budget("a", "people").spent_epsilon
+    with pytest.raises(ParameterError, match="not distinct values"):
+        curator.query_synopsis("ages", "SELECT COUNT(DISTINCT age) FROM people")
+    with pytest.raises(ParameterError, match="put the condition in the query's WHERE"):
+        curator.query_synopsis("ages", "SELECT COUNT(*) FILTER (WHERE age > 3) FROM people")
+    assert curator.ledger.budget("a", "people").spent_epsilon == spent

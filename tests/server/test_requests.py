@@ -94,3 +94,31 @@ def test_a_key_in_the_query_string_is_refused_and_redacted_from_the_access_log(
     assert "GET /v1/budget?<redacted>" in text
     assert "GET /v1/datasets/<redacted>" in text
     assert key not in text
+
+
+def test_filter_and_distinct_counts_are_estimated_and_answered(
+    served: tuple[ServerProcess, dict[str, str], Path],
+) -> None:
+    """The service shares the engine: an aggregate's FILTER and COUNT(DISTINCT ...) are
+    estimated for free and answered for their ε (people: age = i mod 100 and region the
+    i mod 4-th of four, over 200 rows: 50 rows in 'north', 100 distinct ages)."""
+    server, keys, _ = served
+    sql = (
+        "SELECT COUNT(*) FILTER (WHERE region = 'north') AS north, "
+        "COUNT(DISTINCT age) AS ages FROM people"
+    )
+    before = _spent(server.db)
+    body = {"sql": sql, "epsilon": "20"}
+    status, est, _ = get_json(server.port, "POST", "/v1/estimate", body, key=keys["alice"])
+    assert status == 200, est
+    assert [m["measurement"] for m in est["cost"]["measurements"]] == [
+        "count(*) filter(where region = 'north')",
+        "count_distinct(age)",
+    ]
+    assert _spent(server.db) == before
+    status, answer, _ = get_json(server.port, "POST", "/v1/query", body, key=keys["alice"])
+    assert status == 200, answer
+    (row,) = answer["rows"]
+    # Δ = 1 and ε = 10 each: P(|noise| > 2) = 2p³/(1 + p), p = e^(−10), below 1e-12.
+    assert abs(row[0] - 50) <= 2 and abs(row[1] - 100) <= 2
+    assert _spent(server.db)[0] == before[0] + 20

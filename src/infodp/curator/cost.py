@@ -411,13 +411,17 @@ def _information(
     return math.nextafter(info, math.inf) if 0 < info < math.inf else info
 
 
+#: The count partition selection thresholds (COUNT(*) without a FILTER; plan.measurements).
+_SELECTION_COUNT = Measurement(MeasurementKind.COUNT_ROWS)
+
+
 @functools.lru_cache(maxsize=1024)
 def _profile_of(cost: QueryCost) -> PrivacyProfile:
     from infodp.accounting import compose
 
     profiles = []
     for p in cost.parts:
-        if cost.cells < 0 and p.measurement.kind == MeasurementKind.COUNT_ROWS:
+        if cost.cells < 0 and p.measurement == _SELECTION_COUNT:
             # Partition selection: the selection count and the released key set, (ε, δ).
             from infodp.mechanisms import PartitionSelection  # only then: a module and a class
 
@@ -432,7 +436,7 @@ def selection(cost: QueryCost) -> PartitionSelection:
     """The :class:`~infodp.mechanisms.PartitionSelection` of a cost with unknown group keys."""
     from infodp.mechanisms import PartitionSelection
 
-    p = next(q for q in cost.parts if q.measurement.kind == MeasurementKind.COUNT_ROWS)
+    p = next(q for q in cost.parts if q.measurement == _SELECTION_COUNT)
     return PartitionSelection(p.scale, cost.group_limit, p.sensitivity, cost.delta)
 
 

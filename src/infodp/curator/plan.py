@@ -34,6 +34,7 @@ __all__ = [
     "Predicate",
     "QueryPlan",
     "measurements",
+    "predicate_text",
 ]
 
 
@@ -48,6 +49,7 @@ class AggregateFunc(enum.StrEnum):
     QUANTILE = "quantile"
     MIN = "min"
     MAX = "max"
+    COUNT_DISTINCT = "count_distinct"
 
 
 class MeasurementKind(enum.StrEnum):
@@ -59,6 +61,7 @@ class MeasurementKind(enum.StrEnum):
     CSUM = "csum"
     CSUMSQ = "csumsq"
     QUANTILE = "quantile"
+    COUNT_DISTINCT = "count_distinct"
 
 
 #: Aggregate functions a plan may hold.
@@ -128,13 +131,17 @@ class Predicate:
 class Aggregate:
     """One aggregate: ``count`` (``column=None`` is COUNT(*)), ``sum``, ``avg``,
     ``variance``/``stddev`` (``population`` for VAR_POP/STDDEV_POP), ``quantile`` (``q``),
-    ``min``/``max`` (the extreme quantiles, :mod:`infodp.curator.rules.extreme`).
+    ``min``/``max`` (the extreme quantiles, :mod:`infodp.curator.rules.extreme`),
+    ``count_distinct`` (``grouped``: the query has a GROUP BY). ``where`` is the aggregate's
+    own ``FILTER (WHERE ...)`` (:mod:`infodp.curator.rules.filtered`).
     """
 
     func: AggregateFunc
     column: str | None = None
     q: Fraction | None = None
     population: bool = False
+    where: Predicate | None = None
+    grouped: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "func", _typed(AggregateFunc, self.func, "aggregate"))
@@ -200,24 +207,56 @@ class Measurement:
 
     ``kind``: ``count_rows`` (COUNT(*)), ``count`` (non-null values of ``column``), ``sum``
     (clamped values), ``csum`` / ``csumsq`` (values centred at the middle of the bounds, and
-    their squares), ``quantile`` (a histogram of the column for the exponential mechanism).
+    their squares), ``quantile`` (a histogram of the column for the exponential mechanism),
+    ``count_distinct`` (distinct non-null values of ``column``; ``grouped``: per GROUP BY
+    cell). ``where`` restricts the rows it reads (an aggregate's FILTER): two FILTERs with the
+    same predicate share one measurement, and the key of one without a filter is unchanged.
     """
 
     kind: MeasurementKind
     column: str | None = None
     q: Fraction | None = None
+    where: Predicate | None = None
+    grouped: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", _typed(MeasurementKind, self.kind, "measurement"))
 
     @property
     def key(self) -> str:
-        """A stable text key (used to share measurements between aggregates)."""
+        """A stable text key (used to share measurements between aggregates).
+
+        >>> Measurement("count_rows", where=Predicate(">", "age", (30,))).key
+        'count(*) filter(where age > 30)'
+        """
         if self.kind == "count_rows":
-            return "count(*)"
-        if self.kind == "quantile":
-            return f"quantile({self.column},{self.q})"
-        return f"{self.kind}({self.column})"
+            key = "count(*)"
+        elif self.kind == "quantile":
+            key = f"quantile({self.column},{self.q})"
+        else:
+            key = f"{self.kind}({self.column})"
+        return key if self.where is None else f"{key} filter(where {predicate_text(self.where)})"
+
+
+def predicate_text(p: Predicate) -> str:
+    """A WHERE tree as canonical text (a filtered measurement's key).
+
+    >>> predicate_text(Predicate("or", args=(Predicate("in", "r", ("n", "s")),
+    ...                                      Predicate("is null", "age"))))
+    "(r in ('n', 's') or age is null)"
+    """
+    if p.op in ("and", "or"):
+        return "(" + f" {p.op} ".join(predicate_text(a) for a in p.args) + ")"
+    if p.op == "not":
+        return f"not {predicate_text(p.args[0])}"
+    vals = [repr(v) for v in p.values]
+    if p.op in ("is null", "is not null"):
+        return f"{p.column} {p.op}"
+    if p.op == "in":
+        return f"{p.column} in ({', '.join(vals)})"
+    if p.op == "between":
+        return f"{p.column} between {vals[0]} and {vals[1]}"
+    return f"{p.column} {p.op} {vals[0]}"
 
 
 def measurements(plan: QueryPlan) -> tuple[Measurement, ...]:

@@ -1,14 +1,16 @@
 """Parse the safe SQL subset with a real SQL parser (sqlglot) into an immutable plan.
 
 Accepted: one ``SELECT`` over one registered table with ``COUNT(*)``, ``COUNT(col)``,
-``SUM``, ``AVG``, ``VARIANCE``/``VAR_SAMP``/``VAR_POP``, ``STDDEV``/``STDDEV_SAMP``/
+``COUNT(DISTINCT col)``, ``SUM``, ``AVG``, ``VARIANCE``/``VAR_SAMP``/``VAR_POP``, ``STDDEV``/``STDDEV_SAMP``/
 ``STDDEV_POP``, ``MEDIAN``, ``QUANTILE(col, q)`` (also ``QUANTILE_CONT``/``QUANTILE_DISC``/
 ``APPROX_QUANTILE``/``PERCENTILE_CONT``/``PERCENTILE_DISC``), ``MIN`` and ``MAX`` (each
-recognised by its rule in :mod:`infodp.curator.rules`); a ``WHERE`` filter of comparisons, ``IN``, ``BETWEEN``, ``IS [NOT] NULL``
+recognised by its rule in :mod:`infodp.curator.rules`), a ``FILTER (WHERE ...)`` after any of
+them but the quantiles; a ``WHERE`` filter of comparisons, ``IN``, ``BETWEEN``, ``IS [NOT] NULL``
 between declared columns and literals joined by ``AND``/``OR``/``NOT``; ``GROUP BY`` declared
 columns. Everything else is refused with a :class:`~infodp.errors.ParameterError` naming the
 construct: joins, subqueries, CTEs, set operations, window functions, raw column selection,
-``DISTINCT``, ``HAVING``, ``ORDER BY``, ``LIMIT``, multiple statements, non-SELECT statements.
+``SELECT DISTINCT``, ``DISTINCT`` in any aggregate but COUNT, multiple statements, non-SELECT
+statements (``HAVING``, ``ORDER BY``, ``LIMIT`` are post-processing, :mod:`infodp.curator.post`).
 
 Aggregates over numeric columns need declared bounds; the refusal names the missing
 declaration (bounds are never computed from the private data).
@@ -39,7 +41,8 @@ from sqlglot import exp
 
 from infodp._exact import parse_exact
 from infodp.curator.plan import Aggregate, GroupKey, Output, Predicate, QueryPlan
-from infodp.curator.rules import RULES, allowed_names
+from infodp.curator.rules import RULES, Rule, allowed_names
+from infodp.curator.rules.filtered import parse_filtered
 from infodp.curator.schema import ColumnSpec, DatasetSchema
 from infodp.errors import ParameterError
 
@@ -364,6 +367,7 @@ class _Parsing:
 
     schema: DatasetSchema
     qualifiers: set[str]
+    grouped: bool = False
 
     @property
     def table(self) -> str:
@@ -380,14 +384,37 @@ class _Parsing:
     def refuse(self, construct: str, detail: str = "") -> ParameterError:
         return _refuse(construct, detail)
 
+    def predicate(self, node: exp.Expr) -> Predicate:
+        return _predicate(node, self.schema, self.qualifiers)
+
+    def unit_column(self, node: exp.Expr) -> str | None:
+        unit = self.schema.privacy_unit
+        if self.schema.unit_is_row or not isinstance(node, exp.Column):
+            return None
+        if node.name.lower() != unit.lower() or isinstance(node.this, exp.Star):
+            return None
+        if node.table and node.table.lower() not in self.qualifiers:
+            return None  # refused with the qualifier named by column()
+        return unit
+
 
 def _aggregate(node: exp.Expr, parsing: _Parsing) -> tuple[Aggregate, str] | None:
     """The aggregate ``node`` denotes and its unaliased output name, or None when it is not an
-    aggregate call (each rule of :mod:`infodp.curator.rules` recognises its own)."""
+    aggregate call (each rule of :mod:`infodp.curator.rules` recognises its own; a FILTER
+    clause, :mod:`infodp.curator.rules.filtered`, the aggregate it follows)."""
+    filtered = parse_filtered(node, parsing, lambda inner: _called(inner, parsing))
+    if filtered is not None:
+        return filtered
+    found = _called(node, parsing)
+    return None if found is None else found[:2]
+
+
+def _called(node: exp.Expr, parsing: _Parsing) -> tuple[Aggregate, str, Rule] | None:
+    """The aggregate call ``node`` denotes, its output name and its rule."""
     for rule in RULES:
         agg = rule.parse(node, parsing)
         if agg is not None:
-            return agg, rule.output_name(node)
+            return agg, rule.output_name(node), rule
     if isinstance(node, exp.AggFunc):
         raise _refuse(f"aggregate function {node.key.upper()}", f"allowed: {allowed_names()}")
     return None
@@ -423,8 +450,8 @@ def _parse(sql: str, schemas: DatasetSchema | Mapping[str, DatasetSchema]) -> Qu
     select = _select(_statements_cached(sql)[0])
     table, qualifiers = _table(select)
     schema = _schema_of(table, schemas)
-    parsing = _Parsing(schema, qualifiers)
-    groups = _groups(select, parsing)
+    groups = _groups(select, _Parsing(schema, qualifiers))
+    parsing = _Parsing(schema, qualifiers, grouped=bool(groups))
     outputs = _outputs(select, parsing, {g.column.lower() for g in groups})
     where_node = select.args.get("where")
     where = None if where_node is None else _predicate(where_node.this, schema, qualifiers)

@@ -211,6 +211,16 @@ class Synopsis:
         if agg.func not in _ANSWERS or (agg.func == "count" and agg.column is not None):
             raise ParameterError(
                 f"synopsis {self.name} answers COUNT(*), SUM and AVG only; got {agg.func}"
+                + (
+                    " (its histogram holds counts of cells, not distinct values)"
+                    if agg.func == "count_distinct"
+                    else ""
+                )
+            )
+        if agg.where is not None:
+            raise ParameterError(
+                f"synopsis {self.name} does not answer an aggregate's FILTER (WHERE ...); put "
+                "the condition in the query's WHERE"
             )
         if agg.column is not None and agg.column.lower() not in cols:
             raise ParameterError(f"{agg.func}({agg.column}): not a column of {self.name}")

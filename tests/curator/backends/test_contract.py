@@ -196,6 +196,35 @@ AGGREGATES = [
     "SELECT g, SUM(y) FROM {t} WHERE h IS NOT NULL AND h <> 'h1' GROUP BY g",
     "SELECT COUNT(*), AVG(x) FROM {t} WHERE k = 3 OR w >= 1000.5",
     "SELECT h, COUNT(*) FROM {t} WHERE x < 5 GROUP BY h",
+    # an aggregate's own FILTER, and COUNT(DISTINCT ...)
+    "SELECT COUNT(*) FILTER (WHERE x > 2), SUM(y) FILTER (WHERE g = 'a'), "
+    "AVG(w) FILTER (WHERE h IS NOT NULL), COUNT(*) FROM {t}",
+    "SELECT g, k, COUNT(*) FILTER (WHERE NOT (y BETWEEN 10 AND 20)), VARIANCE(x) FILTER "
+    "(WHERE c IN ('c1', 'c2') OR x IS NULL) FROM {t} WHERE w > 0 GROUP BY g, k",
+    "SELECT COUNT(DISTINCT pid), COUNT(DISTINCT h), COUNT(DISTINCT k) FROM {t}",
+    "SELECT g, COUNT(DISTINCT pid), COUNT(DISTINCT c) FILTER (WHERE y > 50) FROM {t} GROUP BY g",
+    "SELECT h, COUNT(DISTINCT pid), COUNT(*) FILTER (WHERE k = 3) FROM {t} GROUP BY h",
+]
+
+#: FILTER and COUNT(DISTINCT ...) asked of the store, and the same question in plain DuckDB
+#: SQL over the source frame: the bounded rows are the frame's rows here (every unit is within
+#: its 2 rows, no group limit below it), y's bounded value is COALESCE(y, 50) clamped to
+#: [0, 100], and the released groups are the declared keys.
+PLAIN = [
+    (
+        "SELECT COUNT(*) FILTER (WHERE x > 2), COUNT(*) FILTER (WHERE g = 'a' AND k = 3), "
+        "SUM(y) FILTER (WHERE h IS NOT NULL), COUNT(DISTINCT pid), COUNT(DISTINCT h), "
+        "COUNT(DISTINCT k) FILTER (WHERE y > 50) FROM {t}",
+        "SELECT COUNT(*) FILTER (WHERE x > 2), COUNT(*) FILTER (WHERE g = 'a' AND k = 3), "
+        "SUM(LEAST(GREATEST(COALESCE(y, 50), 0), 100)) FILTER (WHERE h IS NOT NULL), "
+        "COUNT(DISTINCT pid), COUNT(DISTINCT h), COUNT(DISTINCT k) FILTER (WHERE y > 50) FROM f",
+    ),
+    (
+        "SELECT g, COUNT(DISTINCT pid), COUNT(*) FILTER (WHERE k = 3), "
+        "COUNT(DISTINCT c) FILTER (WHERE y > 50) FROM {t} GROUP BY g",
+        "SELECT g, COUNT(DISTINCT pid), COUNT(*) FILTER (WHERE k = 3), "
+        "COUNT(DISTINCT c) FILTER (WHERE y > 50) FROM f WHERE g IN ('a', 'b', 'c') GROUP BY g",
+    ),
 ]
 
 
@@ -204,6 +233,42 @@ def test_exact_aggregates_are_equal_across_backends(store: Curator, sql: str) ->
     duck, spark = _both(store, sql, "exact")
     assert duck.values  # the query reached data on both engines
     _same(duck, spark)
+
+
+@pytest.mark.parametrize(("sql", "plain"), PLAIN)
+def test_filter_and_distinct_counts_equal_plain_sql_on_the_bounded_rows(
+    store: Curator, sql: str, plain: str
+) -> None:
+    import duckdb
+
+    duck, spark = _both(store, sql, "exact")
+    con = duckdb.connect()
+    try:
+        con.register("f", _exact_frame())
+        keys = 1 if "GROUP BY" in sql else 0
+        want = {tuple(r[:keys]): tuple(r[keys:]) for r in con.execute(plain).fetchall()}
+    finally:
+        con.close()
+    released = {k: v for k, v in duck.values.items() if k in want}
+    assert released == want and len(want) == (3 if "GROUP BY" in sql else 1)
+    _same(duck, spark)
+
+
+def test_distinct_units_and_filtered_counts_under_the_row_limit(store: Curator) -> None:
+    """Units of 1 to 5 identical rows, at most 2 kept: every unit is counted once by
+    COUNT(DISTINCT pid), and a filter counts min(n_u, 2) rows of each unit it keeps."""
+    frame = _limits_frame()
+    sql = "SELECT COUNT(DISTINCT pid), COUNT(*) FILTER (WHERE x > 5), COUNT(DISTINCT g) FROM {t}"
+    duck, spark = _both(store, sql, "limits")
+    kept = frame[frame.x > 5].groupby("pid").size().clip(upper=2).sum()
+    assert duck.values[()] == spark.values[()] == (150, kept, 3)
+
+
+def test_distinct_units_under_the_group_limit_sum_to_the_units(store: Curator) -> None:
+    # k = 1: each of the 120 units is in exactly one group, so its id is counted once in all.
+    duck, spark = _both(store, "SELECT g, COUNT(DISTINCT pid) FROM {t} GROUP BY g", "groups")
+    for agg in (duck, spark):
+        assert sum(v[0] or 0 for v in agg.values.values()) == 120
 
 
 @pytest.mark.parametrize(
@@ -240,6 +305,7 @@ def test_same_seed_gives_the_same_answers_on_both_backends(store: Curator) -> No
         sqls = [
             "SELECT g, k, COUNT(*), AVG(x), MEDIAN(y) FROM {t} GROUP BY g, k",
             "SELECT h, SUM(y) FROM {t} GROUP BY h",
+            "SELECT g, COUNT(*) FILTER (WHERE x > 2), COUNT(DISTINCT pid) FROM {t} GROUP BY g",
         ]
         out.append(
             [

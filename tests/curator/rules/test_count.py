@@ -71,7 +71,7 @@ def test_interval_covers_the_true_count_at_the_stated_level(true: int) -> None:
 
 def test_count_refusals_name_the_construct() -> None:
     s = schema()
-    with pytest.raises(ParameterError, match=r"COUNT\(DISTINCT"):
-        parse_query("SELECT COUNT(DISTINCT x) FROM t", s)
+    with pytest.raises(ParameterError, match=r"SUM\(DISTINCT"):  # DISTINCT counts only
+        parse_query("SELECT SUM(DISTINCT x) FROM t", s)
     with pytest.raises(ParameterError, match="COUNT\\(c\\) counts the values of a bounded"):
         parse_query("SELECT COUNT(c) FROM t", s)

@@ -126,6 +126,10 @@ def _csumsq(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
     return exp.Sum(this=d.wide_sum_operand(square))
 
 
+def _count_distinct(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
+    return exp.Count(this=exp.Distinct(expressions=[v]))
+
+
 #: What each measurement kind sums, of its bounded value ``v`` (grid units) centred at
 #: ``center`` where it is centred; a quantile's histogram is its own statement
 #: (the histogram statement of :func:`compiled_statements`).
@@ -135,6 +139,7 @@ REDUCTIONS: dict[MeasurementKind, Callable[[exp.Expr | None, int, SqlDialect], e
     MeasurementKind.SUM: _sum,
     MeasurementKind.CSUM: _csum,
     MeasurementKind.CSUMSQ: _csumsq,
+    MeasurementKind.COUNT_DISTINCT: _count_distinct,
 }
 
 _COMPARISONS: dict[str, type[exp.Binary]] = {
@@ -188,7 +193,8 @@ class _Rows:
     """Builds the bounded source rows of a plan (a :class:`PlanVisitor` of expressions).
 
     After :meth:`visit_query_plan`, ``keys`` and ``values`` are the expressions the outer
-    SELECT reads for the GROUP BY keys and each value column.
+    SELECT reads for the GROUP BY keys and each value column, ``raw`` for each column a
+    distinct count reads (as stored) and ``conditions`` for each aggregate's FILTER.
     """
 
     def __init__(
@@ -200,15 +206,21 @@ class _Rows:
         dialect: SqlDialect,
         source: exp.Expr,
         allow_flat: bool,
+        raw_columns: Sequence[str] = (),
+        filters: Sequence[Predicate] = (),
     ) -> None:
         self.schema = schema
         self.value_columns = value_columns
+        self.raw_columns = raw_columns
+        self.filters = filters
         self.unit_rows_ok = unit_rows_ok
         self.dialect = dialect
         self.source = source
         self.allow_flat = allow_flat
         self.keys: list[exp.Expr] = []
         self.values: list[exp.Expr] = []
+        self.raw: list[exp.Expr] = []
+        self.conditions: list[exp.Expr] = []
 
     # -- the plan's nodes ---------------------------------------------------------------------
 
@@ -249,16 +261,25 @@ class _Rows:
         filters = self._row_filters(node, bounded)
         key_filters = self._key_filters(node, window_rows or group_limit)
         key_exprs = [g.accept(self) for g in node.group_by]
+        raw, conditions = self._extras()
         if self._flat(bounded, bool(key_filters) or window_rows or group_limit):
             self.keys, self.values = key_exprs, values
+            self.raw, self.conditions = raw, conditions
             return _where(_select([], self.source), filters)
-        base = _where(_select(self._items(key_exprs, values, window_rows), self.source), filters)
+        items = self._items(key_exprs, values, window_rows)
+        items += [*_aliased(raw, "__d"), *_aliased(conditions, "__f")]
+        base = _where(_select(items, self.source), filters)
         ctes = [("__base", base)]
         if key_filters:
             ctes.append(("__keyed", _where(_select([exp.Star()], _table(ctes)), key_filters)))
         self._limit_steps(ctes, len(node.group_by), window_rows, group_limit)
         self.keys, self.values = _named("__g", len(key_exprs)), _named("__v", len(values))
+        self.raw, self.conditions = _named("__d", len(raw)), _named("__f", len(conditions))
         return _chain(ctes)
+
+    def _extras(self) -> tuple[list[exp.Expr], list[exp.Expr]]:
+        """The stored columns the distinct counts read, and each FILTER's condition."""
+        return [column(c) for c in self.raw_columns], [f.accept(self) for f in self.filters]
 
     def _limits(self, node: QueryPlan) -> tuple[bool, bool]:
         """(a per-unit row window, a per-unit group limit) is needed."""
@@ -322,6 +343,11 @@ class _Rows:
         return out
 
 
+def _aliased(exprs: Sequence[exp.Expr], prefix: str) -> list[exp.Expr]:
+    """``expr AS prefix0``, ``expr AS prefix1``, ..."""
+    return [exp.alias_(e, f"{prefix}{i}", copy=False) for i, e in enumerate(exprs)]
+
+
 def _condition(op: str, c: exp.Expr, values: Sequence[float | int | str]) -> exp.Expr:
     if op in _COMPARISONS:
         return _COMPARISONS[op](this=c, expression=literal(values[0]))
@@ -339,9 +365,23 @@ def _condition(op: str, c: exp.Expr, values: Sequence[float | int | str]) -> exp
 def _value_columns(ms: Sequence[Measurement]) -> list[str]:
     cols: list[str] = []
     for m in ms:
-        if m.column is not None and m.kind != "quantile" and m.column not in cols:
+        if m.column is not None and m.kind not in _NOT_BOUNDED and m.column not in cols:
             cols.append(m.column)
     return cols
+
+
+#: Measurement kinds that read no bounded value column.
+_NOT_BOUNDED = (MeasurementKind.QUANTILE, MeasurementKind.COUNT_DISTINCT)
+
+
+def _raw_columns(ms: Sequence[Measurement]) -> list[str]:
+    """The columns distinct counts read as stored, in first-use order."""
+    return list(dict.fromkeys(m.column for m in ms if m.kind == "count_distinct" and m.column))
+
+
+def _filters(ms: Sequence[Measurement]) -> list[Predicate]:
+    """The distinct FILTER conditions of the measurements, in first-use order."""
+    return list(dict.fromkeys(m.where for m in ms if m.where is not None))
 
 
 def _source(plan: QueryPlan, schema: DatasetSchema, relation: str | None, empty: bool) -> exp.Expr:
@@ -358,23 +398,34 @@ def _rows_of(plan: QueryPlan, rows: _Rows) -> exp.Select:
 
 
 def _reductions(
-    schema: DatasetSchema,
-    ms: Sequence[Measurement],
-    value_cols: Sequence[str],
-    values: Sequence[exp.Expr],
-    dialect: SqlDialect,
+    schema: DatasetSchema, ms: Sequence[Measurement], rows: _Rows, dialect: SqlDialect
 ) -> list[exp.Expr]:
-    """``REDUCTION AS m{i}`` of each non-quantile measurement i."""
+    """``REDUCTION AS m{i}`` of each non-quantile measurement i (``FILTER (WHERE ...)`` for a
+    filtered one)."""
     exprs: list[exp.Expr] = []
     for i, m in enumerate(ms):
         if m.kind == "quantile":
             continue
         if m.column is None and m.kind != "count_rows":
             raise InternalError(f"measurement {m.key} without a column")
-        v = None if m.column is None else values[value_cols.index(m.column)].copy()
-        center = 0 if m.column is None else column_grid(schema.column(m.column)).center
-        exprs.append(exp.alias_(REDUCTIONS[m.kind](v, center, dialect), f"m{i}", copy=False))
+        v, center = _operand(schema, m, rows)
+        reduced = REDUCTIONS[m.kind](v, center, dialect)
+        if m.where is not None:
+            condition = rows.conditions[list(rows.filters).index(m.where)].copy()
+            reduced = exp.Filter(this=reduced, expression=exp.Where(this=condition))
+        exprs.append(exp.alias_(reduced, f"m{i}", copy=False))
     return exprs or [exp.alias_(exp.Count(this=exp.Star()), "m_unused", copy=False)]
+
+
+def _operand(schema: DatasetSchema, m: Measurement, rows: _Rows) -> tuple[exp.Expr | None, int]:
+    """What a measurement reduces (its bounded value, or the stored column a distinct count
+    reads) and the centre of a centred sum."""
+    if m.column is None:
+        return None, 0
+    if m.kind == "count_distinct":
+        return rows.raw[list(rows.raw_columns).index(m.column)].copy(), 0
+    v = rows.values[list(rows.value_columns).index(m.column)].copy()
+    return v, column_grid(schema.column(m.column)).center
 
 
 def _aggregate_tree(
@@ -393,17 +444,18 @@ def _aggregate_tree(
     GROUP BY keys``, the same rows and values as the ``WITH __base ... __src`` form, which
     costs DuckDB more to plan.
     """
-    value_cols = _value_columns(ms)
     rows = _Rows(
         schema,
-        value_cols,
+        _value_columns(ms),
         unit_rows_ok=unit_rows_ok,
         dialect=dialect,
         source=source,
         allow_flat=True,
+        raw_columns=_raw_columns(ms),
+        filters=_filters(ms),
     )
     select = _rows_of(plan, rows)
-    exprs = _reductions(schema, ms, value_cols, rows.values, dialect)
+    exprs = _reductions(schema, ms, rows, dialect)
     keys = [
         k.copy() if k.name == f"__g{i}" else exp.alias_(k.copy(), f"__g{i}", copy=False)
         for i, k in enumerate(rows.keys)

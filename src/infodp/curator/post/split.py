@@ -83,6 +83,8 @@ def _bare(node: exp.Expr) -> bool:
     """A column or a single aggregate call: what the SQL parser answers as it is."""
     if isinstance(node, exp.Column):
         return True
+    if isinstance(node, exp.Filter):
+        node = node.this  # an aggregate's own FILTER (WHERE ...) is part of the call
     return is_aggregate(node) and not any(is_aggregate(n) for n in node.walk() if n is not node)
 
 

@@ -10,7 +10,7 @@ from the existing measurement kinds (as MIN and MAX are, from the quantile histo
 
 >>> from infodp.curator.plan import Aggregate
 >>> rule_for(Aggregate("min", "x")).sql_names, allowed_names()
-(('MIN',), 'COUNT, SUM, AVG, VARIANCE, STDDEV, MEDIAN, QUANTILE, MIN, MAX')
+(('MIN',), 'COUNT, COUNT(DISTINCT column), SUM, AVG, VARIANCE, STDDEV, MEDIAN, QUANTILE, MIN, MAX')
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, Measureme
 from infodp.curator.rules.avg import AVG, CSUM_MEASURE
 from infodp.curator.rules.base import Cells, Measure, Rule
 from infodp.curator.rules.count import COUNT, COUNT_MEASURES
+from infodp.curator.rules.count_distinct import COUNT_DISTINCT, DISTINCT_MEASURE
 from infodp.curator.rules.extreme import MAX, MIN
 from infodp.curator.rules.quantile import QUANTILE, QUANTILE_MEASURE
 from infodp.curator.rules.sum import SUM, SUM_MEASURE
@@ -36,11 +37,18 @@ __all__ = [
 ]
 
 #: Every aggregate's rule, in the order the parser tries them.
-RULES: tuple[Rule, ...] = (COUNT, SUM, AVG, VARIANCE, STDDEV, QUANTILE, MIN, MAX)
+RULES: tuple[Rule, ...] = (COUNT, COUNT_DISTINCT, SUM, AVG, VARIANCE, STDDEV, QUANTILE, MIN, MAX)
 #: Every measurement kind's rule.
 MEASURES: dict[MeasurementKind, Measure] = {
     m.kind: m
-    for m in (*COUNT_MEASURES, SUM_MEASURE, CSUM_MEASURE, CSUMSQ_MEASURE, QUANTILE_MEASURE)
+    for m in (
+        *COUNT_MEASURES,
+        DISTINCT_MEASURE,
+        SUM_MEASURE,
+        CSUM_MEASURE,
+        CSUMSQ_MEASURE,
+        QUANTILE_MEASURE,
+    )
 }
 _BY_FUNC: dict[AggregateFunc, Rule] = {r.func: r for r in RULES}
 

@@ -33,6 +33,7 @@ from infodp.curator.rules.base import (
     Rule,
     Value,
     column_of,
+    measured,
 )
 from infodp.errors import InternalError
 
@@ -64,7 +65,7 @@ def planned_halfwidth(
     n = planned_rows(name, rows)
     radius = cells.grid(col).radius
     slots = [
-        (cells.index.get(Measurement(kind, col)), kind)
+        (cells.index.get(measured(agg, kind, col)), kind)
         for kind in (MeasurementKind.COUNT, MeasurementKind.CSUM, MeasurementKind.CSUMSQ)
     ]
 
@@ -105,8 +106,8 @@ class AvgRule(MomentRule):
     def needs(self, agg: Aggregate) -> tuple[Measurement, ...]:
         """A centred sum and the non-null count."""
         return (
-            Measurement(MeasurementKind.CSUM, agg.column),
-            Measurement(MeasurementKind.COUNT, agg.column),
+            measured(agg, MeasurementKind.CSUM, agg.column),
+            measured(agg, MeasurementKind.COUNT, agg.column),
         )
 
     def answer(

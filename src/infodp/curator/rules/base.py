@@ -17,6 +17,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypedDict, cast
 
 from sqlglot import exp
@@ -24,7 +25,7 @@ from sqlglot import exp
 from infodp.curator.budget_info import discrete_gaussian_information, discrete_laplace_information
 from infodp.curator.grid import ColumnGrid, column_grid
 from infodp.curator.intervals import BoxMemo
-from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
+from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind, Predicate
 from infodp.curator.schema import ColumnSpec, DatasetSchema
 from infodp.errors import InternalError, ParameterError
 
@@ -97,6 +98,19 @@ class Parsing(Protocol):
 
     def refuse(self, construct: str, detail: str = "") -> ParameterError:
         """The refusal of an SQL construct outside the safe subset."""
+        ...
+
+    def unit_column(self, node: exp.Expr) -> str | None:
+        """The privacy unit's column when ``node`` names it (declared or not), else None."""
+        ...
+
+    def predicate(self, node: exp.Expr) -> Predicate:
+        """A condition in the WHERE grammar (with its literal range checks)."""
+        ...
+
+    @property
+    def grouped(self) -> bool:
+        """True when the query has a GROUP BY."""
         ...
 
 
@@ -255,6 +269,18 @@ def grid_of(m: Measurement, schema: DatasetSchema) -> ColumnGrid:
     return column_grid(schema.column(m.column))
 
 
+def measured(
+    agg: Aggregate, kind: MeasurementKind, column: str | None = None, q: Fraction | None = None
+) -> Measurement:
+    """The measurement of ``kind`` an aggregate reads, over the rows its FILTER keeps.
+
+    >>> agg = Aggregate("sum", "x", where=Predicate(">", "x", (1,)))
+    >>> measured(agg, MeasurementKind.SUM, "x").key
+    'sum(x) filter(where x > 1)'
+    """
+    return Measurement(kind, column, q, where=agg.where)
+
+
 def column_of(agg: Aggregate) -> str:
     """The aggregate's column (an internal error without one)."""
     if agg.column is None:
@@ -269,6 +295,8 @@ class Rule(ABC):
     func: ClassVar[AggregateFunc]
     #: The SQL names an analyst may write (listed in the refusal of any other aggregate).
     sql_names: ClassVar[tuple[str, ...]]
+    #: Whether the aggregate takes a ``FILTER (WHERE ...)`` (:mod:`~.filtered`).
+    filterable: ClassVar[bool] = True
 
     @abstractmethod
     def parse(self, node: exp.Expr, sql: Parsing) -> Aggregate | None:

@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, ClassVar
 from sqlglot import exp
 
 from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
-from infodp.curator.rules.base import Cells, ColumnAccuracy, Interval, Measure, Rule, Value
+from infodp.curator.rules.base import (
+    Cells,
+    ColumnAccuracy,
+    Interval,
+    Measure,
+    Rule,
+    Value,
+    measured,
+)
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import ParameterError
 
@@ -27,7 +35,7 @@ if TYPE_CHECKING:
 
     from infodp.curator.rules.base import Parsing
 
-__all__ = ["COUNT", "COUNT_MEASURES"]
+__all__ = ["COUNT", "COUNT_MEASURES", "CountRule"]
 
 
 class _Counted(Measure):
@@ -51,10 +59,11 @@ COUNT_MEASURES: tuple[Measure, ...] = (_CountRows(), _CountValues())
 
 
 def measurement(agg: Aggregate) -> Measurement:
-    """The count measurement of ``agg`` (COUNT(*) or the non-null count of its column)."""
+    """The count measurement of ``agg`` (COUNT(*) or the non-null count of its column), over
+    the rows its FILTER keeps."""
     if agg.column is None:
-        return Measurement(MeasurementKind.COUNT_ROWS)
-    return Measurement(MeasurementKind.COUNT, agg.column)
+        return measured(agg, MeasurementKind.COUNT_ROWS)
+    return measured(agg, MeasurementKind.COUNT, agg.column)
 
 
 class CountRule(Rule):
@@ -69,7 +78,7 @@ class CountRule(Rule):
             return None
         arg = node.this
         if isinstance(arg, exp.Distinct):
-            raise sql.refuse("COUNT(DISTINCT ...)")
+            return None  # COUNT(DISTINCT column): its own rule (count_distinct)
         if arg is None or isinstance(arg, exp.Star):
             return Aggregate(AggregateFunc.COUNT)
         col = sql.column(arg)
@@ -86,18 +95,22 @@ class CountRule(Rule):
         """One count."""
         return (measurement(agg),)
 
+    def counted(self, agg: Aggregate) -> Measurement:
+        """The one count this aggregate releases."""
+        return self.needs(agg)[0]
+
     def answer(
         self, agg: Aggregate, cells: Cells, key: tuple[str, ...], row: Sequence[int | None]
     ) -> tuple[Value, Interval]:
         """The noisy count clamped at 0, with the mechanism's one-cell interval."""
-        m = measurement(agg)
+        m = self.counted(agg)
         h = cells.halfwidth(cells.index[m])
         v = cells.noisy(row, m)
         return (v if v > 0 else 0), [v - h if v > h else 0, v + h if v + h > 0 else 0]
 
     def column(self, agg: Aggregate, cells: Cells) -> tuple[list[Value], list[Interval]]:
         """The whole column at once (the common case: one list pass per column)."""
-        m = measurement(agg)
+        m = self.counted(agg)
         h = cells.halfwidth(cells.index[m])
         vs = cells.column(m)
         # A count is never negative: clamping at 0 is post-processing, keeps coverage.
@@ -108,7 +121,7 @@ class CountRule(Rule):
 
     def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
         """The mechanism's one-cell half-width."""
-        return {"halfwidth": float(cells.halfwidth(cells.index[measurement(agg)]))}
+        return {"halfwidth": float(cells.halfwidth(cells.index[self.counted(agg)]))}
 
 
 #: The COUNT rule.

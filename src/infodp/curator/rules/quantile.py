@@ -140,6 +140,8 @@ class QuantileRule(Rule):
 
     func: ClassVar[AggregateFunc] = AggregateFunc.QUANTILE
     sql_names: ClassVar[tuple[str, ...]] = ("MEDIAN", "QUANTILE")
+    #: Each quantile is its own histogram statement, which reads the query's rows only.
+    filterable: ClassVar[bool] = False
     #: What the rank error promises (shown with every released cell).
     note: ClassVar[str] = _NOTE
 

@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, ClassVar
 from sqlglot import exp
 
 from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
-from infodp.curator.rules.base import BoundedRule, Cells, ColumnAccuracy, GridSum, Interval, Value
+from infodp.curator.rules.base import (
+    BoundedRule,
+    Cells,
+    ColumnAccuracy,
+    GridSum,
+    Interval,
+    Value,
+    measured,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -47,7 +55,7 @@ class SumRule(BoundedRule):
 
     def needs(self, agg: Aggregate) -> tuple[Measurement, ...]:
         """One sum."""
-        return (Measurement(MeasurementKind.SUM, agg.column),)
+        return (measured(agg, MeasurementKind.SUM, agg.column),)
 
     def answer(
         self, agg: Aggregate, cells: Cells, key: tuple[str, ...], row: Sequence[int | None]

@@ -22,7 +22,7 @@ from infodp.curator.column_accuracy import Width, widest_moments
 from infodp.curator.intervals import variance_answer
 from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
 from infodp.curator.rules.avg import MomentRule
-from infodp.curator.rules.base import Cells, GridSum, Interval, Value, column_of
+from infodp.curator.rules.base import Cells, GridSum, Interval, Value, column_of, measured
 
 __all__ = ["CSUMSQ_MEASURE", "STDDEV", "VARIANCE"]
 
@@ -50,9 +50,9 @@ class VarianceRule(MomentRule):
     def needs(self, agg: Aggregate) -> tuple[Measurement, ...]:
         """A centred sum, a centred sum of squares and the non-null count."""
         return (
-            Measurement(MeasurementKind.CSUM, agg.column),
-            Measurement(MeasurementKind.CSUMSQ, agg.column),
-            Measurement(MeasurementKind.COUNT, agg.column),
+            measured(agg, MeasurementKind.CSUM, agg.column),
+            measured(agg, MeasurementKind.CSUMSQ, agg.column),
+            measured(agg, MeasurementKind.COUNT, agg.column),
         )
 
     def answer(
