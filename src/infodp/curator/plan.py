@@ -26,6 +26,8 @@ __all__ = [
     "AGGREGATES",
     "Aggregate",
     "AggregateFunc",
+    "Bands",
+    "Bins",
     "GroupKey",
     "Measurement",
     "MeasurementKind",
@@ -152,11 +154,35 @@ class Aggregate:
 
 
 @dataclass(frozen=True, slots=True)
+class Bins:
+    """A derived key ``FLOOR(column / width) * scale`` of a bounded numeric column (an integer
+    ``width`` ≥ 1 and ``scale``), read on the column's clamped bounded copy."""
+
+    column: str
+    width: int
+    scale: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Bands:
+    """A derived key ``CASE WHEN c1 THEN l1 ... ELSE default END``: each branch a WHERE
+    condition and the literal it names (as text); no ``default`` leaves the rest NULL."""
+
+    branches: tuple[tuple[Predicate, str], ...]
+    default: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class GroupKey:
-    """A GROUP BY column; ``categories`` are its declared keys, or None (partition selection)."""
+    """A GROUP BY key; ``categories`` are its declared keys, or None (partition selection).
+
+    ``column`` names the key: a declared column, or for a ``derived`` key (:class:`Bins`,
+    :class:`Bands`; :mod:`infodp.curator.derived`) its SELECT alias or its SQL text.
+    """
 
     column: str
     categories: tuple[str, ...] | None
+    derived: Bins | Bands | None = None
 
     def accept(self, visitor: PlanVisitor[_T]) -> _T:
         """``visitor.visit_group_key(self)``."""

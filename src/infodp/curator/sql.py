@@ -7,7 +7,8 @@ Accepted: one ``SELECT`` over one registered table with ``COUNT(*)``, ``COUNT(co
 recognised by its rule in :mod:`infodp.curator.rules`), a ``FILTER (WHERE ...)`` after any of
 them but the quantiles; a ``WHERE`` filter of comparisons, ``IN``, ``BETWEEN``, ``IS [NOT] NULL``
 between declared columns and literals joined by ``AND``/``OR``/``NOT``; ``GROUP BY`` declared
-columns. Everything else is refused with a :class:`~infodp.errors.ParameterError` naming the
+columns, ``FLOOR(col / w) [* m]`` bins and ``CASE WHEN`` bands of literals
+(:mod:`infodp.curator.derived`), or SELECT aliases of them. Everything else is refused with a :class:`~infodp.errors.ParameterError` naming the
 construct: joins, subqueries, CTEs, set operations, window functions, raw column selection,
 ``SELECT DISTINCT``, ``DISTINCT`` in any aggregate but COUNT, multiple statements, non-SELECT
 statements (``HAVING``, ``ORDER BY``, ``LIMIT`` are post-processing, :mod:`infodp.curator.post`).
@@ -40,6 +41,7 @@ import sqlglot
 from sqlglot import exp
 
 from infodp._exact import parse_exact
+from infodp.curator.derived import derived_key
 from infodp.curator.plan import Aggregate, GroupKey, Output, Predicate, QueryPlan
 from infodp.curator.rules import RULES, Rule, allowed_names
 from infodp.curator.rules.filtered import parse_filtered
@@ -452,7 +454,7 @@ def _parse(sql: str, schemas: DatasetSchema | Mapping[str, DatasetSchema]) -> Qu
     schema = _schema_of(table, schemas)
     groups = _groups(select, _Parsing(schema, qualifiers))
     parsing = _Parsing(schema, qualifiers, grouped=bool(groups))
-    outputs = _outputs(select, parsing, {g.column.lower() for g in groups})
+    outputs = _outputs(select, parsing, groups)
     where_node = select.args.get("where")
     where = None if where_node is None else _predicate(where_node.this, schema, qualifiers)
     return QueryPlan(schema.table, sql, outputs, where, groups)
@@ -478,6 +480,7 @@ def _groups(select: exp.Select, parsing: _Parsing) -> tuple[GroupKey, ...]:
     schema = parsing.schema
     groups: list[GroupKey] = []
     group_node = select.args.get("group")
+    aliases = _aliases(select, schema)
     for g in [] if group_node is None else group_node.expressions:
         if (
             isinstance(g, exp.Column)
@@ -485,15 +488,51 @@ def _groups(select: exp.Select, parsing: _Parsing) -> tuple[GroupKey, ...]:
             and g.name.lower() == schema.privacy_unit.lower()
         ):
             raise _refuse("GROUP BY the privacy unit", "it would release per-individual values")
-        groups.append(_group_key(parsing.column(g)))
+        if isinstance(g, exp.Column) and g.name.lower() in aliases:
+            name, g = aliases[g.name.lower()]
+        elif not isinstance(g, exp.Column):
+            name = _select_alias(select, g) or g.sql()
+        else:
+            groups.append(_group_key(parsing.column(g)))
+            continue
+        groups.append(derived_key(g, parsing, name))
     if len({g.column for g in groups}) != len(groups):
         raise _refuse("repeated GROUP BY column")
     return tuple(groups)
 
 
-def _outputs(select: exp.Select, parsing: _Parsing, grouped: set[str]) -> tuple[Output, ...]:
+def _aliases(select: exp.Select, schema: DatasetSchema) -> dict[str, tuple[str, exp.Expr]]:
+    """SELECT aliases of expressions that GROUP BY may name (a declared column's name stays
+    the column, as in SQL)."""
+    declared = {c.name.lower() for c in schema.columns}
+    return {
+        item.alias.lower(): (item.alias, item.this)
+        for item in select.expressions
+        if isinstance(item, exp.Alias)
+        and not isinstance(item.this, exp.Column)
+        and item.alias.lower() not in declared
+    }
+
+
+def _select_alias(select: exp.Select, node: exp.Expr) -> str | None:
+    """The alias of the SELECT item that is ``node`` (a GROUP BY expression) itself."""
+    text = node.sql()
+    for item in select.expressions:
+        if isinstance(item, exp.Alias) and item.this.sql() == text:
+            return str(item.alias)
+    return None
+
+
+def _outputs(
+    select: exp.Select, parsing: _Parsing, groups: tuple[GroupKey, ...]
+) -> tuple[Output, ...]:
     """The SELECT items: GROUP BY columns and aggregates, with distinct names."""
-    outputs = tuple(_output(item, parsing, grouped) for item in select.expressions)
+    grouped = {g.column.lower() for g in groups if g.derived is None}
+    derived = {g.column: g.column for g in groups if g.derived is not None}
+    for item in select.expressions:  # a derived key's SELECT item, by its text
+        if isinstance(item, exp.Alias) and item.alias in derived:
+            derived[item.this.sql()] = item.alias
+    outputs = tuple(_output(item, parsing, grouped, derived) for item in select.expressions)
     if not any(o.aggregate is not None for o in outputs):
         raise _refuse("SELECT without an aggregate", "only aggregates are released")
     names = [o.name for o in outputs]
@@ -502,9 +541,13 @@ def _outputs(select: exp.Select, parsing: _Parsing, grouped: set[str]) -> tuple[
     return outputs
 
 
-def _output(item: exp.Expr, parsing: _Parsing, grouped: set[str]) -> Output:
+def _output(
+    item: exp.Expr, parsing: _Parsing, grouped: set[str], derived: dict[str, str]
+) -> Output:
     alias = item.alias if isinstance(item, exp.Alias) else None
     node = item.this if isinstance(item, exp.Alias) else item
+    if not isinstance(node, exp.Column) and node.sql() in derived:
+        return Output(alias or node.sql(), group_column=derived[node.sql()])
     if isinstance(node, exp.Star):
         raise _refuse("raw column selection (*)", "only aggregates are released")
     if isinstance(node, exp.Column):

@@ -194,6 +194,11 @@ class Synopsis:
     def _check(self, plan: QueryPlan, cols: dict[str, int]) -> None:
         """Refuse what this synopsis cannot answer, and work beyond MAX_SYNOPSIS_WORK."""
         for g in plan.group_by:
+            if g.derived is not None:  # its cells are not cells of the synopsis' table
+                raise ParameterError(
+                    f"GROUP BY {g.column}: a derived key (bins or CASE) is not answered from "
+                    f"synopsis {self.name}; group by its declared columns, or ask the dataset"
+                )
             if g.column.lower() not in cols:
                 raise ParameterError(f"GROUP BY {g.column}: not a column of synopsis {self.name}")
         for agg in plan.aggregates:

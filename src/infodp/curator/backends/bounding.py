@@ -28,6 +28,7 @@ from infodp.errors import InternalError, ParameterError
 __all__ = [
     "bounded_column",
     "category",
+    "clamped",
     "column",
     "empty_relation",
     "empty_relation_tree",
@@ -121,14 +122,22 @@ def snapped(col: ColumnSpec) -> tuple[exp.Expr, exp.Expr | None]:
     lo, hi = literal(grid.lo), literal(grid.hi)
     if col.nulls.action in ("error", "replace"):
         return v, exp.Paren(this=exp.Between(this=v.copy(), low=lo, high=hi))
-    case = exp.Case(
+    return clamped(v, lo, hi), None
+
+
+def clamped(v: exp.Expr, lo: exp.Expr, hi: exp.Expr) -> exp.Expr:
+    """``v`` clamped to [lo, hi] by a CASE, NULL kept NULL (LEAST/GREATEST skip NULLs).
+
+    >>> print(clamped(exp.column("v"), literal(0), literal(9)).sql())
+    CASE WHEN v < 0 THEN 0 WHEN v > 9 THEN 9 ELSE v END
+    """
+    return exp.Case(
         ifs=[
             exp.If(this=exp.LT(this=v.copy(), expression=lo), true=lo.copy()),
             exp.If(this=exp.GT(this=v.copy(), expression=hi), true=hi.copy()),
         ],
         default=v,
     )
-    return case, None
 
 
 def category(col: ColumnSpec) -> exp.Expr:

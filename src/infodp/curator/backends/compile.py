@@ -56,6 +56,7 @@ from infodp.curator.backends.bounding import (
     snapped,
 )
 from infodp.curator.backends.dialects import DUCKDB, SqlDialect
+from infodp.curator.backends.keys import key_expression
 from infodp.curator.grid import column_grid
 from infodp.curator.plan import (
     Aggregate,
@@ -242,7 +243,9 @@ class _Rows:
         return _paren(_condition(node.op, c, values))
 
     def visit_group_key(self, node: GroupKey) -> exp.Expr:
-        """The key's value (its null replacement filled in)."""
+        """The key's value (its null replacement filled in; a derived key's expression)."""
+        if node.derived is not None:
+            return key_expression(node, self.schema, self.dialect, lambda p: p.accept(self))
         return category(self.schema.column(node.column))
 
     def visit_output(self, node: Output) -> exp.Expr:
@@ -333,7 +336,7 @@ class _Rows:
         out: list[exp.Expr] = []
         for i, g in enumerate(plan.group_by):
             key = _name(f"__g{i}")
-            if g.categories is None:
+            if g.categories is None or (declared and g.derived is not None):
                 out.append(_paren(exp.Not(this=exp.Is(this=key, expression=exp.Null()))))
             elif declared and self.schema.column(g.column).type == "int":
                 low, high = g.categories[0], g.categories[-1]
