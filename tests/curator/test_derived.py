@@ -92,7 +92,7 @@ def test_parsed_keys_and_their_output_names() -> None:
     p = parse_query(DECADE, s)
     assert p.group_by[0].derived == Bins("age", 10, 10)
     assert p.group_by[0].categories == tuple(str(10 * k) for k in range(13))
-    assert [(o.name, o.group_column) for o in p.outputs][0] == ("decade", "decade")
+    assert (p.outputs[0].name, p.outputs[0].group_column) == ("decade", "decade")
     assert not p.needs_partition_selection
     same = parse_query(
         "SELECT FLOOR(age / 10) * 10, COUNT(*) FROM people GROUP BY FLOOR(age / 10) * 10", s
