@@ -231,8 +231,11 @@ def test_a_session_releases_the_declared_bins(tmp_path: Path) -> None:
         cur.add_analyst("a", "people", epsilon=10)
         r = cur.query("a", DECADE, epsilon=1)
         band = cur.query("a", BAND, epsilon=1)
+        ordered = cur.query("a", f"{BAND} ORDER BY band DESC LIMIT 2", epsilon=1)
     finally:
         cur.close()
+    # ORDER BY names the derived key by its alias (free post-processing of the text keys).
+    assert [row[0] for row in ordered.rows] == ["senior", "minor"]
     assert [row[0] for row in r.rows] == [str(10 * k) for k in range(13)]
     assert [row[0] for row in band.rows] == ["minor", "adult", "senior"]
 

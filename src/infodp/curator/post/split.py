@@ -147,10 +147,12 @@ class _Splitter:
 
     def _column(self, node: exp.Expr, clause: str) -> Term:
         qualified = isinstance(node, exp.Column) and bool(node.table)
+        # A SELECT alias first (as DuckDB resolves ORDER BY): GROUP BY may name a derived
+        # key by its alias, which the inner query knows only as that SELECT item.
+        if node.name in self.aliases and clause != "SELECT" and not qualified:
+            return self.aliases[node.name]
         if node.name.lower() in self.group_columns and not qualified:
             return self.reference(node)
-        if node.name in self.aliases and clause != "SELECT":
-            return self.aliases[node.name]
         raise _refuse(
             f"column {node.name!r} in {clause}",
             "after the noise only released values are available: aggregates, GROUP BY "
