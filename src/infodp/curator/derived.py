@@ -17,7 +17,7 @@ still land in at most ``max_groups_per_unit`` groups, so the sensitivity of ever
 is unchanged: the group limit and the per-unit windows rank the key's value, whatever
 expression computed it. Domains above :data:`~infodp.curator.cost.MAX_CELLS` keys are refused.
 
->>> from infodp.curator.schema import ColumnSpec
+>>> from infodp.curator.schema import ColumnSpec, DatasetSchema
 >>> bins_domain(ColumnSpec("age", "int", bounds=(0.0, 34.0)), 10, 10)
 ('0', '10', '20', '30')
 """
@@ -34,19 +34,34 @@ from infodp.curator.cost import MAX_CELLS
 from infodp.curator.grid import column_grid
 from infodp.curator.plan import Bands, Bins, GroupKey
 from infodp.curator.rules.base import Parsing
-from infodp.curator.schema import ColumnSpec
+from infodp.curator.schema import ColumnSpec, DatasetSchema
 from infodp.errors import ParameterError
 
-__all__ = ["bins_domain", "derived_key"]
+__all__ = [
+    "bins_domain",
+    "derived_items",
+    "derived_key",
+    "select_alias",
+    "select_aliases",
+]
 
 _INT64 = (-(2**63), 2**63 - 1)
 
 
 def derived_key(node: exp.Expr, parsing: Parsing, name: str) -> GroupKey:
     """The GROUP BY key named ``name`` that expression ``node`` derives (refused unless it is
-    bins of a bounded column or a CASE of literals; nothing is spent on a refusal)."""
-    while isinstance(node, exp.Paren):
-        node = node.this
+    bins of a bounded column or a CASE of literals; nothing is spent on a refusal).
+
+    >>> import sqlglot
+    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.sql import _Parsing
+    >>> s = load_schema({"table": "t", "privacy_unit": "row",
+    ...                  "columns": {"a": {"type": "int", "bounds": [0, 9]}}})
+    >>> node = sqlglot.parse_one("CASE WHEN a < 5 THEN 'low' ELSE 'high' END")
+    >>> derived_key(node, _Parsing(s, {"t"}), "band").categories
+    ('low', 'high')
+    """
+    node = _unparen(node)
     if isinstance(node, exp.Case):
         bands = _bands(node, parsing)
         labels = [label for _, label in bands.branches]
@@ -57,6 +72,12 @@ def derived_key(node: exp.Expr, parsing: Parsing, name: str) -> GroupKey:
     return GroupKey(name, bins_domain(col, bins.width, bins.scale), bins)
 
 
+def _unparen(node: exp.Expr) -> exp.Expr:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
 def _bins(node: exp.Expr, parsing: Parsing) -> Bins:
     scale = 1
     if isinstance(node, exp.Mul):
@@ -65,27 +86,29 @@ def _bins(node: exp.Expr, parsing: Parsing) -> Bins:
             floor, factor = factor, floor
         scale = _integer(factor, parsing, "bin multiplier")
         node = floor
-    while isinstance(node, exp.Paren):
-        node = node.this
+    node = _unparen(node)
     if not isinstance(node, exp.Floor) or node.args.get("decimals") or node.args.get("to"):
         raise _unsupported(node, parsing)
-    div = node.this
-    while isinstance(div, exp.Paren):
-        div = div.this
+    div = _unparen(node.this)
     if not isinstance(div, exp.Div):
         raise _unsupported(node, parsing)
     width = _integer(div.expression, parsing, "bin width")
     if width < 1:
         raise ParameterError("bin width", width, "an integer ≥ 1")
-    if parsing.unit_column(div.this) is not None:
+    return Bins(_binned(div.this, parsing).name, width, scale)
+
+
+def _binned(node: exp.Expr, parsing: Parsing) -> ColumnSpec:
+    """The column bins are taken of: bounded, numeric, never the privacy unit."""
+    if parsing.unit_column(node) is not None:
         raise parsing.refuse("GROUP BY bins of the privacy unit", "it releases per-unit values")
-    col = parsing.column(div.this)
+    col = parsing.column(node)
     if not col.is_numeric or col.bounds is None:
         raise parsing.refuse(
             f"derived GROUP BY key over column {col.name}",
             "bins need an int or float column with declared bounds",
         )
-    return Bins(col.name, width, scale)
+    return col
 
 
 def _unsupported(node: exp.Expr, parsing: Parsing) -> ParameterError:
@@ -111,7 +134,7 @@ def bins_domain(col: ColumnSpec, width: int, scale: int) -> tuple[str, ...]:
     """Every key ``FLOOR(v / width) * scale`` of a value ``v`` of the column's bounded copy,
     as text, in increasing order of the bin (from the declared bounds alone).
 
-    >>> from infodp.curator.schema import ColumnSpec
+    >>> from infodp.curator.schema import ColumnSpec, DatasetSchema
     >>> bins_domain(ColumnSpec("x", "float", bounds=(-1.5, 2.0)), 1, 1)
     ('-2', '-1', '0', '1', '2')
     """
@@ -151,3 +174,54 @@ def _label(node: exp.Expr, parsing: Parsing) -> str:
             "each THEN and ELSE of a GROUP BY key must be a literal (its domain is declared)",
         )
     return str(node.this)
+
+
+def select_aliases(select: exp.Select, schema: DatasetSchema) -> dict[str, tuple[str, exp.Expr]]:
+    """SELECT aliases of expressions that GROUP BY may name (a declared column's name stays
+    the column, as in SQL).
+
+    >>> import sqlglot
+    >>> from infodp.curator.schema import load_schema
+    >>> s = load_schema({"table": "t", "privacy_unit": "row", "columns": {"a": {"type": "int"}}})
+    >>> q = sqlglot.parse_one("SELECT FLOOR(a / 2) AS h, a + 1 AS a FROM t")
+    >>> {k: v[1].sql() for k, v in select_aliases(q, s).items()}
+    {'h': 'FLOOR(a / 2)'}
+    """
+    declared = {c.name.lower() for c in schema.columns}
+    return {
+        item.alias.lower(): (item.alias, item.this)
+        for item in select.expressions
+        if isinstance(item, exp.Alias)
+        and not isinstance(item.this, exp.Column)
+        and item.alias.lower() not in declared
+    }
+
+
+def select_alias(select: exp.Select, node: exp.Expr) -> str | None:
+    """The alias of the SELECT item that is ``node`` (a GROUP BY expression) itself.
+
+    >>> import sqlglot
+    >>> q = sqlglot.parse_one("SELECT FLOOR(a / 2) AS h FROM t GROUP BY FLOOR(a / 2)")
+    >>> select_alias(q, q.args["group"].expressions[0])
+    'h'
+    """
+    text = node.sql()
+    for item in select.expressions:
+        if isinstance(item, exp.Alias) and item.this.sql() == text:
+            return str(item.alias)
+    return None
+
+
+def derived_items(select: exp.Select, groups: tuple[GroupKey, ...]) -> dict[str, str]:
+    """Each derived key's name by the SQL text of the SELECT item that computes it.
+
+    >>> import sqlglot
+    >>> q = sqlglot.parse_one("SELECT FLOOR(a / 2) AS h FROM t GROUP BY h")
+    >>> derived_items(q, (GroupKey("h", ("0",), Bins("a", 2)),))
+    {'h': 'h', 'FLOOR(a / 2)': 'h'}
+    """
+    derived = {g.column: g.column for g in groups if g.derived is not None}
+    for item in select.expressions:
+        if isinstance(item, exp.Alias) and item.alias in derived:
+            derived[item.this.sql()] = item.alias
+    return derived

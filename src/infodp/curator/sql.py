@@ -41,7 +41,7 @@ import sqlglot
 from sqlglot import exp
 
 from infodp._exact import parse_exact
-from infodp.curator.derived import derived_key
+from infodp.curator.derived import derived_items, derived_key, select_alias, select_aliases
 from infodp.curator.plan import Aggregate, GroupKey, Output, Predicate, QueryPlan
 from infodp.curator.rules import RULES, Rule, allowed_names
 from infodp.curator.rules.filtered import parse_filtered
@@ -480,7 +480,7 @@ def _groups(select: exp.Select, parsing: _Parsing) -> tuple[GroupKey, ...]:
     schema = parsing.schema
     groups: list[GroupKey] = []
     group_node = select.args.get("group")
-    aliases = _aliases(select, schema)
+    aliases = select_aliases(select, schema)
     for g in [] if group_node is None else group_node.expressions:
         if (
             isinstance(g, exp.Column)
@@ -488,39 +488,21 @@ def _groups(select: exp.Select, parsing: _Parsing) -> tuple[GroupKey, ...]:
             and g.name.lower() == schema.privacy_unit.lower()
         ):
             raise _refuse("GROUP BY the privacy unit", "it would release per-individual values")
-        if isinstance(g, exp.Column) and g.name.lower() in aliases:
-            name, g = aliases[g.name.lower()]
-        elif not isinstance(g, exp.Column):
-            name = _select_alias(select, g) or g.sql()
-        else:
-            groups.append(_group_key(parsing.column(g)))
-            continue
-        groups.append(derived_key(g, parsing, name))
+        groups.append(_group(g, select, parsing, aliases))
     if len({g.column for g in groups}) != len(groups):
         raise _refuse("repeated GROUP BY column")
     return tuple(groups)
 
 
-def _aliases(select: exp.Select, schema: DatasetSchema) -> dict[str, tuple[str, exp.Expr]]:
-    """SELECT aliases of expressions that GROUP BY may name (a declared column's name stays
-    the column, as in SQL)."""
-    declared = {c.name.lower() for c in schema.columns}
-    return {
-        item.alias.lower(): (item.alias, item.this)
-        for item in select.expressions
-        if isinstance(item, exp.Alias)
-        and not isinstance(item.this, exp.Column)
-        and item.alias.lower() not in declared
-    }
-
-
-def _select_alias(select: exp.Select, node: exp.Expr) -> str | None:
-    """The alias of the SELECT item that is ``node`` (a GROUP BY expression) itself."""
-    text = node.sql()
-    for item in select.expressions:
-        if isinstance(item, exp.Alias) and item.this.sql() == text:
-            return str(item.alias)
-    return None
+def _group(
+    g: exp.Expr, select: exp.Select, parsing: _Parsing, aliases: dict[str, tuple[str, exp.Expr]]
+) -> GroupKey:
+    """A declared column's key, or a derived key named by its SELECT alias or its text."""
+    if isinstance(g, exp.Column) and g.name.lower() in aliases:
+        return derived_key(aliases[g.name.lower()][1], parsing, aliases[g.name.lower()][0])
+    if isinstance(g, exp.Column):
+        return _group_key(parsing.column(g))
+    return derived_key(g, parsing, select_alias(select, g) or g.sql())
 
 
 def _outputs(
@@ -528,11 +510,11 @@ def _outputs(
 ) -> tuple[Output, ...]:
     """The SELECT items: GROUP BY columns and aggregates, with distinct names."""
     grouped = {g.column.lower() for g in groups if g.derived is None}
-    derived = {g.column: g.column for g in groups if g.derived is not None}
-    for item in select.expressions:  # a derived key's SELECT item, by its text
-        if isinstance(item, exp.Alias) and item.alias in derived:
-            derived[item.this.sql()] = item.alias
-    outputs = tuple(_output(item, parsing, grouped, derived) for item in select.expressions)
+    derived = derived_items(select, groups)
+    outputs = tuple(
+        _derived_output(item, derived) or _output(item, parsing, grouped)
+        for item in select.expressions
+    )
     if not any(o.aggregate is not None for o in outputs):
         raise _refuse("SELECT without an aggregate", "only aggregates are released")
     names = [o.name for o in outputs]
@@ -541,13 +523,18 @@ def _outputs(
     return outputs
 
 
-def _output(
-    item: exp.Expr, parsing: _Parsing, grouped: set[str], derived: dict[str, str]
-) -> Output:
+def _derived_output(item: exp.Expr, derived: dict[str, str]) -> Output | None:
+    """The SELECT item of a derived key (None for any other item)."""
+    node = item.this if isinstance(item, exp.Alias) else item
+    if isinstance(node, exp.Column) or node.sql() not in derived:
+        return None
+    alias = item.alias if isinstance(item, exp.Alias) else None
+    return Output(alias or node.sql(), group_column=derived[node.sql()])
+
+
+def _output(item: exp.Expr, parsing: _Parsing, grouped: set[str]) -> Output:
     alias = item.alias if isinstance(item, exp.Alias) else None
     node = item.this if isinstance(item, exp.Alias) else item
-    if not isinstance(node, exp.Column) and node.sql() in derived:
-        return Output(alias or node.sql(), group_column=derived[node.sql()])
     if isinstance(node, exp.Star):
         raise _refuse("raw column selection (*)", "only aggregates are released")
     if isinstance(node, exp.Column):
