@@ -99,4 +99,12 @@ def test_synopsis_refusals(curator: Curator) -> None:
         curator.query_synopsis("ages", "SELECT COUNT(DISTINCT age) FROM people")
     with pytest.raises(ParameterError, match="put the condition in the query's WHERE"):
         curator.query_synopsis("ages", "SELECT COUNT(*) FILTER (WHERE age > 3) FROM people")
+    # A derived GROUP BY key (bins, CASE bands) is not a column of the synopsis.
+    for derived in (
+        "SELECT FLOOR(age / 5) AS b, COUNT(*) FROM people GROUP BY b",
+        "SELECT CASE WHEN age < 5 THEN 'young' ELSE 'old' END AS b, COUNT(*) FROM people "
+        "GROUP BY b",
+    ):
+        with pytest.raises(ParameterError, match="derived key"):
+            curator.query_synopsis("ages", derived)
     assert curator.ledger.budget("a", "people").spent_epsilon == spent

@@ -7,7 +7,8 @@ Two forms, as a statistician writes them:
   read on the clamped bounded copy (a value outside the bounds falls in the edge bin), and
   its domain is every bin from ``FLOOR(low / w)`` to ``FLOOR(high / w)`` of the grid's range
   (interval arithmetic: FLOOR is monotone, and a bin of width ≥ 1 holds a value of an int
-  range between the edge bins);
+  range between the edge bins; on the coarser grid of bounds beyond 2^24 a bin may hold no
+  grid value, and is released as a declared cell all the same);
 - **bands** ``CASE WHEN c1 THEN l1 ... [ELSE d] END``: conditions in the WHERE grammar (read
   as WHERE reads them), literal results; the domain is the literals as text. Without an ELSE
   the rows no branch takes have a NULL key and are left out, as a NULL key always is.

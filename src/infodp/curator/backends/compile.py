@@ -331,7 +331,8 @@ class _Rows:
     def _key_filters(self, plan: QueryPlan, bounding: bool) -> list[exp.Expr]:
         """Keys outside a declared domain never form a released group: with partition
         selection the engine releases whatever key tuples survive, and a per-unit limit
-        could count them; otherwise their groups are simply never read."""
+        could count them; otherwise their groups are simply never read. A derived key is in
+        its domain by construction, so only its NULL (no branch taken) is left out."""
         declared = bounding or plan.needs_partition_selection
         out: list[exp.Expr] = []
         for i, g in enumerate(plan.group_by):

@@ -6,7 +6,8 @@ differ between engines; the rest (quoting, function spellings) is sqlglot's rend
 
 - **division**: DuckDB divides in DOUBLE even between DECIMAL literals; Spark would divide
   exactly in DECIMAL (and put a value on a bin's edge in the other bin), so it casts both sides
-  (no statement divides today: snapping multiplies by 1/g, a power of two);
+  (a derived key's bins divide, :mod:`infodp.curator.backends.keys`; snapping multiplies
+  by 1/g, a power of two);
 - **integer widths**: a centred sum of squares can pass 2^63 (each term is below 2^42 on the
   grid, so 2^21 rows suffice); DuckDB sums BIGINT into HUGEINT by itself, Spark would sum into
   BIGINT (and fail or wrap), so it sums DECIMAL(38, 0);
