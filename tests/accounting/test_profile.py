@@ -392,3 +392,50 @@ def test_one_order_on_floats_matches_the_array_path(
         array = float(np.asarray(profile.rdp(np.array([alpha])))[0])
         assert isinstance(scalar, float)
         assert scalar == pytest.approx(array, rel=1e-9, abs=1e-300)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    eps0=st.floats(0.01, 2.0),
+    delta0=st.floats(1e-9, 1e-3),
+    scales=st.lists(st.floats(0.5, 20.0), min_size=1, max_size=3),
+)
+def test_basic_composition_bounds_a_mixed_composition(
+    eps0: float, delta0: float, scales: list[float]
+) -> None:
+    # Dwork & Roth 2014, Theorem 3.16: an (ε0, δ0) mechanism composed with pure ε_i ones is
+    # (ε0 + Σ ε_i, δ0)-DP. The PLD of the (ε0, δ0) part alone is loose here (it spreads δ0
+    # over the composition), so δ at Σε must come out no larger than δ0 (rounded up).
+    parts = [acc.approximate_dp_profile(eps0, delta0)] + [acc.laplace_profile(s) for s in scales]
+    composed = acc.compose(*parts)
+    total = eps0 + sum(1.0 / s for s in scales)
+    assert composed.approx_guarantee() is not None
+    g_eps, g_delta = composed.approx_guarantee()  # type: ignore[misc]
+    assert g_eps >= total * (1 - 1e-15) and g_eps <= total * (1 + 1e-12)
+    assert g_delta == pytest.approx(delta0, rel=1e-12) and g_delta >= delta0
+    assert composed.delta(g_eps) <= g_delta
+    assert composed.epsilon(g_delta) <= g_eps
+    # Still an upper bound: never below what the tight PLD of the parts says.
+    assert composed.delta(g_eps) >= min(composed.pld().delta(g_eps), g_delta) - 1e-12
+
+
+def test_the_curators_partition_selection_meets_its_charge() -> None:
+    # A partition-selection AVG at (0.7, 1e-6): the selection's (ε/3, δ) and two pure parts.
+    # Before the basic bound was a candidate, the composed δ(0.7) came out 1e-5 and the
+    # ledger refused the query as not meeting its own charge.
+    from fractions import Fraction
+
+    from infodp.curator.cost import plan_cost
+    from infodp.curator.schema import load_schema
+    from infodp.curator.sql import parse_query
+
+    schema = load_schema(
+        {
+            "table": "t",
+            "privacy_unit": "pid",
+            "columns": {"h": {"type": "text"}, "n": {"type": "int", "bounds": [-10, 200]}},
+        }
+    )
+    plan = parse_query("SELECT h, AVG(n) FROM t GROUP BY h", schema)
+    cost = plan_cost(plan, schema, Fraction(7, 10), Fraction(1, 10**6), None)
+    assert cost.profile().delta(0.7) <= 1e-6 * (1 + 1e-9)

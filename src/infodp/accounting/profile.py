@@ -205,6 +205,23 @@ class PrivacyProfile(abc.ABC):
         """
         return self._memo("_pure_epsilon_value", self._pure_epsilon)
 
+    def approx_guarantee(self) -> tuple[float, float] | None:
+        """An (ε, δ) pair this profile is known to satisfy outright, or None.
+
+        A pure-ε profile satisfies (ε, 0); an (ε, δ) profile its own pair; a composition the
+        sums of its parts' pairs (Dwork & Roth 2014, Theorem 3.16, basic composition), which
+        :meth:`delta` and :meth:`epsilon` use beside the PLD and RDP bounds: for a composition
+        of an (ε, δ) part with pure parts they can be looser than the plain sum.
+
+        >>> compose(ApproximateDPProfile(0.25, 1e-6), laplace_profile(2.0)).approx_guarantee()
+        (0.75, 1e-06)
+        """
+        return self._approx_guarantee()
+
+    def _approx_guarantee(self) -> tuple[float, float] | None:
+        pure = self.pure_epsilon()
+        return (pure, 0.0) if math.isfinite(pure) else None
+
     @overload
     def rdp(self, alpha: float) -> float: ...
 
@@ -270,7 +287,8 @@ class PrivacyProfile(abc.ABC):
         return _cached_pld(self, h)
 
     def delta(self, epsilon: float, *, interval: float = DEFAULT_INTERVAL) -> float:
-        """Certified upper bound on δ(ε): the minimum over the PLD, RDP and pure-ε bounds.
+        """Certified upper bound on δ(ε): the minimum over the PLD, RDP, pure-ε and basic
+        (ε, δ) composition bounds.
 
         ``interval`` is the PLD grid (nats); every grid gives an upper bound.
         """
@@ -290,12 +308,16 @@ class PrivacyProfile(abc.ABC):
         candidates = [1.0, pld_delta]
         if 0 <= eps < math.inf:
             candidates.append(_conv.rdp_to_delta(self._rdp_grid(), _rdp.DEFAULT_ORDERS, eps))
+        guarantee = self.approx_guarantee()
+        if guarantee is not None and eps >= guarantee[0]:
+            candidates.append(guarantee[1])
         return float(min(max(c, 0.0) for c in candidates))
 
     def epsilon(
         self, delta: float, *, interval: float = DEFAULT_INTERVAL, with_rdp: bool = True
     ) -> float:
-        """Certified upper bound on ε(δ): the minimum over the PLD, RDP and pure-ε bounds.
+        """Certified upper bound on ε(δ): the minimum over the PLD, RDP, pure-ε and basic
+        (ε, δ) composition bounds.
 
         The result may be 0 (nothing leaks beyond δ) or ``math.inf``; it is never NaN.
         ``interval`` is the PLD grid (nats); every grid gives an upper bound. ``with_rdp=False``
@@ -318,6 +340,9 @@ class PrivacyProfile(abc.ABC):
         candidates = [self.pure_epsilon(), pld_eps]
         if d > 0 and (with_rdp or math.isinf(pld_eps)):
             candidates.append(_conv.rdp_to_epsilon(self._rdp_grid(), _rdp.DEFAULT_ORDERS, d))
+        guarantee = self.approx_guarantee()
+        if guarantee is not None and d >= guarantee[1]:
+            candidates.append(guarantee[0])  # basic composition (Dwork & Roth 2014, Thm 3.16)
         return float(max(min(candidates), 0.0))
 
     def _repr_html_(self) -> str:
@@ -758,6 +783,9 @@ class ApproximateDPProfile(PrivacyProfile):
     def _pure_epsilon(self) -> float:
         return self.eps if self.delta_ == 0 else math.inf
 
+    def _approx_guarantee(self) -> tuple[float, float] | None:
+        return (self.eps, self.delta_)
+
     def _kl(self) -> float:
         return (
             float(_rdp.randomized_response_rdp(self.eps, 2, 1.0)) if self.delta_ == 0 else math.inf
@@ -794,6 +822,15 @@ class ComposedProfile(PrivacyProfile):
         if any(math.isinf(v) for v, _ in values):
             return math.inf
         return _up(sum((k * Fraction(v) for v, k in values), Fraction(0)))
+
+    def _approx_guarantee(self) -> tuple[float, float] | None:
+        # Dwork & Roth 2014, Theorem 3.16: (Σ kε_i, Σ kδ_i), summed exactly and rounded up.
+        pairs = [(p.approx_guarantee(), k) for p, k in self.parts]
+        if any(g is None for g, _ in pairs):
+            return None
+        eps = sum((k * Fraction(g[0]) for g, k in pairs if g is not None), Fraction(0))
+        dlt = sum((k * Fraction(g[1]) for g, k in pairs if g is not None), Fraction(0))
+        return _up(eps), min(1.0, _up(dlt))
 
     def _kl(self) -> float:
         return float(sum(k * p.rdp(1.0) for p, k in self.parts))
