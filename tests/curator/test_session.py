@@ -258,3 +258,24 @@ def test_session_answers_filter_and_distinct_counts() -> None:
         s.query("SELECT MEDIAN(age) FILTER (WHERE age > 3) FROM people", epsilon=0.5)
     assert s.remaining_epsilon == 1  # a refusal spends nothing
     s.close()
+
+
+def test_repr_of_an_accountant_budget_shows_its_own_currency() -> None:
+    # A zCDP budget's basic (ε, δ) totals are informational zeros: the repr showed
+    # "ε 0 of 0 left" for a budget with all of its ρ left.
+    import re
+
+    from infodp.accounting import Budget
+
+    frame = pd.DataFrame({"x": [1, 2, 3]})
+    schema = {
+        "table": "t",
+        "privacy_unit": "row",
+        "columns": {"x": {"type": "int", "bounds": [0, 9]}},
+    }
+    s = infodp.Session(frame, schema, budget=Budget.zcdp(0.5))
+    before = repr(s)
+    assert "ε 0 of 0" not in before and "zcdp budget (rho 0.5), 0.5 left" in before
+    s.query("SELECT COUNT(*) FROM t", epsilon=0.1, delta=1e-9, noise="gaussian")
+    found = re.search(r"rho 0\.5\), ([0-9.e-]+) left", repr(s))
+    assert found is not None and 0 < float(found.group(1)) < 0.5

@@ -329,11 +329,46 @@ class Session:
 
         # No row count: the number of rows is a private fact unless declared public.
         b = self._budget()
+        where = "in memory" if self._curator.ledger.in_memory else str(self._curator.ledger.path)
+        if b.currency != "basic":
+            return f"Session({self.table}: {_accountant_left(b)}, ledger {where})"
         left = format_number(float(b.remaining_epsilon))
         total = format_number(float(b.epsilon))
-        where = "in memory" if self._curator.ledger.in_memory else str(self._curator.ledger.path)
         d = "" if b.delta == 0 else f", δ {format_number(float(b.remaining_delta))} left"
         return f"Session({self.table}: ε {left} of {total} left{d}, ledger {where})"
+
+
+def _accountant_left(budget: BudgetRecord) -> str:
+    """What an accountant budget holds and has left, as its own currency states them (the
+    basic (ε, δ) totals of such a budget are informational zeros)."""
+    from infodp._format import format_number
+
+    shown = budget.to_dict().get("accountant")
+    if not isinstance(shown, dict):
+        return budget.currency
+    given = shown.get("budget")
+    terms = given.items() if isinstance(given, dict) else ()
+    params = ", ".join(
+        f"{k} {format_number(v) if isinstance(v, (int, float)) else v}"
+        for k, v in terms
+        if k != "currency"
+    )
+    rest = _left_text(shown.get("remaining"))
+    return f"{budget.currency} budget ({params})" + (f", {rest}" if rest else "")
+
+
+def _left_text(left: object) -> str:
+    """What an accountant reports as left: a number, ε spent at δ (approx), or per order."""
+    from infodp._format import format_number
+
+    if isinstance(left, (int, float)):
+        return f"{format_number(left)} left"
+    if not isinstance(left, dict):
+        return ""
+    if isinstance(left.get("epsilon_spent"), (int, float)):
+        return f"ε {format_number(left['epsilon_spent'])} spent at δ {left.get('delta')}"
+    pairs = (f"{k}: {format_number(v)}" for k, v in left.items() if isinstance(v, (int, float)))
+    return "left per order " + ", ".join(pairs)
 
 
 def _request(
