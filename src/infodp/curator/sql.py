@@ -56,6 +56,7 @@ __all__ = [
     "MAX_SQL_CHARS",
     "MAX_WHERE_TERMS",
     "parse_query",
+    "parse_statement",
     "referenced_table",
 ]
 
@@ -96,6 +97,16 @@ def _statements_cached(sql: str) -> tuple[exp.Expr, ...]:
     # sqlglot's pure-Python tokenizer costs milliseconds; repeated queries reuse the tree
     # (never mutated here).
     return tuple(_statements(sql))
+
+
+def parse_statement(sql: str) -> exp.Expr:
+    """The one statement of ``sql`` as sqlglot parses it, after the size, nesting and
+    single-statement checks; remembered per text (callers must not mutate it).
+
+    >>> parse_statement("SELECT COUNT(*) FROM t").key
+    'select'
+    """
+    return _statements_cached(sql)[0]
 
 
 def _statements(sql: str) -> list[exp.Expr]:

@@ -19,12 +19,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-import sqlglot
 from sqlglot import exp
 
 from infodp.curator.post.process import Item, Ordering, PostProcess
 from infodp.curator.post.terms import FUNCTIONS, Term
-from infodp.curator.sql import COMPARISONS
+from infodp.curator.sql import COMPARISONS, parse_statement
 from infodp.errors import ParameterError
 
 __all__ = ["MAX_LIMIT", "inner_sql", "split_query"]
@@ -257,9 +256,10 @@ def split_query(sql: str) -> PostProcess | None:
     3
     """
     try:
-        select = sqlglot.parse_one(sql)
-    except (sqlglot.errors.SqlglotError, RecursionError, ValueError, TypeError):
-        return None
+        # The SQL parser's own cached, size-checked parse: the statement is parsed once.
+        select = parse_statement(sql)
+    except ParameterError:
+        return None  # the SQL parser refuses it again, with its own message
     if not isinstance(select, exp.Select) or not _needs_post(select):
         return None
     if any(select.args.get(k) for k in ("distinct", "with", "with_")):
