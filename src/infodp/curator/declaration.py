@@ -37,7 +37,7 @@ from infodp.errors import ParameterError
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
 
-__all__ = ["ColumnDecl", "SchemaDecl", "declared_schema"]
+__all__ = ["ColumnDecl", "SchemaDecl", "declared_population", "declared_schema"]
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DECLARATION = ConfigDict(extra="forbid", frozen=True, validate_default=True)
@@ -314,6 +314,91 @@ def _check_unit(unit: str, columns: tuple[ColumnSpec, ...]) -> None:
         )
 
 
+#: The keys of a population's declaration (the several-table form).
+_POPULATION_KEYS = ("table", "privacy_unit", "tables")
+#: The keys a public table's declaration may hold.
+_PUBLIC_KEYS = ("public", "columns")
+
+
+def declared_population(data: Mapping[object, object]) -> DatasetSchema:
+    """A population's declaration (``privacy_unit`` and ``tables``), every rule checked.
+
+    Each private table is declared as a single table is (without ``table`` and
+    ``privacy_unit``, which come from the population); a public table holds ``public: true``
+    and its columns (types; ``bounds`` optional; no null policy, no limits).
+
+    >>> p = declared_population({"privacy_unit": "pid", "tables": {
+    ...     "visits": {"max_rows_per_unit": 20,
+    ...                "columns": {"pid": {"type": "text"},
+    ...                            "cost": {"type": "float", "bounds": [0, 5000]}}},
+    ...     "regions": {"public": True, "columns": {"region": {"type": "text"}}}}})
+    >>> [(m.table, m.public, m.max_rows_per_unit) for m in p.members]
+    [('visits', False, 20), ('regions', True, 1)]
+    >>> declared_population({"privacy_unit": "pid", "tables": {
+    ...     "v": {"table": "v", "columns": {"pid": {"type": "text"}}}}})
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: tables.v.table must be left out (the population names its tables); got 'v'.
+    """  # noqa: E501
+    unknown = sorted(str(k) for k in data if k not in _POPULATION_KEYS)
+    if unknown:
+        raise ParameterError("schema", unknown, "made of the keys " + ", ".join(_POPULATION_KEYS))
+    unit = data.get("privacy_unit")
+    if unit is None:
+        raise ParameterError("privacy_unit", None, "a user-id column name or 'row'")
+    unit = _identifier("privacy_unit", unit)
+    name = _identifier("table", data.get("table", "population"))
+    tables = data.get("tables")
+    if not isinstance(tables, Mapping) or not tables:
+        raise ParameterError("tables", tables, "a non-empty mapping of table declarations")
+    members: list[DatasetSchema] = []
+    for table, spec in tables.items():
+        where = f"tables.{table}"
+        _identifier(where, table)
+        if not isinstance(spec, Mapping):
+            raise ParameterError(where, spec, "a mapping with keys columns (and public or limits)")
+        for key in ("table", "privacy_unit"):
+            if key in spec:
+                raise ParameterError(
+                    f"{where}.{key}", spec[key], "left out (the population names its tables)"
+                )
+        members.append(_member(str(table), unit, spec, where))
+    names = [m.table.lower() for m in members]
+    if len(set(names)) != len(names):
+        raise ParameterError("tables", [m.table for m in members], "distinct names")
+    if all(m.public for m in members):
+        raise ParameterError("tables", names, "at least one private table (not public: true)")
+    return DatasetSchema(name, unit, (), members=tuple(members))
+
+
+def _member(table: str, unit: str, spec: Mapping[object, object], where: str) -> DatasetSchema:
+    """One table of a population: private (declared as a single table) or public."""
+    if spec.get("public") is True:
+        unknown = sorted(str(k) for k in spec if k not in _PUBLIC_KEYS)
+        if unknown:
+            raise ParameterError(where, unknown, "made of the keys " + ", ".join(_PUBLIC_KEYS))
+        cols = spec.get("columns")
+        if not isinstance(cols, Mapping) or not cols:
+            raise ParameterError(f"{where}.columns", cols, "a non-empty mapping of columns")
+        columns = tuple(_column(str(n), c) for n, c in cols.items())
+        for col in columns:
+            if col.nulls.action == "replace":
+                raise ParameterError(
+                    f"{where}.columns.{col.name}.nulls", col.nulls.value, "drop or error"
+                )
+        return DatasetSchema(table, unit, columns, public=True)
+    if "public" in spec and spec["public"] is not False:
+        raise ParameterError(f"{where}.public", spec["public"], "true or false")
+    body = {k: v for k, v in spec.items() if k != "public"}
+    member = declared_schema({**body, "table": table, "privacy_unit": unit})
+    if unit != "row" and not any(c.name.lower() == unit.lower() for c in member.columns):
+        # The unit's id is how tables of one population are joined and bounded together.
+        raise ParameterError(
+            f"{where}.columns", [c.name for c in member.columns], f"a column {unit!r} (the unit)"
+        )
+    return member
+
+
 def declared_schema(data: Mapping[object, object]) -> DatasetSchema:
     """The schema a declaration (already read from YAML/JSON) states, every rule checked.
 
@@ -322,6 +407,8 @@ def declared_schema(data: Mapping[object, object]) -> DatasetSchema:
     ...
     infodp.errors.ParameterError: columns.x must be made of the keys type, bounds, categories, nulls; got ['typ'].
     """  # noqa: E501
+    if "tables" in data:
+        return declared_population(data)
     decl = _validated(SchemaDecl, dict(data), "schema")
     columns = tuple(_column(name, spec) for name, spec in decl.columns)
     names = [c.name.lower() for c in columns]

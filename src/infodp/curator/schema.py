@@ -52,6 +52,7 @@ __all__ = [
     "SchemaDict",
     "SchemaSource",
     "load_schema",
+    "stored_name",
 ]
 
 #: Declared column types.
@@ -66,15 +67,23 @@ class ColumnDict(TypedDict, total=False):
     categories: list[str]
     #: ``"drop"`` or ``{"replace": VALUE}`` (absent: ``"error"``).
     nulls: str | dict[str, float | str]
+    #: A public table's column: most rows sharing one value (measured on the public data).
+    multiplicity: int
 
 
 class SchemaDict(TypedDict):
-    """A declaration as plain data (:meth:`DatasetSchema.to_dict`, JSON-able)."""
+    """A declaration as plain data (:meth:`DatasetSchema.to_dict`, JSON-able).
+
+    A population holds ``tables`` (each a table's keys without ``table`` and
+    ``privacy_unit``) instead of ``columns``.
+    """
 
     table: str
     privacy_unit: str
-    max_rows_per_unit: int
-    columns: dict[str, ColumnDict]
+    max_rows_per_unit: NotRequired[int]
+    columns: NotRequired[dict[str, ColumnDict]]
+    tables: NotRequired[dict[str, SchemaDict]]
+    public: NotRequired[bool]
     max_groups_per_unit: NotRequired[int]
     public_rows: NotRequired[int]
     public_max_rows: NotRequired[int]
@@ -113,6 +122,9 @@ class ColumnSpec:
     bounds: tuple[float, float] | None = None
     categories: tuple[str, ...] | None = None
     nulls: NullPolicy = NullPolicy()
+    #: A public table's column: the most rows sharing one value, measured on the public data
+    #: at registration (bounds each private row's matches in a join on this column).
+    multiplicity: int | None = None
 
     @property
     def is_numeric(self) -> bool:
@@ -130,6 +142,8 @@ class ColumnSpec:
             out["nulls"] = {"replace": self.nulls.value}
         elif self.nulls.action != "error":
             out["nulls"] = self.nulls.action
+        if self.multiplicity is not None:
+            out["multiplicity"] = self.multiplicity
         return out
 
 
@@ -140,6 +154,12 @@ class DatasetSchema:
     ``privacy_unit`` is a column holding the individual's id, or ``"row"`` (one row per
     individual). ``max_rows_per_unit`` (m) and ``max_groups_per_unit`` (k) are contribution
     limits enforced inside the database before any aggregate is taken.
+
+    A *population* (``members`` not empty) is one privacy unit with several tables: each
+    member is a table's schema (``public`` for a public table: no bounds, no budget), and
+    every budget and cap belongs to the population. A query over a population reads a
+    *derived relation* (:mod:`infodp.curator.relations`): a schema whose ``source_sql`` is
+    the relation's SQL over the stored tables.
     """
 
     table: str
@@ -151,6 +171,32 @@ class DatasetSchema:
     public_rows: int | None = None
     #: A public upper bound on the row count (None: none declared).
     public_max_rows: int | None = None
+    #: A public table of a population (declared ``public: true``).
+    public: bool = False
+    #: A population's tables (private and public), in declared order.
+    members: tuple[DatasetSchema, ...] = ()
+    #: A derived relation's SQL (DuckDB dialect) over the stored tables; None: the table.
+    source_sql: str | None = None
+
+    @property
+    def is_population(self) -> bool:
+        """True for a population of several tables (declared with ``tables:``)."""
+        return bool(self.members)
+
+    def member(self, name: str) -> DatasetSchema:
+        """The population's table ``name`` (case-insensitive), or a ParameterError naming it.
+
+        >>> s = load_schema({"privacy_unit": "pid", "tables": {
+        ...     "people": {"columns": {"pid": {"type": "text"}}},
+        ...     "regions": {"public": True, "columns": {"region": {"type": "text"}}}}})
+        >>> s.member("REGIONS").public
+        True
+        """
+        for m in self.members:
+            if m.table.lower() == name.lower():
+                return m
+        known = ", ".join(m.table for m in self.members) or self.table
+        raise ParameterError(f"unknown table {name!r}; the population's tables: {known}.")
 
     @property
     def row_bound(self) -> int | None:
@@ -187,6 +233,12 @@ class DatasetSchema:
 
     def to_dict(self) -> SchemaDict:
         """Plain data (JSON-able) that :func:`load_schema` reads back to an equal schema."""
+        if self.is_population:
+            return {
+                "table": self.table,
+                "privacy_unit": self.privacy_unit,
+                "tables": {m.table: m._member_dict() for m in self.members},
+            }
         out: SchemaDict = {
             "table": self.table,
             "privacy_unit": self.privacy_unit,
@@ -199,6 +251,16 @@ class DatasetSchema:
             out["public_rows"] = self.public_rows
         if self.public_max_rows is not None:
             out["public_max_rows"] = self.public_max_rows
+        if self.public:
+            out["public"] = True
+        return out
+
+    def _member_dict(self) -> SchemaDict:
+        """A member's plain data inside its population's ``tables`` (no table, no unit)."""
+        out = self.to_dict()
+        del out["table"], out["privacy_unit"]  # type: ignore[misc]
+        if self.public:
+            del out["max_rows_per_unit"]
         return out
 
     def to_json(self) -> str:
@@ -218,6 +280,14 @@ class DatasetSchema:
         >>> DatasetSchema.from_dict(s.to_dict()) == s
         True
         """
+        tables = data.get("tables")
+        if tables is not None:
+            unit = str(data["privacy_unit"])
+            members = tuple(
+                cls.from_dict({**m, "table": str(k), "privacy_unit": unit})
+                for k, m in tables.items()
+            )
+            return cls(str(data["table"]), unit, (), members=members)
         return cls(
             str(data["table"]),
             str(data["privacy_unit"]),
@@ -226,6 +296,7 @@ class DatasetSchema:
             data.get("max_groups_per_unit"),
             data.get("public_rows"),
             data.get("public_max_rows"),
+            bool(data.get("public", False)),
         )
 
 
@@ -239,13 +310,24 @@ def _column_from_dict(name: str, d: ColumnDict) -> ColumnSpec:
         policy = NullPolicy("replace", float(raw) if d["type"] in ("int", "float") else str(raw))
     elif nulls is not None:
         policy = NullPolicy(str(nulls))
+    multiplicity = d.get("multiplicity")
     return ColumnSpec(
         name,
         str(d["type"]),
         None if bounds is None else (float(bounds[0]), float(bounds[1])),
         None if cats is None else tuple(str(c) for c in cats),
         policy,
+        None if multiplicity is None else int(multiplicity),
     )
+
+
+def stored_name(dataset: str, table: str) -> str:
+    """The name a population's table is stored under: ``dataset__table``.
+
+    >>> stored_name("clinic", "visits")
+    'clinic__visits'
+    """
+    return f"{dataset}__{table}"
 
 
 #: The largest |bound| of a numeric column (sums and squares stay finite doubles; the rule is
