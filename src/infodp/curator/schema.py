@@ -258,7 +258,7 @@ class DatasetSchema:
     def _member_dict(self) -> SchemaDict:
         """A member's plain data inside its population's ``tables`` (no table, no unit)."""
         out = self.to_dict()
-        del out["table"], out["privacy_unit"]  # type: ignore[misc]
+        del out["table"], out["privacy_unit"]
         if self.public:
             del out["max_rows_per_unit"]
         return out
