@@ -223,3 +223,42 @@ def test_neither_sketch_nor_salt_is_in_the_owner_output(cur: Curator, tmp_path: 
     text = repr(info)
     assert salt not in text
     assert all(str(h) not in text for h in UnitSketch.from_bytes(blob).hashes[:50])
+
+
+def test_the_cli_registers_shared_and_independent_datasets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``infodp dataset register`` tells the owner; ``--independent`` opts out."""
+    import json
+
+    import yaml
+
+    from infodp.cli import main
+
+    schema = tmp_path / "s.yaml"
+    schema.write_text(yaml.safe_dump(SCHEMA))
+    files = [tmp_path / f"{n}.csv" for n in ("orig", "copy", "own", "again")]
+    for extra, path in enumerate(files):  # the original, then with 1, 2, 3 more people
+        pd.concat([people(range(800)), people(range(extra), "dummy")]).to_csv(path, index=False)
+    orig, copy, own_copy, another = files
+    db = str(tmp_path / "s.duckdb")
+
+    def register(name: str, source: Path, *flags: str) -> dict[str, object]:
+        argv = ["dataset", "register", "--db", db, "--name", name, "--schema", str(schema)]
+        assert main([*argv, "--source", str(source), "--json", *flags]) == 0
+        out: dict[str, object] = json.loads(capsys.readouterr().out)
+        return out
+
+    assert register("orig", orig)["shares_budgets_of"] is None
+    shared = register("copy", copy)
+    assert shared["shares_budgets_of"] == "orig"
+    assert str(shared["budgets"]).startswith("copy shares the caps and budgets of dataset orig")
+    own = register("own", own_copy, "--independent")
+    assert own["shares_budgets_of"] is None and own["independent"] is True
+    argv = ["dataset", "register", "--db", db, "--name", "again", "--schema", str(schema)]
+    assert main([*argv, "--source", str(another)]) == 0
+    # In both groups, most contained in own's (802 of its 803 units, orig's: 801).
+    assert "again shares the caps and budgets of dataset own" in capsys.readouterr().out
+    assert main(["dataset", "list", "--db", db, "--json"]) == 0
+    listed = {d["name"]: d for d in json.loads(capsys.readouterr().out)["datasets"]}
+    assert listed["copy"]["shares_budgets_of"] == "orig" and listed["own"]["independent"]
