@@ -70,12 +70,21 @@ def test_a_membership_edited_by_hand_fails_verify_and_is_never_charged(tmp_path:
     live.close()
 
 
-def test_a_membership_edit_is_refused_by_a_curator_opened_before_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("edit", "error"),
+    [
+        ("UPDATE datasets SET independent = 1 WHERE name = 'copy'", "edited"),
+        ("UPDATE datasets SET budget_group = NULL WHERE name = 'copy'", "changed while in use"),
+    ],
+)
+def test_a_membership_edit_is_refused_by_a_curator_opened_before_it(
+    tmp_path: Path, edit: str, error: str
+) -> None:
     db = _grouped_store(tmp_path)
     live = Curator(db)
     live.query("a", QUERY.format("copy"), epsilon="0.25")  # the seals are known sound
-    _sql(db, "UPDATE datasets SET independent = 1 WHERE name = 'copy'")
-    with pytest.raises(LedgerError, match="edited"):
+    _sql(db, edit)
+    with pytest.raises(LedgerError, match=error):
         live.query("a", QUERY.format("copy"), epsilon="0.25")
     assert live.ledger.budget("a", "orig").spent_epsilon == Fraction(1, 4)
     live.close()

@@ -114,7 +114,7 @@ def charge(conn: sqlite3.Connection, store_id: str, c: Charge) -> tuple[int, Bud
     would be exceeded, :class:`DeclarationChanged` when the dataset's declaration is not
     the priced one, :class:`~infodp.errors.LedgerError` when a grant was edited.
     """
-    group = groups.root_of(conn, c.dataset)
+    group = _group_of(conn, store_id, c.dataset)
     row = conn.execute(
         _READ, (*_seal_keys(c.analyst, group, c.dataset), c.dataset, c.analyst, group)
     ).fetchone()
@@ -127,6 +127,12 @@ def charge(conn: sqlite3.Connection, store_id: str, c: Charge) -> tuple[int, Bud
         raise DeclarationChanged(
             f"the declaration of dataset {c.dataset} changed since the query was priced; "
             "nothing was charged. Ask again."
+        )
+    if (row["q_budget_group"] or c.dataset) != group:
+        _GROUPS.clear()  # a membership changed under this process: never trusted
+        raise LedgerError(
+            f"the budget group of dataset {c.dataset} changed while in use; nothing was "
+            "charged. Run 'infodp ledger verify'."
         )
     _check_seals(row, store_id, c, group)
     b = Budget(
@@ -191,6 +197,26 @@ def _check_seals(row: sqlite3.Row, store_id: str, c: Charge, group: str) -> None
     if len(_SOUND) >= 1024:
         _SOUND.clear()
     _SOUND.add(key)
+
+
+#: The group root of each registered dataset, by (store id, dataset): a membership is fixed
+#: at registration, and the charge checks that the row read still names this root.
+_GROUPS: dict[tuple[str, str], str] = {}
+
+
+def _group_of(conn: sqlite3.Connection, store_id: str, dataset: str) -> str:
+    key = (store_id, dataset)
+    group = _GROUPS.get(key)
+    if group is None:
+        row = conn.execute(
+            "SELECT coalesce(budget_group, name) FROM datasets WHERE name = ?", (dataset,)
+        ).fetchone()
+        if row is None:
+            return dataset  # not registered: the read finds nothing and says so
+        if len(_GROUPS) >= 1024:
+            _GROUPS.clear()
+        group = _GROUPS[key] = str(row[0])
+    return group
 
 
 _GRANT = ("epsilon", "delta", "budget_json", "key_salt", "key_hash", "created")
