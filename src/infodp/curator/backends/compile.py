@@ -45,6 +45,7 @@ import functools
 import secrets
 from collections.abc import Callable, Sequence
 
+import sqlglot
 from sqlglot import exp
 
 from infodp.curator.backends.bounding import (
@@ -391,6 +392,9 @@ def _filters(ms: Sequence[Measurement]) -> list[Predicate]:
 def _source(plan: QueryPlan, schema: DatasetSchema, relation: str | None, empty: bool) -> exp.Expr:
     if empty:
         return empty_relation_tree(schema)
+    if schema.source_sql is not None:  # a derived relation (infodp.curator.relations)
+        body = sqlglot.parse_one(schema.source_sql, read="duckdb")
+        return exp.Subquery(this=body, alias=exp.TableAlias(this=ident(schema.table)))
     return exp.Table(this=ident(relation or plan.table))
 
 
