@@ -29,7 +29,16 @@ from infodp.curator.schema import DatasetSchema, SchemaSource, load_schema, stor
 from infodp.curator.store import fingerprint, private_files, record_dataset
 from infodp.errors import ParameterError
 
-__all__ = ["Caps", "Copied", "DataOwner", "parse_caps", "population_sources", "register_dataset"]
+__all__ = [
+    "Caps",
+    "Copied",
+    "DataOwner",
+    "content_fingerprint",
+    "copy_population",
+    "parse_caps",
+    "population_sources",
+    "register_dataset",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +130,7 @@ def register_dataset(
         rows, unit_ok = copied.rows, copied.unit_ok
         if not schema.is_population:
             _check_public_facts(schema, rows)
-        fp = _fingerprint(store, engine, name, schema)
+        fp = content_fingerprint(store, engine, name, schema)
         shown_source = _shown_source(source)
         ledger.register_dataset(
             name,
@@ -237,22 +246,27 @@ def copy_population(
         return engine.register_population(name, sources, schema, bounded_path=bounded_path)  # type: ignore[no-any-return]
     copied = Copied(schema, 0, True, [])
     members = []
-    for member in schema.members:
-        table = stored_name(name, member.table)
-        copied.tables.append(table)
-        if member.public:
-            members.append(store.register_public(table, sources[member.table], member))
-            continue
-        rows, unit_ok = store.register(table, sources[member.table], member)
-        _check_public_facts(member, rows)
-        copied.rows += rows
-        copied.unit_ok = copied.unit_ok and unit_ok
-        members.append(member)
+    try:
+        for member in schema.members:
+            table = stored_name(name, member.table)
+            copied.tables.append(table)
+            if member.public:
+                members.append(store.register_public(table, sources[member.table], member))
+                continue
+            rows, unit_ok = store.register(table, sources[member.table], member)
+            _check_public_facts(member, rows)
+            copied.rows += rows
+            copied.unit_ok = copied.unit_ok and unit_ok
+            members.append(member)
+    except BaseException:
+        for table in copied.tables:  # a table that failed was never made: dropped if exists
+            store.drop(table)
+        raise
     copied.schema = dataclasses.replace(schema, members=tuple(members))
     return copied
 
 
-def _fingerprint(store: DuckDBBackend, engine: Any, name: str, schema: DatasetSchema) -> str:
+def content_fingerprint(store: DuckDBBackend, engine: Any, name: str, schema: DatasetSchema) -> str:
     """The content fingerprint: of the table, or of a population's tables together."""
     if not schema.is_population:
         if engine is not store:
