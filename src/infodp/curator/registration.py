@@ -242,8 +242,11 @@ def copy_population(
     of each private table are checked against its own count.
     """
     sources = population_sources(schema, source)
-    if engine is not store:
-        return engine.register_population(name, sources, schema, bounded_path=bounded_path)  # type: ignore[no-any-return]
+    if engine is not store:  # Spark: one directory of copies
+        filled, rows, made = engine.register_population(
+            name, sources, schema, bounded_path=bounded_path
+        )
+        return Copied(filled, rows, True, made)
     copied = Copied(schema, 0, True, [])
     members = []
     try:
