@@ -44,15 +44,22 @@ def unit_relations(
     >>> s = load_schema({"table": "t", "privacy_unit": "pid", "columns": {"pid": {"type": "text"}}})
     >>> unit_relations("t", s)
     [('"t"', 'pid')]
+    >>> p = load_schema({"privacy_unit": "pid", "tables": {
+    ...     "people": {"columns": {"pid": {"type": "text"}}},
+    ...     "regions": {"public": True, "columns": {"region": {"type": "text"}}}}})
+    >>> unit_relations("clinic", p)
+    [('"clinic__people"', 'pid')]
     """
     if schema.unit_is_row:
         return []
+    tables = [m.table for m in schema.members if not m.public] if schema.is_population else []
     if bounded_path is not None:
         if "://" in bounded_path:
             return []
-        glob = str(Path(bounded_path) / "**" / "*.parquet").replace("'", "''")
-        return [(f"read_parquet('{glob}')", schema.privacy_unit)]
-    tables = [m.table for m in schema.members if not m.public] if schema.is_population else []
+        # A Spark population's tables are copied under one directory, each in its own.
+        dirs = [Path(bounded_path) / t for t in tables] or [Path(bounded_path)]
+        globs = [str(d / "**" / "*.parquet").replace("'", "''") for d in dirs]
+        return [(f"read_parquet('{g}')", schema.privacy_unit) for g in globs]
     stored = [stored_name(name, t) for t in tables] or [name]
     return [(_quote(t), schema.privacy_unit) for t in stored]
 
