@@ -262,3 +262,39 @@ def test_the_cli_registers_shared_and_independent_datasets(
     assert main(["dataset", "list", "--db", db, "--json"]) == 0
     listed = {d["name"]: d for d in json.loads(capsys.readouterr().out)["datasets"]}
     assert listed["copy"]["shares_budgets_of"] == "orig" and listed["own"]["independent"]
+
+
+# -- populations of several tables ----------------------------------------------------------------
+
+POPULATION = """
+privacy_unit: pid
+tables:
+  people:  {max_rows_per_unit: 1, columns: {pid: {type: text}, x: {type: int, bounds: [0, 9]}}}
+  visits:  {max_rows_per_unit: 5, columns: {pid: {type: text}, cost: {type: float, bounds: [0, 9]}}}
+  regions: {public: true, columns: {region: {type: text}}}
+"""
+
+
+def _population(people_ids: range, visit_ids: range, prefix: str = "p") -> dict[str, object]:
+    visits = pd.DataFrame({"pid": [f"{prefix}{i}" for i in visit_ids], "cost": 1.0})
+    regions = pd.DataFrame({"region": ["n", "s"]})
+    return {"people": people(people_ids, prefix), "visits": visits, "regions": regions}
+
+
+def test_a_population_is_sketched_over_the_union_of_its_private_tables(tmp_path: Path) -> None:
+    """People 0..999 with visits of 1000..1999: a table of persons 500..1499 is wholly in the
+    population (half from each private table) and shares; its public table counts for nothing."""
+    cur = Curator(tmp_path / "s.duckdb")
+    cur.register_dataset("clinic", _population(range(1000), range(1000, 2000)), POPULATION)
+    cur.add_analyst("a", "clinic", epsilon=1)
+    info = cur.register_dataset("mixed", people(range(500, 1500)), SCHEMA)
+    assert info["shares_budgets_of"] == "clinic"
+    cur.query("a", COUNT.format("mixed"), epsilon="0.5")
+    assert cur.ledger.budget("a", "clinic").spent_epsilon == Fraction(1, 2)
+    # A copy of the whole population with one more person shares too.
+    copy = _population(range(1001), range(1000, 2000))
+    assert cur.register_dataset("again", copy, POPULATION)["shares_budgets_of"] == "clinic"
+    # Another population with none of these people does not.
+    other = _population(range(1000), range(1000, 2000), prefix="q")
+    assert cur.register_dataset("other", other, POPULATION)["shares_budgets_of"] is None
+    assert cur.ledger.verify() == []
