@@ -20,14 +20,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import duckdb
+
 from infodp.curator.ledger.grants import Joined, Sharing
 from infodp.curator.schema import DatasetSchema, load_schema, stored_name
 from infodp.curator.store import catalogue, private_files
 from infodp.curator.unit_overlap import UnitSketch, closest_group, sketch_units
 
 if TYPE_CHECKING:
-    import duckdb
-
     from infodp.curator.backends.duckdb import DuckDBBackend
     from infodp.curator.ledger import Ledger
 
@@ -117,7 +117,9 @@ def _backfill(
         path = meta.get("bounded_path") if meta.get("backend") == "spark" else None
         schema = load_schema(record.schema_json)
         relations = unit_relations(record.name, schema, None if path is None else str(path))
-        with contextlib.suppress(Exception):  # a copy moved away: it stays without a sketch
+        # A copy moved away or unreadable: that dataset stays without a sketch (the owner's
+        # files; it is tried again at the next registration).
+        with contextlib.suppress(duckdb.Error, OSError):
             sketch = _sketch(con, relations, salt)
             if sketch is not None:
                 ledger.save_unit_sketch(record.name, sketch)
