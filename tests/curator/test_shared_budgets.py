@@ -108,6 +108,9 @@ def test_sharing_follows_the_share_of_common_units(cur: Curator, common: int, sh
     frame = pd.concat([people(range(common)), people(range(3000 - common), "new")])
     info = cur.register_dataset("other", frame, SCHEMA)
     assert (info["shares_budgets_of"] == "orig") is shares
+    if shares:  # the owner is told the estimated share: 70% within the estimator's ±6%
+        shown = int(info["budgets"].split("about ")[1].split("%")[0])
+        assert abs(shown - 70) <= 6
 
 
 def test_caps_of_a_sharing_dataset_are_refused_and_nothing_is_left(cur: Curator) -> None:
