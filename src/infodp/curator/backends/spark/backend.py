@@ -38,7 +38,6 @@ from infodp.curator.schema import DatasetSchema
 from infodp.errors import InternalError, ParameterError
 
 if TYPE_CHECKING:
-    import duckdb
     from pyspark.sql import Row, SparkSession
 
 __all__ = ["SparkBackend", "SparkHandle"]
@@ -206,9 +205,10 @@ class SparkBackend:
         filled, rows, made = register_population(self, name, sources, schema, target)
         return filled, rows, [*made, name]
 
-    def duckdb_scratch(self) -> duckdb.DuckDBPyConnection:
-        """A connection to this backend's private in-memory DuckDB database (public facts)."""
-        return self._duck.connect(read_only=False)
+    def duckdb_scratch(self) -> DuckDBBackend:
+        """This backend's private in-memory DuckDB store (public tables are copied and
+        measured there before Spark reads them)."""
+        return self._duck
 
     def _in_job_group(self, spark: SparkSession) -> Callable[[Callable[[], Written]], Written]:
         def run(work: Callable[[], Written]) -> Written:
