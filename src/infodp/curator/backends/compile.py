@@ -45,6 +45,7 @@ import functools
 import secrets
 from collections.abc import Callable, Sequence
 
+import sqlglot
 from sqlglot import exp
 
 from infodp.curator.backends.bounding import (
@@ -389,8 +390,16 @@ def _filters(ms: Sequence[Measurement]) -> list[Predicate]:
 
 
 def _source(plan: QueryPlan, schema: DatasetSchema, relation: str | None, empty: bool) -> exp.Expr:
+    """The relation a plan reads: the stored table (or ``relation``, a view), a derived
+    relation's SELECT (``schema.source_sql``, :mod:`infodp.curator.relations`) aliased as the
+    table, or the empty relation of the schema's columns (a check)."""
     if empty:
         return empty_relation_tree(schema)
+    if schema.source_sql is not None:
+        # Written by sqlglot's generic dialect (as registration's own statements are, and
+        # valid DuckDB); read back the same way, rendered per engine by _render.
+        derived = sqlglot.parse_one(schema.source_sql)
+        return exp.Subquery(this=derived, alias=exp.TableAlias(this=ident(schema.table)))
     return exp.Table(this=ident(relation or plan.table))
 
 

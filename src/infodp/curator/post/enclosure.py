@@ -64,10 +64,10 @@ _UNARY: dict[str, Callable[[Box], Box | None]] = {
 
 
 def _operation(term: Term, values: Sequence[Value], intervals: Sequence[Interval]) -> Box | None:
-    boxes = [enclose(a, values, intervals) for a in term.args]
-    if any(b is None for b in boxes):
+    inner = [enclose(a, values, intervals) for a in term.args]
+    if any(b is None for b in inner):
         return None
-    args = [b for b in boxes if b is not None]
+    args = [b for b in inner if b is not None]
     if term.op in _BINARY:
         return _BINARY[term.op](args[0], args[1])
     if term.op in _UNARY:
