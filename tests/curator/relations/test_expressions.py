@@ -184,3 +184,19 @@ def test_derived_bounds_hold_the_value_on_in_bound_inputs(text, a, b):
     assert row is not None
     if row[0] is not None:
         assert v.box[0] <= row[0] <= v.box[1], (text, v.box, row[0])
+
+
+def test_filter_conditions_and_quantile_arguments_may_be_derived(clinic):
+    sql = (
+        "SELECT COUNT(*) FILTER (WHERE cost * 2 > age) AS over, MEDIAN(cost + 1) AS mid "
+        "FROM people JOIN visits USING (pid)"
+    )
+    r = resolve(sql, schema())
+    assert r.schema.column("cost + 1").bounds == (1.0, 51.0)
+    got = answers(clinic, sql)[()]
+    want = plain(
+        clinic,
+        "SELECT COUNT(*) FILTER (WHERE cost * 2 > age) FROM clinic__people "
+        "JOIN clinic__visits USING (pid)",
+    )
+    assert got["count(*) filter(where cost * 2 > age = 1)"] == want[0][0] == 3

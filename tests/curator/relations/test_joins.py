@@ -160,7 +160,7 @@ def test_columns_named_as_the_analyst_recognises_them():
         ("SELECT COUNT(*) FROM regions", "reads no private table", "nothing to protect"),
         (
             "SELECT COUNT(*) FROM regions a JOIN regions b ON a.region = b.region",
-            "public tables only",
+            "reads no private table",
             "list a private table first",
         ),
         (

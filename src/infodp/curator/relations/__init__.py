@@ -107,12 +107,16 @@ def _relation(stmt: exp.Select, schema: DatasetSchema) -> Resolved:
     groups = relation.groups if relation.groups < rows else None
     if not schema.is_population and schema.max_groups_per_unit is not None:
         groups = min(schema.max_groups_per_unit, rows)
+    # A row-level relation of the single table has its rows: its declared row count holds.
+    same_rows = not schema.is_population and len(scope.sources) == 1 and scope.sources[0].table
     virtual = DatasetSchema(
         schema.table,
         schema.privacy_unit,
         relation.columns,
         max_rows_per_unit=rows,
         max_groups_per_unit=groups,
+        public_rows=schema.public_rows if same_rows else None,
+        public_max_rows=schema.public_max_rows if same_rows else None,
         source_sql=str(relation.select.sql(normalize_functions=False)),
     )
     return Resolved(str(query.sql()), virtual)

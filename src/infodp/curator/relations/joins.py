@@ -198,7 +198,7 @@ def _join(scope: Scope, join: exp.Join, read: Reader) -> None:
         m = _multiplicity(scope, [(li, lc) for (li, lc), _ in pairs], "public")
         scope.rows, scope.groups = right.rows * m, right.groups * m
     elif not left_private:
-        raise refuse("join of public tables only", _PUBLIC_FIRST)
+        raise refuse("a join of public tables only: it reads no private table", _PUBLIC_FIRST)
     else:
         m = _multiplicity(scope, [rc for _, rc in pairs], "public")
         m = max(m, 1) if side == "LEFT" else m

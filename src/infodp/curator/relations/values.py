@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from sqlglot import exp
 
 from infodp.curator.backends.bounding import bounded_column, ident, literal, snap_expression
+from infodp.curator.backends.dialects import SPARK
 from infodp.curator.boxes import Box
 from infodp.curator.grid import column_grid
 from infodp.curator.schema import MAX_BOUND, ColumnSpec, NullPolicy
@@ -131,12 +132,15 @@ def _indicator(condition: exp.Expr) -> exp.Expr:
 def snap_over(spec: ColumnSpec, value: exp.Expr) -> exp.Expr:
     """``snap_expression(spec)`` applied to ``value`` instead of the stored column: the null
     policy, the clamp to the bounds, the grid and the BIGINT cast, as registration stores a
-    column of that declaration.
+    column of that declaration. Its finiteness test is the portable ``ABS(v) < 'Infinity'``
+    (the relation's SQL is rendered for DuckDB and Spark alike).
 
     >>> print(snap_over(ColumnSpec("x", "int", bounds=(0.0, 9.0)), exp.column("v")).sql())
     CAST(ROUND(CASE WHEN (v) IS NULL THEN NULL ELSE LEAST(GREATEST((v), 0), 9) END) AS BIGINT)
+    >>> print(snap_over(ColumnSpec("x", "float", bounds=(0.0, 1.0)), exp.column("v")).sql()[:60])
+    CAST(ROUND((CASE WHEN (v) IS NULL OR NOT ABS((v)) < CAST('In
     """
-    tree = snap_expression(spec)
+    tree = snap_expression(spec, SPARK)
 
     def put(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and node.name == spec.name and not node.table:
