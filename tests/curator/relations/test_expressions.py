@@ -200,3 +200,20 @@ def test_filter_conditions_and_quantile_arguments_may_be_derived(clinic):
         "JOIN clinic__visits USING (pid)",
     )
     assert got["count(*) filter(where cost * 2 > age = 1)"] == want[0][0] == 3
+
+
+def test_no_stored_value_makes_the_statement_fail():
+    # The least BIGINT, a huge value and a zero denominator: negating, ABS, arithmetic and
+    # casts are computed in DOUBLE or TRY_CAST, so the outcome never depends on a stored value.
+    people, visits = frames(
+        [("p1", -(2**63), 1.0, "n"), ("p2", 2**62, 0.0, "s")], [("p1", 0.0, "a")]
+    )
+    backend = store(people, visits)
+    got = answers(
+        backend,
+        "SELECT COUNT(*) FILTER (WHERE -age > 0), COUNT(*) FILTER (WHERE ABS(age) > 5), "
+        "COUNT(*) FILTER (WHERE CAST(age * age AS INT) > 0), "
+        "COUNT(*) FILTER (WHERE 1 / income > 0) FROM people",
+    )
+    # DuckDB divides doubles as IEEE 754 does: 1 / 0 is +inf, above 0.
+    assert list(got[()].values()) == [1.0, 2.0, 0.0, 2.0]

@@ -173,7 +173,7 @@ class _Reader:
     def negative(self, node: exp.Expr) -> Value:
         a = self.number(node.this)
         box = None if a.box is None else boxes.neg(a.box)
-        return _unary(a, lambda e: exp.Neg(this=_paren(e)), a.type, box, double=False)
+        return _unary(a, lambda e: exp.Neg(this=_paren(e)), a.type, box)
 
     def monotone(self, node: exp.Expr) -> Value:
         extra = node.args.get("decimals") is not None or node.args.get("to") is not None
@@ -182,7 +182,7 @@ class _Reader:
         a = self.number(node.this)
         if isinstance(node, exp.Abs):
             box = None if a.box is None else boxes.absolute(a.box)
-            return _unary(a, lambda e: exp.Abs(this=e), a.type, box, double=False)
+            return _unary(a, lambda e: exp.Abs(this=e), a.type, box)
         if isinstance(node, exp.Round):
             digits = _digits(node.args.get("decimals"))
             box = None if a.box is None else boxes.round_to(a.box, digits)
@@ -401,15 +401,10 @@ def _digits(node: exp.Expr | None) -> int:
     return -int(inner.this) if isinstance(node, exp.Neg) else int(inner.this)
 
 
-def _unary(
-    a: Value,
-    fn: Callable[[exp.Expr], exp.Expr],
-    kind: str,
-    box: boxes.Box | None,
-    *,
-    double: bool = True,
-) -> Value:
-    raw = fn(_double(a.raw) if double else a.raw.copy())
+def _unary(a: Value, fn: Callable[[exp.Expr], exp.Expr], kind: str, box: boxes.Box | None) -> Value:
+    # In DOUBLE: -x and ABS(x) of the least BIGINT would overflow, an error a stored value
+    # could cause.
+    raw = fn(_double(a.raw))
     return Value(raw, fn(a.bounded.copy()), kind, box, None, a.nullable, why=a.why)
 
 
