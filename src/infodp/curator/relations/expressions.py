@@ -8,8 +8,9 @@ stored value, its bounded value and the bounds of the latter by interval arithme
 GREATEST, CAST to int, float or text, comparisons, IN lists, BETWEEN, IS [NOT] NULL and
 AND/OR/NOT (a condition inside an aggregate or arithmetic counts as 1 or 0).
 
-Arithmetic is computed in DOUBLE on every engine (so no stored value can make a statement fail
-on an integer overflow: what a query does depends on the query and the declaration only).
+Arithmetic is computed in DOUBLE on every engine and a division by 0 is NULL (so no stored
+value can make a statement fail on an overflow or a zero denominator: what a query does
+depends on the query and the declaration only).
 A quotient has bounds only when its denominator's bounds exclude 0: dividing by a value that
 may be 0 is refused when it is aggregated; write ``x / GREATEST(y, c)`` with c > 0 (or
 declare bounds that exclude 0).
@@ -160,9 +161,14 @@ class _Reader:
                     "divide by GREATEST(value, c) with c > 0, or declare bounds excluding 0"
                 )
         kind = "int" if a.type == b.type == "int" and op is not exp.Div else "float"
+        raw_b, bounded_b = _double(b.raw), _paren(b.bounded)
+        if op is exp.Div:
+            # x / 0 is NULL on every engine (DuckDB would give ±inf, ANSI Spark an error: a
+            # failure a stored value could cause).
+            raw_b, bounded_b = _nonzero(raw_b), _nonzero(bounded_b)
         return Value(
-            op(this=_double(a.raw), expression=_double(b.raw)),
-            op(this=_paren(a.bounded), expression=_paren(b.bounded)),
+            op(this=_double(a.raw), expression=raw_b),
+            op(this=_paren(a.bounded), expression=bounded_b),
             kind,
             box,
             None,
@@ -378,6 +384,10 @@ _READERS: dict[type[exp.Expr], Callable[[_Reader, exp.Expr], Value]] = {
 
 def _paren(e: exp.Expr) -> exp.Expr:
     return exp.Paren(this=e.copy())
+
+
+def _nonzero(e: exp.Expr) -> exp.Expr:
+    return exp.Nullif(this=e, expression=literal(0))
 
 
 def _double(e: exp.Expr) -> exp.Expr:
