@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _clinic import clinic_store, schema
 
+from _clinic import clinic_store, schema
 from infodp.curator.backends.compile import compiled_statements
 from infodp.curator.backends.dialects import SPARK
 from infodp.curator.plan import measurements
