@@ -116,6 +116,10 @@ def test_out_of_bound_values_are_clamped_before_the_expression():
         ("SELECT SUM(CASE WHEN age > 3 THEN 'a' ELSE 1 END) FROM people", ["mix numbers"]),
         ("SELECT COUNT(*) FROM people WHERE age + 1", ["a condition is needed"]),
         ("SELECT SUM(COUNT(*)) FROM people", ["aggregate", "grouped by the privacy unit"]),
+        (
+            "SELECT cost / 2 AS h, COUNT(*) FROM visits GROUP BY h",
+            ["GROUP BY the derived float value 'h'", "CAST it to INT"],
+        ),
     ],
 )
 def test_refusals_name_the_value_and_the_way_out(sql, says):

@@ -85,7 +85,15 @@ def value(node: exp.Expr, columns: Columns, aggregates: Aggregates | None = None
 
 
 def condition(node: exp.Expr, columns: Columns, where: str) -> Value:
-    """A condition (WHERE, ON, a FILTER): refused unless ``node`` is true or false per row."""
+    """A condition (WHERE, ON, a FILTER): refused unless ``node`` is true or false per row.
+
+    >>> import sqlglot
+    >>> from infodp.curator.schema import ColumnSpec
+    >>> from infodp.curator.relations.values import stored_value
+    >>> age = stored_value("p", ColumnSpec("age", "int", bounds=(0.0, 99.0)), grid=True)
+    >>> condition(sqlglot.parse_one("age + 1 > 30"), lambda c: age, "WHERE").raw.sql()
+    'CAST("p"."age" AS DOUBLE) + CAST(1 AS DOUBLE) > 30'
+    """
     v = value(node, columns)
     if v.type != "bool":
         raise refuse(f"{where} {_text(node)!r}", "a condition is needed (a comparison, IN, ...)")

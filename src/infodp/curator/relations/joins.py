@@ -148,7 +148,18 @@ class Scope:
 
 
 def scope_of(select: exp.Select, read: Reader) -> Scope:
-    """The FROM clause of ``select``, every join checked (see the module docstring)."""
+    """The FROM clause of ``select``, every join checked (see the module docstring).
+
+    >>> import sqlglot
+    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.relations.sources import table_source
+    >>> s = load_schema({"privacy_unit": "pid", "table": "c", "tables": {
+    ...     "a": {"max_rows_per_unit": 2, "columns": {"pid": {"type": "text"}}},
+    ...     "b": {"max_rows_per_unit": 5, "columns": {"pid": {"type": "text"}}}}})
+    >>> q = sqlglot.parse_one("SELECT COUNT(*) FROM a JOIN b USING (pid)")
+    >>> scope_of(q, lambda t: table_source(t, s)).rows
+    10
+    """
     src = select.args.get("from_") or select.args.get("from")
     if src is None:
         raise refuse("SELECT without FROM", "name a table of the dataset")

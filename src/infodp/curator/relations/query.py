@@ -33,7 +33,19 @@ _COUNTS = ("COUNT",)
 
 
 def outer_query(select: exp.Select, scope: Scope, table: str) -> tuple[exp.Select, Relation]:
-    """The query rewritten over the relation named ``table``, and that relation."""
+    """The query rewritten over the relation named ``table``, and that relation.
+
+    >>> import sqlglot
+    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.relations.joins import scope_of
+    >>> from infodp.curator.relations.sources import table_source
+    >>> s = load_schema({"table": "t", "privacy_unit": "row",
+    ...     "columns": {"x": {"type": "int", "bounds": [0, 9]}}})
+    >>> q = sqlglot.parse_one("SELECT AVG(x * 2) FROM t")
+    >>> out, rel = outer_query(q, scope_of(q, lambda n: table_source(n, s)), "t")
+    >>> (out.sql(), rel.columns[-1].bounds)
+    ('SELECT AVG("x * 2") AS "AVG(x * 2)" FROM "t"', (0.0, 18.0))
+    """
     lifter = _Lifter(scope)
     items = [lifter.item(item) for item in select.expressions]
     group_node = select.args.get("group")
@@ -44,7 +56,7 @@ def outer_query(select: exp.Select, scope: Scope, table: str) -> tuple[exp.Selec
             for i, n in zip(select.expressions, items, strict=True)
             if isinstance(i, exp.Alias)
         }
-        keys = [lifter.group(g, aliases, select) for g in group_node.expressions]
+        keys = [lifter.key(lifter.group(g, aliases, select)) for g in group_node.expressions]
         out.set("group", exp.Group(expressions=keys))
     for key in ("having", "order", "limit", "offset", "distinct", "qualify"):
         if select.args.get(key) is not None:
@@ -97,6 +109,17 @@ class _Lifter:
         self.by_text[text] = name
         self.lifted.append((name, v))
         return exp.Column(this=ident(name))
+
+    def key(self, node: exp.Expr) -> exp.Expr:
+        """A GROUP BY key, refused when it is a lifted float value (no finite domain)."""
+        if isinstance(node, exp.Column):
+            lifted = dict(self.lifted).get(node.name)
+            if lifted is not None and lifted.type == "float":
+                raise refuse(
+                    f"GROUP BY the derived float value {node.name[:60]!r}",
+                    "bin it, FLOOR(x / w) * w, or CAST it to INT",
+                )
+        return node
 
     def item(self, item: exp.Expr) -> exp.Expr:
         alias = str(item.alias) if isinstance(item, exp.Alias) else None

@@ -52,7 +52,18 @@ def project(
     having: Value | None = None,
     rows: int | None = None,
 ) -> Relation:
-    """``SELECT unit, items... FROM scope [WHERE] [GROUP BY] [HAVING]`` as a relation."""
+    """``SELECT unit, items... FROM scope [WHERE] [GROUP BY] [HAVING]`` as a relation (the
+    unit first, each item as :func:`~.values.column_items` stores it).
+
+    >>> import sqlglot
+    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.relations.sources import table_source
+    >>> s = load_schema({"table": "t", "privacy_unit": "pid",
+    ...     "columns": {"x": {"type": "int", "bounds": [0, 9]}}})
+    >>> scope = scope_of(sqlglot.parse_one("SELECT 1 FROM t"), lambda t: table_source(t, s))
+    >>> project(scope, [("x", scope.value(sqlglot.parse_one("x")))], None).select.sql()
+    'SELECT "t"."pid" AS "pid", "t"."x" AS "x", "t"."__bnd_x" AS "__bnd_x" FROM "t" AS "t"'
+    """
     select = scope.from_()
     specs: list[ColumnSpec] = []
     out: list[exp.Expr] = []
@@ -88,7 +99,18 @@ def project(
 
 
 def subquery_source(node: exp.Subquery, read: Callable[[exp.Expr], Source]) -> Source:
-    """A subquery in FROM as a source: row-level, or a per-unit aggregation."""
+    """A subquery in FROM as a source: row-level, or a per-unit aggregation.
+
+    >>> import sqlglot
+    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.relations.sources import table_source
+    >>> s = load_schema({"table": "v", "privacy_unit": "pid", "max_rows_per_unit": 20,
+    ...     "columns": {"cost": {"type": "float", "bounds": [0, 5000]}}})
+    >>> q = sqlglot.parse_one("SELECT 1 FROM (SELECT pid, SUM(cost) AS t FROM v GROUP BY pid) u")
+    >>> u = subquery_source(q.args["from_"].this, lambda t: table_source(t, s))
+    >>> (u.rows, u.spec("t").bounds)
+    (1, (0.0, 100000.0))
+    """
     inner = node.this
     if not isinstance(inner, exp.Select):
         raise refuse(f"{inner.key.upper()} in FROM", "a subquery in FROM is one SELECT")

@@ -48,7 +48,12 @@ def _reads(select: exp.Select) -> list[str]:
 
 
 def from_items(select: exp.Select) -> list[exp.Expr]:
-    """The tables and subqueries of a SELECT's FROM and JOINs (anything else refused)."""
+    """The tables and subqueries of a SELECT's FROM and JOINs (anything else refused).
+
+    >>> stmt = parse_statement("SELECT 1 FROM a JOIN (SELECT 1 FROM b) s ON TRUE")
+    >>> [n.key for n in from_items(stmt)]
+    ['table', 'subquery']
+    """
     src = select.args.get("from_") or select.args.get("from")
     nodes = [] if src is None else [src.this]
     nodes += [j.this for j in select.args.get("joins") or []]
@@ -61,7 +66,10 @@ def from_items(select: exp.Select) -> list[exp.Expr]:
 
 
 def check_subqueries(stmt: exp.Expr) -> None:
-    """Refuse anything but one SELECT whose subqueries are all in FROM or JOIN."""
+    """Refuse anything but one SELECT whose subqueries are all in FROM or JOIN.
+
+    >>> check_subqueries(parse_statement("SELECT COUNT(*) FROM (SELECT 1 FROM t) s"))
+    """
     if isinstance(stmt, (exp.Union, exp.Intersect, exp.Except)):
         raise refuse(f"set operation {stmt.key.upper()}")
     if not isinstance(stmt, exp.Select):

@@ -109,7 +109,12 @@ def stored_value(alias: str, spec: ColumnSpec, *, grid: bool, nullable: bool = F
 
 def as_number(v: Value, text: str) -> Value:
     """``v`` as a number: a condition is 1 when it holds, 0 when it does not (NULL when
-    unknown); a string is refused."""
+    unknown); a string is refused.
+
+    >>> yes = Value(exp.true(), exp.true(), "bool", nullable=False)
+    >>> (as_number(yes, "TRUE").type, as_number(yes, "TRUE").box)
+    ('int', (0.0, 1.0))
+    """
     if v.type == "bool":
         return Value(_indicator(v.raw), _indicator(v.bounded), "int", (0.0, 1.0), None, v.nullable)
     if v.type == "null":
@@ -181,7 +186,13 @@ def _bounds(v: Value) -> tuple[float, float] | None:
 def column_items(name: str, v: Value) -> tuple[ColumnSpec, list[exp.Expr]]:
     """The declaration of relation column ``name`` holding ``v`` and its SELECT items: the
     raw value (as BIGINT, DOUBLE or VARCHAR, as registration stores its type) and, when it
-    is numeric with bounds, its bounded copy ``__bnd_<name>``."""
+    is numeric with bounds, its bounded copy ``__bnd_<name>``.
+
+    >>> v = stored_value("p", ColumnSpec("age", "int", bounds=(0.0, 120.0)), grid=True)
+    >>> spec, items = column_items("age", v)
+    >>> [i.sql() for i in items]
+    ['"p"."age" AS "age"', '"p"."__bnd_age" AS "__bnd_age"']
+    """
     spec = _spec(name, v)
     items = [exp.alias_(_typed(v, spec), ident(name), copy=False)]
     if spec.is_numeric and spec.bounds is not None:
