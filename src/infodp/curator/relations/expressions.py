@@ -40,8 +40,8 @@ from sqlglot import exp
 from infodp._exact import parse_exact
 from infodp.curator import boxes
 from infodp.curator.backends.bounding import literal
+from infodp.curator.relations import conditions
 from infodp.curator.relations.values import (
-    NUMERIC,
     STRING,
     Value,
     as_number,
@@ -277,7 +277,7 @@ class _Reader:
             test = branch.this
             if subject is not None:
                 test = exp.EQ(this=subject.copy(), expression=test.copy())
-            conds.append(self.truth(test))
+            conds.append(conditions.truth(self, test))
             results.append(_plain(self.read(branch.args["true"]), _text(node)))
         default = node.args.get("default")
         other = self.read(default) if default is not None else self.null(exp.Null())
@@ -301,68 +301,6 @@ class _Reader:
         out = _with(merged, raw, bounded)
         return Value(out.raw, out.bounded, out.type, out.box, out.categories, nullable, why=out.why)
 
-    # -- conditions -------------------------------------------------------------------------
-
-    def truth(self, node: exp.Expr) -> Value:
-        v = self.read(node)
-        if v.type != "bool":
-            raise refuse(f"condition {_text(node)!r}", "a comparison, IN, BETWEEN, IS NULL, ...")
-        return v
-
-    def compare(self, node: exp.Expr) -> Value:
-        a, b = self.read(node.this), self.read(node.args["expression"])
-        a, b = _comparable(a, b, _text(node))
-        op = type(node)
-        return _condition(
-            op(this=a.raw.copy(), expression=b.raw.copy()),
-            op(this=_paren(a.bounded), expression=_paren(b.bounded)),
-            a.nullable or b.nullable,
-        )
-
-    def within(self, node: exp.Expr) -> Value:
-        if node.args.get("query") or node.args.get("unnest"):
-            raise refuse("subquery outside FROM", "IN takes a list of values")
-        a = self.read(node.this)
-        items = [_comparable(a, self.read(e), _text(node))[1] for e in node.expressions]
-        return _condition(
-            exp.In(this=a.raw.copy(), expressions=[i.raw.copy() for i in items]),
-            exp.In(this=_paren(a.bounded), expressions=[i.bounded.copy() for i in items]),
-            a.nullable or any(i.nullable for i in items),
-        )
-
-    def between(self, node: exp.Expr) -> Value:
-        a = self.read(node.this)
-        low = _comparable(a, self.read(node.args["low"]), _text(node))[1]
-        high = _comparable(a, self.read(node.args["high"]), _text(node))[1]
-        return _condition(
-            exp.Between(this=a.raw.copy(), low=low.raw.copy(), high=high.raw.copy()),
-            exp.Between(this=_paren(a.bounded), low=low.bounded.copy(), high=high.bounded.copy()),
-            a.nullable or low.nullable or high.nullable,
-        )
-
-    def is_null(self, node: exp.Expr) -> Value:
-        if not isinstance(node.args.get("expression"), exp.Null):
-            raise refuse(f"IS {_text(node.args['expression'])}", "only IS [NOT] NULL")
-        a = self.read(node.this)
-        return _condition(
-            exp.Is(this=a.raw.copy(), expression=exp.Null()),
-            exp.Is(this=_paren(a.bounded), expression=exp.Null()),
-            False,
-        )
-
-    def logical(self, node: exp.Expr) -> Value:
-        if isinstance(node, exp.Not):
-            a = self.truth(node.this)
-            raw: exp.Expr = exp.Not(this=_paren(a.raw))
-            return _condition(raw, exp.Not(this=_paren(a.bounded)), a.nullable)
-        a, b = self.truth(node.this), self.truth(node.args["expression"])
-        op = type(node)
-        return _condition(
-            op(this=_paren(a.raw), expression=_paren(b.raw)),
-            op(this=_paren(a.bounded), expression=_paren(b.bounded)),
-            a.nullable or b.nullable,
-        )
-
 
 _READERS: dict[type[exp.Expr], Callable[[_Reader, exp.Expr], Value]] = {
     exp.Literal: _Reader.literal,
@@ -380,13 +318,13 @@ _READERS: dict[type[exp.Expr], Callable[[_Reader, exp.Expr], Value]] = {
     exp.TryCast: _Reader.cast,
     exp.Case: _Reader.case,
     exp.Coalesce: _Reader.coalesce,
-    **{op: _Reader.compare for op in _COMPARISONS},
-    exp.In: _Reader.within,
-    exp.Between: _Reader.between,
-    exp.Is: _Reader.is_null,
-    exp.Not: _Reader.logical,
-    exp.And: _Reader.logical,
-    exp.Or: _Reader.logical,
+    **{op: conditions.compare for op in _COMPARISONS},
+    exp.In: conditions.within,
+    exp.Between: conditions.between,
+    exp.Is: conditions.is_null,
+    exp.Not: conditions.logical,
+    exp.And: conditions.logical,
+    exp.Or: conditions.logical,
 }
 
 
@@ -424,27 +362,6 @@ def _unary(a: Value, fn: Callable[[exp.Expr], exp.Expr], kind: str, box: boxes.B
     # could cause.
     raw = fn(_double(a.raw))
     return Value(raw, fn(a.bounded.copy()), kind, box, None, a.nullable, why=a.why)
-
-
-def _condition(raw: exp.Expr, bounded: exp.Expr, nullable: bool) -> Value:
-    return Value(raw, bounded, "bool", None, None, nullable)
-
-
-def _comparable(a: Value, b: Value, text: str) -> tuple[Value, Value]:
-    """Two sides of a comparison, refused when one is a number and the other text (a number
-    literal compared with a text column is read as its text, as the SQL parser does)."""
-    if a.type == "bool" or b.type == "bool":
-        a, b = as_number(a, text), as_number(b, text)
-    if a.type == "null" or b.type == "null":
-        return a, b
-    if (a.type in NUMERIC) == (b.type in NUMERIC):
-        return a, b
-    num, other = (a, b) if a.type in NUMERIC else (b, a)
-    if isinstance(num.raw, exp.Literal):
-        lit = literal(str(num.raw.this))
-        as_text = Value(lit, lit.copy(), "category", None, (str(num.raw.this),), False)
-        return (as_text, b) if num is a else (a, as_text)
-    raise refuse(f"comparison {text!r}", f"it compares a number with a {other.type} value")
 
 
 def _unify(values: Sequence[Value], text: str) -> Value:
