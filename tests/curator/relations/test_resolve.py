@@ -147,3 +147,13 @@ def test_removing_one_person_moves_each_measurement_within_its_sensitivity(sql, 
             for k in set(a) | set(b)
         )
         assert moved <= measure_for(m).sensitivity(m, rel), (m.key, moved)
+
+
+def test_a_view_the_caller_names_is_read_in_place_of_the_relation_sql():
+    r = resolve("SELECT SUM(cost * 2) FROM visits", schema())
+    plan = parse_query(r.sql, r.schema)
+    ms = measurements(plan)
+    text = compiled_statements(plan, r.schema, ms, unit_rows_ok=True, relation="v_view")[0]
+    assert '"v_view"' in text and "clinic__visits" not in text
+    text = compiled_statements(plan, r.schema, ms, unit_rows_ok=True)[0]
+    assert '"clinic__visits"' in text

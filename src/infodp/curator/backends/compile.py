@@ -390,12 +390,13 @@ def _filters(ms: Sequence[Measurement]) -> list[Predicate]:
 
 
 def _source(plan: QueryPlan, schema: DatasetSchema, relation: str | None, empty: bool) -> exp.Expr:
-    """The relation a plan reads: the stored table (or ``relation``, a view), a derived
-    relation's SELECT (``schema.source_sql``, :mod:`infodp.curator.relations`) aliased as the
-    table, or the empty relation of the schema's columns (a check)."""
+    """The relation a plan reads: the empty relation of the schema's columns (a check),
+    ``relation`` (a view the caller made: of the stored table, or of a derived relation),
+    a derived relation's SELECT over the stored tables (``schema.source_sql``,
+    :mod:`infodp.curator.relations`) aliased as the table, or the stored table."""
     if empty:
         return empty_relation_tree(schema)
-    if schema.source_sql is not None:
+    if relation is None and schema.source_sql is not None:
         # Written by sqlglot's generic dialect (as registration's own statements are, and
         # valid DuckDB); read back the same way, rendered per engine by _render.
         derived = sqlglot.parse_one(schema.source_sql)
