@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from _clinic import clinic_store, schema
-from infodp.curator.backends.compile import compiled_statements
+from infodp.curator.backends.compile import compiled_statements, relation_text
 from infodp.curator.backends.dialects import SPARK
 from infodp.curator.plan import measurements
 from infodp.curator.relations import resolve
@@ -53,6 +53,7 @@ def test_spark_and_duckdb_agree_on_derived_relations(spark: Any) -> None:
     for table in ("clinic__people", "clinic__visits", "clinic__regions"):
         frame = con.execute(f'SELECT * FROM "{table}"').df()
         spark.createDataFrame(frame).createOrReplaceTempView(table)
+        spark.createDataFrame(frame).createOrReplaceTempView(f"copy_{table}")
     for sql in QUERIES:
         r = resolve(sql, schema())
         plan = parse_query(r.sql, r.schema)
@@ -62,4 +63,12 @@ def test_spark_and_duckdb_agree_on_derived_relations(spark: Any) -> None:
         want = sorted(map(tuple, con.execute(duck).fetchall()), key=repr)
         got = sorted((tuple(row) for row in spark.sql(text).collect()), key=repr)
         assert got == want, sql
+        # the same through a view of the relation over renamed stored tables (as a Spark
+        # store names its bounded copies)
+        renamed = {t: f"copy_{t}" for t in ("clinic__people", "clinic__visits", "clinic__regions")}
+        spark.sql("CREATE OR REPLACE TEMP VIEW rel AS " + relation_text(r.schema, SPARK, renamed))
+        text = compiled_statements(
+            plan, r.schema, ms, unit_rows_ok=True, dialect=SPARK, relation="rel"
+        )[0]
+        assert sorted((tuple(row) for row in spark.sql(text).collect()), key=repr) == want
     con.close()

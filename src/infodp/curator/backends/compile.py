@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import functools
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import sqlglot
 from sqlglot import exp
@@ -74,6 +74,7 @@ from infodp.errors import InternalError
 __all__ = [
     "REDUCTIONS",
     "compiled_statements",
+    "relation_text",
     "with_salt",
 ]
 
@@ -397,11 +398,41 @@ def _source(plan: QueryPlan, schema: DatasetSchema, relation: str | None, empty:
     if empty:
         return empty_relation_tree(schema)
     if relation is None and schema.source_sql is not None:
-        # Written by sqlglot's generic dialect (as registration's own statements are, and
-        # valid DuckDB); read back the same way, rendered per engine by _render.
-        derived = sqlglot.parse_one(schema.source_sql)
-        return exp.Subquery(this=derived, alias=exp.TableAlias(this=ident(schema.table)))
+        return exp.Subquery(
+            this=_derived(schema.source_sql, ()), alias=exp.TableAlias(this=ident(schema.table))
+        )
     return exp.Table(this=ident(relation or plan.table))
+
+
+def _derived(source_sql: str, tables: Sequence[tuple[str, str]]) -> exp.Expr:
+    """A derived relation's SELECT, each stored table named in ``tables`` read under its new
+    name. The text is sqlglot's generic dialect (as registration's own statements are, and
+    valid DuckDB), read back the same way and rendered per engine by :func:`_render`."""
+    tree = sqlglot.parse_one(source_sql)
+    names = dict(tables)
+    if names:
+        for table in tree.find_all(exp.Table):
+            if table.name in names:
+                table.set("this", ident(names[table.name]))
+    return tree
+
+
+def relation_text(
+    schema: DatasetSchema, dialect: SqlDialect = DUCKDB, tables: Mapping[str, str] | None = None
+) -> str:
+    """A derived relation's SELECT rendered for ``dialect``, each stored table in ``tables``
+    read under the name given (a Spark view of its bounded copy, say).
+
+    >>> from infodp.curator.schema import DatasetSchema
+    >>> from infodp.curator.backends.dialects import SPARK
+    >>> s = DatasetSchema("c", "pid", (), source_sql='SELECT "v"."pid" AS "pid" FROM "c__v" AS "v"')
+    >>> relation_text(s, SPARK, {"c__v": "view_1"})
+    'SELECT `v`.`pid` AS `pid` FROM `view_1` AS `v`'
+    """
+    if schema.source_sql is None:
+        raise InternalError(f"{schema.table} is not a derived relation")
+    pairs = tuple(sorted((tables or {}).items()))
+    return _render(_derived(schema.source_sql, pairs), dialect)
 
 
 def _rows_of(plan: QueryPlan, rows: _Rows) -> exp.Select:
