@@ -46,3 +46,31 @@ def test_every_table_as_written(sql, tables):
 def test_refusals(sql, says):
     with pytest.raises(ParameterError, match=says):
         tables_read(sql)
+
+
+@pytest.mark.parametrize(
+    ("sql", "says"),
+    [
+        ("SELECT a, COUNT(*) FROM people GROUP BY ROLLUP (a)", "ROLLUP in GROUP BY"),
+        ("SELECT a, COUNT(*) FROM people GROUP BY CUBE (a)", "CUBE in GROUP BY"),
+        (
+            "SELECT a, COUNT(*) FROM people GROUP BY GROUPING SETS ((a))",
+            "GROUPING SETS in GROUP BY",
+        ),
+        ("SELECT a, COUNT(*) FROM people GROUP BY ALL", "ALL in GROUP BY"),
+        (
+            "SELECT SUM(age) OVER w FROM people WINDOW w AS (PARTITION BY region)",
+            "WINDOWS in SELECT",
+        ),
+        (
+            "SELECT COUNT(*) FROM (SELECT pid FROM visits WINDOW w AS (PARTITION BY pid)) t",
+            "WINDOWS in SELECT",
+        ),
+    ],
+)
+def test_clauses_a_relation_would_not_carry_are_refused(sql, says):
+    from _clinic import schema
+    from infodp.curator.relations import resolve
+
+    with pytest.raises(ParameterError, match=says):
+        resolve(sql, schema())

@@ -24,6 +24,7 @@ from infodp.curator.backends.bounding import ident
 from infodp.curator.relations.expressions import condition, value
 from infodp.curator.relations.joins import Scope
 from infodp.curator.relations.relation import Relation, project
+from infodp.curator.relations.tables import check_clauses
 from infodp.curator.relations.values import Value, as_number, refuse
 
 __all__ = ["outer_query"]
@@ -46,6 +47,7 @@ def outer_query(select: exp.Select, scope: Scope, table: str) -> tuple[exp.Selec
     >>> (out.sql(), rel.columns[-1].bounds)
     ('SELECT AVG("x * 2") AS "AVG(x * 2)" FROM "t"', (0.0, 18.0))
     """
+    check_clauses(select, outer=True)
     lifter = _Lifter(scope)
     items = [lifter.item(item) for item in select.expressions]
     group_node = select.args.get("group")

@@ -25,6 +25,7 @@ from infodp.curator.backends.bounding import ident
 from infodp.curator.relations.expressions import condition, value
 from infodp.curator.relations.joins import Scope, scope_of
 from infodp.curator.relations.sources import Source
+from infodp.curator.relations.tables import check_clauses
 from infodp.curator.relations.values import Value, as_number, column_items, refuse
 from infodp.curator.schema import ColumnSpec
 from infodp.errors import ParameterError
@@ -131,6 +132,7 @@ def subquery_source(node: exp.Subquery, read: Callable[[exp.Expr], Source]) -> S
                 f"{what} in a subquery",
                 "it would choose rows across individuals; filter with WHERE instead",
             )
+    check_clauses(inner, outer=False)
     scope = scope_of(inner, read)
     grouped = inner.args.get("group") is not None or any(
         isinstance(n, exp.AggFunc) for item in inner.expressions for n in item.walk()

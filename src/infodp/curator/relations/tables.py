@@ -16,7 +16,7 @@ from infodp.curator.relations.values import refuse
 from infodp.curator.sql import parse_statement
 from infodp.errors import ParameterError
 
-__all__ = ["OUTSIDE_FROM", "check_subqueries", "from_items", "tables_read"]
+__all__ = ["OUTSIDE_FROM", "check_clauses", "check_subqueries", "from_items", "tables_read"]
 
 #: Why a subquery outside FROM is refused.
 OUTSIDE_FROM = (
@@ -93,3 +93,38 @@ def check_subqueries(stmt: exp.Expr) -> None:
 
 def _in_from(node: exp.Subquery) -> bool:
     return isinstance(node.parent, (exp.From, exp.Join)) and node.arg_key == "this"
+
+
+#: The clauses a SELECT may hold here (HAVING, ORDER BY and LIMIT of the outer query are
+#: post-processing, split off before; the SQL parser refuses any left).
+_CLAUSES = {"expressions", "from", "from_", "joins", "where", "group", "having"}
+_OUTER = {"order", "limit", "offset", "distinct", "qualify"}
+
+
+def check_clauses(select: exp.Select, *, outer: bool) -> None:
+    """Refuse a clause the relation would not carry (never drop one silently): WINDOW,
+    GROUP BY ROLLUP/CUBE/GROUPING SETS/ALL, ...
+
+    >>> check_clauses(parse_statement("SELECT a FROM t GROUP BY ROLLUP (a)"), outer=True)
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: refused SQL construct: ROLLUP in GROUP BY (group by columns or derived keys).
+    """  # noqa: E501
+    allowed = _CLAUSES | _OUTER if outer else _CLAUSES
+    for key, arg in select.args.items():
+        if key not in allowed and arg not in _EMPTY:
+            raise refuse(f"{key.rstrip('_').upper()} in SELECT", "not part of the safe SQL subset")
+    group = select.args.get("group")
+    if group is None:
+        return
+    extra = [k for k, v in group.args.items() if k != "expressions" and v not in _EMPTY]
+    extra += [e.key for e in group.expressions if isinstance(e, _GROUPINGS)]
+    if extra:
+        name = (
+            extra[0].rstrip("_").upper().replace("_", " ").replace("GROUPINGSETS", "GROUPING SETS")
+        )
+        raise refuse(f"{name} in GROUP BY", "group by columns or derived keys")
+
+
+_EMPTY = (None, False, [], "")
+_GROUPINGS = (exp.Rollup, exp.Cube, exp.GroupingSets)
