@@ -126,5 +126,5 @@ def check_clauses(select: exp.Select, *, outer: bool) -> None:
         raise refuse(f"{name} in GROUP BY", "group by columns or derived keys")
 
 
-_EMPTY = (None, False, [], "")
+_EMPTY: tuple[object, ...] = (None, False, [], "")
 _GROUPINGS = (exp.Rollup, exp.Cube, exp.GroupingSets)
