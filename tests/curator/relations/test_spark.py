@@ -31,15 +31,17 @@ QUERIES = [
 
 
 @pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
+    warehouse = tmp_path_factory.mktemp("warehouse")
     session = (
         SparkSession.builder.master("local[1]")
         .appName("infodp-relations")
         .config("spark.sql.shuffle.partitions", "1")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.ansi.enabled", "true")
+        .config("spark.sql.warehouse.dir", str(warehouse))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
