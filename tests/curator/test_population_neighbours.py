@@ -6,11 +6,12 @@ chain of both, derived columns in an aggregate, in WHERE and in GROUP BY, a row-
 a per-unit aggregation feeding an outer aggregate) is asked of two stores that differ in one
 person, ``bob``, removed from every private table (add/remove neighbours, Dwork & Roth 2014,
 Def. 2.4; for a population the unit is the person across all tables). Through the library, the
-CLI and the HTTP service the outcome, the cost object and the ledger's spend must be identical, and refusals
-cost nothing. Then the answer itself: the exact pre-noise measurements of the two stores differ
-by at most each measurement's charged sensitivity summed over its cells (L1), and a black-box
-audit of the released measurement on the two stores (Jagielski et al. 2020's lower-bound
-method, :func:`infodp.audit.auditor.audit`) finds no ε above the one charged.
+CLI and the HTTP service the outcome, the cost object and the ledger's spend must be
+identical, and refusals cost nothing. Then the answer itself: the exact pre-noise measurements
+of the two stores differ by at most each measurement's charged sensitivity summed over its
+cells (L1), and a black-box audit of the released measurement on the two stores (Jagielski et
+al. 2020's lower-bound method, :func:`infodp.audit.auditor.audit`) finds no ε above the one
+charged.
 """
 
 from __future__ import annotations
