@@ -181,6 +181,18 @@ CASES = [
         "0.001",
         "0",
     ),
+    (
+        "answered-relation-cast-probe",
+        "SELECT COUNT(*) FROM people WHERE person_id = 'bob' AND CAST(city AS INT) = 1",
+        "0.001",
+        "0",
+    ),
+    (
+        "answered-relation-division-probe",
+        "SELECT COUNT(*) FROM people WHERE person_id = 'bob' AND age / (age - 50) > 1",
+        "0.001",
+        "0",
+    ),
     ("epsilon-huge-exponent", "SELECT COUNT(*) FROM people", "1e-10000000", "0"),
     ("quantile-huge-exponent", "SELECT QUANTILE(age, 1e-10000000) FROM people", "0.1", "0"),
     ("long-literal", f"SELECT COUNT(*) FROM people WHERE age = 1{'0' * 5000}", "0.1", "0"),
