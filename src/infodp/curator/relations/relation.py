@@ -99,6 +99,19 @@ def project(
     return Relation(select, tuple(specs), unit_name, m, min(scope.groups, m))
 
 
+#: The clauses refused in a subquery, by sqlglot's name for them: each picks rows by
+#: comparing individuals (an order, a cut, a dedup), so a unit's rows would depend on others'.
+_CHOOSERS = {
+    "order": "ORDER BY",
+    "limit": "LIMIT",
+    "offset": "OFFSET",
+    "distinct": "SELECT DISTINCT",
+    "with_": "WITH",
+    "with": "WITH",
+    "qualify": "QUALIFY",
+}
+
+
 def subquery_source(node: exp.Subquery, read: Callable[[exp.Expr], Source]) -> Source:
     """A subquery in FROM as a source: row-level, or a per-unit aggregation.
 
@@ -118,15 +131,7 @@ def subquery_source(node: exp.Subquery, read: Callable[[exp.Expr], Source]) -> S
     alias = node.alias
     if not alias:
         raise refuse("subquery in FROM without an alias", "write (SELECT ...) AS name")
-    for key, what in (
-        ("order", "ORDER BY"),
-        ("limit", "LIMIT"),
-        ("offset", "OFFSET"),
-        ("distinct", "SELECT DISTINCT"),
-        ("with_", "WITH"),
-        ("with", "WITH"),
-        ("qualify", "QUALIFY"),
-    ):
+    for key, what in _CHOOSERS.items():
         if inner.args.get(key):
             raise refuse(
                 f"{what} in a subquery",
