@@ -51,25 +51,37 @@ def find_dataset(names: Sequence[str], tables: Mapping[str, Sequence[str]]) -> s
     return next(iter(found))
 
 
+def _qualified(name: str, tables: Mapping[str, Sequence[str]], lower: Mapping[str, str]) -> str:
+    """The dataset of ``dataset.table`` (KeyError: no such table in it)."""
+    db, table = name.split(".", 1)
+    dataset = lower.get(db.lower())
+    if dataset is None or table.lower() not in {t.lower() for t in tables[dataset]}:
+        raise KeyError(name)
+    return dataset
+
+
+def _no_table(
+    name: str, tables: Mapping[str, Sequence[str]], lower: Mapping[str, str]
+) -> Exception:
+    """What to raise for a name no dataset holds as a table (KeyError: unknown)."""
+    if name.lower() in lower:  # a population's own name is not a table
+        return ParameterError(
+            "table",
+            name,
+            "one of the population's tables: " + ", ".join(tables[lower[name.lower()]]),
+        )
+    return KeyError(name)
+
+
 def _dataset_of(name: str, tables: Mapping[str, Sequence[str]]) -> str:
     lower = {k.lower(): k for k in tables}
     if "." in name:
-        db, table = name.split(".", 1)
-        dataset = lower.get(db.lower())
-        if dataset is None or table.lower() not in {t.lower() for t in tables[dataset]}:
-            raise KeyError(name)
-        return dataset
+        return _qualified(name, tables, lower)
     if name.lower() in lower and not tables[lower[name.lower()]]:
         return lower[name.lower()]
     owners = [d for d, ts in tables.items() if name.lower() in {t.lower() for t in ts}]
     if not owners:
-        if name.lower() in lower:  # a population's own name is not a table
-            raise ParameterError(
-                "table",
-                name,
-                "one of the population's tables: " + ", ".join(tables[lower[name.lower()]]),
-            )
-        raise KeyError(name)
+        raise _no_table(name, tables, lower)
     if len(owners) > 1:
         raise ParameterError(
             f"table {name!r} is in several datasets ({', '.join(sorted(owners))}); qualify it, "

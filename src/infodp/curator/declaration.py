@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import (
@@ -351,42 +351,58 @@ def declared_population(data: Mapping[object, object]) -> DatasetSchema:
     tables = data.get("tables")
     if not isinstance(tables, Mapping) or not tables:
         raise ParameterError("tables", tables, "a non-empty mapping of table declarations")
-    members: list[DatasetSchema] = []
-    for table, spec in tables.items():
-        where = f"tables.{table}"
-        _identifier(where, table)
-        if not isinstance(spec, Mapping):
-            raise ParameterError(where, spec, "a mapping with keys columns (and public or limits)")
-        for key in ("table", "privacy_unit"):
-            if key in spec:
-                raise ParameterError(
-                    f"{where}.{key}", spec[key], "left out (the population names its tables)"
-                )
-        members.append(_member(str(table), unit, spec, where))
+    members = [_table_of(table, spec, unit) for table, spec in tables.items()]
+    _check_members(members)
+    return DatasetSchema(name, unit, (), members=tuple(members))
+
+
+def _check_members(members: Sequence[DatasetSchema]) -> None:
+    """A population's tables have distinct names, and one of them at least is private."""
     names = [m.table.lower() for m in members]
     if len(set(names)) != len(names):
         raise ParameterError("tables", [m.table for m in members], "distinct names")
     if all(m.public for m in members):
         raise ParameterError("tables", names, "at least one private table (not public: true)")
-    return DatasetSchema(name, unit, (), members=tuple(members))
+
+
+def _table_of(table: object, spec: object, unit: str) -> DatasetSchema:
+    """The population's entry ``tables.<table>``: a mapping that leaves out what the
+    population names (its tables' names and unit)."""
+    where = f"tables.{table}"
+    _identifier(where, table)
+    if not isinstance(spec, Mapping):
+        raise ParameterError(where, spec, "a mapping with keys columns (and public or limits)")
+    for key in ("table", "privacy_unit"):
+        if key in spec:
+            raise ParameterError(
+                f"{where}.{key}", spec[key], "left out (the population names its tables)"
+            )
+    return _member(str(table), unit, spec, where)
+
+
+def _public_member(
+    table: str, unit: str, spec: Mapping[object, object], where: str
+) -> DatasetSchema:
+    """A public table of a population: its columns (no null replacement, no limits)."""
+    unknown = sorted(str(k) for k in spec if k not in _PUBLIC_KEYS)
+    if unknown:
+        raise ParameterError(where, unknown, "made of the keys " + ", ".join(_PUBLIC_KEYS))
+    cols = spec.get("columns")
+    if not isinstance(cols, Mapping) or not cols:
+        raise ParameterError(f"{where}.columns", cols, "a non-empty mapping of columns")
+    columns = tuple(_column(str(n), c) for n, c in cols.items())
+    for col in columns:
+        if col.nulls.action == "replace":
+            raise ParameterError(
+                f"{where}.columns.{col.name}.nulls", col.nulls.value, "drop or error"
+            )
+    return DatasetSchema(table, unit, columns, public=True)
 
 
 def _member(table: str, unit: str, spec: Mapping[object, object], where: str) -> DatasetSchema:
     """One table of a population: private (declared as a single table) or public."""
     if spec.get("public") is True:
-        unknown = sorted(str(k) for k in spec if k not in _PUBLIC_KEYS)
-        if unknown:
-            raise ParameterError(where, unknown, "made of the keys " + ", ".join(_PUBLIC_KEYS))
-        cols = spec.get("columns")
-        if not isinstance(cols, Mapping) or not cols:
-            raise ParameterError(f"{where}.columns", cols, "a non-empty mapping of columns")
-        columns = tuple(_column(str(n), c) for n, c in cols.items())
-        for col in columns:
-            if col.nulls.action == "replace":
-                raise ParameterError(
-                    f"{where}.columns.{col.name}.nulls", col.nulls.value, "drop or error"
-                )
-        return DatasetSchema(table, unit, columns, public=True)
+        return _public_member(table, unit, spec, where)
     if "public" in spec and spec["public"] is not False:
         raise ParameterError(f"{where}.public", spec["public"], "true or false")
     body = {k: v for k, v in spec.items() if k != "public"}

@@ -54,14 +54,19 @@ def unit_relations(
         return []
     tables = [m.table for m in schema.members if not m.public] if schema.is_population else []
     if bounded_path is not None:
-        if "://" in bounded_path:
-            return []
-        # A Spark population's tables are copied under one directory, each in its own.
-        dirs = [Path(bounded_path) / t for t in tables] or [Path(bounded_path)]
-        globs = [str(d / "**" / "*.parquet").replace("'", "''") for d in dirs]
-        return [(f"read_parquet('{g}')", schema.privacy_unit) for g in globs]
+        return _parquet_relations(bounded_path, tables, schema.privacy_unit)
     stored = [stored_name(name, t) for t in tables] or [name]
     return [(_quote(t), schema.privacy_unit) for t in stored]
+
+
+def _parquet_relations(bounded_path: str, tables: list[str], unit: str) -> list[tuple[str, str]]:
+    """A Spark copy's Parquet files as DuckDB reads them (none for a remote URI)."""
+    if "://" in bounded_path:
+        return []
+    # A Spark population's tables are copied under one directory, each in its own.
+    dirs = [Path(bounded_path) / t for t in tables] or [Path(bounded_path)]
+    globs = [str(d / "**" / "*.parquet").replace("'", "''") for d in dirs]
+    return [(f"read_parquet('{g}')", unit) for g in globs]
 
 
 def _quote(name: str) -> str:

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import functools
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import sqlglot
 from sqlglot import exp
@@ -58,6 +58,7 @@ from infodp.curator.backends.bounding import (
 )
 from infodp.curator.backends.dialects import DUCKDB, SqlDialect
 from infodp.curator.backends.keys import key_expression
+from infodp.curator.backends.reductions import REDUCTIONS
 from infodp.curator.grid import column_grid
 from infodp.curator.plan import (
     Aggregate,
@@ -102,48 +103,6 @@ def _number(text: str) -> exp.Expr:
 def _paren(e: exp.Expr) -> exp.Expr:
     return exp.Paren(this=e)
 
-
-def _count_rows(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
-    return exp.Count(this=exp.Star())
-
-
-def _count(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
-    return exp.Count(this=v)
-
-
-def _sum(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
-    return exp.Sum(this=v)
-
-
-def _centred(v: exp.Expr | None, center: int) -> exp.Expr:
-    return _paren(exp.Sub(this=v, expression=literal(center)))
-
-
-def _csum(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
-    return exp.Sum(this=_centred(v, center))
-
-
-def _csumsq(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
-    twin = None if v is None else v.copy()  # a tree node has one parent
-    square = exp.Mul(this=_centred(v, center), expression=_centred(twin, center))
-    return exp.Sum(this=d.wide_sum_operand(square))
-
-
-def _count_distinct(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
-    return exp.Count(this=exp.Distinct(expressions=[v]))
-
-
-#: What each measurement kind sums, of its bounded value ``v`` (grid units) centred at
-#: ``center`` where it is centred; a quantile's histogram is its own statement
-#: (the histogram statement of :func:`compiled_statements`).
-REDUCTIONS: dict[MeasurementKind, Callable[[exp.Expr | None, int, SqlDialect], exp.Expr]] = {
-    MeasurementKind.COUNT_ROWS: _count_rows,
-    MeasurementKind.COUNT: _count,
-    MeasurementKind.SUM: _sum,
-    MeasurementKind.CSUM: _csum,
-    MeasurementKind.CSUMSQ: _csumsq,
-    MeasurementKind.COUNT_DISTINCT: _count_distinct,
-}
 
 _COMPARISONS: dict[str, type[exp.Binary]] = {
     "=": exp.EQ,

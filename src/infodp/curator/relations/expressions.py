@@ -198,11 +198,7 @@ class _Reader:
             box = None if a.box is None else boxes.absolute(a.box)
             return _unary(a, lambda e: exp.Abs(this=e), a.type, box)
         if isinstance(node, exp.Round):
-            digits = _digits(node.args.get("decimals"))
-            box = None if a.box is None else boxes.round_to(a.box, digits)
-            kind = "int" if digits <= 0 else "float"
-            dec = literal(digits)
-            return _unary(a, lambda e: exp.Round(this=e, decimals=dec.copy()), kind, box)
+            return _rounded(a, node.args.get("decimals"))
         fn = exp.Floor if isinstance(node, exp.Floor) else exp.Ceil
         op = boxes.floor if isinstance(node, exp.Floor) else boxes.ceil
         box = None if a.box is None else op(a.box)
@@ -212,18 +208,7 @@ class _Reader:
         args = [self.number(a) for a in [node.this, *node.expressions]]
         fn = type(node)
         kind = "int" if all(a.type == "int" for a in args) else "float"
-        box = None
-        if all(a.box is not None for a in args):
-            every = [a.box for a in args if a.box is not None]
-            sure = [a.box for a in args if a.box is not None and not a.nullable]
-            # LEAST and GREATEST skip NULLs: an argument that may be NULL may be left out,
-            # so only the arguments that are never NULL tighten the far end.
-            if fn is exp.Least:
-                high = boxes.least(*sure)[1] if sure else boxes.hull(*every)[1]
-                box = (boxes.least(*every)[0], high)
-            else:
-                low = boxes.greatest(*sure)[0] if sure else boxes.hull(*every)[0]
-                box = (low, boxes.greatest(*every)[1])
+        box = _extreme_box(fn is exp.Least, args)
         return Value(
             fn(this=args[0].raw.copy(), expressions=[a.raw.copy() for a in args[1:]]),
             fn(this=args[0].bounded.copy(), expressions=[a.bounded.copy() for a in args[1:]]),
@@ -240,12 +225,7 @@ class _Reader:
         if a.type == "bool":
             a = as_number(a, _text(node.this))
         if target in _TEXT_TYPES:
-            raw = a.raw.copy()
-            if a.type == "int":
-                raw = exp.TryCast(this=raw, to=exp.DataType.build("BIGINT"))
-            text = exp.cast(raw, "VARCHAR")
-            cats = cast_categories(a)
-            return Value(text, text.copy(), "category" if cats else "text", None, cats, True)
+            return _as_text(a)
         if target not in _INT_TYPES | _FLOAT_TYPES:
             raise refuse(f"CAST to {target}", "cast to int, float or text")
         kind = "int" if target in _INT_TYPES else "float"
@@ -357,6 +337,40 @@ def _digits(node: exp.Expr | None) -> int:
     return -int(inner.this) if isinstance(node, exp.Neg) else int(inner.this)
 
 
+def _extreme_box(least: bool, args: Sequence[Value]) -> boxes.Box | None:
+    """The bounds of LEAST (``least``) or GREATEST of ``args``; None if one is unbounded."""
+    every = [a.box for a in args if a.box is not None]
+    if len(every) != len(args):
+        return None
+    sure = [a.box for a in args if a.box is not None and not a.nullable]
+    # LEAST and GREATEST skip NULLs: an argument that may be NULL may be left out,
+    # so only the arguments that are never NULL tighten the far end.
+    if least:
+        high = boxes.least(*sure)[1] if sure else boxes.hull(*every)[1]
+        return (boxes.least(*every)[0], high)
+    low = boxes.greatest(*sure)[0] if sure else boxes.hull(*every)[0]
+    return (low, boxes.greatest(*every)[1])
+
+
+def _rounded(a: Value, decimals: exp.Expr | None) -> Value:
+    """ROUND(a, decimals): an int when it rounds to a whole number or coarser."""
+    digits = _digits(decimals)
+    box = None if a.box is None else boxes.round_to(a.box, digits)
+    kind = "int" if digits <= 0 else "float"
+    dec = literal(digits)
+    return _unary(a, lambda e: exp.Round(this=e, decimals=dec.copy()), kind, box)
+
+
+def _as_text(a: Value) -> Value:
+    """CAST(a AS text): categories where ``a`` has them (:func:`cast_categories`)."""
+    raw = a.raw.copy()
+    if a.type == "int":
+        raw = exp.TryCast(this=raw, to=exp.DataType.build("BIGINT"))
+    text = exp.cast(raw, "VARCHAR")
+    cats = cast_categories(a)
+    return Value(text, text.copy(), "category" if cats else "text", None, cats, True)
+
+
 def _unary(a: Value, fn: Callable[[exp.Expr], exp.Expr], kind: str, box: boxes.Box | None) -> Value:
     # In DOUBLE: -x and ABS(x) of the least BIGINT would overflow, an error a stored value
     # could cause.
@@ -372,21 +386,31 @@ def _unify(values: Sequence[Value], text: str) -> Value:
     if not real:
         return Value(exp.Null(), exp.Null(), "null", None, None, True)
     if all(v.numeric for v in real):
-        kind = "int" if all(v.type == "int" for v in real) else "float"
-        bounded = [v.box for v in real if v.box is not None]
-        box = boxes.hull(*bounded) if len(bounded) == len(real) else None
-        why = next((v.why for v in real if v.why), "")
-        return Value(exp.Null(), exp.Null(), kind, box, None, True, why=why)
+        return _number_union(real)
     if all(v.type in STRING for v in real):
-        cats: list[str] | None = []
-        for v in real:
-            if v.categories is None or cats is None:
-                cats = None
-            else:
-                cats.extend(c for c in v.categories if c not in cats)
-        kind = "text" if cats is None else "category"
-        return Value(exp.Null(), exp.Null(), kind, None, None if cats is None else tuple(cats))
+        return _text_union(real)
     raise refuse(f"{text!r}", "its branches mix numbers and text; CAST one of them")
+
+
+def _number_union(real: Sequence[Value]) -> Value:
+    """One of the numbers ``real``: the hull of their bounds, unbounded if one is."""
+    kind = "int" if all(v.type == "int" for v in real) else "float"
+    bounded = [v.box for v in real if v.box is not None]
+    box = boxes.hull(*bounded) if len(bounded) == len(real) else None
+    why = next((v.why for v in real if v.why), "")
+    return Value(exp.Null(), exp.Null(), kind, box, None, True, why=why)
+
+
+def _text_union(real: Sequence[Value]) -> Value:
+    """One of the texts ``real``: the union of their categories, free text if one is."""
+    cats: list[str] | None = []
+    for v in real:
+        if v.categories is None or cats is None:
+            cats = None
+        else:
+            cats.extend(c for c in v.categories if c not in cats)
+    kind = "text" if cats is None else "category"
+    return Value(exp.Null(), exp.Null(), kind, None, None if cats is None else tuple(cats))
 
 
 def _plain(v: Value, text: str) -> Value:

@@ -25,6 +25,7 @@ sides (``USING (k)`` or ``a.k = b.k``) is one column ``k``.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -68,15 +69,8 @@ class Scope:
         """(relation name, source index, column) of every column not merged into another,
         the unit first."""
         unit = self.unit
-        cols = [
-            (i, c)
-            for i, s in enumerate(self.sources)
-            for c in s.names()
-            if (i, c.lower()) not in self.merged and not (c == s.unit and (i, c) != unit)
-        ]
-        counts: dict[str, int] = {}
-        for _, c in cols:
-            counts[c.lower()] = counts.get(c.lower(), 0) + 1
+        cols = self._unmerged()
+        counts = Counter(c.lower() for _, c in cols)
         labels = [s.label.lower() for s in self.sources]
         out = []
         for i, c in cols:
@@ -86,25 +80,21 @@ class Scope:
             out.append((name, i, c))
         return out
 
+    def _unmerged(self) -> list[tuple[int, str]]:
+        """(source index, column) of every column not merged into another."""
+        unit = self.unit
+        return [
+            (i, c)
+            for i, s in enumerate(self.sources)
+            for c in s.names()
+            if (i, c.lower()) not in self.merged and not (c == s.unit and (i, c) != unit)
+        ]
+
     def resolve(self, node: exp.Column) -> tuple[int, str]:
         """The (source index, column) a reference names, merged keys followed."""
         name = node.name
         if node.table:
-            matches = [
-                i for i, s in enumerate(self.sources) if node.table.lower() == s.alias.lower()
-            ] or [i for i, s in enumerate(self.sources) if node.table.lower() == s.label.lower()]
-            if len(matches) != 1:
-                known = ", ".join(s.alias for s in self.sources)
-                raise ParameterError(
-                    f"unknown table qualifier {node.table!r} in column {node.sql()!r}; "
-                    f"the query reads {known}."
-                )
-            i = matches[0]
-            spec = self.sources[i].spec(name)
-            if spec is None:
-                self.sources[i].value(name)  # raises, naming the source's columns
-                raise AssertionError
-            return self.merged.get((i, spec.name.lower()), (i, spec.name))
+            return self._qualified(node)
         found = {
             self.merged.get((i, spec.name.lower()), (i, spec.name))
             for i, s in enumerate(self.sources)
@@ -120,6 +110,24 @@ class Scope:
             options = " or ".join(f"{self.sources[i].alias}.{c}" for i, c in sorted(found))
             raise ParameterError(f"column {name!r} is ambiguous; write {options}.")
         return found.pop()
+
+    def _qualified(self, node: exp.Column) -> tuple[int, str]:
+        """What ``table.column`` names (the alias first, then the table's label)."""
+        matches = [
+            i for i, s in enumerate(self.sources) if node.table.lower() == s.alias.lower()
+        ] or [i for i, s in enumerate(self.sources) if node.table.lower() == s.label.lower()]
+        if len(matches) != 1:
+            known = ", ".join(s.alias for s in self.sources)
+            raise ParameterError(
+                f"unknown table qualifier {node.table!r} in column {node.sql()!r}; "
+                f"the query reads {known}."
+            )
+        i = matches[0]
+        spec = self.sources[i].spec(node.name)
+        if spec is None:
+            self.sources[i].value(node.name)  # raises, naming the source's columns
+            raise AssertionError
+        return self.merged.get((i, spec.name.lower()), (i, spec.name))
 
     def value(self, node: exp.Column) -> Value:
         """The value a column reference reads."""
@@ -174,6 +182,30 @@ def scope_of(select: exp.Select, read: Reader) -> Scope:
 
 
 def _join(scope: Scope, join: exp.Join, read: Reader) -> None:
+    side = _side(join)
+    on, using = join.args.get("on"), join.args.get("using")
+    if on is None and not using:
+        raise refuse("join without a condition (a cross join)", _HOW)
+    left_private = scope.private
+    right = _right(read(join.this), side, left_private)
+    scope.sources.append(right)
+    r = len(scope.sources) - 1
+    shared = _using(scope, using, r) if using else []
+    conjuncts = _conjuncts(on) if on is not None else []
+    pairs = shared + [p for c in conjuncts if (p := _pair(scope, c, r)) is not None]
+    _check_types(scope, pairs)
+    _bound(scope, pairs, r, left_private, side)
+    cond = [condition(c, scope.value, "join condition").raw for c in conjuncts]
+    cond += [
+        exp.EQ(this=scope.sources[li].value(lc).raw, expression=right.value(rc).raw)
+        for (li, lc), (_, rc) in shared
+    ]
+    _merge(scope, pairs)
+    scope.joins.append(exp.Join(this=right.relation.copy(), on=exp.and_(*cond), side=side or None))
+
+
+def _side(join: exp.Join) -> str:
+    """The join's side ("" or "LEFT"), every other kind of join refused."""
     side = (join.side or "").upper()
     kind = (join.kind or "").upper()
     if side in ("RIGHT", "FULL"):
@@ -183,31 +215,27 @@ def _join(scope: Scope, join: exp.Join, read: Reader) -> None:
         raise refuse(f"{str(what).upper()} JOIN", "join with ON a.key = b.key or USING (key)")
     if kind not in ("", "INNER", "OUTER") or side not in ("", "LEFT"):
         raise refuse(f"{side} {kind} JOIN".strip(), "use JOIN or LEFT JOIN")
-    on, using = join.args.get("on"), join.args.get("using")
-    if on is None and not using:
-        raise refuse("join without a condition (a cross join)", _HOW)
-    right = read(join.this)
-    left_private = scope.private
-    if side == "LEFT":
-        if not left_private:
-            raise refuse("LEFT JOIN that keeps a public table's rows", _PUBLIC_FIRST)
-        right = _nullable(right)
-    scope.sources.append(right)
-    r = len(scope.sources) - 1
-    shared = _using(scope, using, r) if using else []
-    conjuncts = _conjuncts(on) if on is not None else []
-    pairs = shared + [p for c in conjuncts if (p := _pair(scope, c, r)) is not None]
-    _check_types(scope, pairs)
-    left = scope.sources[:r]
+    return side
+
+
+def _right(right: Source, side: str, left_private: bool) -> Source:
+    """The joined source as the join reads it (a LEFT JOIN's may be all NULL)."""
+    if side != "LEFT":
+        return right
+    if not left_private:
+        raise refuse("LEFT JOIN that keeps a public table's rows", _PUBLIC_FIRST)
+    return _nullable(right)
+
+
+def _bound(scope: Scope, pairs: Sequence[Pair], r: int, left_private: bool, side: str) -> None:
+    """Multiply the scope's rows and groups per unit by what joining source ``r`` adds."""
+    right, left = scope.sources[r], scope.sources[:r]
     if not right.public and left_private:
         _private_pair(scope, right, pairs, r, left)
         scope.rows *= right.rows
         scope.groups *= right.groups
     elif not left_private and not right.public:
-        if any(not s.public for s in left) or len(left) > 1:
-            raise refuse("public tables joined before a private one", _PUBLIC_FIRST)
-        m = _multiplicity(scope, [(li, lc) for (li, lc), _ in pairs], "public")
-        scope.rows, scope.groups = right.rows * m, right.groups * m
+        _after_public(scope, pairs, right, left)
     elif not left_private:
         raise refuse("a join of public tables only: it reads no private table", _PUBLIC_FIRST)
     else:
@@ -215,13 +243,6 @@ def _join(scope: Scope, join: exp.Join, read: Reader) -> None:
         m = max(m, 1) if side == "LEFT" else m
         scope.rows *= m
         scope.groups *= m
-    cond = [condition(c, scope.value, "join condition").raw for c in conjuncts]
-    cond += [
-        exp.EQ(this=scope.sources[li].value(lc).raw, expression=right.value(rc).raw)
-        for (li, lc), (_, rc) in shared
-    ]
-    _merge(scope, pairs)
-    scope.joins.append(exp.Join(this=right.relation.copy(), on=exp.and_(*cond), side=side or None))
 
 
 _HOW = "join with ON a.key = b.key or USING (key)"
@@ -306,11 +327,8 @@ def _private_pair(
             "rows of different individuals would be paired; join private tables only on a "
             "privacy-unit column",
         )
-    for (li, lc), (_, rc) in pairs:
-        s = scope.sources[li]
-        unit = s.unit if not s.public else None
-        if unit is not None and lc.lower() == unit.lower() and rc.lower() == right.unit.lower():
-            return
+    if _on_unit(scope, right.unit, pairs):
+        return
     same = any(s.table is not None and s.table == right.table for s in left)
     what = "private self-join" if same else "join of private tables"
     if pairs:
@@ -323,6 +341,26 @@ def _private_pair(
         f"{what} without an equality on the privacy unit (a non-equi or cross join)",
         f"join private tables ON a.{right.unit} = b.{right.unit}",
     )
+
+
+def _after_public(
+    scope: Scope, pairs: Sequence[Pair], right: Source, left: Sequence[Source]
+) -> None:
+    """A private source joined to the one public table before it: m' = m·M."""
+    if any(not s.public for s in left) or len(left) > 1:
+        raise refuse("public tables joined before a private one", _PUBLIC_FIRST)
+    m = _multiplicity(scope, [(li, lc) for (li, lc), _ in pairs], "public")
+    scope.rows, scope.groups = right.rows * m, right.groups * m
+
+
+def _on_unit(scope: Scope, unit: str, pairs: Sequence[Pair]) -> bool:
+    """Some pair equals a private left source's unit to the right source's ``unit``."""
+    for (li, lc), (_, rc) in pairs:
+        s = scope.sources[li]
+        left = s.unit if not s.public else None
+        if left is not None and lc.lower() == left.lower() and rc.lower() == unit.lower():
+            return True
+    return False
 
 
 def _multiplicity(scope: Scope, keys: Sequence[tuple[int, str]], side: str) -> int:

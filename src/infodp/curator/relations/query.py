@@ -98,19 +98,20 @@ class _Lifter:
         v = value(node, self.scope.value)
         if v.type == "bool":
             v = as_number(v, text)
-        if bounded_for is not None and (not v.numeric or v.box is None):
-            why = v.why or (f"{text} is {v.type}" if not v.numeric else "no finite bounds")
-            raise refuse(
-                f"{bounded_for}({text[:60]})",
-                f"the derived value has no finite bounds to aggregate: {why}",
-            )
+        if bounded_for is not None:
+            _check_bounded(v, text, bounded_for)
+        name = self.fresh(hint, text)
+        self.by_text[text] = name
+        self.lifted.append((name, v))
+        return exp.Column(this=ident(name))
+
+    def fresh(self, hint: str | None, text: str) -> str:
+        """A relation column name not yet taken: ``hint`` if free, else ``text`` (padded)."""
         name = hint if hint and hint.lower() not in self.taken else text
         while name.lower() in self.taken:
             name = f"{name} "
         self.taken.add(name.lower())
-        self.by_text[text] = name
-        self.lifted.append((name, v))
-        return exp.Column(this=ident(name))
+        return name
 
     def key(self, node: exp.Expr) -> exp.Expr:
         """A GROUP BY key, refused when it is a lifted float value (no finite domain)."""
@@ -126,16 +127,7 @@ class _Lifter:
     def item(self, item: exp.Expr) -> exp.Expr:
         alias = str(item.alias) if isinstance(item, exp.Alias) else None
         node = item.this if isinstance(item, exp.Alias) else item
-        if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
-            new: exp.Expr = self.rename(node)
-            original = node.name
-        elif _is_aggregate(node):
-            new, original = self.aggregate(node), str(node.sql())
-        elif isinstance(node, exp.Star) or _derived_form(node):
-            new, original = self.rename(node), str(node.sql())
-        else:
-            new = self.lift(node, alias, None)
-            original = str(node.sql())
+        new, original = self.rewritten(node, alias)
         name = alias or original
         if new.sql() == node.sql() and alias is None:
             return new
@@ -143,23 +135,22 @@ class _Lifter:
             return new
         return exp.alias_(new, ident(name), copy=False)
 
+    def rewritten(self, node: exp.Expr, alias: str | None) -> tuple[exp.Expr, str]:
+        """A SELECT item's expression over the relation, and the name it had."""
+        if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+            return self.rename(node), node.name
+        if _is_aggregate(node):
+            return self.aggregate(node), str(node.sql())
+        if isinstance(node, exp.Star) or _derived_form(node):
+            return self.rename(node), str(node.sql())
+        return self.lift(node, alias, None), str(node.sql())
+
     def aggregate(self, node: exp.Expr) -> exp.Expr:
         node = node.copy()
         if isinstance(node, exp.Filter):
-            node.set("this", self.aggregate(node.this))
-            where = node.args["expression"]
-            cond = where.this
-            if _plain_condition(cond):
-                where.set("this", self.rename(cond))
-            else:
-                col = self.lift(cond, None, None)
-                where.set("this", exp.EQ(this=col, expression=exp.Literal.number(1)))
-            return node
+            return self.filtered(node)
         if isinstance(node, exp.WithinGroup):
-            func = node.this.key.upper()
-            for ordered in node.args["expression"].expressions:
-                ordered.set("this", self.slot(ordered.this, func))
-            return node
+            return self.within_group(node)
         func = node.name.upper() if isinstance(node, exp.Anonymous) else node.key.upper()
         arg = node.this
         if isinstance(arg, exp.Distinct):
@@ -169,6 +160,26 @@ class _Lifter:
         if isinstance(node, exp.Anonymous) and node.expressions:
             first, *rest = node.expressions
             node.set("expressions", [self.slot(first, func), *rest])
+        return node
+
+    def within_group(self, node: exp.WithinGroup) -> exp.Expr:
+        """``PERCENTILE_CONT(p) WITHIN GROUP (ORDER BY x)``: the ordered values slotted."""
+        func = node.this.key.upper()
+        for ordered in node.args["expression"].expressions:
+            ordered.set("this", self.slot(ordered.this, func))
+        return node
+
+    def filtered(self, node: exp.Filter) -> exp.Expr:
+        """``AGG(...) FILTER (WHERE cond)``: a plain condition renamed, any other lifted
+        into a 0/1 column."""
+        node.set("this", self.aggregate(node.this))
+        where = node.args["expression"]
+        cond = where.this
+        if _plain_condition(cond):
+            where.set("this", self.rename(cond))
+        else:
+            col = self.lift(cond, None, None)
+            where.set("this", exp.EQ(this=col, expression=exp.Literal.number(1)))
         return node
 
     def slot(self, node: exp.Expr, func: str) -> exp.Expr:
@@ -185,21 +196,8 @@ class _Lifter:
         aliases: Mapping[str, tuple[exp.Expr, exp.Expr]],
         select: exp.Select,
     ) -> exp.Expr:
-        visible = {n.lower() for n, _, _ in self.scope.visible()}
-        if (
-            isinstance(g, exp.Column)
-            and not g.table
-            and g.name.lower() in aliases
-            and g.name.lower() not in visible
-        ):
-            # A SELECT alias: the lifted column it names, or the alias of a bins/bands key.
-            _, new = aliases[g.name.lower()]
-            inner = new.this if isinstance(new, exp.Alias) else new
-            if isinstance(inner, exp.Column):
-                return inner.copy()
-            return exp.Column(this=ident(g.name))
         if isinstance(g, exp.Column):
-            return self.rename(g)
+            return self.grouped_column(g, aliases)
         for item in select.expressions:
             node = item.this if isinstance(item, exp.Alias) else item
             if node.sql() == g.sql():
@@ -208,6 +206,30 @@ class _Lifter:
         if _derived_form(g):
             return self.rename(g)
         return self.lift(g, None, None)
+
+    def grouped_column(
+        self, g: exp.Column, aliases: Mapping[str, tuple[exp.Expr, exp.Expr]]
+    ) -> exp.Expr:
+        """GROUP BY a name: a relation column, or a SELECT alias no column shadows."""
+        visible = {n.lower() for n, _, _ in self.scope.visible()}
+        if not g.table and g.name.lower() in aliases and g.name.lower() not in visible:
+            # A SELECT alias: the lifted column it names, or the alias of a bins/bands key.
+            _, new = aliases[g.name.lower()]
+            inner = new.this if isinstance(new, exp.Alias) else new
+            if isinstance(inner, exp.Column):
+                return inner.copy()
+            return exp.Column(this=ident(g.name))
+        return self.rename(g)
+
+
+def _check_bounded(v: Value, text: str, bounded_for: str) -> None:
+    """Refuse to aggregate (``bounded_for``) a derived value without finite bounds."""
+    if not v.numeric or v.box is None:
+        why = v.why or (f"{text} is {v.type}" if not v.numeric else "no finite bounds")
+        raise refuse(
+            f"{bounded_for}({text[:60]})",
+            f"the derived value has no finite bounds to aggregate: {why}",
+        )
 
 
 def _is_aggregate(node: exp.Expr) -> bool:
@@ -250,12 +272,16 @@ def _derived_form(node: exp.Expr) -> bool:
     if isinstance(node, exp.Floor):
         return _bins(node)
     if isinstance(node, exp.Case) and node.this is None:
-        default = node.args.get("default")
-        return all(
-            _plain_condition(b.this) and _is_literal(b.args["true"])
-            for b in node.args.get("ifs") or []
-        ) and (default is None or isinstance(default, exp.Null) or _is_literal(default))
+        return _bands(node)
     return False
+
+
+def _bands(node: exp.Case) -> bool:
+    """``CASE WHEN cond THEN literal ... [ELSE literal | NULL] END`` over plain conditions."""
+    default = node.args.get("default")
+    return all(
+        _plain_condition(b.this) and _is_literal(b.args["true"]) for b in node.args.get("ifs") or []
+    ) and (default is None or isinstance(default, exp.Null) or _is_literal(default))
 
 
 def _bins(node: exp.Expr) -> bool:
@@ -284,6 +310,11 @@ def _plain_condition(node: exp.Expr) -> bool:
     if isinstance(node, (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)):
         a, b = node.this, node.args["expression"]
         return (_is_column(a) and _is_literal(b)) or (_is_column(b) and _is_literal(a))
+    return _plain_test(node)
+
+
+def _plain_test(node: exp.Expr) -> bool:
+    """IN, BETWEEN or IS of a column against literals (no subquery)."""
     sides = _SIDES.get(type(node))
     if sides is None:
         return False

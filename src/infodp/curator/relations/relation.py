@@ -99,6 +99,19 @@ def project(
     return Relation(select, tuple(specs), unit_name, m, min(scope.groups, m))
 
 
+#: The clauses refused in a subquery, by sqlglot's name for them: each picks rows by
+#: comparing individuals (an order, a cut, a dedup), so a unit's rows would depend on others'.
+_CHOOSERS = {
+    "order": "ORDER BY",
+    "limit": "LIMIT",
+    "offset": "OFFSET",
+    "distinct": "SELECT DISTINCT",
+    "with_": "WITH",
+    "with": "WITH",
+    "qualify": "QUALIFY",
+}
+
+
 def subquery_source(node: exp.Subquery, read: Callable[[exp.Expr], Source]) -> Source:
     """A subquery in FROM as a source: row-level, or a per-unit aggregation.
 
@@ -118,15 +131,7 @@ def subquery_source(node: exp.Subquery, read: Callable[[exp.Expr], Source]) -> S
     alias = node.alias
     if not alias:
         raise refuse("subquery in FROM without an alias", "write (SELECT ...) AS name")
-    for key, what in (
-        ("order", "ORDER BY"),
-        ("limit", "LIMIT"),
-        ("offset", "OFFSET"),
-        ("distinct", "SELECT DISTINCT"),
-        ("with_", "WITH"),
-        ("with", "WITH"),
-        ("qualify", "QUALIFY"),
-    ):
+    for key, what in _CHOOSERS.items():
         if inner.args.get(key):
             raise refuse(
                 f"{what} in a subquery",
@@ -166,15 +171,20 @@ def _rows(select: exp.Select, scope: Scope) -> Relation:
         if isinstance(node, exp.Star) or (
             isinstance(node, exp.Column) and isinstance(node.this, exp.Star)
         ):
-            qualifier = node.table if isinstance(node, exp.Column) else ""
-            items += [
-                (n, scope.sources[i].value(c))
-                for n, i, c in scope.visible()
-                if not qualifier or scope.sources[i].alias.lower() == qualifier.lower()
-            ]
+            items += _starred(node, scope)
             continue
         items.append((_item_name(item, node), value(node, scope.value)))
     return project(scope, items, _where(select, scope))
+
+
+def _starred(node: exp.Expr, scope: Scope) -> list[tuple[str, Value]]:
+    """The columns ``*`` (or ``alias.*``) selects."""
+    qualifier = node.table if isinstance(node, exp.Column) else ""
+    return [
+        (n, scope.sources[i].value(c))
+        for n, i, c in scope.visible()
+        if not qualifier or scope.sources[i].alias.lower() == qualifier.lower()
+    ]
 
 
 def _item_name(item: exp.Expr, node: exp.Expr) -> str:
@@ -195,14 +205,7 @@ _RULE = (
 
 def _aggregation(select: exp.Select, scope: Scope) -> Relation:
     """A per-unit aggregation subquery (see the module docstring)."""
-    unit = scope.unit
-    group_node = select.args.get("group")
-    keys = [] if group_node is None else list(group_node.expressions)
-    resolved = [scope.resolve(k) for k in keys if isinstance(k, exp.Column)]
-    if len(resolved) != len(keys):
-        raise refuse("GROUP BY an expression in a subquery", "group by columns")
-    if unit is None or unit not in resolved:
-        raise refuse("aggregation in a subquery not grouped by the privacy unit", _RULE)
+    unit, resolved = _unit_keys(select, scope)
     key_values = [scope.sources[i].value(c) for i, c in resolved]
     m = scope.rows
 
@@ -230,16 +233,50 @@ def _aggregation(select: exp.Select, scope: Scope) -> Relation:
         having = value(having_node.this, grouped_column, aggregate)
         if having.type != "bool":
             raise refuse("HAVING without a condition", "write a comparison")
+    rows = 1 if len(set(resolved)) == 1 else m
+    unique = _group_by([scope.sources[unit[0]].value(unit[1]), *key_values])
+    return project(scope, items, _where(select, scope), group=unique, having=having, rows=rows)
+
+
+def _unit_keys(select: exp.Select, scope: Scope) -> tuple[tuple[int, str], list[tuple[int, str]]]:
+    """The privacy unit and the (source, column) of each GROUP BY key of a per-unit
+    subquery, refused unless they are columns, the unit among them."""
+    unit = scope.unit
+    group_node = select.args.get("group")
+    keys = [] if group_node is None else list(group_node.expressions)
+    resolved = [scope.resolve(k) for k in keys if isinstance(k, exp.Column)]
+    if len(resolved) != len(keys):
+        raise refuse("GROUP BY an expression in a subquery", "group by columns")
+    if unit is None or unit not in resolved:
+        raise refuse("aggregation in a subquery not grouped by the privacy unit", _RULE)
+    return unit, resolved
+
+
+def _group_by(keys: Sequence[Value]) -> list[exp.Expr]:
+    """The GROUP BY of a per-unit subquery: each key as stored, with its grid value or
+    bounded copy where it has one (so those may be selected), each expression once."""
     group: list[exp.Expr] = []
-    for v in [scope.sources[unit[0]].value(unit[1]), *key_values]:
+    for v in keys:
         group.append(v.raw)
         if v.grid is not None:
             group.append(v.grid)
         elif v.numeric and v.box is not None:
             group.append(v.bounded)
-    rows = 1 if len(set(resolved)) == 1 else m
-    unique = list({g.sql(): g for g in group}.values())
-    return project(scope, items, _where(select, scope), group=unique, having=having, rows=rows)
+    return list({g.sql(): g for g in group}.values())
+
+
+def _count(node: exp.Count, scope: Scope, m: int) -> Value:
+    """COUNT(*), COUNT(DISTINCT ...) or COUNT(x) of one unit's rows: between 0 and m."""
+    arg = node.this
+    if isinstance(arg, exp.Star):
+        expr: exp.Expr = exp.Count(this=exp.Star())
+    elif isinstance(arg, exp.Distinct):
+        inner = [value(e, scope.value).raw for e in arg.expressions]
+        expr = exp.Count(this=exp.Distinct(expressions=inner))
+    else:
+        v = value(arg, scope.value)
+        expr = exp.Count(this=v.bounded if v.numeric else v.raw)
+    return Value(expr, expr.copy(), "int", (0.0, float(m)), None, False)
 
 
 def _aggregate(node: exp.Expr, scope: Scope, m: int) -> Value:
@@ -249,17 +286,9 @@ def _aggregate(node: exp.Expr, scope: Scope, m: int) -> Value:
             f"aggregate {node.sql()[:60]!r} in a per-unit subquery",
             "allowed there: COUNT, COUNT(DISTINCT), SUM, AVG, MIN, MAX",
         )
-    arg = node.this
     if isinstance(node, exp.Count):
-        if isinstance(arg, exp.Star):
-            expr: exp.Expr = exp.Count(this=exp.Star())
-        elif isinstance(arg, exp.Distinct):
-            inner = [value(e, scope.value).raw for e in arg.expressions]
-            expr = exp.Count(this=exp.Distinct(expressions=inner))
-        else:
-            v = value(arg, scope.value)
-            expr = exp.Count(this=v.bounded if v.numeric else v.raw)
-        return Value(expr, expr.copy(), "int", (0.0, float(m)), None, False)
+        return _count(node, scope, m)
+    arg = node.this
     v = value(arg, scope.value)
     if v.type == "bool":
         v = as_number(v, arg.sql())

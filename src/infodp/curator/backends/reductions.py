@@ -1,0 +1,66 @@
+"""The compiler's vocabulary: the one SQL reduction each measurement kind sums.
+
+Count rows, count values, sum, centred sum, centred sum of squares and count of distinct
+values, each of a bounded value ``v`` in grid units; the aggregate statement of
+:mod:`infodp.curator.backends.compile` holds one per measurement.
+
+>>> from sqlglot import exp
+>>> from infodp.curator.backends.dialects import DUCKDB
+>>> REDUCTIONS[MeasurementKind.CSUM](exp.column("v"), 3, DUCKDB).sql()
+'SUM((v - 3))'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from infodp.curator.backends.bounding import literal
+from infodp.curator.backends.dialects import SqlDialect
+from infodp.curator.plan import MeasurementKind
+
+__all__ = ["REDUCTIONS"]
+
+
+def _count_rows(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
+    return exp.Count(this=exp.Star())
+
+
+def _count(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
+    return exp.Count(this=v)
+
+
+def _sum(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
+    return exp.Sum(this=v)
+
+
+def _centred(v: exp.Expr | None, center: int) -> exp.Expr:
+    return exp.Paren(this=exp.Sub(this=v, expression=literal(center)))
+
+
+def _csum(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
+    return exp.Sum(this=_centred(v, center))
+
+
+def _csumsq(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
+    twin = None if v is None else v.copy()  # a tree node has one parent
+    square = exp.Mul(this=_centred(v, center), expression=_centred(twin, center))
+    return exp.Sum(this=d.wide_sum_operand(square))
+
+
+def _count_distinct(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
+    return exp.Count(this=exp.Distinct(expressions=[v]))
+
+
+#: What each measurement kind sums, of its bounded value ``v`` (grid units) centred at
+#: ``center`` where it is centred; a quantile's histogram is its own statement
+#: (the histogram statement of :func:`infodp.curator.backends.compile.compiled_statements`).
+REDUCTIONS: dict[MeasurementKind, Callable[[exp.Expr | None, int, SqlDialect], exp.Expr]] = {
+    MeasurementKind.COUNT_ROWS: _count_rows,
+    MeasurementKind.COUNT: _count,
+    MeasurementKind.SUM: _sum,
+    MeasurementKind.CSUM: _csum,
+    MeasurementKind.CSUMSQ: _csumsq,
+    MeasurementKind.COUNT_DISTINCT: _count_distinct,
+}
