@@ -46,11 +46,13 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Caps:
-    """What all analysts together may spend on a dataset (None: no cap)."""
+    """What all analysts together may spend on a dataset (None: no cap); ``independent``:
+    its own caps and budgets even when its units are mostly a registered dataset's."""
 
     info_cap_bits: float | None = None
     max_epsilon: Fraction | None = None
     max_delta: Fraction | None = None
+    independent: bool = False
 
 
 def parse_caps(
@@ -109,7 +111,6 @@ def register_dataset(
     caps: Caps,
     *,
     bounded_path: str | Path | None = None,
-    independent: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Copy ``source`` as dataset ``name`` on ``engine`` (``store`` itself, or Spark) and
     record it; (what the owner is shown, the catalogue entry naming the backend).
@@ -137,9 +138,7 @@ def register_dataset(
         fp = content_fingerprint(store, engine, name, schema)
         shown_source = _shown_source(source)
         copy = engine.bounded_path(name) if spark else None
-        sharing = registration_sharing(
-            ledger, store, name, schema, bounded_path=copy, independent=independent
-        )
+        sharing = registration_sharing(ledger, store, schema, copy, caps.independent)
         joined = ledger.register_dataset(
             name,
             schema.to_json(),
@@ -177,7 +176,7 @@ def register_dataset(
             **exact,
             "fingerprint": fp,
             "budget_group": None if joined is None else joined.group,
-            "independent": independent,
+            "independent": caps.independent,
         },
     )
     shown = {
@@ -189,8 +188,8 @@ def register_dataset(
         "max_delta": None if caps.max_delta is None else float_up(caps.max_delta),
         "fingerprint": fp,
         "shares_budgets_of": None if joined is None else joined.group,
-        "independent": independent,
-        "budgets": owner_note(name, joined, independent),
+        "independent": caps.independent,
+        "budgets": owner_note(name, joined, caps.independent),
     }
     return shown, where
 
@@ -369,9 +368,8 @@ class DataOwner:
             name,
             source,
             dataclasses.replace(parsed, table=name),
-            caps,
+            dataclasses.replace(caps, independent=bool(independent)),
             bounded_path=bounded_path,
-            independent=bool(independent),
         )
         self._connections.record(name, where)
         return shown

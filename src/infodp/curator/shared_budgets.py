@@ -92,13 +92,7 @@ def _sketch(
 
 
 def registration_sharing(
-    ledger: Ledger,
-    store: DuckDBBackend,
-    name: str,
-    schema: DatasetSchema,
-    *,
-    bounded_path: str | None = None,
-    independent: bool = False,
+    ledger: Ledger, store: DuckDBBackend, schema: DatasetSchema, copy: str | None, alone: bool
 ) -> Sharing:
     """The new dataset's sketch and chooser, after giving a sketch to every registered
     dataset that has none yet (registered before sketches were kept, or before a ledger
@@ -106,8 +100,8 @@ def registration_sharing(
     salt = ledger.unit_salt()
     with private_files(), contextlib.closing(store.connect(read_only=False)) as con:
         _backfill(ledger, store, con, salt)
-        mine = _sketch(con, unit_relations(name, schema, bounded_path), salt)
-    return Sharing(sketch=mine, choose=choose, independent=independent)
+        mine = _sketch(con, unit_relations(schema.table, schema, copy), salt)
+    return Sharing(sketch=mine, choose=choose, independent=alone)
 
 
 def _backfill(
