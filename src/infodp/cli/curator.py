@@ -107,6 +107,27 @@ def _interval(value: Any, ci: Any) -> str:
 # -- dataset ------------------------------------------------------------------------------------
 
 
+def _sources(given: tuple[str, ...]) -> str | dict[str, str]:
+    """One source, or a population's TABLE=PATH sources by table.
+
+    >>> _sources(("people.csv",))
+    'people.csv'
+    >>> _sources(("people=p.csv", "visits=v.parquet"))
+    {'people': 'p.csv', 'visits': 'v.parquet'}
+    """
+    named = [s.partition("=") for s in given]
+    if len(given) == 1 and not (named[0][1] and named[0][0].isidentifier()):
+        return given[0]
+    out: dict[str, str] = {}
+    for table, eq, path in named:
+        if not eq or not table.isidentifier() or not path:
+            raise ParameterError("--source", table + eq + path, "TABLE=PATH, one per table")
+        if table in out:
+            raise ParameterError("--source", table, "each table once")
+        out[table] = path
+    return out
+
+
 @click.group()
 def dataset() -> None:
     """Register and list sensitive datasets (data owner)."""
@@ -117,8 +138,11 @@ def dataset() -> None:
 @click.option("--name", required=True, help="Name of the dataset (the table name in SQL).")
 @click.option(
     "--source",
+    "sources",
     required=True,
-    help="A CSV or Parquet file; with --backend spark a Parquet path or a Spark table name.",
+    multiple=True,
+    help="A CSV or Parquet file; with --backend spark a Parquet path or a Spark table name. "
+    "For a population (a schema with tables:), one TABLE=PATH per table, repeated.",
 )
 @click.option("--schema", "schema_path", required=True, help="The schema (YAML or JSON file).")
 @click.option(
@@ -157,7 +181,7 @@ def dataset() -> None:
 def dataset_register(
     db: str,
     name: str,
-    source: str,
+    sources: tuple[str, ...],
     schema_path: str,
     info_cap_bits: float | None,
     max_epsilon: str | None,
@@ -171,6 +195,7 @@ def dataset_register(
     """Copy SOURCE into the store under NAME with its declared schema."""
     from pathlib import Path
 
+    source = _sources(sources)
     if not Path(schema_path).is_file():
         raise ParameterError("--schema", schema_path, "an existing YAML or JSON file")
     spark: dict[str, Any] = {

@@ -63,6 +63,7 @@ from infodp.curator.planning import column_accuracy, estimate_of, least_epsilon
 from infodp.curator.post import inner_sql
 from infodp.curator.pricing import PriceBook, copy_summary
 from infodp.curator.registration import DataOwner
+from infodp.curator.relations import resolve
 from infodp.curator.release import (
     BufferedCryptoSource,
     require_release_source,
@@ -74,7 +75,7 @@ from infodp.curator.rules.base import ColumnAccuracy
 from infodp.curator.runner import Runner
 from infodp.curator.schema import DatasetSchema
 from infodp.curator.settlement import Settlement
-from infodp.curator.sql import parse_query, referenced_table
+from infodp.curator.sql import parse_query
 from infodp.curator.store import (
     open_store,
 )
@@ -220,9 +221,10 @@ class Curator(DataOwner):
         the measured count, which is private.
         """
         inner = inner_sql(sql)  # the aggregate query measured (without HAVING, ORDER BY, …)
-        record = self.ledger.dataset(referenced_table(inner))
-        schema = self._book.schema_of(record.schema_json)
-        return parse_query(inner, schema), schema, schema.row_bound, record.unit_rows_ok
+        record = self.ledger.dataset(self._book.dataset_of(inner))
+        resolved = resolve(inner, self._book.schema_of(record.schema_json))
+        schema, unit_ok = resolved.schema, record.unit_rows_ok and not resolved.row_cut
+        return parse_query(resolved.sql, schema), schema, schema.row_bound, unit_ok
 
     def exact_aggregates(self, sql: str) -> ExactAggregates:
         """The bounded pre-noise aggregates of ``sql``. NOT PRIVATE: for tests and audits only."""
@@ -240,11 +242,13 @@ class Curator(DataOwner):
         """``analyst``'s budget on the dataset ``sql`` names, looked up before anything else of
         the query: :class:`NoBudget` (the same whether the dataset exists or not, so names of
         others' datasets are not revealed) when they hold none there."""
-        table = referenced_table(inner_sql(sql))
-        for b in self.ledger.budgets(analyst):
-            if b.analyst == analyst and b.dataset.lower() == table.lower():
-                return b
-        raise NoBudget(table)
+        inner = inner_sql(sql)
+        budgets = [b for b in self.ledger.budgets(analyst) if b.analyst == analyst]
+        try:
+            dataset = self._book.dataset_of(inner, among=[b.dataset for b in budgets])
+        except KeyError as err:
+            raise NoBudget(str(err.args[0]).split(".")[0]) from None
+        return next(b for b in budgets if b.dataset.lower() == dataset.lower())
 
     def price(self, request: Request) -> Priced:
         """Validate completely and price ``request``; nothing is spent and no data is read."""

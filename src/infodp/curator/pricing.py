@@ -19,16 +19,19 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Collection
 from fractions import Fraction
 from typing import Any
 
 from infodp.curator.cost import Noise, QueryCost, leakage_of, plan_cost, selection
+from infodp.curator.datasets import find_dataset, tables_read
 from infodp.curator.ledger import Ledger
 from infodp.curator.plan import QueryPlan
 from infodp.curator.post import PostProcess, split_query
+from infodp.curator.relations import resolve
 from infodp.curator.request import NumberInput, Request
 from infodp.curator.schema import DatasetSchema
-from infodp.curator.sql import parse_query, referenced_table
+from infodp.curator.sql import parse_query
 from infodp.errors import ParameterError
 
 __all__ = ["REMEMBERED", "PriceBook", "PricedQuery", "copy_summary", "require_finite"]
@@ -90,6 +93,7 @@ class PriceBook:
         self._schemas: dict[str, DatasetSchema] = {}
         self._prices: dict[tuple[object, ...], PricedQuery] = {}
         self._tables: dict[str, str] = {}
+        self._datasets: dict[str, tuple[str, ...]] | None = None
         # Priced queries by their raw arguments, for reservations (see price).
         self._fast: dict[tuple[object, ...], PricedQuery] = {}
 
@@ -100,6 +104,35 @@ class PriceBook:
             # The store's own record, validated by load_schema when it was registered.
             cached = self._schemas[schema_json] = DatasetSchema.from_dict(json.loads(schema_json))
         return cached
+
+    def dataset_of(self, sql: str, among: Collection[str] | None = None) -> str:
+        """The registered dataset the query ``sql`` reads (:mod:`infodp.curator.datasets`);
+        ``among``: only these datasets are considered (an analyst's), and a name outside
+        them raises ``KeyError`` (the caller says the analyst holds no budget there)."""
+        names = tables_read(sql)
+        for fresh in (False, True):
+            tables = self._dataset_tables(fresh)
+            if among is not None:
+                wanted = {a.lower() for a in among}
+                tables = {k: v for k, v in tables.items() if k.lower() in wanted}
+            try:
+                return find_dataset(names, tables)
+            except KeyError as err:
+                missing = str(err.args[0])
+        if among is not None:
+            raise KeyError(missing)
+        self.ledger.dataset(missing.split(".")[0])  # an unknown dataset: its error
+        raise ParameterError(f"unknown table {missing!r}.")
+
+    def _dataset_tables(self, fresh: bool) -> dict[str, tuple[str, ...]]:
+        """Each registered dataset's tables (a single table: none), read once and again when
+        a name is not found (a dataset registered since)."""
+        if fresh or self._datasets is None:
+            self._datasets = {
+                r.name: tuple(m.table for m in self.schema_of(r.schema_json).members)
+                for r in self.ledger.datasets()
+            }
+        return self._datasets
 
     def forget(self) -> None:
         """Forget every remembered price (the ledger holds a declaration they did not use)."""
@@ -150,14 +183,18 @@ class PriceBook:
         inner = sql if post is None else post.inner_sql
         table = self._tables.get(sql)
         if table is None:
-            table = referenced_table(inner)
+            table = self.dataset_of(inner)
         name, schema_json, unit_ok = self.ledger.dataset_declaration(table)
         key = (sql, eps, dlt, kind, name, schema_json, unit_ok)
         hit = self._prices.get(key)
         if hit is not None:
             return hit
-        schema = self.schema_of(schema_json)
-        plan = parse_query(inner, schema)
+        # The relation the query reads: the table itself, or one derived from a population's
+        # tables (joins, subqueries, derived columns), priced by its derived bounds.
+        resolved = resolve(inner, self.schema_of(schema_json))
+        schema = resolved.schema
+        unit_ok = unit_ok and not resolved.row_cut
+        plan = parse_query(resolved.sql, schema)
         rows = schema.row_bound  # the declaration, never the measured count (private)
         cost = plan_cost(plan, schema, eps, dlt, rows, kind)
         if plan.needs_partition_selection:

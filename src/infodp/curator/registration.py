@@ -10,7 +10,9 @@ the store's catalogue. Any failure after the copy removes it.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -23,11 +25,20 @@ from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.connections import Connections
 from infodp.curator.cost import as_budget_fraction
 from infodp.curator.ledger import Ledger
-from infodp.curator.schema import DatasetSchema, SchemaSource, load_schema
+from infodp.curator.schema import DatasetSchema, SchemaSource, load_schema, stored_name
 from infodp.curator.store import fingerprint, private_files, record_dataset
 from infodp.errors import ParameterError
 
-__all__ = ["Caps", "DataOwner", "parse_caps", "register_dataset"]
+__all__ = [
+    "Caps",
+    "Copied",
+    "DataOwner",
+    "content_fingerprint",
+    "copy_population",
+    "parse_caps",
+    "population_sources",
+    "register_dataset",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,18 +110,28 @@ def register_dataset(
     """Copy ``source`` as dataset ``name`` on ``engine`` (``store`` itself, or Spark) and
     record it; (what the owner is shown, the catalogue entry naming the backend).
 
-    ``schema`` is already named ``name``; the caller checked the name and the caps.
+    ``schema`` is already named ``name``; the caller checked the name and the caps. A
+    population (``schema.is_population``) takes ``source`` as a mapping from each of its
+    tables to that table's source (:func:`copy_population`).
     """
     spark = engine is not store
-    with private_files():
-        if spark:
-            rows, unit_ok = engine.register(name, source, schema, bounded_path=bounded_path)
-        else:
-            rows, unit_ok = engine.register(name, source, schema)
-    shown_source = str(source) if isinstance(source, (str, Path)) else type(source).__name__
+    copied = Copied(schema, 0, True, [name])
     try:
-        _check_public_facts(schema, rows)
-        fp = engine.fingerprint(name, schema) if spark else fingerprint(store, name, schema)
+        with private_files():
+            if schema.is_population:
+                copied = copy_population(store, engine, name, source, schema, bounded_path)
+            elif spark:
+                rows, unit_ok = engine.register(name, source, schema, bounded_path=bounded_path)
+                copied = Copied(schema, rows, unit_ok, [name])
+            else:
+                rows, unit_ok = engine.register(name, source, schema)
+                copied = Copied(schema, rows, unit_ok, [name])
+        schema = copied.schema
+        rows, unit_ok = copied.rows, copied.unit_ok
+        if not schema.is_population:
+            _check_public_facts(schema, rows)
+        fp = content_fingerprint(store, engine, name, schema)
+        shown_source = _shown_source(source)
         ledger.register_dataset(
             name,
             schema.to_json(),
@@ -124,7 +145,8 @@ def register_dataset(
         )
     except BaseException:
         with private_files():
-            engine.drop(name)
+            for table in copied.tables:
+                engine.drop(table)
         raise
     where: dict[str, Any] = (
         {"backend": "spark", "bounded_path": engine.bounded_path(name)} if spark else {}
@@ -157,6 +179,112 @@ def register_dataset(
         "fingerprint": fp,
     }
     return shown, where
+
+
+@dataclass(slots=True)
+class Copied:
+    """What a registration copied: the schema (a population's public facts filled in), the
+    private row count, whether every unit is within its row limit, the stored tables."""
+
+    schema: DatasetSchema
+    rows: int
+    unit_ok: bool
+    tables: list[str]
+
+
+def _shown_source(source: Any) -> str:
+    """The source as the owner is shown it (a path, a frame's type, or one per table)."""
+    if isinstance(source, Mapping):
+        return ", ".join(f"{k}={_shown_source(v)}" for k, v in source.items())
+    return str(source) if isinstance(source, (str, Path)) else type(source).__name__
+
+
+def population_sources(schema: DatasetSchema, source: Any) -> dict[str, Any]:
+    """A population's sources by table: a mapping naming each of its tables exactly once.
+
+    >>> from infodp.curator.schema import load_schema
+    >>> s = load_schema({"privacy_unit": "pid", "tables": {
+    ...     "a": {"columns": {"pid": {"type": "text"}}}}})
+    >>> population_sources(s, {"b": "b.csv"})
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: source must be a mapping from each table of the population (a) to its source; got ['b'].
+    """  # noqa: E501
+    names = [m.table for m in schema.members]
+    if not isinstance(source, Mapping):
+        raise ParameterError(
+            "source",
+            type(source).__name__,
+            f"a mapping from each table of the population ({', '.join(names)}) to its source",
+        )
+    given = {str(k).lower(): v for k, v in source.items()}
+    if sorted(given) != sorted(n.lower() for n in names) or len(given) != len(source):
+        raise ParameterError(
+            "source",
+            sorted(str(k) for k in source),
+            f"a mapping from each table of the population ({', '.join(names)}) to its source",
+        )
+    return {n: given[n.lower()] for n in names}
+
+
+def copy_population(
+    store: DuckDBBackend,
+    engine: Any,
+    name: str,
+    source: Any,
+    schema: DatasetSchema,
+    bounded_path: str | Path | None,
+) -> Copied:
+    """Copy every table of a population (each private table bounded as a single table is,
+    each public table as it is with its public facts), stored as ``name__table``.
+
+    The row count shown to the owner is the private tables' total; the declared public facts
+    of each private table are checked against its own count.
+    """
+    sources = population_sources(schema, source)
+    if engine is not store:  # Spark: one directory of copies
+        filled, rows, made = engine.register_population(
+            name, sources, schema, bounded_path=bounded_path
+        )
+        return Copied(filled, rows, True, made)
+    copied = Copied(schema, 0, True, [])
+    members = []
+    try:
+        for member in schema.members:
+            table = stored_name(name, member.table)
+            copied.tables.append(table)
+            if member.public:
+                members.append(store.register_public(table, sources[member.table], member))
+                continue
+            rows, unit_ok = store.register(table, sources[member.table], member)
+            _check_public_facts(member, rows)
+            copied.rows += rows
+            copied.unit_ok = copied.unit_ok and unit_ok
+            members.append(member)
+    except BaseException:
+        for table in copied.tables:  # a table that failed was never made: dropped if exists
+            store.drop(table)
+        raise
+    copied.schema = dataclasses.replace(schema, members=tuple(members))
+    return copied
+
+
+def content_fingerprint(store: DuckDBBackend, engine: Any, name: str, schema: DatasetSchema) -> str:
+    """The content fingerprint: of the table, or of a population's tables together."""
+    if not schema.is_population:
+        if engine is not store:
+            return str(engine.fingerprint(name, schema))
+        return fingerprint(store, name, schema)
+    parts = []
+    for member in schema.members:
+        if member.public:
+            continue  # the private tables are the population's content
+        table = stored_name(name, member.table)
+        if engine is not store:
+            parts.append(f"{member.table}:{engine.fingerprint(table, member)}")
+        else:
+            parts.append(f"{member.table}:{fingerprint(store, table, member)}")
+    return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest()
 
 
 class DataOwner:

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from infodp._exact import float_down
 from infodp.curator.engine import Curator, QueryResult, as_budget_fraction
+from infodp.curator.registration import content_fingerprint, copy_population
 from infodp.curator.request import Estimate, NumberInput, Request
 from infodp.curator.schema import DatasetSchema, SchemaSource, load_schema
 from infodp.curator.store import fingerprint
@@ -72,12 +73,15 @@ class ArrowFrame(Protocol):
 #: What a session reads: a frame, or a CSV or Parquet file's path (with ``backend="spark"``
 #: also a table in Spark's catalogue).
 DataSource = ArrowFrame | str | Path
+#: What a session over a population reads: each of its tables' source, by table.
+PopulationSource = Mapping[str, DataSource]
 
 
 class Session:
-    """Differentially private SQL over one in-memory table with a total budget (ε, δ).
+    """Differentially private SQL over in-memory tables with a total budget (ε, δ).
 
-    ``data``: a pandas or polars DataFrame or an Arrow table. ``schema``: the declaration of
+    ``data``: a pandas or polars DataFrame or an Arrow table; for a population (a schema
+    with ``tables:``), a dict from each of its tables to its frame. ``schema``: the declaration of
     ``docs/curator.md`` as a dict, YAML text or a file path (its ``table`` is the name used in
     SQL; ``name`` overrides it). ``epsilon``/``delta``: the total budget of this session
     (basic composition), or ``budget``: an :class:`infodp.accounting.Budget` in any currency
@@ -92,7 +96,7 @@ class Session:
 
     def __init__(
         self,
-        data: DataSource,
+        data: DataSource | PopulationSource,
         schema: SchemaSource,
         *,
         epsilon: NumberInput | None = None,
@@ -128,7 +132,7 @@ class Session:
 
     def _register(
         self,
-        data: DataSource,
+        data: DataSource | PopulationSource,
         parsed: DatasetSchema,
         backend: str,
         bounded_path: str | Path | None,
@@ -146,13 +150,16 @@ class Session:
 
     def _check_resumed(
         self,
-        data: DataSource,
+        data: DataSource | PopulationSource,
         parsed: DatasetSchema,
         record: DatasetRecord,
         ledger: str | Path | None,
     ) -> None:
         """The ledger's table has this declaration and these data (registered afresh into the
         in-memory store)."""
+        if parsed.is_population:
+            self._check_resumed_population(data, parsed, record, ledger)
+            return
         wanted = json.loads(self._curator.schema(self.table).to_json())
         declared = dict(parsed.to_dict(), table=self.table)
         if json.loads(json.dumps(declared)) != wanted:
@@ -173,6 +180,27 @@ class Session:
             == record.fingerprint
         )
         if not same:
+            raise ParameterError(
+                "data", "other rows or values", f"the data recorded in the ledger {ledger}"
+            )
+
+    def _check_resumed_population(
+        self,
+        data: object,
+        parsed: DatasetSchema,
+        record: DatasetRecord,
+        ledger: str | Path | None,
+    ) -> None:
+        """:meth:`_check_resumed` for a population: its tables copied afresh, then the same
+        declaration (public facts included) and the same private content."""
+        store = self._curator.backend
+        named = dataclasses.replace(parsed, table=self.table)
+        copied = copy_population(store, store, self.table, data, named, None)
+        if copied.schema.to_json() != self._curator.schema(self.table).to_json():
+            raise ParameterError(
+                "schema", self.table, f"the schema recorded in the ledger {ledger}"
+            )
+        if content_fingerprint(store, store, self.table, copied.schema) != record.fingerprint:
             raise ParameterError(
                 "data", "other rows or values", f"the data recorded in the ledger {ledger}"
             )

@@ -45,6 +45,7 @@ import functools
 import secrets
 from collections.abc import Callable, Sequence
 
+import sqlglot
 from sqlglot import exp
 
 from infodp.curator.backends.bounding import (
@@ -388,9 +389,22 @@ def _filters(ms: Sequence[Measurement]) -> list[Predicate]:
     return list(dict.fromkeys(m.where for m in ms if m.where is not None))
 
 
-def _source(plan: QueryPlan, schema: DatasetSchema, relation: str | None, empty: bool) -> exp.Expr:
+def _source(
+    plan: QueryPlan,
+    schema: DatasetSchema,
+    relation: str | None,
+    empty: bool,
+    tables: tuple[tuple[str, str], ...] = (),
+) -> exp.Expr:
     if empty:
         return empty_relation_tree(schema)
+    if schema.source_sql is not None:  # a derived relation (infodp.curator.relations)
+        body = sqlglot.parse_one(schema.source_sql, read="duckdb")
+        renamed = dict(tables)
+        for table in body.find_all(exp.Table):
+            if table.name in renamed:  # a stored table read through the engine's own view
+                table.set("this", exp.to_identifier(renamed[table.name]))
+        return exp.Subquery(this=body, alias=exp.TableAlias(this=ident(schema.table)))
     return exp.Table(this=ident(relation or plan.table))
 
 
@@ -544,9 +558,14 @@ def _templates(
 
 @functools.lru_cache(maxsize=256)
 def _source_text(
-    plan: QueryPlan, schema: DatasetSchema, dialect: SqlDialect, relation: str | None, empty: bool
+    plan: QueryPlan,
+    schema: DatasetSchema,
+    dialect: SqlDialect,
+    relation: str | None,
+    empty: bool,
+    tables: tuple[tuple[str, str], ...],
 ) -> str:
-    return _render(_source(plan, schema, relation, empty), dialect)
+    return _render(_source(plan, schema, relation, empty, tables), dialect)
 
 
 def with_salt(text: str) -> str:
@@ -564,9 +583,13 @@ def compiled_statements(
     relation: str | None = None,
     empty: bool = False,
     salted: bool = True,
+    tables: tuple[tuple[str, str], ...] = (),
 ) -> list[str]:
     """Every statement a backend runs for ``plan``, in order: the aggregate statement (when
     a measurement is not a quantile), then one histogram per quantile measurement.
+
+    ``tables``: (stored name, name to read) pairs for the stored tables a derived relation
+    reads (Spark reads each through a view of its bounded copy).
 
     ``relation``: the relation read instead of the plan's table (a Spark view); ``empty``:
     read :func:`~infodp.curator.backends.bounding.empty_relation` (a check). Each call draws
@@ -574,7 +597,7 @@ def compiled_statements(
     (:func:`with_salt`): equal templates bind the same way, whatever the salt (a check can
     remember them).
     """
-    source = _source_text(plan, schema, dialect, relation, empty)
+    source = _source_text(plan, schema, dialect, relation, empty, tables)
     templates = _templates(plan, schema, tuple(ms), unit_rows_ok, dialect)
     texts = [t.replace(_SOURCE, source) for t in templates]
     return [with_salt(t) for t in texts] if salted else texts

@@ -55,6 +55,7 @@ from infodp.curator.backends.compile import (
     with_salt,
 )
 from infodp.curator.backends.dialects import DUCKDB
+from infodp.curator.backends.public import copy_public
 from infodp.curator.grid import ColumnGrid, column_grid
 from infodp.curator.plan import Measurement, QueryPlan
 from infodp.curator.schema import DatasetSchema
@@ -279,6 +280,23 @@ class DuckDBBackend:
             con.execute("CHECKPOINT")
             # The stored table is bounded by construction: every unit within its row limit.
             return rows, True
+        finally:
+            con.close()
+
+    def register_public(self, name: str, source: object, member: DatasetSchema) -> DatasetSchema:
+        """Copy a population's public table into table ``name``; returns ``member`` with the
+        public facts measured on it (:mod:`infodp.curator.backends.public`)."""
+        con = self.connect(read_only=False)
+        try:
+            self._relation(con, source)
+            if con.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE lower(table_name) = lower(?)",
+                [name],
+            ).fetchone() != (0,):
+                raise ParameterError("name", name, "a table name not yet in the store")
+            facts = copy_public(con, "__source", name, member)
+            con.execute("CHECKPOINT")
+            return facts
         finally:
             con.close()
 

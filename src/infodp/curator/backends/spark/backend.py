@@ -38,6 +38,7 @@ from infodp.curator.schema import DatasetSchema
 from infodp.errors import InternalError, ParameterError
 
 if TYPE_CHECKING:
+    import duckdb
     from pyspark.sql import Row, SparkSession
 
 __all__ = ["SparkBackend", "SparkHandle"]
@@ -122,8 +123,12 @@ class SparkBackend:
         self._paths[name] = bounded_path
 
     def bounded_path(self, name: str) -> str:
-        """The bounded copy of dataset ``name`` (attached or written by this backend)."""
+        """The bounded copy of dataset ``name`` (attached or written by this backend); a
+        population's table ``NAME__table`` is ``<NAME's copy>/table``."""
         path = self._paths.get(name)
+        population, _, table = name.partition("__")
+        if path is None and table and population in self._paths:
+            path = f"{self._paths[population].rstrip('/')}/{table}"
         if path is None:
             raise InternalError(f"dataset {name} has no bounded copy attached")
         return path
@@ -180,6 +185,30 @@ class SparkBackend:
         self._fingerprints[name] = written.fingerprint
         self.attach(name, target)
         return written.rows, True
+
+    def register_population(
+        self,
+        name: str,
+        sources: Mapping[str, object],
+        schema: DatasetSchema,
+        *,
+        bounded_path: str | os.PathLike[str] | None = None,
+    ) -> tuple[DatasetSchema, int, list[str]]:
+        """Write the bounded copy of every table of population ``name`` under one directory
+        (:mod:`infodp.curator.backends.spark.population`); (the schema with its public facts,
+        the private rows, what to drop if the registration fails later)."""
+        from infodp.curator.backends.spark.population import register_population
+
+        raw = str(bounded_path) if bounded_path is not None else str(self.default_path(name))
+        target = raw if is_uri(raw) else str(Path(raw).resolve())
+        if not is_uri(target) and Path(target).exists():
+            raise ParameterError("bounded_path", target, "a path that does not exist yet")
+        filled, rows, made = register_population(self, name, sources, schema, target)
+        return filled, rows, [*made, name]
+
+    def duckdb_scratch(self) -> duckdb.DuckDBPyConnection:
+        """A connection to this backend's private in-memory DuckDB database (public facts)."""
+        return self._duck.connect(read_only=False)
 
     def _in_job_group(self, spark: SparkSession) -> Callable[[Callable[[], Written]], Written]:
         def run(work: Callable[[], Written]) -> Written:
@@ -239,6 +268,15 @@ class SparkBackend:
         self._views[view] = spark
         return view
 
+    def _views_of(self, schema: DatasetSchema) -> tuple[tuple[str, str], ...]:
+        """(stored name, view) of every stored table a derived relation reads."""
+        import sqlglot
+        from sqlglot import exp
+
+        body = sqlglot.parse_one(schema.source_sql or "", read="duckdb")
+        names = dict.fromkeys(t.name for t in body.find_all(exp.Table))
+        return tuple((name, self._view(name)) for name in names)
+
     def _empty_view(self, schema: DatasetSchema) -> str:
         """An empty view with the bounded copy's columns (for :meth:`check`)."""
         from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
@@ -267,12 +305,23 @@ class SparkBackend:
         The bounded copy holds units within their row limit, so ``unit_rows_ok`` is True for
         every Spark dataset whatever the caller passes.
         """
-        self._duck.check(plan, schema, ms, unit_rows_ok=True)
-        view = self._empty_view(schema)
+        derived = schema.source_sql is not None  # a population's relation: its own row cut
+        unit_ok = unit_rows_ok or not derived
+        self._duck.check(plan, schema, ms, unit_rows_ok=unit_ok)
         spark = self.session()
-        texts = compiled_statements(
-            plan, schema, ms, unit_rows_ok=True, dialect=SPARK, relation=view
-        )
+        if derived:  # the empty relation of the derived columns (no stored table is named)
+            texts = compiled_statements(
+                plan, schema, ms, unit_rows_ok=unit_ok, dialect=SPARK, empty=True
+            )
+        else:
+            texts = compiled_statements(
+                plan,
+                schema,
+                ms,
+                unit_rows_ok=True,
+                dialect=SPARK,
+                relation=self._empty_view(schema),
+            )
         try:
             for text in texts:
                 if self._checked.get(text) is spark:
@@ -306,9 +355,18 @@ class SparkBackend:
         :class:`~infodp.curator.backends.base.QueryDeadline` is raised.
         """
         spark = self.session()
-        view = self._view(plan.table)
+        if schema.source_sql is not None:  # a population's derived relation: its tables' views
+            view, tables = None, self._views_of(schema)
+        else:
+            view, tables = self._view(plan.table), ()
         sqls = compiled_statements(
-            plan, schema, ms, unit_rows_ok=True, dialect=SPARK, relation=view
+            plan,
+            schema,
+            ms,
+            unit_rows_ok=unit_rows_ok,
+            dialect=SPARK,
+            relation=view,
+            tables=tables,
         )
         results = self._run(spark, lambda fired: _collect(spark, sqls, fired), deadline)
         return _assemble(len(plan.group_by), ms, results)

@@ -1,0 +1,270 @@
+"""Neighbouring populations: one person removed from every table changes nothing observable
+but charged noise, for every class of query over several tables.
+
+Each construct class (a join with a public table, a join of private tables on the unit, a
+chain of both, derived columns in an aggregate, in WHERE and in GROUP BY, a row-level subquery,
+a per-unit aggregation feeding an outer aggregate) is asked of two stores that differ in one
+person, ``bob``, removed from every private table (add/remove neighbours, Dwork & Roth 2014,
+Def. 2.4; for a population the unit is the person across all tables). Through the library and
+the CLI the outcome, the cost object and the ledger's spend must be identical, and refusals
+cost nothing. Then the answer itself: the exact pre-noise measurements of the two stores differ
+by at most each measurement's charged sensitivity summed over its cells (L1), and a black-box
+audit of the released measurement on the two stores (Jagielski et al. 2020's lower-bound
+method, :func:`infodp.audit.auditor.audit`) finds no ε above the one charged.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from infodp.audit.auditor import VectorisedMechanism, audit
+from infodp.cli import main
+from infodp.curator.engine import Curator
+from infodp.errors import BudgetExceeded, InfodpError
+
+SCHEMA = """
+privacy_unit: person_id
+tables:
+  people:
+    max_rows_per_unit: 1
+    columns:
+      person_id: {type: text}
+      age: {type: int, bounds: [0, 100]}
+      income: {type: float, bounds: [0, 100000], nulls: drop}
+      region: {type: text}
+  visits:
+    max_rows_per_unit: 4
+    columns:
+      person_id: {type: text}
+      cost: {type: int, bounds: [0, 1000]}
+      kind: {type: category, categories: [checkup, emergency]}
+  regions:
+    public: true
+    columns:
+      region: {type: text}
+      area: {type: text}
+"""
+
+
+def _tables(with_bob: bool) -> dict[str, pd.DataFrame]:
+    rng = np.random.default_rng(11)
+    n = 60
+    ids = [f"p{i}" for i in range(n)]
+    people = pd.DataFrame(
+        {
+            "person_id": ids,
+            "age": rng.integers(0, 100, n),
+            "income": rng.uniform(0, 90000, n).round(0),
+            "region": rng.choice(["n", "s", "e"], n),
+        }
+    )
+    per = rng.integers(0, 5, n)
+    visits = pd.DataFrame(
+        {
+            "person_id": np.repeat(ids, per),
+            "cost": rng.integers(0, 1000, int(per.sum())),
+            "kind": rng.choice(["checkup", "emergency"], int(per.sum())),
+        }
+    )
+    if with_bob:  # bob: the most extreme row every table allows
+        people.loc[len(people)] = ["bob", 100, 100000.0, "e"]
+        for _ in range(4):
+            visits.loc[len(visits)] = ["bob", 1000, "emergency"]
+    regions = pd.DataFrame({"region": ["n", "s", "e", "e"], "area": ["hi", "lo", "lo", "mid"]})
+    return {"people": people, "visits": visits, "regions": regions}
+
+
+@dataclass
+class Store:
+    db: str
+
+
+def _make(directory: Path, with_bob: bool) -> Store:
+    directory.mkdir(parents=True, exist_ok=True)
+    db = str(directory / "store.duckdb")
+    cur = Curator(db)
+    cur.register_dataset("clinic", _tables(with_bob), SCHEMA)
+    cur.add_analyst("a", "clinic", epsilon=1000, delta="0.5")
+    cur.close()
+    return Store(db)
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, Store]:
+    root = tmp_path_factory.mktemp("populations")
+    return _make(root / "with_bob", True), _make(root / "without_bob", False)
+
+
+JOIN = "FROM people p JOIN visits v ON p.person_id = v.person_id"
+#: (id, sql, ε, δ): one answered query per construct class, then refusals.
+CASES = [
+    ("answered-one-table", "SELECT COUNT(*), SUM(cost) FROM visits", "0.5", "0"),
+    (
+        "answered-private-public",
+        "SELECT r.area, COUNT(*) FROM people p JOIN regions r ON p.region = r.region "
+        "GROUP BY r.area",
+        "0.5",
+        "0",
+    ),
+    (
+        "answered-private-private",
+        f"SELECT COUNT(*), SUM(v.cost) {JOIN} WHERE p.age > 40",
+        "0.5",
+        "0",
+    ),
+    (
+        "answered-chain",
+        f"SELECT r.area, COUNT(*), SUM(v.cost) {JOIN} JOIN regions r ON p.region = r.region "
+        "GROUP BY r.area",
+        "0.5",
+        "0",
+    ),
+    (
+        "answered-derived-aggregate",
+        "SELECT AVG(CASE WHEN income > 50000 THEN 1 ELSE 0 END) FROM people",
+        "0.5",
+        "0",
+    ),
+    ("answered-derived-where", "SELECT COUNT(*) FROM visits WHERE cost * 2 > 900", "0.5", "0"),
+    (
+        "answered-derived-group",
+        "SELECT CASE WHEN cost > 500 THEN 'high' ELSE 'low' END AS band, COUNT(*) FROM visits "
+        "GROUP BY band",
+        "0.5",
+        "0",
+    ),
+    (
+        "answered-row-subquery",
+        "SELECT kind, COUNT(*) FROM (SELECT kind, cost FROM visits WHERE cost > 100) AS v "
+        "GROUP BY kind",
+        "0.5",
+        "0",
+    ),
+    (
+        "answered-per-unit-subquery",
+        "SELECT SUM(total), COUNT(*) FROM (SELECT person_id, SUM(cost) AS total FROM visits "
+        "GROUP BY person_id) AS t",
+        "0.5",
+        "0",
+    ),
+    ("refused-cross-join", "SELECT COUNT(*) FROM people CROSS JOIN visits", "0.5", "0"),
+    (
+        "refused-self-join-on-a-value",
+        "SELECT COUNT(*) FROM visits a JOIN visits b ON a.cost = b.cost",
+        "0.5",
+        "0",
+    ),
+    (
+        "refused-per-unit-release",
+        "SELECT person_id, SUM(cost) FROM visits GROUP BY person_id",
+        "0.5",
+        "0",
+    ),
+    ("refused-public-only", "SELECT COUNT(*) FROM regions", "0.5", "0"),
+    (
+        "refused-subquery-in-where",
+        "SELECT COUNT(*) FROM people WHERE person_id IN (SELECT person_id FROM visits)",
+        "0.5",
+        "0",
+    ),
+]
+IDS = [c[0] for c in CASES]
+ANSWERED = [c for c in CASES if c[0].startswith("answered")]
+
+
+def _spent(db: str) -> tuple[Fraction, Fraction, int]:
+    cur = Curator(db)
+    try:
+        b = cur.ledger.budget("a", "clinic")
+        return b.spent_epsilon, b.spent_delta, len(cur.ledger.entries())
+    finally:
+        cur.close()
+
+
+def _library(store: Store, sql: str, eps: str, delta: str) -> tuple[Any, ...]:
+    cur = Curator(store.db)
+    try:
+        r = cur.query("a", sql, epsilon=eps, delta=delta)
+        return ("ok", r.cost.to_dict())
+    except (InfodpError, BudgetExceeded) as err:
+        return (type(err).__name__, str(err))
+    finally:
+        cur.close()
+
+
+def _cli(store: Store, sql: str, eps: str, delta: str, capsys: Any) -> tuple[Any, ...]:
+    capsys.readouterr()
+    args = ["query", "--db", store.db, "--analyst", "a", "--epsilon", eps, "--delta", delta]
+    code = main([*args, "--json", sql])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 1
+    return (0, json.loads(out)["cost"]) if code == 0 else (code, err.strip())
+
+
+@pytest.mark.parametrize(("name", "sql", "eps", "delta"), CASES, ids=IDS)
+def test_outcome_cost_and_ledger_are_identical_across_neighbouring_populations(
+    pair: tuple[Store, Store], capsys: Any, name: str, sql: str, eps: str, delta: str
+) -> None:
+    for ask in (_library, lambda s, *a: _cli(s, *a, capsys)):
+        before = [_spent(s.db) for s in pair]
+        seen = [ask(s, sql, eps, delta) for s in pair]
+        after = [_spent(s.db) for s in pair]
+        assert seen[0] == seen[1], name
+        answered = name.startswith("answered")
+        assert (seen[0][0] in ("ok", 0)) == answered, seen[0]
+        spend = [
+            tuple(x - y for x, y in zip(a, b, strict=True))
+            for a, b in zip(after, before, strict=True)
+        ]
+        assert spend[0] == spend[1]
+        if not answered:
+            assert spend[0] == (0, 0, 0)  # refused before the reservation: nothing spent
+            assert "\n" not in str(seen[0][1])
+
+
+@pytest.mark.parametrize(("name", "sql", "eps", "delta"), ANSWERED, ids=[c[0] for c in ANSWERED])
+def test_the_answer_moves_by_at_most_the_charged_sensitivity_and_an_audit_agrees(
+    pair: tuple[Store, Store], name: str, sql: str, eps: str, delta: str
+) -> None:
+    curs = [Curator(s.db) for s in pair]
+    try:
+        exact = [c.exact_aggregates(sql) for c in curs]
+        result = curs[0].query("a", sql, epsilon=eps, delta=delta)
+    finally:
+        for c in curs:
+            c.close()
+    parts = [p for p in result.cost.parts if p.measurement.kind != "quantile"]
+    cells = set(exact[0].values) | set(exact[1].values)
+    for i, part in enumerate(parts):
+        values = [
+            [(e.values.get(k) or (0,) * len(parts))[i] or 0 for k in sorted(cells)] for e in exact
+        ]
+        moved = sum(abs(a - b) for a, b in zip(values[0], values[1], strict=True))
+        assert moved <= part.sensitivity, (name, part.measurement.key, moved, part.sensitivity)
+        # The audit: the released cell that moved most, on the two stores, with the charged noise.
+        diffs = [abs(a - b) for a, b in zip(values[0], values[1], strict=True)]
+        cell = int(np.argmax(diffs))
+        mech = part.noise_mechanism
+        if mech is None or diffs[cell] == 0:
+            continue
+        released = VectorisedMechanism(
+            lambda d, n, rng, mech=mech: d[0] + mech.simulate(0, n, rng), "curator measurement"
+        )
+        r = audit(
+            released,
+            [values[0][cell]],
+            [values[1][cell]],
+            samples=100_000,
+            claimed_epsilon=float(part.epsilon),
+            rng=5,
+        )
+        assert r.verdict == "consistent", (name, part.measurement.key)
+        assert r.epsilon_lower <= float(part.epsilon)
