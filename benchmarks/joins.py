@@ -332,8 +332,10 @@ def bench_spark(paths: dict[str, Path], work: Path, reps: int, conf: dict[str, s
 
 
 def released(result: Any) -> dict[str, list[float]]:
-    """{country: [visits, total]} of an infodp answer."""
-    at = [list(result.columns).index(name) for name in ("country", "visits", "total")]
+    """{country: [visits, total]} of an infodp answer (columns by name, else in SELECT order)."""
+    names = ("country", "visits", "total")
+    columns = list(result.columns)
+    at = [columns.index(n) for n in names] if set(names) <= set(columns) else [0, 1, 2]
     return {str(row[at[0]]): [float(row[at[1]]), float(row[at[2]])] for row in result.rows}
 
 
