@@ -531,7 +531,7 @@ def _section(
         + "\n\nAgainst the goals:\n"
         + "\n".join(goals)
         + f"\n\nAccuracy at ε = {EPSILON}: {args.answers} releases of the same query per library "
-        f"over {_size(sizes, 'accuracy')} people × visits ({_facts(facts['accuracy'])}), mean "
+        f"over {_size(sizes, 'accuracy')} people × visits ({_facts(facts['accuracy'])[:-1]}), mean "
         "absolute error per output cell (over releases × the "
         f"{len(truth)} countries) against the exact answer on the same bounded data (no person "
         f"over {MAX_VISITS} visits, every cost within its bounds: the bounded data are the "
