@@ -190,6 +190,7 @@ CURATOR = SRC / "curator"
 #: SQL → plan → rules → price → ledger → backend → release → answer: the modules of each step.
 DATA_PATH: list[tuple[str, tuple[str, ...]]] = [
     ("SQL", ("post", "sql.py")),
+    ("relation", ("datasets.py", "relations")),
     ("plan", ("plan.py",)),
     ("rules", ("rules",)),
     ("price", ("cost.py", "pricing.py")),
@@ -202,11 +203,14 @@ DATA_PATH: list[tuple[str, tuple[str, ...]]] = [
 #: only (never a price, a rule, the ledger or the noise); nothing before the release reads it.
 NEVER: dict[str, set[str]] = {
     "SQL": {"ledger", "backend", "release"},
+    # A derived relation is SQL over the stored tables (bounding's expressions), never a
+    # price, the ledger or the noise.
+    "relation": {"price", "ledger", "release", "answer"},
     "plan": {"SQL", "price", "ledger", "backend", "release", "answer"},
     "rules": {"SQL", "ledger", "backend", "release", "answer"},
     "price": {"backend", "release", "answer"},
     "ledger": {"SQL", "plan", "rules", "price", "backend", "release", "answer"},
-    "backend": {"SQL", "rules", "price", "ledger", "release", "answer"},
+    "backend": {"SQL", "relation", "rules", "price", "ledger", "release", "answer"},
     "release": {"SQL"},
     "answer": {"backend", "release"},
 }

@@ -5,17 +5,19 @@ Each construct class (a join with a public table, a join of private tables on th
 chain of both, derived columns in an aggregate, in WHERE and in GROUP BY, a row-level subquery,
 a per-unit aggregation feeding an outer aggregate) is asked of two stores that differ in one
 person, ``bob``, removed from every private table (add/remove neighbours, Dwork & Roth 2014,
-Def. 2.4; for a population the unit is the person across all tables). Through the library and
-the CLI the outcome, the cost object and the ledger's spend must be identical, and refusals
-cost nothing. Then the answer itself: the exact pre-noise measurements of the two stores differ
-by at most each measurement's charged sensitivity summed over its cells (L1), and a black-box
-audit of the released measurement on the two stores (Jagielski et al. 2020's lower-bound
-method, :func:`infodp.audit.auditor.audit`) finds no ε above the one charged.
+Def. 2.4; for a population the unit is the person across all tables). Through the library, the
+CLI and the HTTP service the outcome, the cost object and the ledger's spend must be
+identical, and refusals cost nothing. Then the answer itself: the exact pre-noise measurements
+of the two stores differ by at most each measurement's charged sensitivity summed over its
+cells (L1), and a black-box audit of the released measurement on the two stores (Jagielski et
+al. 2020's lower-bound method, :func:`infodp.audit.auditor.audit`) finds no ε above the one
+charged.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -25,6 +27,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _server_harness import ServerProcess, get_json
 from infodp.audit.auditor import VectorisedMechanism, audit
 from infodp.cli import main
 from infodp.curator.engine import Curator
@@ -85,6 +88,7 @@ def _tables(with_bob: bool) -> dict[str, pd.DataFrame]:
 @dataclass
 class Store:
     db: str
+    key: str
 
 
 def _make(directory: Path, with_bob: bool) -> Store:
@@ -92,9 +96,9 @@ def _make(directory: Path, with_bob: bool) -> Store:
     db = str(directory / "store.duckdb")
     cur = Curator(db)
     cur.register_dataset("clinic", _tables(with_bob), SCHEMA)
-    cur.add_analyst("a", "clinic", epsilon=1000, delta="0.5")
+    key = cur.add_analyst("a", "clinic", epsilon=1000, delta="0.5")
     cur.close()
-    return Store(db)
+    return Store(db, key)
 
 
 @pytest.fixture(scope="module")
@@ -228,6 +232,46 @@ def test_outcome_cost_and_ledger_are_identical_across_neighbouring_populations(
         if not answered:
             assert spend[0] == (0, 0, 0)  # refused before the reservation: nothing spent
             assert "\n" not in str(seen[0][1])
+
+
+@pytest.fixture(scope="module")
+def servers(pair: tuple[Store, Store]) -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    a, b = (ServerProcess(s.db).start() for s in pair)
+    try:
+        yield a, b
+    finally:
+        a.stop()
+        b.stop()
+
+
+@pytest.mark.slow  # real server processes
+@pytest.mark.parametrize(("name", "sql", "eps", "delta"), CASES, ids=IDS)
+def test_the_service_answers_and_refuses_alike_across_neighbouring_populations(
+    pair: tuple[Store, Store],
+    servers: tuple[ServerProcess, ServerProcess],
+    name: str,
+    sql: str,
+    eps: str,
+    delta: str,
+) -> None:
+    body = {"sql": sql, "epsilon": eps, "delta": delta}
+    before = [_spent(s.db) for s in pair]
+    seen = []
+    for srv, store in zip(servers, pair, strict=True):
+        status, payload, _ = get_json(srv.port, "POST", "/v1/query", body, key=store.key)
+        seen.append((status, payload["cost"] if status == 200 else payload))
+    after = [_spent(s.db) for s in pair]
+    assert seen[0] == seen[1], name
+    assert seen[0][0] == (200 if name.startswith("answered") else 400), seen[0]
+    spend = [
+        tuple(x - y for x, y in zip(a, b, strict=True)) for a, b in zip(after, before, strict=True)
+    ]
+    assert spend[0] == spend[1]
+    estimates = [
+        get_json(srv.port, "POST", "/v1/estimate", body, key=s.key)[:2]
+        for srv, s in zip(servers, pair, strict=True)
+    ]
+    assert estimates[0] == estimates[1]
 
 
 @pytest.mark.parametrize(("name", "sql", "eps", "delta"), ANSWERED, ids=[c[0] for c in ANSWERED])

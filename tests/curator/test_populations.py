@@ -173,6 +173,7 @@ def test_an_analyst_without_a_budget_there_is_told_the_same_whether_it_exists(
         "other",
         clinic_frames(seed=2)["people"],
         dict(load_schema(CLINIC).member("people").to_dict(), table="other"),
+        independent=True,  # the clinic's ids p0...: another population only if declared so
     )
     clinic.add_analyst("ana", "other", epsilon=1)
     for sql in ("SELECT COUNT(*) FROM visits", "SELECT COUNT(*) FROM nowhere"):

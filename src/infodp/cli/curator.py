@@ -176,6 +176,13 @@ def dataset() -> None:
     help="With --backend spark: where Spark writes the bounded Parquet copy "
     "(default <db>.bounded/NAME).",
 )
+@click.option(
+    "--independent",
+    is_flag=True,
+    default=False,
+    help="Give the dataset its own caps and budgets even if it holds mostly the people of a "
+    "registered dataset (by default it then shares that dataset's).",
+)
 @spark_options
 @json_option
 def dataset_register(
@@ -188,6 +195,7 @@ def dataset_register(
     max_delta: str | None,
     backend: str,
     bounded_path: str | None,
+    independent: bool,
     spark_master: str | None,
     spark_conf: tuple[str, ...],
     as_json: bool,
@@ -218,6 +226,7 @@ def dataset_register(
             max_delta=max_delta,
             backend=backend,
             bounded_path=bounded_path,
+            independent=independent,
         )
     except BaseException:
         if cur is not None:
@@ -237,6 +246,9 @@ def dataset_register(
         "max_epsilon": info["max_epsilon"],
         "max_delta": info["max_delta"],
         "fingerprint": info["fingerprint"],
+        "shares_budgets_of": info["shares_budgets_of"],
+        "independent": info["independent"],
+        "budgets": info["budgets"],
         "backend": backend,
         "db": db,
     }
@@ -246,6 +258,7 @@ def dataset_register(
         lambda p: click.echo(
             f"registered {p['dataset']}: {p['rows']} rows, privacy unit "
             f"{p['schema']['privacy_unit']} (store {p['db']})"
+            + (f"\n{p['budgets']}" if p["budgets"] else "")
         ),
     )
 
@@ -270,6 +283,8 @@ def dataset_list(db: str, as_json: bool) -> None:
                 "max_delta": None if r.max_delta is None else float(r.max_delta),
                 "spent_epsilon": float(r.spent_epsilon),
                 "spent_delta": float(r.spent_delta),
+                "shares_budgets_of": r.budget_group,
+                "independent": r.independent,
             }
             for r in records
         ]

@@ -1,5 +1,7 @@
 """Which registered dataset a query reads: by a table's name, a population's table, or both.
 
+The names come from :func:`infodp.curator.relations.tables_read`.
+
 A single-table dataset is read by its name (``FROM people``). A population's tables are read
 by their own names (``FROM visits JOIN people ...``) when no other dataset the reader may see
 has a table of that name, or qualified by the population (``FROM clinic.visits``). Every table
@@ -22,34 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from sqlglot import exp
-
-from infodp.curator.sql import parse_statement
 from infodp.errors import ParameterError
 
-__all__ = ["find_dataset", "tables_read"]
-
-
-def tables_read(sql: str) -> tuple[str, ...]:
-    """Every table a query names (``name`` or ``dataset.name``), in order, without repeats.
-
-    >>> tables_read("SELECT COUNT(*) FROM clinic.visits v JOIN people p USING (pid)")
-    ('clinic.visits', 'people')
-    """
-    if not isinstance(sql, str):
-        raise ParameterError("sql", sql, "a non-empty SQL SELECT statement")
-    names: dict[str, None] = {}
-    for table in parse_statement(sql).find_all(exp.Table):
-        if table.args.get("catalog"):
-            raise ParameterError(
-                "table", table.sql(), "a table name, or dataset.table for a population's table"
-            )
-        if not table.name:
-            raise ParameterError("table", table.sql(), "a registered table's name")
-        names[f"{table.db}.{table.name}" if table.db else table.name] = None
-    if not names:
-        raise ParameterError("sql", "SELECT without FROM", "a query naming a registered table")
-    return tuple(names)
+__all__ = ["find_dataset"]
 
 
 def find_dataset(names: Sequence[str], tables: Mapping[str, Sequence[str]]) -> str:
@@ -60,6 +37,8 @@ def find_dataset(names: Sequence[str], tables: Mapping[str, Sequence[str]]) -> s
     an unknown dataset for that name (:class:`KeyError` with the name, for the caller's own
     message).
     """
+    if not names:
+        raise ParameterError("sql", "SELECT without FROM", "a query naming a registered table")
     found: dict[str, None] = {}
     for name in names:
         found[_dataset_of(name, tables)] = None

@@ -24,11 +24,11 @@ from fractions import Fraction
 from typing import Any
 
 from infodp.curator.cost import Noise, QueryCost, leakage_of, plan_cost, selection
-from infodp.curator.datasets import find_dataset, tables_read
+from infodp.curator.datasets import find_dataset
 from infodp.curator.ledger import Ledger
 from infodp.curator.plan import QueryPlan
 from infodp.curator.post import PostProcess, split_query
-from infodp.curator.relations import resolve
+from infodp.curator.relations import resolve, tables_read
 from infodp.curator.request import NumberInput, Request
 from infodp.curator.schema import DatasetSchema
 from infodp.curator.sql import parse_query

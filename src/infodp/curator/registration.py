@@ -3,8 +3,10 @@
 The data owner's side of the curator. A registration validates the caps the owner declares
 (an information cap needs a public row bound; (ε, δ) caps are exact fractions), has the backend
 make the bounded copy, checks the declared public facts against it (the owner sees that
-refusal, nobody else), fingerprints the content and records the dataset in the ledger and in
-the store's catalogue. Any failure after the copy removes it.
+refusal, nobody else), fingerprints the content, sketches its units (a dataset of mostly
+the units of a registered one shares that one's caps and budgets unless declared
+independent: :mod:`infodp.curator.shared_budgets`) and records the dataset in the ledger and
+in the store's catalogue. Any failure after the copy removes it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from infodp.curator.connections import Connections
 from infodp.curator.cost import as_budget_fraction
 from infodp.curator.ledger import Ledger
 from infodp.curator.schema import DatasetSchema, SchemaSource, load_schema, stored_name
+from infodp.curator.shared_budgets import owner_note, registration_sharing
 from infodp.curator.store import fingerprint, private_files, record_dataset
 from infodp.errors import ParameterError
 
@@ -106,6 +109,7 @@ def register_dataset(
     caps: Caps,
     *,
     bounded_path: str | Path | None = None,
+    independent: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Copy ``source`` as dataset ``name`` on ``engine`` (``store`` itself, or Spark) and
     record it; (what the owner is shown, the catalogue entry naming the backend).
@@ -132,7 +136,11 @@ def register_dataset(
             _check_public_facts(schema, rows)
         fp = content_fingerprint(store, engine, name, schema)
         shown_source = _shown_source(source)
-        ledger.register_dataset(
+        copy = engine.bounded_path(name) if spark else None
+        sharing = registration_sharing(
+            ledger, store, name, schema, bounded_path=copy, independent=independent
+        )
+        joined = ledger.register_dataset(
             name,
             schema.to_json(),
             rows=rows,
@@ -142,6 +150,7 @@ def register_dataset(
             max_epsilon=caps.max_epsilon,
             max_delta=caps.max_delta,
             fingerprint=fp,
+            sharing=sharing,
         )
     except BaseException:
         with private_files():
@@ -167,6 +176,8 @@ def register_dataset(
             "unit_rows_ok": unit_ok,
             **exact,
             "fingerprint": fp,
+            "budget_group": None if joined is None else joined.group,
+            "independent": independent,
         },
     )
     shown = {
@@ -177,6 +188,9 @@ def register_dataset(
         "max_epsilon": None if caps.max_epsilon is None else float_up(caps.max_epsilon),
         "max_delta": None if caps.max_delta is None else float_up(caps.max_delta),
         "fingerprint": fp,
+        "shares_budgets_of": None if joined is None else joined.group,
+        "independent": independent,
+        "budgets": owner_note(name, joined, independent),
     }
     return shown, where
 
@@ -310,6 +324,7 @@ class DataOwner:
         max_delta: Any = None,
         backend: str = "duckdb",
         bounded_path: str | Path | None = None,
+        independent: bool = False,
     ) -> dict[str, Any]:
         """Load ``source`` (CSV/Parquet path or frame) under ``name`` with its declared schema.
 
@@ -325,6 +340,13 @@ class DataOwner:
         count is the owner's to see (returned here) and never shown to analysts. Content
         identical to an already registered dataset (same fingerprint of the bounded table) is
         refused, naming that dataset.
+
+        A dataset holding mostly the units of a registered one (estimated containment of its
+        salted unit ids at least :data:`~infodp.curator.unit_overlap.SHARE_THRESHOLD`)
+        shares that dataset's caps and every analyst's budget (its own caps must then be
+        left out); ``independent=True`` declares it independent (recorded in the ledger).
+        What was decided is in the returned ``shares_budgets_of`` and ``budgets``. A
+        ``privacy_unit: row`` dataset has no unit ids to compare and never shares.
         """
         parsed = load_schema(schema)
         if backend not in BACKENDS:
@@ -349,6 +371,7 @@ class DataOwner:
             dataclasses.replace(parsed, table=name),
             caps,
             bounded_path=bounded_path,
+            independent=bool(independent),
         )
         self._connections.record(name, where)
         return shown

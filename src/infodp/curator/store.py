@@ -42,6 +42,7 @@ import duckdb
 
 from infodp.curator.backends.duckdb import DuckDBBackend, bounded_column
 from infodp.curator.ledger import Ledger
+from infodp.curator.ledger.grants import Sharing
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import LedgerError, ParameterError
 
@@ -300,8 +301,9 @@ def reinit_ledger(db: str | os.PathLike[str], *, timeout: float = 120.0) -> Rein
     """Start a new, empty ledger for store ``db`` (the data owner's explicit decision).
 
     Every budget, entry, key and synopsis of the old ledger is forgotten; the registered
-    datasets are restored from the store's own record of them, with nothing spent. Returns
-    what was done (store id, datasets restored).
+    datasets are restored from the store's own record of them, with nothing spent, in their
+    budget groups (their unit sketches are made again, under the new ledger's salt, at the
+    next registration). Returns what was done (store id, datasets restored).
 
     >>> import tempfile, os, pandas as pd
     >>> from infodp.curator.engine import Curator
@@ -329,8 +331,12 @@ def reinit_ledger(db: str | os.PathLike[str], *, timeout: float = 120.0) -> Rein
             f"SELECT name, meta_json FROM {_DATASETS_TABLE} ORDER BY name"
         ).fetchall()
     restored: list[str] = []
-    for name, meta_json in rows:
-        meta = json.loads(meta_json)
+    # A budget group's root before its members, which are restored into it as recorded.
+    records = sorted(
+        ((n, json.loads(m)) for n, m in rows), key=lambda r: r[1].get("budget_group") is not None
+    )
+    for name, meta in records:
+        group = meta.get("budget_group")
         led.register_dataset(
             name,
             meta["schema_json"],
@@ -341,6 +347,7 @@ def reinit_ledger(db: str | os.PathLike[str], *, timeout: float = 120.0) -> Rein
             max_epsilon=None if meta.get("max_epsilon") is None else Fraction(meta["max_epsilon"]),
             max_delta=None if meta.get("max_delta") is None else Fraction(meta["max_delta"]),
             fingerprint=meta.get("fingerprint"),
+            sharing=Sharing(group=group, independent=bool(meta.get("independent", False))),
         )
         restored.append(name)
     led.close()

@@ -16,6 +16,7 @@ mechanism (its mean within 4 standard errors of 0, its spread within 15% of the 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -199,3 +200,22 @@ def test_released_answers_agree_with_the_exact_ones_statistically(store: Curator
         arr = np.asarray(xs)
         assert abs(arr.mean()) < 4 * scales[i] / np.sqrt(len(arr))
         assert arr.std() == pytest.approx(scales[i], rel=0.15)
+
+
+def test_spark_keeps_one_bounded_copy_per_table_and_a_reopened_store_reads_them(
+    store: Curator,
+) -> None:
+    from infodp.curator.store import catalogue
+
+    where = Path(catalogue(store.backend)["ps"]["bounded_path"])
+    assert sorted(p.name for p in where.iterdir()) == ["people", "regions", "visits"]
+    files = [p for p in where.rglob("*") if p.is_file()]
+    assert files and all(p.stat().st_mode & 0o077 == 0 for p in files)
+    again = Curator(store.db)
+    try:
+        n = again.exact_aggregates("SELECT COUNT(*) FROM ps.visits").values[()][0]
+    finally:
+        again.close()
+    assert n == len(_frames()["visits"])
+    # The public facts are the same whichever engine measured them.
+    assert store.schema("ps").to_json().replace('"ps"', '"pd"') == store.schema("pd").to_json()

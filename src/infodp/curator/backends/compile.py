@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import functools
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import sqlglot
 from sqlglot import exp
@@ -74,6 +74,7 @@ from infodp.errors import InternalError
 __all__ = [
     "REDUCTIONS",
     "compiled_statements",
+    "relation_text",
     "with_salt",
 ]
 
@@ -389,23 +390,49 @@ def _filters(ms: Sequence[Measurement]) -> list[Predicate]:
     return list(dict.fromkeys(m.where for m in ms if m.where is not None))
 
 
-def _source(
-    plan: QueryPlan,
-    schema: DatasetSchema,
-    relation: str | None,
-    empty: bool,
-    tables: tuple[tuple[str, str], ...] = (),
-) -> exp.Expr:
+def _source(plan: QueryPlan, schema: DatasetSchema, relation: str | None, empty: bool) -> exp.Expr:
+    """The relation a plan reads: the empty relation of the schema's columns (a check),
+    ``relation`` (a view the caller made: of the stored table, or of a derived relation),
+    a derived relation's SELECT over the stored tables (``schema.source_sql``,
+    :mod:`infodp.curator.relations`) aliased as the table, or the stored table."""
     if empty:
         return empty_relation_tree(schema)
-    if schema.source_sql is not None:  # a derived relation (infodp.curator.relations)
-        body = sqlglot.parse_one(schema.source_sql, read="duckdb")
-        renamed = dict(tables)
-        for table in body.find_all(exp.Table):
-            if table.name in renamed:  # a stored table read through the engine's own view
-                table.set("this", exp.to_identifier(renamed[table.name]))
-        return exp.Subquery(this=body, alias=exp.TableAlias(this=ident(schema.table)))
+    if relation is None and schema.source_sql is not None:
+        return exp.Subquery(
+            this=_derived(schema.source_sql, ()), alias=exp.TableAlias(this=ident(schema.table))
+        )
     return exp.Table(this=ident(relation or plan.table))
+
+
+def _derived(source_sql: str, tables: Sequence[tuple[str, str]]) -> exp.Expr:
+    """A derived relation's SELECT, each stored table named in ``tables`` read under its new
+    name. The text is sqlglot's generic dialect (as registration's own statements are, and
+    valid DuckDB), read back the same way and rendered per engine by :func:`_render`."""
+    tree = sqlglot.parse_one(source_sql)
+    names = dict(tables)
+    if names:
+        for table in tree.find_all(exp.Table):
+            if table.name in names:
+                table.set("this", ident(names[table.name]))
+    return tree
+
+
+def relation_text(
+    schema: DatasetSchema, dialect: SqlDialect = DUCKDB, tables: Mapping[str, str] | None = None
+) -> str:
+    """A derived relation's SELECT rendered for ``dialect``, each stored table in ``tables``
+    read under the name given (a Spark view of its bounded copy, say).
+
+    >>> from infodp.curator.schema import DatasetSchema
+    >>> from infodp.curator.backends.dialects import SPARK
+    >>> s = DatasetSchema("c", "pid", (), source_sql='SELECT "v"."pid" AS "pid" FROM "c__v" AS "v"')
+    >>> relation_text(s, SPARK, {"c__v": "view_1"})
+    'SELECT `v`.`pid` AS `pid` FROM `view_1` AS `v`'
+    """
+    if schema.source_sql is None:
+        raise InternalError(f"{schema.table} is not a derived relation")
+    pairs = tuple(sorted((tables or {}).items()))
+    return _render(_derived(schema.source_sql, pairs), dialect)
 
 
 def _rows_of(plan: QueryPlan, rows: _Rows) -> exp.Select:
@@ -558,14 +585,9 @@ def _templates(
 
 @functools.lru_cache(maxsize=256)
 def _source_text(
-    plan: QueryPlan,
-    schema: DatasetSchema,
-    dialect: SqlDialect,
-    relation: str | None,
-    empty: bool,
-    tables: tuple[tuple[str, str], ...],
+    plan: QueryPlan, schema: DatasetSchema, dialect: SqlDialect, relation: str | None, empty: bool
 ) -> str:
-    return _render(_source(plan, schema, relation, empty, tables), dialect)
+    return _render(_source(plan, schema, relation, empty), dialect)
 
 
 def with_salt(text: str) -> str:
@@ -583,13 +605,9 @@ def compiled_statements(
     relation: str | None = None,
     empty: bool = False,
     salted: bool = True,
-    tables: tuple[tuple[str, str], ...] = (),
 ) -> list[str]:
     """Every statement a backend runs for ``plan``, in order: the aggregate statement (when
     a measurement is not a quantile), then one histogram per quantile measurement.
-
-    ``tables``: (stored name, name to read) pairs for the stored tables a derived relation
-    reads (Spark reads each through a view of its bounded copy).
 
     ``relation``: the relation read instead of the plan's table (a Spark view); ``empty``:
     read :func:`~infodp.curator.backends.bounding.empty_relation` (a check). Each call draws
@@ -597,7 +615,7 @@ def compiled_statements(
     (:func:`with_salt`): equal templates bind the same way, whatever the salt (a check can
     remember them).
     """
-    source = _source_text(plan, schema, dialect, relation, empty, tables)
+    source = _source_text(plan, schema, dialect, relation, empty)
     templates = _templates(plan, schema, tuple(ms), unit_rows_ok, dialect)
     texts = [t.replace(_SOURCE, source) for t in templates]
     return [with_salt(t) for t in texts] if salted else texts

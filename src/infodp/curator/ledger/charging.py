@@ -4,6 +4,8 @@ One spend path for every currency: the analyst's accountant (:mod:`.accounts`) d
 whether the query fits, inside the write transaction; then the dataset's caps, shared by all
 analysts, are checked in their own units (ε and δ as exact fractions; information in nats,
 the unit it is spent in: a cap declared in bits is converted once, :func:`info_cap_nats`).
+A dataset in a budget group (:mod:`.groups`) is charged on its group root's caps and on the
+analyst's budget there, in the same transaction; its entry names the dataset queried.
 The granted budget and caps must match their seals (:mod:`.integrity`), so a budget edited
 by hand is never charged against.
 
@@ -24,7 +26,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from infodp._exact import format_fraction
-from infodp.curator.ledger import accounts, integrity
+from infodp.curator.ledger import accounts, groups, integrity
 from infodp.curator.ledger.records import Budget, Entry, frac, text
 from infodp.errors import BudgetExceeded, InfodpError, InternalError, LedgerError, ParameterError
 from infodp.units import bits_to_nats, nats_to_bits
@@ -78,24 +80,31 @@ class Charge:
         return json.dumps(spec) if isinstance(spec, dict) else spec
 
 
-# The analyst's grant, the dataset's totals, caps and declaration, both seals and the entry
-# this one will follow (AUTOINCREMENT's next id and the last link), in one read.
+# The analyst's grant on the group root d, d's totals and caps, the queried dataset q's
+# declaration (q is d outside a group), the seals and the entry this one will follow
+# (AUTOINCREMENT's next id and the last link), in one read.
 _READ = (
     # The sealed fields first (see _check_seals), then what changes with every charge.
     "SELECT a.epsilon, a.delta, a.budget_json, a.key_salt, a.key_hash, a.created, "
     "d.rows, d.source, d.info_cap_bits, d.max_epsilon, d.max_delta, d.created AS d_created, "
+    "d.budget_group, d.independent, "
+    "q.rows AS q_rows, q.source AS q_source, q.info_cap_bits AS q_info_cap_bits, "
+    "q.max_epsilon AS q_max_epsilon, q.max_delta AS q_max_delta, q.created AS q_created, "
+    "q.budget_group AS q_budget_group, q.independent AS q_independent, "
     "(SELECT value FROM meta WHERE key = ?) AS analyst_seal, "
     "(SELECT value FROM meta WHERE key = ?) AS dataset_seal, "
+    "(SELECT value FROM meta WHERE key = ?) AS member_seal, "
     "a.spent_epsilon, a.spent_delta, a.accountant_json, d.info_spent_nats, "
-    "d.spent_epsilon AS d_spent_epsilon, d.spent_delta AS d_spent_delta, d.schema_json, "
-    "d.unit_rows_ok, "
+    "d.spent_epsilon AS d_spent_epsilon, d.spent_delta AS d_spent_delta, q.schema_json, "
+    "q.unit_rows_ok, "
     "(SELECT seq FROM sqlite_sequence WHERE name = 'entries') AS seq, "
     "(SELECT id FROM entries ORDER BY id DESC LIMIT 1) AS last_id, "
     "(SELECT chain FROM entries ORDER BY id DESC LIMIT 1) AS last_chain "
-    "FROM analysts a JOIN datasets d ON d.name = a.dataset WHERE a.name = ? AND a.dataset = ?"
+    "FROM analysts a JOIN datasets d ON d.name = a.dataset JOIN datasets q ON q.name = ? "
+    "WHERE a.name = ? AND a.dataset = ?"
 )
-#: How many leading columns of _READ the seals cover (the sealed fields and the two seals).
-_SEALED = 14
+#: How many leading columns of _READ the seals cover (the sealed fields and the seals).
+_SEALED = 25
 
 
 def charge(conn: sqlite3.Connection, store_id: str, c: Charge) -> tuple[int, Budget]:
@@ -105,7 +114,10 @@ def charge(conn: sqlite3.Connection, store_id: str, c: Charge) -> tuple[int, Bud
     would be exceeded, :class:`DeclarationChanged` when the dataset's declaration is not
     the priced one, :class:`~infodp.errors.LedgerError` when a grant was edited.
     """
-    row = conn.execute(_READ, (*_seal_keys(c.analyst, c.dataset), c.analyst, c.dataset)).fetchone()
+    group = _group_of(conn, store_id, c.dataset)
+    row = conn.execute(
+        _READ, (*_seal_keys(c.analyst, group, c.dataset), c.dataset, c.analyst, group)
+    ).fetchone()
     if row is None:
         raise missing_budget(conn, c.analyst, c.dataset)
     if (
@@ -116,7 +128,13 @@ def charge(conn: sqlite3.Connection, store_id: str, c: Charge) -> tuple[int, Bud
             f"the declaration of dataset {c.dataset} changed since the query was priced; "
             "nothing was charged. Ask again."
         )
-    _check_seals(row, store_id, c)
+    if (row["q_budget_group"] or c.dataset) != group:
+        _GROUPS.clear()  # a membership changed under this process: never trusted
+        raise LedgerError(
+            f"the budget group of dataset {c.dataset} changed while in use; nothing was "
+            "charged. Run 'infodp ledger verify'."
+        )
+    _check_seals(row, store_id, c, group)
     b = Budget(
         c.analyst,
         c.dataset,
@@ -147,20 +165,30 @@ def charge(conn: sqlite3.Connection, store_id: str, c: Charge) -> tuple[int, Bud
         b.spent_delta + c.delta,
         b.accountant_json if new_state is None else new_state,
     )
-    _debit(conn, row, c, left, new_info)
+    _debit(conn, row, c, left, new_info, group)
     return _append(conn, row, store_id, c), left
 
 
-def _check_seals(row: sqlite3.Row, store_id: str, c: Charge) -> None:
-    key = (store_id, c.analyst, c.dataset, row[:_SEALED])
+def _check_seals(row: sqlite3.Row, store_id: str, c: Charge, group: str) -> None:
+    key = (store_id, c.analyst, c.dataset, group, row[:_SEALED])
     if key in _SOUND:
         return  # the same fields and seals were found sound before: the same hashes
     grant = {k: row[k] for k in _GRANT}
-    grant.update(name=c.analyst, dataset=c.dataset)
-    caps = {k: row[k] for k in _CAPS}
-    caps.update(name=c.dataset, created=row["d_created"])
-    want = (integrity.analyst_seal(store_id, grant), integrity.dataset_seal(store_id, caps))
-    if (row["analyst_seal"], row["dataset_seal"]) != want:
+    grant.update(name=c.analyst, dataset=group)
+    caps = {k: row[k] for k in (*_CAPS, "budget_group", "independent")}
+    caps.update(name=group, created=row["d_created"])
+    want: tuple[str, ...] = (
+        integrity.analyst_seal(store_id, grant),
+        integrity.dataset_seal(store_id, caps),
+    )
+    got: tuple[object, ...] = (row["analyst_seal"], row["dataset_seal"])
+    if group != c.dataset:
+        # The member's own row: its membership of the group is sealed with it.
+        member = {k: row["q_" + k] for k in (*_CAPS, "budget_group", "independent")}
+        member.update(name=c.dataset, created=row["q_created"])
+        want += (integrity.dataset_seal(store_id, member),)
+        got += (row["member_seal"],)
+    if got != want:
         raise LedgerError(
             f"the budget of {c.analyst} on {c.dataset} (or the dataset's caps) was edited "
             "outside infodp; nothing was charged. Run 'infodp ledger verify', and restore the "
@@ -171,6 +199,26 @@ def _check_seals(row: sqlite3.Row, store_id: str, c: Charge) -> None:
     _SOUND.add(key)
 
 
+#: The group root of each registered dataset, by (store id, dataset): a membership is fixed
+#: at registration, and the charge checks that the row read still names this root.
+_GROUPS: dict[tuple[str, str], str] = {}
+
+
+def _group_of(conn: sqlite3.Connection, store_id: str, dataset: str) -> str:
+    key = (store_id, dataset)
+    group = _GROUPS.get(key)
+    if group is None:
+        row = conn.execute(
+            "SELECT coalesce(budget_group, name) FROM datasets WHERE name = ?", (dataset,)
+        ).fetchone()
+        if row is None:
+            return dataset  # not registered: the read finds nothing and says so
+        if len(_GROUPS) >= 1024:
+            _GROUPS.clear()
+        group = _GROUPS[key] = str(row[0])
+    return group
+
+
 _GRANT = ("epsilon", "delta", "budget_json", "key_salt", "key_hash", "created")
 _CAPS = ("rows", "source", "info_cap_bits", "max_epsilon", "max_delta")
 #: Grants whose seals were recomputed and matched (the hash of the same text is the same).
@@ -178,8 +226,12 @@ _SOUND: set[tuple[object, ...]] = set()
 
 
 @functools.lru_cache(maxsize=1024)
-def _seal_keys(analyst: str, dataset: str) -> tuple[str, str]:
-    return "seal " + integrity.pair_key(analyst, dataset), "seal " + json.dumps([dataset])
+def _seal_keys(analyst: str, group: str, dataset: str) -> tuple[str, str, str]:
+    return (
+        "seal " + integrity.pair_key(analyst, group),
+        "seal " + json.dumps([group]),
+        "seal " + json.dumps([dataset]),
+    )
 
 
 def _check_caps(row: sqlite3.Row, c: Charge) -> float:
@@ -227,7 +279,7 @@ def _add_up(a: float, b: float) -> float:
 
 
 def _debit(
-    conn: sqlite3.Connection, row: sqlite3.Row, c: Charge, left: Budget, info: float
+    conn: sqlite3.Connection, row: sqlite3.Row, c: Charge, left: Budget, info: float, group: str
 ) -> None:
     conn.execute(
         "UPDATE analysts SET spent_epsilon = ?, spent_delta = ?, accountant_json = ? "
@@ -237,7 +289,7 @@ def _debit(
             text(left.spent_delta),
             left.accountant_json,
             c.analyst,
-            c.dataset,
+            group,
         ),
     )
     conn.execute(
@@ -247,7 +299,7 @@ def _debit(
             info,
             text(frac(row["d_spent_epsilon"]) + c.epsilon),
             text(frac(row["d_spent_delta"]) + c.delta),
-            c.dataset,
+            group,
         ),
     )
 
@@ -280,7 +332,8 @@ def _append(conn: sqlite3.Connection, row: sqlite3.Row, store_id: str, c: Charge
 def missing_budget(conn: sqlite3.Connection, analyst: str, dataset: str) -> InfodpError:
     """The error for a pair without a budget (naming what is missing)."""
     row = conn.execute(
-        "SELECT 1 FROM analysts WHERE name = ? AND dataset = ?", (analyst, dataset)
+        "SELECT 1 FROM analysts WHERE name = ? AND dataset = ?",
+        (analyst, groups.root_of(conn, dataset)),
     ).fetchone()
     if row is None:
         return ParameterError(
@@ -292,10 +345,11 @@ def missing_budget(conn: sqlite3.Connection, analyst: str, dataset: str) -> Info
 
 def refund(conn: sqlite3.Connection, e: Entry) -> None:
     """Take a reserved entry's cost back out (its query failed before touching the data)."""
+    group = groups.root_of(conn, e.dataset)
     a = conn.execute(
         "SELECT spent_epsilon, spent_delta, accountant_json FROM analysts "
         "WHERE name = ? AND dataset = ?",
-        (e.analyst, e.dataset),
+        (e.analyst, group),
     ).fetchone()
     if a is None:
         raise missing_budget(conn, e.analyst, e.dataset)
@@ -312,23 +366,23 @@ def refund(conn: sqlite3.Connection, e: Entry) -> None:
             str(frac(a["spent_delta"]) - e.delta),
             state,
             e.analyst,
-            e.dataset,
+            group,
         ),
     )
-    _refund_dataset(conn, e)
-    integrity.refund_checkpoint(conn, e.id, e.analyst, e.dataset, (e.epsilon, e.delta))
+    _refund_dataset(conn, e, group)
+    integrity.refund_checkpoint(conn, e.id, e.analyst, group, (e.epsilon, e.delta))
 
 
-def _refund_dataset(conn: sqlite3.Connection, e: Entry) -> None:
+def _refund_dataset(conn: sqlite3.Connection, e: Entry, group: str) -> None:
     d = conn.execute(
-        "SELECT spent_epsilon, spent_delta FROM datasets WHERE name = ?", (e.dataset,)
+        "SELECT spent_epsilon, spent_delta FROM datasets WHERE name = ?", (group,)
     ).fetchone()
     conn.execute(
         "UPDATE datasets SET spent_epsilon = ?, spent_delta = ? WHERE name = ?",
         (
             str(frac(d["spent_epsilon"]) - e.epsilon),
             str(frac(d["spent_delta"]) - e.delta),
-            e.dataset,
+            group,
         ),
     )
     if math.isfinite(e.info_nats):
@@ -336,5 +390,5 @@ def _refund_dataset(conn: sqlite3.Connection, e: Entry) -> None:
         # information total then stays where it is, which errs on the safe side.
         conn.execute(
             "UPDATE datasets SET info_spent_nats = max(0, info_spent_nats - ?) WHERE name = ?",
-            (e.info_nats, e.dataset),
+            (e.info_nats, group),
         )

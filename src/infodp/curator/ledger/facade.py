@@ -11,13 +11,13 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from infodp.curator.ledger import grants, integrity, keys, synopses
+from infodp.curator.ledger import grants, groups, integrity, keys, synopses
 from infodp.curator.ledger.charging import Charge, charge, missing_budget, now, refund
 from infodp.curator.ledger.completions import Completions
 from infodp.curator.ledger.records import (
-    BUDGET_COLUMNS,
     DATASET_COLUMNS,
     ENTRY_COLUMNS,
+    GROUP_BUDGETS,
     SCHEMA,
     Budget,
     DatasetRecord,
@@ -32,7 +32,7 @@ from infodp.curator.ledger.synopses import SynopsisListing
 
 if TYPE_CHECKING:
     from infodp._jsonable import JsonObject
-    from infodp.curator.ledger.grants import DatasetRow
+    from infodp.curator.ledger.grants import DatasetRow, Joined, Sharing
 from infodp.errors import InternalError, LedgerError, ParameterError
 
 __all__ = ["Ledger"]
@@ -175,8 +175,9 @@ class Ledger:
         if bad != ["ok"]:
             raise LedgerError(
                 f"the ledger {self.path.name} failed SQLite's integrity check "
-                f"({'; '.join(str(b) for b in bad[:3])}); restore it from a backup, or (data "
-                "owner) run 'infodp ledger reinit --db STORE --yes', which forgets all budgets."
+                f"({'; '.join(' '.join(str(b).split()) for b in bad[:3])}); restore it from a "
+                "backup, or (data owner) run 'infodp ledger reinit --db STORE --yes', which "
+                "forgets all budgets."
             )
 
     def verify(self) -> list[str]:
@@ -292,12 +293,15 @@ class Ledger:
         max_epsilon: Fraction | None = None,
         max_delta: Fraction | None = None,
         fingerprint: str | None = None,
-    ) -> None:
+        sharing: Sharing | None = None,
+    ) -> Joined | None:
         """Record a dataset's metadata (refuses a name already registered, or content
         identical to a registered dataset: same ``fingerprint`` of the bounded table).
 
         ``max_epsilon``/``max_delta`` cap what all analysts together may spend on it; the
-        caps are sealed (:mod:`.integrity`).
+        caps are sealed (:mod:`.integrity`). ``sharing``: its unit sketch and how it joins a
+        budget group (:mod:`.groups`), decided in the same transaction; returns the group
+        joined (None: its own).
         """
         row: DatasetRow = {
             "name": name,
@@ -310,7 +314,33 @@ class Ledger:
             "max_delta": None if max_delta is None else str(max_delta),
             "fingerprint": fingerprint,
         }
-        grants.register_dataset(self.db, self.store_id, row)
+        return grants.register_dataset(self.db, self.store_id, row, sharing)
+
+    # -- budget groups (owner side; nothing here is ever shown to an analyst) ------------------
+
+    def unit_salt(self) -> str:
+        """The secret salt of the unit sketches (made on first use; never shown)."""
+        with self.db.transaction() as conn:
+            return groups.unit_salt(conn)
+
+    def unsketched(self) -> list[DatasetRecord]:
+        """The datasets with no unit sketch yet (registered before sketches were kept)."""
+        with self.db.read() as conn:
+            rows = conn.execute(
+                f"SELECT {DATASET_COLUMNS} FROM datasets WHERE name NOT IN "
+                "(SELECT dataset FROM unit_sketches) ORDER BY name"
+            ).fetchall()
+        return [to_dataset(r) for r in rows]
+
+    def save_unit_sketch(self, dataset: str, sketch: bytes) -> None:
+        """Keep ``dataset``'s unit sketch (:mod:`infodp.curator.unit_overlap`)."""
+        with self.db.transaction() as conn:
+            groups.save_sketch(conn, dataset, sketch)
+
+    def group_members(self, dataset: str) -> list[str]:
+        """The datasets sharing ``dataset``'s caps and budgets (itself included)."""
+        with self.db.read() as conn:
+            return groups.members(conn, groups.root_of(conn, dataset))
 
     def dataset(self, name: str) -> DatasetRecord:
         """The registered dataset ``name``."""
@@ -406,8 +436,7 @@ class Ledger:
         """The analyst's budget on ``dataset``."""
         with self.db.read() as conn:
             row = conn.execute(
-                f"SELECT {BUDGET_COLUMNS} FROM analysts WHERE name = ? AND dataset = ?",
-                (analyst, dataset),
+                f"SELECT {GROUP_BUDGETS} WHERE a.name = ? AND q.name = ?", (analyst, dataset)
             ).fetchone()
             if row is None:
                 raise missing_budget(conn, analyst, dataset)
@@ -420,8 +449,13 @@ class Ledger:
         return self._left.pop(entry_id, None)
 
     def budgets(self, analyst: str | None = None) -> list[Budget]:
-        """Every (analyst, dataset) budget, or only ``analyst``'s."""
-        rows = self._rows(f"SELECT {BUDGET_COLUMNS} FROM analysts", "dataset, name", name=analyst)
+        """Every (analyst, dataset) budget, or only ``analyst``'s: one per dataset of a
+        budget group, each the group's (the same figures, spent by a query on any of them)."""
+        where, args = ("", ()) if analyst is None else (" WHERE a.name = ?", (analyst,))
+        with self.db.read() as conn:
+            rows = conn.execute(
+                f"SELECT {GROUP_BUDGETS}{where} ORDER BY q.name, a.name", args
+            ).fetchall()
         return [to_budget(r) for r in rows]
 
     # -- the reservation protocol --------------------------------------------------------------

@@ -11,7 +11,10 @@ the granted budgets and caps, and the checks that stored totals equal their entr
   opening refuses the ledger and a reservation against it is refused. Ledgers of format 2
   (before seals) are sealed as found at their first open by this version, after their
   chain and totals verified (their grants were not protected before; see :func:`migrate`).
-- **Totals.** The stored spends equal the entries' sums, from a verified checkpoint on, so
+  A dataset's seal also covers its budget group and its declared independence
+  (:mod:`.groups`) when it has them, so the seals of datasets without them read as before.
+- **Totals.** The stored spends equal the entries' sums (an entry on a member of a budget
+  group counts for the group's root, which holds its budgets), from a verified checkpoint on, so
   an open's cost does not grow with the history; a full verification also replays every
   accountant state from its entries.
 
@@ -31,12 +34,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
+from infodp.curator.ledger import groups
 from infodp.curator.ledger.accounts import accountant_of, budget_of, spend_profile
 from infodp.curator.ledger.records import BUDGET_COLUMNS, Budget, frac, to_budget
 from infodp.errors import InfodpError, LedgerError
 
 __all__ = [
     "FORMAT",
+    "SEALED_FORMATS",
     "SPENDING",
     "Checkpoint",
     "analyst_seal",
@@ -56,8 +61,11 @@ __all__ = [
     "verify_entries",
 ]
 
-#: The ledger format this version writes: 3 seals the grants (2: entries chained only).
-FORMAT = "3"
+#: The ledger format this version writes: 4 has budget groups and unit sketches
+#: (:mod:`.groups`), 3 seals the grants (2: entries chained only).
+FORMAT = "4"
+#: The formats whose grants carry seals.
+SEALED_FORMATS = ("3", FORMAT)
 #: Entry states whose cost is spent (see the package docstring).
 SPENDING = ("reserved", "released", "failed")
 _ZERO = (Fraction(0), Fraction(0))
@@ -101,8 +109,21 @@ def analyst_seal(store_id: str, row: Fields) -> str:
 
 
 def dataset_seal(store_id: str, row: Fields) -> str:
-    """The seal of a datasets row (its caps, public facts and ``created``)."""
-    return _hash(["dataset", store_id, *[str(row[f]) for f in (*_DATASET_FIELDS, "created")]])
+    """The seal of a datasets row (its caps, public facts and ``created``, and its budget
+    group and independence when it has them: a row without them seals as before)."""
+    items = ["dataset", store_id, *[str(row[f]) for f in (*_DATASET_FIELDS, "created")]]
+    group, independent = _field(row, "budget_group"), _field(row, "independent")
+    if group is not None:
+        items.append("group " + str(group))
+    if independent:
+        items.append("independent")
+    return _hash(items)
+
+
+def _field(row: Fields, name: str) -> object:
+    """``row[name]``, None when the row has no such column (a ledger not yet migrated)."""
+    keys = row.keys()
+    return row[name] if name in keys else None
 
 
 def _sealed_rows(conn: sqlite3.Connection) -> Iterable[tuple[str, sqlite3.Row, str]]:
@@ -133,21 +154,27 @@ def check_seals(conn: sqlite3.Connection, store_id: str) -> list[str]:
 
 
 def migrate(conn: sqlite3.Connection, store_id: str) -> bool:
-    """Seal the grants of a ledger written before seals (inside a write transaction);
-    True when it did. A ledger of format 3 is left alone; a newer one is refused."""
+    """Bring an older ledger to this format (inside a write transaction); True when it did.
+
+    Format 1/2: the grants are sealed as found; format 3 (and 1/2): the budget-group
+    columns and the sketches' table are added, every dataset its own group (its seal is
+    unchanged). A ledger of this format is left alone; a newer one is refused.
+    """
     found = stored_format(conn)
     if found == FORMAT:
         return False
-    if found not in ("1", "2"):
+    if found not in ("1", "2", "3"):
         raise LedgerError(
             f"the ledger is of format {found}, newer than this version of infodp reads "
             f"({FORMAT}); upgrade infodp."
         )
-    for key, grant, kind in list(_sealed_rows(conn)):
-        conn.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-            (key, _seal_of(kind, store_id, grant)),
-        )
+    if found != "3":
+        for key, grant, kind in list(_sealed_rows(conn)):
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                (key, _seal_of(kind, store_id, grant)),
+            )
+    groups.migrate(conn)
     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('format', ?)", (FORMAT,))
     return True
 
@@ -264,7 +291,7 @@ def _state_problems(
     totals, the seals (of a current-format ledger) and, ``full``, the accountant states."""
     problems = _check_head(conn)
     problems += check_totals(conn) if cp is None else _totals_from(conn, cp, rows)
-    if stored_format(conn) == FORMAT:
+    if stored_format(conn) in SEALED_FORMATS:
         problems += check_seals(conn, store_id)
     if full:
         problems += check_accountants(conn)
@@ -312,11 +339,13 @@ def _totals_from(conn: sqlite3.Connection, cp: Checkpoint, rows: list[sqlite3.Ro
     """Stored spends equal the checkpoint's sums plus the spending entries after it."""
     per_analyst = {k: (frac(v[0]), frac(v[1])) for k, v in cp.analysts.items()}
     per_dataset = {k: (frac(v[0]), frac(v[1])) for k, v in cp.datasets.items()}
+    root = groups.roots(conn)
     for row in rows:
         if row["status"] in SPENDING:
             cost = (frac(row["epsilon"]), frac(row["delta"]))
-            _add(per_analyst, pair_key(row["analyst"], row["dataset"]), cost)
-            _add(per_dataset, row["dataset"], cost)
+            group = root.get(row["dataset"], row["dataset"])
+            _add(per_analyst, pair_key(row["analyst"], group), cost)
+            _add(per_dataset, group, cost)
     return _compare(conn, per_analyst, per_dataset)
 
 
@@ -324,12 +353,14 @@ def check_totals(conn: sqlite3.Connection) -> list[str]:
     """Stored spends equal the sums of every spending entry (no checkpoint)."""
     per_analyst: dict[str, tuple[Fraction, Fraction]] = {}
     per_dataset: dict[str, tuple[Fraction, Fraction]] = {}
+    root = groups.roots(conn)
     for row in conn.execute(
         f"SELECT analyst, dataset, epsilon, delta FROM entries WHERE status IN {SPENDING}"
     ):
         cost = (frac(row["epsilon"]), frac(row["delta"]))
-        _add(per_analyst, pair_key(row["analyst"], row["dataset"]), cost)
-        _add(per_dataset, row["dataset"], cost)
+        group = root.get(row["dataset"], row["dataset"])
+        _add(per_analyst, pair_key(row["analyst"], group), cost)
+        _add(per_dataset, group, cost)
     return _compare(conn, per_analyst, per_dataset)
 
 
@@ -384,10 +415,13 @@ def _replay(conn: sqlite3.Connection, row: sqlite3.Row) -> str:
     from infodp.accounting.accountant import Accountant
 
     replay = Accountant(budget_of(row["budget_json"]))
+    # The budget is its group's: every entry on a dataset of the group spent it.
+    group = groups.members(conn, row["dataset"]) if groups.has_groups(conn) else [row["dataset"]]
+    marks = ", ".join("?" * len(group))
     for e in conn.execute(
-        f"SELECT profile_json, epsilon, delta FROM entries WHERE analyst = ? AND dataset = ? "
-        f"AND status IN {SPENDING} ORDER BY id",
-        (row["name"], row["dataset"]),
+        f"SELECT profile_json, epsilon, delta FROM entries WHERE analyst = ? "
+        f"AND dataset IN ({marks}) AND status IN {SPENDING} ORDER BY id",
+        (row["name"], *group),
     ):
         eps, dlt = frac(e["epsilon"]), frac(e["delta"])
         replay._add(spend_profile(e["profile_json"], eps, dlt), (eps, dlt), 1)

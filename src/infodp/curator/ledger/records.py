@@ -30,6 +30,7 @@ __all__ = [
     "BUDGET_COLUMNS",
     "DATASET_COLUMNS",
     "ENTRY_COLUMNS",
+    "GROUP_BUDGETS",
     "SCHEMA",
     "Budget",
     "DatasetRecord",
@@ -213,6 +214,10 @@ class DatasetRecord:
     spent_epsilon: Fraction = Fraction(0)
     spent_delta: Fraction = Fraction(0)
     fingerprint: str | None = None
+    #: The dataset whose caps and budgets this one shares (None: its own; see
+    #: :mod:`.groups`), and whether the owner declared it independent at registration.
+    budget_group: str | None = None
+    independent: bool = False
 
     @property
     def info_spent_bits(self) -> float:
@@ -288,7 +293,9 @@ CREATE TABLE IF NOT EXISTS datasets (
     source TEXT NOT NULL, info_cap_bits REAL, info_spent_nats REAL NOT NULL DEFAULT 0,
     unit_rows_ok INTEGER NOT NULL DEFAULT 0, created TEXT NOT NULL,
     max_epsilon TEXT, max_delta TEXT, spent_epsilon TEXT NOT NULL DEFAULT '0',
-    spent_delta TEXT NOT NULL DEFAULT '0', fingerprint TEXT);
+    spent_delta TEXT NOT NULL DEFAULT '0', fingerprint TEXT, budget_group TEXT,
+    independent INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS unit_sketches (dataset TEXT PRIMARY KEY, sketch BLOB);
 CREATE TABLE IF NOT EXISTS analysts (
     name TEXT NOT NULL, dataset TEXT NOT NULL REFERENCES datasets(name),
     key_salt TEXT NOT NULL, key_hash TEXT NOT NULL,
@@ -315,10 +322,17 @@ ENTRY_COLUMNS = (
 )
 DATASET_COLUMNS = (
     "name, schema_json, rows, source, info_cap_bits, info_spent_nats, unit_rows_ok, created, "
-    "max_epsilon, max_delta, spent_epsilon, spent_delta, fingerprint"
+    "max_epsilon, max_delta, spent_epsilon, spent_delta, fingerprint, budget_group, independent"
 )
 BUDGET_COLUMNS = (
     "name AS analyst, dataset, epsilon, delta, spent_epsilon, spent_delta, accountant_json"
+)
+#: Every dataset's view of the budgets of its group (the group root's ``analysts`` rows,
+#: :mod:`.groups`), read as :data:`BUDGET_COLUMNS`: ``SELECT {GROUP_BUDGETS} WHERE ...``.
+GROUP_BUDGETS = (
+    "a.name AS analyst, q.name AS dataset, a.epsilon, a.delta, a.spent_epsilon, "
+    "a.spent_delta, a.accountant_json FROM datasets q "
+    "JOIN analysts a ON a.dataset = coalesce(q.budget_group, q.name)"
 )
 
 
@@ -338,6 +352,7 @@ _READ: dict[str, Callable[[str], object]] = {
     "rows": int,
     "info_spent_nats": float,
     "unit_rows_ok": bool,
+    "independent": bool,
 }
 
 _R = TypeVar("_R")

@@ -1,4 +1,5 @@
-"""Intervals for values computed from released values: interval arithmetic (Moore 1966).
+"""Intervals for values computed from released values: interval arithmetic (Moore 1966,
+:mod:`infodp.curator.boxes`).
 
 :func:`enclose` returns a box holding a term's value whenever every released input lies in its
 own interval. Each input's interval holds with probability at least 1 − β, so by Boole's
@@ -9,22 +10,21 @@ numeric interval (a quantile's rank error) or for a predicate.
 >>> from infodp.curator.post.terms import Term
 >>> ratio = Term("/", (Term("ref", value=0), Term("ref", value=1)))
 >>> enclose(ratio, [100, 20], [[90, 110], [18, 22]])
-(4.090909090909091, 6.111111111111111)
+(4.090909090909091, 6.111111111111112)
 >>> enclose(ratio, [100, 2], [[90, 110], [-1, 5]]) is None
 True
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
+from infodp.curator import boxes
+from infodp.curator.boxes import Box
 from infodp.curator.post.terms import Term, Value, as_number
 
 __all__ = ["Box", "Interval", "enclose"]
 
-#: A closed interval [low, high].
-Box = tuple[float, float]
 #: A released interval as the answer carries it: [low, high], a quantile's rank error, or None
 #: (a released group key, exact).
 Interval = list[float | int] | dict[str, object] | None
@@ -46,65 +46,35 @@ def _const(term: Term, values: Sequence[Value], intervals: Sequence[Interval]) -
     return None if v is None else (float(v), float(v))
 
 
-def _sum(a: Box, b: Box) -> Box:
-    return a[0] + b[0], a[1] + b[1]
-
-
-def _difference(a: Box, b: Box) -> Box:
-    return a[0] - b[1], a[1] - b[0]
-
-
-def _product(a: Box, b: Box) -> Box:
-    ends = [x * y for x in a for y in b]
-    return min(ends), max(ends)
-
-
-def _quotient(a: Box, b: Box) -> Box | None:
-    if b[0] <= 0 <= b[1]:
-        return None  # the denominator may be 0: no honest interval
-    return _product(a, (1.0 / b[1], 1.0 / b[0]))
-
-
-def _abs(a: Box) -> Box:
-    low = 0.0 if a[0] <= 0 <= a[1] else min(abs(a[0]), abs(a[1]))
-    return low, max(abs(a[0]), abs(a[1]))
-
-
-def _sqrt(a: Box) -> Box | None:
-    return None if a[0] < 0 else (math.sqrt(a[0]), math.sqrt(a[1]))
-
-
-#: Operations on boxes: binary ones take two boxes, the others one (monotone functions map
-#: their endpoints).
+#: Operations on boxes (:mod:`infodp.curator.boxes`): binary ones take two boxes, the others
+#: one.
 _BINARY: dict[str, Callable[[Box, Box], Box | None]] = {
-    "+": _sum,
-    "-": _difference,
-    "*": _product,
-    "/": _quotient,
+    "+": boxes.add,
+    "-": boxes.sub,
+    "*": boxes.mul,
+    "/": boxes.div,
 }
 _UNARY: dict[str, Callable[[Box], Box | None]] = {
-    "neg": lambda a: (-a[1], -a[0]),
-    "ABS": _abs,
-    "SQRT": _sqrt,
-    "FLOOR": lambda a: (float(math.floor(a[0])), float(math.floor(a[1]))),
-    "CEIL": lambda a: (float(math.ceil(a[0])), float(math.ceil(a[1]))),
+    "neg": boxes.neg,
+    "ABS": boxes.absolute,
+    "SQRT": boxes.sqrt,
+    "FLOOR": boxes.floor,
+    "CEIL": boxes.ceil,
 }
 
 
 def _operation(term: Term, values: Sequence[Value], intervals: Sequence[Interval]) -> Box | None:
-    boxes = [enclose(a, values, intervals) for a in term.args]
-    if any(b is None for b in boxes):
+    inner = [enclose(a, values, intervals) for a in term.args]
+    if any(b is None for b in inner):
         return None
-    args = [b for b in boxes if b is not None]
+    args = [b for b in inner if b is not None]
     if term.op in _BINARY:
         return _BINARY[term.op](args[0], args[1])
     if term.op in _UNARY:
         return _UNARY[term.op](args[0])
-    if term.op == "ROUND":  # monotone: the endpoints rounded to the same digits
-        digits = int(args[1][0]) if len(args) > 1 else 0
-        return round(args[0][0], digits), round(args[0][1], digits)
-    pick = min if term.op == "LEAST" else max  # LEAST and GREATEST
-    return pick(b[0] for b in args), pick(b[1] for b in args)
+    if term.op == "ROUND":
+        return boxes.round_to(args[0], int(args[1][0]) if len(args) > 1 else 0)
+    return (boxes.least if term.op == "LEAST" else boxes.greatest)(*args)
 
 
 _ENCLOSERS: dict[str, Callable[[Term, Sequence[Value], Sequence[Interval]], Box | None]] = {

@@ -27,7 +27,7 @@ from infodp.curator.backends.base import (
     values_by_key,
 )
 from infodp.curator.backends.bounding import bounded_column, stored_columns
-from infodp.curator.backends.compile import compiled_statements
+from infodp.curator.backends.compile import compiled_statements, relation_text
 from infodp.curator.backends.dialects import SPARK
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.backends.spark.progress import StageProgress, quiet_query_context_loggers
@@ -38,7 +38,6 @@ from infodp.curator.schema import DatasetSchema
 from infodp.errors import InternalError, ParameterError
 
 if TYPE_CHECKING:
-    import duckdb
     from pyspark.sql import Row, SparkSession
 
 __all__ = ["SparkBackend", "SparkHandle"]
@@ -206,9 +205,10 @@ class SparkBackend:
         filled, rows, made = register_population(self, name, sources, schema, target)
         return filled, rows, [*made, name]
 
-    def duckdb_scratch(self) -> duckdb.DuckDBPyConnection:
-        """A connection to this backend's private in-memory DuckDB database (public facts)."""
-        return self._duck.connect(read_only=False)
+    def duckdb_scratch(self) -> DuckDBBackend:
+        """This backend's private in-memory DuckDB store (public tables are copied and
+        measured there before Spark reads them)."""
+        return self._duck
 
     def _in_job_group(self, spark: SparkSession) -> Callable[[Callable[[], Written]], Written]:
         def run(work: Callable[[], Written]) -> Written:
@@ -268,14 +268,21 @@ class SparkBackend:
         self._views[view] = spark
         return view
 
-    def _views_of(self, schema: DatasetSchema) -> tuple[tuple[str, str], ...]:
-        """(stored name, view) of every stored table a derived relation reads."""
+    def _relation_view(self, schema: DatasetSchema) -> str:
+        """A view of a derived relation (:mod:`infodp.curator.relations`): its SELECT with
+        each stored table it reads replaced by the view of that table's bounded copy."""
         import sqlglot
         from sqlglot import exp
 
-        body = sqlglot.parse_one(schema.source_sql or "", read="duckdb")
-        names = dict.fromkeys(t.name for t in body.find_all(exp.Table))
-        return tuple((name, self._view(name)) for name in names)
+        tree = sqlglot.parse_one(schema.source_sql or "")
+        names = dict.fromkeys(t.name for t in tree.find_all(exp.Table))
+        text = relation_text(schema, SPARK, {name: self._view(name) for name in names})
+        view = _view_name("rel", text)
+        spark = self.session()
+        if self._views.get(view) is not spark:
+            spark.sql(text).createOrReplaceTempView(view)
+            self._views[view] = spark
+        return view
 
     def _empty_view(self, schema: DatasetSchema) -> str:
         """An empty view with the bounded copy's columns (for :meth:`check`)."""
@@ -355,18 +362,15 @@ class SparkBackend:
         :class:`~infodp.curator.backends.base.QueryDeadline` is raised.
         """
         spark = self.session()
-        if schema.source_sql is not None:  # a population's derived relation: its tables' views
-            view, tables = None, self._views_of(schema)
-        else:
-            view, tables = self._view(plan.table), ()
+        derived = schema.source_sql is not None  # a population's relation: a view of it
+        view = self._relation_view(schema) if derived else self._view(plan.table)
         sqls = compiled_statements(
             plan,
             schema,
             ms,
-            unit_rows_ok=unit_rows_ok,
+            unit_rows_ok=unit_rows_ok or not derived,
             dialect=SPARK,
             relation=view,
-            tables=tables,
         )
         results = self._run(spark, lambda fired: _collect(spark, sqls, fired), deadline)
         return _assemble(len(plan.group_by), ms, results)

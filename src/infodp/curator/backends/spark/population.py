@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from infodp.curator.backends.public import copy_public
+from infodp.curator.backends.spark.writer import is_uri
 from infodp.curator.schema import DatasetSchema, stored_name
 from infodp.errors import ParameterError
 
@@ -21,8 +22,6 @@ if TYPE_CHECKING:
     from infodp.curator.backends.spark.backend import SparkBackend
 
 __all__ = ["register_population"]
-
-_SPARK_TYPES = {"int": "bigint", "float": "double"}
 
 
 def register_population(
@@ -59,25 +58,35 @@ def register_population(
 def _public(
     backend: SparkBackend, table: str, source: object, member: DatasetSchema, path: str
 ) -> DatasetSchema:
-    """A public table: its facts measured by DuckDB on the source's rows, its typed copy
-    written by Spark as Parquet at ``path`` (public rows: nothing to bound)."""
-    from infodp.curator.backends.spark.writer import source_frame
-
-    spark = backend.session()
-    frame = source_frame(spark, source).toPandas()
-    con = backend.duckdb_scratch()
+    """A public table: copied and measured by the backend's own in-memory DuckDB (as a DuckDB
+    store copies one), then written as Parquet at ``path`` for Spark to read; nothing passes
+    through pandas (a path or a frame is read by DuckDB directly)."""
+    duck = backend.duckdb_scratch()
+    facts = duck.register_public(table, source, member)
+    con = duck.connect(read_only=False)
     try:
-        con.register("__public_source", frame)
-        facts = copy_public(con, "__public_source", table, member)
-        typed = con.execute(f'SELECT * FROM "{table}"').df()
+        if is_uri(path):  # DuckDB writes locally; Spark moves the copy to the data lake
+            with tempfile.TemporaryDirectory() as scratch:
+                local = str(Path(scratch) / "copy.parquet")
+                con.execute(f"COPY {_q(table)} TO '{_quoted(local)}' (FORMAT PARQUET)")
+                backend.session().read.parquet(local).write.parquet(path)
+        else:
+            if Path(path).exists():
+                raise ParameterError("bounded_path", path, "a path that does not exist yet")
+            Path(path).mkdir(parents=True)
+            target = str(Path(path) / "part-0.parquet")
+            con.execute(f"COPY {_q(table)} TO '{_quoted(target)}' (FORMAT PARQUET)")
     finally:
         with contextlib.suppress(Exception):
-            con.execute(f'DROP TABLE IF EXISTS "{table}"')
+            con.execute(f"DROP TABLE IF EXISTS {_q(table)}")
         con.close()
-    ddl = ", ".join(f"`{c.name}` {_SPARK_TYPES.get(c.type, 'string')}" for c in member.columns)
-    out = spark.createDataFrame(typed.astype(object).where(typed.notna(), None), schema=ddl)
-    if not path.startswith(("hdfs:", "s3", "abfs", "gs:", "file:")) and Path(path).exists():
-        raise ParameterError("bounded_path", path, "a path that does not exist yet")
-    out.write.parquet(path)
     backend.attach(table, path)
     return facts
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _quoted(text: str) -> str:
+    return text.replace("'", "''")

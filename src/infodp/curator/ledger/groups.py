@@ -1,0 +1,123 @@
+"""Budget groups: datasets of mostly the same people share one set of caps and budgets.
+
+A dataset registered with mostly the units of a registered one (see
+:mod:`infodp.curator.unit_overlap`) is a *member* of that dataset's budget group: its
+``datasets.budget_group`` names the group's first dataset (the *root*), which holds the
+group's caps, spend totals and every analyst's budget (``analysts`` rows are the root's).
+A charge on any member is checked and debited there, in the same transaction; the entry
+keeps the dataset actually queried. ``independent`` records the owner's opt-out at
+registration. Both are sealed with the dataset's grant (:mod:`.integrity`).
+
+The sketches of the datasets' salted unit ids live in ``unit_sketches`` and the salt in
+``meta.unit_salt``: owner-side only, never read by anything an analyst calls.
+
+>>> import sqlite3
+>>> from infodp.curator.ledger.records import SCHEMA
+>>> conn = sqlite3.connect(":memory:")
+>>> conn.row_factory = sqlite3.Row
+>>> _ = conn.executescript(SCHEMA)
+>>> _ = conn.execute("INSERT INTO datasets (name, schema_json, rows, source, created) "
+...                  "VALUES ('t', '{}', 1, '-', ''), ('c', '{}', 1, '-', '')")
+>>> _ = conn.execute("UPDATE datasets SET budget_group = 't' WHERE name = 'c'")
+>>> sorted(roots(conn).items())
+[('c', 't'), ('t', 't')]
+>>> members(conn, "t")
+['c', 't']
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+
+from infodp.errors import ParameterError
+
+__all__ = [
+    "COLUMNS",
+    "has_groups",
+    "members",
+    "migrate",
+    "root_of",
+    "roots",
+    "save_sketch",
+    "sketches",
+    "unit_salt",
+]
+
+#: The columns a ledger of format 4 adds to ``datasets`` (with their declarations).
+COLUMNS = {"budget_group": "TEXT", "independent": "INTEGER NOT NULL DEFAULT 0"}
+_SKETCHES = "CREATE TABLE IF NOT EXISTS unit_sketches (dataset TEXT PRIMARY KEY, sketch BLOB)"
+
+
+def has_groups(conn: sqlite3.Connection) -> bool:
+    """Whether the ledger has the group columns (format 4; older ones before migrating)."""
+    cols = {str(r[1]) for r in conn.execute("PRAGMA table_info(datasets)")}
+    return "budget_group" in cols
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Add the group columns and the sketches' table (inside a write transaction). Every
+    dataset of an older ledger is then its own group, with no sketch yet."""
+    cols = {str(r[1]) for r in conn.execute("PRAGMA table_info(datasets)")}
+    for name, decl in COLUMNS.items():
+        if name not in cols:
+            conn.execute(f"ALTER TABLE datasets ADD COLUMN {name} {decl}")
+    conn.execute(_SKETCHES)
+
+
+def roots(conn: sqlite3.Connection) -> dict[str, str]:
+    """Every dataset's group root (a dataset of no group is its own; every dataset of a
+    ledger not yet migrated too)."""
+    if not has_groups(conn):
+        return {str(r[0]): str(r[0]) for r in conn.execute("SELECT name FROM datasets")}
+    rows = conn.execute("SELECT name, coalesce(budget_group, name) FROM datasets")
+    return {str(r[0]): str(r[1]) for r in rows}
+
+
+def root_of(conn: sqlite3.Connection, dataset: str) -> str:
+    """The group root of ``dataset`` (``dataset`` itself when it is not registered: the
+    caller's own lookup then reports it missing)."""
+    row = conn.execute(
+        "SELECT coalesce(budget_group, name) FROM datasets WHERE name = ?", (dataset,)
+    ).fetchone()
+    return dataset if row is None else str(row[0])
+
+
+def members(conn: sqlite3.Connection, root: str) -> list[str]:
+    """The datasets of ``root``'s group, by name (the root included)."""
+    rows = conn.execute(
+        "SELECT name FROM datasets WHERE coalesce(budget_group, name) = ? ORDER BY name",
+        (root,),
+    )
+    return [str(r[0]) for r in rows]
+
+
+def unit_salt(conn: sqlite3.Connection) -> str:
+    """The ledger's secret salt of unit hashes, made on first use (inside a write
+    transaction). Never shown: a sketch without it cannot be matched against ids."""
+    conn.execute(
+        "INSERT OR IGNORE INTO meta (key, value) VALUES ('unit_salt', ?)",
+        (secrets.token_hex(16),),
+    )
+    row = conn.execute("SELECT value FROM meta WHERE key = 'unit_salt'").fetchone()
+    return str(row[0])
+
+
+def sketches(conn: sqlite3.Connection) -> dict[str, list[bytes]]:
+    """Every stored sketch by group root (the group's datasets' sketches)."""
+    out: dict[str, list[bytes]] = {}
+    for r in conn.execute(
+        "SELECT coalesce(d.budget_group, d.name), s.sketch FROM unit_sketches s "
+        "JOIN datasets d ON d.name = s.dataset ORDER BY d.name"
+    ):
+        out.setdefault(str(r[0]), []).append(bytes(r[1]))
+    return out
+
+
+def save_sketch(conn: sqlite3.Connection, dataset: str, sketch: bytes) -> None:
+    """Keep ``dataset``'s sketch (replacing one made with another salt)."""
+    if conn.execute("SELECT 1 FROM datasets WHERE name = ?", (dataset,)).fetchone() is None:
+        raise ParameterError("dataset", dataset, "a registered dataset")
+    conn.execute(
+        "INSERT OR REPLACE INTO unit_sketches (dataset, sketch) VALUES (?, ?)", (dataset, sketch)
+    )

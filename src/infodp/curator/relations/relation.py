@@ -1,0 +1,274 @@
+"""A relation built from a FROM clause: row-level projections and per-unit aggregations.
+
+Both are emitted as a registered table is stored (:func:`~.values.column_items`): the unit,
+each column's stored value under its name, and beside each bounded numeric column its bounded
+copy ``__bnd_<name>``, so a relation reads like a stored table wherever it is used (a
+subquery in FROM, or the relation the outer query aggregates).
+
+A **per-unit aggregation** (``SELECT unit, SUM(cost) AS total FROM visits GROUP BY unit``)
+aggregates the bounded values of each unit's rows, and the result's bounds follow from the
+per-unit row bound m (McSherry 2009, §4): SUM in [m·min(lo, 0), m·max(hi, 0)], COUNT and
+COUNT(DISTINCT) in [0, m], AVG, MIN and MAX in [lo, hi]. Grouped by the unit alone a unit has
+one row; grouped by the unit and other keys, at most its m rows. A GROUP BY without the unit
+would mix units in one row, and is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from infodp.curator import boxes
+from infodp.curator.backends.bounding import ident
+from infodp.curator.relations.expressions import condition, value
+from infodp.curator.relations.joins import Scope, scope_of
+from infodp.curator.relations.sources import Source
+from infodp.curator.relations.tables import check_clauses
+from infodp.curator.relations.values import Value, as_number, column_items, refuse
+from infodp.curator.schema import ColumnSpec
+from infodp.errors import ParameterError
+
+__all__ = ["Relation", "project", "subquery_source"]
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """A derived relation: its SELECT, its columns' declarations and its bounds per unit."""
+
+    select: exp.Select
+    columns: tuple[ColumnSpec, ...]
+    unit: str | None
+    rows: int
+    groups: int
+
+
+def project(
+    scope: Scope,
+    items: Sequence[tuple[str, Value]],
+    where: Value | None,
+    *,
+    group: Sequence[exp.Expr] = (),
+    having: Value | None = None,
+    rows: int | None = None,
+) -> Relation:
+    """``SELECT unit, items... FROM scope [WHERE] [GROUP BY] [HAVING]`` as a relation (the
+    unit first, each item as :func:`~.values.column_items` stores it).
+
+    >>> import sqlglot
+    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.relations.sources import table_source
+    >>> s = load_schema({"table": "t", "privacy_unit": "pid",
+    ...     "columns": {"x": {"type": "int", "bounds": [0, 9]}}})
+    >>> scope = scope_of(sqlglot.parse_one("SELECT 1 FROM t"), lambda t: table_source(t, s))
+    >>> project(scope, [("x", scope.value(sqlglot.parse_one("x")))], None).select.sql()
+    'SELECT "t"."pid" AS "pid", "t"."x" AS "x", "t"."__bnd_x" AS "__bnd_x" FROM "t" AS "t"'
+    """
+    select = scope.from_()
+    specs: list[ColumnSpec] = []
+    out: list[exp.Expr] = []
+    unit = scope.unit
+    named: list[tuple[str, Value]] = []
+    unit_name = None
+    if unit is not None:
+        unit_name = scope.sources[unit[0]].unit
+        named.append((str(unit_name), scope.sources[unit[0]].value(unit[1])))
+    for name, v in items:
+        if unit_name is not None and name.lower() == unit_name.lower():
+            if v.raw.sql() != named[0][1].raw.sql():
+                raise refuse(f"a column named {name!r}", "that is the privacy unit's name")
+            continue
+        named.append((name, v))
+    seen: set[str] = set()
+    for name, v in named:
+        if name.lower() in seen:
+            raise ParameterError(f"two columns are named {name!r}; rename one with AS.")
+        seen.add(name.lower())
+        spec, sql = column_items(name, v)
+        specs.append(spec)
+        out.extend(sql)
+    select.set("expressions", out)
+    if where is not None:
+        select.set("where", exp.Where(this=where.raw.copy()))
+    if group:
+        select.set("group", exp.Group(expressions=[g.copy() for g in group]))
+    if having is not None:
+        select.set("having", exp.Having(this=having.raw.copy()))
+    m = scope.rows if rows is None else rows
+    return Relation(select, tuple(specs), unit_name, m, min(scope.groups, m))
+
+
+def subquery_source(node: exp.Subquery, read: Callable[[exp.Expr], Source]) -> Source:
+    """A subquery in FROM as a source: row-level, or a per-unit aggregation.
+
+    >>> import sqlglot
+    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.relations.sources import table_source
+    >>> s = load_schema({"table": "v", "privacy_unit": "pid", "max_rows_per_unit": 20,
+    ...     "columns": {"cost": {"type": "float", "bounds": [0, 5000]}}})
+    >>> q = sqlglot.parse_one("SELECT 1 FROM (SELECT pid, SUM(cost) AS t FROM v GROUP BY pid) u")
+    >>> u = subquery_source(q.args["from_"].this, lambda t: table_source(t, s))
+    >>> (u.rows, u.spec("t").bounds)
+    (1, (0.0, 100000.0))
+    """
+    inner = node.this
+    if not isinstance(inner, exp.Select):
+        raise refuse(f"{inner.key.upper()} in FROM", "a subquery in FROM is one SELECT")
+    alias = node.alias
+    if not alias:
+        raise refuse("subquery in FROM without an alias", "write (SELECT ...) AS name")
+    for key, what in (
+        ("order", "ORDER BY"),
+        ("limit", "LIMIT"),
+        ("offset", "OFFSET"),
+        ("distinct", "SELECT DISTINCT"),
+        ("with_", "WITH"),
+        ("with", "WITH"),
+        ("qualify", "QUALIFY"),
+    ):
+        if inner.args.get(key):
+            raise refuse(
+                f"{what} in a subquery",
+                "it would choose rows across individuals; filter with WHERE instead",
+            )
+    check_clauses(inner, outer=False)
+    scope = scope_of(inner, read)
+    grouped = inner.args.get("group") is not None or any(
+        isinstance(n, exp.AggFunc) for item in inner.expressions for n in item.walk()
+    )
+    relation = _aggregation(inner, scope) if grouped else _rows(inner, scope)
+    sub = exp.Subquery(this=relation.select, alias=exp.TableAlias(this=ident(alias)))
+    return Source(
+        alias,
+        alias,
+        sub,
+        relation.columns,
+        False,
+        relation.unit,
+        relation.rows,
+        relation.groups,
+    )
+
+
+def _where(select: exp.Select, scope: Scope) -> Value | None:
+    node = select.args.get("where")
+    return None if node is None else condition(node.this, scope.value, "WHERE")
+
+
+def _rows(select: exp.Select, scope: Scope) -> Relation:
+    """A row-level subquery: columns and derived values of each row, filtered."""
+    if select.args.get("having"):
+        raise refuse("HAVING without GROUP BY", "filter rows with WHERE")
+    items: list[tuple[str, Value]] = []
+    for item in select.expressions:
+        node = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(node, exp.Star) or (
+            isinstance(node, exp.Column) and isinstance(node.this, exp.Star)
+        ):
+            qualifier = node.table if isinstance(node, exp.Column) else ""
+            items += [
+                (n, scope.sources[i].value(c))
+                for n, i, c in scope.visible()
+                if not qualifier or scope.sources[i].alias.lower() == qualifier.lower()
+            ]
+            continue
+        items.append((_item_name(item, node), value(node, scope.value)))
+    return project(scope, items, _where(select, scope))
+
+
+def _item_name(item: exp.Expr, node: exp.Expr) -> str:
+    if isinstance(item, exp.Alias):
+        return str(item.alias)
+    if isinstance(node, exp.Column):
+        return str(node.name)
+    raise refuse(
+        f"unnamed expression {node.sql()[:60]!r} in a subquery", "name it: expression AS name"
+    )
+
+
+_RULE = (
+    "aggregate per unit, then aggregate across units: SELECT unit, SUM(x) AS s FROM t "
+    "GROUP BY unit in FROM, and a DP aggregate of s outside"
+)
+
+
+def _aggregation(select: exp.Select, scope: Scope) -> Relation:
+    """A per-unit aggregation subquery (see the module docstring)."""
+    unit = scope.unit
+    group_node = select.args.get("group")
+    keys = [] if group_node is None else list(group_node.expressions)
+    resolved = [scope.resolve(k) for k in keys if isinstance(k, exp.Column)]
+    if len(resolved) != len(keys):
+        raise refuse("GROUP BY an expression in a subquery", "group by columns")
+    if unit is None or unit not in resolved:
+        raise refuse("aggregation in a subquery not grouped by the privacy unit", _RULE)
+    key_values = [scope.sources[i].value(c) for i, c in resolved]
+    m = scope.rows
+
+    def grouped_column(node: exp.Column) -> Value:
+        if scope.resolve(node) not in resolved:
+            raise refuse(
+                f"column {node.sql()!r} in a per-unit subquery",
+                "select GROUP BY columns and aggregates of the others",
+            )
+        return scope.value(node)
+
+    def aggregate(node: exp.Expr) -> Value:
+        return _aggregate(node, scope, m)
+
+    items = [
+        (
+            _item_name(item, item.this if isinstance(item, exp.Alias) else item),
+            value(item.this if isinstance(item, exp.Alias) else item, grouped_column, aggregate),
+        )
+        for item in select.expressions
+    ]
+    having_node = select.args.get("having")
+    having = None
+    if having_node is not None:
+        having = value(having_node.this, grouped_column, aggregate)
+        if having.type != "bool":
+            raise refuse("HAVING without a condition", "write a comparison")
+    group: list[exp.Expr] = []
+    for v in [scope.sources[unit[0]].value(unit[1]), *key_values]:
+        group.append(v.raw)
+        if v.grid is not None:
+            group.append(v.grid)
+        elif v.numeric and v.box is not None:
+            group.append(v.bounded)
+    rows = 1 if len(set(resolved)) == 1 else m
+    unique = list({g.sql(): g for g in group}.values())
+    return project(scope, items, _where(select, scope), group=unique, having=having, rows=rows)
+
+
+def _aggregate(node: exp.Expr, scope: Scope, m: int) -> Value:
+    """One aggregate of a unit's bounded values, with its bounds from m rows."""
+    if not isinstance(node, (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)):
+        raise refuse(
+            f"aggregate {node.sql()[:60]!r} in a per-unit subquery",
+            "allowed there: COUNT, COUNT(DISTINCT), SUM, AVG, MIN, MAX",
+        )
+    arg = node.this
+    if isinstance(node, exp.Count):
+        if isinstance(arg, exp.Star):
+            expr: exp.Expr = exp.Count(this=exp.Star())
+        elif isinstance(arg, exp.Distinct):
+            inner = [value(e, scope.value).raw for e in arg.expressions]
+            expr = exp.Count(this=exp.Distinct(expressions=inner))
+        else:
+            v = value(arg, scope.value)
+            expr = exp.Count(this=v.bounded if v.numeric else v.raw)
+        return Value(expr, expr.copy(), "int", (0.0, float(m)), None, False)
+    v = value(arg, scope.value)
+    if v.type == "bool":
+        v = as_number(v, arg.sql())
+    if not v.numeric or v.box is None:
+        why = v.why or f"{arg.sql()} is not a bounded number"
+        raise refuse(f"{node.sql()[:60]!r} in a per-unit subquery", why)
+    fn = type(node)
+    expr = fn(this=v.bounded.copy())
+    if fn is exp.Sum:
+        return Value(expr, expr.copy(), v.type, boxes.sum_of(v.box, m), None, v.nullable)
+    kind = "float" if fn is exp.Avg else v.type
+    return Value(expr, expr.copy(), kind, v.box, None, v.nullable)

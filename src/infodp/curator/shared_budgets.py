@@ -1,0 +1,143 @@
+"""A registration's budget group: its unit sketch made in the store, the group chosen.
+
+The glue between :mod:`infodp.curator.unit_overlap` (sketches and containment) and the
+ledger's budget groups (:mod:`infodp.curator.ledger.groups`): the new dataset's sketch of
+salted unit ids is computed in the database (a Spark dataset's from its local Parquet copy,
+read by DuckDB, so that every sketch uses the same hash), datasets registered before
+sketches were kept get theirs first, and the ledger decides, inside the registering
+transaction, which group (if any) the dataset joins. A ``row`` privacy unit has no ids to
+compare: such a dataset never shares.
+
+What the owner is told (:func:`owner_note`) names the group and the estimated share of the
+new dataset's units in it; the sketch, the salt and the estimate stay in the owner's
+ledger and registration output, never in anything an analyst sees.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from infodp.curator.ledger.grants import Joined, Sharing
+from infodp.curator.schema import DatasetSchema, load_schema, stored_name
+from infodp.curator.store import catalogue, private_files
+from infodp.curator.unit_overlap import UnitSketch, closest_group, sketch_units
+
+if TYPE_CHECKING:
+    from infodp.curator.backends.duckdb import DuckDBBackend
+    from infodp.curator.ledger import Ledger
+
+__all__ = ["choose", "owner_note", "registration_sharing", "unit_relations"]
+
+
+def unit_relations(
+    name: str, schema: DatasetSchema, bounded_path: str | None = None
+) -> list[tuple[str, str]]:
+    """(relation, unit column) of every private table of dataset ``name`` as stored: the
+    table itself, a population's private tables, or a Spark copy's Parquet files (empty
+    for a ``row`` unit, or a copy DuckDB cannot read: a remote URI).
+
+    >>> s = load_schema({"table": "t", "privacy_unit": "pid", "columns": {"pid": {"type": "text"}}})
+    >>> unit_relations("t", s)
+    [('"t"', 'pid')]
+    >>> p = load_schema({"privacy_unit": "pid", "tables": {
+    ...     "people": {"columns": {"pid": {"type": "text"}}},
+    ...     "regions": {"public": True, "columns": {"region": {"type": "text"}}}}})
+    >>> unit_relations("clinic", p)
+    [('"clinic__people"', 'pid')]
+    """
+    if schema.unit_is_row:
+        return []
+    tables = [m.table for m in schema.members if not m.public] if schema.is_population else []
+    if bounded_path is not None:
+        if "://" in bounded_path:
+            return []
+        # A Spark population's tables are copied under one directory, each in its own.
+        dirs = [Path(bounded_path) / t for t in tables] or [Path(bounded_path)]
+        globs = [str(d / "**" / "*.parquet").replace("'", "''") for d in dirs]
+        return [(f"read_parquet('{g}')", schema.privacy_unit) for g in globs]
+    stored = [stored_name(name, t) for t in tables] or [name]
+    return [(_quote(t), schema.privacy_unit) for t in stored]
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def choose(sketch: bytes, groups: dict[str, list[bytes]]) -> Joined | None:
+    """The ledger's chooser: the group in which the new sketch's units are most contained,
+    at or above :data:`~infodp.curator.unit_overlap.SHARE_THRESHOLD`."""
+    found = closest_group(
+        UnitSketch.from_bytes(sketch),
+        {g: [UnitSketch.from_bytes(s) for s in blobs] for g, blobs in groups.items()},
+    )
+    if found is None or found[1].estimate is None:
+        return None
+    return Joined(found[0], found[1].estimate)
+
+
+def _sketch(
+    con: duckdb.DuckDBPyConnection, relations: Sequence[tuple[str, str]], salt: str
+) -> bytes | None:
+    return sketch_units(con, relations, salt).to_bytes() if relations else None
+
+
+def registration_sharing(
+    ledger: Ledger,
+    store: DuckDBBackend,
+    name: str,
+    schema: DatasetSchema,
+    *,
+    bounded_path: str | None = None,
+    independent: bool = False,
+) -> Sharing:
+    """The new dataset's sketch and chooser, after giving a sketch to every registered
+    dataset that has none yet (registered before sketches were kept, or before a ledger
+    re-initialisation, which makes a new salt)."""
+    salt = ledger.unit_salt()
+    with private_files(), contextlib.closing(store.connect(read_only=False)) as con:
+        _backfill(ledger, store, con, salt)
+        mine = _sketch(con, unit_relations(name, schema, bounded_path), salt)
+    return Sharing(sketch=mine, choose=choose, independent=independent)
+
+
+def _backfill(
+    ledger: Ledger, store: DuckDBBackend, con: duckdb.DuckDBPyConnection, salt: str
+) -> None:
+    missing = ledger.unsketched()
+    if not missing:
+        return
+    where = catalogue(store, con)
+    for record in missing:
+        meta = where.get(record.name, {})
+        path = meta.get("bounded_path") if meta.get("backend") == "spark" else None
+        schema = load_schema(record.schema_json)
+        relations = unit_relations(record.name, schema, None if path is None else str(path))
+        # A copy moved away or unreadable: that dataset stays without a sketch (the owner's
+        # files; it is tried again at the next registration).
+        with contextlib.suppress(duckdb.Error, OSError):
+            sketch = _sketch(con, relations, salt)
+            if sketch is not None:
+                ledger.save_unit_sketch(record.name, sketch)
+
+
+def owner_note(name: str, joined: Joined | None, independent: bool) -> str | None:
+    """What the owner is told about the new dataset's budgets (None: nothing to say).
+
+    >>> from fractions import Fraction
+    >>> owner_note("copy", Joined("people", Fraction(4095, 4096)), False)
+    'copy shares the caps and budgets of dataset people: about 100% of its units are in people'
+    """
+    if joined is not None:
+        share = round(100 * float(joined.share))
+        return (
+            f"{name} shares the caps and budgets of dataset {joined.group}: about {share}% of "
+            f"its units are in {joined.group}"
+        )
+    if independent:
+        return f"{name} is declared independent: its caps and budgets are its own"
+    return None

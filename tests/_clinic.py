@@ -1,0 +1,170 @@
+"""Test helpers: a clinic population stored by hand: people (one row each), visits (up
+to 3 rows each) and a public regions table whose public facts are filled in as registration
+measures them."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import pandas as pd
+
+from infodp.curator.backends.duckdb import DuckDBBackend
+from infodp.curator.grid import column_grid
+from infodp.curator.plan import measurements
+from infodp.curator.relations import resolve
+from infodp.curator.schema import ColumnSpec, DatasetSchema, load_schema, stored_name
+from infodp.curator.sql import parse_query
+
+DECLARATION = {
+    "privacy_unit": "pid",
+    "table": "clinic",
+    "tables": {
+        "people": {
+            "max_rows_per_unit": 1,
+            "columns": {
+                "pid": {"type": "text"},
+                "age": {"type": "int", "bounds": [0, 99]},
+                "income": {"type": "float", "bounds": [0, 1000], "nulls": "drop"},
+                "region": {"type": "text"},
+            },
+        },
+        "visits": {
+            "max_rows_per_unit": 3,
+            "columns": {
+                "pid": {"type": "text"},
+                "cost": {"type": "float", "bounds": [0, 50]},
+                "kind": {"type": "category", "categories": ["a", "b"]},
+            },
+        },
+        "regions": {
+            "public": True,
+            "columns": {"region": {"type": "text"}, "country": {"type": "text"}},
+        },
+    },
+}
+
+REGIONS = pd.DataFrame({"region": ["n", "s", "e", "e"], "country": ["x", "x", "y", "z"]})
+
+
+def public_facts(schema: DatasetSchema, name: str, frame: pd.DataFrame) -> DatasetSchema:
+    """The public member ``name`` with the facts registration measures from its data:
+    each column's multiplicity, a text column's categories, the row count."""
+    members = []
+    for m in schema.members:
+        if m.table != name:
+            members.append(m)
+            continue
+        cols = tuple(
+            ColumnSpec(
+                c.name,
+                "category",
+                categories=tuple(sorted(str(v) for v in frame[c.name].dropna().unique())),
+                multiplicity=int(frame[c.name].value_counts().max()),
+            )
+            for c in m.columns
+        )
+        members.append(dataclasses.replace(m, columns=cols, public_rows=len(frame)))
+    return dataclasses.replace(schema, members=tuple(members))
+
+
+def schema() -> DatasetSchema:
+    return public_facts(load_schema(DECLARATION), "regions", REGIONS)
+
+
+def store(
+    people: pd.DataFrame, visits: pd.DataFrame, s: DatasetSchema | None = None
+) -> DuckDBBackend:
+    """An in-memory store holding the population's tables as registration stores them."""
+    s = s or schema()
+    backend = DuckDBBackend(":memory:")
+    backend.register(stored_name(s.table, "people"), people, s.member("people"))
+    backend.register(stored_name(s.table, "visits"), visits, s.member("visits"))
+    con = backend.connect(read_only=False)
+    con.register("__regions", REGIONS)
+    con.execute(f'CREATE TABLE "{stored_name(s.table, "regions")}" AS SELECT * FROM __regions')
+    con.close()
+    return backend
+
+
+def exact(backend: DuckDBBackend, sql: str, s: DatasetSchema | None = None) -> dict:
+    """The exact (pre-noise) measurements of ``sql``, by group key."""
+    resolved = resolve(sql, s or schema())
+    plan = parse_query(resolved.sql, resolved.schema)
+    ms = measurements(plan)
+    con = backend.connect(read_only=True)
+    try:
+        got = backend.aggregate(con, plan, resolved.schema, ms, unit_rows_ok=not resolved.row_cut)
+    finally:
+        con.close()
+    return {k: [None if v is None else float(v) for v in vs] for k, vs in got.values.items()}
+
+
+def plain(backend: DuckDBBackend, sql: str) -> list[tuple[object, ...]]:
+    con = backend.connect(read_only=True)
+    try:
+        return [tuple(r) for r in con.execute(sql).fetchall()]
+    finally:
+        con.close()
+
+
+def frames(
+    people: Sequence[tuple[str, int, float | None, str]],
+    visits: Sequence[tuple[str, float, str]],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return (
+        pd.DataFrame(people, columns=["pid", "age", "income", "region"]),
+        pd.DataFrame(visits, columns=["pid", "cost", "kind"]),
+    )
+
+
+def answers(backend: DuckDBBackend, sql: str, s: DatasetSchema | None = None) -> dict:
+    """The exact measurements of ``sql`` in column units, by group key and measurement key
+    (a centred sum read back as the plain sum ``sum(col)``)."""
+    resolved = resolve(sql, s or schema())
+    plan = parse_query(resolved.sql, resolved.schema)
+    ms = measurements(plan)
+    con = backend.connect(read_only=True)
+    try:
+        got = backend.aggregate(con, plan, resolved.schema, ms, unit_rows_ok=not resolved.row_cut)
+    finally:
+        con.close()
+    out: dict = {}
+    for key, row in got.values.items():
+        cell: dict[str, float | None] = {}
+        for m, v in zip(ms, row, strict=True):
+            cell[m.key] = None if v is None else float(v)
+        for m, v in zip(ms, row, strict=True):
+            if m.kind in ("sum", "csum") and v is not None and m.column is not None:
+                g = column_grid(resolved.schema.column(m.column))
+                total = float(v)
+                if m.kind == "csum":
+                    count = cell[m.key.replace("csum(", "count(", 1)]
+                    total += g.center * (count or 0)
+                cell[f"sum({m.column})"] = total * g.step
+        out[tuple(key)] = cell
+    return out
+
+
+def clinic_store() -> DuckDBBackend:
+    """The clinic of the tests: five people (one without income, one without a region in
+    the public table, one without visits), seven visits."""
+    people, visits = frames(
+        [
+            ("p1", 20, 100.0, "n"),
+            ("p2", 35, 900.0, "s"),
+            ("p3", 50, None, "e"),
+            ("p4", 70, 400.0, "w"),
+            ("p5", 90, 50.0, "n"),
+        ],
+        [
+            ("p1", 10.0, "a"),
+            ("p1", 20.0, "b"),
+            ("p2", 5.0, "a"),
+            ("p3", 40.0, "b"),
+            ("p3", 1.5, "a"),
+            ("p3", 2.5, "a"),
+            ("p5", 50.0, "b"),
+        ],
+    )
+    return store(people, visits)

@@ -1,0 +1,218 @@
+"""Budget groups keep the ledger's guarantees: one transaction per charge, seals, crash
+safety, verification and migration of older stores.
+
+A dataset in a budget group is charged on its group root's caps and on the analyst's budget
+there; these tests check that the integrity machinery (totals equal the entries' sums, seals
+of every grant including the membership, the checkpoint, the accountant replay) counts
+those charges where they are debited, that a process killed mid-query leaves a consistent
+ledger, and that a store made before budget groups opens, keeps working and gets its
+sketches at the next registration.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import textwrap
+from fractions import Fraction
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from _kill import kill_when_marked
+from infodp.accounting.accountant import Budget
+from infodp.curator.engine import Curator
+from infodp.curator.ledger import Ledger, integrity
+from infodp.curator.store import reinit_ledger
+from infodp.errors import LedgerError
+
+SCHEMA = {
+    "table": "t",
+    "privacy_unit": "pid",
+    "columns": {"pid": {"type": "text"}, "x": {"type": "int", "bounds": [0, 9]}},
+}
+QUERY = "SELECT COUNT(*) FROM {}"
+
+
+def _frame(n: int, extra: int = 0) -> pd.DataFrame:
+    ids = [f"p{i}" for i in range(n)] + [f"dummy{i}" for i in range(extra)]
+    return pd.DataFrame({"pid": ids, "x": [i % 10 for i in range(len(ids))]})
+
+
+def _grouped_store(tmp_path: Path, **budget: object) -> Path:
+    """orig and its copy with one dummy row (one group), analyst a granted on orig."""
+    db = tmp_path / "s.duckdb"
+    cur = Curator(db)
+    cur.register_dataset("orig", _frame(500), SCHEMA, max_epsilon=2)
+    assert cur.register_dataset("copy", _frame(500, 1), SCHEMA)["shares_budgets_of"] == "orig"
+    cur.add_analyst("a", "orig", **(budget or {"epsilon": 1}))
+    cur.close()
+    return db
+
+
+def _sql(db: Path, *statements: str) -> None:
+    conn = sqlite3.connect(str(db) + ".ledger")
+    with conn:
+        for s in statements:
+            conn.execute(s)
+    conn.close()
+
+
+def test_a_membership_edited_by_hand_fails_verify_and_is_never_charged(tmp_path: Path) -> None:
+    """The copy moved out of its group (or into another) by SQL: the member's seal covers it."""
+    db = _grouped_store(tmp_path)
+    live = Curator(db)  # opened before the edit
+    _sql(db, "UPDATE datasets SET budget_group = NULL WHERE name = 'copy'")
+    assert any("dataset copy was edited" in p for p in live.ledger.verify())
+    with pytest.raises(LedgerError, match="inconsistent"):
+        Ledger(str(db) + ".ledger")
+    live.close()
+
+
+@pytest.mark.parametrize(
+    ("edit", "error"),
+    [
+        ("UPDATE datasets SET independent = 1 WHERE name = 'copy'", "edited"),
+        ("UPDATE datasets SET budget_group = NULL WHERE name = 'copy'", "changed while in use"),
+    ],
+)
+def test_a_membership_edit_is_refused_by_a_curator_opened_before_it(
+    tmp_path: Path, edit: str, error: str
+) -> None:
+    db = _grouped_store(tmp_path)
+    live = Curator(db)
+    live.query("a", QUERY.format("copy"), epsilon="0.25")  # the seals are known sound
+    _sql(db, edit)
+    with pytest.raises(LedgerError, match=error):
+        live.query("a", QUERY.format("copy"), epsilon="0.25")
+    assert live.ledger.budget("a", "orig").spent_epsilon == Fraction(1, 4)
+    live.close()
+
+
+def test_a_cancelled_charge_on_a_member_is_refunded_to_its_group(tmp_path: Path) -> None:
+    db = _grouped_store(tmp_path)
+    led = Ledger(str(db) + ".ledger")
+    e = led.reserve("a", "copy", QUERY.format("copy"), Fraction(1, 4), Fraction(0), 0.5)
+    assert led.budget("a", "orig").spent_epsilon == Fraction(1, 4)
+    assert led.verify() == []  # the checkpoint moves past the member's entry
+    led.cancel(e, "before the data")
+    assert led.budget("a", "copy").spent_epsilon == 0
+    assert led.dataset("orig").spent_epsilon == 0
+    # (the information total was rounded up by one ulp when charged: it stays an upper bound)
+    assert led.dataset("orig").info_spent_nats == pytest.approx(0, abs=1e-12)
+    assert led.verify() == [] and led.check() == []
+    led.close()
+    assert Ledger(str(db) + ".ledger").check() == []  # opens from the moved checkpoint
+
+
+def test_an_accountant_budget_of_a_group_replays_from_both_datasets(tmp_path: Path) -> None:
+    db = _grouped_store(tmp_path, budget=Budget.zcdp("0.5"))
+    cur = Curator(db)
+    cur.query("a", QUERY.format("copy"), epsilon="0.25")
+    cur.query("a", QUERY.format("orig"), epsilon="0.25")
+    # The full verification replays the accountant from the entries on both datasets.
+    assert cur.ledger.verify() == []
+    left = [cur.ledger.budget("a", d).accountant_json for d in ("orig", "copy")]
+    assert left[0] == left[1] is not None
+    cur.close()
+
+
+# A query on the copy, killed once its cost is reserved and the data read (nothing released).
+_VICTIM = textwrap.dedent(
+    """
+    import sys, time, pathlib
+    from infodp.curator.engine import Curator
+    marker = pathlib.Path(sys.argv[2])
+    def hook(stage, entry):
+        if stage == "aggregated":
+            tmp = marker.with_suffix(".tmp")
+            tmp.write_text(str(entry))
+            tmp.replace(marker)
+            time.sleep(600)
+    Curator(sys.argv[1], _hook=hook).query("a", "SELECT COUNT(*) FROM copy", epsilon="0.25")
+    print("RESULT LEFT THE PROCESS")
+    """
+)
+
+
+@pytest.mark.slow  # a child process
+def test_sigkill_mid_query_on_a_member_charges_the_group(tmp_path: Path) -> None:
+    db = _grouped_store(tmp_path)
+    out = kill_when_marked(_VICTIM, db, tmp_path / "marker")
+    assert "RESULT" not in out
+    led = Ledger(str(db) + ".ledger")
+    (entry,) = led.entries()
+    assert (entry.dataset, entry.status) == ("copy", "reserved")
+    assert led.budget("a", "orig").spent_epsilon == Fraction(1, 4)  # lost budget, not privacy
+    assert led.dataset("orig").spent_epsilon == Fraction(1, 4)
+    assert led.check() == [] and led.verify() == []
+    Curator(db).query("a", QUERY.format("orig"), epsilon="0.25")
+    assert led.budget("a", "copy").spent_epsilon == Fraction(1, 2)
+
+
+def _as_format_3(db: Path) -> None:
+    """What a ledger of the previous format looks like: no group columns, no sketches."""
+    _sql(
+        db,
+        "ALTER TABLE datasets DROP COLUMN budget_group",
+        "ALTER TABLE datasets DROP COLUMN independent",
+        "DROP TABLE unit_sketches",
+        "DELETE FROM meta WHERE key = 'unit_salt'",
+        "UPDATE meta SET value = '3' WHERE key = 'format'",
+    )
+
+
+def test_a_store_of_the_previous_format_opens_keeps_working_and_is_sketched(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.duckdb"
+    cur = Curator(db)
+    cur.register_dataset("orig", _frame(500), SCHEMA, max_epsilon=2)
+    cur.add_analyst("a", "orig", epsilon=1)
+    cur.query("a", QUERY.format("orig"), epsilon="0.25")
+    cur.close()
+    _as_format_3(db)
+    cur = Curator(db)  # verified as format 3 (its seals checked), then migrated
+    conn = sqlite3.connect(str(db) + ".ledger")
+    assert conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] == "4"
+    conn.close()
+    cur.query("a", QUERY.format("orig"), epsilon="0.25")
+    assert cur.ledger.budget("a", "orig").spent_epsilon == Fraction(1, 2)
+    assert cur.ledger.verify() == []
+    assert [d.name for d in cur.ledger.unsketched()] == ["orig"]
+    # The next registration sketches the old dataset first: its copy shares.
+    assert cur.register_dataset("copy", _frame(500, 1), SCHEMA)["shares_budgets_of"] == "orig"
+    assert cur.ledger.unsketched() == []
+    assert cur.ledger.budget("a", "copy").spent_epsilon == Fraction(1, 2)
+    cur.close()
+
+
+def test_an_edit_of_a_previous_format_ledger_is_still_caught(tmp_path: Path) -> None:
+    db = _grouped_store(tmp_path)
+    _sql(
+        db,
+        "DELETE FROM datasets WHERE name = 'copy'",
+        "DELETE FROM meta WHERE key = 'seal [\"copy\"]'",
+    )
+    _as_format_3(db)
+    _sql(db, "UPDATE datasets SET max_epsilon = '1000'")
+    with pytest.raises(LedgerError, match="inconsistent"):
+        Ledger(str(db) + ".ledger")
+
+
+def test_a_reinitialised_ledger_restores_the_groups(tmp_path: Path) -> None:
+    db = _grouped_store(tmp_path)
+    os.remove(str(db) + ".ledger")
+    assert reinit_ledger(db)["datasets"] == ["orig", "copy"]  # the root first
+    cur = Curator(db)
+    assert cur.ledger.dataset("copy").budget_group == "orig"
+    assert cur.ledger.verify() == []
+    # The sketches are made again under the new salt at the next registration.
+    assert {d.name for d in cur.ledger.unsketched()} == {"orig", "copy"}
+    assert cur.register_dataset("again", _frame(500, 2), SCHEMA)["shares_budgets_of"] == "orig"
+    cur.close()
+
+
+def test_the_format_is_the_one_with_groups() -> None:
+    assert integrity.FORMAT == "4" and integrity.SEALED_FORMATS == ("3", "4")

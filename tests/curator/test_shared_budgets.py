@@ -1,0 +1,303 @@
+"""A population registered again shares the caps and budgets of the one it repeats.
+
+A copy of a registered dataset with one dummy row has a new fingerprint; it used to get
+fresh caps and fresh analyst budgets on the same people, so their total privacy loss was
+unbounded. A registration now sketches its salted unit ids (bottom-k, Broder 1997) and a
+dataset whose estimated containment in a registered one is at least 1/2 joins its budget
+group (or is declared independent by its owner). The containment estimator is checked
+against the exact containment of random sets with the Hoeffding (1963) bound it states.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from fractions import Fraction
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from infodp.curator.engine import Curator
+from infodp.curator.unit_overlap import (
+    SHARE_THRESHOLD,
+    Containment,
+    UnitSketch,
+    containment,
+    sketch_units,
+)
+from infodp.errors import BudgetExceeded, ParameterError
+
+SCHEMA = {
+    "table": "t",
+    "privacy_unit": "pid",
+    "columns": {"pid": {"type": "text"}, "x": {"type": "int", "bounds": [0, 9]}},
+}
+COUNT = "SELECT COUNT(*) FROM {}"
+
+
+def people(ids: range | list[int], prefix: str = "p") -> pd.DataFrame:
+    ids = list(ids)
+    return pd.DataFrame({"pid": [f"{prefix}{i}" for i in ids], "x": [i % 10 for i in ids]})
+
+
+def with_dummy(frame: pd.DataFrame) -> pd.DataFrame:
+    return pd.concat([frame, pd.DataFrame({"pid": ["dummy"], "x": [3]})], ignore_index=True)
+
+
+@pytest.fixture
+def cur(tmp_path: Path) -> Curator:
+    c = Curator(tmp_path / "s.duckdb")
+    c.register_dataset("orig", people(range(3000)), SCHEMA, max_epsilon="1.5")
+    return c
+
+
+def test_a_copy_with_one_dummy_row_shares_caps_and_budgets(cur: Curator) -> None:
+    cur.add_analyst("a", "orig", epsilon=1)
+    info = cur.register_dataset("copy", with_dummy(people(range(3000))), SCHEMA)
+    assert info["shares_budgets_of"] == "orig"
+    assert info["budgets"].startswith("copy shares the caps and budgets of dataset orig: about")
+    # The analyst granted on the original holds that budget on the copy.
+    assert cur.ledger.budget("a", "copy").epsilon == 1
+    cur.query("a", COUNT.format("copy"), epsilon="0.75")
+    assert cur.ledger.budget("a", "orig").spent_epsilon == Fraction(3, 4)
+    assert cur.ledger.dataset("orig").spent_epsilon == Fraction(3, 4)  # the group's cap
+    # Refused for the analyst's budget on both: 0.5 > 0.25 left.
+    for name in ("orig", "copy"):
+        with pytest.raises(BudgetExceeded, match=r"remaining epsilon=0\.25"):
+            cur.query("a", COUNT.format(name), epsilon="0.5")
+    # A second grant on the copy is the duplicate grant it is.
+    with pytest.raises(ParameterError, match="shares the budgets of 'orig'"):
+        cur.add_analyst("a", "copy", epsilon=1)
+    # A grant made on the copy is the group's: b spends the group's cap of 3/2 from either.
+    cur.add_analyst("b", "copy", epsilon=1)
+    assert cur.ledger.budget("b", "orig").epsilon == 1
+    cur.query("b", COUNT.format("orig"), epsilon="0.5")
+    for name in ("orig", "copy"):
+        with pytest.raises(BudgetExceeded, match="its cap, shared by all analysts"):
+            cur.query("b", COUNT.format(name), epsilon="0.5")
+    assert cur.ledger.dataset("orig").spent_epsilon == Fraction(5, 4)
+    assert [e.dataset for e in cur.ledger.entries()] == ["copy", "orig"]
+    assert cur.ledger.verify() == []
+
+
+def test_a_copy_declared_independent_has_its_own_caps_and_budgets(cur: Curator) -> None:
+    cur.add_analyst("a", "orig", epsilon=1)
+    info = cur.register_dataset(
+        "copy", with_dummy(people(range(3000))), SCHEMA, independent=True, max_epsilon=1
+    )
+    assert info["shares_budgets_of"] is None and info["independent"] is True
+    assert cur.ledger.dataset("copy").independent is True  # recorded in the ledger
+    with pytest.raises(ParameterError, match="no budget on dataset 'copy'"):
+        cur.ledger.budget("a", "copy")
+    cur.add_analyst("a", "copy", epsilon=1)
+    cur.query("a", COUNT.format("copy"), epsilon="1")
+    assert cur.ledger.budget("a", "orig").spent_epsilon == 0
+    assert cur.ledger.dataset("orig").spent_epsilon == 0
+    assert cur.ledger.verify() == []
+
+
+@pytest.mark.parametrize(("common", "shares"), [(900, False), (2100, True)])
+def test_sharing_follows_the_share_of_common_units(cur: Curator, common: int, shares: bool) -> None:
+    """3000 units of which ``common`` are the original's (30% and 70%: far from 1/2 next
+    to the estimator's ±0.06 at β = 1e-6 for y ≈ 2000 sampled units)."""
+    frame = pd.concat([people(range(common)), people(range(3000 - common), "new")])
+    info = cur.register_dataset("other", frame, SCHEMA)
+    assert (info["shares_budgets_of"] == "orig") is shares
+    if shares:  # the owner is told the estimated share: 70% within the estimator's ±6%
+        shown = int(info["budgets"].split("about ")[1].split("%")[0])
+        assert abs(shown - 70) <= 6
+
+
+def test_caps_of_a_sharing_dataset_are_refused_and_nothing_is_left(cur: Curator) -> None:
+    with pytest.raises(ParameterError, match="shares its caps and budgets"):
+        cur.register_dataset("copy", with_dummy(people(range(3000))), SCHEMA, max_epsilon=5)
+    assert [d.name for d in cur.ledger.datasets()] == ["orig"]
+    tables = [r[0] for r in cur.backend.connect(read_only=True).execute("SHOW TABLES").fetchall()]
+    assert "copy" not in tables
+
+
+def test_a_row_unit_dataset_never_shares(tmp_path: Path) -> None:
+    cur = Curator(tmp_path / "s.duckdb")
+    schema = {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int"}}}
+    frame = pd.DataFrame({"x": list(range(100))})
+    cur.register_dataset("one", frame, schema)
+    info = cur.register_dataset("two", pd.concat([frame, frame.head(1)]), schema)
+    assert info["shares_budgets_of"] is None
+
+
+def test_a_group_is_compared_as_the_union_of_its_datasets(cur: Curator) -> None:
+    """Units 2/5 in orig and 2/5 in its group's other member, 4/5 in their union: shares."""
+    more = pd.concat([people(range(2000)), people(range(1000), "m")])  # 2/3 in orig: joins
+    assert cur.register_dataset("more", more, SCHEMA)["shares_budgets_of"] == "orig"
+    assert cur.ledger.group_members("orig") == ["more", "orig"]
+    frame = pd.concat(
+        [people(range(1000), "m"), people(range(2000, 3000)), people(range(500), "r")]
+    )
+    assert cur.register_dataset("third", frame, SCHEMA)["shares_budgets_of"] == "orig"
+    assert cur.ledger.group_members("more") == ["more", "orig", "third"]
+
+
+# -- the estimator -------------------------------------------------------------------------------
+
+
+def _h(i: int, key: bytes) -> int:
+    """A keyed 64-bit hash: a stand-in for the database's salted hash."""
+    return int.from_bytes(hashlib.blake2b(str(i).encode(), key=key, digest_size=8).digest(), "big")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n_new=st.integers(1, 6000),
+    n_old=st.integers(1, 6000),
+    common_share=st.floats(0, 1),
+    k=st.sampled_from([64, 256, 1024]),
+    key=st.binary(min_size=8, max_size=8),
+)
+def test_containment_is_within_its_stated_bound(
+    n_new: int, n_old: int, common_share: float, k: int, key: bytes
+) -> None:
+    """|ĉ − c| ≤ √(ln(2/β)/(2y)) (Hoeffding 1963, Thm 1) at β = 1e-9 (the bound fails with
+    probability at most 1e-9 per example), against the exact containment |A∩B|/|A|."""
+    common = min(int(common_share * n_new), n_old)
+    new = range(0, n_new)
+    old = range(n_new - common, n_new - common + n_old)
+    exact = Fraction(common, n_new)
+    est = containment(
+        UnitSketch.of((_h(i, key) for i in new), k), UnitSketch.of((_h(i, key) for i in old), k)
+    )
+    if est.estimate is None:
+        assert est.error(1e-9) == 1.0
+        return
+    assert abs(float(est.estimate - exact)) <= est.error(1e-9)
+    if n_new + n_old - common <= k:
+        assert est.exact and est.estimate == exact  # the sketches are the whole sets
+
+
+def test_the_estimate_is_unbiased_over_salts() -> None:
+    """Over 200 salts the mean of ĉ is within 4 standard errors of the exact 0.3 (X is
+    hypergeometric given Y: E[X/Y | Y] = c)."""
+    rng = np.random.default_rng(7)
+    ests = []
+    for _ in range(200):
+        key = rng.bytes(8)
+        a = UnitSketch.of((_h(i, key) for i in range(2000)), 128)
+        b = UnitSketch.of((_h(i, key) for i in range(1400, 5000)), 128)
+        e = containment(a, b).estimate
+        assert e is not None
+        ests.append(float(e))
+    mean, sd = float(np.mean(ests)), float(np.std(ests, ddof=1))
+    assert abs(mean - 0.3) <= 4 * sd / np.sqrt(len(ests))
+
+
+def test_the_bound_at_the_sketch_size_is_as_documented() -> None:
+    assert round(Containment(4000, 4096, False).error(1e-6), 3) == 0.042
+    assert Containment(1, 2, True).error() == 0.0
+    assert Fraction(1, 2) == SHARE_THRESHOLD
+
+
+def test_the_database_sketch_is_the_k_smallest_salted_hashes() -> None:
+    """The sketch made in DuckDB equals the k smallest of every distinct salted hash read
+    back in full (a second computation), ids compared as text."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE a AS SELECT range % 700 AS pid FROM range(2000)")
+    con.execute("CREATE TABLE b AS SELECT CAST(range + 650 AS VARCHAR) AS pid FROM range(50)")
+    got = sketch_units(con, [('"a"', "pid"), ('"b"', "pid")], "s4lt", k=300)
+    every = con.execute(
+        "SELECT hash(concat('s4lt', CAST(pid AS VARCHAR))) FROM a UNION "
+        "SELECT hash(concat('s4lt', pid)) FROM b"
+    ).fetchall()
+    assert len(every) == 700  # ids 650..699 are in both tables
+    assert got.hashes == tuple(sorted(int(r[0]) for r in every)[:300])
+    other = sketch_units(con, [('"a"', "pid")], "other salt", k=300)
+    assert set(other.hashes).isdisjoint(got.hashes)  # the salt changes every hash
+
+
+def test_neither_sketch_nor_salt_is_in_the_owner_output(cur: Curator, tmp_path: Path) -> None:
+    info = cur.register_dataset("copy", with_dummy(people(range(3000))), SCHEMA)
+    conn = sqlite3.connect(str(tmp_path / "s.duckdb.ledger"))
+    salt = conn.execute("SELECT value FROM meta WHERE key = 'unit_salt'").fetchone()[0]
+    blob = conn.execute("SELECT sketch FROM unit_sketches WHERE dataset = 'copy'").fetchone()[0]
+    conn.close()
+    text = repr(info)
+    assert salt not in text
+    assert all(str(h) not in text for h in UnitSketch.from_bytes(blob).hashes[:50])
+
+
+def test_the_cli_registers_shared_and_independent_datasets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``infodp dataset register`` tells the owner; ``--independent`` opts out."""
+    import json
+
+    import yaml
+
+    from infodp.cli import main
+
+    schema = tmp_path / "s.yaml"
+    schema.write_text(yaml.safe_dump(SCHEMA))
+    files = [tmp_path / f"{n}.csv" for n in ("orig", "copy", "own", "again")]
+    for extra, path in enumerate(files):  # the original, then with 1, 2, 3 more people
+        pd.concat([people(range(800)), people(range(extra), "dummy")]).to_csv(path, index=False)
+    orig, copy, own_copy, another = files
+    db = str(tmp_path / "s.duckdb")
+
+    def register(name: str, source: Path, *flags: str) -> dict[str, object]:
+        argv = ["dataset", "register", "--db", db, "--name", name, "--schema", str(schema)]
+        assert main([*argv, "--source", str(source), "--json", *flags]) == 0
+        out: dict[str, object] = json.loads(capsys.readouterr().out)
+        return out
+
+    assert register("orig", orig)["shares_budgets_of"] is None
+    shared = register("copy", copy)
+    assert shared["shares_budgets_of"] == "orig"
+    assert str(shared["budgets"]).startswith("copy shares the caps and budgets of dataset orig")
+    own = register("own", own_copy, "--independent")
+    assert own["shares_budgets_of"] is None and own["independent"] is True
+    argv = ["dataset", "register", "--db", db, "--name", "again", "--schema", str(schema)]
+    assert main([*argv, "--source", str(another)]) == 0
+    # In both groups, most contained in own's (802 of its 803 units, orig's: 801).
+    assert "again shares the caps and budgets of dataset own" in capsys.readouterr().out
+    assert main(["dataset", "list", "--db", db, "--json"]) == 0
+    listed = {d["name"]: d for d in json.loads(capsys.readouterr().out)["datasets"]}
+    assert listed["copy"]["shares_budgets_of"] == "orig" and listed["own"]["independent"]
+
+
+# -- populations of several tables ----------------------------------------------------------------
+
+POPULATION = """
+privacy_unit: pid
+tables:
+  people:  {max_rows_per_unit: 1, columns: {pid: {type: text}, x: {type: int, bounds: [0, 9]}}}
+  visits:  {max_rows_per_unit: 5, columns: {pid: {type: text}, cost: {type: float, bounds: [0, 9]}}}
+  regions: {public: true, columns: {region: {type: text}}}
+"""
+
+
+def _population(people_ids: range, visit_ids: range, prefix: str = "p") -> dict[str, object]:
+    visits = pd.DataFrame({"pid": [f"{prefix}{i}" for i in visit_ids], "cost": 1.0})
+    regions = pd.DataFrame({"region": ["n", "s"]})
+    return {"people": people(people_ids, prefix), "visits": visits, "regions": regions}
+
+
+def test_a_population_is_sketched_over_the_union_of_its_private_tables(tmp_path: Path) -> None:
+    """People 0..999 with visits of 1000..1999: a table of persons 500..1499 is wholly in the
+    population (half from each private table) and shares; its public table counts for nothing."""
+    cur = Curator(tmp_path / "s.duckdb")
+    cur.register_dataset("clinic", _population(range(1000), range(1000, 2000)), POPULATION)
+    cur.add_analyst("a", "clinic", epsilon=1)
+    info = cur.register_dataset("mixed", people(range(500, 1500)), SCHEMA)
+    assert info["shares_budgets_of"] == "clinic"
+    cur.query("a", COUNT.format("mixed"), epsilon="0.5")
+    assert cur.ledger.budget("a", "clinic").spent_epsilon == Fraction(1, 2)
+    # A copy of the whole population with one more person shares too.
+    copy = _population(range(1001), range(1000, 2000))
+    assert cur.register_dataset("again", copy, POPULATION)["shares_budgets_of"] == "clinic"
+    # Another population with none of these people does not.
+    other = _population(range(1000), range(1000, 2000), prefix="q")
+    assert cur.register_dataset("other", other, POPULATION)["shares_budgets_of"] is None
+    assert cur.ledger.verify() == []
