@@ -52,7 +52,6 @@ from benchmarks.spark_groupby import (
     DEFAULT_TUMULT,
     Cell,
     _collect,
-    _fmt,
     _infodp_source,
     _java_version,
     _safely,
@@ -486,7 +485,8 @@ def _section(
         for c in cells[name]:
             ratio = f"{c.seconds / base:.2f}×" if isinstance(c.seconds, float) and base else ""
             runs = str(c.runs) if c.runs or not c.ok else "warm-up only"
-            table.append([_size(sizes, name), c.what, _fmt(c.seconds), runs, ratio])
+            shown = c.seconds if isinstance(c.seconds, str) else f"{c.seconds:.3f}"
+            table.append([_size(sizes, name), c.what, shown, runs, ratio])
     main, spark = cells["main"], cells["spark"]
     goals = [
         f"- infodp over HTTP / plain DuckDB: {_ratio(main, 'infodp_http', 'duckdb')} (goal ≤ 2×); "
