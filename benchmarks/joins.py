@@ -446,6 +446,10 @@ def main(argv: list[str] | None = None) -> None:
         truth = exact(paths["accuracy"])
         ours = infodp_answers(paths["accuracy"], work, args.answers)
         near = ours.pop() if isinstance(ours, list) else None
+    if not args.no_spark:
+        import pyspark
+
+        versions["pyspark (plain Spark, infodp)"] = pyspark.__version__
     versions.update(
         {"duckdb": duckdb.__version__, "java": _java_version(), "infodp": _infodp_source()}
     )
@@ -558,6 +562,23 @@ def _section(
         + markdown_table(
             ["library", "releases", "MAE visits (COUNT)", "MAE total cost (SUM)"], rows
         )
+        + "\n\n"
+        + _expected_error(args.answers * len(truth))
+    )
+
+
+def _expected_error(cells: int) -> str:
+    """What the MAE should be: |Laplace(b)| has mean b and standard deviation b (Dwork & Roth
+    2014, Def. 3.2: the density e^{-|x|/b} / 2b), so a mean over n cells has error b/√n."""
+    scales = [MAX_VISITS / (EPSILON / 2), MAX_VISITS * COST[1] / (EPSILON / 2)]
+    count, total = (f"{b:,.0f} ± {b / math.sqrt(cells):,.0f}" for b in scales)
+    return (
+        "Both mechanisms have the same scale b (sensitivity over ε/2): a Laplace of scale b "
+        "has mean absolute error b (a discrete Laplace of that scale very nearly b), so the "
+        f"expected MAE is {count} visits "
+        f"and {total} total cost (b ± b/√n, one standard error over the n = {cells} cells): "
+        "differences within a few standard errors are the noise's own sampling error, not a "
+        "difference between the libraries."
     )
 
 
