@@ -74,8 +74,13 @@ def neighbours(tmp_path: Path, **public: int) -> tuple[Curator, Curator, dict[st
             source=InsecureSeededSource(11, i_understand_this_is_not_private=True),
         )
         cur.register_dataset("people", data, schema(**public))
+        # The same people: declared independent, so it does not share people's budgets
+        # (a foreign dataset alice holds nothing on).
         cur.register_dataset(
-            "visits", data.assign(age=data["age"] // 2), schema("visits", **public)
+            "visits",
+            data.assign(age=data["age"] // 2),
+            schema("visits", **public),
+            independent=True,
         )
         keys[name] = cur.add_analyst("alice", "people", epsilon=100, delta="0.01")
         cur.add_analyst("bob", "visits", epsilon=100)

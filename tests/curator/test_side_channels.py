@@ -167,6 +167,32 @@ CASES = [
         "0.001",
         "0",
     ),
+    # The same probes through a derived relation (infodp.curator.relations): its filter
+    # compares in DOUBLE, so no row can trigger a lazy cast there either.
+    (
+        "answered-relation-huge-literal",
+        f"SELECT SUM(age + 0) FROM people WHERE person_id = 'bob' AND (age > 61 OR age = {BIG})",
+        "0.001",
+        "0",
+    ),
+    (
+        "relation-literal-above-a-double",
+        f"SELECT SUM(age + 0) FROM people WHERE person_id = 'bob' AND (age > 61 OR score = {HUGE})",
+        "0.001",
+        "0",
+    ),
+    (
+        "answered-relation-cast-probe",
+        "SELECT COUNT(*) FROM people WHERE person_id = 'bob' AND CAST(city AS INT) = 1",
+        "0.001",
+        "0",
+    ),
+    (
+        "answered-relation-division-probe",
+        "SELECT COUNT(*) FROM people WHERE person_id = 'bob' AND age / (age - 50) > 1",
+        "0.001",
+        "0",
+    ),
     ("epsilon-huge-exponent", "SELECT COUNT(*) FROM people", "1e-10000000", "0"),
     ("quantile-huge-exponent", "SELECT QUANTILE(age, 1e-10000000) FROM people", "0.1", "0"),
     ("long-literal", f"SELECT COUNT(*) FROM people WHERE age = 1{'0' * 5000}", "0.1", "0"),

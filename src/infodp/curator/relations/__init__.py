@@ -87,9 +87,15 @@ def _derives(stmt: exp.Select) -> bool:
     """The query joins, reads a subquery or computes a value the plain parser does not."""
     if stmt.args.get("joins") or any(isinstance(n, exp.Subquery) for n in from_items(stmt)):
         return True
-    derived = (exp.Binary, exp.Unary, exp.Case, exp.Coalesce, exp.Cast, exp.Func)
+    # Arithmetic and functions of values; a comparison or AND/OR is not a derived value, so
+    # a filter the plain parser refuses (a literal out of its column's range, say) stays
+    # refused rather than being read a second way.
+    derived = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg, exp.Case, exp.Cast, exp.Func)
     return any(
-        isinstance(n, derived) and not isinstance(n, (exp.AggFunc, exp.Paren)) for n in stmt.walk()
+        isinstance(n, derived)
+        and not isinstance(n, (exp.AggFunc, exp.Paren, exp.Connector, exp.Predicate))
+        and n.find(exp.Column) is not None  # -(-5) is a literal, not a derived value
+        for n in stmt.walk()
     )
 
 
