@@ -261,12 +261,22 @@ def bench_infodp(
 def bench_tumult(
     path: Path, reps: int, python: Path, conf: dict[str, str]
 ) -> tuple[list[Cell], dict[str, str]]:
+    config = {"path": str(path), "conf": conf, "reps": reps}
+    out = run_tumult(python, "_tumult_spark_runner.py", config)
+    if isinstance(out, str):
+        return [Cell("tumult", "Tumult Analytics", out, 0)], {}
+    cells = [Cell(str(k), str(w), v, int(r)) for k, w, v, r in out["cells"]]
+    return cells, dict(out["versions"])
+
+
+def run_tumult(python: Path, runner: str, config: dict[str, Any]) -> dict[str, Any] | str:
+    """The JSON answer of ``benchmarks/<runner>`` run by Tumult's ``python`` with ``config``,
+    or why it did not run (one line). The runner's progress lines (JSON lists on stderr) are
+    shown as they come."""
     if not python.exists():
-        why = f"not run: no Tumult environment at {python} (see --tumult-python)"
-        return [Cell("tumult", "Tumult Analytics", why, 0)], {}
-    config = json.dumps({"path": str(path), "conf": conf, "reps": reps})
+        return f"not run: no Tumult environment at {python} (see --tumult-python)"
     with subprocess.Popen(
-        [str(python), str(HERE / "_tumult_spark_runner.py"), config],
+        [str(python), str(HERE / runner), json.dumps(config)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -281,11 +291,9 @@ def bench_tumult(
                 print(f"  Tumult runner: {line.strip()}", file=sys.stderr, flush=True)
         lines = proc.stdout.read().strip().splitlines()
     if proc.returncode != 0 or not lines:
-        why = f"not run: exit {proc.returncode}: {tail[:160]}"
-        return [Cell("tumult", "Tumult Analytics", why, 0)], {}
-    out = json.loads(lines[-1])
-    cells = [Cell(str(k), str(w), v, int(r)) for k, w, v, r in out["cells"]]
-    return cells, dict(out["versions"])
+        return f"not run: exit {proc.returncode}: {tail[:160]}"
+    out: dict[str, Any] = json.loads(lines[-1])
+    return out
 
 
 def _tumult_env(python: Path) -> dict[str, str]:
