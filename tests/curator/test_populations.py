@@ -219,3 +219,12 @@ def test_a_session_over_a_population_resumes_only_with_the_same_tables(tmp_path:
     other_public = {**frames, "regions": frames["regions"].iloc[:3]}
     with pytest.raises(ParameterError, match="schema recorded in the ledger"):
         infodp.Session(other_public, CLINIC, epsilon=2, ledger=ledger, name="clinic")
+
+
+def test_a_synopsis_of_a_population_is_refused_for_free_naming_its_tables(
+    clinic: Curator,
+) -> None:
+    clinic.add_analyst("ana", "clinic", epsilon=1)
+    with pytest.raises(ParameterError, match=r"single-table dataset .*people, regions, visits"):
+        clinic.release_synopsis("ana", "s", "clinic", ["kind"], epsilon="0.1")
+    assert clinic.ledger.budget("ana", "clinic").spent_epsilon == 0

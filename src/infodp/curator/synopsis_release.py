@@ -37,6 +37,14 @@ def release_synopsis(
     if not isinstance(name, str) or not name.isidentifier():
         raise ParameterError("name", name, "an identifier (letters, digits, _)")
     schema = curator.schema(dataset)
+    if schema.is_population:
+        tables = ", ".join(m.table for m in schema.members)
+        raise ParameterError(
+            "dataset",
+            dataset,
+            f"a single-table dataset (a synopsis is a histogram of one table; the tables of "
+            f"population {schema.table} ({tables}) are queried with SQL)",
+        )
     # Names are unique per dataset: a collision reveals nothing about other datasets.
     if name in {s["name"] for s in curator.ledger.synopses() if s["dataset"] == schema.table}:
         raise ParameterError("name", name, f"a synopsis name not used yet on {schema.table}")
