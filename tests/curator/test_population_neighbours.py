@@ -159,6 +159,13 @@ CASES = [
         "0.5",
         "0",
     ),
+    (
+        "answered-truncated-join",
+        "SELECT COUNT(*), SUM(v.cost) FROM people p JOIN (SELECT * FROM visits QUALIFY "
+        "ROW_NUMBER() OVER (PARTITION BY person_id) <= 2) AS v ON p.person_id = v.person_id",
+        "0.5",
+        "0",
+    ),
     ("refused-cross-join", "SELECT COUNT(*) FROM people CROSS JOIN visits", "0.5", "0"),
     (
         "refused-self-join-on-a-value",

@@ -134,6 +134,16 @@ CASES = [
         1,
     ),
     (
+        # a declared per-unit truncation: each person's 2 costliest visits (ties cost the same)
+        "SELECT COUNT(*), SUM(v.cost) FROM {d}.people p JOIN (SELECT * FROM {d}.visits "
+        "QUALIFY ROW_NUMBER() OVER (PARTITION BY person_id ORDER BY cost DESC) <= 2) AS v "
+        "ON p.person_id = v.person_id",
+        "SELECT COUNT(*), SUM(v.cost) FROM people p JOIN (SELECT * FROM visits "
+        "QUALIFY ROW_NUMBER() OVER (PARTITION BY person_id ORDER BY cost DESC) <= 2) AS v "
+        "ON p.person_id = v.person_id",
+        0,
+    ),
+    (
         "SELECT SUM(total), COUNT(*) FROM (SELECT person_id, SUM(cost) AS total "
         "FROM {d}.visits GROUP BY person_id) AS t",
         "SELECT SUM(total), COUNT(*) FROM (SELECT person_id, SUM(cost) AS total "

@@ -108,7 +108,6 @@ _CHOOSERS = {
     "distinct": "SELECT DISTINCT",
     "with_": "WITH",
     "with": "WITH",
-    "qualify": "QUALIFY",
 }
 
 
@@ -137,12 +136,20 @@ def subquery_source(node: exp.Subquery, read: Callable[[exp.Expr], Source]) -> S
                 f"{what} in a subquery",
                 "it would choose rows across individuals; filter with WHERE instead",
             )
+    qualify = inner.args.get("qualify")
+    if qualify is not None:  # a declared per-unit truncation, read apart (never mutated)
+        inner = inner.copy()
+        inner.set("qualify", None)
     check_clauses(inner, outer=False)
     scope = scope_of(inner, read)
     grouped = inner.args.get("group") is not None or any(
         isinstance(n, exp.AggFunc) for item in inner.expressions for n in item.walk()
     )
+    if qualify is not None and grouped:
+        raise refuse("QUALIFY in a per-unit aggregation", _TRUNCATE)
     relation = _aggregation(inner, scope) if grouped else _rows(inner, scope)
+    if qualify is not None:
+        relation = truncated(relation, qualify.this, scope)
     sub = exp.Subquery(this=relation.select, alias=exp.TableAlias(this=ident(alias)))
     return Source(
         alias,
@@ -154,6 +161,90 @@ def subquery_source(node: exp.Subquery, read: Callable[[exp.Expr], Source]) -> S
         relation.rows,
         relation.groups,
     )
+
+
+#: The one QUALIFY a subquery may carry: a per-unit truncation.
+_TRUNCATE = (
+    "a per-unit truncation is QUALIFY ROW_NUMBER() OVER (PARTITION BY <privacy unit> "
+    "[ORDER BY ...]) <= T in a row-level subquery, T a whole number of at least 1"
+)
+
+
+def truncated(relation: Relation, condition: exp.Expr, scope: Scope) -> Relation:
+    """A row-level subquery cut to at most T rows per unit by a declared truncation,
+    ``QUALIFY ROW_NUMBER() OVER (PARTITION BY unit [ORDER BY ...]) <= T``; its row bound is
+    then min(m, T), a bound the relation holds by construction.
+
+    Which rows a unit keeps depends on that unit's own rows only (its order, or a hash of each
+    row's values when none is given), so removing a person still removes their rows only (add/remove
+    neighbours, Dwork & Roth 2014, Def. 2.4): the truncation is the analyst's choice of the
+    contribution bound, as Tumult Analytics' truncation of a private join is.
+
+    >>> import sqlglot
+    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.relations.sources import table_source
+    >>> s = load_schema({"table": "v", "privacy_unit": "pid", "max_rows_per_unit": 20,
+    ...     "columns": {"cost": {"type": "float", "bounds": [0, 5000]}}})
+    >>> q = sqlglot.parse_one("SELECT 1 FROM (SELECT * FROM v "
+    ...     "QUALIFY ROW_NUMBER() OVER (PARTITION BY pid ORDER BY cost DESC) <= 5) u")
+    >>> subquery_source(q.args["from_"].this, lambda t: table_source(t, s)).rows
+    5
+    """
+    limit = _limit(condition)
+    window = condition.this
+    parts = window.args.get("partition_by") or []
+    unit = scope.unit
+    if (
+        unit is None
+        or len(parts) != 1
+        or not isinstance(parts[0], exp.Column)
+        or scope.resolve(parts[0]) != unit
+    ):
+        raise refuse("QUALIFY partitioned by anything but the privacy unit", _TRUNCATE)
+    order = window.args.get("order")
+    keys = [] if order is None else list(order.expressions)
+    ordered = [
+        exp.Ordered(this=value(k.this, scope.value).raw, desc=k.args.get("desc")) for k in keys
+    ] or [exp.Ordered(this=_row_hash(relation.select))]
+    rank = exp.Window(
+        this=exp.RowNumber(),
+        partition_by=[scope.sources[unit[0]].value(unit[1]).raw],
+        order=exp.Order(expressions=ordered),
+    )
+    select = relation.select.copy()
+    select.set(
+        "qualify", exp.Qualify(this=exp.LTE(this=rank, expression=exp.Literal.number(limit)))
+    )
+    rows = min(relation.rows, limit)
+    return Relation(select, relation.columns, relation.unit, rows, min(relation.groups, rows))
+
+
+def _row_hash(select: exp.Select) -> exp.Expr:
+    """``hash(every value of the row)``: without an ORDER BY a unit keeps the rows whose
+    values hash lowest (a choice from its own rows only, the same for the same data, as
+    registration cuts a unit's rows; ``hash`` is DuckDB's and Spark's)."""
+    values = [e.this.copy() if isinstance(e, exp.Alias) else e.copy() for e in select.expressions]
+    return exp.Anonymous(this="hash", expressions=values)
+
+
+def _limit(condition: exp.Expr) -> int:
+    """T of ``ROW_NUMBER() OVER (...) <= T`` (or ``< T + 1``), refused in any other form."""
+    if not isinstance(condition, (exp.LTE, exp.LT)):
+        raise refuse(f"QUALIFY {condition.sql()[:60]!r}", _TRUNCATE)
+    window, bound = condition.this, condition.expression
+    if not (
+        isinstance(window, exp.Window)
+        and isinstance(window.this, exp.RowNumber)
+        and isinstance(bound, exp.Literal)
+        and not bound.is_string
+        and bound.this.isdigit()
+        and len(bound.this) <= 9
+    ):
+        raise refuse(f"QUALIFY {condition.sql()[:60]!r}", _TRUNCATE)
+    limit = int(bound.this) - (1 if isinstance(condition, exp.LT) else 0)
+    if limit < 1:
+        raise refuse(f"QUALIFY {condition.sql()[:60]!r}", _TRUNCATE)
+    return limit
 
 
 def _where(select: exp.Select, scope: Scope) -> Value | None:
