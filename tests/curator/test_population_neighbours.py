@@ -17,6 +17,7 @@ charged.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
@@ -319,3 +320,78 @@ def test_the_answer_moves_by_at_most_the_charged_sensitivity_and_an_audit_agrees
         )
         assert r.verdict == "consistent", (name, part.measurement.key)
         assert r.epsilon_lower <= float(part.epsilon)
+
+
+PLAN_QUERIES = [
+    f"SELECT COUNT(*), SUM(v.cost) {JOIN}",
+    f"SELECT r.area, COUNT(*), SUM(v.cost) {JOIN} JOIN regions r ON p.region = r.region "
+    "GROUP BY r.area",
+    "SELECT r.area, COUNT(*) FROM visits v JOIN people p ON p.person_id = v.person_id "
+    "JOIN regions r ON p.region = r.region GROUP BY r.area",
+]
+
+
+PLAN_SCHEMA = """
+privacy_unit: person_id
+tables:
+  people: {max_rows_per_unit: 1, columns: {person_id: {type: text}, region: {type: text}}}
+  visits: {max_rows_per_unit: 3, columns: {person_id: {type: text}, cost: {type: int, bounds: [0, 1000]}}}
+  regions: {public: true, columns: {region: {type: text}, area: {type: text}}}
+"""  # noqa: E501
+
+
+def _sized(directory: Path, people: int, visits: int) -> Curator:
+    """A population of ``people`` people and ``visits`` visits (sizes chosen to cross)."""
+    ids = [f"p{i}" for i in range(people)]
+    tables = {
+        "people": pd.DataFrame(
+            {"person_id": ids, "region": [("n", "s")[i % 2] for i in range(people)]}
+        ),
+        "visits": pd.DataFrame(
+            {
+                "person_id": [ids[i % people] for i in range(visits)],
+                "cost": [i % 1000 for i in range(visits)],
+            }
+        ),
+        "regions": pd.DataFrame({"region": ["n", "s"], "area": ["a", "b"]}),
+    }
+    directory.mkdir(parents=True)
+    cur = Curator(directory / "s.duckdb")
+    cur.register_dataset("clinic", tables, PLAN_SCHEMA)
+    return cur
+
+
+def _explained(cur: Curator) -> list[str]:
+    from infodp.curator.backends.duckdb import compiled_statements
+    from infodp.curator.plan import measurements
+
+    out = []
+    con = cur.backend.connect(read_only=True)
+    try:
+        for sql in PLAN_QUERIES:
+            plan, schema, _, unit_ok = cur.plan(sql)
+            for s in compiled_statements(plan, schema, measurements(plan), unit_rows_ok=unit_ok):
+                text = "\n".join(r[1] for r in con.execute(f"EXPLAIN {s}").fetchall())
+                text = re.sub(r"~[\d,]+ rows?", "~N rows", text)  # the tables' sizes
+                out.append(re.sub(r"[\s\u2500-\u257f]+", " ", text).strip())
+    finally:
+        con.close()
+    return out
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [((1000, 1000), (1001, 1000)), ((10, 10), (11, 10)), ((10, 11), (11, 11))],
+    ids=["past-a-merge-join-threshold", "people-overtake-visits", "people-tie-visits"],
+)
+def test_join_plans_are_identical_across_neighbours(
+    tmp_path: Path, first: tuple[int, int], second: tuple[int, int]
+) -> None:
+    """A join's plan (order, build side, join algorithm) must not follow the tables' private
+    sizes: one more person once flipped a three-table join's plan (run time is observable)."""
+    a, b = _sized(tmp_path / "a", *first), _sized(tmp_path / "b", *second)
+    try:
+        assert _explained(a) == _explained(b)
+    finally:
+        a.close()
+        b.close()

@@ -80,11 +80,18 @@ __all__ = [
 #: overflow, a bound filter proved always true, row groups skipped by a filter; one person's
 #: value could then change the plan and its run time. Without them a query costs a little
 #: more per row (BENCHMARKS.md, curator); the filter is evaluated on every row instead of
-#: pushed into the scan, so no row group is skipped.
+#: pushed into the scan, so no row group is skipped. A derived relation's joins run as written
+#: (hash joins, the right side built): the join order, the build side and the choice of a
+#: merge or nested-loop join would otherwise follow the tables' row counts, which are private
+#: (one person more flipped the plan of a three-table join in
+#: tests/curator/test_population_neighbours.py); as written costs the benchmark's join ~20%.
 _CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "disabled_optimizers": (
-        "statistics_propagation,compressed_materialization,row_group_pruner,filter_pushdown"
-    )
+        "statistics_propagation,compressed_materialization,row_group_pruner,filter_pushdown,"
+        "join_order,filter_pullup,build_side_probe_side"
+    ),
+    "merge_join_threshold": 0,
+    "nested_loop_join_threshold": 0,
 }
 
 
