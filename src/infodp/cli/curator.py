@@ -263,32 +263,35 @@ def dataset_register(
     )
 
 
+def _dataset_entry(cur: Any, r: Any) -> dict[str, Any]:
+    """What the owner's commands show of one registered dataset."""
+    from infodp.curator.schema import DatasetSchema
+
+    schema = json.loads(r.schema_json)
+    return {
+        "name": r.name,
+        "backend": cur.dataset_backend(r.name),
+        "rows": r.rows,
+        "schema": schema,
+        "max_derived_rows_per_unit": DatasetSchema.from_dict(schema).work_limit,
+        "info_cap_bits": r.info_cap_bits,
+        "info_spent_bits": nats_to_bits(r.info_spent_nats),
+        "max_epsilon": None if r.max_epsilon is None else float(r.max_epsilon),
+        "max_delta": None if r.max_delta is None else float(r.max_delta),
+        "spent_epsilon": float(r.spent_epsilon),
+        "spent_delta": float(r.spent_delta),
+        "shares_budgets_of": r.budget_group,
+        "independent": r.independent,
+    }
+
+
 @dataset.command("list")
 @db_option
 @json_option
 def dataset_list(db: str, as_json: bool) -> None:
     """List the registered datasets."""
     cur = _curator(db)
-    records = cur.ledger.datasets()
-    payload = {
-        "datasets": [
-            {
-                "name": r.name,
-                "backend": cur.dataset_backend(r.name),
-                "rows": r.rows,
-                "schema": json.loads(r.schema_json),
-                "info_cap_bits": r.info_cap_bits,
-                "info_spent_bits": nats_to_bits(r.info_spent_nats),
-                "max_epsilon": None if r.max_epsilon is None else float(r.max_epsilon),
-                "max_delta": None if r.max_delta is None else float(r.max_delta),
-                "spent_epsilon": float(r.spent_epsilon),
-                "spent_delta": float(r.spent_delta),
-                "shares_budgets_of": r.budget_group,
-                "independent": r.independent,
-            }
-            for r in records
-        ]
-    }
+    payload = {"datasets": [_dataset_entry(cur, r) for r in cur.ledger.datasets()]}
     emit(
         payload,
         as_json,
@@ -296,6 +299,44 @@ def dataset_list(db: str, as_json: bool) -> None:
             "\n".join(f"{d['name']}: {d['rows']} rows" for d in p["datasets"]) or "no datasets"
         ),
     )
+
+
+@dataset.command("show")
+@click.argument("name")
+@db_option
+@json_option
+def dataset_show(name: str, db: str, as_json: bool) -> None:
+    """Show one registered dataset: its declaration, limits, caps and what was spent.
+
+    max_derived_rows_per_unit is the most rows one individual may have in any relation a
+    query builds (joins, subqueries): a query over it is refused before it runs.
+    """
+    cur = _curator(db)
+    try:
+        record = cur.ledger.dataset(name)
+    except ParameterError:
+        raise ParameterError(
+            "name", name, "a registered dataset (see infodp dataset list)"
+        ) from None
+    entry = _dataset_entry(cur, record)
+
+    def text(d: dict[str, Any]) -> None:
+        tables = d["schema"].get("tables")
+        click.echo(
+            f"{d['name']} ({d['backend']}): {d['rows']} rows, unit {d['schema']['privacy_unit']}"
+        )
+        if tables:
+            click.echo("tables: " + ", ".join(tables))
+        click.echo(
+            f"max_derived_rows_per_unit: {d['max_derived_rows_per_unit']} "
+            "(most rows of one individual in any relation a query builds)"
+        )
+        cap = d["info_cap_bits"]
+        click.echo(f"information cap: {'none' if cap is None else f'{cap:g} bits'}")
+        if d["shares_budgets_of"]:
+            click.echo(f"shares the caps and budgets of {d['shares_budgets_of']}")
+
+    emit(entry, as_json, text)
 
 
 # -- analyst ------------------------------------------------------------------------------------

@@ -31,7 +31,14 @@ from pydantic import (
 )
 
 from infodp._validate import as_positive_int, as_real
-from infodp.curator.schema import COLUMN_TYPES, MAX_BOUND, ColumnSpec, DatasetSchema, NullPolicy
+from infodp.curator.schema import (
+    COLUMN_TYPES,
+    DEFAULT_MAX_DERIVED_ROWS_PER_UNIT,
+    MAX_BOUND,
+    ColumnSpec,
+    DatasetSchema,
+    NullPolicy,
+)
 from infodp.errors import ParameterError
 
 if TYPE_CHECKING:
@@ -114,6 +121,7 @@ class SchemaDecl(BaseModel):
     max_groups_per_unit: int | None = None
     public_rows: int | None = None
     public_max_rows: int | None = None
+    max_derived_rows_per_unit: int | None = None
     #: (name, raw column declaration) in the declared order.
     columns: tuple[tuple[str, object], ...]
 
@@ -129,10 +137,12 @@ class SchemaDecl(BaseModel):
             raise ParameterError("privacy_unit", None, "a user-id column name or 'row'")
         return _identifier(str(info.field_name), v)
 
-    @field_validator("max_rows_per_unit", "max_groups_per_unit", mode="before")
+    @field_validator(
+        "max_rows_per_unit", "max_groups_per_unit", "max_derived_rows_per_unit", mode="before"
+    )
     @classmethod
     def _limit(cls, v: object, info: ValidationInfo) -> int | None:
-        if v is None and info.field_name == "max_groups_per_unit":
+        if v is None and info.field_name != "max_rows_per_unit":
             return None
         return as_positive_int(str(info.field_name), v)
 
@@ -164,6 +174,19 @@ class SchemaDecl(BaseModel):
                 "public_max_rows", bound, f"at least public_rows ({rows}) when both are given"
             )
         return self
+
+
+def _check_work(m: int, declared: int | None, where: str) -> None:
+    """A table's own m fits the limit on one unit's rows in a query's relations."""
+    limit = DEFAULT_MAX_DERIVED_ROWS_PER_UNIT if declared is None else declared
+    if m > limit:
+        raise ParameterError(
+            f"{where}max_rows_per_unit",
+            m,
+            f"at most max_derived_rows_per_unit ({limit}{'' if declared else ', the default'}): "
+            "the most rows one individual may cause in any relation a query builds; declare "
+            "a larger max_derived_rows_per_unit",
+        )
 
 
 def _identifier(name: str, value: object) -> str:
@@ -315,7 +338,7 @@ def _check_unit(unit: str, columns: tuple[ColumnSpec, ...]) -> None:
 
 
 #: The keys of a population's declaration (the several-table form).
-_POPULATION_KEYS = ("table", "privacy_unit", "tables")
+_POPULATION_KEYS = ("table", "privacy_unit", "tables", "max_derived_rows_per_unit")
 #: The keys a public table's declaration may hold.
 _PUBLIC_KEYS = ("public", "columns")
 
@@ -351,9 +374,14 @@ def declared_population(data: Mapping[object, object]) -> DatasetSchema:
     tables = data.get("tables")
     if not isinstance(tables, Mapping) or not tables:
         raise ParameterError("tables", tables, "a non-empty mapping of table declarations")
+    raw_limit = data.get("max_derived_rows_per_unit")
+    limit = None if raw_limit is None else as_positive_int("max_derived_rows_per_unit", raw_limit)
     members = [_table_of(table, spec, unit) for table, spec in tables.items()]
     _check_members(members)
-    return DatasetSchema(name, unit, (), members=tuple(members))
+    for m in members:
+        if not m.public:
+            _check_work(m.max_rows_per_unit, limit, f"tables.{m.table}.")
+    return DatasetSchema(name, unit, (), members=tuple(members), max_derived_rows_per_unit=limit)
 
 
 def _check_members(members: Sequence[DatasetSchema]) -> None:
@@ -377,6 +405,12 @@ def _table_of(table: object, spec: object, unit: str) -> DatasetSchema:
             raise ParameterError(
                 f"{where}.{key}", spec[key], "left out (the population names its tables)"
             )
+    if "max_derived_rows_per_unit" in spec:
+        raise ParameterError(
+            f"{where}.max_derived_rows_per_unit",
+            spec["max_derived_rows_per_unit"],
+            "declared once, for the population (it bounds the relations its queries build)",
+        )
     return _member(str(table), unit, spec, where)
 
 
@@ -406,7 +440,7 @@ def _member(table: str, unit: str, spec: Mapping[object, object], where: str) ->
     if "public" in spec and spec["public"] is not False:
         raise ParameterError(f"{where}.public", spec["public"], "true or false")
     body = {k: v for k, v in spec.items() if k != "public"}
-    member = declared_schema({**body, "table": table, "privacy_unit": unit})
+    member = _table({**body, "table": table, "privacy_unit": unit})
     if unit != "row" and not any(c.name.lower() == unit.lower() for c in member.columns):
         # The unit's id is how tables of one population are joined and bounded together.
         raise ParameterError(
@@ -425,6 +459,14 @@ def declared_schema(data: Mapping[object, object]) -> DatasetSchema:
     """  # noqa: E501
     if "tables" in data:
         return declared_population(data)
+    table = _table(data)
+    _check_work(table.max_rows_per_unit, table.max_derived_rows_per_unit, "")
+    return table
+
+
+def _table(data: Mapping[object, object]) -> DatasetSchema:
+    """One table's declaration (alone, or a population's private table), every rule checked
+    but the work limit, which belongs to the dataset."""
     decl = _validated(SchemaDecl, dict(data), "schema")
     columns = tuple(_column(name, spec) for name, spec in decl.columns)
     names = [c.name.lower() for c in columns]
@@ -439,4 +481,5 @@ def declared_schema(data: Mapping[object, object]) -> DatasetSchema:
         decl.max_groups_per_unit,
         decl.public_rows,
         decl.public_max_rows,
+        max_derived_rows_per_unit=decl.max_derived_rows_per_unit,
     )

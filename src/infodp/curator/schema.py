@@ -19,6 +19,11 @@ private partition selection). Null policy ``nulls``: ``error`` (default: registr
 a column holding NULL/NaN/±inf), ``drop`` (such values are ignored by every aggregate, like SQL
 NULL) or ``{replace: VALUE}`` (replaced by a declared constant inside the bounds).
 
+The work one individual can cause is bounded too: every relation a query builds (a join, a
+subquery) holds at most ``max_derived_rows_per_unit`` rows of one unit (default
+:data:`DEFAULT_MAX_DERIVED_ROWS_PER_UNIT`), derived from the declaration alone (m, m1·m2, m·M
+for a public key shared by M rows); a query over the limit is refused before anything runs.
+
 Public facts are declared, never measured: the row count of a table is private (adding or
 removing one individual changes it), so analysts never see it. The owner may declare it as
 public (``public_rows: N``, checked at registration) or declare a public upper bound
@@ -45,6 +50,7 @@ from infodp.errors import ParameterError
 
 __all__ = [
     "COLUMN_TYPES",
+    "DEFAULT_MAX_DERIVED_ROWS_PER_UNIT",
     "ColumnDict",
     "ColumnSpec",
     "DatasetSchema",
@@ -54,6 +60,13 @@ __all__ = [
     "load_schema",
     "stored_name",
 ]
+
+#: The default bound on the rows one unit may have in any relation a query builds (its joins,
+#: subqueries): the work one person's rows can cause. Every query of the documentation and the
+#: tests stays far below it (the largest derives 20·20 = 400 rows); a public key repeated 10⁶
+#: times, or a self-join chain m^(k+1), is refused. An owner declares another limit with
+#: ``max_derived_rows_per_unit``.
+DEFAULT_MAX_DERIVED_ROWS_PER_UNIT = 10_000
 
 #: Declared column types.
 COLUMN_TYPES: tuple[str, ...] = ("int", "float", "category", "text")
@@ -87,6 +100,7 @@ class SchemaDict(TypedDict):
     max_groups_per_unit: NotRequired[int]
     public_rows: NotRequired[int]
     public_max_rows: NotRequired[int]
+    max_derived_rows_per_unit: NotRequired[int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +191,9 @@ class DatasetSchema:
     members: tuple[DatasetSchema, ...] = ()
     #: A derived relation's SQL (DuckDB dialect) over the stored tables; None: the table.
     source_sql: str | None = None
+    #: The declared bound on one unit's rows in any relation a query builds (None: the
+    #: default, :data:`DEFAULT_MAX_DERIVED_ROWS_PER_UNIT`).
+    max_derived_rows_per_unit: int | None = None
 
     @property
     def is_population(self) -> bool:
@@ -210,6 +227,20 @@ class DatasetSchema:
         return self.public_max_rows
 
     @property
+    def work_limit(self) -> int:
+        """The most rows one unit may have in any relation a query builds (declared, or the
+        default).
+
+        >>> DatasetSchema("t", "row", ()).work_limit
+        10000
+        >>> DatasetSchema("t", "row", (), max_derived_rows_per_unit=50).work_limit
+        50
+        """
+        if self.max_derived_rows_per_unit is not None:
+            return self.max_derived_rows_per_unit
+        return DEFAULT_MAX_DERIVED_ROWS_PER_UNIT
+
+    @property
     def unit_is_row(self) -> bool:
         """True when each row is one individual."""
         return self.privacy_unit == "row"
@@ -234,11 +265,14 @@ class DatasetSchema:
     def to_dict(self) -> SchemaDict:
         """Plain data (JSON-able) that :func:`load_schema` reads back to an equal schema."""
         if self.is_population:
-            return {
+            population: SchemaDict = {
                 "table": self.table,
                 "privacy_unit": self.privacy_unit,
                 "tables": {m.table: m._member_dict() for m in self.members},
             }
+            if self.max_derived_rows_per_unit is not None:
+                population["max_derived_rows_per_unit"] = self.max_derived_rows_per_unit
+            return population
         out: SchemaDict = {
             "table": self.table,
             "privacy_unit": self.privacy_unit,
@@ -253,6 +287,8 @@ class DatasetSchema:
             out["public_max_rows"] = self.public_max_rows
         if self.public:
             out["public"] = True
+        if self.max_derived_rows_per_unit is not None:
+            out["max_derived_rows_per_unit"] = self.max_derived_rows_per_unit
         return out
 
     def _member_dict(self) -> SchemaDict:
@@ -287,7 +323,13 @@ class DatasetSchema:
                 cls.from_dict({**m, "table": str(k), "privacy_unit": unit})
                 for k, m in tables.items()
             )
-            return cls(str(data["table"]), unit, (), members=members)
+            return cls(
+                str(data["table"]),
+                unit,
+                (),
+                members=members,
+                max_derived_rows_per_unit=data.get("max_derived_rows_per_unit"),
+            )
         return cls(
             str(data["table"]),
             str(data["privacy_unit"]),
@@ -297,6 +339,7 @@ class DatasetSchema:
             data.get("public_rows"),
             data.get("public_max_rows"),
             bool(data.get("public", False)),
+            max_derived_rows_per_unit=data.get("max_derived_rows_per_unit"),
         )
 
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from infodp.curator.relations.joins import scope_of
+from infodp.curator.relations.joins import Scope, scope_of
 from infodp.curator.relations.query import outer_query
 from infodp.curator.relations.relation import subquery_source
 from infodp.curator.relations.sources import Source, table_source
@@ -45,7 +45,7 @@ from infodp.curator.schema import DatasetSchema
 from infodp.curator.sql import parse_query, parse_statement
 from infodp.errors import ParameterError
 
-__all__ = ["Resolved", "resolve", "tables_read"]
+__all__ = ["Resolved", "check_work", "resolve", "tables_read"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +83,26 @@ def resolve(sql: str, schema: DatasetSchema) -> Resolved:
     return _relation(stmt, schema)
 
 
+def check_work(scope: Scope, schema: DatasetSchema) -> None:
+    """Refuse, before anything runs or is charged, a query one of whose relations may hold
+    more rows of one individual than the owner's limit (``max_derived_rows_per_unit``).
+
+    The bound is derived from the declaration alone (m, m1·m2, m·M), so it is the same on
+    every pair of neighbouring datasets: it caps the work, and so the time, one person's rows
+    can cause (Haeberlen, Pierce & Narayan 2011, §5: a query's work must not depend on one
+    individual without bound).
+    """
+    limit = schema.work_limit
+    if scope.work > limit:
+        raise ParameterError(
+            f"refused: one individual may have up to {scope.work} rows in this query's "
+            f"relations ({scope.how}), over the dataset's limit of {limit} rows "
+            "(max_derived_rows_per_unit). Join on keys fewer rows share, keep fewer rows per "
+            "individual (QUALIFY ROW_NUMBER() OVER (PARTITION BY <unit>) <= T in a subquery), "
+            "or ask the data owner to declare a larger max_derived_rows_per_unit."
+        )
+
+
 def _derives(stmt: exp.Select) -> bool:
     """The query joins, reads a subquery or computes a value the plain parser does not."""
     if stmt.args.get("joins") or any(isinstance(n, exp.Subquery) for n in from_items(stmt)):
@@ -108,6 +128,7 @@ def _relation(stmt: exp.Select, schema: DatasetSchema) -> Resolved:
         return table_source(node, schema)
 
     scope = scope_of(stmt, read)
+    check_work(scope, schema)
     query, relation = outer_query(stmt, scope, schema.table)
     rows = relation.rows
     groups = relation.groups if relation.groups < rows else None

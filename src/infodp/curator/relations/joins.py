@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 
@@ -54,6 +54,26 @@ class Scope:
     joins: list[exp.Join] = field(default_factory=list)
     #: (source index, column) hidden behind the column it equals (a shared key, the unit).
     merged: dict[tuple[int, str], tuple[int, str]] = field(default_factory=dict)
+    #: The factors of ``rows``, in words (how the bound arose).
+    trail: list[str] = field(default_factory=list)
+    #: The most rows of one unit in any relation built so far (the joined rows, or inside a
+    #: subquery), and how it arose: the work one individual can cause.
+    work: int = 0
+    how: str = ""
+
+    def worked(self, source: Source) -> None:
+        """Take the joined rows' bound, and ``source``'s own work, into ``work``."""
+        if self.rows > self.work:
+            trail = self.trail
+            if len(trail) > 8:  # a message as short as a long chain allows
+                trail = [*trail[:3], f"… {len(trail) - 5} more factors …", *trail[-2:]]
+            factors = " × ".join(trail)
+            self.work, self.how = (
+                self.rows,
+                (factors if len(self.trail) == 1 else f"{factors} = {self.rows}"),
+            )
+        if source.work > self.work:
+            self.work, self.how = source.work, source.how
 
     # -- columns ----------------------------------------------------------------------------
 
@@ -173,8 +193,11 @@ def scope_of(select: exp.Select, read: Reader) -> Scope:
         raise refuse("SELECT without FROM", "name a table of the dataset")
     first = read(src.this)
     scope = Scope([first], rows=max(first.rows, 1), groups=max(first.groups, 1))
+    scope.trail.append(first.term())
+    scope.worked(first)
     for join in select.args.get("joins") or []:
         _join(scope, join, read)
+        scope.worked(scope.sources[-1])
     if not scope.private:
         raise refuse("a query that reads no private table", "there is nothing to protect")
     scope.groups = min(scope.groups, scope.rows)
@@ -234,6 +257,7 @@ def _bound(scope: Scope, pairs: Sequence[Pair], r: int, left_private: bool, side
         _private_pair(scope, right, pairs, r, left)
         scope.rows *= right.rows
         scope.groups *= right.groups
+        scope.trail.append(right.term())
     elif not left_private and not right.public:
         _after_public(scope, pairs, right, left)
     elif not left_private:
@@ -243,6 +267,7 @@ def _bound(scope: Scope, pairs: Sequence[Pair], r: int, left_private: bool, side
         m = max(m, 1) if side == "LEFT" else m
         scope.rows *= m
         scope.groups *= m
+        scope.trail.append(_shared_key(right, [rc for _, rc in pairs], m))
 
 
 _HOW = "join with ON a.key = b.key or USING (key)"
@@ -253,18 +278,7 @@ _PUBLIC_FIRST = (
 
 
 def _nullable(s: Source) -> Source:
-    return Source(
-        s.alias,
-        s.label,
-        s.relation,
-        s.columns,
-        s.public,
-        s.unit,
-        s.rows,
-        s.groups,
-        s.table,
-        True,
-    )
+    return replace(s, nullable=True)
 
 
 def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
@@ -351,6 +365,17 @@ def _after_public(
         raise refuse("public tables joined before a private one", _PUBLIC_FIRST)
     m = _multiplicity(scope, [(li, lc) for (li, lc), _ in pairs], "public")
     scope.rows, scope.groups = right.rows * m, right.groups * m
+    public = scope.sources[0]
+    keys = [(li, lc) for (li, lc), _ in pairs if li == 0]
+    scope.trail = [right.term(), _shared_key(public, keys, m)]
+    scope.work = 0  # the public table alone held no unit's rows
+
+
+def _shared_key(public: Source, keys: Sequence[tuple[int, str]], m: int) -> str:
+    """A public table's factor of a join's bound, in words."""
+    names = ", ".join(dict.fromkeys(c for _, c in keys)) or "its key"
+    name = public.label if public.alias == public.label else f"{public.label} {public.alias}"
+    return f"{name} on {names} (up to {m} rows share one key)"
 
 
 def _on_unit(scope: Scope, unit: str, pairs: Sequence[Pair]) -> bool:

@@ -24,6 +24,7 @@ from infodp.curator import boxes
 from infodp.curator.backends.bounding import ident
 from infodp.curator.relations.expressions import condition, value
 from infodp.curator.relations.joins import Scope, scope_of
+from infodp.curator.relations.pushdown import push_filters
 from infodp.curator.relations.sources import Source
 from infodp.curator.relations.tables import check_clauses
 from infodp.curator.relations.values import Value, as_number, column_items, refuse
@@ -95,6 +96,7 @@ def project(
         select.set("group", exp.Group(expressions=[g.copy() for g in group]))
     if having is not None:
         select.set("having", exp.Having(this=having.raw.copy()))
+    push_filters(select, {s.alias.lower(): s.nullable for s in scope.sources})
     m = scope.rows if rows is None else rows
     return Relation(select, tuple(specs), unit_name, m, min(scope.groups, m))
 
@@ -160,6 +162,8 @@ def subquery_source(node: exp.Subquery, read: Callable[[exp.Expr], Source]) -> S
         relation.unit,
         relation.rows,
         relation.groups,
+        work=scope.work,
+        how=f"inside subquery {alias}: {scope.how}",
     )
 
 

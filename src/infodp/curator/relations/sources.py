@@ -53,6 +53,17 @@ class Source:
     table: str | None = None
     #: The right side of a LEFT JOIN: any of its values may be NULL.
     nullable: bool = False
+    #: The most rows of one unit in any relation built to read it (for a stored table its
+    #: ``rows``; for a subquery, the largest inside it), and how that bound arose.
+    work: int = 0
+    how: str = ""
+
+    def term(self) -> str:
+        """Its rows per unit, in words, as a factor of a join's bound."""
+        if self.table is not None:
+            name = self.label if self.alias == self.label else f"{self.label} {self.alias}"
+            return f"{name} (max_rows_per_unit {self.rows})"
+        return f"subquery {self.label} ({self.rows} rows per individual)"
 
     def spec(self, name: str) -> ColumnSpec | None:
         """Its column ``name`` (case-insensitive; the unit even when not declared)."""
@@ -114,4 +125,6 @@ def table_source(node: exp.Table, schema: DatasetSchema) -> Source:
         rows,
         member.group_limit,
         member.table,
+        work=rows,
+        how=f"{member.table} (max_rows_per_unit {rows})",
     )

@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from infodp.curator.schema import DatasetSchema
 from infodp.server.deps import AUTH, Analyst, guard, json_response, service_of
 from infodp.server.errors import ApiError, error_responses
 from infodp.server.service import Service
@@ -48,6 +49,9 @@ def _dataset_view(record: Any) -> dict[str, Any]:
         "name": record.name,
         "public_rows": schema.get("public_rows"),
         "public_max_rows": schema.get("public_max_rows"),
+        # The most rows one individual may have in any relation a query builds (declared, or
+        # the default): a query over it is refused for free.
+        "max_derived_rows_per_unit": DatasetSchema.from_dict(schema).work_limit,
         "schema": schema,
         "info_cap_bits": record.info_cap_bits,
     }
