@@ -81,6 +81,7 @@ class ServerProcess:
         keep_open: bool = True,
         workers: int | None = None,
         query_timeout: float | None = None,
+        answer_time: float = 0.0,
     ) -> None:
         self.db = str(db)
         self.args = ["--rate", str(rate), "--burst", str(burst), "--max-body", str(max_body)]
@@ -89,6 +90,9 @@ class ServerProcess:
             self.args += ["--workers", str(workers)]
         if query_timeout is not None:
             self.args += ["--query-timeout", str(query_timeout)]
+        # Unpadded unless a test asks (tests/server/test_timing.py checks the padding): a
+        # padded answer takes its whole budget, which would only slow the other tests down.
+        self.args += ["--answer-time", str(answer_time)]
         if admin_token_file is not None:
             self.args += ["--admin-token-file", admin_token_file]
         self.log_path = Path(log_path) if log_path is not None else Path(self.db + ".server.log")

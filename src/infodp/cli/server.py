@@ -121,6 +121,23 @@ def _known_analyst(db: str, name: str) -> None:
     help="Seconds after which a running query is interrupted (its cost stays spent).",
 )
 @click.option(
+    "--answer-time",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Seconds per table a query reads after which its answer is released, and not "
+    "before, so the time of an answer does not depend on the data (Haeberlen, Pierce & "
+    "Narayan 2011); a query still running then yields its default outcome (its answer on the "
+    "empty dataset, same status and charge). Size it above the slowest query; 0: no padding.",
+)
+@click.option(
+    "--spark-answer-time",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="--answer-time for datasets on the Spark backend.",
+)
+@click.option(
     "--workers",
     type=int,
     default=None,
@@ -148,6 +165,8 @@ def serve(
     keep_open: bool,
     max_concurrent: int,
     query_timeout: float,
+    answer_time: float,
+    spark_answer_time: float,
     workers: int | None,
     log_level: str,
     spark_master: str | None,
@@ -172,6 +191,7 @@ def serve(
     )
     from infodp.server.pool import default_workers
     from infodp.server.protocol import HEADER_TIMEOUT, MAX_HALF_OPEN, guarded_http
+    from infodp.server.timing import check_answer_time
 
     # Checked now (the session itself starts at the first query on a Spark dataset); the
     # store's <db>.spark.toml is read then, as by ``infodp query``.
@@ -187,6 +207,8 @@ def serve(
         keep_open=keep_open,
         max_concurrent_per_key=as_positive_int("--max-concurrent", max_concurrent),
         query_timeout=as_positive("--query-timeout", query_timeout),
+        answer_time=check_answer_time("--answer-time", answer_time),
+        spark_answer_time=check_answer_time("--spark-answer-time", spark_answer_time),
         workers=default_workers() if workers is None else _workers(workers),
         spark_master=spark_master,
         spark_conf=tuple(spark_conf),
@@ -215,6 +237,8 @@ def serve(
         "keep_open": settings.keep_open,
         "max_concurrent_per_key": settings.max_concurrent_per_key,
         "query_timeout": settings.query_timeout,
+        "answer_time": settings.answer_time,
+        "spark_answer_time": settings.spark_answer_time,
         "workers": settings.workers,
         # The settings' keys only: a value may be a credential (an S3 secret key).
         "spark_master": settings.spark_master,

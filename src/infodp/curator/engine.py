@@ -393,15 +393,16 @@ class Curator(DataOwner):
             analyst, plan, schema, unit_ok, cost, leak, float(confidence), entry, priced.post
         )
 
-    def run_reserved(self, reserved: Reservation) -> Released:
+    def run_reserved(self, reserved: Reservation, deadline: float | None = None) -> Released:
         """Draw the noise, aggregate the store and release the answer of a reservation.
 
         The only step that reads the data (:class:`~infodp.curator.runner.Runner`). It writes
         nothing to the ledger, so it may run in another process over the same store
         (:mod:`infodp.server.pool`). Raises :class:`StoreNotOpened` when the store could not be
-        opened (nothing was touched).
+        opened (nothing was touched). ``deadline``: seconds after which the aggregate is
+        interrupted (at most the query timeout).
         """
-        return self._runner.run(reserved)
+        return self._runner.run(reserved, deadline)
 
     def finish(self, reserved: Reservation, run: Callable[[], Released]) -> QueryResult:
         """Run ``run`` (:meth:`run_reserved`, here or elsewhere) and record its outcome.
@@ -425,10 +426,18 @@ class Curator(DataOwner):
 
         return self._settlement.settle(reserved, produce)
 
-    def release_json(self, reserved: Reservation) -> str:
+    def release_json(self, reserved: Reservation, deadline: float | None = None) -> str:
         """:meth:`run_reserved`, then the answer's payload (``QueryResult.to_dict()``, the
         remaining budget read from the ledger) rendered as strict JSON text."""
-        _, text = self._settlement.result_text(reserved, self.run_reserved(reserved))
+        _, text = self._settlement.result_text(reserved, self.run_reserved(reserved, deadline))
+        return text
+
+    def default_json(self, reserved: Reservation) -> str:
+        """The reservation's default outcome as :meth:`release_json` renders an answer: its
+        release on the empty dataset, with fresh noise (the same status, cost and shape as
+        any answer of the query). Reads nothing of the data: what the service releases
+        when a query overruns its answer time (:mod:`infodp.server.timing`)."""
+        _, text = self._settlement.result_text(reserved, self._runner.default(reserved))
         return text
 
     def _priced(

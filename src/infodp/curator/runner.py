@@ -67,15 +67,20 @@ class Runner:
         except Exception as err:
             raise StoreNotOpened(f"store not opened: {type(err).__name__}") from err
 
-    def _aggregate(self, engine: Backend, con: Any, reserved: Reservation) -> ExactAggregates:
+    def _aggregate(
+        self, engine: Backend, con: Any, reserved: Reservation, deadline: float | None = None
+    ) -> ExactAggregates:
         ms = tuple(p.measurement for p in reserved.cost.parts)
+        limit = self.query_timeout
+        if deadline is not None:
+            limit = deadline if limit is None else min(limit, deadline)
         return engine.aggregate(
             con,
             reserved.plan,
             reserved.schema,
             ms,
             unit_rows_ok=reserved.unit_rows_ok,
-            deadline=self.query_timeout,
+            deadline=limit,
         )
 
     def _noise(self, reserved: Reservation) -> CellNoise | None:
@@ -93,18 +98,27 @@ class Runner:
         released = self.release(plan, schema, cost, exact, 1 - reserved.confidence, drawn)
         return reserved.finish(released)
 
-    def run(self, reserved: Reservation) -> Released:
-        """Draw the noise, aggregate the store and release the answer of a reservation."""
+    def run(self, reserved: Reservation, deadline: float | None = None) -> Released:
+        """Draw the noise, aggregate the store and release the answer of a reservation;
+        ``deadline``: seconds after which the aggregate is interrupted (at most the query
+        timeout)."""
         engine = self._engine(reserved.plan.table)
         con = self._connect(engine)
         try:
             drawn = self._noise(reserved)
-            exact = self._aggregate(engine, con, reserved)
+            exact = self._aggregate(engine, con, reserved, deadline)
             self.connections.done(con)
         except BaseException:
             self.connections.discard(con)
             raise
         return self._released(reserved, exact, drawn)
+
+    def default(self, reserved: Reservation) -> Released:
+        """The reservation's default outcome: its release on the empty dataset, with noise
+        drawn as for any release. It reads nothing of the data, so its content and the time
+        it takes depend on the query and the declaration only (the outcome a predictable
+        transaction yields when it overruns its time, Haeberlen, Pierce & Narayan 2011, §5)."""
+        return self._released(reserved, ExactAggregates({}, {}), self._noise(reserved))
 
     def run_overlapped(self, reserved: Reservation) -> Released:
         """:meth:`run` for a reservation whose fsync is still to come: the fsync runs while

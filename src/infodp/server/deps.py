@@ -10,7 +10,7 @@ curator errors onto the one JSON error format.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
@@ -20,7 +20,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from infodp._jsonable import to_jsonable
 from infodp.curator.request import NoBudget
-from infodp.errors import BudgetExceeded, InfodpError, ParameterError, QueryFailed
+from infodp.errors import BudgetExceeded, ParameterError, QueryFailed
 from infodp.server.auth import Identity, parse_bearer
 from infodp.server.errors import ApiError, budget_error, internal_error
 from infodp.server.gate import IDENTITY
@@ -28,7 +28,16 @@ from infodp.server.limits import SlotsBusy
 from infodp.server.pool import WorkerDeadline, WorkerUnavailable
 from infodp.server.service import Service
 
-__all__ = ["AUTH", "Admin", "Analyst", "Heavy", "guard", "json_response", "service_of"]
+__all__ = [
+    "AUTH",
+    "Admin",
+    "Analyst",
+    "Heavy",
+    "guard",
+    "guard_async",
+    "json_response",
+    "service_of",
+]
 
 
 def service_of(request: Request) -> Service:
@@ -103,21 +112,34 @@ def guard(where: str, call: Callable[[], Any]) -> Any:
         return call()
     except ApiError:
         raise
-    except NoBudget as err:
+    except Exception as err:
+        raise _mapped(where, err) from None
+
+
+async def guard_async(where: str, call: Callable[[], Awaitable[Any]]) -> Any:
+    """:func:`guard` for a coroutine (the same mapping of errors)."""
+    try:
+        return await call()
+    except ApiError:
+        raise
+    except Exception as err:
+        raise _mapped(where, err) from None
+
+
+def _mapped(where: str, err: Exception) -> ApiError:
+    """The API error a curator error becomes (see :func:`guard`)."""
+    if isinstance(err, NoBudget):
         # The same body whether the dataset exists or belongs to others.
-        raise ApiError(403, "forbidden", str(err)) from None
-    except BudgetExceeded as err:
-        raise budget_error(err) from None
-    except QueryFailed:
+        return ApiError(403, "forbidden", str(err))
+    if isinstance(err, BudgetExceeded):
+        return budget_error(err)
+    if isinstance(err, QueryFailed):
         # One constant response whatever the cause (it could depend on the data).
-        raise ApiError(500, "query_failed", QueryFailed.MESSAGE) from None
-    except ParameterError as err:
-        raise ApiError(400, "bad_query", str(err)) from None
-    except (WorkerDeadline, WorkerUnavailable) as err:
+        return ApiError(500, "query_failed", QueryFailed.MESSAGE)
+    if isinstance(err, ParameterError):
+        return ApiError(400, "bad_query", str(err))
+    if isinstance(err, (WorkerDeadline, WorkerUnavailable)):
         # Raised here only by the free routes (estimate, synopsis query), where nothing was
         # charged or read: after a reservation the curator answers QueryFailed instead.
-        raise ApiError(503, "unavailable", str(err), retry_after=1) from None
-    except InfodpError as err:
-        raise internal_error(err, where) from None
-    except Exception as err:
-        raise internal_error(err, where) from None
+        return ApiError(503, "unavailable", str(err), retry_after=1)
+    return internal_error(err, where)

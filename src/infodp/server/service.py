@@ -10,12 +10,15 @@ import contextlib
 import hashlib
 import hmac
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 from fastapi.responses import Response
+from starlette.background import BackgroundTask
 
+from infodp.curator.post import inner_sql
 from infodp.curator.render import answer_text
 from infodp.errors import ParameterError
 from infodp.server.auth import Identity, KeyStore, key_store_path, parse_bearer
@@ -25,6 +28,7 @@ from infodp.server.limits import KeySlots, RateLimiter, retry_after_seconds
 if TYPE_CHECKING:
     from infodp.curator.request import Estimate
     from infodp.curator.request import Request as CuratorRequest
+    from infodp.curator.result import Reservation
 
 __all__ = ["API_VERSION", "ServerSettings", "Service"]
 
@@ -55,6 +59,10 @@ class ServerSettings:
     (:func:`~infodp.curator.backends.spark.spark_settings`). ``max_in_flight_per_key``: at
     most this many requests of one key, free ones included, are served at once; the others
     wait in the event loop before their body is read (:mod:`infodp.server.gate`).
+    ``answer_time`` and ``spark_answer_time``: seconds per table a query reads (DuckDB and
+    Spark datasets): each query's answer is released when its budget is spent, and a query
+    that overruns it yields its default outcome (:mod:`infodp.server.timing`); 0 turns this
+    off (the library default; ``infodp serve`` pads with 1 s per table).
 
     >>> ServerSettings("store.duckdb").rate, ServerSettings("store.duckdb", burst=5).burst
     (50.0, 5)
@@ -73,6 +81,8 @@ class ServerSettings:
     spark_master: str | None = None
     spark_conf: tuple[str, ...] = ()
     max_in_flight_per_key: int = 4
+    answer_time: float = 0.0
+    spark_answer_time: float = 30.0
 
 
 class Service:
@@ -196,6 +206,67 @@ class Service:
         reserved = cur.reserve_for(analyst, request)
         text = cur.finish_json(reserved, lambda: self.pool.call("release_json", reserved))
         return Response(text.encode("utf-8"), media_type="application/json")
+
+    async def answer_on_time(
+        self, analyst: str, request: CuratorRequest, started: float
+    ) -> Response:
+        """:meth:`answer` released at a time fixed from public facts (:mod:`.timing`).
+
+        ``started``: ``time.monotonic()`` when the route was entered. A refusal before the
+        reservation is raised at once; after it the answer (or, past the budget or on a
+        failure, the default outcome) is released ``answer_seconds`` after ``started``.
+        """
+        from starlette.concurrency import run_in_threadpool
+
+        from infodp.curator.relations import tables_read
+        from infodp.curator.result import StoreNotOpened
+        from infodp.server.timing import answer_seconds, released_on_time
+
+        if self.settings.answer_time <= 0:
+            return await run_in_threadpool(self.answer, analyst, request)
+
+        def reserve() -> tuple[Reservation, float]:
+            cur = self.curator
+            reserved = cur.reserve_for(analyst, request)
+            budget = answer_seconds(
+                self.settings.answer_time,
+                self.settings.spark_answer_time,
+                backend=cur.dataset_backend(reserved.plan.table),
+                tables=len(tables_read(inner_sql(request.sql))),
+            )
+            return reserved, budget
+
+        reserved, budget = await run_in_threadpool(reserve)
+        release_at = started + budget
+
+        def compute() -> str:
+            left = max(0.001, release_at - time.monotonic())
+            if self.pool is None:
+                return str(self.curator.release_json(reserved, left))
+            return str(self.pool.call("release_json", reserved, deadline=left))
+
+        try:
+            text, _ = await released_on_time(
+                release_at,
+                compute,
+                lambda: str(self.curator.default_json(reserved)),
+                entry=reserved.entry,
+            )
+        except StoreNotOpened as err:
+            failure = err
+
+            def reraise() -> str:
+                raise failure
+
+            await run_in_threadpool(self.curator.finish_json, reserved, reraise)
+            raise
+        # Recorded once the response is sent: the record's time must not delay a release
+        # that finished just in time (its text is what the analyst received).
+        record = BackgroundTask(self._record, reserved, text)
+        return Response(text.encode("utf-8"), media_type="application/json", background=record)
+
+    def _record(self, reserved: Reservation, text: str) -> None:
+        self.curator.finish_json(reserved, lambda: text)
 
     def release_synopsis(
         self, analyst: str, name: str, dataset: str, columns: Any, *, epsilon: Any

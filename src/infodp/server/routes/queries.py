@@ -7,11 +7,13 @@ call (which refuses an analyst without a budget on the query's dataset before an
 
 from __future__ import annotations
 
+import time
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from infodp.curator.request import Request as CuratorRequest
-from infodp.server.deps import AUTH, Heavy, guard, json_response, service_of
+from infodp.server.deps import AUTH, Heavy, guard, guard_async, json_response, service_of
 from infodp.server.errors import error_responses
 from infodp.server.models import QueryRequest
 
@@ -44,8 +46,18 @@ def estimate(request: Request, body: QueryRequest, who: Heavy) -> JSONResponse:
     tags=["queries"],
     responses=error_responses(*AUTH, 400, 403, 409, 413, 500),
 )
-def query(request: Request, body: QueryRequest, who: Heavy) -> Response:
-    """Answer ``sql`` with DP noise, charged to the caller (as ``infodp query --json``)."""
+async def query(request: Request, body: QueryRequest, who: Heavy) -> Response:
+    """Answer ``sql`` with DP noise, charged to the caller (as ``infodp query --json``).
+
+    The answer is released when the query's time budget is spent (the service's answer time
+    per table read); a query that overruns it yields its default outcome, with the same
+    status, charge and shape (see the curator's threat model).
+    """
+    started = time.monotonic()
     svc = service_of(request)
-    response: Response = guard("query", lambda: svc.answer(who.analyst, _parsed(body)))
+
+    async def answer() -> Response:
+        return await svc.answer_on_time(who.analyst, _parsed(body), started)
+
+    response: Response = await guard_async("query", answer)
     return response
