@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, str] = {
     "curator": "--sizes 1000000,10000000 --reps 30 --no-peers",
     "server_load": "--rows 1000000 --queries 400 --seconds 15 --repeat 1",
     "curator_accounting": "--queries 2000",
+    "answer_time": "--parts service --rows 1000000 --people 200000 --visits 2000000 --reps 15",
 }
 
 

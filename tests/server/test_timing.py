@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from _amplifiers import NEIGHBOURS, Store, chain, heavy, make_store, self_join
@@ -233,3 +234,33 @@ def test_an_overrun_is_charged_recorded_and_shaped_like_an_answer(tmp_path: Path
         assert json.loads(entry.result_json or "{}")["rows"] == payload["rows"]
     finally:
         cur.close()
+
+
+@pytest.mark.slow
+def test_a_synopsis_release_is_padded_and_an_overrun_still_releases_every_cell(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "store.duckdb")
+    cur = Curator(db)
+    try:
+        frame = {"age": [i % 90 for i in range(2000)], "sex": ["f", "m"] * 1000}
+        schema = {
+            "table": "people",
+            "privacy_unit": "row",
+            "columns": {
+                "age": {"type": "int", "bounds": [0, 99]},
+                "sex": {"type": "category", "categories": ["f", "m"]},
+            },
+        }
+        cur.register_dataset("people", pd.DataFrame(frame), schema)
+        key = cur.add_analyst("a", "people", epsilon=10)
+    finally:
+        cur.close()
+    for per_table, name in ((0.4, "on_time"), (0.0001, "overrun")):
+        with ServerProcess(db, workers=1, answer_time=per_table) as srv:
+            body = {"name": name, "dataset": "people", "columns": ["sex"], "epsilon": 0.5}
+            start = time.monotonic()
+            status, payload, _ = get_json(srv.port, "POST", "/v1/synopses", body, key=key)
+            took = time.monotonic() - start
+        assert status == 200 and payload["cells"] == 2, payload
+        assert took >= per_table

@@ -437,8 +437,12 @@ class Curator(DataOwner):
         release on the empty dataset, with fresh noise (the same status, cost and shape as
         any answer of the query). Reads nothing of the data: what the service releases
         when a query overruns its answer time (:mod:`infodp.server.timing`)."""
-        _, text = self._settlement.result_text(reserved, self._runner.default(reserved))
+        _, text = self._settlement.result_text(reserved, self.default_release(reserved))
         return text
+
+    def default_release(self, reserved: Reservation) -> Released:
+        """The reservation's default outcome as a release (see :meth:`default_json`)."""
+        return self._runner.default(reserved)
 
     def _priced(
         self, sql: str, epsilon: Any, delta: Any, noise: Any, confidence: Any = 0.95

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from infodp.curator.result import Reservation
 
 __all__ = ["API_VERSION", "ServerSettings", "Service"]
+
+log = logging.getLogger("infodp.server")
 
 #: The API version (the OpenAPI document's ``info.version``, reported by ``/v1/health``).
 API_VERSION = "1.0.0"
@@ -269,14 +272,56 @@ class Service:
         self.curator.finish_json(reserved, lambda: text)
 
     def release_synopsis(
-        self, analyst: str, name: str, dataset: str, columns: Any, *, epsilon: Any
+        self,
+        analyst: str,
+        name: str,
+        dataset: str,
+        columns: Any,
+        *,
+        epsilon: Any,
+        started: float | None = None,
     ) -> Any:
-        """``Curator.release_synopsis``, its reserved histogram released by a worker process."""
-        pool = self.pool
-        run = None if pool is None else (lambda reserved: pool.call("run_reserved", reserved))
-        return self.curator.release_synopsis(
-            analyst, name, dataset, columns, epsilon=epsilon, run=run
+        """``Curator.release_synopsis``, its reserved histogram released by a worker process.
+
+        With an answer time (:mod:`.timing`) the histogram is released ``answer_time`` after
+        ``started`` (one table read), and a release that overruns it or fails after the
+        reservation yields the default outcome (the histogram of the empty dataset, noisy).
+        """
+        from infodp.curator.result import StoreNotOpened
+        from infodp.server.timing import answer_seconds
+
+        cur, pool = self.curator, self.pool
+        budget = answer_seconds(
+            self.settings.answer_time,
+            self.settings.spark_answer_time,
+            backend=cur.dataset_backend(dataset),
+            tables=1,
         )
+        release_at = (time.monotonic() if started is None else started) + budget
+
+        def run(reserved: Reservation) -> Any:
+            left = max(0.001, release_at - time.monotonic()) if budget > 0 else None
+            try:
+                if pool is None:
+                    return cur.run_reserved(reserved, left)
+                return pool.call("run_reserved", reserved, deadline=left)
+            except StoreNotOpened:
+                raise
+            except Exception as err:
+                if budget <= 0:
+                    raise
+                log.warning(
+                    "synopsis entry %d failed or overran its answer time (%s); released its "
+                    "default outcome",
+                    reserved.entry,
+                    type(err).__name__,
+                )
+                return cur.default_release(reserved)
+
+        syn = cur.release_synopsis(analyst, name, dataset, columns, epsilon=epsilon, run=run)
+        if budget > 0 and (left := release_at - time.monotonic()) > 0:
+            time.sleep(left)
+        return syn
 
     def estimate(self, analyst: str, request: CuratorRequest) -> Estimate:
         """``Curator.estimate_for``: cost, accuracy and whether ``request`` fits ``analyst``'s

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
@@ -32,13 +34,16 @@ def synopses(request: Request, who: Analyst) -> JSONResponse:
     responses=error_responses(*AUTH, 400, 403, 409, 413, 500),
 )
 def release_synopsis(request: Request, body: SynopsisRequest, who: Heavy) -> JSONResponse:
-    """Publish a noisy histogram once (charged to the caller); query it later for free."""
+    """Publish a noisy histogram once (charged to the caller); query it later for free.
+
+    Released when the service's answer time for one table is spent, as a query is."""
+    started = time.monotonic()
     svc = service_of(request)
     name = svc.dataset_or_403(who.analyst, body.dataset)
     syn = guard(
         "release",
         lambda: svc.release_synopsis(
-            who.analyst, body.name, name, body.columns, epsilon=body.epsilon
+            who.analyst, body.name, name, body.columns, epsilon=body.epsilon, started=started
         ),
     )
     remaining = svc.curator.ledger.budget(who.analyst, name)
