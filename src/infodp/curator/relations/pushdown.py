@@ -48,9 +48,12 @@ def push_filters(select: exp.Select, nullable: Mapping[str, bool]) -> exp.Select
     index = {a: i for i, a in enumerate(aliases) if a is not None}
     moved: dict[int, list[exp.Expr]] = {}
 
-    def split(conjuncts: list[exp.Expr], right: int | None) -> tuple[list[exp.Expr], list]:
+    def split(
+        conjuncts: list[exp.Expr], right: int | None
+    ) -> tuple[list[exp.Expr], list[tuple[int, exp.Expr]]]:
         """(conjuncts kept, (source, conjunct) moved); ``right``: a LEFT JOIN's right side."""
-        kept, out = [], []
+        kept: list[exp.Expr] = []
+        out: list[tuple[int, exp.Expr]] = []
         for c in conjuncts:
             i = _only_source(c, index)
             if i is not None and (
