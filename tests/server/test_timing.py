@@ -264,3 +264,33 @@ def test_a_synopsis_release_is_padded_and_an_overrun_still_releases_every_cell(
             took = time.monotonic() - start
         assert status == 200 and payload["cells"] == 2, payload
         assert took >= per_table
+
+
+def test_planning_counts_against_the_budget(tmp_path: Path) -> None:
+    """Validation, planning and the reservation run inside the answer's time budget: a
+    reservation that takes 1 s of a 1.2 s budget leaves the answer at 1.2 s, not 2.2 s."""
+    from _asgi import call
+    from _server_harness import build_store
+    from infodp.server.app import ServerSettings, create_app
+
+    db, keys = build_store(tmp_path, [("alice", "people", 10)])
+    app = create_app(ServerSettings(db, answer_time=1.2))
+    curator = Curator(db)
+    reserve = curator.reserve_for
+
+    def slow_reserve(*args: object, **kwargs: object) -> object:
+        time.sleep(1.0)  # planning a long (accepted) statement
+        return reserve(*args, **kwargs)  # type: ignore[arg-type]
+
+    curator.reserve_for = slow_reserve  # type: ignore[method-assign,assignment]
+    app.state.service.curator = curator
+    try:
+        body = {"sql": "SELECT COUNT(*) FROM people", "epsilon": 0.1}
+        call(app, "POST", "/v1/query", body, key=keys["alice"])  # warm-up
+        start = time.monotonic()
+        r = call(app, "POST", "/v1/query", body, key=keys["alice"])
+        took = time.monotonic() - start
+    finally:
+        app.state.service.close()
+    assert r.status_code == 200 and r.json()["columns"] == ["COUNT(*)"]
+    assert 1.2 <= took < 1.9, took
