@@ -70,7 +70,8 @@ class Connections:
         if self.dataset_backend(table) != "spark":
             return self.backend
         spark = self.spark()
-        spark.attach(table, str(self._catalogue[table]["bounded_path"]))
+        meta = self._catalogue[table]
+        spark.attach(table, str(meta["bounded_path"]), public=meta.get("public_tables", ()))
         return spark
 
     def open(self, engine: Backend | None = None) -> Any:

@@ -159,6 +159,9 @@ def register_dataset(
     where: dict[str, Any] = (
         {"backend": "spark", "bounded_path": engine.bounded_path(name)} if spark else {}
     )
+    if spark and any(m.public for m in schema.members):
+        # Public tables' sizes are public: Spark broadcasts them where they are joined.
+        where["public_tables"] = [stored_name(name, m.table) for m in schema.members if m.public]
     exact = {
         "max_epsilon": None if caps.max_epsilon is None else str(caps.max_epsilon),
         "max_delta": None if caps.max_delta is None else str(caps.max_delta),

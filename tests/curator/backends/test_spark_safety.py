@@ -171,14 +171,14 @@ def test_settings_come_from_the_file_the_environment_and_the_arguments(
     store = tmp_path / "s.duckdb"
     Path(str(store) + ".spark.toml").write_text(
         'master = "spark://file:7077"\nspark.executor.memory = "4g"\n'
-        "[spark.sql]\nshuffle.partitions = 8\nadaptive.enabled = true\n"
+        "[spark.sql]\nshuffle.partitions = 8\nadaptive.enabled = false\n"
     )
     monkeypatch.delenv(spark_backend.MASTER_ENV, raising=False)
     master, conf = spark_settings(store)
     assert master == "spark://file:7077"
     assert conf["spark.executor.memory"] == "4g"
     assert conf["spark.sql.shuffle.partitions"] == "8"
-    assert conf["spark.sql.adaptive.enabled"] == "true"
+    assert conf["spark.sql.adaptive.enabled"] == "false"
     monkeypatch.setenv(spark_backend.MASTER_ENV, "spark://env:7077")
     assert spark_settings(store)[0] == "spark://env:7077"
     master, conf = spark_settings(store, master="local[2]", conf=["spark.sql.shuffle.partitions=2"])
@@ -203,6 +203,29 @@ def test_bad_settings_are_refused_naming_them(
     Path(str(store) + ".spark.toml").write_text(text)
     with pytest.raises(ParameterError):
         spark_settings(store, conf=conf)
+
+
+@pytest.mark.parametrize(
+    ("text", "conf", "named"),
+    [
+        ("[spark.sql]\nadaptive.enabled = true\n", (), "spark.sql.adaptive.enabled=true"),
+        ("", ["spark.sql.autoBroadcastJoinThreshold=10m"], "autoBroadcastJoinThreshold=10m"),
+        ("", {"spark.sql.cbo.enabled": "true"}, "spark.sql.cbo.enabled=true"),
+    ],
+)
+def test_settings_that_let_plans_follow_sizes_are_refused(
+    tmp_path: Path, text: str, conf: Any, named: str
+) -> None:
+    store = tmp_path / "s.duckdb"
+    Path(str(store) + ".spark.toml").write_text(text)
+    with pytest.raises(ParameterError, match="private") as err:
+        spark_settings(store, conf=conf)
+    assert named in str(err.value) and "\n" not in str(err.value)
+    # the pinned values themselves are accepted, and every session gets them
+    _, settings = spark_settings(
+        store.with_name("none.duckdb"), conf=[f"{k}={v}" for k, v in spark_backend.PINNED.items()]
+    )
+    assert {k: settings[k] for k in spark_backend.PINNED} == spark_backend.PINNED
 
 
 # -- progress --------------------------------------------------------------------------------

@@ -363,11 +363,25 @@ def _source(plan: QueryPlan, schema: DatasetSchema, relation: str | None, empty:
     return exp.Table(this=ident(relation or plan.table))
 
 
-def _derived(source_sql: str, tables: Sequence[tuple[str, str]]) -> exp.Expr:
+def _derived(
+    source_sql: str, tables: Sequence[tuple[str, str]], broadcast: Sequence[str] = ()
+) -> exp.Expr:
     """A derived relation's SELECT, each stored table named in ``tables`` read under its new
-    name. The text is sqlglot's generic dialect (as registration's own statements are, and
-    valid DuckDB), read back the same way and rendered per engine by :func:`_render`."""
+    name, each SELECT reading a table named in ``broadcast`` directly given a
+    ``/*+ BROADCAST(alias) */`` hint for it. The text is sqlglot's generic dialect (as
+    registration's own statements are, and valid DuckDB), read back the same way and rendered
+    per engine by :func:`_render`."""
     tree = sqlglot.parse_one(source_sql)
+    if broadcast:
+        for select in list(tree.find_all(exp.Select)):
+            hinted = [
+                exp.to_identifier(t.alias_or_name, quoted=True)
+                for t in select.find_all(exp.Table)
+                if t.name in broadcast and t.parent_select is select
+            ]
+            if hinted:
+                call = exp.Anonymous(this="BROADCAST", expressions=hinted)
+                select.set("hint", exp.Hint(expressions=[call]))
     names = dict(tables)
     if names:
         for table in tree.find_all(exp.Table):
@@ -377,21 +391,28 @@ def _derived(source_sql: str, tables: Sequence[tuple[str, str]]) -> exp.Expr:
 
 
 def relation_text(
-    schema: DatasetSchema, dialect: SqlDialect = DUCKDB, tables: Mapping[str, str] | None = None
+    schema: DatasetSchema,
+    dialect: SqlDialect = DUCKDB,
+    tables: Mapping[str, str] | None = None,
+    broadcast: Sequence[str] = (),
 ) -> str:
     """A derived relation's SELECT rendered for ``dialect``, each stored table in ``tables``
-    read under the name given (a Spark view of its bounded copy, say).
+    read under the name given (a Spark view of its bounded copy, say), each stored table in
+    ``broadcast`` (public tables, whose sizes are public) hinted to be broadcast where it is
+    joined (Spark: the only broadcast joins its pinned settings make).
 
     >>> from infodp.curator.schema import DatasetSchema
     >>> from infodp.curator.backends.dialects import SPARK
     >>> s = DatasetSchema("c", "pid", (), source_sql='SELECT "v"."pid" AS "pid" FROM "c__v" AS "v"')
     >>> relation_text(s, SPARK, {"c__v": "view_1"})
     'SELECT `v`.`pid` AS `pid` FROM `view_1` AS `v`'
+    >>> relation_text(s, SPARK, {"c__v": "view_1"}, broadcast=["c__v"])
+    'SELECT /*+ BROADCAST(`v`) */ `v`.`pid` AS `pid` FROM `view_1` AS `v`'
     """
     if schema.source_sql is None:
         raise InternalError(f"{schema.table} is not a derived relation")
     pairs = tuple(sorted((tables or {}).items()))
-    return _render(_derived(schema.source_sql, pairs), dialect)
+    return _render(_derived(schema.source_sql, pairs, tuple(broadcast)), dialect)
 
 
 def _rows_of(plan: QueryPlan, rows: _Rows) -> exp.Select:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from infodp.curator.backends.spark.backend import SparkBackend
 from infodp.curator.backends.spark.settings import (
     MASTER_ENV,
+    PINNED,
     SparkUnavailable,
     config_path,
     require_spark,
@@ -32,6 +33,7 @@ from infodp.curator.backends.spark.settings import (
 
 __all__ = [
     "MASTER_ENV",
+    "PINNED",
     "SparkBackend",
     "SparkUnavailable",
     "config_path",

@@ -31,7 +31,7 @@ from infodp.curator.backends.compile import compiled_statements, relation_text
 from infodp.curator.backends.dialects import SPARK
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.backends.spark.progress import StageProgress, quiet_query_context_loggers
-from infodp.curator.backends.spark.settings import require_spark, spark_settings
+from infodp.curator.backends.spark.settings import PINNED, require_spark, spark_settings
 from infodp.curator.backends.spark.writer import Written, is_uri, source_frame, write_copy
 from infodp.curator.plan import Measurement, QueryPlan
 from infodp.curator.schema import DatasetSchema
@@ -81,6 +81,9 @@ class SparkBackend:
         self.master, self.settings = spark_settings(store, master=master, conf=conf)
         self.progress = progress
         self._paths: dict[str, str] = {}
+        # Stored names of public tables: their sizes are public, so joins broadcast them by
+        # an explicit hint (the pinned settings broadcast nothing by size).
+        self._public: set[str] = set()
         self._fingerprints: dict[str, str] = {}
         self._lock = threading.Lock()
         # Temporary views this backend made, per session (a view is a catalogue lookup away
@@ -89,37 +92,67 @@ class SparkBackend:
         # way against the same columns), so a repeated query is analysed once.
         self._views: dict[str, SparkSession] = {}
         self._checked: dict[str, SparkSession] = {}
+        # The running session infodp's own was made on, and infodp's own (see session()).
+        self._parent: SparkSession | None = None
+        self._own: SparkSession | None = None
         # The same pre-reservation validation as DuckDB's (its empty in-memory table).
         self._duck = DuckDBBackend(":memory:")
 
     # -- session ---------------------------------------------------------------------------
 
     def session(self) -> SparkSession:
-        """The SparkSession: the running one if any (a notebook's, a test's), else a new one
-        from :func:`~infodp.curator.backends.spark.settings.spark_settings`."""
+        """infodp's SparkSession: a session of its own (``newSession()``: its own SQL
+        settings and views, the same SparkContext) on the running one if any (a notebook's, a
+        test's), else on a new one from
+        :func:`~infodp.curator.backends.spark.settings.spark_settings`, with the settings of
+        :data:`~infodp.curator.backends.spark.settings.PINNED` set in it, so that no plan of
+        a private table follows its private size whatever the running session allows (and
+        that session keeps its own settings)."""
+        from pyspark.sql import SparkSession
+
+        with self._lock:
+            active = SparkSession.getActiveSession()
+            if active is None or active is not self._parent:
+                active = self._running(active)
+            if active is self._parent and self._own is not None:
+                return self._own
+            own = active.newSession()
+            for key, value in PINNED.items():
+                own.conf.set(key, value)
+            self._parent, self._own = active, own
+            return own
+
+    def running_session(self) -> SparkSession:
+        """The running SparkSession (made from the settings if none): registration reads its
+        sources there (a notebook's temporary views included). Registration is the data
+        owner's, who sees the data; queries run in :meth:`session`."""
+        with self._lock:
+            return self._running(None)
+
+    def _running(self, active: SparkSession | None) -> SparkSession:
         from pyspark.sql import SparkSession
 
         quiet_query_context_loggers()
-        with self._lock:
-            active = SparkSession.getActiveSession()
-            if active is not None:
-                return active
+        active = active or SparkSession.getActiveSession()
+        if active is None:
             builder = SparkSession.builder.master(self.master).appName("infodp")
             for key, value in self.settings.items():
                 builder = builder.config(key, value)
-            spark = builder.getOrCreate()
+            active = builder.getOrCreate()
             # The JVM logs failing tasks (with values) to stderr: nothing but the constant
             # error may reach an analyst after the reservation.
-            spark.sparkContext.setLogLevel("OFF")
-            return spark
+            active.sparkContext.setLogLevel("OFF")
+        return active
 
     def connect(self, *, read_only: bool) -> SparkHandle:
         """A handle for :meth:`aggregate` (the session is shared; closing does nothing)."""
         return SparkHandle(self)
 
-    def attach(self, name: str, bounded_path: str) -> None:
-        """Make dataset ``name`` read from its bounded copy at ``bounded_path``."""
+    def attach(self, name: str, bounded_path: str, *, public: Sequence[str] = ()) -> None:
+        """Make dataset ``name`` read from its bounded copy at ``bounded_path``; ``public``:
+        the stored names of its public tables (a population's), broadcast where joined."""
         self._paths[name] = bounded_path
+        self._public.update(public)
 
     def bounded_path(self, name: str) -> str:
         """The bounded copy of dataset ``name`` (attached or written by this backend); a
@@ -164,7 +197,7 @@ class SparkBackend:
         target = raw_target if remote else str(Path(raw_target).resolve())
         if not remote and Path(target).exists():
             raise ParameterError("bounded_path", target, "a path that does not exist yet")
-        spark = self.session()
+        spark = self.running_session()
         try:
             frame = source_frame(spark, source)
             raw_view = _view_name("raw", name + secrets.token_hex(8))
@@ -276,7 +309,8 @@ class SparkBackend:
 
         tree = sqlglot.parse_one(schema.source_sql or "")
         names = dict.fromkeys(t.name for t in tree.find_all(exp.Table))
-        text = relation_text(schema, SPARK, {name: self._view(name) for name in names})
+        public = [name for name in names if name in self._public]
+        text = relation_text(schema, SPARK, {name: self._view(name) for name in names}, public)
         view = _view_name("rel", text)
         spark = self.session()
         if self._views.get(view) is not spark:

@@ -69,7 +69,7 @@ def _public(
             with tempfile.TemporaryDirectory() as scratch:
                 local = str(Path(scratch) / "copy.parquet")
                 con.execute(f"COPY {_q(table)} TO '{_quoted(local)}' (FORMAT PARQUET)")
-                backend.session().read.parquet(local).write.parquet(path)
+                backend.running_session().read.parquet(local).write.parquet(path)
         else:
             if Path(path).exists():
                 raise ParameterError("bounded_path", path, "a path that does not exist yet")
@@ -80,7 +80,7 @@ def _public(
         with contextlib.suppress(Exception):
             con.execute(f"DROP TABLE IF EXISTS {_q(table)}")
         con.close()
-    backend.attach(table, path)
+    backend.attach(table, path, public=[table])
     return facts
 
 

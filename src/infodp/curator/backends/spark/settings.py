@@ -16,6 +16,7 @@ from infodp.errors import InfodpError, ParameterError
 
 __all__ = [
     "MASTER_ENV",
+    "PINNED",
     "SparkUnavailable",
     "config_path",
     "require_spark",
@@ -32,6 +33,29 @@ _DEFAULTS: dict[str, str] = {
     "spark.hadoop.fs.permissions.umask-mode": "077",
     # infodp draws its own progress bar (and none under --json).
     "spark.ui.showConsoleProgress": "false",
+}
+
+
+#: Settings fixed for every infodp session, whatever the file or the flags say: each one
+#: stops a plan choice that follows the tables' sizes (file sizes, row counts measured at
+#: run time), which are private for private tables, so one more person could flip a plan
+#: and its run time. Spark 4's adaptive execution re-plans on runtime sizes (coalescing
+#: partitions, splitting skewed ones, sort-merge to broadcast or shuffled-hash joins);
+#: the broadcast threshold broadcasts a side smaller than the threshold on its file size
+#: (a public table is broadcast by an explicit hint instead, its size being public);
+#: ``preferSortMergeJoin=false`` picks shuffled-hash joins by size; the cost-based
+#: optimiser and star-schema detection reorder joins by statistics; runtime Bloom filters
+#: and dynamic partition pruning are injected when size estimates say they pay.
+PINNED: dict[str, str] = {
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+    "spark.sql.join.preferSortMergeJoin": "true",
+    "spark.sql.cbo.enabled": "false",
+    "spark.sql.cbo.joinReorder.enabled": "false",
+    "spark.sql.cbo.starSchemaDetection": "false",
+    "spark.sql.cbo.planStats.enabled": "false",
+    "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
+    "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
 }
 
 
@@ -111,7 +135,8 @@ def spark_settings(
     conf: Mapping[str, str] | Sequence[str] = (),
 ) -> tuple[str, dict[str, str]]:
     """(master, settings) from the defaults, ``<store>.spark.toml``, the environment and
-    the arguments, later ones winning.
+    the arguments, later ones winning, then :data:`PINNED` (a file or flag setting a pinned
+    key to another value is refused, naming it).
 
     The file holds ``master = "spark://host:7077"`` and ``spark.*`` keys (TOML dotted keys
     or a ``[spark]`` table); ``conf`` is a mapping or ``KEY=VALUE`` strings.
@@ -128,7 +153,21 @@ def spark_settings(
     _check_master(master)
     chosen = master or os.environ.get(MASTER_ENV) or chosen or "local[*]"
     settings.update(_flags(conf))
+    _check_pinned(settings)
+    settings.update(PINNED)
     return chosen, settings
+
+
+def _check_pinned(settings: Mapping[str, str]) -> None:
+    """Refuse a setting that would let plans follow private sizes (:data:`PINNED`)."""
+    for key, value in settings.items():
+        pinned = PINNED.get(key)
+        if pinned is not None and value.strip().lower() != pinned:
+            raise ParameterError(
+                f"Spark setting {key}={value} is refused: infodp pins it to {pinned} because "
+                "it lets query plans follow the tables' sizes, which are private (one more "
+                "person could change a plan and its run time)."
+            )
 
 
 def _check_master(master: str | None) -> None:
