@@ -113,7 +113,7 @@ def test_long_queries_are_estimated_and_answered_within_a_second(
 def test_a_long_refused_list_is_refused_within_a_second(cur: Curator, where: str) -> None:
     def refused(shift: int) -> None:
         values = ", ".join(str(i + shift) for i in range(299))
-        with pytest.raises(ParameterError, match="number|numeric"):
+        with pytest.raises(ParameterError, match=r"number|numeric"):
             cur.estimate(
                 f"SELECT COUNT(*) FROM {FROMS[where]} WHERE age IN ({values}, 'x')", epsilon=1
             )
