@@ -34,6 +34,7 @@ from _server_harness import ServerProcess, free_port, get_json
 from infodp.cli import main
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.engine import Curator
+from infodp.curator.limits import MAX_IN_LIST
 from infodp.curator.schema import load_schema
 from infodp.errors import BudgetExceeded, InfodpError, ParameterError, QueryFailed
 
@@ -211,7 +212,7 @@ CASES = [
     ("group-by-all", "SELECT region, COUNT(*) FROM people GROUP BY ALL", "0.1", "0"),
     (
         "in-list-too-long",
-        "SELECT COUNT(*) FROM people WHERE age IN (" + ", ".join(["1"] * 1500) + ")",
+        "SELECT COUNT(*) FROM people WHERE age IN (" + ", ".join(["1"] * (MAX_IN_LIST + 1)) + ")",
         "0.1",
         "0",
     ),

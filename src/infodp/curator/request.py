@@ -27,6 +27,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, TypeAlias
 
 from infodp.curator.cost import Noise, as_budget_fraction, as_noise
+from infodp.curator.limits import check_sql_text
 from infodp.errors import ParameterError
 
 if TYPE_CHECKING:
@@ -112,6 +113,7 @@ class Request:
         ...               delta="1e-6").noise
         <Noise.GAUSSIAN: 'gaussian'>
         """
+        check_sql_text(sql)  # the statement's size first: refused before anything is read
         eps = as_budget_fraction("epsilon", epsilon)
         dlt = as_budget_fraction("delta", delta, allow_zero=True)
         if dlt >= 1:

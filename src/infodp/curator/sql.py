@@ -42,6 +42,16 @@ from sqlglot import exp
 
 from infodp._exact import parse_exact
 from infodp.curator.derived import derived_items, derived_key, select_alias, select_aliases
+from infodp.curator.limits import (
+    MAX_CASE_BRANCHES,
+    MAX_CONDITIONS,
+    MAX_EXPRESSION_DEPTH,
+    MAX_EXPRESSION_NODES,
+    MAX_IN_LIST,
+    MAX_PARSED_CHARS,
+    MAX_SELECT_ITEMS,
+    MAX_SQL_CHARS,
+)
 from infodp.curator.plan import Aggregate, GroupKey, Output, Predicate, QueryPlan
 from infodp.curator.rules import RULES, Rule, allowed_names
 from infodp.curator.rules.filtered import parse_filtered
@@ -55,6 +65,7 @@ __all__ = [
     "MAX_IN_LIST",
     "MAX_SQL_CHARS",
     "MAX_WHERE_TERMS",
+    "chained",
     "parse_query",
     "parse_statement",
     "referenced_table",
@@ -62,14 +73,9 @@ __all__ = [
 
 #: An int column with bounds spanning at most this many values is grouped as declared keys.
 INT_GROUP_MAX_KEYS = 10_000
-#: Longest SQL statement accepted (characters).
-MAX_SQL_CHARS = 20_000
-#: Deepest nesting of parentheses and of the parsed expression tree.
-MAX_EXPRESSION_DEPTH = 64
-#: Most values in one ``IN (...)`` list.
-MAX_IN_LIST = 1_000
-#: Most comparisons (leaves) in one WHERE filter.
-MAX_WHERE_TERMS = 256
+#: The caps on a statement's size, kept with the others in :mod:`infodp.curator.limits`
+#: (MAX_WHERE_TERMS is the former name of MAX_CONDITIONS).
+MAX_WHERE_TERMS = MAX_CONDITIONS
 
 #: The range of the BIGINT an int column is stored as (DuckDB), and of a finite DOUBLE.
 _INT64 = (-(2**63), 2**63 - 1)
@@ -101,7 +107,10 @@ def _statements_cached(sql: str) -> tuple[exp.Expr, ...]:
 
 def parse_statement(sql: str) -> exp.Expr:
     """The one statement of ``sql`` as sqlglot parses it, after the size, nesting and
-    single-statement checks; remembered per text (callers must not mutate it).
+    single-statement checks (:mod:`infodp.curator.limits`; the text may be one the curator
+    rewrote, so up to MAX_PARSED_CHARS: the analyst's own is held to MAX_SQL_CHARS where it
+    enters, :func:`~infodp.curator.limits.check_sql_text`); remembered per text (callers
+    must not mutate it).
 
     >>> parse_statement("SELECT COUNT(*) FROM t").key
     'select'
@@ -112,7 +121,7 @@ def parse_statement(sql: str) -> exp.Expr:
 def _statements(sql: str) -> list[exp.Expr]:
     if not isinstance(sql, str) or not sql.strip():
         raise ParameterError("sql", sql, "a non-empty SQL SELECT statement")
-    if len(sql) > MAX_SQL_CHARS:
+    if len(sql) > MAX_PARSED_CHARS:
         raise ParameterError("sql", f"<{len(sql)} characters>", f"at most {MAX_SQL_CHARS}")
     _check_nesting(sql)
     try:
@@ -122,13 +131,23 @@ def _statements(sql: str) -> list[exp.Expr]:
     except sqlglot.errors.ParseError as err:
         first = str(err).splitlines()[0][:200]
         raise ParameterError(f"sql could not be parsed: {first}") from None
-    except (sqlglot.errors.SqlglotError, RecursionError, ValueError):
+    except RecursionError:
+        # Nesting without parentheses (NOT NOT ..., - - ..., CASE in CASE) that the parser
+        # recursed into: the same refusal as nested parentheses.
+        raise _too_deep() from None
+    except (sqlglot.errors.SqlglotError, ValueError):
         raise ParameterError("sql could not be parsed.") from None
     stmts = [s for s in parsed if s is not None]
     if len(stmts) != 1:
         raise _refuse("multiple statements", f"{len(stmts)} found; send one SELECT")
     _check_tree(stmts[0])
     return stmts
+
+
+def _too_deep() -> ParameterError:
+    return ParameterError(
+        "sql", "<deeply nested>", f"expressions nested at most {MAX_EXPRESSION_DEPTH} deep"
+    )
 
 
 def _check_nesting(sql: str) -> None:
@@ -144,37 +163,57 @@ def _check_nesting(sql: str) -> None:
         elif ch == "(":
             depth += 1
             if depth > MAX_EXPRESSION_DEPTH:
-                raise ParameterError(
-                    "sql",
-                    "<deeply nested>",
-                    f"parentheses nested at most {MAX_EXPRESSION_DEPTH} deep",
-                )
+                raise _too_deep()
         elif ch == ")":
             depth -= 1
 
 
+#: Operators whose chains (a AND b AND c) nest in sqlglot's tree without nesting in the text.
+_CHAINS = (exp.And, exp.Or)
+
+
 def _check_tree(root: exp.Expr) -> None:
-    """Bound the parsed tree (depth, IN lists, WHERE leaves) without recursion."""
+    """Bound the parsed tree (:mod:`infodp.curator.limits`) without recursion: its nesting
+    (each level of the text is about two of the tree's, a Paren and what it holds; a chain
+    of ANDs or ORs is one), its size, IN lists, CASE branches, conditions, SELECT items."""
     stack: list[tuple[exp.Expr, int]] = [(root, 0)]
-    leaves = 0
+    nodes = conditions = 0
     while stack:
         node, depth = stack.pop()
-        if depth > 2 * MAX_EXPRESSION_DEPTH:
+        nodes += 1
+        if nodes > MAX_EXPRESSION_NODES:
             raise ParameterError(
-                "sql", "<deeply nested>", f"an expression at most {MAX_EXPRESSION_DEPTH} deep"
+                "sql",
+                f"<more than {MAX_EXPRESSION_NODES} nodes>",
+                f"at most {MAX_EXPRESSION_NODES} nodes (columns, literals, operators, ...)",
             )
+        if depth > 2 * MAX_EXPRESSION_DEPTH:
+            raise _too_deep()
         if isinstance(node, exp.In) and len(node.expressions) > MAX_IN_LIST:
             raise ParameterError(
                 "IN list", f"<{len(node.expressions)} values>", f"at most {MAX_IN_LIST} values"
             )
+        if isinstance(node, exp.Case) and len(node.args.get("ifs") or ()) > MAX_CASE_BRANCHES:
+            raise ParameterError(
+                "CASE",
+                f"<{len(node.args['ifs'])} branches>",
+                f"at most {MAX_CASE_BRANCHES} WHEN branches",
+            )
+        if isinstance(node, exp.Select) and len(node.expressions) > MAX_SELECT_ITEMS:
+            raise ParameterError(
+                "SELECT list", f"<{len(node.expressions)} items>", f"at most {MAX_SELECT_ITEMS}"
+            )
         if isinstance(node, (exp.Predicate, exp.Is)):
-            leaves += 1
-            if leaves > MAX_WHERE_TERMS:
+            conditions += 1
+            if conditions > MAX_CONDITIONS:
                 raise ParameterError(
-                    "sql", f"<more than {MAX_WHERE_TERMS} conditions>", f"at most {MAX_WHERE_TERMS}"
+                    "sql",
+                    f"<more than {MAX_CONDITIONS} conditions>",
+                    f"at most {MAX_CONDITIONS} conditions (comparisons, IN, BETWEEN, IS)",
                 )
         for child in node.iter_expressions():
-            stack.append((child, depth + 1))
+            chained = isinstance(node, _CHAINS) and type(child) is type(node)
+            stack.append((child, depth if chained else depth + 1))
 
 
 def referenced_table(sql: str) -> str:
@@ -319,17 +358,31 @@ def _numeric_literal(text: str, col: ColumnSpec) -> float | int:
     return float(frac)
 
 
+def chained(node: exp.Expr) -> list[exp.Expr]:
+    """The terms of a chain of ``node``'s connector (a AND b AND c), left to right, without
+    recursion (sqlglot parses a chain as nested pairs, one level per term).
+
+    >>> [t.sql() for t in chained(sqlglot.parse_one("a AND (b OR c) AND d"))]
+    ['a', '(b OR c)', 'd']
+    """
+    terms: list[exp.Expr] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if type(n) is type(node):
+            stack += [n.args["expression"], n.this]
+        else:
+            terms.append(n)
+    return terms
+
+
 def _predicate(node: exp.Expr, schema: DatasetSchema, q: set[str]) -> Predicate:
     if isinstance(node, exp.Paren):
         return _predicate(node.this, schema, q)
-    if isinstance(node, exp.And):
-        return Predicate(
-            "and", args=(_predicate(node.this, schema, q), _predicate(node.expression, schema, q))
-        )
-    if isinstance(node, exp.Or):
-        return Predicate(
-            "or", args=(_predicate(node.this, schema, q), _predicate(node.expression, schema, q))
-        )
+    if isinstance(node, (exp.And, exp.Or)):
+        # A chain a AND b AND c is one node of its terms (read without recursing per term).
+        connector = "and" if isinstance(node, exp.And) else "or"
+        return Predicate(connector, args=tuple(_predicate(t, schema, q) for t in chained(node)))
     if isinstance(node, exp.Not):
         inner = node.this
         if isinstance(inner, exp.Is):

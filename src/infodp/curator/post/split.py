@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
+from infodp.curator.limits import check_sql_text
 from infodp.curator.post.process import Item, Ordering, PostProcess
 from infodp.curator.post.terms import FUNCTIONS, Term
 from infodp.curator.sql import COMPARISONS, parse_statement
@@ -255,6 +256,9 @@ def split_query(sql: str) -> PostProcess | None:
     >>> split_query("SELECT COUNT(*) AS n FROM t ORDER BY n DESC LIMIT 3").limit
     3
     """
+    # Every query path splits the analyst's statement first: its length is checked here, on
+    # the text as written (what the curator rewrites from it may be longer).
+    check_sql_text(sql)
     try:
         # The SQL parser's own cached, size-checked parse: the statement is parsed once.
         select = parse_statement(sql)

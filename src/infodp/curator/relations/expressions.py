@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from fractions import Fraction
 
 from sqlglot import exp
@@ -43,10 +44,12 @@ from infodp.curator.backends.bounding import literal
 from infodp.curator.relations import conditions
 from infodp.curator.relations.values import (
     STRING,
+    Said,
     Value,
     as_number,
     cast_categories,
     refuse,
+    said,
 )
 
 __all__ = ["ALLOWED", "Aggregates", "Columns", "condition", "value"]
@@ -75,10 +78,6 @@ _FLOAT_TYPES = {"DOUBLE", "FLOAT", "REAL", "DECIMAL"}
 _TEXT_TYPES = {"VARCHAR", "TEXT", "CHAR", "NVARCHAR", "NCHAR", "STRING"}
 
 
-def _text(node: exp.Expr) -> str:
-    return str(node.sql())[:80]
-
-
 def value(node: exp.Expr, columns: Columns, aggregates: Aggregates | None = None) -> Value:
     """The value expression ``node`` computes per row (refusing what is not derivable)."""
     return _Reader(columns, aggregates).read(node)
@@ -96,7 +95,7 @@ def condition(node: exp.Expr, columns: Columns, where: str) -> Value:
     """
     v = value(node, columns)
     if v.type != "bool":
-        raise refuse(f"{where} {_text(node)!r}", "a condition is needed (a comparison, IN, ...)")
+        raise refuse(f"{where} {said(node)!r}", "a condition is needed (a comparison, IN, ...)")
     return v
 
 
@@ -109,25 +108,25 @@ class _Reader:
         if isinstance(node, exp.Paren):
             return self.read(node.this)
         if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
-            return self.columns(node)
+            return _owned(self.columns(node))
         if isinstance(node, (exp.AggFunc, exp.Filter, exp.WithinGroup)):
             got = None if self.aggregates is None else self.aggregates(node)
             if got is None:
                 raise refuse(
-                    f"aggregate {_text(node)!r} here",
+                    f"aggregate {said(node)!r} here",
                     "aggregates are released by the outer SELECT, or computed per unit in a "
                     "subquery in FROM grouped by the privacy unit",
                 )
-            return got
+            return _owned(got)
         if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
             raise refuse("subquery outside FROM", "only a subquery in FROM is read")
         reader = _READERS.get(type(node))
         if reader is None:
-            raise refuse(f"{node.key.upper()} in an expression ({_text(node)!r})", ALLOWED)
+            raise refuse(f"{node.key.upper()} in an expression ({said(node)!r})", ALLOWED)
         return reader(self, node)
 
     def number(self, node: exp.Expr) -> Value:
-        return as_number(self.read(node), _text(node))
+        return as_number(self.read(node), node)
 
     # -- leaves -----------------------------------------------------------------------------
 
@@ -165,7 +164,7 @@ class _Reader:
             box = _ARITHMETIC[op](a.box, b.box)
             if box is None:
                 why = (
-                    f"{_text(node)}: the bounds of {_text(node.args['expression'])} contain 0; "
+                    f"{said(node)}: the bounds of {said(node.args['expression'])} contain 0; "
                     "divide by GREATEST(value, c) with c > 0, or declare bounds excluding 0"
                 )
         kind = "int" if a.type == b.type == "int" and op is not exp.Div else "float"
@@ -192,7 +191,7 @@ class _Reader:
     def monotone(self, node: exp.Expr) -> Value:
         extra = node.args.get("decimals") is not None or node.args.get("to") is not None
         if extra and not isinstance(node, exp.Round):
-            raise refuse(f"{_text(node)}", "FLOOR and CEIL take one argument")
+            raise refuse(f"{said(node)}", "FLOOR and CEIL take one argument")
         a = self.number(node.this)
         if isinstance(node, exp.Abs):
             box = None if a.box is None else boxes.absolute(a.box)
@@ -210,8 +209,8 @@ class _Reader:
         kind = "int" if all(a.type == "int" for a in args) else "float"
         box = _extreme_box(fn is exp.Least, args)
         return Value(
-            fn(this=args[0].raw.copy(), expressions=[a.raw.copy() for a in args[1:]]),
-            fn(this=args[0].bounded.copy(), expressions=[a.bounded.copy() for a in args[1:]]),
+            fn(this=args[0].raw, expressions=[a.raw for a in args[1:]]),
+            fn(this=args[0].bounded, expressions=[a.bounded for a in args[1:]]),
             kind,
             box,
             None,
@@ -223,7 +222,7 @@ class _Reader:
         target = node.args["to"].this.name.upper()
         a = self.read(node.this)
         if a.type == "bool":
-            a = as_number(a, _text(node.this))
+            a = as_number(a, node.this)
         if target in _TEXT_TYPES:
             return _as_text(a)
         if target not in _INT_TYPES | _FLOAT_TYPES:
@@ -231,8 +230,8 @@ class _Reader:
         kind = "int" if target in _INT_TYPES else "float"
         sql = "BIGINT" if kind == "int" else "DOUBLE"
         if not a.numeric:  # text read as a number: NULL where it is not one; no bounds
-            raw = exp.TryCast(this=a.raw.copy(), to=exp.DataType.build(sql))
-            why = f"{_text(node)} reads text as a number: it has no declared bounds"
+            raw = exp.TryCast(this=a.raw, to=exp.DataType.build(sql))
+            why = f"{said(node)} reads text as a number: it has no declared bounds"
             return Value(raw, raw.copy(), kind, None, None, True, why=why)
         box = a.box
         if kind == "int" and box is not None:
@@ -250,34 +249,42 @@ class _Reader:
     # -- choices ----------------------------------------------------------------------------
 
     def case(self, node: exp.Expr) -> Value:
-        subject = node.this
-        conds: list[Value] = []
-        results: list[Value] = []
-        for branch in node.args.get("ifs") or []:
-            test = branch.this
-            if subject is not None:
-                test = exp.EQ(this=subject.copy(), expression=test.copy())
-            conds.append(conditions.truth(self, test))
-            results.append(_plain(self.read(branch.args["true"]), _text(node)))
+        branches = node.args.get("ifs") or []
+        subject = None if node.this is None else self.read(node.this)
+        if subject is not None and subject.type == "bool":
+            subject = as_number(subject, node.this)
+        # CASE x WHEN v ...: x is read once and written once (a searched CASE would repeat
+        # it in every branch); each v is compared with it as in x = v.
+        tests = [self.read(b.this) for b in branches]
+        simple = subject is not None
+        if subject is None:
+            tests = [conditions.truth_of(t, b.this) for t, b in zip(tests, branches, strict=True)]
+        else:
+            pairs = [conditions.comparable(subject, t, node) for t in tests]
+            tests = [v for _, v in pairs]
+            if any(x is not subject for x, _ in pairs):
+                # A number literal compared with text is read as text: x = v per branch.
+                tests = [conditions.compare_values(exp.EQ, _owned(x), v) for x, v in pairs]
+                simple = False
+        results = [_plain(self.read(b.args["true"]), node) for b in branches]
         default = node.args.get("default")
         other = self.read(default) if default is not None else self.null(exp.Null())
-        other = _plain(other, _text(node))
-        merged = _unify([*results, other], _text(node))
+        other = _plain(other, node)
+        merged = _unify([*results, other], node)
 
         def build(side: Callable[[Value], exp.Expr]) -> exp.Expr:
-            ifs = [exp.If(this=side(c), true=side(r)) for c, r in zip(conds, results, strict=True)]
-            return exp.Case(ifs=ifs, default=side(other))
+            ifs = [exp.If(this=side(c), true=side(r)) for c, r in zip(tests, results, strict=True)]
+            this = exp.Paren(this=side(subject)) if simple and subject is not None else None
+            return exp.Case(this=this, ifs=ifs, default=side(other))
 
         return _with(merged, build(_raw), build(_bounded))
 
     def coalesce(self, node: exp.Expr) -> Value:
-        args = [_plain(self.read(a), _text(node)) for a in [node.this, *node.expressions]]
-        merged = _unify(args, _text(node))
+        args = [_plain(self.read(a), node) for a in [node.this, *node.expressions]]
+        merged = _unify(args, node)
         nullable = all(a.nullable for a in args)
-        raw = exp.Coalesce(this=args[0].raw.copy(), expressions=[a.raw.copy() for a in args[1:]])
-        bounded = exp.Coalesce(
-            this=args[0].bounded.copy(), expressions=[a.bounded.copy() for a in args[1:]]
-        )
+        raw = exp.Coalesce(this=args[0].raw, expressions=[a.raw for a in args[1:]])
+        bounded = exp.Coalesce(this=args[0].bounded, expressions=[a.bounded for a in args[1:]])
         out = _with(merged, raw, bounded)
         return Value(out.raw, out.bounded, out.type, out.box, out.categories, nullable, why=out.why)
 
@@ -308,8 +315,19 @@ _READERS: dict[type[exp.Expr], Callable[[_Reader, exp.Expr], Value]] = {
 }
 
 
+# A value read here owns its trees (:func:`_owned`): each is used once, by the expression
+# built over it, and never copied again. Copying at every level would cost the size of the
+# subtree per level, the square of a deep expression's size.
+
+
+def _owned(v: Value) -> Value:
+    """``v`` with trees of its own: a column's or an aggregate's value (shared by every
+    reference), or one more use of a value (CASE x WHEN ... read as x = v per branch)."""
+    return replace(v, raw=v.raw.copy(), bounded=v.bounded.copy())
+
+
 def _paren(e: exp.Expr) -> exp.Expr:
-    return exp.Paren(this=e.copy())
+    return exp.Paren(this=e)
 
 
 def _nonzero(e: exp.Expr) -> exp.Expr:
@@ -317,15 +335,15 @@ def _nonzero(e: exp.Expr) -> exp.Expr:
 
 
 def _double(e: exp.Expr) -> exp.Expr:
-    return exp.cast(e.copy(), "DOUBLE")
+    return exp.cast(e, "DOUBLE", copy=False)
 
 
 def _raw(v: Value) -> exp.Expr:
-    return v.raw.copy()
+    return v.raw
 
 
 def _bounded(v: Value) -> exp.Expr:
-    return v.bounded.copy()
+    return v.bounded
 
 
 def _digits(node: exp.Expr | None) -> int:
@@ -333,7 +351,7 @@ def _digits(node: exp.Expr | None) -> int:
         return 0
     inner = node.this if isinstance(node, exp.Neg) else node
     if not isinstance(inner, exp.Literal) or inner.is_string or not str(inner.this).isdigit():
-        raise refuse(f"ROUND digits {_text(node)!r}", "an integer literal")
+        raise refuse(f"ROUND digits {said(node)!r}", "an integer literal")
     return -int(inner.this) if isinstance(node, exp.Neg) else int(inner.this)
 
 
@@ -363,10 +381,10 @@ def _rounded(a: Value, decimals: exp.Expr | None) -> Value:
 
 def _as_text(a: Value) -> Value:
     """CAST(a AS text): categories where ``a`` has them (:func:`cast_categories`)."""
-    raw = a.raw.copy()
+    raw = a.raw
     if a.type == "int":
         raw = exp.TryCast(this=raw, to=exp.DataType.build("BIGINT"))
-    text = exp.cast(raw, "VARCHAR")
+    text = exp.cast(raw, "VARCHAR", copy=False)
     cats = cast_categories(a)
     return Value(text, text.copy(), "category" if cats else "text", None, cats, True)
 
@@ -375,10 +393,10 @@ def _unary(a: Value, fn: Callable[[exp.Expr], exp.Expr], kind: str, box: boxes.B
     # In DOUBLE: -x and ABS(x) of the least BIGINT would overflow, an error a stored value
     # could cause.
     raw = fn(_double(a.raw))
-    return Value(raw, fn(a.bounded.copy()), kind, box, None, a.nullable, why=a.why)
+    return Value(raw, fn(a.bounded), kind, box, None, a.nullable, why=a.why)
 
 
-def _unify(values: Sequence[Value], text: str) -> Value:
+def _unify(values: Sequence[Value], text: Said) -> Value:
     """The type, bounds and categories of a value that is one of ``values`` (CASE branches,
     COALESCE arguments): the hull of their bounds (Moore 1966), the union of their
     categories; a NULL branch adds nothing but NULL."""
@@ -413,7 +431,7 @@ def _text_union(real: Sequence[Value]) -> Value:
     return Value(exp.Null(), exp.Null(), kind, None, None if cats is None else tuple(cats))
 
 
-def _plain(v: Value, text: str) -> Value:
+def _plain(v: Value, text: Said) -> Value:
     """A CASE result or COALESCE argument: a condition counts as 1 or 0."""
     return as_number(v, text) if v.type == "bool" else v
 

@@ -26,6 +26,7 @@ from infodp.curator.relations.joins import Scope
 from infodp.curator.relations.relation import Relation, project
 from infodp.curator.relations.tables import check_clauses
 from infodp.curator.relations.values import Value, as_number, refuse
+from infodp.curator.sql import chained
 
 __all__ = ["outer_query"]
 
@@ -304,7 +305,7 @@ def _plain_condition(node: exp.Expr) -> bool:
     joined by AND/OR/NOT."""
     node = _unparen(node)
     if isinstance(node, (exp.And, exp.Or)):
-        return _plain_condition(node.this) and _plain_condition(node.args["expression"])
+        return all(_plain_condition(t) for t in chained(node))
     if isinstance(node, exp.Not):
         return _plain_condition(node.this)
     if isinstance(node, (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)):

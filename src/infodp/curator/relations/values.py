@@ -37,6 +37,7 @@ __all__ = [
     "as_number",
     "column_items",
     "refuse",
+    "said",
     "snap_over",
     "stored_value",
 ]
@@ -46,6 +47,21 @@ NUMERIC = ("int", "float")
 STRING = ("category", "text")
 #: An int value with bounds spanning at most this many integers may be cast to a category.
 _CATEGORY_INTS = 10_000
+
+
+#: What a refusal quotes: the SQL text, or the node it is rendered from when (only when) a
+#: refusal is raised: rendering a node costs its size, so a list or chain rendered per item
+#: would cost the square of the query's size.
+Said = str | exp.Expr
+
+
+def said(text: Said) -> str:
+    """``text``, or the start of the SQL of a node (what a refusal quotes).
+
+    >>> said(exp.column("age"))
+    'age'
+    """
+    return text if isinstance(text, str) else str(text.sql())[:80]
 
 
 def refuse(construct: str, detail: str = "") -> ParameterError:
@@ -107,7 +123,7 @@ def stored_value(alias: str, spec: ColumnSpec, *, grid: bool, nullable: bool = F
     return Value(raw, bounded, spec.type, box, None, True, spec, None)
 
 
-def as_number(v: Value, text: str) -> Value:
+def as_number(v: Value, text: Said) -> Value:
     """``v`` as a number: a condition is 1 when it holds, 0 when it does not (NULL when
     unknown); a string is refused.
 
@@ -120,17 +136,16 @@ def as_number(v: Value, text: str) -> Value:
     if v.type == "null":
         return Value(v.raw, v.bounded, "int", (0.0, 0.0), None, True)
     if not v.numeric:
-        raise refuse(f"arithmetic on {text!r}", f"it is a {v.type} value; only numbers")
+        raise refuse(f"arithmetic on {said(text)!r}", f"it is a {v.type} value; only numbers")
     return v
 
 
 def _indicator(condition: exp.Expr) -> exp.Expr:
-    one, zero = literal(1), literal(0)
+    # The condition once (CASE c WHEN TRUE ... WHEN FALSE ...; NULL matches neither): written
+    # twice, a condition of a condition of ... would double at each level.
     return exp.Case(
-        ifs=[
-            exp.If(this=condition, true=one),
-            exp.If(this=exp.Not(this=exp.Paren(this=condition.copy())), true=zero),
-        ]
+        this=exp.Paren(this=condition),
+        ifs=[exp.If(this=exp.true(), true=literal(1)), exp.If(this=exp.false(), true=literal(0))],
     )
 
 
@@ -207,7 +222,7 @@ def column_items(name: str, v: Value) -> tuple[ColumnSpec, list[exp.Expr]]:
 def _typed(v: Value, spec: ColumnSpec) -> exp.Expr:
     if v.spec is not None and v.spec.type == spec.type:
         return v.raw.copy()
-    raw = as_number(v, name_of(v)).raw if v.type == "bool" else v.raw.copy()
+    raw = as_number(v, v.raw).raw if v.type == "bool" else v.raw.copy()
     if spec.type == "int":
         return exp.TryCast(this=raw, to=exp.DataType.build("BIGINT"))
     if spec.type == "float":
