@@ -286,11 +286,11 @@ def test_a_freed_worker_goes_to_the_callers_in_order_of_arrival(pool: WorkerPool
             thread.start()
             threads.append(thread)
             # The next caller arrives only once this one waits in line.
-            assert _wait_for(lambda n=i + 1: len(pool._waiters) == n, 30.0)
+            assert _wait_for(lambda n=i + 1: pool.waiting() == n, 30.0)
     for thread in threads:
         thread.join(timeout=60)
     assert order == list(range(6))
-    assert not pool._waiters
+    assert not pool.waiting()
 
 
 def _take_and_note(pool: WorkerPool, i: int, order: list[int]) -> None:
@@ -306,7 +306,7 @@ def test_a_caller_that_waited_too_long_leaves_the_line(store: tuple[str, dict[st
         with small.lease():
             with pytest.raises(WorkerUnavailable):
                 small.call("estimate", VICTIM_SQL, epsilon="0.5")
-            assert not small._waiters
+            assert not small.waiting()
         # The worker freed after the timeout is idle again, not handed to the gone caller.
         assert small.call("estimate", VICTIM_SQL, epsilon="0.5")["cells"] == 4
     finally:
