@@ -1,10 +1,11 @@
-"""Request limits of the HTTP service: a per-analyst token-bucket rate limit and a body-size cap.
+"""Request limits of the HTTP service: a per-analyst token-bucket rate limit, a body-size cap.
 
-The rate limit is a token bucket per analyst, shared by all of their keys (Turner 1986; the scheme of RFC 2697's single-rate
-meter): ``burst`` tokens, refilled at ``rate`` per second; a request takes one token or is
-refused with 429 and a ``Retry-After`` in whole seconds (rounded up). The body cap refuses a
-declared ``Content-Length`` above the limit at once and counts streamed (chunked) bodies as
-they arrive, so no request can make the server buffer more than ``max_bytes``.
+The rate limit is a token bucket per analyst, shared by all of their keys (Turner 1986; the
+scheme of RFC 2697's single-rate meter): ``burst`` tokens, refilled at ``rate`` per second; a
+request takes one token or is refused with 429 and a ``Retry-After`` in whole seconds
+(rounded up). The body cap refuses a declared ``Content-Length`` above the limit at once and
+counts streamed (chunked) bodies as they arrive, so no request can make the server buffer
+more than ``max_bytes``.
 
 >>> t = [0.0]
 >>> rl = RateLimiter(rate=1.0, burst=2, clock=lambda: t[0])

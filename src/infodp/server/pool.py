@@ -158,7 +158,8 @@ class WorkerPool:
     ``deadline``: seconds a task may run before its worker is killed and replaced (it should
     exceed the curator's ``query_timeout``, which interrupts DuckDB inside the worker first).
     ``wait``: seconds a caller waits for a free worker (waiting callers are served fairly
-    by analyst, see the module docstring; one analyst's callers in order of arrival). ``startup``: seconds a new worker may take to open the store.
+    by analyst, see the module docstring; one analyst's callers in order of arrival).
+    ``startup``: seconds a new worker may take to open the store.
     ``spark_master``, ``spark_conf``: the Spark options of each worker's curator.
     """
 
