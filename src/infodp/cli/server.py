@@ -84,8 +84,7 @@ def _known_analyst(db: str, name: str) -> None:
     type=float,
     default=50.0,
     show_default=True,
-    help="Requests per second allowed per analyst, shared by all of their API keys (token "
-    "bucket).",
+    help="Requests per second allowed per analyst, shared by all of their API keys (token bucket).",
 )
 @click.option("--burst", type=int, default=100, show_default=True, help="Bucket size per analyst.")
 @click.option(
