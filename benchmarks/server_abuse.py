@@ -1,7 +1,8 @@
 """Benchmark: one abusive analyst must not slow the others down (the curator's HTTP service).
 
 ``python3 -m benchmarks.server_abuse [--rows 1000000] [--groups 1900] [--heavy 41]
-[--victim 200] [--workers 2,0] [--scenarios heavy,cheap] [--half-open 400] [--threads 60]``
+[--victim 200] [--workers 2,0] [--scenarios heavy,cheap,flood] [--half-open 400]
+[--threads 60] [--abuser-keys 2] [--flood-threads 32]``
 
 A synthetic table of ``--rows`` rows (DuckDB's generator, fixed seed) with an int column
 ``g`` declaring ``--groups`` keys, a float ``x`` in [0, 1000] and a 4-category column ``c``.
@@ -12,7 +13,8 @@ queries alone ("idle"), then the same queries while another analyst abuses the s
 p99 within 3x of idle), and what the abuser got back.
 
 * ``heavy`` (section "server abuse"), once per ``--workers`` setting (by default one worker
-  process per core, then none): the abuser fires ``--heavy`` concurrent
+  process per core, then none): the abuser, holding ``--abuser-keys`` keys, fires
+  ``--heavy`` concurrent
   ``SELECT g, MEDIAN(x) FROM t GROUP BY g`` queries (``--groups`` cells x 1024 histogram
   bins each, eps = 1e-4, the heaviest query the declared-cells caps allow).
 * ``cheap`` (section "server abuse: cheap requests"), with the default workers: the abuser, a
@@ -21,6 +23,10 @@ p99 within 3x of idle), and what the abuser got back.
   threads loop over free requests: a valid ``POST /v1/estimate``, a 64 KiB body of 6 500
   keys and a 64 KiB body of arrays nested 30 000 deep. Every loop is bounded by the victim's
   phase (and at most ``--max-abuse`` seconds); only loopback is used.
+* ``flood`` (section "server abuse: flood"), with the default workers: the abuser, holding
+  ``--abuser-keys`` keys, runs ``--flood-threads`` threads spread over them, each looping
+  over ``GET /v1/budget``, ``GET /v1/datasets`` and a valid ``POST /v1/estimate`` as fast
+  as it is answered (ignoring ``Retry-After``).
 """
 
 from __future__ import annotations
@@ -99,13 +105,16 @@ def victim(
     return out
 
 
-def abuse(url: str, key: str, heavy: int, outcomes: Counter[str], done: threading.Event) -> float:
-    """``heavy`` concurrent heavy queries from one key; returns the wall time until all end."""
+def abuse(
+    url: str, keys: list[str], heavy: int, outcomes: Counter[str], done: threading.Event
+) -> float:
+    """``heavy`` concurrent heavy queries from one analyst, spread over their ``keys``;
+    returns the wall time until all end."""
     from infodp.client import ApiError, Client
 
     lock = threading.Lock()
 
-    def one() -> None:
+    def one(key: str) -> None:
         try:
             with Client(url, key, timeout=600) as client:
                 client.query(HEAVY_SQL, epsilon="0.0001")
@@ -117,7 +126,7 @@ def abuse(url: str, key: str, heavy: int, outcomes: Counter[str], done: threadin
         with lock:
             outcomes[result] += 1
 
-    threads = [threading.Thread(target=one) for _ in range(heavy)]
+    threads = [threading.Thread(target=one, args=(keys[i % len(keys)],)) for i in range(heavy)]
     t0 = time.perf_counter()
     for t in threads:
         t.start()
@@ -349,7 +358,178 @@ def cheap_section(results: list[tuple[str, dict[str, Any]]], args: Any) -> str:
     )
 
 
-def run(db: Path, work: Path, keys: dict[str, str], workers: int, args: Any) -> dict[str, Any]:
+# -- the flood of cheap valid requests -----------------------------------------------------------
+
+
+def flood_abuser(
+    port: int, keys: list[str], threads: int, stop: Any, seconds: float, out: Any
+) -> None:
+    """The flooding analyst's process: ``threads`` threads, spread over the analyst's
+    ``keys``, each looping over ``GET /v1/budget``, ``GET /v1/datasets`` and a valid
+    ``POST /v1/estimate`` on a kept-alive connection as fast as answers come (ignoring
+    ``Retry-After``), until ``stop`` is set or ``seconds`` have passed."""
+    deadline = time.monotonic() + seconds
+    outcomes: Counter[str] = Counter()
+    lock = threading.Lock()
+    estimate = json.dumps({"sql": VICTIM_SQL, "epsilon": 0.1}).encode()
+    requests = [
+        ("budget", "GET", "/v1/budget", None),
+        ("datasets", "GET", "/v1/datasets", None),
+        ("estimate", "POST", "/v1/estimate", estimate),
+    ]
+
+    def loop(i: int) -> None:
+        key = keys[i % len(keys)]
+        conn: http.client.HTTPConnection | None = None
+        n = i
+        while not stop.is_set() and time.monotonic() < deadline:
+            name, method, path, body = requests[n % len(requests)]
+            n += 1
+            try:
+                if conn is None:
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                headers = {"Authorization": f"Bearer {key}"}
+                if body is not None:
+                    headers["Content-Type"] = "application/json"
+                conn.request(method, path, body=body, headers=headers)
+                r = conn.getresponse()
+                r.read()
+                result = f"{name}: {r.status}"
+            except (OSError, http.client.HTTPException) as err:
+                result = f"{name}: {type(err).__name__}"
+                if conn is not None:
+                    conn.close()
+                conn = None
+            with lock:
+                outcomes[result] += 1
+        if conn is not None:
+            conn.close()
+
+    workers = [threading.Thread(target=loop, args=(i,), daemon=True) for i in range(threads)]
+    t0 = time.monotonic()
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(timeout=seconds + 60)
+    outcomes["seconds"] = round(time.monotonic() - t0)
+    out.put(dict(outcomes))
+
+
+def run_flood(
+    db: Path,
+    work: Path,
+    keys: dict[str, str],
+    abuser_keys: list[str],
+    args: Any,
+    src: str | None = None,
+) -> dict[str, Any]:
+    """Idle and flooded phases against one ``infodp serve`` with its default limits and
+    workers (run from the sources in ``src`` when given)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from _server_harness import ServerProcess
+
+    saved = os.environ.get("PYTHONPATH")
+    if src is not None:
+        os.environ["PYTHONPATH"] = str(Path(src).resolve())
+    try:
+        server = ServerProcess(db, log_path=work / "server-flood.log", rate=50.0, burst=100)
+        server.start()
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+    try:
+        pace = 1.0 / 40  # the victim stays within its 50 requests/s
+        victim(server.url, keys["victim"], 5, None, pace)  # warm-up
+        idle = victim(server.url, keys["victim"], args.victim // 2, None, pace)
+        ctx = multiprocessing.get_context("spawn")
+        stop = ctx.Event()
+        out = ctx.Queue()
+        abuser = ctx.Process(
+            target=flood_abuser,
+            args=(server.port, abuser_keys, args.flood_threads, stop, args.max_abuse, out),
+        )
+        abuser.start()
+        time.sleep(3.0)  # the threads are running
+        abused = victim(server.url, keys["victim"], args.victim, None, pace)
+        stop.set()
+        outcomes = out.get(timeout=120)
+        abuser.join(timeout=120)
+        time.sleep(2.0)
+        idle += victim(server.url, keys["victim"], args.victim - args.victim // 2, None, pace)
+    finally:
+        server.stop()
+    return {"idle": idle, "abused": abused, "outcomes": outcomes}
+
+
+def flood_section(results: list[tuple[str, dict[str, Any]]], args: Any) -> str:
+    """The text of the section "server abuse: flood" (one row per server)."""
+
+    def ms(x: float) -> str:
+        return f"{x * 1000:.1f}"
+
+    rows = []
+    verdicts = []
+    for label, result in results:
+        idle, abused = result["idle"], result["abused"]
+        p99 = percentile(abused, 99) / percentile(idle, 99)
+        outcomes = dict(result["outcomes"])
+        seconds = max(1, int(outcomes.pop("seconds", 1)))
+        served = sum(n for k, n in outcomes.items() if k.endswith(": 200"))
+        got = ", ".join(f"{k}: {n}" for k, n in sorted(outcomes.items()))
+        rows.append(
+            [
+                label,
+                ms(percentile(idle, 50)),
+                ms(percentile(idle, 99)),
+                ms(percentile(abused, 50)),
+                ms(percentile(abused, 99)),
+                f"**{p99:.2f}x**",
+                f"{served / seconds:.0f}/s served; {got}",
+            ]
+        )
+        verdicts.append(f"{label}: {p99:.2f}x")
+    table = markdown_table(
+        [
+            "server",
+            "idle p50 ms",
+            "idle p99 ms",
+            "flooded p50 ms",
+            "flooded p99 ms",
+            "p99 flooded / idle",
+            "what the flooding analyst got (route: status count)",
+        ],
+        rows,
+    )
+    return (
+        f"One store of {args.rows:,} synthetic rows; a real `infodp serve` on loopback with its "
+        "default limits and workers (50 requests/s and 4 requests in flight per analyst). "
+        f"Idle: the victim sends {args.victim} sequential `{VICTIM_SQL}` (eps = 0.001, at most "
+        "40 per second) alone, half before and half after the flooded phase. Flooded: another "
+        f"analyst holding {args.abuser_keys} keys runs, from a process of its own, "
+        f"{args.flood_threads} threads spread over those keys, each looping as fast as it is "
+        "answered (ignoring `Retry-After`) over `GET /v1/budget`, `GET /v1/datasets` and a "
+        "valid `POST /v1/estimate`; meanwhile the victim sends the same sequential queries. "
+        + (
+            f"The row `{args.compare_label}` is the same run against the sources in "
+            "`--compare-src`.\n\n"
+            if args.compare_src
+            else "\n\n"
+        )
+        + f"{table}\n\n"
+        f"Victim p99 under the flood / idle p99 ({'; '.join(verdicts)}; goal: within 3x)."
+    )
+
+
+def run(
+    db: Path,
+    work: Path,
+    keys: dict[str, str],
+    abuser_keys: list[str],
+    workers: int,
+    args: Any,
+) -> dict[str, Any]:
     """Both phases against one ``infodp serve --workers WORKERS``."""
     # The test suite's server harness (tests/_server_harness.py; not shipped in the wheel).
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -363,7 +543,7 @@ def run(db: Path, work: Path, keys: dict[str, str], workers: int, args: Any) -> 
         wall = [0.0]
 
         def run_abuse() -> None:
-            wall[0] = abuse(server.url, keys["abuser"], args.heavy, outcomes, done)
+            wall[0] = abuse(server.url, abuser_keys, args.heavy, outcomes, done)
 
         abuser = threading.Thread(target=run_abuse)
         abuser.start()
@@ -391,6 +571,15 @@ def main() -> None:
     parser.add_argument("--half-open", type=int, default=400, help="Stalled connections.")
     parser.add_argument("--threads", type=int, default=60, help="Threads of free requests.")
     parser.add_argument(
+        "--abuser-keys",
+        type=int,
+        default=2,
+        help="API keys the abusive analyst spreads its heavy queries and flood over.",
+    )
+    parser.add_argument(
+        "--flood-threads", type=int, default=32, help="Threads of the cheap-request flood."
+    )
+    parser.add_argument(
         "--max-abuse", type=float, default=600.0, help="Seconds the cheap mix may run at most."
     )
     parser.add_argument(
@@ -403,8 +592,10 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="Do not touch BENCHMARKS.md.")
     args = parser.parse_args()
     scenarios = {s.strip() for s in str(args.scenarios).split(",") if s.strip()}
-    if not scenarios <= {"heavy", "cheap"}:
-        parser.error("--scenarios takes heavy and/or cheap")
+    if not scenarios <= {"heavy", "cheap", "flood"}:
+        parser.error("--scenarios takes heavy, cheap and/or flood")
+    if args.abuser_keys < 1:
+        parser.error(f"--abuser-keys must be a positive number of keys; got {args.abuser_keys}")
 
     from infodp.curator.engine import Curator
     from infodp.server.pool import default_workers
@@ -427,9 +618,22 @@ def main() -> None:
             "abuser": setup.add_analyst("abuser", "t", epsilon=10**9),
         }
         setup.close()
+        from infodp.server.auth import KeyStore, key_store_path
+
+        store = KeyStore(key_store_path(db))
+        # The abuser's ledger key plus server keys: one analyst, several keys.
+        abuser_keys = [keys["abuser"]] + [
+            store.issue("abuser") for _ in range(args.abuser_keys - 1)
+        ]
         if "heavy" in scenarios:
             for workers in configs:
-                results[workers] = run(db, work, keys, workers, args)
+                results[workers] = run(db, work, keys, abuser_keys, workers, args)
+        flood: list[tuple[str, dict[str, Any]]] = []
+        if "flood" in scenarios:
+            flood.append(("this version", run_flood(db, work, keys, abuser_keys, args)))
+            if args.compare_src:
+                before = run_flood(db, work, keys, abuser_keys, args, src=args.compare_src)
+                flood.append((args.compare_label, before))
         cheap: list[tuple[str, dict[str, Any]]] = []
         if "cheap" in scenarios:
             cheap.append(("this version", run_cheap(db, work, keys, args)))
@@ -437,6 +641,19 @@ def main() -> None:
                 before = run_cheap(db, work, keys, args, src=args.compare_src)
                 cheap.append((args.compare_label, before))
 
+    if flood:
+        body = flood_section(flood, args)
+        print(body)
+        if not args.no_write:
+            command = (
+                f"python3 -m benchmarks.server_abuse --scenarios flood --rows {args.rows} "
+                f"--groups {args.groups} --victim {args.victim} --abuser-keys "
+                f"{args.abuser_keys} --flood-threads {args.flood_threads}"
+            )
+            if args.compare_src:
+                command += f" --compare-src {args.compare_src}"
+                command += f" --compare-label '{args.compare_label}'"
+            write_section("server abuse: flood", command, body)
     if cheap:
         body = cheap_section(cheap, args)
         print(body)
@@ -491,21 +708,25 @@ def main() -> None:
     body = (
         f"One store of {args.rows:,} synthetic rows; a real `infodp serve` on loopback with its "
         "default limits (at most 1 heavy request — a query, estimate, synopsis release or "
-        "synopsis query — in flight per key, the rest waiting in the event loop without a "
+        "synopsis query — in flight per analyst, shared by their keys, the rest waiting in "
+        "the event loop without a "
         "worker thread; 1 DuckDB thread per query; a 30 s deadline interrupting DuckDB), once "
         "per `--workers` setting: N worker processes run the noise, the aggregate and the "
         "rendering of every answer, each with its own read-only store connection, while the "
         "server process keeps authentication, limits and the ledger (0: everything in the "
         f"server process). Idle: the victim sends {args.victim} sequential `{VICTIM_SQL}` "
-        f"(ε = 0.001) alone. Abused: the abuser sends {args.heavy} concurrent `{HEAVY_SQL}` "
+        f"(ε = 0.001) alone. Abused: the abuser, an analyst holding {args.abuser_keys} keys, "
+        f"sends {args.heavy} concurrent `{HEAVY_SQL}` spread over those keys "
         f"({args.groups} declared cells × 1024 histogram bins, ε = 1e-4) and meanwhile the "
         "victim sends the same sequential queries.\n\n"
         f"{table}\n\n"
         f"Victim p99 under abuse / idle p99 ({'; '.join(verdicts)}; goal: within 3×). The knob "
         "is `--workers` (default: one per core): with the abuser's work in a process of its "
         "own, the victim no longer waits for the server's interpreter lock at every hand-over; "
-        "the per-key slot (`--max-concurrent 1`) keeps the abuser to one worker, so a victim "
-        "always finds another free, and DuckDB runs one thread per query. On a machine shared "
+        "the per-analyst slot (`--max-concurrent 1`, shared by the abuser's keys) and the pool's "
+        "fair hand-out (at most workers - 1 per analyst, freed workers round robin by "
+        "analyst) keep the abuser to one worker, so a victim always finds another free, and "
+        "DuckDB runs one thread per query. On a machine shared "
         "with other jobs single numbers vary a lot."
     )
     print(body)
@@ -513,11 +734,11 @@ def main() -> None:
         command = (
             "python3 -m benchmarks.server_abuse "
             f"--rows {args.rows} --groups {args.groups} --heavy {args.heavy} "
-            f"--victim {args.victim}"
+            f"--victim {args.victim} --abuser-keys {args.abuser_keys}"
         )
         if args.workers is not None:
             command += f" --workers {args.workers}"
-        if "cheap" in scenarios:
+        if scenarios != {"heavy"}:  # the other scenarios write sections of their own
             command += " --scenarios heavy"
         write_section("server abuse", command, body)
 

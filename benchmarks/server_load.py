@@ -185,8 +185,9 @@ def main() -> None:
         db = work / "store.duckdb"
         setup = Curator(db)
         setup.register_dataset("t", str(parquet), SCHEMA)
-        # One analyst per client: the service runs at most one heavy request per key at a
-        # time (--max-concurrent, a side-channel protection), so 16 clients on one key queue.
+        # One analyst per client: the service runs at most one heavy request per analyst at
+        # a time (--max-concurrent, a side-channel protection, shared by the analyst's
+        # keys), so 16 clients of one analyst queue.
         # Each gets a server key (as 'infodp analyst key' issues them for HTTP use).
         keys = []
         for i in range(CLIENTS):
@@ -289,7 +290,7 @@ def main() -> None:
         f"{table}\n\n"
         "Each worker process (or, with `--workers 0`, each server thread) keeps one read-only "
         "store connection open (`--keep-open`, the default); the service runs at most one "
-        "query per key at a time (`--max-concurrent 1`, a "
+        "query per analyst at a time (`--max-concurrent 1`, a "
         f"side-channel protection), so the {CLIENTS}-client throughput is measured with "
         f"{CLIENTS} analysts holding one key each; {CLIENTS} clients sharing one key queue "
         "behind each other by design. Every accepted query pays a durable (fsync'd) ledger "

@@ -34,7 +34,10 @@ def served(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[ServerProcess, dict[str, str]]]:
     d = tmp_path_factory.mktemp("limits")
-    db, keys = build_store(d, [("alice", "people", 100), ("bob", "people", 100)])
+    # One analyst per bad-query case: the rate limit is per analyst, so each case needs a
+    # fresh analyst (a fresh key of the same analyst would share the spent bucket).
+    fresh = [(f"q{i}", "people", 100) for i in range(len(BAD_QUERIES))]
+    db, keys = build_store(d, [("alice", "people", 100), ("bob", "people", 100), *fresh])
     with ServerProcess(db, rate=RATE, burst=BURST, max_body=MAX_BODY) as server:
         yield server, keys
 
@@ -46,9 +49,11 @@ def _error(payload: dict[str, Any]) -> dict[str, Any]:
     return dict(err)
 
 
-def test_rate_limit_is_per_key_with_retry_after(
+def test_rate_limit_is_per_analyst_with_retry_after(
     served: tuple[ServerProcess, dict[str, str]],
 ) -> None:
+    """The bucket is the analyst's: once one key has used the burst, the analyst's second key
+    is refused too, while another analyst's key is served."""
     server, keys = served
     statuses = []
     headers_429: dict[str, str] = {}
@@ -63,7 +68,12 @@ def test_rate_limit_is_per_key_with_retry_after(
     assert statuses[:BURST] == [200] * BURST
     assert statuses.count(429) >= 3
     assert 1 <= int(headers_429["retry-after"]) <= 5
-    # Another key's bucket is its own.
+    # A second key of the same analyst shares the spent bucket: 429, naming the analyst's
+    # shared limit.
+    second = KeyStore(key_store_path(server.db)).issue("alice")
+    status, payload, _ = get_json(server.port, "GET", "/v1/budget", key=second)
+    assert status == 429 and "per analyst" in _error(payload)["message"]
+    # Another analyst's bucket is their own.
     other = KeyStore(key_store_path(server.db)).issue("bob")
     assert get_json(server.port, "GET", "/v1/budget", key=other)[0] == 200
 
@@ -108,31 +118,33 @@ def test_unknown_route_and_method_use_the_error_format(
     assert status == 405 and _error(payload)["code"] == "method_not_allowed"
 
 
-@pytest.mark.parametrize(
-    ("body", "fragment"),
-    [
-        ({"sql": "SELECT * FROM people", "epsilon": 0.1}, "refused SQL construct"),
-        ({"sql": "SELECT COUNT(*) FROM people", "epsilon": -1}, "epsilon"),
-        ({"sql": "SELECT COUNT(*) FROM people", "epsilon": "nan"}, "epsilon"),
-        # An astronomically large ε is refused (the curator's message names the noise scale).
-        ({"sql": "SELECT COUNT(*) FROM people", "epsilon": "1e999999"}, "must be"),
-        ({"sql": "SELECT SUM(secret) FROM people", "epsilon": 0.1}, "unknown column"),
-        ({"sql": "SELECT 'unterminated", "epsilon": 0.1}, "could not be parsed"),
-        ({"sql": "DROP TABLE people", "epsilon": 0.1}, "refused SQL construct"),
-        ({"sql": "SELECT COUNT(*) FROM people", "epsilon": 0.1, "confidence": 2}, "confidence"),
-        ({"sql": "SELECT COUNT(*) FROM people"}, "epsilon"),
-        ({"epsilon": 0.1}, "sql"),
-    ],
-)
+BAD_QUERIES: list[tuple[dict[str, Any], str]] = [
+    ({"sql": "SELECT * FROM people", "epsilon": 0.1}, "refused SQL construct"),
+    ({"sql": "SELECT COUNT(*) FROM people", "epsilon": -1}, "epsilon"),
+    ({"sql": "SELECT COUNT(*) FROM people", "epsilon": "nan"}, "epsilon"),
+    # An astronomically large ε is refused (the curator's message names the noise scale).
+    ({"sql": "SELECT COUNT(*) FROM people", "epsilon": "1e999999"}, "must be"),
+    ({"sql": "SELECT SUM(secret) FROM people", "epsilon": 0.1}, "unknown column"),
+    ({"sql": "SELECT 'unterminated", "epsilon": 0.1}, "could not be parsed"),
+    ({"sql": "DROP TABLE people", "epsilon": 0.1}, "refused SQL construct"),
+    ({"sql": "SELECT COUNT(*) FROM people", "epsilon": 0.1, "confidence": 2}, "confidence"),
+    ({"sql": "SELECT COUNT(*) FROM people"}, "epsilon"),
+    ({"epsilon": 0.1}, "sql"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(BAD_QUERIES)))
 def test_bad_queries_are_400_and_spend_nothing(
-    served: tuple[ServerProcess, dict[str, str]], body: dict[str, Any], fragment: str
+    served: tuple[ServerProcess, dict[str, str]], case: int
 ) -> None:
     server, _ = served
     from infodp.curator.ledger import Ledger
 
+    body, fragment = BAD_QUERIES[case]
+    analyst = f"q{case}"  # a fresh analyst: a fresh rate-limit bucket
     led = Ledger(server.db + ".ledger")
-    before = led.budget("bob", "people")
-    key = KeyStore(key_store_path(server.db)).issue("bob")  # a fresh rate-limit bucket
+    before = led.budget(analyst, "people")
+    key = KeyStore(key_store_path(server.db)).issue(analyst)
     status, payload, _ = get_json(server.port, "POST", "/v1/query", body, key=key)
     assert status == 400, payload
     err = _error(payload)
@@ -141,7 +153,7 @@ def test_bad_queries_are_400_and_spend_nothing(
     # No engine internals in the message.
     for leak in ("Traceback", "duckdb", "sqlglot", 'File "'):
         assert leak not in err["message"]
-    assert led.budget("bob", "people") == before
+    assert led.budget(analyst, "people") == before
 
 
 def test_declared_length_over_the_limit_is_refused_before_the_body(

@@ -84,9 +84,9 @@ def _known_analyst(db: str, name: str) -> None:
     type=float,
     default=50.0,
     show_default=True,
-    help="Requests per second allowed per API key (token bucket).",
+    help="Requests per second allowed per analyst, shared by all of their API keys (token bucket).",
 )
-@click.option("--burst", type=int, default=100, show_default=True, help="Bucket size per key.")
+@click.option("--burst", type=int, default=100, show_default=True, help="Bucket size per analyst.")
 @click.option(
     "--max-body",
     type=int,
@@ -112,7 +112,8 @@ def _known_analyst(db: str, name: str) -> None:
     "--max-concurrent",
     default=1,
     show_default=True,
-    help="Most queries/estimates/synopsis requests in flight per key (429 beyond).",
+    help="Most queries/estimates/synopsis requests in flight per analyst, shared by all of "
+    "their API keys (the rest wait; 429 beyond).",
 )
 @click.option(
     "--query-timeout",
@@ -205,7 +206,7 @@ def serve(
         if admin_token_file is None
         else admin_token_hash(admin_token_file),
         keep_open=keep_open,
-        max_concurrent_per_key=as_positive_int("--max-concurrent", max_concurrent),
+        max_concurrent_per_analyst=as_positive_int("--max-concurrent", max_concurrent),
         query_timeout=as_positive("--query-timeout", query_timeout),
         answer_time=check_answer_time("--answer-time", answer_time),
         spark_answer_time=check_answer_time("--spark-answer-time", spark_answer_time),
@@ -235,7 +236,7 @@ def serve(
         "max_body_bytes": settings.max_body_bytes,
         "admin_routes": settings.admin_token_sha256 is not None,
         "keep_open": settings.keep_open,
-        "max_concurrent_per_key": settings.max_concurrent_per_key,
+        "max_concurrent_per_analyst": settings.max_concurrent_per_analyst,
         "query_timeout": settings.query_timeout,
         "answer_time": settings.answer_time,
         "spark_answer_time": settings.spark_answer_time,

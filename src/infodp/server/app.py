@@ -140,9 +140,9 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     app.add_middleware(
         RequestGate,
         service=lambda: getattr(app.state, "service", None),
-        in_flight=ServerSettings("").max_in_flight_per_key
+        in_flight=ServerSettings("").max_in_flight_per_analyst
         if settings is None
-        else settings.max_in_flight_per_key,
+        else settings.max_in_flight_per_analyst,
     )
     return app
 

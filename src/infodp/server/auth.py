@@ -65,14 +65,28 @@ def key_store_path(db: str | os.PathLike[str]) -> Path:
 
 @dataclass(frozen=True, slots=True)
 class Identity:
-    """Who a verified key belongs to; ``key_id`` names the key (rate limits, logs).
+    """Who a verified key belongs to; ``key_id`` names the key (logs), ``limits`` the
+    analyst's share of the service's limits, the same for every key they hold.
 
     >>> Identity("alice", "ledger:alice").analyst
     'alice'
+    >>> Identity("alice", "0123456789abcdef").limits == Identity("alice", "ledger:alice").limits
+    True
     """
 
     analyst: str
     key_id: str
+
+    @property
+    def limits(self) -> str:
+        """The bucket of every per-client limit (rate, in-flight, heavy slots, workers): the
+        analyst, not the key, so an analyst holding several keys gets one share. Prefixed,
+        so no analyst's name can collide with another bucket (``"admin"``, ``"ip:..."``).
+
+        >>> Identity("bob", "ledger:bob").limits
+        'analyst:bob'
+        """
+        return "analyst:" + self.analyst
 
 
 def parse_bearer(header: str | None) -> tuple[str, str | None]:

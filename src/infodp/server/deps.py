@@ -1,7 +1,7 @@
 """What the routes share: the service of a request, authentication, slots and error mapping.
 
-``Analyst`` (a valid analyst key), ``Heavy`` (the same, holding one of the key's slots for
-CPU-heavy work) and ``Admin`` (the admin token) are FastAPI dependencies; :func:`guard` maps
+``Analyst`` (a valid analyst key), ``Heavy`` (the same, holding one of the analyst's slots
+for CPU-heavy work) and ``Admin`` (the admin token) are FastAPI dependencies; :func:`guard` maps
 curator errors onto the one JSON error format.
 
 >>> AUTH
@@ -79,16 +79,17 @@ Analyst = Annotated[Identity, Depends(_analyst_dep)]
 
 async def _heavy_dep(request: Request, who: Analyst) -> AsyncIterator[Identity]:
     # CPU-heavy routes (queries, estimates, synopsis releases and queries) run holding one of
-    # the key's slots; the wait happens in the event loop, before a worker thread is taken.
+    # the analyst's slots (shared by all their keys: a second key is no second share); the
+    # wait happens in the event loop, before a worker thread is taken.
     try:
-        async with service_of(request).slots.hold("key:" + who.key_id):
+        async with service_of(request).slots.hold(who.limits):
             yield who
     except SlotsBusy as err:
         raise ApiError(
             429,
             "too_many_in_flight",
-            f"at most {err.limit} queries, estimates or synopsis requests run at once per key "
-            "and too many are waiting; retry later",
+            f"at most {err.limit} queries, estimates or synopsis requests run at once per "
+            "analyst (shared by all of your keys) and too many are waiting; retry later",
             retry_after=1,
         ) from None
 

@@ -7,14 +7,14 @@ thousands deep, from many threads — slowed every other analyst down. The gate 
 request in this order, stopping at the first refusal:
 
 1. **who** — the bearer key is verified (401, or 429 for an address failing too often);
-2. **how many at once** — at most ``in_flight`` requests of one key are inside the app, the
-   others wait in the event loop without a thread (at most ``max_waiting`` of them, else
-   429 after a short pause);
-3. **how often** — the key's token bucket (:class:`~infodp.server.limits.RateLimiter`); an
-   over-rate request is answered 429 after a pause of :data:`PAUSE` seconds, holding its
-   slot, so a key that ignores ``Retry-After`` gets at most ``in_flight / PAUSE`` refusals a
-   second instead of being answered as fast as it can ask (a pause until its next token
-   would be 1/rate, a few milliseconds);
+2. **how many at once** — at most ``in_flight`` requests of one analyst (all of their keys
+   together) are inside the app, the others wait in the event loop without a thread (at
+   most ``max_waiting`` of them, else 429 after a short pause);
+3. **how often** — the analyst's token bucket (:class:`~infodp.server.limits.RateLimiter`),
+   shared by their keys; an over-rate request is answered 429 after a pause of
+   :data:`PAUSE` seconds, holding its slot, so an analyst who ignores ``Retry-After`` gets
+   at most ``in_flight / PAUSE`` refusals a second instead of being answered as fast as they
+   can ask (a pause until the next token would be 1/rate, a few milliseconds);
 4. **the body** — read up to the size limit (413), then its shape checked on the raw bytes
    before any JSON parsing (:func:`~infodp.server.limits.body_problem`: UTF-8 only, few
    arrays/objects, few keys; 400).
@@ -104,7 +104,7 @@ class RequestGate:
         except Exception as err:  # the key store failed: the one 500 format, details logged
             await _answer(send, internal_error(err, "authentication"))
             return
-        bucket = identity.key_id
+        bucket = identity.limits  # the analyst's share, whichever of their keys asked
         try:
             async with self.slots.hold(bucket):
                 wait = svc.limiter.acquire(bucket)
@@ -131,8 +131,8 @@ class RequestGate:
                 ApiError(
                     429,
                     "too_many_in_flight",
-                    f"at most {err.limit} requests of one key are served at once and too many "
-                    "are waiting; retry later",
+                    f"at most {err.limit} requests of one analyst (all of your keys together) "
+                    "are served at once and too many are waiting; retry later",
                     retry_after=1,
                 ),
             )

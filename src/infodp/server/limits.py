@@ -1,10 +1,11 @@
-"""Request limits of the HTTP service: a per-key token-bucket rate limit and a body-size cap.
+"""Request limits of the HTTP service: a per-analyst token-bucket rate limit, a body-size cap.
 
-The rate limit is a token bucket per key (Turner 1986; the scheme of RFC 2697's single-rate
-meter): ``burst`` tokens, refilled at ``rate`` per second; a request takes one token or is
-refused with 429 and a ``Retry-After`` in whole seconds (rounded up). The body cap refuses a
-declared ``Content-Length`` above the limit at once and counts streamed (chunked) bodies as
-they arrive, so no request can make the server buffer more than ``max_bytes``.
+The rate limit is a token bucket per analyst, shared by all of their keys (Turner 1986; the
+scheme of RFC 2697's single-rate meter): ``burst`` tokens, refilled at ``rate`` per second; a
+request takes one token or is refused with 429 and a ``Retry-After`` in whole seconds
+(rounded up). The body cap refuses a declared ``Content-Length`` above the limit at once and
+counts streamed (chunked) bodies as they arrive, so no request can make the server buffer
+more than ``max_bytes``.
 
 >>> t = [0.0]
 >>> rl = RateLimiter(rate=1.0, burst=2, clock=lambda: t[0])
@@ -63,7 +64,8 @@ def replay_body(body: bytes, receive: Receive) -> Receive:
 
 
 class RateLimiter:
-    """Token buckets keyed by API key id; thread-safe.
+    """Token buckets by name (the service's: one per analyst, see
+    :attr:`~infodp.server.auth.Identity.limits`); thread-safe.
 
     >>> rl = RateLimiter(rate=2.0, burst=1, clock=lambda: 0.0)
     >>> rl.acquire("a"), rl.acquire("a"), rl.acquire("b")
@@ -101,12 +103,14 @@ class RateLimiter:
 
 
 class KeySlots:
-    """At most ``limit`` CPU-heavy requests running per key; the rest wait in the event loop.
+    """At most ``limit`` requests holding a slot per name; the rest wait in the event loop.
 
-    A waiting request holds no worker thread (it waits in an ``asyncio.Semaphore`` before its
-    handler is dispatched), so one analyst's heavy queries occupy at most ``limit`` of the
-    server's threads whatever they send, and the other analysts keep theirs. At most
-    ``max_waiting`` requests of one key wait, each at most ``wait_timeout`` seconds; beyond
+    The service names slots by analyst (:attr:`~infodp.server.auth.Identity.limits`), so all
+    of an analyst's keys share them. A waiting request holds no worker thread (it waits in an
+    ``asyncio.Semaphore`` before its handler is dispatched), so one analyst's heavy queries
+    occupy at most ``limit`` of the server's threads whatever they send and however many keys
+    they hold, and the other analysts keep theirs. At most ``max_waiting`` requests of one
+    name wait, each at most ``wait_timeout`` seconds; beyond
     that :meth:`hold` raises :class:`SlotsBusy` (the service answers 429).
 
     >>> import asyncio
@@ -130,7 +134,9 @@ class KeySlots:
 
     @contextlib.asynccontextmanager
     async def hold(self, key: str) -> AsyncIterator[None]:
-        """Run the body holding one of ``key``'s slots (waiting for one if need be)."""
+        """Run the body holding one of ``key``'s slots (waiting for one if need be).
+
+        ``key`` names whose share this is (the service passes the analyst's bucket)."""
         state = self._state.get(key)
         if state is None:
             state = self._state[key] = (asyncio.Semaphore(self.limit), [0])
@@ -154,10 +160,10 @@ class KeySlots:
 
 
 class SlotsBusy(Exception):
-    """Too many requests of one key are running or waiting (see :class:`KeySlots`)."""
+    """Too many requests of one analyst are running or waiting (see :class:`KeySlots`)."""
 
     def __init__(self, limit: int) -> None:
-        super().__init__(f"at most {limit} heavy requests run at once per key")
+        super().__init__(f"at most {limit} heavy requests run at once per analyst")
         self.limit = limit
 
 

@@ -7,7 +7,7 @@ A :class:`WorkerPool` runs that work in ``workers`` processes of their own, each
 read-only :class:`~infodp.curator.Curator` over the same store (DuckDB allows many read-only
 processes) and its own cryptographic noise source, so analysts compete for cores, not for one
 lock. The server process keeps everything that decides what is charged and what is seen:
-authentication, rate limits, per-key slots, the ledger's reservation (durable, before any
+authentication, rate limits, per-analyst slots, the ledger's reservation (durable, before any
 data is touched) and the recording of the outcome. A worker only runs
 
 * :meth:`~infodp.curator.Curator.release_json`: noise, the bounded aggregate and the release
@@ -20,6 +20,12 @@ data is touched) and the recording of the outcome. A worker only runs
 Tasks name one of these public methods (:data:`WorkerPool.METHODS`) with pickled typed
 arguments (:class:`~infodp.curator.Request`, :class:`~infodp.curator.engine.Reservation`);
 nothing else of the curator is reachable from the server process.
+
+Fairness: workers are handed out by analyst (:class:`~infodp.server.fair.FairQueue`): no
+analyst holds more than ``max(1, workers - 1)`` of them, and a freed worker goes to the
+waiting analyst holding the fewest, then to the one served least recently (round robin), not
+to the oldest request; so one analyst's many waiting requests, from however many keys, never
+keep another analyst's request from the next free worker.
 
 Deadlines: a worker that has not answered ``deadline`` seconds after a task was sent (the
 query's own DuckDB interrupt fires first, at the query timeout) is killed and replaced, and
@@ -40,7 +46,6 @@ pair.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import logging
 import os
@@ -59,6 +64,7 @@ from typing import Any
 
 from infodp.errors import InfodpError, ParameterError
 from infodp.server._heap import freeze_heap
+from infodp.server.fair import FairQueue
 
 __all__ = [
     "Lease",
@@ -76,8 +82,9 @@ log = logging.getLogger("infodp.server")
 def default_workers() -> int:
     """One worker per core this process may run on, and at least 2.
 
-    With the default of one heavy request in flight per key, two workers are what it takes
-    for one analyst's heavy queries never to leave the others without a worker.
+    With the default of one heavy request in flight per analyst (and the pool's cap of
+    ``workers - 1`` per analyst), two workers are what it takes for one analyst's heavy
+    queries never to leave the others without a worker.
 
     >>> default_workers() >= 2
     True
@@ -109,17 +116,6 @@ class WorkerUnavailable(InfodpError):
 class _Worker:
     process: subprocess.Popen[bytes]
     conn: Connection
-
-
-class _Waiter:
-    """A caller waiting for a worker: ``lock`` is released once ``worker`` is handed over."""
-
-    __slots__ = ("lock", "worker")
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.lock.acquire()
-        self.worker: _Worker | None = None
 
 
 def _child_env() -> dict[str, str]:
@@ -161,8 +157,9 @@ class WorkerPool:
 
     ``deadline``: seconds a task may run before its worker is killed and replaced (it should
     exceed the curator's ``query_timeout``, which interrupts DuckDB inside the worker first).
-    ``wait``: seconds a caller waits for a free worker (callers waiting are served in order
-    of arrival). ``startup``: seconds a new worker may take to open the store.
+    ``wait``: seconds a caller waits for a free worker (waiting callers are served fairly
+    by analyst, see the module docstring; one analyst's callers in order of arrival).
+    ``startup``: seconds a new worker may take to open the store.
     ``spark_master``, ``spark_conf``: the Spark options of each worker's curator.
     """
 
@@ -196,12 +193,11 @@ class WorkerPool:
         self.deadline = float(deadline)
         self.wait = float(wait)
         self.startup = float(startup)
-        # Idle workers, and the callers waiting for one in order of arrival: a freed worker
-        # goes to the oldest waiter (first come, first served; a plain queue wakes waiters in
-        # no particular order, and the unlucky ones set the tail latency).
-        self._idle: list[_Worker] = []
-        self._waiters: collections.deque[_Waiter] = collections.deque()
-        self._hand = threading.Lock()  # guards _idle and _waiters
+        # Idle workers and the callers waiting for one, handed out fairly by analyst (a
+        # plain queue wakes waiters in no particular order, and the unlucky ones set the tail
+        # latency; a first-come line lets the analyst sending the most hold every worker).
+        self.cap = max(1, workers - 1)
+        self._free: FairQueue[_Worker] = FairQueue(self.cap)
         self._lock = threading.Lock()
         self._live: dict[int, _Worker] = {}  # started and not yet retired, by id
         self._closed = False
@@ -306,25 +302,33 @@ class WorkerPool:
 
     # -- calls ---------------------------------------------------------------------------------
 
-    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+    def call(self, method: str, *args: Any, analyst: str | None = None, **kwargs: Any) -> Any:
         """Run ``Curator.<method>(*args, **kwargs)`` in a free worker and return its result.
 
-        Raises what the method raised, :class:`WorkerUnavailable` when no worker was free
-        within ``wait`` seconds, or :class:`WorkerDeadline` when the worker did not answer
-        within ``deadline`` seconds (it is then killed and replaced).
+        ``analyst``: on whose behalf (the pool's fairness and cap, see the module docstring;
+        it is not passed to the method). Raises what the method raised,
+        :class:`WorkerUnavailable` when no worker was free within ``wait`` seconds, or
+        :class:`WorkerDeadline` when the worker did not answer within ``deadline`` seconds
+        (it is then killed and replaced).
         """
-        with self.lease() as lease:
+        with self.lease(analyst) as lease:
             return lease.call(method, *args, **kwargs)
 
     @contextlib.contextmanager
-    def lease(self) -> Iterator[Lease]:
-        """Hold a free worker for the block (waiting at most ``wait`` s for one)."""
-        lease = Lease(self, self._acquire())
+    def lease(self, analyst: str | None = None) -> Iterator[Lease]:
+        """Hold a free worker for the block on behalf of ``analyst`` (waiting at most
+        ``wait`` s for their turn)."""
+        lease = Lease(self, self._acquire(analyst))
         try:
             yield lease
         finally:
-            if lease.worker is not None:
-                self._release(lease.worker)
+            # Given back even when the worker was lost at its deadline: the analyst no longer
+            # holds it (its replacement joins through _put).
+            self._release(analyst, lease.worker)
+
+    def waiting(self) -> int:
+        """How many callers wait for a worker now."""
+        return self._free.waiting()
 
     def _run(self, lease: Lease, method: str, args: Any, kwargs: Any) -> Any:
         if method not in self.METHODS:
@@ -352,43 +356,26 @@ class WorkerPool:
             return answer.value
         raise answer.value
 
-    def _acquire(self) -> _Worker:
+    def _acquire(self, analyst: str | None) -> _Worker:
         end = time.monotonic() + self.wait
         while True:
-            worker = self._take(end)
+            worker = self._free.take(analyst, end - time.monotonic())
+            if worker is None:
+                raise WorkerUnavailable(self.wait)
             if worker.process.poll() is None:
                 return worker
+            self._free.give_back(analyst, None)
             self._replace(worker)  # it died while idle: nothing ran on it
 
-    def _take(self, end: float) -> _Worker:
-        """An idle worker, or the first one freed after every caller that waited before us."""
-        with self._hand:
-            if self._idle:  # (then nobody is waiting)
-                return self._idle.pop()
-            waiter = _Waiter()
-            self._waiters.append(waiter)
-        waiter.lock.acquire(timeout=max(0.0, end - time.monotonic()))
-        with self._hand:
-            if waiter.worker is None:  # not handed one in time
-                self._waiters.remove(waiter)
-                raise WorkerUnavailable(self.wait)
-            return waiter.worker
-
     def _put(self, worker: _Worker) -> None:
-        """Hand ``worker`` to the oldest waiting caller, or make it idle."""
-        with self._hand:
-            if self._waiters:
-                waiter = self._waiters.popleft()
-                waiter.worker = worker
-                waiter.lock.release()
-            else:
-                self._idle.append(worker)
+        """A new worker: to the next waiting caller in fair order, or idle."""
+        self._free.add(worker)
 
-    def _release(self, worker: _Worker) -> None:
-        if self._closed:
+    def _release(self, analyst: str | None, worker: _Worker | None) -> None:
+        if worker is not None and self._closed:
             self._retire(worker)
-        else:
-            self._put(worker)
+            worker = None
+        self._free.give_back(analyst, worker)
 
     def pids(self) -> list[int]:
         """Process ids of the live workers (for tests and diagnostics)."""

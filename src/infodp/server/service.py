@@ -1,6 +1,6 @@
 """The state behind the service's routes: settings, per-thread curators, keys and limits.
 
->>> ServerSettings("store.duckdb").max_concurrent_per_key
+>>> ServerSettings("store.duckdb").max_concurrent_per_analyst
 1
 """
 
@@ -43,9 +43,11 @@ API_VERSION = "1.0.0"
 class ServerSettings:
     """How a service runs: the store, the limits and the (optional) admin token's hash.
 
-    ``rate`` requests per second per key with bursts of ``burst``, at most
-    ``max_concurrent_per_key`` CPU-heavy requests (queries, estimates, synopsis releases and
-    queries) in flight per key, each query interrupted after ``query_timeout`` seconds
+    Every per-client limit is per analyst, shared by all of their keys (an analyst holding
+    several keys gets one share, not one per key): ``rate`` requests per second per analyst
+    with bursts of ``burst``, at most ``max_concurrent_per_analyst`` CPU-heavy requests
+    (queries, estimates, synopsis releases and queries) in flight per analyst, each query
+    interrupted after ``query_timeout`` seconds
     (a constant error, the cost stays spent); bodies of at most
     ``max_body_bytes``. ``admin_token_sha256`` is the hex SHA-256 of the admin token (the
     token itself is never kept); None disables the admin routes. ``keep_open``: each worker
@@ -54,14 +56,15 @@ class ServerSettings:
     service runs then wait for it to stop, and are seen after a restart. ``workers``: how many
     worker processes run the CPU-heavy part of queries, estimates and synopsis queries
     (:mod:`infodp.server.pool`), so one analyst's heavy work does not hold the interpreter
-    lock the others need; 0 runs everything in the server process (the library default,
+    lock the others need, handed out fairly across analysts (no analyst holds them all while
+    another waits); 0 runs everything in the server process (the library default,
     ``infodp serve`` starts one per core, at least 2). ``spark_master`` and ``spark_conf``
     (``KEY=VALUE`` strings) configure the Spark session of datasets on the Spark backend, as
     ``Curator(db, spark_master=..., spark_conf=...)`` and ``infodp query`` do: they win over
     ``$INFODP_SPARK_MASTER`` and ``<db>.spark.toml``
-    (:func:`~infodp.curator.backends.spark.spark_settings`). ``max_in_flight_per_key``: at
-    most this many requests of one key, free ones included, are served at once; the others
-    wait in the event loop before their body is read (:mod:`infodp.server.gate`).
+    (:func:`~infodp.curator.backends.spark.spark_settings`). ``max_in_flight_per_analyst``:
+    at most this many requests of one analyst, free ones included, are served at once; the
+    others wait in the event loop before their body is read (:mod:`infodp.server.gate`).
     ``answer_time`` and ``spark_answer_time``: seconds per table a query reads (DuckDB and
     Spark datasets): each query's answer is released when its budget is spent, and a query
     that overruns it yields its default outcome (:mod:`infodp.server.timing`); 0 turns this
@@ -77,19 +80,19 @@ class ServerSettings:
     max_body_bytes: int = 64 * 1024
     admin_token_sha256: str | None = None
     keep_open: bool = True
-    max_concurrent_per_key: int = 1
+    max_concurrent_per_analyst: int = 1
     query_timeout: float = 30.0
     duckdb_threads: int | None = 1
     workers: int = 0
     spark_master: str | None = None
     spark_conf: tuple[str, ...] = ()
-    max_in_flight_per_key: int = 4
+    max_in_flight_per_analyst: int = 4
     answer_time: float = 0.0
     spark_answer_time: float = 30.0
 
 
 class Service:
-    """The state behind the routes: the curator(s), the key store and the rate limiters.
+    """The state behind the routes: the curator(s), the key store and the per-analyst limits.
 
     >>> import pathlib, tempfile
     >>> from infodp.curator import Curator
@@ -140,7 +143,7 @@ class Service:
             self.pool.wait_ready(self.pool.startup)
         self.keys = KeyStore(key_store_path(settings.db))
         self.limiter = RateLimiter(settings.rate, settings.burst)
-        self.slots = KeySlots(settings.max_concurrent_per_key)
+        self.slots = KeySlots(settings.max_concurrent_per_analyst)
         # Failed authentications are limited per client address, so keys cannot be guessed
         # at the full request rate.
         self.failures = RateLimiter(settings.rate, max(settings.burst, 20))
@@ -207,7 +210,9 @@ class Service:
         # would sit idle, and concurrent reservations would not share one group commit
         # (BENCHMARKS.md "server load").
         reserved = cur.reserve_for(analyst, request)
-        text = cur.finish_json(reserved, lambda: self.pool.call("release_json", reserved))
+        text = cur.finish_json(
+            reserved, lambda: self.pool.call("release_json", reserved, analyst=analyst)
+        )
         return Response(text.encode("utf-8"), media_type="application/json")
 
     async def answer_on_time(
@@ -246,7 +251,7 @@ class Service:
             left = max(0.001, release_at - time.monotonic())
             if self.pool is None:
                 return str(self.curator.release_json(reserved, left))
-            return str(self.pool.call("release_json", reserved, deadline=left))
+            return str(self.pool.call("release_json", reserved, deadline=left, analyst=analyst))
 
         try:
             text, _ = await released_on_time(
@@ -304,7 +309,7 @@ class Service:
             try:
                 if pool is None:
                     return cur.run_reserved(reserved, left)
-                return pool.call("run_reserved", reserved, deadline=left)
+                return pool.call("run_reserved", reserved, deadline=left, analyst=analyst)
             except StoreNotOpened:
                 raise
             except Exception as err:
@@ -328,14 +333,16 @@ class Service:
         budget, in a worker process when the service has them; nothing is spent."""
         if self.pool is None:
             return self.curator.estimate_for(analyst, request)  # type: ignore[no-any-return]
-        return self.pool.call("estimate_for", analyst, request)  # type: ignore[no-any-return]
+        return self.pool.call(  # type: ignore[no-any-return]
+            "estimate_for", analyst, request, analyst=analyst
+        )
 
-    def run(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """A free, CPU-heavy curator call (``query_synopsis``), in a worker
-        process when the service has them."""
+    def run(self, analyst: str, method: str, *args: Any, **kwargs: Any) -> Any:
+        """A free, CPU-heavy curator call (``query_synopsis``) on behalf of ``analyst``, in a
+        worker process (handed out fairly by analyst) when the service has them."""
         if self.pool is None:
             return getattr(self.curator, method)(*args, **kwargs)
-        return self.pool.call(method, *args, **kwargs)
+        return self.pool.call(method, *args, analyst=analyst, **kwargs)
 
     # -- authentication ------------------------------------------------------------------------
 
@@ -367,12 +374,13 @@ class Service:
         return ApiError(401, "unauthorized", message, headers={"WWW-Authenticate": "Bearer"})
 
     def rate_limited(self, wait: float) -> ApiError:
-        """The 429 of a key over its rate (``wait`` seconds until its next token)."""
+        """The 429 of an analyst over their rate (``wait`` seconds until their next token),
+        whichever of their keys asked."""
         return ApiError(
             429,
             "rate_limited",
             f"rate limit of {self.settings.rate:g} requests/s (burst {self.settings.burst}) "
-            "exceeded for this key; retry later",
+            "per analyst exceeded (shared by all of your keys); retry later",
             retry_after=retry_after_seconds(wait),
         )
 
@@ -382,9 +390,10 @@ class Service:
             raise self.rate_limited(wait)
 
     def analyst(self, request: Request) -> Identity:
-        """The analyst a request's bearer key belongs to (401 / 429 otherwise)."""
+        """The analyst a request's bearer key belongs to (401 / 429 otherwise); the rate
+        limit is the analyst's, shared by their keys."""
         identity = self.verify(request)
-        self._limit(identity.key_id)
+        self._limit(identity.limits)
         return identity
 
     async def identify(self, scope: Any) -> Identity:

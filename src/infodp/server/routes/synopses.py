@@ -84,7 +84,12 @@ def query_synopsis(
     answer = guard(
         "synopsis",
         lambda: svc.run(
-            "query_synopsis", name, body.sql, confidence=body.confidence, dataset=found[0]
+            who.analyst,
+            "query_synopsis",
+            name,
+            body.sql,
+            confidence=body.confidence,
+            dataset=found[0],
         ),
     )
     return json_response(answer)
