@@ -134,9 +134,10 @@ def _known_analyst(db: str, name: str) -> None:
 @click.option(
     "--spark-answer-time",
     type=float,
-    default=30.0,
+    default=15.0,
     show_default=True,
-    help="--answer-time for datasets on the Spark backend.",
+    help="--answer-time for datasets on the Spark backend (the first query also starts the "
+    "Spark session: size it for that, or expect that query's default outcome).",
 )
 @click.option(
     "--workers",

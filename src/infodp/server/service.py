@@ -88,7 +88,7 @@ class ServerSettings:
     spark_conf: tuple[str, ...] = ()
     max_in_flight_per_analyst: int = 4
     answer_time: float = 0.0
-    spark_answer_time: float = 30.0
+    spark_answer_time: float = 15.0
 
 
 class Service:
