@@ -167,16 +167,25 @@ def main(argv: list[str] | None = None) -> None:
     body = (
         "Two DP queries, each on its own store: the single-table `GROUP BY` of "
         "`benchmarks/curator.py` and the three-table join of `benchmarks/joins.py` (same "
-        "generators). Service path: a kept-open `Curator` in process against plain DuckDB, "
-        f"alternating, median of {args.reps} runs after a warm-up.\n\n"
-        + markdown_table(["figure", "value"], [[k, f"{v:.2f}"] for k, v in figures.items()])
-        + "\n\nOver HTTP: a real `infodp serve --workers 2` on loopback, one client, the "
-        "median latency of the same queries unpadded, with the default answer time (1 s "
-        f"per table a query reads) and with {args.tuned:g} s per table; *cost* is the padded "
-        "median minus the unpadded one; *overran* counts the answers released as default "
-        "outcomes (the budget was too short). No answer was released before its budget.\n\n"
-        + markdown_table(["query", "server", "median ms", "cost ms", "overran"], table)
+        "generators; sizes in the rows below). "
     )
+    if figures:
+        body += (
+            "Service path: a kept-open `Curator` in process against plain DuckDB, "
+            f"alternating, median of {args.reps} runs after a warm-up.\n\n"
+            + markdown_table(["figure", "value"], [[k, f"{v:.2f}"] for k, v in figures.items()])
+            + "\n\n"
+        )
+    if table:
+        body += (
+            "Over HTTP: a real `infodp serve --workers 2` on loopback, one client, the median "
+            "latency of the same queries unpadded, with the default answer time (1 s per table "
+            f"a query reads) and with {args.tuned:g} s per table; *cost* is the padded median "
+            "minus the unpadded one; *overran* counts the answers released as default "
+            "outcomes after the warm-up (the budget was too short). No answer was released "
+            "before its budget.\n\n"
+            + markdown_table(["query", "server", "median ms", "cost ms", "overran"], table)
+        )
     command = "PYTHONPATH=$PWD/src python3 -m benchmarks.answer_time " + " ".join(
         argv if argv is not None else sys.argv[1:]
     )
