@@ -67,6 +67,11 @@ def cur(tmp_path_factory: pytest.TempPathFactory) -> Curator:
     return c
 
 
+def _name(value: object) -> str:
+    """A stable test id (a function's name; never its address, which differs per process)."""
+    return str(getattr(value, "__name__", value))
+
+
 def _in(n: int, shift: int, where: str) -> str:
     values = ", ".join(str((i * 7 + shift) % 5000) for i in range(n))
     return f"SELECT COUNT(*) FROM {where} WHERE age IN ({values})"
@@ -97,7 +102,7 @@ def _timed(call: Callable[[], object]) -> float:
 
 @pytest.mark.parametrize("where", sorted(FROMS))
 @pytest.mark.parametrize(
-    ("make", "n"), [(_in, 1000), (_case, 250), (_and, 1000), (_or, 1000)], ids=str
+    ("make", "n"), [(_in, 1000), (_case, 250), (_and, 1000), (_or, 1000)], ids=_name
 )
 def test_long_queries_are_estimated_and_answered_within_a_second(
     cur: Curator, where: str, make: Callable[[int, int, str], str], n: int
@@ -133,7 +138,7 @@ def _best(cur: Curator, make: Callable[[int, int, str], str], n: int, where: str
 
 
 @pytest.mark.parametrize(
-    ("make", "n"), [(_in, 500), (_in, 1000), (_or, 400), (_case, 200)], ids=str
+    ("make", "n"), [(_in, 500), (_in, 1000), (_or, 400), (_case, 200)], ids=_name
 )
 def test_planning_time_grows_linearly(
     cur: Curator, make: Callable[[int, int, str], str], n: int
