@@ -39,6 +39,7 @@ __all__ = [
     "number_shape",
     "parse_exact",
     "parse_ratio",
+    "split_share",
 ]
 
 #: Longest number text accepted (digits, sign, point and exponent together).
@@ -224,3 +225,39 @@ def float_down(x: Fraction) -> float:
     except OverflowError:
         return sys.float_info.max if x > 0 else -math.inf
     return f if Fraction(f) <= x else math.nextafter(f, -math.inf)
+
+
+def split_share(whole: Fraction, parts: int) -> Fraction:
+    """The share of each of ``parts`` equal parts of a non-negative budget ``whole``: a float
+    (an exact dyadic fraction) whose ``parts`` copies sum, exactly and in floats, to at most
+    ``whole``.
+
+    A share of ε or δ reaches the mechanisms and their privacy profiles as a float; an exact
+    share such as 1/3 would be rounded up there, and three of them then add to more than the
+    whole. A float share is carried through every later rounding unchanged (Δ/scale ≤ share
+    rounds up to at most the share), so the parts never exceed what the query is charged.
+
+    >>> s = split_share(Fraction(1), 3)
+    >>> s == Fraction(float(s)), 3 * s <= 1, sum([float(s)] * 3) <= 1
+    (True, True, True)
+    >>> split_share(Fraction(1, 2), 2), split_share(Fraction(0), 5)
+    (Fraction(1, 4), Fraction(0, 1))
+    """
+    if parts < 1 or whole < 0:
+        raise ParameterError("parts", parts, "a positive number of parts of a budget >= 0")
+    share = float_down(whole / parts)
+    while share > 0 and not _sums_within([share] * parts, whole):
+        share = math.nextafter(share, 0.0)
+    return Fraction(share)
+
+
+def _sums_within(values: list[float], whole: Fraction) -> bool:
+    """Whether ``values`` add to at most ``whole`` exactly, left to right and correctly rounded."""
+    running = 0.0
+    for v in values:
+        running += v
+    return (
+        sum(map(Fraction, values), Fraction(0)) <= whole
+        and Fraction(running) <= whole
+        and Fraction(math.fsum(values)) <= whole
+    )

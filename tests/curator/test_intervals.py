@@ -159,3 +159,14 @@ def test_no_count_means_the_whole_range() -> None:
         0.0,
         2 * 60.0**2,
     ]
+
+
+def test_an_empty_confidence_set_gives_the_whole_range_not_a_point() -> None:
+    from infodp.curator.intervals import mean_interval
+    from infodp.mechanisms import DiscreteLaplaceMechanism
+
+    m = DiscreteLaplaceMechanism(20.0)
+    # a noisy sum far outside what any mean in [-1, 1] over a count of 1 could explain
+    for s in (-10_000, 10_000):
+        lo, hi = mean_interval(s, 1, m, m, -1.0, 1.0, 0.05)
+        assert hi > lo

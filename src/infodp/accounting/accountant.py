@@ -876,9 +876,12 @@ def _declared(profile: PrivacyProfile, epsilon: Any, delta: Any) -> Declared:
         return None
     eps = exact_amount("epsilon", epsilon)
     dlt = exact_amount("delta", delta, probability=True)
+    exact = profile.exact_guarantee()
     # The profile's float bounds may exceed the exact calibration by rounding only.
     tol = 1 + 1e-9
-    if isinstance(profile, ApproximateDPProfile):  # an (ε, δ) guarantee: compare it directly
+    if exact is not None and exact[0] <= eps and exact[1] <= dlt:
+        ok = True  # the parts' exact (ε, δ) add to at most the declaration (Thm 3.16)
+    elif isinstance(profile, ApproximateDPProfile):  # an (ε, δ) guarantee: compare it directly
         ok = profile.eps <= _up(eps) * tol and profile.delta_ <= _up(dlt) * tol
     elif dlt == 0:
         ok = profile.pure_epsilon() <= _up(eps) * tol

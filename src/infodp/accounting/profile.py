@@ -222,6 +222,23 @@ class PrivacyProfile(abc.ABC):
         pure = self.pure_epsilon()
         return (pure, 0.0) if math.isfinite(pure) else None
 
+    def exact_guarantee(self) -> tuple[Fraction, Fraction] | None:
+        """An (ε, δ) pair this profile satisfies, as exact fractions (None: none known).
+
+        :meth:`approx_guarantee` rounds each part up to a float; this keeps what is exact
+        (the ε = Δ/scale of a Laplace mechanism, the sums of a composition's parts), so a
+        composition of parts calibrated to shares that add to ε is seen to meet ε itself.
+
+        >>> p = compose(*[laplace_profile(3.0)] * 3)
+        >>> p.approx_guarantee()[0] > 1, p.exact_guarantee()
+        (True, (Fraction(1, 1), Fraction(0, 1)))
+        """
+        return self._exact_guarantee()
+
+    def _exact_guarantee(self) -> tuple[Fraction, Fraction] | None:
+        g = self.approx_guarantee()  # floats that are upper bounds: their exact values
+        return None if g is None else (Fraction(g[0]), Fraction(g[1]))
+
     @overload
     def rdp(self, alpha: float) -> float: ...
 
@@ -481,6 +498,12 @@ class LaplaceProfile(_NoiseProfile):
     def _pure_epsilon(self) -> float:
         return _div_up(self.sensitivity, self.scale)
 
+    def _exact_guarantee(self) -> tuple[Fraction, Fraction] | None:
+        # ε = Δ/scale exactly (both are floats, so exact rationals).
+        if not (0 < self.scale < math.inf and math.isfinite(self.sensitivity)):
+            return super()._exact_guarantee()
+        return Fraction(self.sensitivity) / Fraction(self.scale), Fraction(0)
+
     def _kl(self) -> float:
         return float(_rdp.laplace_rdp(self.scale / self.sensitivity, 1.0))
 
@@ -531,6 +554,12 @@ class DiscreteLaplaceProfile(_NoiseProfile):
 
     def _pure_epsilon(self) -> float:
         return _div_up(self.sensitivity, self.scale)
+
+    def _exact_guarantee(self) -> tuple[Fraction, Fraction] | None:
+        # ε = Δ/scale exactly (both are floats, so exact rationals).
+        if not (0 < self.scale < math.inf and math.isfinite(self.sensitivity)):
+            return super()._exact_guarantee()
+        return Fraction(self.sensitivity) / Fraction(self.scale), Fraction(0)
 
     def _kl(self) -> float:
         return _rdp.discrete_laplace_kl(self.scale, self.sensitivity)
@@ -831,6 +860,16 @@ class ComposedProfile(PrivacyProfile):
         eps = sum((k * Fraction(g[0]) for g, k in pairs if g is not None), Fraction(0))
         dlt = sum((k * Fraction(g[1]) for g, k in pairs if g is not None), Fraction(0))
         return _up(eps), min(1.0, _up(dlt))
+
+    def _exact_guarantee(self) -> tuple[Fraction, Fraction] | None:
+        # Dwork & Roth 2014, Theorem 3.16, on the parts' exact pairs: no rounding at all.
+        eps, dlt = Fraction(0), Fraction(0)
+        for p, k in self.parts:
+            g = p.exact_guarantee()
+            if g is None:
+                return None
+            eps, dlt = eps + k * g[0], dlt + k * g[1]
+        return eps, min(Fraction(1), dlt)
 
     def _kl(self) -> float:
         return float(sum(k * p.rdp(1.0) for p, k in self.parts))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from infodp._exact import float_down, float_up, parse_exact
+from infodp._exact import float_down, float_up, parse_exact, split_share
 from infodp.curator.plan import Measurement, MeasurementKind, QueryPlan, measurements
 from infodp.curator.rules import measure_for
 from infodp.curator.schema import DatasetSchema
@@ -298,6 +298,10 @@ def plan_cost(
 ) -> QueryCost:
     """Split ε over the plan's measurements and bound the information released.
 
+    Each measurement gets an equal float share of ε (and of δ with Gaussian noise), rounded
+    down so that the shares add to at most the query's (ε, δ), exactly and in floats
+    (:func:`infodp._exact.split_share`); the query is charged its whole (ε, δ).
+
     ``rows`` is the declared public bound on the row count (:attr:`DatasetSchema.row_bound`),
     never the measured count: the cost must be the same on neighbouring tables. Without one,
     counts and sums release an unbounded amount of information about the whole table (inf).
@@ -320,8 +324,10 @@ def plan_cost(
     additive = [x for x in ms if measure_for(x).additive]
     gaussian = noise == Noise.GAUSSIAN and bool(additive)
     _check_noise(plan, gaussian, delta)
-    share = epsilon / len(ms)
-    delta_share = delta / len(additive) if gaussian else Fraction(0)
+    # Float shares whose sum never exceeds the query's exact (ε, δ): the mechanisms and the
+    # profile the ledger checks against that (ε, δ) see each share unrounded.
+    share = split_share(epsilon, len(ms))
+    delta_share = split_share(delta, len(additive)) if gaussian else Fraction(0)
     parts = tuple(_part(meas, schema, share, delta_share if gaussian else None) for meas in ms)
     cells = _cells(plan)
     if plan.needs_partition_selection:

@@ -151,9 +151,10 @@ def mean_interval(
     for _ in range(_MAX_STEPS):
         b = bound(lo, hi)
         new_lo, new_hi = max(lo, centre - b / c), min(hi, centre + b / c)
-        if new_lo > new_hi:  # the confidence set is empty (probability ≤ β): the estimate
-            point = min(high, max(low, centre))
-            return point, point
+        if new_lo > new_hi:
+            # No μ passes the test (probability ≤ β): nothing is learnt about μ from this
+            # release, so the whole declared range, never a point that claims certainty.
+            return low, high
         settled = (hi - lo) - (new_hi - new_lo) <= _SETTLED * (new_hi - new_lo)
         lo, hi = new_lo, new_hi
         if settled:
