@@ -331,6 +331,18 @@ class DuckDBBackend:
         con.execute("CREATE TEMP VIEW __source AS SELECT * FROM " + _relation_sql(rel))
         return con.table("__source")
 
+    def has_table(self, name: str) -> bool:
+        """Whether the store holds a table ``name`` (case-insensitively, as SQL names it)."""
+        con = self.connect(read_only=False)
+        try:
+            row = con.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE lower(table_name) = lower(?)",
+                [name],
+            ).fetchone()
+        finally:
+            con.close()
+        return row != (0,)
+
     def drop(self, name: str) -> None:
         """Remove a table (used when a registration fails after the copy)."""
         con = self.connect(read_only=False)

@@ -1,0 +1,114 @@
+"""Registration never harms what is already registered, and is atomic: stored names that would
+take another dataset's table are refused before anything is made, a refused or failed
+registration removes only what it made, and a registration killed at any moment leaves the
+ledger, the store's catalogue and its tables agreeing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from tests.curator.test_populations import CLINIC, clinic_frames
+
+from infodp.cli import main
+from infodp.curator.engine import Curator
+from infodp.curator.schema import stored_name
+from infodp.errors import ParameterError
+
+VISITS = {
+    "table": "v",
+    "privacy_unit": "row",
+    "columns": {"cost": {"type": "float", "bounds": [0, 9]}},
+}
+ONE_TABLE = {"visits": {"columns": {"person_id": {"type": "text"}}}}
+SMALL_POPULATION = {"privacy_unit": "person_id", "tables": ONE_TABLE}
+
+
+def _visits_count(cur: Curator, table: str) -> int:
+    """COUNT(*) of a registered table, answered through the DP path (charged to analyst a)."""
+    result = cur.query("a", f"SELECT COUNT(*) FROM {table}", epsilon="0.25")
+    assert len(result.rows) == 1  # an answer, not a failure
+    return int(cur.exact_aggregates(f"SELECT COUNT(*) FROM {table}").values[()][0])
+
+
+def test_a_dataset_named_like_a_population_table_is_refused_and_harms_nothing(
+    tmp_path: Path,
+) -> None:
+    cur = Curator(tmp_path / "s.duckdb")
+    cur.register_dataset("clinic", clinic_frames(), CLINIC)
+    cur.add_analyst("a", "clinic", epsilon=10)
+    with pytest.raises(ParameterError, match=r"clinic__visits .*dataset clinic"):
+        cur.register_dataset("clinic__visits", pd.DataFrame({"cost": [1.0, 2.0]}), VISITS)
+    assert _visits_count(cur, "clinic.visits") == len(clinic_frames()["visits"])
+    assert [d.name for d in cur.ledger.datasets()] == ["clinic"]
+
+
+def test_a_population_whose_table_would_take_a_dataset_name_is_refused(tmp_path: Path) -> None:
+    cur = Curator(tmp_path / "s.duckdb")
+    cur.register_dataset("clinic__visits", pd.DataFrame({"cost": [1.0, 2.0, 3.0]}), VISITS)
+    cur.add_analyst("a", "clinic__visits", epsilon=10)
+    frames = {"visits": clinic_frames()["visits"][["person_id"]]}
+    with pytest.raises(ParameterError, match=r"clinic__visits .*dataset clinic__visits"):
+        cur.register_dataset("clinic", frames, SMALL_POPULATION)
+    assert _visits_count(cur, "clinic__visits") == 3
+    assert [d.name for d in cur.ledger.datasets()] == ["clinic__visits"]
+
+
+def test_a_name_of_the_stores_own_tables_is_refused_and_they_stay(tmp_path: Path) -> None:
+    cur = Curator(tmp_path / "s.duckdb")
+    cur.register_dataset("t", pd.DataFrame({"cost": [1.0]}), VISITS)
+    with pytest.raises(ParameterError, match="_infodp_datasets"):
+        cur.register_dataset("_infodp_datasets", pd.DataFrame({"cost": [2.0]}), VISITS)
+    cur.close()
+    again = Curator(tmp_path / "s.duckdb")
+    again.add_analyst("a", "t", epsilon=1)
+    assert _visits_count(again, "t") == 1
+
+
+def test_a_failed_registration_removes_only_its_own_tables(tmp_path: Path) -> None:
+    cur = Curator(tmp_path / "s.duckdb")
+    cur.register_dataset("clinic", clinic_frames(), CLINIC)
+    frames = clinic_frames(seed=3)
+    frames["visits"]["cost"] = None  # refused after the people were copied
+    with pytest.raises(ParameterError, match="cost"):
+        cur.register_dataset("trial", frames, CLINIC)
+    con = cur.backend.connect(read_only=True)
+    try:
+        rows = con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+        names = {r[0] for r in rows}
+    finally:
+        con.close()
+    assert {stored_name("clinic", t) for t in ("people", "visits", "regions")} <= names
+    assert not [n for n in names if n.startswith(("trial", "_infodp_new_"))]
+    cur.register_dataset("trial", clinic_frames(seed=3), CLINIC)  # the name is free
+
+
+@pytest.mark.parametrize("population_first", [True, False])
+def test_the_cli_refuses_a_colliding_name_and_the_earlier_dataset_still_answers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], population_first: bool
+) -> None:
+    db = str(tmp_path / "s.duckdb")
+    (tmp_path / "clinic.yaml").write_text(json.dumps(SMALL_POPULATION))
+    (tmp_path / "visits.yaml").write_text(json.dumps(VISITS))
+    clinic_frames()["visits"][["person_id"]].to_csv(tmp_path / "people.csv", index=False)
+    pd.DataFrame({"cost": [1.0, 2.0, 3.0]}).to_csv(tmp_path / "costs.csv", index=False)
+    population = ["--name", "clinic", "--schema", str(tmp_path / "clinic.yaml")]
+    population += ["--source", f"visits={tmp_path / 'people.csv'}"]
+    single = ["--name", "clinic__visits", "--schema", str(tmp_path / "visits.yaml")]
+    single += ["--source", str(tmp_path / "costs.csv")]
+    first, second = (population, single) if population_first else (single, population)
+    assert main(["dataset", "register", "--db", db, *first]) == 0
+    capsys.readouterr()
+    table = "clinic.visits" if population_first else "clinic__visits"
+    before = Curator(db)
+    expected = before.exact_aggregates(f"SELECT COUNT(*) FROM {table}").values[()][0]
+    before.close()
+    assert main(["dataset", "register", "--db", db, *second]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "clinic__visits" in err
+    cur = Curator(db)
+    dataset = "clinic" if population_first else "clinic__visits"
+    cur.add_analyst("a", dataset, epsilon=1)
+    assert _visits_count(cur, table) == expected
