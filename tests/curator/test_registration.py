@@ -6,8 +6,15 @@ ledger, the store's catalogue and its tables agreeing."""
 from __future__ import annotations
 
 import json
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from tests.curator.test_populations import CLINIC, clinic_frames
@@ -15,6 +22,7 @@ from tests.curator.test_populations import CLINIC, clinic_frames
 from infodp.cli import main
 from infodp.curator.engine import Curator
 from infodp.curator.schema import stored_name
+from infodp.curator.store import NEW_TABLE_PREFIX, catalogue, store_tables, sweep_registrations
 from infodp.errors import ParameterError
 
 VISITS = {
@@ -112,3 +120,100 @@ def test_the_cli_refuses_a_colliding_name_and_the_earlier_dataset_still_answers(
     dataset = "clinic" if population_first else "clinic__visits"
     cur.add_analyst("a", dataset, epsilon=1)
     assert _visits_count(cur, table) == expected
+
+
+# -- killed at any moment -----------------------------------------------------------------------
+
+KILLED = {
+    "table": "big",
+    "privacy_unit": "pid",
+    "max_rows_per_unit": 3,
+    "columns": {"pid": {"type": "text"}, "x": {"type": "float", "bounds": [0, 100]}},
+}
+
+REGISTER = textwrap.dedent(
+    """
+    import sys, json
+    from infodp.curator.engine import Curator
+    cur = Curator(sys.argv[1])
+    cur.register_dataset("big", sys.argv[2], json.loads(sys.argv[3]))
+    print("REGISTERED")
+    """
+)
+
+
+def _register_in_child(db: Path, source: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", REGISTER, str(db), str(source), json.dumps(KILLED)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _agreement(db: Path) -> set[str]:
+    """The datasets the ledger, the store's catalogue and its tables all hold (asserting that
+    they agree and no temporary table is left); after a sweep."""
+    cur = Curator(db)
+    try:
+        sweep_registrations(cur.backend, cur.ledger)
+        in_ledger = {d.name for d in cur.ledger.datasets()}
+        con = cur.backend.connect(read_only=True)
+        try:
+            records = catalogue(cur.backend, con)
+            tables = set(store_tables(con))
+        finally:
+            con.close()
+        assert not [n for n, m in records.items() if "pending" in m]
+        assert set(records) == in_ledger
+        assert not [t for t in tables if t.startswith(NEW_TABLE_PREFIX)]
+        assert tables - {"_infodp_store", "_infodp_datasets"} == in_ledger
+        return in_ledger
+    finally:
+        cur.close()
+
+
+@pytest.mark.slow
+def test_a_registration_killed_at_any_moment_leaves_the_store_agreeing(tmp_path: Path) -> None:
+    n = 600_000
+    rng = np.random.default_rng(0)
+    source = tmp_path / "big.parquet"
+    pd.DataFrame(
+        {"pid": [f"p{i}" for i in rng.integers(0, n // 2, n)], "x": rng.uniform(0, 100, n)}
+    ).to_parquet(source)
+    small = pd.DataFrame({"cost": [1.0, 2.0, 3.0]})
+    # How long a whole registration takes in a child (start-up included): the kills fall in it.
+    timed = tmp_path / "timed" / "s.duckdb"
+    timed.parent.mkdir()
+    Curator(timed).register_dataset("small", small, VISITS)
+    start = time.monotonic()
+    child = _register_in_child(timed, source)
+    out, err = child.communicate(timeout=300)
+    assert "REGISTERED" in out, err
+    took = time.monotonic() - start
+    delays = sorted(random.Random(1).uniform(0.3 * took, 1.05 * took) for _ in range(10))
+    outcomes = []
+    for i, delay in enumerate(delays):
+        db = tmp_path / f"k{i}" / "s.duckdb"
+        db.parent.mkdir()
+        Curator(db).register_dataset("small", small, VISITS)
+        child = _register_in_child(db, source)
+        time.sleep(delay)
+        child.send_signal(signal.SIGKILL)
+        child.communicate(timeout=60)
+        registered = _agreement(db)
+        assert "small" in registered
+        outcomes.append("big" in registered)
+        cur = Curator(db)
+        if "big" not in registered:
+            cur.register_dataset("big", source, KILLED)  # a retry succeeds
+        else:
+            with pytest.raises(ParameterError, match="not registered yet"):
+                cur.register_dataset("big", source, KILLED)
+        cur.add_analyst("a", "big", epsilon=1)
+        cur.add_analyst("b", "small", epsilon=1)
+        assert len(cur.query("a", "SELECT COUNT(*) FROM big", epsilon="0.25").rows) == 1
+        assert len(cur.query("b", "SELECT COUNT(*) FROM small", epsilon="0.25").rows) == 1
+        cur.close()
+        assert _agreement(db) == {"small", "big"}
+    assert False in outcomes  # some kills fell inside the registration
