@@ -21,7 +21,7 @@ from tests.curator.test_populations import CLINIC, clinic_frames
 
 from infodp.cli import main
 from infodp.curator.engine import Curator
-from infodp.curator.schema import stored_name
+from infodp.curator.schema import load_schema, stored_name
 from infodp.curator.store import NEW_TABLE_PREFIX, catalogue, store_tables, sweep_registrations
 from infodp.errors import ParameterError
 
@@ -217,3 +217,61 @@ def test_a_registration_killed_at_any_moment_leaves_the_store_agreeing(tmp_path:
         cur.close()
         assert _agreement(db) == {"small", "big"}
     assert False in outcomes  # some kills fell inside the registration
+
+
+# -- malformed sources and schemas ----------------------------------------------------------------
+
+SECRET = "s3cr3t-value"
+
+
+def _malformed(tmp_path: Path, kind: str) -> Path:
+    path = tmp_path / ("src.parquet" if kind == "truncated" else "src.csv")
+    if kind == "truncated":
+        pd.DataFrame({"cost": [1.0] * 1000}).to_parquet(path)
+        path.write_bytes(path.read_bytes()[:300])
+    elif kind == "undecodable":
+        path.write_bytes(b"cost\n1.0\n\xff\xfe" + SECRET.encode() + b"\n")
+    elif kind == "missing":
+        pass
+    return path
+
+
+@pytest.mark.parametrize("kind", ["truncated", "undecodable", "missing"])
+def test_a_malformed_source_is_one_line_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    source = _malformed(tmp_path, kind)
+    (tmp_path / "v.json").write_text(json.dumps(VISITS))
+    db = str(tmp_path / "s.duckdb")
+    args = ["dataset", "register", "--db", db, "--name", "v", "--schema"]
+    assert main([*args, str(tmp_path / "v.json"), "--source", str(source)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"got {str(source)[:30]!r}"[:-1] in err and "source must be" in err and SECRET not in err
+
+
+def test_the_demo_refuses_a_file_that_is_not_a_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = tmp_path / "passwd"
+    other.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    assert main(["demo", "--db", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--db must be" in err and str(other) in err
+    assert "root:x" not in err and other.read_text().startswith("root:x")
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        (
+            "privacy_unit: p\ntables:\n  visits: {columns: {p: {type: text}}}\n"
+            "  visits: {columns: {p: {type: int}}}\n",
+            "visits",
+        ),
+        ("table: t\nprivacy_unit: row\ncolumns:\n  x: {type: int}\n  x: {type: text}\n", "x"),
+    ],
+)
+def test_a_key_given_twice_in_a_schema_is_refused_naming_it(text: str, key: str) -> None:
+    with pytest.raises(ParameterError, match=f"each key once.*got '{key}'"):
+        load_schema(text)
