@@ -275,3 +275,13 @@ def test_the_demo_refuses_a_file_that_is_not_a_store(
 def test_a_key_given_twice_in_a_schema_is_refused_naming_it(text: str, key: str) -> None:
     with pytest.raises(ParameterError, match=f"each key once.*got '{key}'"):
         load_schema(text)
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf")])
+def test_a_non_finite_public_value_is_refused_naming_its_column(tmp_path: Path, bad: float) -> None:
+    frames = clinic_frames()
+    frames["regions"].loc[0, "weight"] = bad
+    cur = Curator(tmp_path / "s.duckdb")
+    with pytest.raises(ParameterError, match=r"'weight' of public table 'regions'"):
+        cur.register_dataset("clinic", frames, CLINIC)
+    cur.register_dataset("clinic", clinic_frames(), CLINIC)  # nothing was left behind
