@@ -141,6 +141,9 @@ def demo(db_path: Path, rows: int, as_json: bool) -> None:
 
     if not db_path.parent.is_dir():
         raise ParameterError("--db", str(db_path), "a file in an existing directory")
+    if db_path.exists() and not _is_duckdb(db_path):
+        # Never opened as a store: nothing of the file is read but its header.
+        raise ParameterError("--db", str(db_path), "a new file or a store an earlier demo made")
     started = time.perf_counter()
     console = output_console()
     payload: dict[str, Any] = {
@@ -152,6 +155,15 @@ def demo(db_path: Path, rows: int, as_json: bool) -> None:
     payload["curator"] = run_demo(db_path, as_json=as_json, console=console, rows=rows)
     payload["seconds"] = time.perf_counter() - started
     emit(payload, as_json, lambda _p: None)
+
+
+def _is_duckdb(path: Path) -> bool:
+    """Whether ``path`` is a DuckDB database file (its header's magic bytes)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(12)[8:12] == b"DUCK"
+    except OSError:
+        return False
 
 
 COMMANDS: list[click.Command] = [demo]

@@ -11,9 +11,13 @@ in the store's catalogue. Any failure after the copy removes it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
+import json
 import math
+import os
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -29,7 +33,16 @@ from infodp.curator.cost import as_budget_fraction
 from infodp.curator.ledger import Ledger
 from infodp.curator.schema import DatasetSchema, SchemaSource, load_schema, stored_name
 from infodp.curator.shared_budgets import owner_note, registration_sharing
-from infodp.curator.store import fingerprint, private_files, record_dataset
+from infodp.curator.store import (
+    NEW_TABLE_PREFIX,
+    commit_tables,
+    fingerprint,
+    forget_tables,
+    private_files,
+    record_dataset,
+    store_tables,
+    sweep_registrations,
+)
 from infodp.errors import ParameterError
 
 __all__ = [
@@ -40,7 +53,9 @@ __all__ = [
     "copy_population",
     "parse_caps",
     "population_sources",
+    "refuse_taken_names",
     "register_dataset",
+    "stored_tables",
 ]
 
 
@@ -120,21 +135,43 @@ def register_dataset(
     tables to that table's source (:func:`copy_population`).
     """
     spark = engine is not store
-    copied = Copied(schema, 0, True, [name])
+    sweep_registrations(store, ledger)
+    refuse_taken_names(ledger, store, name, schema)
+    where: dict[str, Any] = {}
+    # The DuckDB copies are made under names no one else uses (never a name that existed
+    # before), so that a failure removes only what this registration made; they take their
+    # stored names, with the catalogue record, in one transaction (store.commit_tables).
+    temporary = f"{NEW_TABLE_PREFIX}{os.getpid()}_{secrets.token_hex(6)}_"
+    copied = Copied(schema, 0, True, [], [])
+    committed = False
     try:
         with private_files():
             if schema.is_population:
-                copied = copy_population(store, engine, name, source, schema, bounded_path)
+                copied = copy_population(
+                    store, engine, name, source, schema, bounded_path, temporary=temporary
+                )
             elif spark:
+                copied.tables.append(name)  # the Spark backend drops only a copy it wrote
                 rows, unit_ok = engine.register(name, source, schema, bounded_path=bounded_path)
-                copied = Copied(schema, rows, unit_ok, [name])
+                copied = Copied(schema, rows, unit_ok, [name], [name])
             else:
-                rows, unit_ok = engine.register(name, source, schema)
-                copied = Copied(schema, rows, unit_ok, [name])
+                copied.tables.append(temporary + "0")
+                rows, unit_ok = engine.register(temporary + "0", source, schema)
+                copied = Copied(schema, rows, unit_ok, [temporary + "0"], [name])
         schema = copied.schema
         rows, unit_ok = copied.rows, copied.unit_ok
         if not schema.is_population:
             _check_public_facts(schema, rows)
+        if spark:
+            where = {"backend": "spark", "bounded_path": engine.bounded_path(name)}
+            if any(m.public for m in schema.members):
+                # Public tables' sizes are public: Spark broadcasts them where they are joined.
+                where["public_tables"] = [
+                    stored_name(name, m.table) for m in schema.members if m.public
+                ]
+        renames = [] if spark else list(zip(copied.tables, copied.stored, strict=True))
+        commit_tables(store, name, renames, where)
+        committed = True
         fp = content_fingerprint(store, engine, name, schema)
         shown_source = _shown_source(source)
         copy = engine.bounded_path(name) if spark else None
@@ -153,15 +190,14 @@ def register_dataset(
         )
     except BaseException:
         with private_files():
-            for table in copied.tables:
-                engine.drop(table)
+            if spark:
+                for table in copied.tables:
+                    engine.drop(table)
+            if committed:
+                forget_tables(store, name, [] if spark else copied.stored)
+            elif not spark:
+                forget_tables(store, None, copied.tables)
         raise
-    where: dict[str, Any] = (
-        {"backend": "spark", "bounded_path": engine.bounded_path(name)} if spark else {}
-    )
-    if spark and any(m.public for m in schema.members):
-        # Public tables' sizes are public: Spark broadcasts them where they are joined.
-        where["public_tables"] = [stored_name(name, m.table) for m in schema.members if m.public]
     exact = {
         "max_epsilon": None if caps.max_epsilon is None else str(caps.max_epsilon),
         "max_delta": None if caps.max_delta is None else str(caps.max_delta),
@@ -200,12 +236,62 @@ def register_dataset(
 @dataclass(slots=True)
 class Copied:
     """What a registration copied: the schema (a population's public facts filled in), the
-    private row count, whether every unit is within its row limit, the stored tables."""
+    private row count, whether every unit is within its row limit, the tables made."""
 
     schema: DatasetSchema
     rows: int
     unit_ok: bool
+    #: The tables made (under their temporary names, if any), and the stored name of each.
     tables: list[str]
+    stored: list[str]
+
+
+def stored_tables(name: str, schema: DatasetSchema) -> list[str]:
+    """The tables dataset ``name`` is stored as: itself, or a population's ``name__table``.
+
+    >>> from infodp.curator.schema import load_schema
+    >>> stored_tables("clinic", load_schema({"privacy_unit": "pid", "tables": {
+    ...     "visits": {"columns": {"pid": {"type": "text"}}}}}))
+    ['clinic__visits']
+    """
+    if schema.is_population:
+        return [stored_name(name, m.table) for m in schema.members]
+    return [name]
+
+
+def refuse_taken_names(
+    ledger: Ledger, store: DuckDBBackend, name: str, schema: DatasetSchema
+) -> None:
+    """Refuse, before anything is made, a dataset one of whose stored tables would take the
+    name of a table already in the store or of another dataset's table (a dataset named
+    ``clinic__visits`` and population ``clinic``'s table ``visits``), naming it.
+
+    >>> import tempfile, os
+    >>> from infodp.curator.engine import Curator
+    >>> from infodp.curator.schema import load_schema
+    >>> cur = Curator(os.path.join(tempfile.mkdtemp(), "s.duckdb"))
+    >>> refuse_taken_names(cur.ledger, cur.backend, "_infodp_store", load_schema(
+    ...     {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int"}}}))
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: name must be a dataset name whose stored table _infodp_store is not taken (a table already in the store); got '_infodp_store'.
+    """  # noqa: E501
+    taken: dict[str, str] = {}
+    if str(store.path) == ":memory:" or store.path.exists():
+        with contextlib.closing(store.connect(read_only=True)) as con:
+            taken.update({t.lower(): "a table already in the store" for t in store_tables(con)})
+    for record in ledger.datasets():
+        declared = DatasetSchema.from_dict(json.loads(record.schema_json))
+        for table in stored_tables(record.name, declared):
+            taken[table.lower()] = f"a table of dataset {record.name}"
+    for table in stored_tables(name, schema):
+        if table.lower().startswith("_infodp"):
+            taken.setdefault(table.lower(), "the store's own tables start with _infodp")
+        owner = taken.get(table.lower())
+        if owner is not None:
+            raise ParameterError(
+                "name", name, f"a dataset name whose stored table {table} is not taken ({owner})"
+            )
 
 
 def _shown_source(source: Any) -> str:
@@ -250,9 +336,14 @@ def copy_population(
     source: Any,
     schema: DatasetSchema,
     bounded_path: str | Path | None,
+    *,
+    temporary: str | None = None,
 ) -> Copied:
     """Copy every table of a population (each private table bounded as a single table is,
     each public table as it is with its public facts), stored as ``name__table``.
+
+    ``temporary``: on DuckDB, table ``i`` is made as ``temporary + str(i)`` instead (a
+    registration renames them when all are made); a failure drops only the tables made here.
 
     The row count shown to the owner is the private tables' total; the declared public facts
     of each private table are checked against its own count.
@@ -262,13 +353,17 @@ def copy_population(
         filled, rows, made = engine.register_population(
             name, sources, schema, bounded_path=bounded_path
         )
-        return Copied(filled, rows, True, made)
-    copied = Copied(schema, 0, True, [])
+        return Copied(filled, rows, True, made, list(made))
+    copied = Copied(schema, 0, True, [], [])
     members = []
     try:
-        for member in schema.members:
-            table = stored_name(name, member.table)
+        for i, member in enumerate(schema.members):
+            final = stored_name(name, member.table)
+            table = final if temporary is None else f"{temporary}{i}"
+            if store.has_table(table):  # never drop a table that existed before
+                raise ParameterError("name", name, f"a name whose table {final} is not taken")
             copied.tables.append(table)
+            copied.stored.append(final)
             if member.public:
                 members.append(store.register_public(table, sources[member.table], member))
                 continue
@@ -278,7 +373,7 @@ def copy_population(
             copied.unit_ok = copied.unit_ok and unit_ok
             members.append(member)
     except BaseException:
-        for table in copied.tables:  # a table that failed was never made: dropped if exists
+        for table in copied.tables:  # made here (checked absent just before): dropped if made
             store.drop(table)
         raise
     copied.schema = dataclasses.replace(schema, members=tuple(members))

@@ -44,7 +44,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NotRequired, Required, TypedDict
+from typing import Any, NotRequired, Required, TypedDict
 
 from infodp.errors import ParameterError
 
@@ -429,10 +429,33 @@ def _declaration(source: SchemaSource) -> Mapping[object, object]:
 
 
 def _yaml(text: str) -> object:
+    r"""YAML/JSON text as data; a mapping with a key twice (two ``visits:`` under ``tables:``,
+    two columns of one name) is refused naming the key, never silently the last one kept.
+
+    >>> _yaml("columns:\n  x: {type: int}\n  x: {type: text}\n")
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: schema must be a declaration with each key once in a mapping (line 3); got 'x'.
+    """  # noqa: E501
     import yaml  # type: ignore[import-untyped]  # YAML is a superset of JSON
 
+    class UniqueKeys(yaml.SafeLoader):  # type: ignore[misc]
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[object] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, (str, int, float, bool)) and key in seen:
+                    raise ParameterError(
+                        "schema",
+                        key,
+                        "a declaration with each key once in a mapping "
+                        f"(line {key_node.start_mark.line + 1})",
+                    )
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
     try:
-        loaded: object = yaml.safe_load(text)
+        loaded: object = yaml.load(text, Loader=UniqueKeys)  # a SafeLoader
     except yaml.YAMLError as err:
         raise ParameterError(f"schema is not valid YAML/JSON: {str(err).splitlines()[0]}") from None
     return loaded

@@ -36,7 +36,7 @@ import threading
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import duckdb
 
@@ -50,20 +50,31 @@ if TYPE_CHECKING:
     from infodp._jsonable import JsonObject
 
 __all__ = [
+    "NEW_TABLE_PREFIX",
     "Reinitialised",
     "catalogue",
+    "commit_tables",
     "fingerprint",
+    "forget_tables",
     "ledger_path",
     "open_store",
     "private_files",
     "read_store_id",
     "record_dataset",
     "reinit_ledger",
+    "store_tables",
+    "sweep_registrations",
 ]
 
 _STORE_TABLE = "_infodp_store"
 _DATASETS_TABLE = "_infodp_datasets"
 _UMASK_LOCK = threading.RLock()
+
+#: The tables a registration copies into are named ``_infodp_new_<pid>_<token>_<i>`` until
+#: the copy is complete; they take their stored names, and the dataset its catalogue record,
+#: in one transaction (:func:`commit_tables`). A process killed before that leaves only
+#: tables under this prefix, which :func:`sweep_registrations` removes.
+NEW_TABLE_PREFIX = "_infodp_new_"
 
 
 def ledger_path(db: str | os.PathLike[str]) -> Path:
@@ -227,6 +238,142 @@ def record_dataset(backend: DuckDBBackend, name: str, meta: JsonObject) -> None:
     _chmod_private(backend.path)
 
 
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def store_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The names of the store's tables (its own schema, not DuckDB's temporary one)."""
+    rows = con.execute(
+        "SELECT table_name FROM information_schema.tables "
+        "WHERE table_catalog = current_database() AND table_schema = 'main'"
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def commit_tables(
+    backend: DuckDBBackend, name: str, renames: list[tuple[str, str]], where: JsonObject
+) -> None:
+    """Give the copied tables their stored names and record dataset ``name`` as pending, in
+    one transaction: after a kill the store holds either the new tables under their temporary
+    names only, or the stored tables with a record saying which they are.
+
+    The record stays pending (``{"pending": {"pid": ..., "tables": [...]}}`` next to
+    ``where``) until :func:`record_dataset` replaces it once the ledger has the dataset;
+    :func:`sweep_registrations` completes or undoes it after a kill. A stored name already
+    taken (another process registered it meanwhile) fails the whole transaction.
+    """
+    _write_store_id(backend)
+    mark: JsonObject = {"pid": os.getpid(), "tables": [new for _, new in renames]}
+    pending = {**where, "pending": mark}
+    with private_files(), contextlib.closing(backend.connect(read_only=False)) as con:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for old, new in renames:
+                con.execute(f"ALTER TABLE {_quoted(old)} RENAME TO {_quoted(new)}")
+            con.execute(
+                f"INSERT INTO {_DATASETS_TABLE} VALUES (?, ?)",
+                [name, json.dumps(pending, sort_keys=True)],
+            )
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("CHECKPOINT")
+    _chmod_private(backend.path)
+
+
+def forget_tables(backend: DuckDBBackend, name: str | None, tables: list[str]) -> None:
+    """Drop ``tables`` (made by one registration, never anyone else's) and, when ``name`` is
+    given, its catalogue record, in one transaction."""
+    with private_files(), contextlib.closing(backend.connect(read_only=False)) as con:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for table in tables:
+                con.execute(f"DROP TABLE IF EXISTS {_quoted(table)}")
+            if name is not None:
+                with contextlib.suppress(duckdb.CatalogException):
+                    con.execute(f"DELETE FROM {_DATASETS_TABLE} WHERE name = ?", [name])
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("CHECKPOINT")
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (on this machine: the store is a local file)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # someone else's process: alive
+        return True
+    return True
+
+
+def _pid_of(table: str) -> int | None:
+    """The process that made temporary table ``table`` (None: not one of ours)."""
+    if not table.lower().startswith(NEW_TABLE_PREFIX):
+        return None
+    pid = table[len(NEW_TABLE_PREFIX) :].partition("_")[0]
+    return int(pid) if pid.isdigit() else None
+
+
+def sweep_registrations(backend: DuckDBBackend, ledger: Ledger) -> list[str]:
+    """Finish what registrations killed midway left behind; returns the datasets undone.
+
+    Tables still under a temporary name whose process is gone are dropped. A pending
+    catalogue record whose process is gone is completed from the ledger when the ledger has
+    the dataset (the registration's commit point), or else undone: its tables are dropped
+    with it. A registration still running in another process is left alone.
+    """
+    if str(backend.path) != ":memory:" and not backend.path.exists():
+        return []
+    undone: list[str] = []
+    with contextlib.closing(backend.connect(read_only=True)) as con:
+        orphans = [t for t in store_tables(con) if (p := _pid_of(t)) is not None and not _alive(p)]
+        records = catalogue(backend, con)
+    pending: dict[str, tuple[dict[str, Any], list[str]]] = {}
+    for n, meta in records.items():
+        mark = meta.get("pending")
+        if isinstance(mark, dict) and not _alive(int(str(mark.get("pid", 0)))):
+            tables = mark.get("tables")
+            made = [str(t) for t in tables] if isinstance(tables, list) else []
+            pending[n] = ({k: v for k, v in meta.items() if k != "pending"}, made)
+    if orphans:
+        forget_tables(backend, None, orphans)
+    if not pending:
+        return undone
+    known = {d.name: d for d in ledger.datasets()}
+    for name, (where, made) in pending.items():
+        record = known.get(name)
+        if record is None:
+            forget_tables(backend, name, made)
+            undone.append(name)
+            continue
+        record_dataset(
+            backend,
+            name,
+            {
+                **where,
+                "schema_json": record.schema_json,
+                "rows": record.rows,
+                "source": record.source,
+                "info_cap_bits": record.info_cap_bits,
+                "unit_rows_ok": record.unit_rows_ok,
+                "max_epsilon": None if record.max_epsilon is None else str(record.max_epsilon),
+                "max_delta": None if record.max_delta is None else str(record.max_delta),
+                "fingerprint": record.fingerprint,
+                "budget_group": record.budget_group,
+                "independent": record.independent,
+            },
+        )
+    return undone
+
+
 def catalogue(
     backend: DuckDBBackend, con: duckdb.DuckDBPyConnection | None = None
 ) -> dict[str, JsonObject]:
@@ -332,8 +479,12 @@ def reinit_ledger(db: str | os.PathLike[str], *, timeout: float = 120.0) -> Rein
         ).fetchall()
     restored: list[str] = []
     # A budget group's root before its members, which are restored into it as recorded.
+    # A pending record (a registration killed before the old ledger had it) is not restored;
+    # the next registration's sweep removes it and its tables.
+    found = [(n, json.loads(m)) for n, m in rows]
     records = sorted(
-        ((n, json.loads(m)) for n, m in rows), key=lambda r: r[1].get("budget_group") is not None
+        ((n, m) for n, m in found if "pending" not in m),
+        key=lambda r: r[1].get("budget_group") is not None,
     )
     for name, meta in records:
         group = meta.get("budget_group")

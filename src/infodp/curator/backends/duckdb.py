@@ -24,10 +24,11 @@ waits and retries with jittered exponential backoff instead of failing.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import heapq
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import duckdb
@@ -264,48 +265,62 @@ class DuckDBBackend:
         """
         con = self.connect(read_only=False)
         try:
-            relation = self._relation(con, source)
-            wanted = _typed_columns(con, relation.columns, schema)
-            if con.execute(
-                "SELECT count(*) FROM information_schema.tables WHERE lower(table_name) = lower(?)",
-                [name],
-            ).fetchone() != (0,):
-                raise ParameterError("name", name, "a table name not yet in the store")
-            select = ", ".join(f"{expr} AS {_ident(col)}" for col, expr in wanted)
-            con.execute(f"CREATE TEMP TABLE __typed AS SELECT {select} FROM __source")
-            con.execute(f"CREATE TABLE {_ident(name)} AS {_bounded_body(schema, wanted)}")
-            try:
-                _refuse_forbidden_nulls(con, schema)
-                # The source's row count (what a declared public_rows is checked against).
-                count = con.execute("SELECT count(*) FROM __typed").fetchone()
-                rows = 0 if count is None else int(count[0])
-            except BaseException:
-                con.execute(f"DROP TABLE {_ident(name)}")
-                raise
-            finally:
-                con.execute("DROP TABLE IF EXISTS __typed")
-            con.execute("CHECKPOINT")
-            # The stored table is bounded by construction: every unit within its row limit.
-            return rows, True
+            with _readable(source):
+                return self._copy(con, name, source, schema)
         finally:
             con.close()
+
+    def _copy(
+        self, con: duckdb.DuckDBPyConnection, name: str, source: object, schema: DatasetSchema
+    ) -> tuple[int, bool]:
+        """:meth:`register` on connection ``con``."""
+        relation = self._relation(con, source)
+        wanted = _typed_columns(con, relation.columns, schema)
+        if con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE lower(table_name) = lower(?)",
+            [name],
+        ).fetchone() != (0,):
+            raise ParameterError("name", name, "a table name not yet in the store")
+        select = ", ".join(f"{expr} AS {_ident(col)}" for col, expr in wanted)
+        con.execute(f"CREATE TEMP TABLE __typed AS SELECT {select} FROM __source")
+        con.execute(f"CREATE TABLE {_ident(name)} AS {_bounded_body(schema, wanted)}")
+        try:
+            _refuse_forbidden_nulls(con, schema)
+            # The source's row count (what a declared public_rows is checked against).
+            count = con.execute("SELECT count(*) FROM __typed").fetchone()
+            rows = 0 if count is None else int(count[0])
+        except BaseException:
+            con.execute(f"DROP TABLE {_ident(name)}")
+            raise
+        finally:
+            con.execute("DROP TABLE IF EXISTS __typed")
+        con.execute("CHECKPOINT")
+        # The stored table is bounded by construction: every unit within its row limit.
+        return rows, True
 
     def register_public(self, name: str, source: object, member: DatasetSchema) -> DatasetSchema:
         """Copy a population's public table into table ``name``; returns ``member`` with the
         public facts measured on it (:mod:`infodp.curator.backends.public`)."""
         con = self.connect(read_only=False)
         try:
-            self._relation(con, source)
-            if con.execute(
-                "SELECT count(*) FROM information_schema.tables WHERE lower(table_name) = lower(?)",
-                [name],
-            ).fetchone() != (0,):
-                raise ParameterError("name", name, "a table name not yet in the store")
-            facts = copy_public(con, "__source", name, member)
-            con.execute("CHECKPOINT")
-            return facts
+            with _readable(source):
+                return self._copy_public(con, name, source, member)
         finally:
             con.close()
+
+    def _copy_public(
+        self, con: duckdb.DuckDBPyConnection, name: str, source: object, member: DatasetSchema
+    ) -> DatasetSchema:
+        """:meth:`register_public` on connection ``con``."""
+        self._relation(con, source)
+        if con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE lower(table_name) = lower(?)",
+            [name],
+        ).fetchone() != (0,):
+            raise ParameterError("name", name, "a table name not yet in the store")
+        facts = copy_public(con, "__source", name, member)
+        con.execute("CHECKPOINT")
+        return facts
 
     @staticmethod
     def _relation(con: duckdb.DuckDBPyConnection, source: object) -> duckdb.DuckDBPyRelation:
@@ -330,6 +345,18 @@ class DuckDBBackend:
             rel = con.table("__frame")
         con.execute("CREATE TEMP VIEW __source AS SELECT * FROM " + _relation_sql(rel))
         return con.table("__source")
+
+    def has_table(self, name: str) -> bool:
+        """Whether the store holds a table ``name`` (case-insensitively, as SQL names it)."""
+        con = self.connect(read_only=False)
+        try:
+            row = con.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE lower(table_name) = lower(?)",
+                [name],
+            ).fetchone()
+        finally:
+            con.close()
+        return row != (0,)
 
     def drop(self, name: str) -> None:
         """Remove a table (used when a registration fails after the copy)."""
@@ -555,6 +582,24 @@ def _run_check(con: duckdb.DuckDBPyConnection, statements: tuple[str, ...], sql:
     except duckdb.Error:
         raise ParameterError(
             "sql", sql[:80], "a query the engine can compile (it was refused at bind time)"
+        ) from None
+
+
+@contextlib.contextmanager
+def _readable(source: object) -> Iterator[None]:
+    """A source DuckDB cannot read (a truncated Parquet file, a CSV with a ragged row or
+    bytes that are not UTF-8, a value that is not of its column's type) is refused in one line
+    naming the source; DuckDB's message is not shown, since it can quote the file's content."""
+    try:
+        yield
+    except duckdb.Error as err:
+        shown = str(source) if isinstance(source, (str, Path)) else type(source).__name__
+        raise ParameterError(
+            "source",
+            shown,
+            f"a well-formed CSV (UTF-8, the same number of fields on every row) or Parquet "
+            f"file or frame whose declared columns hold their declared types (reading it "
+            f"failed: {type(err).__name__})",
         ) from None
 
 

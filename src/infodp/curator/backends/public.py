@@ -73,6 +73,17 @@ def copy_public(
                 f"column {col.name!r} of public table {member.table!r} is declared {col.type} "
                 "but some values are not numbers of that type."
             )
+        if col.type == "float":
+            # An infinite public value would overflow every bound and sum a join derives.
+            inf = con.execute(
+                f"SELECT count(*) FROM {_q(source)} WHERE NOT isfinite({typed})"
+            ).fetchone()
+            if inf is not None and inf[0] > 0:
+                raise ParameterError(
+                    f"column {col.name!r} of public table {member.table!r} holds NaN or "
+                    "infinite values; a public numeric column must hold finite numbers "
+                    "(or NULL)."
+                )
         items.append(f"{typed} AS {_q(col.name)}")
     con.execute(f"CREATE TABLE {_q(table)} AS SELECT {', '.join(items)} FROM {_q(source)}")
     return public_facts(con, table, member)
