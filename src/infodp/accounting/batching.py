@@ -26,10 +26,15 @@ Schemes (one step; a run composes ``steps`` of them):
   batch with one of D′ is one substitution (norm ≤ 2C), so the same bound holds with
   γ = b/n, n the larger dataset (Lebeda et al. 2024, Section 3). The Poisson figure at q = γ
   (noise multiplier z, sensitivity 1) is *not* an upper bound here.
-- ``with_replacement`` — b independent uniform draws. No amplification bound for the full
-  privacy curve is implemented; the example can be drawn all b times, so the certified
-  bound is the Gaussian with sensitivity b (add/remove) or 2b (replace/one) per step — the
-  no-amplification bound, loose by design.
+- ``with_replacement`` — b independent uniform draws. Every batch sum has norm at most
+  b·C, so the sums of *any* two batches differ by at most 2b·C: under either relation one
+  step is the Gaussian mechanism with sensitivity 2b (exact curve: Balle & Wang 2018,
+  Theorem 8), whatever the coupling of the two batches. Sensitivity b is *not* enough under
+  add/remove: with D′ = D ∪ {x}, D's examples all −C and x = +C, a batch of D′ that draws x
+  k times moves by 2k·C (at b = 2, σ = 1 the exact ε(10⁻⁵) of that pair is above 18.9,
+  the sensitivity-b figure 10.0). No amplification is claimed: an amplified bound exists
+  for one step (Balle, Barthe & Gaboardi 2018, Section 5, via group privacy of the k draws)
+  but is not implemented, so this is the no-amplification bound, loose by design.
 - ``shuffled`` — each epoch the data is shuffled and split into disjoint batches, every
   example used exactly once per epoch. No amplification bound for shuffled batches is known
   (Chua et al. 2024 show the Poisson figure can understate it badly), so only the
@@ -71,8 +76,8 @@ _SOURCES = {
     ("poisson", "replace_one"): "advanced joint convexity (Balle, Barthe & Gaboardi 2018, Thm 2)",
     ("fixed_size", "replace_one"): "sampling without replacement (Balle et al. 2018, Thm 10)",
     ("fixed_size", "add_remove"): "fixed batch size: one substitution (Lebeda et al. 2024)",
-    ("with_replacement", "add_remove"): "no amplification: up to b copies (no bound implemented)",
-    ("with_replacement", "replace_one"): "no amplification: up to b copies (no bound implemented)",
+    ("with_replacement", "add_remove"): "no amplification: batch sums differ by ≤ 2b (Gaussian)",
+    ("with_replacement", "replace_one"): "no amplification: batch sums differ by ≤ 2b (Gaussian)",
     ("shuffled", "replace_one"): "no amplification: one step per epoch (none known for shuffling)",
 }
 
@@ -147,8 +152,8 @@ def step_profile(
         # Base pair N(2, z²) vs N(0, z²) subsampled at rate γ: noise multiplier z/2.
         return _p.subsampled_gaussian_profile(z / 2, rate)
     if scheme == "with_replacement":
-        copies = b if relation == "add_remove" else 2 * b
-        return _p.gaussian_profile(z, float(copies))
+        # Any two batch sums differ by ≤ 2b (each has norm ≤ b), under either relation.
+        return _p.gaussian_profile(z, float(2 * b))
     return _p.gaussian_profile(z, 2.0)  # shuffled, replace_one: one step per epoch
 
 

@@ -203,8 +203,8 @@ def level_composition(epsilons: Sequence[float], alphas: Sequence[float]) -> tup
     "Differential Privacy and Information Theory" (2022), "Group Privacy and Composability"
     (proved with Hölder's inequality on the chain rule). It holds for the privacy "at level α"
     (Rényi capacity) of queries conditionally independent given the data. The article also
-    applies it to the rows of one query (group privacy); that use is false below α = ∞, see
-    :func:`pure_group_privacy`. Orders
+    applies it to the rows of one query (group privacy); with each row's privacy taken with the
+    other rows fixed, that use is false below α = ∞, see :func:`pure_group_privacy`. Orders
     α_i = 1 force α = 1; orders α_i = ∞ contribute 0 to the sum (α = ∞ if all are ∞).
 
     >>> level_composition([0.5, 0.5, 0.5], [float("inf")] * 3)
@@ -225,11 +225,25 @@ def level_composition(epsilons: Sequence[float], alphas: Sequence[float]) -> tup
 def pure_group_privacy(epsilon: float, n: int) -> float:
     """Pure ε of a group of n rows: nε (Dwork & Roth 2014, Theorem 2.2), i.e. at level α = ∞.
 
-    "Differential Privacy and Information Theory" (2022), "Group privacy", also states nε at
-    level 1 + (α − 1)/n for finite α; that is false for the Rényi capacity: the group's rows
-    may be correlated, and for a noisy sum of two rows the group's capacity exceeds 2ε at
-    levels 1, 1.5 and 2 (tests/accounting/test_conversions.py has the counterexamples). At
-    α = ∞ the capacity is the pure ε, for which the triangle inequality gives nε.
+    Which group rule holds depends on what "private at level α" means for one row:
+
+    - α = ∞ (pure ε): nε under every reading below — along any path of n one-row changes
+      the log-likelihood ratios add up (the triangle inequality). This function's rule.
+    - Capacity with the *other rows fixed* (the one-row channel: that row varies, the rest
+      held at given values): the article's finite-α rule — "Differential Privacy and
+      Information Theory" (2022), "Group privacy", nε at level 1 + (α − 1)/n — is false
+      there. For a noisy sum of two rows the group's capacity exceeds 2ε at levels 1, 1.5
+      and 2 (tests/accounting/test_conversions_channels.py has the counterexamples).
+    - Rényi divergence between datasets n changes apart (RDP, any n-step path): the article's
+      rule is false there too (Gaussian of sensitivity 1, ε(α) = α/(2σ²): a group of 2 has
+      3/σ² at order 1.5, the rule claims 2·ε(2) = 2/σ²); what holds is Mironov 2017,
+      "Rényi Differential Privacy", Proposition 2: (α, ε)-RDP gives groups of 2^c at order
+      α/2^c with 3^c·ε (α ≥ 2^{c+1}).
+    - Capacity with the other rows *random and possibly correlated* with the row (the
+      reading the article's proof uses: the chain rule over the rows with Hölder's
+      inequality, as in :func:`level_composition`): the article's rule is stated for this
+      stronger per-row premise; infodp neither checks that proof nor exports the rule, and
+      per-row figures computed with the other rows fixed do not meet the premise.
 
     >>> pure_group_privacy(0.5, 3)
     1.5
