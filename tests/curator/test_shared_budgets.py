@@ -357,6 +357,14 @@ def test_the_cli_registers_declared_and_independent_datasets(
     assert "copy: 801 rows, shares budgets of orig" in capsys.readouterr().out
     assert main(["dataset", "show", "copy", "--db", db, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["shares_budgets_of"] == "orig"
+    # A grant covers the dataset it names; on the copy too, the group's budget, no new key.
+    add = ["analyst", "add", "--db", db, "--name", "a", "--epsilon", "1"]
+    assert main([*add, "--dataset", "orig", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["api_key"]
+    assert main(["query", "--db", db, "--analyst", "a", "--epsilon", "0.5", COUNT.format("copy")])
+    assert "no budget on dataset 'copy'" in capsys.readouterr().err
+    assert main([*add, "--dataset", "copy"]) == 0
+    assert "no new key: a's key for the budget it shares covers copy" in capsys.readouterr().out
 
 
 # -- populations of several tables ----------------------------------------------------------------
