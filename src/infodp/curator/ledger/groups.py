@@ -34,6 +34,7 @@ deciding anything: they only advise the owner at registration.
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 import sqlite3
@@ -101,7 +102,16 @@ def covers(stored: str | None, row_dataset: str, dataset: str) -> bool:
     >>> covers(None, "t", "t"), covers(None, "t", "c"), covers('["c"]', "t", "c")
     (True, False, True)
     """
-    return dataset in access_of(stored, row_dataset)
+    if stored is None:
+        return dataset == row_dataset
+    return dataset in _listed(stored)
+
+
+@functools.lru_cache(maxsize=1024)
+def _listed(stored: str) -> frozenset[str]:
+    """The datasets of a stored access list (parsed once per distinct text: every charge
+    reads it)."""
+    return frozenset(str(d) for d in json.loads(stored))
 
 
 def roots(conn: sqlite3.Connection) -> dict[str, str]:
