@@ -177,12 +177,15 @@ def test_identical_content_is_refused_naming_the_dataset(
     clamped.loc[clamped["age"] == clamped["age"].max(), "age"] = 120
     far = clamped.copy()
     far.loc[far["age"] == 120, "age"] = 500
-    assert main([*base, "--name", "c1", "--source", _csv(tmp_path / "c.csv", clamped)]) == 0
+    # The same people as people's, declared so (a likely copy needs a declaration).
+    same = ["--same-population-as", "people"]
+    assert main([*base, "--name", "c1", "--source", _csv(tmp_path / "c.csv", clamped), *same]) == 0
     capsys.readouterr()
     assert main([*base, "--name", "c2", "--source", _csv(tmp_path / "d.csv", far)]) == 2
     assert "'c1'" in capsys.readouterr().err
-    # One person fewer is different content: accepted (its budget is its own).
-    assert main([*base, "--name", "fewer", "--source", _csv(tmp_path / "e.csv", frame[1:])]) == 0
+    # One person fewer is different content: accepted (declared, it shares people's budgets).
+    fewer = _csv(tmp_path / "e.csv", frame[1:])
+    assert main([*base, "--name", "fewer", "--source", fewer, *same]) == 0
     cur = Curator(db)
     assert [d.name for d in cur.ledger.datasets()] == ["c1", "fewer", "people"]
     # The refused registrations left no table behind.

@@ -150,7 +150,8 @@ def test_a_population_is_read_by_its_tables_names_or_qualified(clinic: Curator) 
 
 
 def test_a_table_in_two_populations_must_be_qualified(clinic: Curator) -> None:
-    clinic.register_dataset("trial", clinic_frames(seed=1), CLINIC)
+    # The clinic's ids p0...: another population, declared so.
+    clinic.register_dataset("trial", clinic_frames(seed=1), CLINIC, independent=True)
     with pytest.raises(ParameterError, match=r"several datasets .*as in clinic\.visits"):
         clinic.exact_aggregates("SELECT COUNT(*) FROM visits")
     n = clinic.exact_aggregates("SELECT COUNT(*) FROM trial.visits").values[()][0]

@@ -177,11 +177,20 @@ def dataset() -> None:
     "(default <db>.bounded/NAME).",
 )
 @click.option(
+    "--same-population-as",
+    "same_population_as",
+    default=None,
+    metavar="NAME",
+    help="Declare that the dataset holds the people of the registered dataset NAME: it "
+    "shares NAME's caps and each analyst's spend there (recorded in the ledger). A budget "
+    "still covers only the datasets it is granted on.",
+)
+@click.option(
     "--independent",
     is_flag=True,
     default=False,
-    help="Give the dataset its own caps and budgets even if it holds mostly the people of a "
-    "registered dataset (by default it then shares that dataset's).",
+    help="Declare that the dataset has its own caps and budgets, even if its units look "
+    "like a registered dataset's (such a registration is refused without a declaration).",
 )
 @spark_options
 @json_option
@@ -195,6 +204,7 @@ def dataset_register(
     max_delta: str | None,
     backend: str,
     bounded_path: str | None,
+    same_population_as: str | None,
     independent: bool,
     spark_master: str | None,
     spark_conf: tuple[str, ...],
@@ -227,6 +237,7 @@ def dataset_register(
             backend=backend,
             bounded_path=bounded_path,
             independent=independent,
+            same_population_as=same_population_as,
         )
     except BaseException:
         if cur is not None:
@@ -296,7 +307,16 @@ def dataset_list(db: str, as_json: bool) -> None:
         payload,
         as_json,
         lambda p: click.echo(
-            "\n".join(f"{d['name']}: {d['rows']} rows" for d in p["datasets"]) or "no datasets"
+            "\n".join(
+                f"{d['name']}: {d['rows']} rows"
+                + (
+                    f", shares budgets of {d['shares_budgets_of']}"
+                    if d["shares_budgets_of"]
+                    else ""
+                )
+                for d in p["datasets"]
+            )
+            or "no datasets"
         ),
     )
 
@@ -437,7 +457,12 @@ def analyst_add(
         lambda p: click.echo(
             f"analyst {p['analyst']} on {p['dataset']} ({currency}): epsilon={epsilon}, "
             f"delta={delta}\n"
-            f"API key (shown once, store it now): {p['api_key']}"
+            + (
+                f"API key (shown once, store it now): {p['api_key']}"
+                if p["api_key"] is not None
+                else f"no new key: {p['analyst']}'s key for the budget it shares covers "
+                f"{p['dataset']} now"
+            )
         ),
     )
 

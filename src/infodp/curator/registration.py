@@ -3,10 +3,11 @@
 The data owner's side of the curator. A registration validates the caps the owner declares
 (an information cap needs a public row bound; (ε, δ) caps are exact fractions), has the backend
 make the bounded copy, checks the declared public facts against it (the owner sees that
-refusal, nobody else), fingerprints the content, sketches its units (a dataset of mostly
-the units of a registered one shares that one's caps and budgets unless declared
-independent: :mod:`infodp.curator.shared_budgets`) and records the dataset in the ledger and
-in the store's catalogue. Any failure after the copy removes it.
+refusal, nobody else), fingerprints the content, sketches its units (a dataset shares a
+registered one's caps and budgets only when the owner declares it; one that looks like a
+copy of a registered one is refused until the owner declares it either way:
+:mod:`infodp.curator.shared_budgets`) and records the dataset in the ledger and in the
+store's catalogue. Any failure after the copy removes it.
 """
 
 from __future__ import annotations
@@ -61,13 +62,16 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Caps:
-    """What all analysts together may spend on a dataset (None: no cap); ``independent``:
-    its own caps and budgets even when its units are mostly a registered dataset's."""
+    """What all analysts together may spend on a dataset (None: no cap); the owner's
+    declaration of its budgets: ``same_population_as`` a registered dataset (shares its
+    caps and budgets), or ``independent`` (its own even when its units look like a
+    registered dataset's)."""
 
     info_cap_bits: float | None = None
     max_epsilon: Fraction | None = None
     max_delta: Fraction | None = None
     independent: bool = False
+    same_population_as: str | None = None
 
 
 def parse_caps(
@@ -175,7 +179,9 @@ def register_dataset(
         fp = content_fingerprint(store, engine, name, schema)
         shown_source = _shown_source(source)
         copy = engine.bounded_path(name) if spark else None
-        sharing = registration_sharing(ledger, store, schema, copy, caps.independent)
+        sharing = registration_sharing(
+            ledger, store, schema, copy, caps.independent, caps.same_population_as
+        )
         joined = ledger.register_dataset(
             name,
             schema.to_json(),
@@ -422,6 +428,7 @@ class DataOwner:
         backend: str = "duckdb",
         bounded_path: str | Path | None = None,
         independent: bool = False,
+        same_population_as: str | None = None,
     ) -> dict[str, Any]:
         """Load ``source`` (CSV/Parquet path or frame) under ``name`` with its declared schema.
 
@@ -438,12 +445,17 @@ class DataOwner:
         identical to an already registered dataset (same fingerprint of the bounded table) is
         refused, naming that dataset.
 
-        A dataset holding mostly the units of a registered one (estimated containment of its
-        salted unit ids at least :data:`~infodp.curator.unit_overlap.SHARE_THRESHOLD`)
-        shares that dataset's caps and every analyst's budget (its own caps must then be
-        left out); ``independent=True`` declares it independent (recorded in the ledger).
-        What was decided is in the returned ``shares_budgets_of`` and ``budgets``. A
-        ``privacy_unit: row`` dataset has no unit ids to compare and never shares.
+        ``same_population_as="NAME"`` declares that it holds the people of the registered
+        dataset NAME: it then shares NAME's caps (its own must be left out) and each
+        analyst's spend account there (one person's data across the copies is charged
+        once), recorded and sealed in the ledger; a budget still covers only the datasets
+        it is granted on. ``independent=True`` declares it independent (recorded). A
+        dataset declared neither whose units look like a copy of a registered one's
+        (estimated containment of its salted unit ids at least
+        :data:`~infodp.curator.unit_overlap.SHARE_THRESHOLD`) is refused, naming the
+        estimated overlap and both declarations; nothing is registered. The estimate only
+        advises: it never decides. What was declared is in the returned
+        ``shares_budgets_of`` and ``budgets``.
         """
         parsed = load_schema(schema)
         if backend not in BACKENDS:
@@ -456,6 +468,13 @@ class DataOwner:
         if not isinstance(name, str) or not name.isidentifier():
             raise ParameterError("name", name, "an identifier (letters, digits, _)")
         caps = parse_caps(parsed, info_cap_bits, max_epsilon, max_delta)
+        if same_population_as is not None:
+            if not isinstance(same_population_as, str):
+                raise ParameterError("same_population_as", same_population_as, "a dataset name")
+            if independent:
+                raise ParameterError(
+                    "independent", True, "left out with same_population_as (choose one)"
+                )
         if name in {d.name for d in self.ledger.datasets()}:
             raise ParameterError("name", name, "a dataset name not registered yet")
         engine = self._connections.spark() if backend == "spark" else self.backend
@@ -466,7 +485,9 @@ class DataOwner:
             name,
             source,
             dataclasses.replace(parsed, table=name),
-            dataclasses.replace(caps, independent=bool(independent)),
+            dataclasses.replace(
+                caps, independent=bool(independent), same_population_as=same_population_as
+            ),
             bounded_path=bounded_path,
         )
         self._connections.record(name, where)
@@ -480,8 +501,13 @@ class DataOwner:
         epsilon: Any = None,
         delta: Any = 0,
         budget: Any = None,
-    ) -> str:
+    ) -> str | None:
         """Give analyst ``name`` a budget on ``dataset``; returns their API key (shown once).
+
+        The budget covers ``dataset`` only, even when ``dataset`` shares a budget group with
+        others. When ``name`` already holds the budget of ``dataset``'s group (granted on
+        another dataset of it), the same budget must be given: ``dataset`` is added to it
+        and None is returned (their key for it covers ``dataset`` now).
 
         Either ``epsilon`` (and ``delta``): exact (ε, δ) under basic composition; or
         ``budget``, an :class:`infodp.accounting.Budget` in any currency the accountant

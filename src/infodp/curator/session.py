@@ -92,6 +92,9 @@ class Session:
     queried by Apache Spark (``pip install 'infodp[spark]'``); its bounded copy goes to
     ``bounded_path`` (default: a new private temporary directory). Only with a ledger in
     memory: a durable ledger's data are re-registered into the in-memory DuckDB store.
+    ``same_population_as``/``independent``: the owner's declaration of the new table's
+    budgets in a durable ledger that holds other datasets (see
+    :meth:`infodp.curator.Curator.register_dataset`).
     """
 
     def __init__(
@@ -107,6 +110,8 @@ class Session:
         source: RandomSource | None = None,
         backend: str = "duckdb",
         bounded_path: str | Path | None = None,
+        same_population_as: str | None = None,
+        independent: bool = False,
     ) -> None:
         parsed = load_schema(schema)
         #: The temporary directory of a Spark bounded copy (removed by :meth:`close`).
@@ -122,7 +127,7 @@ class Session:
         basic = _basic_budget(epsilon, delta, budget)
         known = {d.name: d for d in self._curator.ledger.datasets()}
         if self.table not in known:
-            self._register(data, parsed, backend, bounded_path)
+            self._register(data, parsed, backend, bounded_path, (same_population_as, independent))
             self._grant(budget, basic)
         else:
             # A durable ledger from an earlier session: same table, same declaration, same
@@ -136,16 +141,24 @@ class Session:
         parsed: DatasetSchema,
         backend: str,
         bounded_path: str | Path | None,
+        declared: tuple[str | None, bool] = (None, False),
     ) -> None:
         """Register ``data`` as the session's table (a Spark copy in a new private directory
-        unless ``bounded_path`` is given)."""
+        unless ``bounded_path`` is given), with the owner's declaration of its budgets
+        (``same_population_as``, ``independent``: see :meth:`Curator.register_dataset`)."""
         if backend == "spark" and bounded_path is None:
             import tempfile
 
             self._scratch = Path(tempfile.mkdtemp(prefix="infodp-"))
             bounded_path = self._scratch / self.table
         self._curator.register_dataset(
-            self.table, data, parsed.to_dict(), backend=backend, bounded_path=bounded_path
+            self.table,
+            data,
+            parsed.to_dict(),
+            backend=backend,
+            bounded_path=bounded_path,
+            same_population_as=declared[0],
+            independent=declared[1],
         )
 
     def _check_resumed(

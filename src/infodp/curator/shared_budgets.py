@@ -1,16 +1,18 @@
-"""A registration's budget group: its unit sketch made in the store, the group chosen.
+"""A registration's budget group: the owner's declaration, and the sketch that advises it.
 
 The glue between :mod:`infodp.curator.unit_overlap` (sketches and containment) and the
-ledger's budget groups (:mod:`infodp.curator.ledger.groups`): the new dataset's sketch of
-salted unit ids is computed in the database (a Spark dataset's from its local Parquet copy,
-read by DuckDB, so that every sketch uses the same hash), datasets registered before
-sketches were kept get theirs first, and the ledger decides, inside the registering
-transaction, which group (if any) the dataset joins. A ``row`` privacy unit has no ids to
-compare: such a dataset never shares.
+ledger's budget groups (:mod:`infodp.curator.ledger.groups`). Sharing is the owner's
+declaration (``same_population_as``, or ``independent``), recorded and sealed by the
+ledger. The new dataset's sketch of salted unit ids is computed in the database (a Spark
+dataset's from its local Parquet copy, read by DuckDB, so that every sketch uses the same
+hash), datasets registered before sketches were kept get theirs first, and, when the owner
+declared neither, the ledger refuses inside the registering transaction a dataset that looks
+like a copy of a registered one (:class:`~infodp.curator.ledger.grants.LikelyCopy`, naming
+the estimated overlap and both declarations). The sketch never decides a membership.
 
-What the owner is told (:func:`owner_note`) names the group and the estimated share of the
-new dataset's units in it; the sketch, the salt and the estimate stay in the owner's
-ledger and registration output, never in anything an analyst sees.
+What the owner is told (:func:`owner_note`) names the group; the sketch, the salt and the
+estimate stay in the owner's ledger and registration output, never in anything an analyst
+sees.
 """
 
 from __future__ import annotations
@@ -74,8 +76,9 @@ def _quote(name: str) -> str:
 
 
 def choose(sketch: bytes, groups: dict[str, list[bytes]]) -> Joined | None:
-    """The ledger's chooser: the group in which the new sketch's units are most contained,
-    at or above :data:`~infodp.curator.unit_overlap.SHARE_THRESHOLD`."""
+    """The ledger's adviser: the group in which the new sketch's units are most contained,
+    at or above :data:`~infodp.curator.unit_overlap.SHARE_THRESHOLD` (the owner is asked to
+    declare; nothing is decided by it)."""
     found = closest_group(
         UnitSketch.from_bytes(sketch),
         {g: [UnitSketch.from_bytes(s) for s in blobs] for g, blobs in groups.items()},
@@ -92,16 +95,22 @@ def _sketch(
 
 
 def registration_sharing(
-    ledger: Ledger, store: DuckDBBackend, schema: DatasetSchema, copy: str | None, alone: bool
+    ledger: Ledger,
+    store: DuckDBBackend,
+    schema: DatasetSchema,
+    copy: str | None,
+    alone: bool,
+    same_as: str | None = None,
 ) -> Sharing:
-    """The new dataset's sketch and chooser, after giving a sketch to every registered
-    dataset that has none yet (registered before sketches were kept, or before a ledger
-    re-initialisation, which makes a new salt)."""
+    """The owner's declaration (``same_as``: the registered dataset whose budgets it
+    shares; ``alone``: independent) with the new dataset's sketch and adviser, after giving
+    a sketch to every registered dataset that has none yet (registered before sketches were
+    kept, or before a ledger re-initialisation, which makes a new salt)."""
     salt = ledger.unit_salt()
     with private_files(), contextlib.closing(store.connect(read_only=False)) as con:
         _backfill(ledger, store, con, salt)
         mine = _sketch(con, unit_relations(schema.table, schema, copy), salt)
-    return Sharing(sketch=mine, choose=choose, independent=alone)
+    return Sharing(sketch=mine, choose=choose, independent=alone, group=same_as)
 
 
 def _backfill(
@@ -128,14 +137,13 @@ def owner_note(name: str, joined: Joined | None, independent: bool) -> str | Non
     """What the owner is told about the new dataset's budgets (None: nothing to say).
 
     >>> from fractions import Fraction
-    >>> owner_note("copy", Joined("people", Fraction(4095, 4096)), False)
-    'copy shares the caps and budgets of dataset people: about 100% of its units are in people'
-    """
+    >>> owner_note("copy", Joined("people", Fraction(1)), False)
+    'copy shares the caps and budgets of dataset people, as declared (a budget covers only the datasets it is granted on)'
+    """  # noqa: E501
     if joined is not None:
-        share = round(100 * float(joined.share))
         return (
-            f"{name} shares the caps and budgets of dataset {joined.group}: about {share}% of "
-            f"its units are in {joined.group}"
+            f"{name} shares the caps and budgets of dataset {joined.group}, as declared (a "
+            "budget covers only the datasets it is granted on)"
         )
     if independent:
         return f"{name} is declared independent: its caps and budgets are its own"

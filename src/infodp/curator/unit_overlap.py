@@ -7,9 +7,10 @@ privacy units: the :data:`SKETCH_SIZE` smallest values of a 64-bit hash of each 
 unit id prefixed by the ledger's secret salt (computed in the database; DuckDB's ``hash``,
 the 64-bit hash of :mod:`infodp.curator.backends.dialects`). A new dataset whose estimated
 *containment* in a registered budget group — the share of its units that are also that
-group's — is at least :data:`SHARE_THRESHOLD` joins the group: one set of caps and one
-budget per analyst for all of its datasets (:mod:`infodp.curator.ledger.groups`), unless
-the owner declares it independent.
+group's — is at least :data:`SHARE_THRESHOLD` looks like a copy: its registration is refused
+until the owner declares it the same population (one set of caps and one spend account per
+analyst for the group's datasets, :mod:`infodp.curator.ledger.groups`) or independent. The
+sketch only advises the owner; it never decides a membership.
 
 Estimator (Broder 1997, "On the resemblance and containment of documents", §3: the k
 smallest hashes of A ∪ B are the k smallest of the union of the two sketches, a uniform
@@ -67,8 +68,9 @@ __all__ = [
 
 #: k: how many of the smallest salted unit hashes a sketch keeps (32 KiB per dataset).
 SKETCH_SIZE = 4096
-#: A new dataset shares an existing group's budgets when at least this share of its units is
-#: estimated to be in the group (ĉ ≥ 1/2: "mostly the same units").
+#: A new dataset looks like a copy of an existing group (its owner must declare it either way)
+#: when at least this share of its units is estimated to be in the group (ĉ ≥ 1/2: "mostly
+#: the same units").
 SHARE_THRESHOLD = Fraction(1, 2)
 
 _HEADER = struct.Struct(">I")

@@ -138,8 +138,16 @@ def store(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cura
     ):
         path = root / f"{name}.parquet"
         frame.to_parquet(path)
-        cur.register_dataset(f"{name}_duckdb", str(path), schema)
-        cur.register_dataset(f"{name}_spark", str(path), schema, backend="spark")
+        # Synthetic ids in every frame: unrelated datasets, declared so; the same people on
+        # Spark: declared so too (a likely copy needs a declaration).
+        cur.register_dataset(f"{name}_duckdb", str(path), schema, independent=True)
+        cur.register_dataset(
+            f"{name}_spark",
+            str(path),
+            schema,
+            backend="spark",
+            same_population_as=f"{name}_duckdb",
+        )
     yield cur
     cur.close()
 

@@ -88,7 +88,7 @@ def store(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cura
         sources[name] = str(root / f"{name}.parquet")
         frame.to_parquet(sources[name])
     cur.register_dataset("pd", sources, SCHEMA)
-    cur.register_dataset("ps", sources, SCHEMA, backend="spark")
+    cur.register_dataset("ps", sources, SCHEMA, backend="spark", same_population_as="pd")
     cur.add_analyst("a", "pd", epsilon=10_000)
     yield cur
     cur.close()

@@ -64,8 +64,9 @@ def store(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cura
     for i, units in enumerate(UNITS.values()):
         path = root / f"d{i}.parquet"
         frame(units).to_parquet(path)
-        cur.register_dataset(f"d{i}_spark", str(path), SCHEMA, backend="spark")
-        cur.register_dataset(f"d{i}_duckdb", str(path), SCHEMA)
+        # Synthetic ids u0, u1, ... in every case: unrelated datasets, declared so.
+        cur.register_dataset(f"d{i}_spark", str(path), SCHEMA, backend="spark", independent=True)
+        cur.register_dataset(f"d{i}_duckdb", str(path), SCHEMA, independent=True)
     yield cur
     cur.close()
 

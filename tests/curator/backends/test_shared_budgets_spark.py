@@ -1,6 +1,6 @@
 """Spark datasets are sketched like DuckDB ones (DuckDB reads the Parquet copy with the same
-salted hash), so a Spark copy of a DuckDB dataset, or of a Spark population, shares its
-budgets."""
+salted hash), so a Spark copy of a DuckDB dataset, or of a Spark population, is recognised
+(refused until the owner declares it) and shares its budgets when declared."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from infodp.curator.engine import Curator
+from infodp.errors import ParameterError
 
 pytestmark = pytest.mark.spark
 
@@ -47,8 +48,12 @@ def test_a_spark_copy_shares_with_duckdb_and_a_spark_population(spark: Any, tmp_
     cur.add_analyst("a", "orig", epsilon=1)
     dummy = pd.DataFrame({"pid": ["dummy"], "x": [1]})
     copy = pd.concat([_people(600), dummy], ignore_index=True)
-    info = cur.register_dataset("copy", _parquet(tmp_path, "copy", copy), SCHEMA, backend="spark")
+    source = _parquet(tmp_path, "copy", copy)
+    with pytest.raises(ParameterError, match="--same-population-as orig"):
+        cur.register_dataset("copy", source, SCHEMA, backend="spark")
+    info = cur.register_dataset("copy", source, SCHEMA, backend="spark", same_population_as="orig")
     assert info["shares_budgets_of"] == "orig"
+    assert cur.add_analyst("a", "copy", epsilon=1) is None
     cur.query("a", "SELECT COUNT(*) FROM copy", epsilon="0.5")
     assert cur.ledger.budget("a", "orig").spent_epsilon == Fraction(1, 2)
     tables = {
@@ -62,7 +67,8 @@ def test_a_spark_copy_shares_with_duckdb_and_a_spark_population(spark: Any, tmp_
     )
     # Half of these people are in pop's people table, half in its visits: all in pop.
     mixed = pd.concat([_people(150, "q"), _people(150, "r")], ignore_index=True)
-    assert (
-        cur.register_dataset("mixed", mixed, SCHEMA, backend="spark")["shares_budgets_of"] == "pop"
-    )
+    with pytest.raises(ParameterError, match="--same-population-as pop"):
+        cur.register_dataset("mixed", mixed, SCHEMA, backend="spark")
+    info = cur.register_dataset("mixed", mixed, SCHEMA, backend="spark", same_population_as="pop")
+    assert info["shares_budgets_of"] == "pop"
     assert cur.ledger.unsketched() == []

@@ -25,7 +25,7 @@ from infodp.accounting.accountant import Budget
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import Ledger, integrity
 from infodp.curator.store import reinit_ledger
-from infodp.errors import LedgerError
+from infodp.errors import LedgerError, ParameterError
 
 SCHEMA = {
     "table": "t",
@@ -41,12 +41,15 @@ def _frame(n: int, extra: int = 0) -> pd.DataFrame:
 
 
 def _grouped_store(tmp_path: Path, **budget: object) -> Path:
-    """orig and its copy with one dummy row (one group), analyst a granted on orig."""
+    """orig and its copy with one dummy row (declared one group), analyst a granted on both
+    (one budget)."""
     db = tmp_path / "s.duckdb"
     cur = Curator(db)
     cur.register_dataset("orig", _frame(500), SCHEMA, max_epsilon=2)
-    assert cur.register_dataset("copy", _frame(500, 1), SCHEMA)["shares_budgets_of"] == "orig"
+    copy = cur.register_dataset("copy", _frame(500, 1), SCHEMA, same_population_as="orig")
+    assert copy["shares_budgets_of"] == "orig"
     cur.add_analyst("a", "orig", **(budget or {"epsilon": 1}))
+    assert cur.add_analyst("a", "copy", **(budget or {"epsilon": 1})) is None
     cur.close()
     return db
 
@@ -175,16 +178,84 @@ def test_a_store_of_the_previous_format_opens_keeps_working_and_is_sketched(
     _as_format_3(db)
     cur = Curator(db)  # verified as format 3 (its seals checked), then migrated
     conn = sqlite3.connect(str(db) + ".ledger")
-    assert conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] == "4"
+    assert conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] == "5"
     conn.close()
     cur.query("a", QUERY.format("orig"), epsilon="0.25")
     assert cur.ledger.budget("a", "orig").spent_epsilon == Fraction(1, 2)
     assert cur.ledger.verify() == []
     assert [d.name for d in cur.ledger.unsketched()] == ["orig"]
-    # The next registration sketches the old dataset first: its copy shares.
-    assert cur.register_dataset("copy", _frame(500, 1), SCHEMA)["shares_budgets_of"] == "orig"
+    # The next registration sketches the old dataset first: its copy is recognised.
+    with pytest.raises(ParameterError, match="in dataset 'orig'"):
+        cur.register_dataset("copy", _frame(500, 1), SCHEMA)
     assert cur.ledger.unsketched() == []
+    info = cur.register_dataset("copy", _frame(500, 1), SCHEMA, same_population_as="orig")
+    assert info["shares_budgets_of"] == "orig"
+    # a's grant of the old format covers orig alone; granted the copy, one budget for both.
+    with pytest.raises(ParameterError, match="no budget on dataset 'copy'"):
+        cur.ledger.budget("a", "copy")
+    assert cur.add_analyst("a", "copy", epsilon=1) is None
     assert cur.ledger.budget("a", "copy").spent_epsilon == Fraction(1, 2)
+    assert cur.ledger.verify() == []
+    cur.close()
+
+
+def _as_format_4(db: Path) -> None:
+    """What a ledger of format 4 looks like: no access lists, the grants sealed without."""
+    _sql(
+        db,
+        "ALTER TABLE analysts DROP COLUMN access",
+        "UPDATE meta SET value = '4' WHERE key = 'format'",
+    )
+    conn = sqlite3.connect(str(db) + ".ledger")
+    conn.row_factory = sqlite3.Row
+    store_id = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()[0]
+    with conn:
+        for row in conn.execute("SELECT * FROM analysts").fetchall():
+            conn.execute(
+                "UPDATE meta SET value = ? WHERE key = ?",
+                (integrity.analyst_seal(store_id, row), integrity.seal_key("analysts", row)),
+            )
+    conn.close()
+
+
+def test_a_format_4_store_keeps_its_groups_as_recorded_and_grants_as_named(
+    tmp_path: Path,
+) -> None:
+    """A group the sketch made in format 4 stays (now shown as recorded); a grant of
+    format 4 covers the dataset it is stored on (the root), never the group's others."""
+    db = tmp_path / "s.duckdb"
+    cur = Curator(db)
+    cur.register_dataset("orig", _frame(500), SCHEMA, max_epsilon=2)
+    cur.register_dataset("copy", _frame(500, 1), SCHEMA, same_population_as="orig")
+    cur.add_analyst("a", "orig", epsilon=1)
+    cur.query("a", QUERY.format("orig"), epsilon="0.25")
+    cur.close()
+    _as_format_4(db)
+    cur = Curator(db)  # verified as format 4 (its seals checked), then migrated
+    assert cur.ledger.dataset("copy").budget_group == "orig"
+    assert cur.ledger.group_members("orig") == ["copy", "orig"]
+    assert [b.dataset for b in cur.ledger.budgets("a")] == ["orig"]
+    with pytest.raises(ParameterError, match="no budget on dataset 'copy'"):
+        cur.query("a", QUERY.format("copy"), epsilon="0.25")
+    cur.query("a", QUERY.format("orig"), epsilon="0.25")
+    assert cur.ledger.budget("a", "orig").spent_epsilon == Fraction(1, 2)
+    assert cur.add_analyst("a", "copy", epsilon=1) is None
+    cur.query("a", QUERY.format("copy"), epsilon="0.25")
+    assert cur.ledger.dataset("orig").spent_epsilon == Fraction(3, 4)
+    assert cur.ledger.verify() == []
+    cur.close()
+
+
+def test_an_access_list_edited_by_hand_fails_verify_and_is_never_charged(tmp_path: Path) -> None:
+    """b granted on the copy only; its row edited to cover orig too: the seal covers it."""
+    db = _grouped_store(tmp_path)
+    cur = Curator(db)
+    cur.add_analyst("b", "copy", epsilon=1)
+    cur.query("b", QUERY.format("copy"), epsilon="0.25")
+    _sql(db, """UPDATE analysts SET access = '["copy", "orig"]' WHERE name = 'b'""")
+    assert any("analyst b/orig was edited" in p for p in cur.ledger.verify())
+    with pytest.raises(LedgerError, match="edited"):
+        cur.query("b", QUERY.format("orig"), epsilon="0.25")
     cur.close()
 
 
@@ -210,9 +281,12 @@ def test_a_reinitialised_ledger_restores_the_groups(tmp_path: Path) -> None:
     assert cur.ledger.verify() == []
     # The sketches are made again under the new salt at the next registration.
     assert {d.name for d in cur.ledger.unsketched()} == {"orig", "copy"}
-    assert cur.register_dataset("again", _frame(500, 2), SCHEMA)["shares_budgets_of"] == "orig"
+    with pytest.raises(ParameterError, match="in dataset 'orig'"):
+        cur.register_dataset("again", _frame(500, 2), SCHEMA)
+    info = cur.register_dataset("again", _frame(500, 2), SCHEMA, same_population_as="copy")
+    assert info["shares_budgets_of"] == "orig"
     cur.close()
 
 
-def test_the_format_is_the_one_with_groups() -> None:
-    assert integrity.FORMAT == "4" and integrity.SEALED_FORMATS == ("3", "4")
+def test_the_format_is_the_one_with_access_lists() -> None:
+    assert integrity.FORMAT == "5" and integrity.SEALED_FORMATS == ("3", "4", "5")

@@ -4,10 +4,11 @@ A package of one idea per module: :mod:`.storage` (the SQLite file, transactions
 fsync and group commit; no privacy accounting), :mod:`.flusher` (held completions),
 :mod:`.integrity` (hash chain, checkpoint, seals of the grants, verification),
 :mod:`.accounts` and :mod:`.charging` (the charging policy of every currency and the
-dataset caps), :mod:`.groups` (budget groups: datasets of mostly the same people sharing
-one set of caps and budgets), :mod:`.records` (typed rows read by column name), :mod:`.keys`,
-:mod:`.synopses`, :mod:`.completions`, :mod:`.catalog` (the datasets and their groups) and
-the :class:`Ledger` façade (:mod:`.facade`).
+dataset caps), :mod:`.groups` (budget groups: datasets the owner declared to hold the
+same people, sharing one set of caps and spend accounts; grants cover the datasets they
+name), :mod:`.records` (typed rows read by column name), :mod:`.keys`, :mod:`.synopses`,
+:mod:`.completions`, :mod:`.catalog` (the datasets and their groups) and the
+:class:`Ledger` façade (:mod:`.facade`).
 
 Design: budget state lives in a SQLite database next to the DuckDB store
 (``<store>.ledger``) in WAL mode with ``synchronous=FULL``, so every commit is fsync'd before

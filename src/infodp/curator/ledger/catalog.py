@@ -48,9 +48,11 @@ class Catalog:
         identical to a registered dataset: same ``fingerprint`` of the bounded table).
 
         ``max_epsilon``/``max_delta`` cap what all analysts together may spend on it; the
-        caps are sealed (:mod:`.integrity`). ``sharing``: its unit sketch and how it joins a
-        budget group (:mod:`.groups`), decided in the same transaction; returns the group
-        joined (None: its own).
+        caps are sealed (:mod:`.integrity`). ``sharing``: the owner's declaration of its
+        budget group (:mod:`.groups`) and its unit sketch, recorded in the same
+        transaction; returns the group joined (None: its own). A likely copy of a
+        registered dataset without a declaration is refused
+        (:class:`~.grants.LikelyCopy`).
         """
         row: DatasetRow = {
             "name": name,

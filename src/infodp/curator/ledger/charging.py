@@ -5,7 +5,9 @@ whether the query fits, inside the write transaction; then the dataset's caps, s
 analysts, are checked in their own units (ε and δ as exact fractions; information in nats,
 the unit it is spent in: a cap declared in bits is converted once, :func:`info_cap_nats`).
 A dataset in a budget group (:mod:`.groups`) is charged on its group root's caps and on the
-analyst's budget there, in the same transaction; its entry names the dataset queried.
+analyst's budget there, in the same transaction; its entry names the dataset queried. The
+budget must cover the dataset queried (its sealed ``access``): a grant on one dataset of a
+group is never a budget on another.
 The granted budget and caps must match their seals (:mod:`.integrity`), so a budget edited
 by hand is never charged against.
 
@@ -85,7 +87,7 @@ class Charge:
 # (AUTOINCREMENT's next id and the last link), in one read.
 _READ = (
     # The sealed fields first (see _check_seals), then what changes with every charge.
-    "SELECT a.epsilon, a.delta, a.budget_json, a.key_salt, a.key_hash, a.created, "
+    "SELECT a.epsilon, a.delta, a.budget_json, a.key_salt, a.key_hash, a.created, a.access, "
     "d.rows, d.source, d.info_cap_bits, d.max_epsilon, d.max_delta, d.created AS d_created, "
     "d.budget_group, d.independent, "
     "q.rows AS q_rows, q.source AS q_source, q.info_cap_bits AS q_info_cap_bits, "
@@ -104,7 +106,7 @@ _READ = (
     "WHERE a.name = ? AND a.dataset = ?"
 )
 #: How many leading columns of _READ the seals cover (the sealed fields and the seals).
-_SEALED = 25
+_SEALED = 26
 
 
 def charge(conn: sqlite3.Connection, store_id: str, c: Charge) -> tuple[int, Budget]:
@@ -118,7 +120,8 @@ def charge(conn: sqlite3.Connection, store_id: str, c: Charge) -> tuple[int, Bud
     row = conn.execute(
         _READ, (*_seal_keys(c.analyst, group, c.dataset), c.dataset, c.analyst, group)
     ).fetchone()
-    if row is None:
+    if row is None or not groups.covers(row["access"], group, c.dataset):
+        # The group's budget covers only the datasets it was granted on.
         raise missing_budget(conn, c.analyst, c.dataset)
     if (
         c.declaration is not None
@@ -219,7 +222,7 @@ def _group_of(conn: sqlite3.Connection, store_id: str, dataset: str) -> str:
     return group
 
 
-_GRANT = ("epsilon", "delta", "budget_json", "key_salt", "key_hash", "created")
+_GRANT = ("epsilon", "delta", "budget_json", "key_salt", "key_hash", "created", "access")
 _CAPS = ("rows", "source", "info_cap_bits", "max_epsilon", "max_delta")
 #: Grants whose seals were recomputed and matched (the hash of the same text is the same).
 _SOUND: set[tuple[object, ...]] = set()
@@ -330,12 +333,13 @@ def _append(conn: sqlite3.Connection, row: sqlite3.Row, store_id: str, c: Charge
 
 
 def missing_budget(conn: sqlite3.Connection, analyst: str, dataset: str) -> InfodpError:
-    """The error for a pair without a budget (naming what is missing)."""
+    """The error for a pair without a budget (naming what is missing): the same whether or
+    not ``dataset`` shares the budget group of a dataset the analyst was granted on."""
     row = conn.execute(
-        "SELECT 1 FROM analysts WHERE name = ? AND dataset = ?",
+        "SELECT access, dataset FROM analysts WHERE name = ? AND dataset = ?",
         (analyst, groups.root_of(conn, dataset)),
     ).fetchone()
-    if row is None:
+    if row is None or not groups.covers(row["access"], row["dataset"], dataset):
         return ParameterError(
             f"analyst {analyst!r} has no budget on dataset {dataset!r}; "
             f"add one with 'infodp analyst add --name {analyst} --dataset {dataset} ...'."

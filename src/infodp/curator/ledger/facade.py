@@ -286,8 +286,13 @@ class Ledger(Catalog):
         delta: Fraction,
         *,
         accountant_json: str | None = None,
-    ) -> str:
+    ) -> str | None:
         """Give ``name`` a budget on ``dataset``; returns the API key (shown once).
+
+        The budget covers ``dataset`` only, also in a budget group (:mod:`.groups`). When
+        ``name`` already holds the budget of ``dataset``'s group, granted on another of its
+        datasets, the same budget must be given: ``dataset`` is added to what it covers, and
+        None is returned (the key of that budget covers ``dataset`` now).
 
         Without ``accountant_json`` the budget is (ε, δ) under basic composition, exact
         fractions. With it (the JSON state of a fresh :class:`infodp.accounting.Accountant`)

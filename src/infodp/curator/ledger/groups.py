@@ -1,15 +1,22 @@
-"""Budget groups: datasets of mostly the same people share one set of caps and budgets.
+"""Budget groups: datasets the owner declared to hold the same people share one set of
+caps and one spend account per analyst.
 
-A dataset registered with mostly the units of a registered one (see
-:mod:`infodp.curator.unit_overlap`) is a *member* of that dataset's budget group: its
-``datasets.budget_group`` names the group's first dataset (the *root*), which holds the
-group's caps, spend totals and every analyst's budget (``analysts`` rows are the root's).
-A charge on any member is checked and debited there, in the same transaction; the entry
-keeps the dataset actually queried. ``independent`` records the owner's opt-out at
-registration. Both are sealed with the dataset's grant (:mod:`.integrity`).
+A dataset registered with ``same_population_as`` a registered one is a *member* of that
+dataset's budget group: its ``datasets.budget_group`` names the group's first dataset (the
+*root*), which holds the group's caps, spend totals and every analyst's budget (``analysts``
+rows are the root's). A charge on any member is checked and debited there, in the same
+transaction; the entry keeps the dataset actually queried. ``independent`` records the
+owner's explicit opt-out at registration. Both are sealed with the dataset's grant
+(:mod:`.integrity`).
+
+A group shares accounting, never access: an analysts row lists in ``access`` (JSON, sealed
+with the grant) the datasets of the group it was granted on, and covers those only
+(:data:`COVERS`). A row of a ledger before format 5 has no list and covers the dataset it is
+stored on, the root.
 
 The sketches of the datasets' salted unit ids live in ``unit_sketches`` and the salt in
-``meta.unit_salt``: owner-side only, never read by anything an analyst calls.
+``meta.unit_salt``: owner-side only, never read by anything an analyst calls, and never
+deciding anything: they only advise the owner at registration.
 
 >>> import sqlite3
 >>> from infodp.curator.ledger.records import SCHEMA
@@ -27,6 +34,8 @@ The sketches of the datasets' salted unit ids live in ``unit_sketches`` and the 
 
 from __future__ import annotations
 
+import functools
+import json
 import secrets
 import sqlite3
 
@@ -34,6 +43,9 @@ from infodp.errors import ParameterError
 
 __all__ = [
     "COLUMNS",
+    "COVERS",
+    "access_of",
+    "covers",
     "has_groups",
     "members",
     "migrate",
@@ -46,6 +58,12 @@ __all__ = [
 
 #: The columns a ledger of format 4 adds to ``datasets`` (with their declarations).
 COLUMNS = {"budget_group": "TEXT", "independent": "INTEGER NOT NULL DEFAULT 0"}
+#: The SQL condition under which the analysts row ``a`` covers the dataset ``q`` (a row of
+#: ``q``'s group): ``q`` is in its access list, or it has none and is stored on ``q``.
+COVERS = (
+    "CASE WHEN a.access IS NULL THEN a.dataset = q.name "
+    "ELSE EXISTS (SELECT 1 FROM json_each(a.access) WHERE value = q.name) END"
+)
 _SKETCHES = "CREATE TABLE IF NOT EXISTS unit_sketches (dataset TEXT PRIMARY KEY, sketch BLOB)"
 
 
@@ -56,13 +74,44 @@ def has_groups(conn: sqlite3.Connection) -> bool:
 
 
 def migrate(conn: sqlite3.Connection) -> None:
-    """Add the group columns and the sketches' table (inside a write transaction). Every
-    dataset of an older ledger is then its own group, with no sketch yet."""
+    """Add the group columns, the sketches' table and the grants' access lists (inside a
+    write transaction). Every dataset of a ledger before format 4 is then its own group,
+    with no sketch yet; every grant before format 5 covers the dataset it is stored on."""
     cols = {str(r[1]) for r in conn.execute("PRAGMA table_info(datasets)")}
     for name, decl in COLUMNS.items():
         if name not in cols:
             conn.execute(f"ALTER TABLE datasets ADD COLUMN {name} {decl}")
     conn.execute(_SKETCHES)
+    if "access" not in {str(r[1]) for r in conn.execute("PRAGMA table_info(analysts)")}:
+        conn.execute("ALTER TABLE analysts ADD COLUMN access TEXT")
+
+
+def access_of(stored: str | None, row_dataset: str) -> list[str]:
+    """The datasets an analysts row covers: its ``access`` list, or (a grant before format
+    5) the dataset it is stored on.
+
+    >>> access_of(None, "t"), access_of('["c", "t"]', "t")
+    (['t'], ['c', 't'])
+    """
+    return [row_dataset] if stored is None else [str(d) for d in json.loads(stored)]
+
+
+def covers(stored: str | None, row_dataset: str, dataset: str) -> bool:
+    """Whether an analysts row (its ``access``, stored on ``row_dataset``) covers ``dataset``.
+
+    >>> covers(None, "t", "t"), covers(None, "t", "c"), covers('["c"]', "t", "c")
+    (True, False, True)
+    """
+    if stored is None:
+        return dataset == row_dataset
+    return dataset in _listed(stored)
+
+
+@functools.lru_cache(maxsize=1024)
+def _listed(stored: str) -> frozenset[str]:
+    """The datasets of a stored access list (parsed once per distinct text: every charge
+    reads it)."""
+    return frozenset(str(d) for d in json.loads(stored))
 
 
 def roots(conn: sqlite3.Connection) -> dict[str, str]:

@@ -61,11 +61,12 @@ __all__ = [
     "verify_entries",
 ]
 
-#: The ledger format this version writes: 4 has budget groups and unit sketches
+#: The ledger format this version writes: 5 records which datasets of a budget group each
+#: grant covers (``analysts.access``), 4 has budget groups and unit sketches
 #: (:mod:`.groups`), 3 seals the grants (2: entries chained only).
-FORMAT = "4"
+FORMAT = "5"
 #: The formats whose grants carry seals.
-SEALED_FORMATS = ("3", FORMAT)
+SEALED_FORMATS = ("3", "4", FORMAT)
 #: Entry states whose cost is spent (see the package docstring).
 SPENDING = ("reserved", "released", "failed")
 _ZERO = (Fraction(0), Fraction(0))
@@ -104,8 +105,13 @@ def seal_key(table: str, row: Fields) -> str:
 
 
 def analyst_seal(store_id: str, row: Fields) -> str:
-    """The seal of an analysts row (any mapping with its granted fields and ``created``)."""
-    return _hash(["analyst", store_id, *[str(row[f]) for f in (*_ANALYST_FIELDS, "created")]])
+    """The seal of an analysts row (any mapping with its granted fields and ``created``, and
+    the datasets it covers when it records them: a row without them seals as before)."""
+    items = ["analyst", store_id, *[str(row[f]) for f in (*_ANALYST_FIELDS, "created")]]
+    access = _field(row, "access")
+    if access is not None:
+        items.append("access " + str(access))
+    return _hash(items)
 
 
 def dataset_seal(store_id: str, row: Fields) -> str:
@@ -158,17 +164,20 @@ def migrate(conn: sqlite3.Connection, store_id: str) -> bool:
 
     Format 1/2: the grants are sealed as found; format 3 (and 1/2): the budget-group
     columns and the sketches' table are added, every dataset its own group (its seal is
-    unchanged). A ledger of this format is left alone; a newer one is refused.
+    unchanged); format 4 (and older): the grants' ``access`` column is added, empty (a
+    grant without it covers the one dataset it is stored on, its seal unchanged; the groups
+    a sketch decided are kept as recorded). A ledger of this format is left alone; a newer
+    one is refused.
     """
     found = stored_format(conn)
     if found == FORMAT:
         return False
-    if found not in ("1", "2", "3"):
+    if found not in ("1", "2", "3", "4"):
         raise LedgerError(
             f"the ledger is of format {found}, newer than this version of infodp reads "
             f"({FORMAT}); upgrade infodp."
         )
-    if found != "3":
+    if found not in SEALED_FORMATS:
         for key, grant, kind in list(_sealed_rows(conn)):
             conn.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 from infodp._exact import float_down, float_up
 from infodp.curator.ledger.accounts import accountant_of, can_spend, remaining_of
+from infodp.curator.ledger.groups import COVERS
 from infodp.units import nats_to_bits
 
 if TYPE_CHECKING:
@@ -301,7 +302,7 @@ CREATE TABLE IF NOT EXISTS analysts (
     key_salt TEXT NOT NULL, key_hash TEXT NOT NULL,
     epsilon TEXT NOT NULL, delta TEXT NOT NULL,
     spent_epsilon TEXT NOT NULL DEFAULT '0', spent_delta TEXT NOT NULL DEFAULT '0',
-    created TEXT NOT NULL, accountant_json TEXT, budget_json TEXT,
+    created TEXT NOT NULL, accountant_json TEXT, budget_json TEXT, access TEXT,
     PRIMARY KEY (name, dataset));
 CREATE TABLE IF NOT EXISTS entries (
     id INTEGER PRIMARY KEY AUTOINCREMENT, analyst TEXT NOT NULL, dataset TEXT NOT NULL,
@@ -327,12 +328,14 @@ DATASET_COLUMNS = (
 BUDGET_COLUMNS = (
     "name AS analyst, dataset, epsilon, delta, spent_epsilon, spent_delta, accountant_json"
 )
-#: Every dataset's view of the budgets of its group (the group root's ``analysts`` rows,
-#: :mod:`.groups`), read as :data:`BUDGET_COLUMNS`: ``SELECT {GROUP_BUDGETS} WHERE ...``.
+#: Every dataset's view of the budgets granted on it (the group root's ``analysts`` rows
+#: whose access covers it, :mod:`.groups`), read as :data:`BUDGET_COLUMNS`:
+#: ``SELECT {GROUP_BUDGETS} WHERE ...``. A grant on one dataset of a group is never
+#: a budget on the group's others.
 GROUP_BUDGETS = (
     "a.name AS analyst, q.name AS dataset, a.epsilon, a.delta, a.spent_epsilon, "
     "a.spent_delta, a.accountant_json FROM datasets q "
-    "JOIN analysts a ON a.dataset = coalesce(q.budget_group, q.name)"
+    f"JOIN analysts a ON a.dataset = coalesce(q.budget_group, q.name) AND ({COVERS})"
 )
 
 
