@@ -90,7 +90,7 @@ def test_a_failed_registration_removes_only_its_own_tables(tmp_path: Path) -> No
         con.close()
     assert {stored_name("clinic", t) for t in ("people", "visits", "regions")} <= names
     assert not [n for n in names if n.startswith(("trial", "_infodp_new_"))]
-    cur.register_dataset("trial", clinic_frames(seed=3), CLINIC)  # the name is free
+    cur.register_dataset("trial", clinic_frames(seed=3), CLINIC, independent=True)  # name free
 
 
 @pytest.mark.parametrize("population_first", [True, False])
