@@ -5,7 +5,7 @@ neighbouring pair under the relation is enumerated, and the exact law of one noi
 built as a mixture over all batches the scheme can draw (every subset, every b-subset, every
 sequence of b draws; for ``shuffled`` every permutation of one epoch, a product over its
 batches). The hockey-stick divergence δ(ε) = ∫ (p − e^ε q)₊ of each ordered pair is
-integrated numerically (scipy, on a fine grid; ``quad`` re-checks the worst pair), and the
+integrated numerically (scipy: the worst pair found on a fine grid, its δ by ``quad``), and the
 API's certified ε(δ) must never be below the worst exact one: no over-claim. None of
 infodp's accounting code is used for the reference.
 """
@@ -228,14 +228,24 @@ def test_certified_epsilon_is_never_below_the_exact_worst_pair(
         )
     for delta in (1e-5, 1e-2):
         eps = profile.epsilon(delta)
-        exact, p, q = _worst(scheme, relation, n, b, sigma, eps)
-        # Grid error is ≤ 1e-9 relative here; more slack than that would hide an over-claim.
-        assert exact <= delta * (1 + 1e-6) + 1e-15, (eps, exact, delta)
-        if len(next(iter(p))) == 1 and exact > 0:
-            assert _quad_hockey(p, q, eps, sigma) <= delta * (1 + 1e-6) + 1e-15
+        exact, tol = _judged(scheme, relation, n, b, sigma, eps)
+        assert exact <= delta * (1 + tol) + 1e-15, (eps, exact, delta)
     for eps in (0.5, 2.0):
-        exact, _, _ = _worst(scheme, relation, n, b, sigma, eps)
-        assert exact <= profile.delta(eps) * (1 + 1e-6) + 1e-15
+        exact, tol = _judged(scheme, relation, n, b, sigma, eps)
+        assert exact <= profile.delta(eps) * (1 + tol) + 1e-15, (eps, exact)
+
+
+def _judged(
+    scheme: str, relation: str, n: int, b: int, sigma: float, eps: float
+) -> tuple[float, float]:
+    """(the worst pair's exact δ(ε), the relative error it may carry): the pair found on the
+    grid, its δ by adaptive quadrature (error ≤ 1e-9 relative) for one-dimensional laws;
+    two-dimensional ones (a shuffled epoch) stay on the 801² grid, whose trapezoid rule is
+    allowed 1e-4 relative (the one-dimensional grid of 20 001 points was off by up to 3e-6)."""
+    exact, p, q = _worst(scheme, relation, n, b, sigma, eps)
+    if len(next(iter(p))) == 1:
+        return _quad_hockey(p, q, eps, sigma), 1e-9
+    return exact, 1e-4
 
 
 def test_with_replacement_add_remove_is_the_sensitivity_2b_gaussian() -> None:
