@@ -94,7 +94,7 @@ class Session:
     memory: a durable ledger's data are re-registered into the in-memory DuckDB store.
     ``same_population_as``/``independent``: the owner's declaration of the new table's
     budgets in a durable ledger that holds other datasets (see
-    :meth:`infodp.curator.Curator.register_dataset`).
+    ``Curator.register_dataset``).
     """
 
     def __init__(
@@ -145,7 +145,7 @@ class Session:
     ) -> None:
         """Register ``data`` as the session's table (a Spark copy in a new private directory
         unless ``bounded_path`` is given), with the owner's declaration of its budgets
-        (``same_population_as``, ``independent``: see :meth:`Curator.register_dataset`)."""
+        (``same_population_as``, ``independent``: see ``Curator.register_dataset``)."""
         if backend == "spark" and bounded_path is None:
             import tempfile
 
