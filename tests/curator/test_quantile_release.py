@@ -58,7 +58,7 @@ def rows_of(units: list[int]) -> list[int]:
 def curator(tmp_path_factory: pytest.TempPathFactory) -> Curator:
     cur = Curator(tmp_path_factory.mktemp("q") / "q.duckdb", source=seeded(11))
     for i, units in enumerate(UNITS.values()):
-        cur.register_dataset(f"d{i}", frame(units), SCHEMA)
+        cur.register_dataset(f"d{i}", frame(units), SCHEMA, independent=True)
         cur.add_analyst(f"a{i}", f"d{i}", epsilon=10**6)
     return cur
 

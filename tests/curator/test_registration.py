@@ -257,7 +257,7 @@ def test_the_demo_refuses_a_file_that_is_not_a_store(
     other.write_text("root:x:0:0:root:/root:/bin/bash\n")
     assert main(["demo", "--db", str(other)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--db must be" in err and str(other) in err
+    assert err.count("\n") == 1 and "--db must be" in err and str(other)[:40] in err
     assert "root:x" not in err and other.read_text().startswith("root:x")
 
 

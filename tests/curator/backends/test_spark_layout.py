@@ -53,7 +53,9 @@ def test_bounded_columns_are_int32_when_the_grid_fits_and_bigint_to_queries(
         assert sorted(stored[bounded_column("b")]) == sorted(snapped)
         # Queries read a view that widens the 32-bit column back to BIGINT.
         view = cur.spark()._view("t")
-        seen = {f.name: f.dataType.typeName() for f in spark.table(view).schema.fields}
+        # The view lives in the curator's own query session (its plan settings pinned).
+        table = cur.spark().session().table(view)
+        seen = {f.name: f.dataType.typeName() for f in table.schema.fields}
         assert seen[bounded_column("a")] == seen[bounded_column("b")] == "long"
     finally:
         cur.close()

@@ -114,15 +114,17 @@ class LikelyCopy(ParameterError):
     dataset's, and the owner declared neither that it shares its budgets nor that it is
     independent. Nothing was registered."""
 
-    def __init__(self, name: str, found: Joined) -> None:
-        share = round(100 * float(found.share))
+    def __init__(self, name: str, group: str, percent: object) -> None:
+        # Plain values only (the dataset's name, the group's, a rounded percentage), so the
+        # error pickles faithfully across the service's worker processes.
         super().__init__(
-            f"about {share}% of the units of {name!r} are in dataset {found.group!r}: "
-            f"declare it with --same-population-as {found.group} (same_population_as="
-            f"{found.group!r}) to share its caps and budgets, or with --independent "
+            f"about {percent}% of the units of {name!r} are in dataset {group!r}: "
+            f"declare it with --same-population-as {group} (same_population_as="
+            f"{group!r}) to share its caps and budgets, or with --independent "
             "(independent=True) to give it its own; nothing was registered.",
         )
-        self.found = found
+        self.group = group
+        self.percent = percent
 
 
 def _group(conn: sqlite3.Connection, name: str, sharing: Sharing) -> Joined | None:
@@ -144,7 +146,7 @@ def _group(conn: sqlite3.Connection, name: str, sharing: Sharing) -> Joined | No
         return None
     found = sharing.choose(sharing.sketch, groups.sketches(conn))
     if found is not None:
-        raise LikelyCopy(name, found)
+        raise LikelyCopy(name, found.group, round(100 * float(found.share)))
     return None
 
 
