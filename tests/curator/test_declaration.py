@@ -109,3 +109,80 @@ def test_a_valid_declaration_reads_back_equal_from_its_stored_form(
     assert again.to_json() == schema.to_json()
     assert {c.name: c for c in again.columns} == {c.name: c for c in schema.columns}
     assert [c.name for c in schema.columns] == list(columns)
+
+
+# -- one privacy unit per dataset --------------------------------------------------------------
+
+ONE_UNIT = (
+    "must be one privacy unit: a single id column name or 'row' (budgets, caps and row bounds "
+    "are per unit, and a query's sensitivity is the change of one unit's rows, so one dataset "
+    "has one unit); register one dataset per unit, or declare the coarser unit (such as the "
+    "household that holds its persons) as the privacy_unit of all its tables; got "
+)
+
+_TWO_UNITS_YAML = """
+table: people
+privacy_unit: [person, household]
+columns:
+  person: {type: text}
+  household: {type: text}
+"""
+
+_OWN_UNIT_YAML = """
+privacy_unit: household
+tables:
+  homes: {columns: {household: {type: text}}}
+  people: {privacy_unit: person, columns: {household: {type: text}, person: {type: text}}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("declaration", "message"),
+    [
+        (_TWO_UNITS_YAML, "privacy_unit " + ONE_UNIT + "['person', 'household']."),
+        (
+            {
+                "table": "people",
+                "privacy_unit": ["person", "household"],
+                "columns": {"person": {"type": "text"}, "household": {"type": "text"}},
+            },
+            "privacy_unit " + ONE_UNIT + "['person', 'household'].",
+        ),
+        (
+            {
+                "privacy_unit": ["person", "household"],
+                "tables": {"people": {"columns": {"person": {"type": "text"}}}},
+            },
+            "privacy_unit " + ONE_UNIT + "['person', 'household'].",
+        ),
+        (_OWN_UNIT_YAML, "tables.people.privacy_unit " + ONE_UNIT + "'person'."),
+        (
+            {
+                "privacy_unit": "household",
+                "tables": {
+                    "people": {
+                        "privacy_unit": "person",
+                        "columns": {"household": {"type": "text"}, "person": {"type": "text"}},
+                    }
+                },
+            },
+            "tables.people.privacy_unit " + ONE_UNIT + "'person'.",
+        ),
+    ],
+    ids=["yaml_list", "dict_list", "population_list", "yaml_own_unit", "dict_own_unit"],
+)
+def test_a_dataset_of_several_privacy_units_is_refused_saying_why(
+    declaration: object, message: str
+) -> None:
+    with pytest.raises(ParameterError) as err:
+        load_schema(declaration)  # type: ignore[arg-type]
+    assert str(err.value) == message
+
+
+def test_the_coarser_unit_is_the_allowed_form() -> None:
+    s = load_schema(_OWN_UNIT_YAML.replace("privacy_unit: person, ", ""))
+    assert s.privacy_unit == "household"
+    assert [m.table for m in s.members] == ["homes", "people"]
+    # The population's own unit named again by a table is still left out, as before.
+    with pytest.raises(ParameterError, match="left out"):
+        load_schema(_OWN_UNIT_YAML.replace("privacy_unit: person", "privacy_unit: household"))

@@ -133,8 +133,8 @@ class SchemaDecl(BaseModel):
     @field_validator("table", "privacy_unit", mode="before")
     @classmethod
     def _ident(cls, v: object, info: ValidationInfo) -> str:
-        if v is None and info.field_name == "privacy_unit":
-            raise ParameterError("privacy_unit", None, "a user-id column name or 'row'")
+        if info.field_name == "privacy_unit":
+            return _unit("privacy_unit", v)
         return _identifier(str(info.field_name), v)
 
     @field_validator(
@@ -187,6 +187,33 @@ def _check_work(m: int, declared: int | None, where: str) -> None:
             "the most rows one individual may cause in any relation a query builds; declare "
             "a larger max_derived_rows_per_unit",
         )
+
+
+#: Why a dataset has exactly one privacy unit, and what to declare instead of several.
+_ONE_UNIT = (
+    "one privacy unit: a single id column name or 'row' (budgets, caps and row bounds are "
+    "per unit, and a query's sensitivity is the change of one unit's rows, so one dataset "
+    "has one unit); register one dataset per unit, or declare the coarser unit (such as the "
+    "household that holds its persons) as the privacy_unit of all its tables"
+)
+
+
+def _unit(name: str, value: object) -> str:
+    """A declared privacy unit: one identifier (a list of several units is refused, saying
+    why and what to declare instead).
+
+    >>> _unit("privacy_unit", ["person", "household"])
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: privacy_unit must be one privacy unit: a single id column name or 'row' (budgets, caps and row bounds are per unit, and a query's sensitivity is the change of one unit's rows, so one dataset has one unit); register one dataset per unit, or declare the coarser unit (such as the household that holds its persons) as the privacy_unit of all its tables; got ['person', 'household'].
+    """  # noqa: E501
+    if value is None:
+        raise ParameterError(name, None, "a user-id column name or 'row'")
+    if isinstance(value, (list, tuple, set, Mapping)):
+        if len(value) == 1 and isinstance(value, (list, tuple)):
+            return _unit(name, value[0])
+        raise ParameterError(name, list(value), _ONE_UNIT)
+    return _identifier(name, value)
 
 
 def _identifier(name: str, value: object) -> str:
@@ -366,10 +393,7 @@ def declared_population(data: Mapping[object, object]) -> DatasetSchema:
     unknown = sorted(str(k) for k in data if k not in _POPULATION_KEYS)
     if unknown:
         raise ParameterError("schema", unknown, "made of the keys " + ", ".join(_POPULATION_KEYS))
-    unit = data.get("privacy_unit")
-    if unit is None:
-        raise ParameterError("privacy_unit", None, "a user-id column name or 'row'")
-    unit = _identifier("privacy_unit", unit)
+    unit = _unit("privacy_unit", data.get("privacy_unit"))
     name = _identifier("table", data.get("table", "population"))
     tables = data.get("tables")
     if not isinstance(tables, Mapping) or not tables:
@@ -400,6 +424,10 @@ def _table_of(table: object, spec: object, unit: str) -> DatasetSchema:
     _identifier(where, table)
     if not isinstance(spec, Mapping):
         raise ParameterError(where, spec, "a mapping with keys columns (and public or limits)")
+    own = spec.get("privacy_unit", unit)
+    if "privacy_unit" in spec and not (isinstance(own, str) and own.lower() == unit.lower()):
+        # A table of its own unit: the population's budgets and bounds would mix two units.
+        raise ParameterError(f"{where}.privacy_unit", own, _ONE_UNIT)
     for key in ("table", "privacy_unit"):
         if key in spec:
             raise ParameterError(
