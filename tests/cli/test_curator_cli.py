@@ -141,6 +141,34 @@ def test_register_refuses_missing_schema_and_nulls(
     assert code == 2 and "income" in err and "nulls: drop" in err
 
 
+def test_register_drops_rows_without_an_id_when_declared(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    frame = pd.DataFrame(
+        {"person_id": ["a", None, "b", None, "c", "d"], "age": [30, 99, 41, 99, 52, 63]}
+    )
+    frame.to_csv(tmp_path / "p.csv", index=False)
+    schema = "table: p\nprivacy_unit: person_id\ncolumns:\n  age: {type: int, bounds: [0, 120]}\n"
+    (tmp_path / "strict.yaml").write_text(schema)
+    dropping = schema + "  person_id: {type: text, nulls: drop}\n"
+    (tmp_path / "drop.yaml").write_text(dropping)
+    register = ["dataset", "register", "--source", str(tmp_path / "p.csv"), "--name", "p"]
+    db = str(tmp_path / "s.duckdb")
+    code, out, err = run(capsys, *register, "--db", db, "--schema", str(tmp_path / "strict.yaml"))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "privacy_unit column 'person_id' holds NULL values" in err
+    assert "Declare the id column's null policy 'nulls: drop'" in err
+    code, out, _ = run(capsys, *register, "--db", db, "--schema", str(tmp_path / "drop.yaml"))
+    want = int(frame["person_id"].isna().sum())
+    assert code == 0 and f"registered p: {len(frame) - want} rows" in out
+    assert f"{want} rows dropped: their person_id is NULL (the id column's nulls: drop)" in out
+    db2 = str(tmp_path / "s2.duckdb")
+    code, out, _ = run(
+        capsys, *register, "--db", db2, "--schema", str(tmp_path / "drop.yaml"), "--json"
+    )
+    assert code == 0 and json.loads(out)["null_ids_dropped"] == want
+
+
 def test_analyst_add_in_accountant_currencies(
     capsys: pytest.CaptureFixture[str], registered_store: RegisterStore
 ) -> None:

@@ -43,7 +43,10 @@ def test_the_first_problem_in_field_order_is_named(spec: object, argument: str) 
         ({"privacy_unit": "row", "columns": {"c": {"type": "text"}}}, "table must be an ident"),
         ({"table": "t", "columns": {"c": {"type": "text"}}}, "privacy_unit must be a user-id"),
         ({"table": "t", "privacy_unit": "row"}, "columns must be a non-empty mapping"),
-        (_one_column({}), "columns.c.type must be one of int, float, category, text; got None"),
+        (
+            _one_column({}),
+            "columns.c.type must be one of int, float, category, text, bool; got None",
+        ),
     ],
 )
 def test_a_missing_required_key_is_refused_by_its_own_rule(

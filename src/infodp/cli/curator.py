@@ -260,6 +260,7 @@ def dataset_register(
         "shares_budgets_of": info["shares_budgets_of"],
         "independent": info["independent"],
         "budgets": info["budgets"],
+        "null_ids_dropped": info["null_ids_dropped"],
         "backend": backend,
         "db": db,
     }
@@ -269,9 +270,24 @@ def dataset_register(
         lambda p: click.echo(
             f"registered {p['dataset']}: {p['rows']} rows, privacy unit "
             f"{p['schema']['privacy_unit']} (store {p['db']})"
+            + _dropped_line(p["null_ids_dropped"], p["schema"]["privacy_unit"])
             + (f"\n{p['budgets']}" if p["budgets"] else "")
         ),
     )
+
+
+def _dropped_line(dropped: int, unit: str) -> str:
+    """The owner's line on rows left out for a NULL id (the id column's ``nulls: drop``).
+
+    >>> _dropped_line(3, "pid")
+    "\\n3 rows dropped: their pid is NULL (the id column's nulls: drop)"
+    >>> _dropped_line(0, "pid")
+    ''
+    """
+    if not dropped:
+        return ""
+    rows = "row" if dropped == 1 else "rows"
+    return f"\n{dropped} {rows} dropped: their {unit} is NULL (the id column's nulls: drop)"
 
 
 def _dataset_entry(cur: Any, r: Any) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from infodp.curator.schema import (
     COLUMN_TYPES,
     DEFAULT_MAX_DERIVED_ROWS_PER_UNIT,
     MAX_BOUND,
+    TYPE_ALIASES,
     ColumnSpec,
     DatasetSchema,
     NullPolicy,
@@ -82,6 +83,7 @@ class ColumnDecl(BaseModel):
     @field_validator("type", mode="before")
     @classmethod
     def _type(cls, v: object, info: ValidationInfo) -> str:
+        v = TYPE_ALIASES.get(v, v) if isinstance(v, str) else v
         if v not in COLUMN_TYPES:
             raise ParameterError(f"{_where(info)}.type", v, f"one of {', '.join(COLUMN_TYPES)}")
         return str(v)
@@ -227,6 +229,8 @@ def _identifier(name: str, value: object) -> str:
 def _check_bounds(where: str, ctype: str, raw: object) -> tuple[float, float]:
     """``[low, high]`` of a numeric column as doubles, every rule checked on the raw pair."""
     name = f"{where}.bounds"
+    if ctype == "bool":
+        raise ParameterError(name, raw, "left out for a bool column (false is 0, true is 1)")
     if ctype not in _NUMERIC:
         raise ParameterError(name, raw, "declared only for int or float columns")
     if not isinstance(raw, (list, tuple)) or len(raw) != 2:
@@ -281,6 +285,10 @@ def _nulls(where: str, spec: object, ctype: str) -> NullPolicy:
         return NullPolicy("drop")
     if isinstance(spec, Mapping) and set(spec) == {"replace"}:
         raw = spec["replace"]
+        if ctype == "bool":
+            if raw not in (True, False) or isinstance(raw, float):
+                raise ParameterError(f"{where}.nulls.replace", raw, "true or false")
+            return NullPolicy("replace", float(raw))
         if ctype in _NUMERIC:
             return NullPolicy("replace", as_real(f"{where}.nulls.replace", raw))
         if not isinstance(raw, str):
@@ -352,15 +360,26 @@ def _column(name: str, spec: object) -> ColumnSpec:
 
 
 def _check_unit(unit: str, columns: tuple[ColumnSpec, ...]) -> None:
-    """The privacy unit's id column, when declared, has no bounds and no null policy."""
+    """The privacy unit's id column, when declared, has no bounds and its null policy is
+    ``error`` (a NULL id refuses the registration) or ``drop`` (its rows are left out).
+
+    >>> _check_unit("pid", (ColumnSpec("pid", "text", nulls=NullPolicy("replace", "x")),))
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: columns.pid.nulls must be 'error' (the default: a NULL id refuses the registration) or 'drop' (rows without an id are left out at registration) for the privacy unit's id column: a replaced id would make one individual of everyone without an id; got {'replace': 'x'}.
+    """  # noqa: E501
     spec = next((c for c in columns if c.name.lower() == unit.lower()), None)
-    if (
-        unit != "row"
-        and spec is not None
-        and (spec.bounds is not None or spec.nulls.action != "error")
-    ):
+    if unit == "row" or spec is None:
+        return
+    if spec.bounds is not None:
+        raise ParameterError(f"columns.{unit}", spec.to_dict(), "an id column without bounds")
+    if spec.nulls.action not in ("error", "drop"):
         raise ParameterError(
-            f"columns.{unit}", spec.to_dict(), "an id column without bounds or null policy"
+            f"columns.{unit}.nulls",
+            spec.to_dict()["nulls"],
+            "'error' (the default: a NULL id refuses the registration) or 'drop' (rows "
+            "without an id are left out at registration) for the privacy unit's id column: "
+            "a replaced id would make one individual of everyone without an id",
         )
 
 

@@ -75,7 +75,7 @@ def column_grid(col: ColumnSpec) -> ColumnGrid:
     if col.bounds is None:
         raise InternalError(f"column {col.name} has no bounds")
     low, high = col.bounds
-    step = grid_step(low, high, col.type == "int")
+    step = grid_step(low, high, col.is_integer)
     lo, hi = _round_half_away(low / step), _round_half_away(high / step)
     center = _round_half_away((low + high) / 2 / step)
     return ColumnGrid(low, high, step, lo, hi, center)

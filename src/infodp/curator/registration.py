@@ -156,12 +156,13 @@ def register_dataset(
                 )
             elif spark:
                 copied.tables.append(name)  # the Spark backend drops only a copy it wrote
-                rows, unit_ok = engine.register(name, source, schema, bounded_path=bounded_path)
-                copied = Copied(schema, rows, unit_ok, [name], [name])
+                got = engine.register(name, source, schema, bounded_path=bounded_path)
+                copied = Copied(schema, got.rows, got.unit_ok, [name], [name], got.dropped)
             else:
                 copied.tables.append(temporary + "0")
-                rows, unit_ok = engine.register(temporary + "0", source, schema)
-                copied = Copied(schema, rows, unit_ok, [temporary + "0"], [name])
+                got = engine.register(temporary + "0", source, schema)
+                copied = Copied(schema, got.rows, got.unit_ok, [temporary + "0"], [name])
+                copied.dropped = got.dropped
         schema = copied.schema
         rows, unit_ok = copied.rows, copied.unit_ok
         if not schema.is_population:
@@ -235,6 +236,8 @@ def register_dataset(
         "shares_budgets_of": None if joined is None else joined.group,
         "independent": caps.independent,
         "budgets": owner_note(name, joined, caps.independent),
+        # The owner's own data: rows left out for a NULL id (the id column's nulls: drop).
+        "null_ids_dropped": copied.dropped,
     }
     return shown, where
 
@@ -250,6 +253,8 @@ class Copied:
     #: The tables made (under their temporary names, if any), and the stored name of each.
     tables: list[str]
     stored: list[str]
+    #: Rows left out because their id is NULL (the id column's ``nulls: drop``).
+    dropped: int = 0
 
 
 def stored_tables(name: str, schema: DatasetSchema) -> list[str]:
@@ -356,10 +361,10 @@ def copy_population(
     """
     sources = population_sources(schema, source)
     if engine is not store:  # Spark: one directory of copies
-        filled, rows, made = engine.register_population(
+        filled, rows, made, dropped = engine.register_population(
             name, sources, schema, bounded_path=bounded_path
         )
-        return Copied(filled, rows, True, made, list(made))
+        return Copied(filled, rows, True, made, list(made), dropped)
     copied = Copied(schema, 0, True, [], [])
     members = []
     try:
@@ -373,10 +378,11 @@ def copy_population(
             if member.public:
                 members.append(store.register_public(table, sources[member.table], member))
                 continue
-            rows, unit_ok = store.register(table, sources[member.table], member)
-            _check_public_facts(member, rows)
-            copied.rows += rows
-            copied.unit_ok = copied.unit_ok and unit_ok
+            got = store.register(table, sources[member.table], member)
+            _check_public_facts(member, got.rows)
+            copied.rows += got.rows
+            copied.unit_ok = copied.unit_ok and got.unit_ok
+            copied.dropped += got.dropped
             members.append(member)
     except BaseException:
         for table in copied.tables:  # made here (checked absent just before): dropped if made

@@ -13,9 +13,11 @@ is accepted as YAML or JSON text, a file path or a ``dict``::
       region: {type: category, categories: [north, south, east, west]}
 
 Column types: ``int`` and ``float`` (numeric; ``bounds: [low, high]`` needed to aggregate),
-``category`` (``categories: [...]``; GROUP BY gives a histogram over exactly these), and
+``category`` (``categories: [...]``; GROUP BY gives a histogram over exactly these),
 ``text`` (a key with no declared domain: usable in WHERE and in GROUP BY with differentially
-private partition selection). Null policy ``nulls``: ``error`` (default: registration refuses
+private partition selection) and ``bool`` (also spelt ``boolean``: a condition in WHERE, a
+category of the two keys ``false`` and ``true`` in GROUP BY, 0 or 1 with the implied bounds
+[0, 1] in COUNT, SUM and AVG). Null policy ``nulls``: ``error`` (default: registration refuses
 a column holding NULL/NaN/±inf), ``drop`` (such values are ignored by every aggregate, like SQL
 NULL) or ``{replace: VALUE}`` (replaced by a declared constant inside the bounds).
 
@@ -49,8 +51,11 @@ from typing import Any, NotRequired, Required, TypedDict
 from infodp.errors import ParameterError
 
 __all__ = [
+    "BOOL_BOUNDS",
+    "BOOL_KEYS",
     "COLUMN_TYPES",
     "DEFAULT_MAX_DERIVED_ROWS_PER_UNIT",
+    "TYPE_ALIASES",
     "ColumnDict",
     "ColumnSpec",
     "DatasetSchema",
@@ -69,7 +74,16 @@ __all__ = [
 DEFAULT_MAX_DERIVED_ROWS_PER_UNIT = 10_000
 
 #: Declared column types.
-COLUMN_TYPES: tuple[str, ...] = ("int", "float", "category", "text")
+COLUMN_TYPES: tuple[str, ...] = ("int", "float", "category", "text", "bool")
+
+#: Other spellings of a declared type (``boolean`` is ``bool``).
+TYPE_ALIASES: dict[str, str] = {"boolean": "bool"}
+
+#: The bounds a ``bool`` column implies: aggregated as 0 (false) and 1 (true).
+BOOL_BOUNDS: tuple[float, float] = (0.0, 1.0)
+
+#: The keys a ``bool`` column groups by: a declared category of two keys.
+BOOL_KEYS: tuple[str, ...] = ("false", "true")
 
 
 class ColumnDict(TypedDict, total=False):
@@ -127,8 +141,13 @@ class NullPolicy:
 class ColumnSpec:
     """One declared column (immutable).
 
+    A ``bool`` column is numeric with the implied bounds [0, 1] (COUNT, SUM, AVG read false
+    as 0 and true as 1) and groups by the two keys ``false`` and ``true``.
+
     >>> ColumnSpec("age", "int", bounds=(0.0, 120.0)).is_numeric
     True
+    >>> ColumnSpec("refurbished", "bool").bounds
+    (0.0, 1.0)
     """
 
     name: str
@@ -140,15 +159,24 @@ class ColumnSpec:
     #: at registration (bounds each private row's matches in a join on this column).
     multiplicity: int | None = None
 
+    def __post_init__(self) -> None:
+        if self.type == "bool" and self.bounds is None:
+            object.__setattr__(self, "bounds", BOOL_BOUNDS)  # implied, never declared
+
     @property
     def is_numeric(self) -> bool:
-        """True for ``int`` and ``float`` columns."""
-        return self.type in ("int", "float")
+        """True for ``int``, ``float`` and ``bool`` (0 or 1) columns."""
+        return self.type in ("int", "float", "bool")
+
+    @property
+    def is_integer(self) -> bool:
+        """True for ``int`` and ``bool`` columns (integer values, an integer grid)."""
+        return self.type in ("int", "bool")
 
     def to_dict(self) -> ColumnDict:
         """The declaration as plain data (round-trips through :func:`load_schema`)."""
         out: ColumnDict = {"type": self.type}
-        if self.bounds is not None:
+        if self.bounds is not None and self.type != "bool":
             out["bounds"] = list(self.bounds)
         if self.categories is not None:
             out["categories"] = list(self.categories)
@@ -239,6 +267,20 @@ class DatasetSchema:
         if self.max_derived_rows_per_unit is not None:
             return self.max_derived_rows_per_unit
         return DEFAULT_MAX_DERIVED_ROWS_PER_UNIT
+
+    @property
+    def drops_null_units(self) -> bool:
+        """True when the id column declares ``nulls: drop``: registration leaves out the rows
+        whose id is NULL (and tells the owner how many); otherwise it refuses them.
+
+        >>> load_schema({"table": "t", "privacy_unit": "pid",
+        ...              "columns": {"pid": {"type": "text", "nulls": "drop"}}}).drops_null_units
+        True
+        """
+        if self.unit_is_row:
+            return False
+        unit = next((c for c in self.columns if c.name.lower() == self.privacy_unit.lower()), None)
+        return unit is not None and unit.nulls.action == "drop"
 
     @property
     def unit_is_row(self) -> bool:
@@ -350,7 +392,8 @@ def _column_from_dict(name: str, d: ColumnDict) -> ColumnSpec:
     policy = NullPolicy()
     if isinstance(nulls, Mapping):
         raw = nulls["replace"]
-        policy = NullPolicy("replace", float(raw) if d["type"] in ("int", "float") else str(raw))
+        numeric = d["type"] in ("int", "float", "bool")
+        policy = NullPolicy("replace", float(raw) if numeric else str(raw))
     elif nulls is not None:
         policy = NullPolicy(str(nulls))
     multiplicity = d.get("multiplicity")
@@ -397,7 +440,7 @@ def load_schema(source: SchemaSource) -> DatasetSchema:
     >>> load_schema({"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "blob"}}})
     Traceback (most recent call last):
     ...
-    infodp.errors.ParameterError: columns.x.type must be one of int, float, category, text; got 'blob'.
+    infodp.errors.ParameterError: columns.x.type must be one of int, float, category, text, bool; got 'blob'.
     """  # noqa: E501
     from infodp.curator.declaration import declared_schema
 

@@ -180,7 +180,7 @@ class Session:
                 "schema", self.table, f"the schema recorded in the ledger {ledger}"
             )
         table_schema = self._curator.schema(self.table)
-        rows, _ = self._curator.backend.register(self.table, data, table_schema)
+        rows = self._curator.backend.register(self.table, data, table_schema).rows
         # Same data: the fingerprint of the bounded table (older ledgers: the row count).
         # Neither figure is shown: the message is the same whatever the data hold.
         same = (

@@ -55,7 +55,7 @@ from infodp.curator.limits import (
 from infodp.curator.plan import Aggregate, GroupKey, Output, Predicate, QueryPlan
 from infodp.curator.rules import RULES, Rule, allowed_names
 from infodp.curator.rules.filtered import parse_filtered
-from infodp.curator.schema import ColumnSpec, DatasetSchema
+from infodp.curator.schema import BOOL_KEYS, ColumnSpec, DatasetSchema
 from infodp.errors import ParameterError
 
 __all__ = [
@@ -317,6 +317,8 @@ def _literal(node: exp.Expr, col: ColumnSpec) -> float | int | str:
                 f"literal compared with {col.name}", -inner, "an integer in [-2^63, 2^63 - 1]"
             )
         return -inner
+    if col.type == "bool":
+        return _bool_literal(node, col)
     if not isinstance(node, exp.Literal):
         raise _refuse(
             f"expression {node.sql(dialect='duckdb')!r} in WHERE",
@@ -329,6 +331,19 @@ def _literal(node: exp.Expr, col: ColumnSpec) -> float | int | str:
             )
         return _numeric_literal(node.this, col)
     return str(node.this)
+
+
+def _bool_literal(node: exp.Expr, col: ColumnSpec) -> bool:
+    """TRUE, FALSE, 1 or 0 compared with bool column ``col``."""
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    if isinstance(node, exp.Literal) and not node.is_string and node.this in ("0", "1"):
+        return str(node.this) == "1"
+    raise ParameterError(
+        f"literal compared with {col.name}",
+        node.sql(dialect="duckdb")[:40],
+        f"TRUE or FALSE (bool column {col.name})",
+    )
 
 
 def _numeric_literal(text: str, col: ColumnSpec) -> float | int:
@@ -411,6 +426,8 @@ def _predicate(node: exp.Expr, schema: DatasetSchema, q: set[str]) -> Predicate:
             raise _refuse(f"IS {node.expression.sql()}", "only IS [NOT] NULL")
         col = _column(node.this, schema, q)
         return Predicate("is null", col.name)
+    if isinstance(node, exp.Column) and schema.column(node.name).type == "bool":
+        return Predicate("=", _column(node, schema, q).name, (True,))  # WHERE flag
     raise _refuse(f"{node.key.upper()} in WHERE ({node.sql(dialect='duckdb')!r})")
 
 
@@ -621,6 +638,8 @@ def _output(item: exp.Expr, parsing: _Parsing, grouped: set[str]) -> Output:
 def _group_key(col: ColumnSpec) -> GroupKey:
     if col.type == "category":
         return GroupKey(col.name, col.categories)
+    if col.type == "bool":  # a declared category of two keys
+        return GroupKey(col.name, BOOL_KEYS)
     if col.type == "int" and col.bounds is not None:
         low, high = int(col.bounds[0]), int(col.bounds[1])
         if high - low + 1 <= INT_GROUP_MAX_KEYS:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from infodp._np import np, npt
 from infodp.curator.plan import Measurement, QueryPlan
@@ -37,6 +37,7 @@ __all__ = [
     "Backend",
     "ExactAggregates",
     "QueryDeadline",
+    "Registered",
     "add_histograms",
     "rows_by_key",
     "sorted_histograms",
@@ -60,6 +61,20 @@ class ExactAggregates:
     histograms: dict[tuple[tuple[str, ...], int], npt.NDArray[np.int64]]
 
 
+class Registered(NamedTuple):
+    """What a backend's registration of one table tells the owner: the rows kept, whether
+    every unit is within its row limit, and how many rows without an id were left out (the
+    id column's ``nulls: drop``; 0 otherwise).
+
+    >>> Registered(10, True, 2).dropped
+    2
+    """
+
+    rows: int
+    unit_ok: bool
+    dropped: int = 0
+
+
 class QueryDeadline(InfodpError):
     """A query ran past its deadline and was interrupted."""
 
@@ -72,8 +87,8 @@ class Backend(Protocol):
         """A handle for :meth:`aggregate` (it has ``close()``)."""
         ...
 
-    def register(self, name: str, source: object, schema: DatasetSchema) -> tuple[int, bool]:
-        """Make the bounded copy of ``source`` as dataset ``name``; (rows, units within m)."""
+    def register(self, name: str, source: object, schema: DatasetSchema) -> Registered:
+        """Make the bounded copy of ``source`` as dataset ``name`` (:class:`Registered`)."""
         ...
 
     def drop(self, name: str) -> None:

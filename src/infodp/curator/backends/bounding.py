@@ -26,6 +26,8 @@ from infodp.curator.schema import ColumnSpec, DatasetSchema
 from infodp.errors import InternalError, ParameterError
 
 __all__ = [
+    "BOOL_TEXTS",
+    "bool_typing",
     "bounded_column",
     "category",
     "clamped",
@@ -34,14 +36,74 @@ __all__ = [
     "empty_relation_tree",
     "ident",
     "literal",
+    "not_boolean_message",
+    "null_unit_message",
     "snap_expression",
     "snapped",
     "stored_columns",
     "unit_cut",
 ]
 
-#: How registration stores each declared type (BIGINT, DOUBLE, else VARCHAR).
-_TYPES = {"int": "BIGINT", "float": "DOUBLE"}
+#: How registration stores each declared type (BIGINT, DOUBLE, BOOLEAN, else VARCHAR).
+_TYPES = {"int": "BIGINT", "float": "DOUBLE", "bool": "BOOLEAN"}
+
+
+#: How registration reads a source value as a ``bool`` column, by its text (lower case,
+#: trimmed): a BOOLEAN, an integer 0/1 (or 0.0/1.0 from a floating column) or the words of
+#: a CSV. NaN is NULL (the column's null policy decides); anything else is refused.
+BOOL_TEXTS: dict[str, bool | None] = {
+    "true": True,
+    "t": True,
+    "1": True,
+    "1.0": True,
+    "false": False,
+    "f": False,
+    "0": False,
+    "0.0": False,
+    "nan": None,
+}
+
+
+def bool_typing(source: exp.Expr) -> tuple[exp.Expr, exp.Expr]:
+    """(the typed BOOLEAN, the condition of a value that is not a boolean) of a source
+    value declared ``bool``, in SQL both engines read (:data:`BOOL_TEXTS`).
+
+    >>> typed, bad = bool_typing(exp.column("x"))
+    >>> print(typed.sql().split(" THEN")[0])
+    CASE WHEN LOWER(TRIM(CAST(x AS VARCHAR))) IN ('true', 't', '1', '1.0')
+    """
+    text = exp.Lower(this=exp.Trim(this=exp.cast(source.copy(), "VARCHAR")))
+    ifs = [
+        exp.If(
+            this=exp.In(
+                this=text.copy(),
+                expressions=[literal(k) for k, v in BOOL_TEXTS.items() if v is value],
+            ),
+            true=exp.Boolean(this=value),
+        )
+        for value in (True, False)
+    ]
+    typed = exp.Case(ifs=ifs)
+    known = exp.In(this=text, expressions=[literal(k) for k in BOOL_TEXTS])
+    bad = exp.and_(
+        exp.Not(this=exp.Is(this=source.copy(), expression=exp.Null())),
+        exp.Not(this=exp.Paren(this=known)),
+        copy=False,
+    )
+    return typed, bad
+
+
+def not_boolean_message(name: str) -> str:
+    """The owner's refusal of a ``bool`` column holding another value (both backends): it
+    names the column, never the value.
+
+    >>> not_boolean_message("refurbished")
+    "column 'refurbished' is declared bool but some values are not booleans (true/false, t/f or 1/0); declare it as int, category or text, or clean the source."
+    """  # noqa: E501
+    return (
+        f"column {name!r} is declared bool but some values are not booleans (true/false, "
+        "t/f or 1/0); declare it as int, category or text, or clean the source."
+    )
 
 
 def ident(name: str) -> exp.Identifier:
@@ -83,13 +145,15 @@ def _clean(col: ColumnSpec, dialect: SqlDialect) -> exp.Expr:
         raise InternalError(f"column {col.name} has no bounds")
     low, high = col.bounds
     lo, hi = (int(low), int(high)) if col.type == "int" else (low, high)
-    clamped = exp.Least(
+    clamped: exp.Expr = exp.Least(
         this=exp.Greatest(this=c, expressions=[literal(lo)]), expressions=[literal(hi)]
     )
+    if col.type == "bool":  # false is 0, true is 1: within [0, 1] by its type
+        clamped = exp.cast(c, "BIGINT")
     replace = col.nulls.action == "replace"
     repl = literal(float(col.nulls.value)) if replace else exp.Null()  # type: ignore[arg-type]
     bad: exp.Expr = exp.Is(this=c.copy(), expression=exp.Null())
-    if col.type != "int":
+    if col.type == "float":
         bad = exp.or_(bad, exp.Not(this=dialect.isfinite(c.copy())), copy=False)
     return exp.Case(ifs=[exp.If(this=bad, true=repl)], default=clamped)
 
@@ -142,15 +206,25 @@ def clamped(v: exp.Expr, lo: exp.Expr, hi: exp.Expr) -> exp.Expr:
 
 def category(col: ColumnSpec) -> exp.Expr:
     """A GROUP BY key as stored: an int key as BIGINT (compared as integers and named in
-    Python), every other key as VARCHAR, so no cast (a no-op cast still costs DuckDB a
-    projection per row); a ``replace`` policy's value filled in."""
+    Python), a bool key as the text ``false``/``true`` (its two declared keys, as both
+    engines spell a cast BOOLEAN), every other key as VARCHAR, so no cast (a no-op cast
+    still costs DuckDB a projection per row); a ``replace`` policy's value filled in.
+
+    >>> print(category(ColumnSpec("b", "bool")).sql())
+    CAST("b" AS VARCHAR)
+    """
     if col.type == "float":
         raise InternalError("float group key")
     expr: exp.Expr = column(col.name)
-    if col.nulls.action == "replace":
+    if col.nulls.action == "replace" and col.type == "bool":
+        fill: exp.Expr = exp.Boolean(this=bool(col.nulls.value))
+        expr = exp.Coalesce(this=expr, expressions=[fill])
+    elif col.nulls.action == "replace":
         value = col.nulls.value
-        fill = int(float(value)) if col.type == "int" else str(value)  # type: ignore[arg-type]
-        expr = exp.Coalesce(this=expr, expressions=[literal(fill)])
+        text = int(float(value)) if col.type == "int" else str(value)  # type: ignore[arg-type]
+        expr = exp.Coalesce(this=expr, expressions=[literal(text)])
+    if col.type == "bool":
+        expr = exp.cast(expr, "VARCHAR")
     return expr
 
 
@@ -168,6 +242,21 @@ def stored_columns(schema: DatasetSchema) -> list[tuple[str, str]]:
         if col.is_numeric and col.bounds is not None
     )
     return cols
+
+
+def null_unit_message(unit: str) -> str:
+    """The owner's refusal of a source whose id column holds NULL under the default policy
+    (both backends): it names the policy to declare, never a value.
+
+    >>> null_unit_message("pid")[:60]
+    "privacy_unit column 'pid' holds NULL values; every row must "
+    """
+    return (
+        f"privacy_unit column {unit!r} holds NULL values; every row must belong to an "
+        f"individual. Declare the id column's null policy 'nulls: drop' (columns: {unit}: "
+        "{type: ..., nulls: drop}) to leave the rows without an id out at registration "
+        "(their number is reported), or give every row an id."
+    )
 
 
 def empty_relation_tree(schema: DatasetSchema) -> exp.Expr:

@@ -201,6 +201,9 @@ class _Rows:
         if col.type in ("category", "text"):
             c = exp.cast(c, "VARCHAR")
             values = [str(v) for v in node.values]
+        if col.type == "bool":  # compared as false = 0 < 1 = true, as the engines order them
+            c = exp.cast(c, "BIGINT")
+            values = [int(v) for v in node.values]
         return _paren(_condition(node.op, c, values))
 
     def visit_group_key(self, node: GroupKey) -> exp.Expr:

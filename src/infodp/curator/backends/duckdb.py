@@ -40,14 +40,19 @@ from infodp._retry import retry
 from infodp.curator.backends.base import (
     ExactAggregates,
     QueryDeadline,
+    Registered,
     add_histograms,
     sorted_histograms,
     values_by_key,
 )
 from infodp.curator.backends.bounding import (
+    bool_typing,
     bounded_column,
+    column,
     empty_relation,
     ident,
+    not_boolean_message,
+    null_unit_message,
     snap_expression,
     unit_cut,
 )
@@ -136,6 +141,9 @@ def _typed_columns(
                 f"{', '.join(names)}."
             )
         src = _ident(available[col.name.lower()])
+        if col.type == "bool":
+            wanted.append((col.name, _bool_column(con, col.name, available[col.name.lower()])))
+            continue
         cast = _TYPES.get(col.type)
         if cast is None:
             wanted.append((col.name, f"{src}::VARCHAR"))
@@ -154,6 +162,16 @@ def _typed_columns(
 
 
 _TYPES = {"int": "BIGINT", "float": "DOUBLE"}
+
+
+def _bool_column(con: duckdb.DuckDBPyConnection, name: str, source: str) -> str:
+    """The typing expression of ``bool`` column ``name`` read from source column ``source``;
+    refuses a value that is not a boolean, naming the column (never the value)."""
+    typed, bad = bool_typing(column(source))
+    row = con.execute(f"SELECT count(*) FROM __source WHERE {_sql(bad)}").fetchone()
+    if row is not None and row[0] > 0:
+        raise ParameterError(not_boolean_message(name))
+    return _sql(typed)
 
 
 def _bounded_body(schema: DatasetSchema, wanted: Sequence[tuple[str, str]]) -> str:
@@ -184,11 +202,22 @@ def _bounded_body(schema: DatasetSchema, wanted: Sequence[tuple[str, str]]) -> s
     return _sql(body)
 
 
+def _drop_null_units(con: duckdb.DuckDBPyConnection, schema: DatasetSchema) -> int:
+    """Under the id column's ``nulls: drop``, delete the typed rows whose id is NULL; how
+    many (0 under any other policy, whose NULL ids :func:`_refuse_forbidden_nulls` refuses)."""
+    if not schema.drops_null_units:
+        return 0
+    missing = f"{_ident(schema.privacy_unit)} IS NULL"
+    row = con.execute(f"SELECT count(*) FROM __typed WHERE {missing}").fetchone()
+    con.execute(f"DELETE FROM __typed WHERE {missing}")
+    return 0 if row is None else int(row[0])
+
+
 def _refuse_forbidden_nulls(con: duckdb.DuckDBPyConnection, schema: DatasetSchema) -> None:
     """Refuse NULL, NaN or ±inf in a column whose null policy is ``error``, and NULL units."""
     for col in schema.columns:
-        if col.nulls.action != "error":
-            continue
+        if col.nulls.action != "error" or col.name.lower() == schema.privacy_unit.lower():
+            continue  # a NULL id is refused below, naming the id column's own policy
         c = _ident(col.name)
         check = f"{c} IS NULL" + (f" OR NOT isfinite({c})" if col.type == "float" else "")
         row = con.execute(f"SELECT count(*) FROM __typed WHERE {check}").fetchone()
@@ -203,10 +232,7 @@ def _refuse_forbidden_nulls(con: duckdb.DuckDBPyConnection, schema: DatasetSchem
     u = _ident(schema.privacy_unit)
     nulls = con.execute(f"SELECT count(*) FROM __typed WHERE {u} IS NULL").fetchone()
     if nulls is not None and nulls[0] > 0:
-        raise ParameterError(
-            f"privacy_unit column {schema.privacy_unit!r} holds NULL values; every "
-            "row must belong to an individual."
-        )
+        raise ParameterError(null_unit_message(schema.privacy_unit))
 
 
 class DuckDBBackend:
@@ -254,14 +280,17 @@ class DuckDBBackend:
 
     # -- registration (data owner side) --------------------------------------------------------
 
-    def register(self, name: str, source: object, schema: DatasetSchema) -> tuple[int, bool]:
-        """Copy the declared columns of ``source`` into table ``name``; returns (rows, unit_ok).
+    def register(self, name: str, source: object, schema: DatasetSchema) -> Registered:
+        """Copy the declared columns of ``source`` into table ``name``; returns (rows,
+        unit_ok, dropped).
 
         ``source``: a CSV or Parquet path, or a pandas / polars / Arrow frame. The data owner's
         data are checked against the declaration (column presence and types, null policy
         ``error``). The stored table keeps at most ``max_rows_per_unit`` rows of each unit, cut
         here whatever the data, so ``unit_ok`` is always True: no query applies (or skips) a
         row-limit step, and no query's plan or work depends on how many rows a unit had.
+        Rows whose id is NULL are left out when the id column declares ``nulls: drop``
+        (``dropped`` counts them, ``rows`` counts the rows kept).
         """
         con = self.connect(read_only=False)
         try:
@@ -272,7 +301,7 @@ class DuckDBBackend:
 
     def _copy(
         self, con: duckdb.DuckDBPyConnection, name: str, source: object, schema: DatasetSchema
-    ) -> tuple[int, bool]:
+    ) -> Registered:
         """:meth:`register` on connection ``con``."""
         relation = self._relation(con, source)
         wanted = _typed_columns(con, relation.columns, schema)
@@ -283,6 +312,7 @@ class DuckDBBackend:
             raise ParameterError("name", name, "a table name not yet in the store")
         select = ", ".join(f"{expr} AS {_ident(col)}" for col, expr in wanted)
         con.execute(f"CREATE TEMP TABLE __typed AS SELECT {select} FROM __source")
+        dropped = _drop_null_units(con, schema)
         con.execute(f"CREATE TABLE {_ident(name)} AS {_bounded_body(schema, wanted)}")
         try:
             _refuse_forbidden_nulls(con, schema)
@@ -296,7 +326,7 @@ class DuckDBBackend:
             con.execute("DROP TABLE IF EXISTS __typed")
         con.execute("CHECKPOINT")
         # The stored table is bounded by construction: every unit within its row limit.
-        return rows, True
+        return Registered(rows, True, dropped)
 
     def register_public(self, name: str, source: object, member: DatasetSchema) -> DatasetSchema:
         """Copy a population's public table into table ``name``; returns ``member`` with the

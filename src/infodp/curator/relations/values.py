@@ -106,6 +106,11 @@ def stored_value(alias: str, spec: ColumnSpec, *, grid: bool, nullable: bool = F
     ``nullable``: the right side of a LEFT JOIN."""
     raw = _qualified(alias, spec.name)
     dropped = spec.nulls.action == "drop" or nullable
+    if spec.type == "bool":
+        # A stored condition: read as one (its bounded form is itself, false or true); its
+        # bounded copy (0 or 1) is kept for the relation column that passes it on.
+        copy = _qualified(alias, bounded_column(spec.name)) if grid else None
+        return Value(raw, raw.copy(), "bool", None, None, dropped, spec, copy)
     if not spec.is_numeric or spec.bounds is None:
         why = f"column {spec.name} has no declared bounds" if spec.is_numeric else ""
         return Value(raw, raw.copy(), spec.type, None, spec.categories, True, spec, None, why)

@@ -23,6 +23,7 @@ from infodp._np import np
 from infodp.curator.backends.base import (
     ExactAggregates,
     QueryDeadline,
+    Registered,
     add_histograms,
     values_by_key,
 )
@@ -182,8 +183,9 @@ class SparkBackend:
         schema: DatasetSchema,
         *,
         bounded_path: str | os.PathLike[str] | None = None,
-    ) -> tuple[int, bool]:
-        """Write the bounded copy of ``source`` (Parquet) and attach it; (rows, True).
+    ) -> Registered:
+        """Write the bounded copy of ``source`` (Parquet) and attach it; (rows, True,
+        rows without an id left out under the id column's ``nulls: drop``).
 
         The copy keeps at most ``max_rows_per_unit`` rows per unit, so every later query sees
         units within their limit (the second value is always True). Refusals (missing or
@@ -216,7 +218,7 @@ class SparkBackend:
             ) from None
         self._fingerprints[name] = written.fingerprint
         self.attach(name, target)
-        return written.rows, True
+        return Registered(written.rows, True, written.dropped)
 
     def register_population(
         self,
@@ -225,18 +227,19 @@ class SparkBackend:
         schema: DatasetSchema,
         *,
         bounded_path: str | os.PathLike[str] | None = None,
-    ) -> tuple[DatasetSchema, int, list[str]]:
+    ) -> tuple[DatasetSchema, int, list[str], int]:
         """Write the bounded copy of every table of population ``name`` under one directory
         (:mod:`infodp.curator.backends.spark.population`); (the schema with its public facts,
-        the private rows, what to drop if the registration fails later)."""
+        the private rows, what to drop if the registration fails later, the rows without an
+        id left out)."""
         from infodp.curator.backends.spark.population import register_population
 
         raw = str(bounded_path) if bounded_path is not None else str(self.default_path(name))
         target = raw if is_uri(raw) else str(Path(raw).resolve())
         if not is_uri(target) and Path(target).exists():
             raise ParameterError("bounded_path", target, "a path that does not exist yet")
-        filled, rows, made = register_population(self, name, sources, schema, target)
-        return filled, rows, [*made, name]
+        filled, rows, made, dropped = register_population(self, name, sources, schema, target)
+        return filled, rows, [*made, name], dropped
 
     def duckdb_scratch(self) -> DuckDBBackend:
         """This backend's private in-memory DuckDB store (public tables are copied and

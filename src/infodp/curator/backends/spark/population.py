@@ -30,12 +30,12 @@ def register_population(
     sources: Mapping[str, object],
     schema: DatasetSchema,
     target: str,
-) -> tuple[DatasetSchema, int, list[str]]:
+) -> tuple[DatasetSchema, int, list[str], int]:
     """Copy every table of population ``name`` under ``target``; (the schema with its public
-    facts, the private rows, the stored names made)."""
+    facts, the private rows, the stored names made, the rows without an id left out)."""
     made: list[str] = []
     members = []
-    rows = 0
+    rows = dropped = 0
     try:
         for member in schema.members:
             table = stored_name(name, member.table)
@@ -44,15 +44,16 @@ def register_population(
             if member.public:
                 members.append(_public(backend, table, sources[member.table], member, path))
                 continue
-            n, _ = backend.register(table, sources[member.table], member, bounded_path=path)
-            rows += n
+            got = backend.register(table, sources[member.table], member, bounded_path=path)
+            rows += got.rows
+            dropped += got.dropped
             members.append(member)
     except BaseException:
         for table in made:
             backend.drop(table)
         raise
     backend.attach(name, target)
-    return dataclasses.replace(schema, members=tuple(members)), rows, made
+    return dataclasses.replace(schema, members=tuple(members)), rows, made, dropped
 
 
 def _public(

@@ -20,13 +20,21 @@ import re
 import secrets
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from infodp.curator.backends.bounding import bounded_column, ident, snap_expression, unit_cut
+from infodp.curator.backends.bounding import (
+    bool_typing,
+    bounded_column,
+    ident,
+    not_boolean_message,
+    null_unit_message,
+    snap_expression,
+    unit_cut,
+)
 from infodp.curator.backends.dialects import SPARK
 from infodp.curator.schema import ColumnSpec, DatasetSchema
 from infodp.errors import ParameterError
@@ -109,6 +117,8 @@ def _typing(col: ColumnSpec, field: StructField) -> str:
     from pyspark.sql.types import DecimalType, DoubleType, FloatType
 
     src = spark_ident(field.name)
+    if col.type == "bool":
+        return _spark(bool_typing(exp.Column(this=ident(field.name)))[0])
     if col.type == "int":
         floating = isinstance(field.dataType, (DoubleType, FloatType, DecimalType))
         return f"TRY_CAST({f'ROUND({src})' if floating else src} AS BIGINT)"
@@ -139,7 +149,10 @@ def _typed(frame: DataFrame, schema: DatasetSchema) -> _Typed:
         src = spark_ident(field.name)
         expr = _typing(col, field)
         out.select.append((col.name, expr))
-        if col.is_numeric:
+        if col.type == "bool":
+            bad = _spark(bool_typing(exp.Column(this=ident(field.name)))[1])
+            out.checks.append((col.name, "", bad))
+        elif col.is_numeric:
             what = f"declared {col.type} but some values are not numbers of that type"
             out.checks.append((col.name, what, f"{src} IS NOT NULL AND {expr} IS NULL"))
     return out
@@ -168,8 +181,12 @@ def _counters(schema: DatasetSchema) -> list[tuple[str, str]]:
 def _refuse(got: dict[str, int], schema: DatasetSchema, typed: _Typed) -> None:
     for i, (name, what, _) in enumerate(typed.checks):
         if got[f"bad{i}"]:
-            raise ParameterError(f"column {name!r} is {what}.")
+            raise ParameterError(
+                f"column {name!r} is {what}." if what else not_boolean_message(name)
+            )
     for col in schema.columns:
+        if col.name.lower() == schema.privacy_unit.lower():
+            continue  # a NULL id is refused below, naming the id column's own policy
         if col.nulls.action == "error" and got[f"null_{col.name}"]:
             raise ParameterError(
                 f"column {col.name!r} holds NULL, NaN or infinite values and declares "
@@ -177,10 +194,7 @@ def _refuse(got: dict[str, int], schema: DatasetSchema, typed: _Typed) -> None:
                 "declaration (values are never imputed silently)."
             )
     if not schema.unit_is_row and got["null_unit"]:
-        raise ParameterError(
-            f"privacy_unit column {schema.privacy_unit!r} holds NULL values; every "
-            "row must belong to an individual."
-        )
+        raise ParameterError(null_unit_message(schema.privacy_unit))
 
 
 def _fingerprint_items(schema: DatasetSchema) -> str:
@@ -227,10 +241,12 @@ def _bounded_sql(columns: Sequence[str], view: str, schema: DatasetSchema, unit_
 
 @dataclass(frozen=True, slots=True)
 class Written:
-    """What registration learnt: the source's row count and its content fingerprint."""
+    """What registration learnt: the rows kept, their content fingerprint, and how many rows
+    without an id were left out (the id column's ``nulls: drop``)."""
 
     rows: int
     fingerprint: str
+    dropped: int = 0
 
 
 def _check_and_count(
@@ -294,10 +310,18 @@ def write_copy(
     select = ", ".join(f"{e} AS {spark_ident(c)}" for c, e in typed.select)
     frame.createOrReplaceTempView(raw_view)
     try:
-        spark.sql(f"SELECT {select} FROM {raw_view}").createOrReplaceTempView(view)
+        typed_sql = f"SELECT {select} FROM {raw_view}"
+        if schema.drops_null_units:  # the id column's nulls: drop
+            typed_sql += f" WHERE {spark_ident(schema.privacy_unit)} IS NOT NULL"
+        spark.sql(typed_sql).createOrReplaceTempView(view)
 
         def work() -> Written:
             written = _check_and_count(spark, raw_view, view, schema, typed)
+            if schema.drops_null_units:
+                u = schema.privacy_unit
+                unit = next(e for c, e in typed.select if c.lower() == u.lower())
+                row = spark.sql(f"SELECT count_if({unit} IS NULL) FROM {raw_view}").collect()
+                written = replace(written, dropped=int(row[0][0]))
             unit_ok = _units_within(spark, view, schema)
             columns = list(spark.table(view).columns)
             _write(spark, _bounded_sql(columns, view, schema, unit_ok), target)
