@@ -19,7 +19,9 @@ private partition selection) and ``bool`` (also spelt ``boolean``: a condition i
 category of the two keys ``false`` and ``true`` in GROUP BY, 0 or 1 with the implied bounds
 [0, 1] in COUNT, SUM and AVG). Null policy ``nulls``: ``error`` (default: registration refuses
 a column holding NULL/NaN/±inf), ``drop`` (such values are ignored by every aggregate, like SQL
-NULL) or ``{replace: VALUE}`` (replaced by a declared constant inside the bounds).
+NULL) or ``{replace: VALUE}`` (replaced by a declared constant inside the bounds). The
+privacy unit's id column takes ``error`` or ``drop`` (its rows without an id are left out at
+registration, and the owner is told how many); a dataset has exactly one privacy unit.
 
 The work one individual can cause is bounded too: every relation a query builds (a join, a
 subquery) holds at most ``max_derived_rows_per_unit`` rows of one unit (default
