@@ -35,9 +35,9 @@ SCHEMA = {
 }
 
 
-def _frame(n: int = 600, seed: int = 3) -> pd.DataFrame:
+def _frame(n: int = 600, draw: int = 3) -> pd.DataFrame:
     """Units of at most 3 rows (none is cut), a bool flag, an int and a category."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(draw)
     return pd.DataFrame(
         {
             "pid": np.arange(n) % (n // 3),
@@ -90,6 +90,25 @@ def test_a_bool_null_replacement_is_true_or_false() -> None:
     with pytest.raises(ParameterError) as err:
         load_schema(column({"replace": "yes"}))
     assert str(err.value) == "columns.b.nulls.replace must be true or false; got 'yes'."
+
+
+def test_a_replaced_null_counts_as_its_declared_value(tmp_path: Path) -> None:
+    flags = pd.Series([True, False, None, True, None, False, None], dtype=object)
+    decl = {
+        "table": "t",
+        "privacy_unit": "row",
+        "columns": {"b": {"type": "bool", "nulls": {"replace": True}}},
+    }
+    cur = Curator(tmp_path / "s.duckdb")
+    try:
+        cur.register_dataset("t", pd.DataFrame({"b": flags}), decl)
+        summed = cur.exact_aggregates("SELECT SUM(b) FROM t").values
+        grouped = cur.exact_aggregates("SELECT b, COUNT(*) FROM t GROUP BY b").values
+    finally:
+        cur.close()
+    filled = flags.fillna(True).astype(bool)
+    assert summed == {(): (int(filled.sum()),)}
+    assert grouped == {("true",): (int(filled.sum()),), ("false",): (int((~filled).sum()),)}
 
 
 # -- registration -----------------------------------------------------------------------------

@@ -34,9 +34,9 @@ def _schema(id_nulls: object = None) -> dict[str, object]:
     }
 
 
-def _frame(n: int = 300, missing: int = 17, seed: int = 5) -> pd.DataFrame:
+def _frame(n: int = 300, missing: int = 17, draw: int = 5) -> pd.DataFrame:
     """Ids of at most two rows each, ``missing`` of them NULL (and those rows hold x = 10)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(draw)
     pid = pd.Series([f"p{i // 2}" for i in range(n)], dtype=object)
     gone = rng.choice(n, missing, replace=False)
     pid[gone] = None
@@ -99,7 +99,7 @@ def test_replacing_an_id_is_refused() -> None:
 
 
 def test_a_populations_tables_drop_their_own_null_ids(tmp_path: Path) -> None:
-    a, b = _frame(seed=1), _frame(missing=4, seed=2)
+    a, b = _frame(draw=1), _frame(missing=4, draw=2)
     member = {k: v for k, v in _schema("drop").items() if k not in ("table", "privacy_unit")}
     decl = {"privacy_unit": "pid", "tables": {"a": member, "b": member}}
     cur = Curator(tmp_path / "s.duckdb")
