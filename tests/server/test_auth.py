@@ -8,6 +8,7 @@ revoked with the admin CLI, never over the analyst API.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Iterator
 from fractions import Fraction
@@ -163,6 +164,30 @@ def test_refusal_does_not_reveal_which_key_ids_exist(world: World) -> None:
         answers.append((status, payload, headers.get("www-authenticate")))
     assert answers[0] == (401, {"error": {"code": "unauthorized", "message": UNKNOWN}}, "Bearer")
     assert answers[1] == answers[0] and answers[2] == answers[0]
+
+
+def test_keys_look_as_documented(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    # The docs (docs/curator.md, the API description) say what the admin CLI prints; the
+    # patterns here are read from that text, not from the code.
+    root = Path(__file__).resolve().parents[2]
+    docs = " ".join((root / "docs" / "curator.md").read_text(encoding="utf-8").split())
+    api = json.loads((root / "docs" / "openapi.json").read_text(encoding="utf-8"))
+    for text in (docs, api["info"]["description"]):
+        assert "43-character key `infodp analyst add` prints" in text
+        assert "`idp_<16 hex digits>.<43 characters>` from `infodp analyst key`" in text
+    assert "(URL-safe base64: letters, digits, `-` and `_`)" in docs
+    b64 = "[A-Za-z0-9_-]"
+    args = ["--db", world.db, "--name", "erin", "--json"]
+    assert main(["analyst", "add", *args, "--dataset", "people", "--epsilon", "1"]) == 0
+    added = json.loads(capsys.readouterr().out)["api_key"]
+    assert main(["analyst", "key", *args]) == 0
+    issued = json.loads(capsys.readouterr().out)
+    assert re.fullmatch(b64 + "{43}", added), len(added)
+    assert re.fullmatch("idp_[0-9a-f]{16}[.]" + b64 + "{43}", issued["api_key"])
+    assert issued["api_key"][4:20] == issued["key_id"]  # the id `revoke --key-id` takes
+    for key in (added, issued["api_key"]):
+        status, payload, _ = world.call("GET", "/v1/budget", key=key)
+        assert status == 200 and payload["analyst"] == "erin"
 
 
 def test_revoked_keys_are_401(world: World, capsys: pytest.CaptureFixture[str]) -> None:
