@@ -40,6 +40,7 @@ from infodp._retry import retry
 from infodp.curator.backends.base import (
     ExactAggregates,
     QueryDeadline,
+    StoreInUse,
     add_histograms,
     sorted_histograms,
     values_by_key,
@@ -250,6 +251,7 @@ class DuckDBBackend:
             ),
             deadline=time.monotonic() + self.timeout,
             cap=0.25,
+            timed_out=lambda _err: StoreInUse(self.timeout),  # not DuckDB's text: it has the path
         )
 
     # -- registration (data owner side) --------------------------------------------------------
