@@ -51,9 +51,9 @@ def serving(db: str | os.PathLike[str]) -> Iterator[None]:
     path = marker_path(db)
     mine = str(os.getpid())
 
-    def remove() -> None:
+    def remove() -> None:  # only this process's marker (not one a later server left)
         with contextlib.suppress(OSError):
-            if path.read_text().strip() == mine:
+            if path.read_text().strip() == mine == str(os.getpid()):
                 path.unlink()
 
     def on_term(signum: int, _frame: object) -> None:
