@@ -40,8 +40,8 @@ __all__ = ["ApiError", "Client"]
 class ApiError(InfodpError):
     """An error answer of the service other than 400 and 409 (see the module docstring).
 
-    >>> str(ApiError(401, "unauthorized", "unknown or revoked API key", {}))
-    'HTTP 401 unauthorized: unknown or revoked API key'
+    >>> str(ApiError(401, "unauthorized", "unknown API key", {}))
+    'HTTP 401 unauthorized: unknown API key'
     """
 
     def __init__(self, status: int, code: str, message: str, body: dict[str, Any]) -> None:

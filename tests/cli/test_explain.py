@@ -142,8 +142,65 @@ def test_approximate_dp_mechanism_and_spec_file(
 def test_human_output_is_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", "--epsilon", "1", "--delta", "0.01", "--rows", "1000"]) == 0
     out = capsys.readouterr().out
-    for word in ("nats", "bits", "unbounded", "Not a guarantee", "1.443", "Warning", "false-"):
+    for word in ("nats", "bits", "unbounded", "not a guarantee", "1.443", "Warning", "false-"):
         assert word in out
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_delta_output_leads_with_what_is_bounded(capsys: pytest.CaptureFixture[str]) -> None:
+    # (ε, δ) = (1, 1e-5): counting the δ event nothing is bounded, so the report leads with
+    # the odds e^ε and the trade-off region (Kairouz, Oh & Viswanath 2015, Thm 2.1), then the
+    # leakage with probability 1 − δ; no table of "unbounded" cells and no table of 1s.
+    assert main(["explain", "--epsilon", "1", "--delta", "1e-5"]) == 0
+    out = capsys.readouterr().out
+    flat = _flat(out)
+    assert f"One individual: ε = 1 = {1 / LN2:.4g} bits per person, δ = 1e-05" in out
+    assert "(nats)," not in out and "ε = 1 (nats)" not in out
+    lead = (
+        "What (ε, δ) guarantees: with probability 1 − δ = 0.99999 per release, an attacker's "
+        f"odds about any one person grow by at most e^ε = {math.e:.4g}, and no membership test "
+        "beats the trade-off below; with probability δ = 1e-05 the release may reveal that "
+        "person outright."
+    )
+    assert lead in flat
+    order = [
+        lead,
+        "Attacker views",
+        "Hypothesis test 'is this person in the data?'",
+        "With probability 1 − δ = 0.99999 (not a guarantee: with probability δ, unbounded): "
+        "information per individual",
+        "Markov tail at α = 2, with probability 1 − δ = 0.99999: P(one release teaches ≥ R)",
+        "Counting the δ event, the leakage at α = 1, 2 and ∞ is unbounded: a release that fails "
+        "(probability δ = 1e-05) may reveal a person's row outright, and (ε, δ) says nothing of "
+        "how much it reveals then, so the leakage figures above hold with probability 1 − δ "
+        "only",
+    ]
+    at = [flat.index(part) for part in order]
+    assert at == sorted(at)
+    # No cell reads "unbounded" (the one line above says why), and the tail is not all 1s:
+    # at R = 2 bits it is (e^C − 1)/(e^R − 1) with C = D_2 of 1-randomized response,
+    # log(p²/(1 − p) + (1 − p)²/p), p = e/(1 + e) (Mironov 2017, Prop. 5; Markov).
+    assert not any("│" in line and "unbounded" in line for line in out.splitlines())
+    p = math.e / (1 + math.e)
+    c2 = math.log(p**2 / (1 - p) + (1 - p) ** 2 / p)
+    tail_rows = {
+        cells[0]: cells[1]
+        for line in out.split("P(one release teaches ≥ R)", 1)[1].splitlines()
+        if (cells := [c.strip() for c in line.strip("│ ").split("│")]) and len(cells) == 2
+    }
+    assert tail_rows["2"] == f"{(math.exp(c2) - 1) / 3:.4g}"
+    assert tail_rows["8"] != "1"
+
+
+def test_pure_output_names_epsilon_in_bits(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "--epsilon", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert f"One individual: ε = 0.5 = {0.5 / LN2:.4g} bits per person, δ = 0 (pure ε-DP)" in out
+    assert "What (ε, δ) guarantees" not in out  # nothing is unbounded: the usual tables
+    assert "Information per individual" in out
 
 
 def test_html_option_writes_a_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -55,25 +55,41 @@ def test_html_says_what_delta_means(reports: dict[str, Explanation]) -> None:
 
 
 def test_delta_report_opens_with_what_holds_with_probability_one_minus_delta() -> None:
-    # (ε, δ) = (1, 1e-6): nothing is bounded once the δ event is counted, so the first table a
-    # reader meets is the one on the 1 − δ event: ε·tanh(ε/2) nats at α = 1 (Cuff & Yu 2016)
-    # and ε nats at α = ∞ (Kairouz, Oh & Viswanath 2015, Thm 2.1), before the unbounded one.
+    # (ε, δ) = (1, 1e-6): nothing is bounded once the δ event is counted, so the report leads
+    # with what (ε, δ) bounds: the odds e^ε and the trade-off region (Kairouz, Oh & Viswanath
+    # 2015, Thm 2.1), then the leakage on the 1 − δ event: ε·tanh(ε/2) nats at α = 1 (Cuff &
+    # Yu 2016) and ε nats at α = ∞; the unbounded leakage is one line at the end, no table.
     import math
 
     from infodp.explain import explain_epsilon_delta
 
     page = render_html(explain_epsilon_delta(1.0, 1e-6))
     body = page.split("<h2>One individual</h2>", 1)[1]
-    assert "ε = <b>1</b> (nats)" in body and "</b> nats," not in page
+    # ε in nats, then in bits (ε / ln 2), not "ε = 1 (nats)".
+    assert f"ε = 1 = {1 / math.log(2):.4g} bits per person, δ = <b>1e-06</b>" in body
+    assert "(nats)," not in page and "</b> (nats)" not in page
+    guarantee = body.index("What (ε, δ) guarantees: with probability 1 − δ = 0.999999 per release")
+    odds = body.index("posterior odds multiplied by at most e^ε")
+    test = body.index("Membership test")
     given = body.index("With probability 1 − δ = 0.999999")
     including = body.index("Including the δ event")
-    assert given < including
+    assert guarantee < odds < test < given < including
+    assert "unbounded" not in body[:including].replace("with probability δ, unbounded", "")
     first_table = body[given : body.index("</table>", given)]
-    assert "unbounded" not in first_table
     assert f"{math.tanh(0.5):.4f}" in first_table  # 0.4621 nats at α = 1
     assert f"{1 / math.log(2):.4g}" in first_table  # 1.443 bits at α = ∞
-    # The Markov table of all-1 bounds is not shown as a table of 1s.
-    assert "no level R is bounded below probability 1" in body
+    # The Markov tail on the 1 − δ event at α = 2: C = D_2 of ε-randomized response,
+    # log(p²/(1 − p) + (1 − p)²/p) with p = e^ε/(1 + e^ε) (Mironov 2017, Prop. 5), and
+    # P(leak ≥ R) ≤ (e^C − 1)/(e^R − 1) (Markov's inequality), here at R = 2 bits.
+    p = math.e / (1 + math.e)
+    c2 = math.log(p**2 / (1 - p) + (1 - p) ** 2 / p)
+    at_2_bits = (math.exp(c2) - 1) / (math.exp(2 * math.log(2)) - 1)
+    tail = body[given:including]
+    assert f"<td>2</td><td>{at_2_bits:.4g}</td>" in tail
+    # The pure-ε quantities, counting the δ event: one line saying why they are unbounded.
+    end = body[including:]
+    assert "Counting the δ event, the leakage at α = 1, 2 and ∞ is unbounded" in end
+    assert "<table" not in end.split("<h2>", 1)[0].split("Table of N", 1)[0]
     # The opening, before any table: what δ means, in plain words.
     opening = page.split("<table", 1)[0]
     assert "What δ = 1e-06 means." in opening and "1 − δ = 0.999999" in opening

@@ -8,6 +8,7 @@ revoked with the admin CLI, never over the analyst API.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Iterator
 from fractions import Fraction
@@ -94,6 +95,13 @@ def test_missing_key_is_401_on_every_analyst_route(
     assert headers.get("www-authenticate") == "Bearer"
 
 
+MALFORMED = "malformed Authorization header: expected 'Bearer <key>'"
+UNKNOWN = (
+    "unknown API key: not a key issued by this service, or revoked "
+    "(keys come from 'infodp analyst add' or 'infodp analyst key')"
+)
+
+
 @pytest.mark.parametrize(
     "header",
     [
@@ -101,9 +109,8 @@ def test_missing_key_is_401_on_every_analyst_route(
         "Bearer",
         "Bearer ",
         "Bearer a b",
-        "Bearer idp_nothex.secret",
+        "Bearer a,b",
         "Token " + "a" * 43,
-        "Bearer " + "a" * 42,  # one character short of a ledger key
         "Bearer " + "é" * 43,
     ],
 )
@@ -112,6 +119,23 @@ def test_malformed_authorization_is_401(world: World, header: str) -> None:
         world.port, "GET", "/v1/budget", headers={"Authorization": header}
     )
     assert status == 401 and _is_error(payload, "unauthorized")
+    assert payload["error"]["message"] == MALFORMED
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "nope",
+        "idp_nothex.secret",
+        "a" * 42,  # one character short of a ledger key
+        "abc.def-ghi_jkl~mno+pqr/stu==",  # every character RFC 6750 allows in a token
+    ],
+)
+def test_well_formed_token_that_is_no_key_is_unknown(world: World, token: str) -> None:
+    status, payload, headers = world.call("GET", "/v1/budget", key=token)
+    assert status == 401 and _is_error(payload, "unauthorized")
+    assert payload["error"]["message"] == UNKNOWN
+    assert headers.get("www-authenticate") == "Bearer"
 
 
 def test_wrong_keys_are_401(world: World) -> None:
@@ -126,6 +150,44 @@ def test_wrong_keys_are_401(world: World) -> None:
     for key in (world.alice_server_key, world.keys["alice"]):
         status, payload, _ = world.call("GET", "/v1/budget", key=key)
         assert status == 200 and payload["analyst"] == "alice"
+
+
+def test_refusal_does_not_reveal_which_key_ids_exist(world: World) -> None:
+    # A wrong secret on an existing key id and an unknown key id (and an unknown ledger key)
+    # get the same status, headers and body: the answer tells nothing about who exists.
+    key_id = world.alice_server_key.split(".")[0]
+    secret = secrets.token_urlsafe(32)
+    keys = [key_id + "." + secret, "idp_" + secrets.token_hex(8) + "." + secret, "x" * 43]
+    answers = []
+    for key in keys:
+        status, payload, headers = world.call("GET", "/v1/budget", key=key)
+        answers.append((status, payload, headers.get("www-authenticate")))
+    assert answers[0] == (401, {"error": {"code": "unauthorized", "message": UNKNOWN}}, "Bearer")
+    assert answers[1] == answers[0] and answers[2] == answers[0]
+
+
+def test_keys_look_as_documented(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    # The docs (docs/curator.md, the API description) say what the admin CLI prints; the
+    # patterns here are read from that text, not from the code.
+    root = Path(__file__).resolve().parents[2]
+    docs = " ".join((root / "docs" / "curator.md").read_text(encoding="utf-8").split())
+    api = json.loads((root / "docs" / "openapi.json").read_text(encoding="utf-8"))
+    for text in (docs, api["info"]["description"]):
+        assert "43-character key `infodp analyst add` prints" in text
+        assert "`idp_<16 hex digits>.<43 characters>` from `infodp analyst key`" in text
+    assert "(URL-safe base64: letters, digits, `-` and `_`)" in docs
+    b64 = "[A-Za-z0-9_-]"
+    args = ["--db", world.db, "--name", "erin", "--json"]
+    assert main(["analyst", "add", *args, "--dataset", "people", "--epsilon", "1"]) == 0
+    added = json.loads(capsys.readouterr().out)["api_key"]
+    assert main(["analyst", "key", *args]) == 0
+    issued = json.loads(capsys.readouterr().out)
+    assert re.fullmatch(b64 + "{43}", added), len(added)
+    assert re.fullmatch("idp_[0-9a-f]{16}[.]" + b64 + "{43}", issued["api_key"])
+    assert issued["api_key"][4:20] == issued["key_id"]  # the id `revoke --key-id` takes
+    for key in (added, issued["api_key"]):
+        status, payload, _ = world.call("GET", "/v1/budget", key=key)
+        assert status == 200 and payload["analyst"] == "erin"
 
 
 def test_revoked_keys_are_401(world: World, capsys: pytest.CaptureFixture[str]) -> None:
@@ -153,7 +215,7 @@ def test_revoked_keys_are_401(world: World, capsys: pytest.CaptureFixture[str]) 
         status, payload, _ = world.call(
             "POST", "/v1/query", {"sql": "SELECT COUNT(*) FROM people", "epsilon": 0.1}, key=key
         )
-        assert status == 401 and _is_error(payload, "unauthorized")
+        assert status == 401 and payload["error"]["message"] == UNKNOWN
     # Nothing was spent by the refused requests.
     assert Ledger(world.db + ".ledger").budget("carol", "people").spent_epsilon == 0
 

@@ -12,8 +12,9 @@ import httpx
 import pytest
 
 from _chromium import open_page
-from _server_harness import ServerProcess, build_store
+from _server_harness import ServerProcess, build_store, get_json
 from infodp.server.app import create_app
+from infodp.server.openapi import openapi_document
 
 
 async def _fetch_all() -> tuple[httpx.Response, dict[str, httpx.Response]]:
@@ -39,6 +40,54 @@ def test_docs_page_names_no_external_url_and_its_assets_load() -> None:
     js = assets["/v1/docs/assets/swagger-ui-bundle.js"]
     assert len(js.content) > 100_000 and "javascript" in js.headers["content-type"]
     assert assets["/v1/openapi.json"].json()["info"]["title"] == "infodp curator"
+
+
+def _descriptions(node: object) -> list[str]:
+    if isinstance(node, dict):
+        own = [node["description"]] if isinstance(node.get("description"), str) else []
+        return own + [d for v in node.values() for d in _descriptions(v)]
+    if isinstance(node, list):
+        return [d for v in node for d in _descriptions(v)]
+    return []
+
+
+def test_no_description_has_an_html_tag_outside_code() -> None:
+    # Descriptions are CommonMark: a bare <key> is an HTML tag the page drops. Outside code
+    # spans no '<' may start a tag (CommonMark 0.31, Sec. 6.6: '<' then a letter).
+    doc = openapi_document()
+    texts = _descriptions(doc)
+    assert len(texts) > 10
+    for text in texts:
+        assert not re.search(r"<[A-Za-z/!?]", re.sub(r"`[^`]*`", "", text)), text
+    info = doc["info"]["description"]
+    assert "`Authorization: Bearer <key>`" in info
+    # Both kinds of key the admin CLI prints, as they look (checked against real keys in
+    # tests/server/test_auth.py::test_keys_look_as_documented).
+    assert "`idp_<16 hex digits>.<43 characters>` from `infodp analyst key`" in info
+    assert "43-character key `infodp analyst add` prints" in info
+
+
+def test_root_and_unknown_paths_name_the_docs(tmp_path: Path) -> None:
+    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=8)
+    with ServerProcess(db, log_path=tmp_path / "server.log") as server:
+        status, root, _ = get_json(server.port, "GET", "/")
+        assert status == 200
+        assert root["docs"] == "/v1/docs" and root["openapi"] == "/v1/openapi.json"
+        assert root["message"] == (
+            "the HTTP API is under /v1: documentation at /v1/docs, "
+            "OpenAPI document at /v1/openapi.json"
+        )
+        # The paths it names answer without a key.
+        for path in (root["docs"], root["openapi"], root["health"]):
+            with urllib.request.urlopen(server.url + path) as r:
+                assert r.status == 200, path
+        for path in ("/docs", "/v1", "/v1/nothing", "/index.html"):
+            status, payload, _ = get_json(server.port, "GET", path)
+            assert status == 404 and payload["error"]["code"] == "not_found", path
+            assert payload["error"]["message"] == (
+                "no such route; the API is described at /v1/docs "
+                "(OpenAPI document: /v1/openapi.json)"
+            )
 
 
 @pytest.mark.slow  # a real server and a browser
@@ -67,6 +116,9 @@ def test_docs_page_renders_every_route_and_schema_in_chromium(tmp_path: Path) ->
         page.requested_urls
     )
     text = page.text.replace("\u200b", "")  # Swagger UI breaks long paths with these
+    # The description's <key> is shown, not swallowed as an HTML tag.
+    assert "Authorization: Bearer <key>" in text
+    assert "idp_<16 hex digits>.<43 characters>" in text
     operations = [(m.upper(), p) for p, ops in document["paths"].items() for m in ops]
     assert len(operations) >= 10
     for method, path in operations:

@@ -224,6 +224,9 @@ def dataset_register(
     # A registration that fails leaves nothing behind: the files it created are removed.
     made = [p for p in _store_files(db) if not p.exists()]
     new_dirs = [d for d in Path(db).absolute().parents if not d.exists()]  # deepest first
+    from infodp.cli._serving import refuse_while_served
+
+    refuse_while_served(db)  # at once, not after a two-minute wait for the lock
     cur = None
     try:
         cur = _curator(db, create=True, **spark)

@@ -61,28 +61,43 @@ def _render(payload: dict[str, Any]) -> None:
         console.print(f"HTML report written to {payload['html']}")
 
 
+def _view(p: dict[str, Any]) -> Any:
+    """The attributes :mod:`infodp.explain.wording` reads, from a JSON payload."""
+    from types import SimpleNamespace
+
+    cond = p.get("conditional")
+    return SimpleNamespace(
+        epsilon=p["epsilon"],
+        delta=p["delta"],
+        nats=p["nats"],
+        conditional_nats=None if cond is None else cond["nats"],
+        posterior_odds_bound=p["posterior_odds_bound"],
+    )
+
+
 def _render_one(console: Any, p: dict[str, Any], heading: str) -> None:
     from rich.table import Table
 
-    title = f"{heading}: ε = {_text(p['epsilon'])} (nats), δ = {_text(p['delta'], 3)}" + (
+    from infodp.explain.wording import (
+        epsilon_phrase,
+        guarantee_line,
+        leads_with_one_minus_delta,
+        unbounded_line,
+    )
+
+    view = _view(p)
+    # Nothing is bounded once the δ event counts: lead with what (ε, δ) does bound.
+    given = leads_with_one_minus_delta(view)
+    title = f"{heading}: {epsilon_phrase(view)}, δ = {_text(p['delta'], 3)}" + (
         " (pure ε-DP)" if p["pure"] else ""
     )
     console.print(f"\n[bold]{title}[/bold]")
-    leak = Table()
-    for col in ("level α", "nats / individual", "bits / individual", "meaning"):
-        leak.add_column(col, justify="left" if col in ("level α", "meaning") else "right")
-    meanings = {
-        "1": "Shannon rate: what a determined attacker extracts",
-        "2": "collision level",
-        "inf": "worst case: the most one output reveals",
-    }
-    for key in ("1", "2", "inf"):
-        leak.add_row(
-            key.replace("inf", "∞"), _text(p["nats"][key]), _text(p["bits"][key]), meanings[key]
-        )
-    console.print(leak)
-    if p.get("caveat"):
-        console.print(f"[italic]{p['caveat']}[/italic]")
+    if given:
+        console.print(guarantee_line(view))
+    else:
+        _leak_table(console, p["nats"], "Information per individual")
+        if p.get("caveat"):
+            console.print(f"[italic]{p['caveat']}[/italic]")
     console.print("[bold]Attacker views[/bold]")
     attack = Table()
     attack.add_column("view")
@@ -107,6 +122,13 @@ def _render_one(console: Any, p: dict[str, Any], heading: str) -> None:
     for row in p["tradeoff"]:
         test.add_row(_text(row["false_positive_rate"]), _text(row["false_negative_rate_at_least"]))
     console.print(test)
+    if given:
+        _leak_table(
+            console,
+            p["conditional"]["nats"],
+            f"With probability 1 − δ = {_text(1 - p['delta'], 8)} (not a guarantee: with "
+            "probability δ, unbounded): information per individual",
+        )
     console.print(
         "[bold]Releases an attacker needs to learn b bits (Shannon rate, at least)[/bold]"
     )
@@ -123,15 +145,9 @@ def _render_one(console: Any, p: dict[str, Any], heading: str) -> None:
             cell = _text(n, 8)
         rates.add_row(bits, cell)
     console.print(rates)
-    console.print(
-        f"[bold]Markov tail at α = {_text(p['tail_alpha'])}: P(one release teaches ≥ R)[/bold]"
-    )
-    tail = Table()
-    tail.add_column("R (bits)", justify="right")
-    tail.add_column("probability at most", justify="right")
-    for row in p["tail"]:
-        tail.add_row(_text(nats_to_bits(row["leak_nats"]), 3), _text(row["probability_at_most"]))
-    console.print(tail)
+    _tail_table(console, p, given)
+    if given:
+        console.print(f"[italic]{unbounded_line(view)}[/italic]")
     if "rows" in p:
         console.print(
             f"N = {p['rows']} rows: expected individuals whose protection fails per release "
@@ -141,6 +157,52 @@ def _render_one(console: Any, p: dict[str, Any], heading: str) -> None:
         console.print(f"[bold red]Warning:[/bold red] {w}")
     for r in p.get("results", ()):
         console.print(f"[bold]Also:[/bold] {r}")
+
+
+def _leak_table(console: Any, nats: dict[str, float | None], heading: str) -> None:
+    from rich.table import Table
+
+    console.print(f"[bold]{heading}[/bold]")
+    leak = Table()
+    for col in ("level α", "nats / individual", "bits / individual", "meaning"):
+        leak.add_column(col, justify="left" if col in ("level α", "meaning") else "right")
+    meanings = {
+        "1": "Shannon rate: what a determined attacker extracts",
+        "2": "collision level",
+        "inf": "worst case: the most one output reveals",
+    }
+    for key in ("1", "2", "inf"):
+        n = nats[key]
+        leak.add_row(
+            key.replace("inf", "∞"),
+            _text(n),
+            _text(None if n is None else nats_to_bits(n)),
+            meanings[key],
+        )
+    console.print(leak)
+
+
+def _tail_table(console: Any, p: dict[str, Any], given: bool) -> None:
+    """The Markov tail at ``tail_alpha``; with ``given``, the one on the 1 − δ event (the
+    unconditional one is 1 everywhere: the leakage counting the δ event is unbounded)."""
+    from rich.table import Table
+
+    alpha = _text(p["tail_alpha"])
+    rows = p["conditional"]["tail"] if given else p["tail"]
+    when = f", with probability 1 − δ = {_text(1 - p['delta'], 8)}" if given else ""
+    if all(r["probability_at_most"] >= 1.0 for r in rows):
+        console.print(
+            f"Markov tail at α = {alpha}: no level R is bounded below probability 1 here "
+            "(the leakage at this α is unbounded)."
+        )
+        return
+    console.print(f"[bold]Markov tail at α = {alpha}{when}: P(one release teaches ≥ R)[/bold]")
+    tail = Table()
+    tail.add_column("R (bits)", justify="right")
+    tail.add_column("probability at most", justify="right")
+    for row in rows:
+        tail.add_row(_text(nats_to_bits(row["leak_nats"]), 3), _text(row["probability_at_most"]))
+    console.print(tail)
 
 
 @click.command("explain")

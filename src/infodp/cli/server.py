@@ -275,8 +275,11 @@ def serve(
         timeout_keep_alive=5,
     )
     server = uvicorn.Server(config)
+    from infodp.cli._serving import serving
+
     try:
-        server.run(sockets=[sock])
+        with serving(db):  # a write to the store is refused at once (infodp.cli._serving)
+            server.run(sockets=[sock])
     finally:
         sock.close()
     if not server.started:

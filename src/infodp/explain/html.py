@@ -23,6 +23,12 @@ from infodp._format import format_number
 from infodp._report import provenance_footer, svg_data_uri
 from infodp.explain.bounds import markov_tail_bound, pure_dp_divergence
 from infodp.explain.report import LEVELS, TRADEOFF_FPRS, Explanation
+from infodp.explain.wording import (
+    epsilon_phrase,
+    guarantee_line,
+    leads_with_one_minus_delta,
+    unbounded_line,
+)
 from infodp.units import LN2
 
 __all__ = ["PLOT_TITLES", "render_html", "summary_html", "write_html"]
@@ -355,11 +361,6 @@ _MEANING = {
 }
 
 
-def _conditional(ex: Explanation) -> bool:
-    """δ > 0 with no guarantee at α = 1: the figures a reader needs hold with probability 1 − δ."""
-    return ex.delta > 0 and ex.nats["1"] is None and ex.conditional_nats is not None
-
-
 def _delta_meaning(ex: Explanation) -> str:
     """What δ means, in plain words, for the opening of a report with δ > 0."""
     one_in = 1.0 / ex.delta
@@ -395,37 +396,7 @@ def _tail_table(tail: Sequence[tuple[float, float]], alpha: float) -> str:
     return "<table>" + "".join(rows) + "</table>"
 
 
-def _sections(ex: Explanation, heading: str) -> str:
-    parts = [f"<h2>{html.escape(heading)}</h2>"]
-    parts.append(
-        f"<p>ε = <b>{_fmt(ex.epsilon)}</b> (nats), δ = <b>{_fmt(ex.delta, 3)}</b>"
-        f"{' (pure ε-DP)' if ex.pure else ''}.</p>"
-    )
-    for w in ex.warnings:
-        parts.append(f'<div class="warn">{html.escape(w)}</div>')
-    if _conditional(ex) and ex.conditional_nats is not None:
-        # Lead with what holds with probability 1 − δ (Kairouz–Oh–Viswanath 2015, Thm 2.1);
-        # the unconditional view (nothing is bounded once the δ event is included) follows.
-        parts.append(
-            f'<h3 id="given">With probability 1 − δ = {_fmt(1 - ex.delta, 8)}</h3>'
-            + _leak_table(ex.conditional_nats)
-        )
-        if ex.conditional_releases_for_bits is not None:
-            rel = [_row(["bits about one individual", "releases needed (at least)"], head=True)]
-            for b, n in ex.conditional_releases_for_bits.items():
-                rel.append(_row([str(b), _fmt(n, 6)]))
-            parts.append("<table>" + "".join(rel) + "</table>")
-        if ex.conditional_tail is not None:
-            parts.append(_tail_table(ex.conditional_tail, ex.tail_alpha))
-        parts.append(
-            f"<h3>Including the δ event (probability {_fmt(ex.delta, 3)})</h3>"
-            "<p>Once the release that fails is counted, no level of leakage is bounded:</p>"
-            + _leak_table(ex.nats)
-        )
-    else:
-        parts.append(_leak_table(ex.nats))
-        if ex.caveat is not None:
-            parts.append(f'<p class="cond">{html.escape(ex.caveat)}</p>')
+def _attack_table(ex: Explanation) -> str:
     attack = [_row(["attacker view", "bound"], head=True)]
     attack.append(
         _row(
@@ -453,21 +424,61 @@ def _sections(ex: Explanation, heading: str) -> str:
             ]
         )
     )
-    parts.append("<table>" + "".join(attack) + "</table>")
+    return "<table>" + "".join(attack) + "</table>"
+
+
+def _test_table(ex: Explanation) -> str:
     test = [_row(["false-positive rate", "false-negative rate at least"], head=True)]
     for a, b in zip(TRADEOFF_FPRS, ex.tradeoff(TRADEOFF_FPRS), strict=True):
         test.append(_row([_fmt(a), _fmt(float(b))]))
-    parts.append(
+    return (
         "<p>Membership test (“is this person in the data?”): no test does better than</p>"
         "<table>" + "".join(test) + "</table>"
     )
-    if not _conditional(ex):
-        rel = [_row(["bits about one individual", "releases needed (at least)"], head=True)]
-        for b, needed in ex.releases_for_bits.items():
-            shown = "1 (unbounded with prob. δ)" if needed is None else _fmt(needed, 6)
-            rel.append(_row([str(b), shown]))
-        parts.append("<table>" + "".join(rel) + "</table>")
-    parts.append(_tail_table(ex.tail, ex.tail_alpha))
+
+
+def _releases_table(releases: Mapping[int, float | None]) -> str:
+    rel = [_row(["bits about one individual", "releases needed (at least)"], head=True)]
+    for b, needed in releases.items():
+        shown = "1 (unbounded with prob. δ)" if needed is None else _fmt(needed, 6)
+        rel.append(_row([str(b), shown]))
+    return "<table>" + "".join(rel) + "</table>"
+
+
+def _sections(ex: Explanation, heading: str) -> str:
+    parts = [f"<h2>{html.escape(heading)}</h2>"]
+    parts.append(
+        f"<p>{html.escape(epsilon_phrase(ex))}, δ = <b>{_fmt(ex.delta, 3)}</b>"
+        f"{' (pure ε-DP)' if ex.pure else ''}.</p>"
+    )
+    for w in ex.warnings:
+        parts.append(f'<div class="warn">{html.escape(w)}</div>')
+    if leads_with_one_minus_delta(ex) and ex.conditional_nats is not None:
+        # Lead with what (ε, δ) bounds: the odds and the trade-off (Kairouz–Oh–Viswanath 2015,
+        # Thm 2.1), then the leakage with probability 1 − δ; the unconditional leakage (nothing
+        # is bounded once the δ event counts) is one line at the end, not a table of
+        # "unbounded".
+        parts.append(f"<p>{html.escape(guarantee_line(ex))}</p>")
+        parts.append(_attack_table(ex) + _test_table(ex))
+        parts.append(
+            f'<h3 id="given">With probability 1 − δ = {_fmt(1 - ex.delta, 8)}</h3>'
+            + _leak_table(ex.conditional_nats)
+        )
+        if ex.conditional_releases_for_bits is not None:
+            parts.append(_releases_table(ex.conditional_releases_for_bits))
+        if ex.conditional_tail is not None:
+            parts.append(_tail_table(ex.conditional_tail, ex.tail_alpha))
+        parts.append(
+            f"<h3>Including the δ event (probability {_fmt(ex.delta, 3)})</h3>"
+            f'<p class="cond">{html.escape(unbounded_line(ex))}</p>'
+        )
+    else:
+        parts.append(_leak_table(ex.nats))
+        if ex.caveat is not None:
+            parts.append(f'<p class="cond">{html.escape(ex.caveat)}</p>')
+        parts.append(_attack_table(ex) + _test_table(ex))
+        parts.append(_releases_table(ex.releases_for_bits))
+        parts.append(_tail_table(ex.tail, ex.tail_alpha))
     if ex.rows is not None:
         parts.append(
             f"<p>Table of N = {_fmt(ex.rows)} rows: expected number of individuals whose "

@@ -21,6 +21,9 @@ race can lose budget but never overspend it. Routes (all under ``/v1``):
 ``GET  /v1/admin/keys``                issued key ids, never secrets (admin token)      free
 =====================================  ===============================================  ======
 
+``GET /`` (no key) answers a JSON object naming the API documentation (``/v1/docs``) and the
+OpenAPI document (``/v1/openapi.json``); a path no route serves answers 404 naming them too.
+
 Each group of routes is a router of its own in :mod:`infodp.server.routes` (health, datasets,
 budget and ledger, queries, synopses, admin); the state behind them is
 :class:`~infodp.server.service.Service`, and what they share (authentication, slots, error
@@ -62,6 +65,8 @@ __all__ = [
     "ADMIN_TOKEN_BITS",
     "ADMIN_TOKEN_ENV",
     "API_VERSION",
+    "DESCRIPTION",
+    "NO_ROUTE",
     "QueryRequest",
     "ServerSettings",
     "Service",
@@ -74,17 +79,25 @@ __all__ = [
 ]
 
 
+#: The API's description (CommonMark, as the documentation page renders it): everything
+#: in angle brackets is inside a code span, so no viewer takes ``<key>`` for an HTML tag.
+DESCRIPTION = (
+    "Differentially private SQL over a curated store. Every answer is a noisy aggregate "
+    "whose cost the ledger reserved before the data was touched.\n\n"
+    "Authenticate with the header `Authorization: Bearer <key>`. A key is either the "
+    "43-character key `infodp analyst add` prints or a server key "
+    "`idp_<16 hex digits>.<43 characters>` from `infodp analyst key`; keys are issued and "
+    "revoked only with the admin CLI.\n\n"
+    'Errors: `{"error": {"code": ..., "message": ...}}`.'
+)
+
+
 def create_app(settings: ServerSettings | None = None) -> FastAPI:
     """The ASGI app; without ``settings`` it only describes itself (OpenAPI export)."""
     app = FastAPI(
         title="infodp curator",
         version=API_VERSION,
-        description=(
-            "Differentially private SQL over a curated store. Every answer is a noisy aggregate "
-            "whose cost the ledger reserved before the data was touched. Authenticate with "
-            "'Authorization: Bearer <key>' (keys are issued by the admin CLI). Errors: "
-            '{"error": {"code": ..., "message": ...}}.'
-        ),
+        description=DESCRIPTION,
         docs_url=None,  # served offline by install_docs below
         redoc_url=None,
         openapi_url="/v1/openapi.json",
@@ -121,6 +134,8 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         codes = {404: "not_found", 405: "method_not_allowed", 400: "bad_request"}
         code = codes.get(err.status_code, "http_error")
         message = str(err.detail) if err.status_code < 500 else "internal server error"
+        if err.status_code == 404 and err.detail == "Not Found":  # no route has this path
+            message = NO_ROUTE
         return JSONResponse(
             {"error": {"code": code, "message": message}},
             status_code=err.status_code,
@@ -165,6 +180,10 @@ async def _serving(app: FastAPI) -> AsyncIterator[None]:
     finally:
         if service is not None:
             service.close()
+
+
+#: The 404 of a path no route serves: where the routes are described.
+NO_ROUTE = "no such route; the API is described at /v1/docs (OpenAPI document: /v1/openapi.json)"
 
 
 #: Environment variable that may hold the admin token instead of a file.

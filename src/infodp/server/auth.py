@@ -52,6 +52,8 @@ __all__ = [
 
 _SERVER_KEY = re.compile(r"^idp_([0-9a-f]{16})\.([A-Za-z0-9_-]{43})$")
 _LEDGER_KEY = re.compile(r"^[A-Za-z0-9_-]{43}$")
+#: A well-formed bearer token (``b64token`` of RFC 6750, Jones & Hardt 2012, Sec. 2.1).
+_TOKEN = re.compile(r"^[A-Za-z0-9._~+/-]+=*$")
 
 
 def key_store_path(db: str | os.PathLike[str]) -> Path:
@@ -90,12 +92,19 @@ class Identity:
 
 
 def parse_bearer(header: str | None) -> tuple[str, str | None]:
-    """Classify an ``Authorization`` header: ("missing" | "malformed" | "server" | "ledger", key).
+    """Classify an ``Authorization`` header: ("missing" | "malformed" | "server" | "ledger" |
+    "unknown", token).
+
+    "malformed" is a header that is not ``Bearer <token>`` with one token of the characters
+    RFC 6750 allows (Jones & Hardt 2012, Sec. 2.1); "unknown" a well-formed token of neither
+    key shape, which no key matches.
 
     >>> parse_bearer(None)
     ('missing', None)
-    >>> parse_bearer("Basic abc")[0], parse_bearer("Bearer x.y")[0]
+    >>> parse_bearer("Basic abc")[0], parse_bearer("Bearer a b")[0]
     ('malformed', 'malformed')
+    >>> parse_bearer("Bearer nope")
+    ('unknown', 'nope')
     >>> parse_bearer("Bearer " + "a" * 43)[0]
     'ledger'
     """
@@ -103,13 +112,13 @@ def parse_bearer(header: str | None) -> tuple[str, str | None]:
         return "missing", None
     scheme, _, token = header.strip().partition(" ")
     token = token.strip()
-    if scheme.lower() != "bearer" or not token or len(token) > 200:
+    if scheme.lower() != "bearer" or not token or len(token) > 200 or not _TOKEN.match(token):
         return "malformed", None
     if _SERVER_KEY.match(token):
         return "server", token
     if _LEDGER_KEY.match(token):
         return "ledger", token
-    return "malformed", None
+    return "unknown", token
 
 
 class KeyStore:

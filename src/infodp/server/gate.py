@@ -20,11 +20,11 @@ request in this order, stopping at the first refusal:
    arrays/objects, few keys; 400).
 
 Only then is the request handed to the app, with the verified identity in its state (the
-route dependencies do not verify it again). Admin routes and the key-free routes (health,
-the API description and its page) pass through.
+route dependencies do not verify it again). Admin routes and the key-free routes (``/``,
+which names the documentation, health, the API description and its page) pass through.
 
->>> gated("/v1/estimate"), gated("/v1/health"), gated("/v1/admin/keys")
-(True, False, False)
+>>> gated("/v1/estimate"), gated("/v1/health"), gated("/v1/admin/keys"), gated("/")
+(True, False, False, False)
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ _PREFIXES = ("/v1/datasets", "/v1/synopses")
 
 
 def gated(path: str) -> bool:
-    """True for the analyst routes, which the gate admits (not health, the API description,
-    the admin routes or unknown paths, which the app answers itself)."""
+    """True for the analyst routes, which the gate admits (not ``/``, health, the API
+    description, the admin routes or unknown paths, which the app answers itself)."""
     return path in _EXACT or any(path == p or path.startswith(p + "/") for p in _PREFIXES)
 
 

@@ -31,12 +31,19 @@ if TYPE_CHECKING:
     from infodp.curator.request import Request as CuratorRequest
     from infodp.curator.result import Reservation
 
-__all__ = ["API_VERSION", "ServerSettings", "Service"]
+__all__ = ["API_VERSION", "UNKNOWN_KEY", "ServerSettings", "Service"]
 
 log = logging.getLogger("infodp.server")
 
 #: The API version (the OpenAPI document's ``info.version``, reported by ``/v1/health``).
 API_VERSION = "1.0.0"
+
+#: The 401 message of a well-formed bearer token that is no valid key: the same for an unknown
+#: key id or analyst, a wrong secret and a revoked key.
+UNKNOWN_KEY = (
+    "unknown API key: not a key issued by this service, or revoked "
+    "(keys come from 'infodp analyst add' or 'infodp analyst key')"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,7 +359,9 @@ class Service:
     def _verify(self, kind: str, token: str) -> Identity | None:
         if kind == "server":
             return self.keys.verify(token)
-        return self.keys.verify_ledger_key(token, self._analysts(), self.curator.ledger)
+        if kind == "ledger":
+            return self.keys.verify_ledger_key(token, self._analysts(), self.curator.ledger)
+        return None  # a well-formed token of neither key shape: no key matches it
 
     def _is_admin(self, token: str) -> bool:
         want = self.settings.admin_token_sha256
@@ -423,7 +432,9 @@ class Service:
             )
         identity = self._verify(kind, token)
         if identity is None:
-            raise self._unauthorized(request, "unknown or revoked API key")
+            # One message whatever failed (no such key id or analyst, wrong secret, revoked),
+            # so a refusal never tells which key ids or analysts exist.
+            raise self._unauthorized(request, UNKNOWN_KEY)
         return identity
 
     def admin(self, request: Request) -> None:

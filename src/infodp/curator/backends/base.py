@@ -38,6 +38,7 @@ __all__ = [
     "ExactAggregates",
     "QueryDeadline",
     "Registered",
+    "StoreInUse",
     "add_histograms",
     "rows_by_key",
     "sorted_histograms",
@@ -77,6 +78,23 @@ class Registered(NamedTuple):
 
 class QueryDeadline(InfodpError):
     """A query ran past its deadline and was interrupted."""
+
+
+class StoreInUse(InfodpError):
+    """Another process kept the store's lock past the wait (no path: this can reach an
+    analyst through the service).
+
+    >>> str(StoreInUse(120.0)).split(":")[0]
+    'the store is in use by another process (a running infodp serve?)'
+    """
+
+    def __init__(self, waited: float) -> None:
+        super().__init__(
+            "the store is in use by another process (a running infodp serve?): it kept the "
+            f"store's lock for {waited:g} s; stop that process and retry (register datasets "
+            "before serving)"
+        )
+        self.waited = waited
 
 
 @runtime_checkable

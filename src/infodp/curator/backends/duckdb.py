@@ -41,6 +41,7 @@ from infodp.curator.backends.base import (
     ExactAggregates,
     QueryDeadline,
     Registered,
+    StoreInUse,
     add_histograms,
     sorted_histograms,
     values_by_key,
@@ -144,6 +145,7 @@ class DuckDBBackend:
             ),
             deadline=time.monotonic() + self.timeout,
             cap=0.25,
+            timed_out=lambda _err: StoreInUse(self.timeout),  # not DuckDB's text: it has the path
         )
 
     # -- registration (data owner side) --------------------------------------------------------
