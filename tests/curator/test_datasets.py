@@ -112,6 +112,16 @@ def test_a_single_table_dataset_by_its_qualified_name(curator: Curator) -> None:
     assert r.rows[0][0] == pytest.approx(people["age"].mean(), rel=0.02)
 
 
+def test_an_unknown_table_of_a_known_dataset_names_its_tables(curator: Curator) -> None:
+    with pytest.raises(ParameterError) as err:
+        curator.query("a", "SELECT COUNT(*) FROM clinic.nothing", epsilon=1)
+    assert "unknown table 'clinic.nothing'; clinic's tables: people, visits." in str(err.value)
+    with pytest.raises(ParameterError) as err:
+        curator.query("a", "SELECT COUNT(*) FROM people.nothing", epsilon=1)
+    text = str(err.value)
+    assert "unknown table 'people.nothing'; dataset 'people' is one table, read as people" in text
+
+
 def test_unknown_names_in_a_session_name_its_table(tmp_path: Path) -> None:
     from infodp import Session
 

@@ -229,6 +229,11 @@ REFUSED = [
     ("SELECT COUNT(*) FROM censsus", ["unknown table 'censsus'", "table is 'census'"]),
     ("SELECT LOG(2, COUNT(*)) FROM census", ["in SELECT", "LOG10", "POWER"]),
     ("SELECT CAST(COUNT(*) AS DATE) FROM census", ["CAST AS INTEGER/DOUBLE/VARCHAR"]),
+    ("SELECT FLOOR(COUNT(*), 3) FROM census", ["FLOOR takes 1 value: on released values"]),
+    (
+        "SELECT TOP 2 COUNT(*) FROM census UNION SELECT COUNT(*) FROM census",
+        ["TOP (write SELECT ... LIMIT n"],
+    ),
 ]
 
 

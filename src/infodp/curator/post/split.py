@@ -67,6 +67,8 @@ KEYS_ONLY = (
 )
 #: How many values the functions of a fixed arity take.
 _ARITY = {"POWER": 2, "EXP": 1, "LN": 1, "SIGN": 1, "ABS": 1, "SQRT": 1, "FLOOR": 1, "CEIL": 1}
+#: The arguments besides ``this`` and ``expressions`` a function node is read with.
+_MORE_ARGS = {"ROUND": ("decimals",), "POWER": ("expression",)}
 #: CAST targets on released values, by the type's name (sqlglot's), and what each reads as.
 _CAST_TYPES = {
     **dict.fromkeys(("INT", "BIGINT", "SMALLINT", "TINYINT", "HUGEINT", "UBIGINT"), "int"),
@@ -240,10 +242,15 @@ class _Splitter:
             args.append(node.args["decimals"])
         if isinstance(node, exp.Pow):
             args.append(node.expression)
-        terms = tuple(self.term(a, clause) for a in args if a is not None)
         name = _FUNCTION_NODES[type(node)]
-        if len(terms) != _ARITY.get(name, len(terms)):
-            raise _refuse(f"{node.sql()!r} in {clause}", f"{name} takes {_ARITY[name]} values")
+        read = {"this", "expressions", *_MORE_ARGS.get(name, ())}
+        # Any other argument sqlglot kept (FLOOR(x, 3), ...) would be dropped: refused.
+        unread = [k for k, v in node.args.items() if k not in read and v not in (None, [], False)]
+        terms = tuple(self.term(a, clause) for a in args if a is not None)
+        if unread or len(terms) != _ARITY.get(name, len(terms)):
+            arity = _ARITY.get(name)
+            said = "" if arity is None else f"{arity} value{'s' if arity > 1 else ''}: "
+            raise _refuse(f"{node.sql()!r} in {clause}", f"{name} takes {said}{_ALLOWED}")
         return Term(name, terms)
 
 
