@@ -28,11 +28,19 @@ from __future__ import annotations
 import re
 
 import sqlglot
-from sqlglot import exp
+from sqlglot import TokenType, exp
 
 from infodp.errors import ParameterError
 
-__all__ = ["SPELLINGS", "boolean_on_text", "rewrite", "rewrite_text", "untop", "with_top"]
+__all__ = [
+    "SPELLINGS",
+    "boolean_on_text",
+    "needs_rewrite",
+    "rewrite",
+    "rewrite_text",
+    "untop",
+    "with_top",
+]
 
 #: Other engines' names of the variance and standard deviation aggregates, and the node of
 #: the rule each one means (sample or population, as that engine defines it).
@@ -53,6 +61,8 @@ def untop(sql: str) -> tuple[str, int | None]:
 
     >>> untop("SELECT TOP (3) a FROM t")
     ('SELECT  a FROM t', 3)
+    >>> untop("SELECT top, 'top' FROM t")
+    ("SELECT top, 'top' FROM t", None)
     >>> untop("SELECT TOP 10 PERCENT a FROM t")
     Traceback (most recent call last):
     ...
@@ -64,32 +74,32 @@ def untop(sql: str) -> tuple[str, int | None]:
         tokens = sqlglot.tokenize(sql)
     except sqlglot.errors.SqlglotError:
         return sql, None  # the parser says what it cannot read
-    tops = [i for i, t in enumerate(tokens) if t.text.upper() == "TOP" and i > 0]
+    kinds = [t.token_type for t in tokens] + [None, None, None]
+    tops = [
+        i
+        for i, t in enumerate(tokens)
+        if i > 0
+        and t.token_type == TokenType.VAR  # not a string 'top' or a quoted "top"
+        and t.text.upper() == "TOP"
+        and kinds[i - 1] == TokenType.SELECT
+        and kinds[i + 1] in (TokenType.NUMBER, TokenType.L_PAREN)
+    ]
     if not tops:
-        return sql, None
+        return sql, None  # no TOP clause (a column named top, say: the parser reads it)
     i = tops[0]
-    after_select = tokens[i - 1].token_type == sqlglot.TokenType.SELECT
-    start = i + 1
-    paren = start < len(tokens) and tokens[start].token_type == sqlglot.TokenType.L_PAREN
-    number = start + 1 if paren else start
-    end = number + 1 if paren else number
+    paren = kinds[i + 1] == TokenType.L_PAREN
+    number = i + 2 if paren else i + 1
+    last = number + 1 if paren else number
     ok = (
         len(tops) == 1
-        and after_select
         and i == 1
-        and number < len(tokens)
-        and tokens[number].token_type == sqlglot.TokenType.NUMBER
+        and kinds[number] == TokenType.NUMBER
         and tokens[number].text.isdigit()
-        and (
-            not paren or (end < len(tokens) and tokens[end].token_type == sqlglot.TokenType.R_PAREN)
-        )
+        and (not paren or kinds[last] == TokenType.R_PAREN)
     )
     if not ok:
-        if not after_select:
-            return sql, None  # a column named top, say: the parser reads it
         shown = " ".join(t.text for t in tokens[i : i + 3])
         raise ParameterError(f"refused SQL construct: TOP in {shown!r} ({_TOP_FORM}).")
-    last = end if paren else number
     if last + 1 < len(tokens) and tokens[last + 1].text.upper() in ("PERCENT", "WITH"):
         shown = " ".join(t.text for t in tokens[i : last + 2])
         raise ParameterError(f"refused SQL construct: {shown} ({_TOP_FORM}).")
@@ -126,6 +136,22 @@ def with_top(stmt: exp.Expr, top: int | None) -> exp.Expr:
         )
     stmt.set("limit", exp.Limit(expression=exp.Literal.number(top)))
     return stmt
+
+
+def needs_rewrite(sql: str) -> bool:
+    """Whether ``sql``'s text may hold a form :func:`rewrite` reads (a spelling of
+    :data:`SPELLINGS` called, or a parenthesis right after FROM or JOIN): a scan of the text,
+    so that other statements are not walked again.
+
+    >>> needs_rewrite("SELECT COUNT(*) FROM t"), needs_rewrite("SELECT STD (x) FROM t")
+    (False, True)
+    """
+    return _REWRITTEN.search(sql) is not None
+
+
+_REWRITTEN = re.compile(
+    r"\b(?:" + "|".join(SPELLINGS) + r")\s*\(|\b(?:FROM|JOIN)\s*\(", re.IGNORECASE
+)
 
 
 def rewrite(stmt: exp.Expr) -> exp.Expr:

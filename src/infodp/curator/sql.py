@@ -42,7 +42,7 @@ from sqlglot import exp
 
 from infodp._exact import parse_exact
 from infodp.curator.derived import derived_items, derived_key, select_alias, select_aliases
-from infodp.curator.dialect import boolean_on_text, rewrite, untop, with_top
+from infodp.curator.dialect import boolean_on_text, needs_rewrite, rewrite, untop, with_top
 from infodp.curator.limits import (
     MAX_CONDITIONS,
     MAX_EXPRESSION_DEPTH,
@@ -144,6 +144,8 @@ def _statements(sql: str) -> list[exp.Expr]:
     if len(stmts) != 1:
         raise _refuse("multiple statements", f"{len(stmts)} found; send one SELECT")
     check_tree(stmts[0])
+    if top is None and not needs_rewrite(text):
+        return stmts
     # Spellings other engines use, read as the accepted subset (syntax only; checked again).
     stmt = with_top(rewrite(stmts[0]), top)
     check_tree(stmt)
