@@ -2,7 +2,8 @@
 
 The names come from :func:`infodp.curator.relations.tables_read`.
 
-A single-table dataset is read by its name (``FROM people``). A population's tables are read
+A single-table dataset is read by its name (``FROM people``, or ``FROM people.people`` as a
+dataset and its one table, in any case). A population's tables are read
 by their own names (``FROM visits JOIN people ...``) when no other dataset the reader may see
 has a table of that name, or qualified by the population (``FROM clinic.visits``). Every table
 of one query must belong to one dataset: budgets belong to a population, and a query across two
@@ -14,6 +15,8 @@ other owners' datasets.
 
 >>> find_dataset(("clinic.visits", "people"), {"clinic": ("people", "visits")})
 'clinic'
+>>> find_dataset(("pums.PUMS",), {"PUMS": ()})
+'PUMS'
 >>> find_dataset(("visits",), {"clinic": ("people", "visits"), "trial": ("visits",)})
 Traceback (most recent call last):
 ...
@@ -39,23 +42,63 @@ def find_dataset(names: Sequence[str], tables: Mapping[str, Sequence[str]]) -> s
     """
     if not names:
         raise ParameterError("sql", "SELECT without FROM", "a query naming a registered table")
-    found: dict[str, None] = {}
-    for name in names:
-        found[_dataset_of(name, tables)] = None
-    if len(found) > 1:
+    candidates = [_datasets_of(name, tables) for name in names]
+    common = [d for d in candidates[0] if all(d in c for c in candidates[1:])]
+    if len(common) == 1:
+        return common[0]
+    if not common:
+        found = sorted({d for c in candidates for d in c})
         raise ParameterError(
             "sql",
-            sorted(found),
-            "tables of one dataset (budgets belong to one population; query each separately)",
+            found,
+            "tables of one dataset (budgets belong to one population; query each separately, "
+            "or qualify a population's table as population.table, as in "
+            f"{_example(found, names, tables)})",
         )
-    return next(iter(found))
+    singles = [d for d in common if not tables[d]]
+    if len(singles) == 1:
+        return singles[0]  # a single-table dataset's own name comes first (as it always did)
+    ambiguous = next(n for n, c in zip(names, candidates, strict=True) if len(c) > 1)
+    owners = sorted(common)
+    raise ParameterError(
+        f"table {ambiguous!r} is in several datasets ({', '.join(owners)}); qualify it, "
+        f"as in {owners[0]}.{ambiguous}."
+    )
+
+
+def _example(
+    found: Sequence[str], names: Sequence[str], tables: Mapping[str, Sequence[str]]
+) -> str:
+    """A qualified name of one of ``names`` in one of the populations ``found``."""
+    for dataset in found:
+        for name in names:
+            if name.lower() in {t.lower() for t in tables[dataset]}:
+                return f"{dataset}.{name}"
+    return "population.table"
+
+
+def _datasets_of(name: str, tables: Mapping[str, Sequence[str]]) -> list[str]:
+    """The datasets ``name`` may denote: the one it qualifies, or a single-table dataset
+    of that name and every population holding a table of that name."""
+    lower = {k.lower(): k for k in tables}
+    if "." in name:
+        return [_qualified(name, tables, lower)]
+    out = [lower[name.lower()]] if name.lower() in lower and not tables[lower[name.lower()]] else []
+    out += sorted(d for d, ts in tables.items() if name.lower() in {t.lower() for t in ts})
+    if not out:
+        raise _no_table(name, tables, lower)
+    return out
 
 
 def _qualified(name: str, tables: Mapping[str, Sequence[str]], lower: Mapping[str, str]) -> str:
     """The dataset of ``dataset.table`` (KeyError: no such table in it)."""
     db, table = name.split(".", 1)
     dataset = lower.get(db.lower())
-    if dataset is None or table.lower() not in {t.lower() for t in tables[dataset]}:
+    if dataset is None:
+        raise KeyError(name)
+    members = {t.lower() for t in tables[dataset]}
+    # A single-table dataset's one table has the dataset's name: PUMS.PUMS is PUMS.
+    if table.lower() not in (members or {dataset.lower()}):
         raise KeyError(name)
     return dataset
 
@@ -71,20 +114,3 @@ def _no_table(
             "one of the population's tables: " + ", ".join(tables[lower[name.lower()]]),
         )
     return KeyError(name)
-
-
-def _dataset_of(name: str, tables: Mapping[str, Sequence[str]]) -> str:
-    lower = {k.lower(): k for k in tables}
-    if "." in name:
-        return _qualified(name, tables, lower)
-    if name.lower() in lower and not tables[lower[name.lower()]]:
-        return lower[name.lower()]
-    owners = [d for d, ts in tables.items() if name.lower() in {t.lower() for t in ts}]
-    if not owners:
-        raise _no_table(name, tables, lower)
-    if len(owners) > 1:
-        raise ParameterError(
-            f"table {name!r} is in several datasets ({', '.join(sorted(owners))}); qualify it, "
-            f"as in {sorted(owners)[0]}.{name}."
-        )
-    return owners[0]

@@ -15,6 +15,8 @@ infodp.errors.ParameterError: sql must be at most 20000 characters; got '<27022 
 
 from __future__ import annotations
 
+from sqlglot import exp
+
 from infodp.errors import ParameterError
 
 __all__ = [
@@ -26,7 +28,11 @@ __all__ = [
     "MAX_PARSED_CHARS",
     "MAX_SELECT_ITEMS",
     "MAX_SQL_CHARS",
+    "chained",
+    "check_nesting",
     "check_sql_text",
+    "check_tree",
+    "too_deep",
 ]
 
 #: Longest SQL statement accepted (characters); the service's request body takes as much.
@@ -62,3 +68,95 @@ def check_sql_text(sql: object) -> None:
         raise ParameterError(
             "sql", f"<{len(sql)} characters>", f"at most {MAX_SQL_CHARS} characters"
         )
+
+
+def too_deep() -> ParameterError:
+    """The refusal of a statement nested deeper than MAX_EXPRESSION_DEPTH."""
+    return ParameterError(
+        "sql", "<deeply nested>", f"expressions nested at most {MAX_EXPRESSION_DEPTH} deep"
+    )
+
+
+def check_nesting(sql: str) -> None:
+    """Refuse parentheses nested deeper than MAX_EXPRESSION_DEPTH (before the recursive parser)."""
+    depth = 0
+    quote: str | None = None
+    for ch in sql:
+        if quote is not None:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+            if depth > MAX_EXPRESSION_DEPTH:
+                raise too_deep()
+        elif ch == ")":
+            depth -= 1
+
+
+#: Operators whose chains (a AND b AND c) nest in sqlglot's tree without nesting in the text.
+_CHAINS = (exp.And, exp.Or)
+
+
+def check_tree(root: exp.Expr) -> None:
+    """Bound the parsed tree (:mod:`infodp.curator.limits`) without recursion: its nesting
+    (each level of the text is about two of the tree's, a Paren and what it holds; a chain
+    of ANDs or ORs is one), its size, IN lists, CASE branches, conditions, SELECT items."""
+    stack: list[tuple[exp.Expr, int]] = [(root, 0)]
+    nodes = conditions = 0
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_EXPRESSION_NODES:
+            raise ParameterError(
+                "sql",
+                f"<more than {MAX_EXPRESSION_NODES} nodes>",
+                f"at most {MAX_EXPRESSION_NODES} nodes (columns, literals, operators, ...)",
+            )
+        if depth > 2 * MAX_EXPRESSION_DEPTH:
+            raise too_deep()
+        if isinstance(node, exp.In) and len(node.expressions) > MAX_IN_LIST:
+            raise ParameterError(
+                "IN list", f"<{len(node.expressions)} values>", f"at most {MAX_IN_LIST} values"
+            )
+        if isinstance(node, exp.Case) and len(node.args.get("ifs") or ()) > MAX_CASE_BRANCHES:
+            raise ParameterError(
+                "CASE",
+                f"<{len(node.args['ifs'])} branches>",
+                f"at most {MAX_CASE_BRANCHES} WHEN branches",
+            )
+        if isinstance(node, exp.Select) and len(node.expressions) > MAX_SELECT_ITEMS:
+            raise ParameterError(
+                "SELECT list", f"<{len(node.expressions)} items>", f"at most {MAX_SELECT_ITEMS}"
+            )
+        if isinstance(node, (exp.Predicate, exp.Is)):
+            conditions += 1
+            if conditions > MAX_CONDITIONS:
+                raise ParameterError(
+                    "sql",
+                    f"<more than {MAX_CONDITIONS} conditions>",
+                    f"at most {MAX_CONDITIONS} conditions (comparisons, IN, BETWEEN, IS)",
+                )
+        for child in node.iter_expressions():
+            chained = isinstance(node, _CHAINS) and type(child) is type(node)
+            stack.append((child, depth if chained else depth + 1))
+
+
+def chained(node: exp.Expr) -> list[exp.Expr]:
+    """The terms of a chain of ``node``'s connector (a AND b AND c), left to right, without
+    recursion (sqlglot parses a chain as nested pairs, one level per term).
+
+    >>> import sqlglot
+    >>> [t.sql() for t in chained(sqlglot.parse_one("a AND (b OR c) AND d"))]
+    ['a', '(b OR c)', 'd']
+    """
+    terms: list[exp.Expr] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if type(n) is type(node):
+            stack += [n.args["expression"], n.this]
+        else:
+            terms.append(n)
+    return terms

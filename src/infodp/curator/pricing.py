@@ -121,8 +121,15 @@ class PriceBook:
                 missing = str(err.args[0])
         if among is not None:
             raise KeyError(missing)
-        self.ledger.dataset(missing.split(".")[0])  # an unknown dataset: its error
-        raise ParameterError(f"unknown table {missing!r}.")
+        record = self.ledger.dataset(missing.split(".")[0])  # an unknown dataset: its error
+        members = self._dataset_tables(False).get(record.name, ())
+        known = (
+            f"{record.name}'s tables: {', '.join(members)}"
+            if members
+            else f"dataset {record.name!r} is one table, read as {record.name} "
+            f"(or {record.name}.{record.name})"
+        )
+        raise ParameterError(f"unknown table {missing!r}; {known}.")
 
     def _dataset_tables(self, fresh: bool) -> dict[str, tuple[str, ...]]:
         """Each registered dataset's tables (a single table: none), read once and again when

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Protocol
 from infodp._exact import float_down
 from infodp.curator.engine import Curator, QueryResult, as_budget_fraction
 from infodp.curator.registration import content_fingerprint, copy_population
-from infodp.curator.request import Estimate, NumberInput, Request
+from infodp.curator.request import Estimate, NoBudget, NumberInput, Request
 from infodp.curator.schema import DatasetSchema, SchemaSource, load_schema
 from infodp.curator.store import fingerprint
 from infodp.errors import ParameterError
@@ -267,7 +267,10 @@ class Session:
         spent) when the remaining budget is too small.
         """
         request = _request(sql, epsilon, delta, confidence, noise)
-        return self._curator.answer(SESSION_ANALYST, request)
+        try:
+            return self._curator.answer(SESSION_ANALYST, request)
+        except NoBudget as err:
+            raise self._unknown_table(err.dataset) from None
 
     def estimate(
         self,
@@ -289,7 +292,30 @@ class Session:
         (True, 0.25, 1.0)
         """
         request = _request(sql, epsilon, delta, confidence, noise)
-        return self._curator.estimate_for(SESSION_ANALYST, request)
+        try:
+            return self._curator.estimate_for(SESSION_ANALYST, request)
+        except NoBudget as err:
+            raise self._unknown_table(err.dataset) from None
+
+    def _unknown_table(self, name: str) -> ParameterError:
+        """The refusal of a name that is not the session's table (the session holds one
+        dataset, its own: naming it reveals nothing).
+
+        >>> import pandas as pd
+        >>> s = Session(pd.DataFrame({"x": [1, 2, 3]}), {"table": "t", "privacy_unit": "row",
+        ...     "columns": {"x": {"type": "int", "bounds": [0, 9]}}}, epsilon=1)
+        >>> s.query("SELECT COUNT(*) FROM tt", epsilon=0.1)
+        Traceback (most recent call last):
+        ...
+        infodp.errors.ParameterError: unknown table 'tt'; the session's table is 't'.
+        """
+        members = [m.table for m in self._curator.schema(self.table).members]
+        if members:
+            return ParameterError(
+                f"unknown table {name!r}; the session's tables: {', '.join(members)} "
+                f"(also written {self.table}.{members[0]})."
+            )
+        return ParameterError(f"unknown table {name!r}; the session's table is {self.table!r}.")
 
     def epsilon_for(
         self,

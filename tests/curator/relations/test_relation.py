@@ -113,7 +113,6 @@ def test_per_unit_bounds_are_the_closed_forms():
             "SELECT COUNT(*) FROM (SELECT pid FROM visits ORDER BY cost LIMIT 3) t",
             ["ORDER BY in a subquery", "filter with WHERE"],
         ),
-        ("SELECT COUNT(*) FROM (SELECT pid FROM visits)", ["without an alias", "AS name"]),
         ("SELECT COUNT(*) FROM (SELECT pid, cost + 1 FROM visits) t", ["name it"]),
         (
             "SELECT COUNT(*) FROM people WHERE pid IN (SELECT pid FROM visits)",

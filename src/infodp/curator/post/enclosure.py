@@ -72,15 +72,33 @@ def _operation(term: Term, values: Sequence[Value], intervals: Sequence[Interval
         return _BINARY[term.op](args[0], args[1])
     if term.op in _UNARY:
         return _UNARY[term.op](args[0])
+    if term.op == "POWER":
+        return _power(args[0], args[1])
+    if term.op == "cast":
+        if term.value == "text":
+            return None
+        return args[0] if term.value == "float" else boxes.round_to(args[0], 0)
     if term.op == "ROUND":
         return boxes.round_to(args[0], int(args[1][0]) if len(args) > 1 else 0)
     return (boxes.least if term.op == "LEAST" else boxes.greatest)(*args)
 
 
+def _power(base: Box, exponent: Box) -> Box | None:
+    """x^n for a whole exponent 0 <= n <= 64 as n - 1 products (each an enclosure; an even
+    power is at least 0), else None."""
+    n = exponent[0]
+    if exponent[0] != exponent[1] or not float(n).is_integer() or not 0 <= n <= 64:
+        return None
+    box: Box = (1.0, 1.0)
+    for _ in range(int(n)):
+        box = boxes.mul(box, base)
+    return (max(box[0], 0.0), box[1]) if int(n) % 2 == 0 else box
+
+
 _ENCLOSERS: dict[str, Callable[[Term, Sequence[Value], Sequence[Interval]], Box | None]] = {
     "ref": _ref,
     "const": _const,
-    **{op: _operation for op in [*_BINARY, *_UNARY, "ROUND", "LEAST", "GREATEST"]},
+    **{op: _operation for op in [*_BINARY, *_UNARY, "ROUND", "LEAST", "GREATEST", "POWER", "cast"]},
 }
 
 

@@ -9,7 +9,7 @@ more (post-processing, Dwork & Roth 2014, Prop. 2.1).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -60,6 +60,8 @@ class PostProcess:
     offset: int = 0
     #: The inner columns that are noisy aggregates (the others are released group keys).
     noisy: frozenset[int] = frozenset()
+    #: What else the answer says about how it was computed.
+    remarks: tuple[str, ...] = ()
 
     def rows_kept(self, rows: Sequence[Sequence[Value]]) -> list[int]:
         """Which released rows are shown, in order: HAVING, ORDER BY, OFFSET, LIMIT."""
@@ -75,7 +77,7 @@ class PostProcess:
         from infodp.curator.result import Released
 
         kept = self.rows_kept(released.rows)
-        names = tuple(
+        names = _distinct(
             released.columns[int(i.term.value or 0)] if i.name is None else i.name
             for i in self.items
         )
@@ -101,15 +103,15 @@ class PostProcess:
             )
             if used
         ]
-        out = []
+        out = list(self.remarks)
         if clauses:
             out.append(
                 f"{', '.join(clauses)} applied to the released (noisy) values after the noise: "
                 "post-processing, at no further privacy cost"
             )
         for name, item in zip(names, self.items, strict=True):
-            if item.term.op == "ref":
-                continue
+            if item.term.op == "ref" or not item.term.refs():
+                continue  # a released column, or a constant
             k = len(item.term.refs() & self.noisy)
             out.append(
                 f"{name} is computed from {k} released value(s) after the noise (free); its "
@@ -121,6 +123,23 @@ class PostProcess:
         return out
 
 
+def _distinct(names: Iterable[str]) -> tuple[str, ...]:
+    """The names, a repeated one suffixed ``_1``, ``_2``, ... as DuckDB names repeated
+    columns (``SELECT SUM(x), SUM(x)``).
+
+    >>> _distinct(["SUM(x)", "SUM(x)", "n", "SUM(x)"])
+    ('SUM(x)', 'SUM(x)_1', 'n', 'SUM(x)_2')
+    """
+    out: list[str] = []
+    for name in names:
+        k, candidate = 0, name
+        while candidate in out:
+            k += 1
+            candidate = f"{name}_{k}"
+        out.append(candidate)
+    return tuple(out)
+
+
 def _value(v: Value | bool) -> Value:
     return int(v) if isinstance(v, bool) else v
 
@@ -128,5 +147,7 @@ def _value(v: Value | bool) -> Value:
 def _interval(term: Term, values: Sequence[Value], intervals: Sequence[Interval]) -> Interval:
     if term.op == "ref":
         return intervals[int(term.value or 0)]
+    if not term.refs():
+        return None  # a constant: exact
     box = enclose(term, values, intervals)
     return None if box is None else [box[0], box[1]]

@@ -17,6 +17,7 @@ True
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 
 from sqlglot import exp
@@ -54,10 +55,34 @@ _FUNCTION_NODES: dict[type[exp.Expr], str] = {
     exp.Least: "LEAST",
     exp.Greatest: "GREATEST",
     exp.Coalesce: "COALESCE",
+    exp.Pow: "POWER",
+    exp.Exp: "EXP",
+    exp.Ln: "LN",
+    exp.Sign: "SIGN",
 }
+#: The note of a GROUP BY without an aggregate.
+KEYS_ONLY = (
+    "GROUP BY without an aggregate: the groups shown are those of a hidden COUNT(*), measured "
+    "and charged as in SELECT ..., COUNT(*) ... GROUP BY ...",
+)
+#: How many values the functions of a fixed arity take.
+_ARITY = {"POWER": 2, "EXP": 1, "LN": 1, "SIGN": 1, "ABS": 1, "SQRT": 1, "FLOOR": 1, "CEIL": 1}
+#: The arguments besides ``this`` and ``expressions`` a function node is read with.
+_MORE_ARGS = {"ROUND": ("decimals",), "POWER": ("expression",)}
+#: CAST targets on released values, by the type's name (sqlglot's), and what each reads as.
+_CAST_TYPES = {
+    **dict.fromkeys(("INT", "BIGINT", "SMALLINT", "TINYINT", "HUGEINT", "UBIGINT"), "int"),
+    **dict.fromkeys(("DOUBLE", "FLOAT", "DECIMAL"), "float"),
+    **dict.fromkeys(("VARCHAR", "TEXT", "CHAR", "NVARCHAR"), "text"),
+}
+#: Why a random number is not part of a query (what RAND() and RANDOM() are refused with).
+RANDOM_REFUSED = (
+    "a random number is not a released value and is never drawn by the curator beside the "
+    "charged noise; draw it yourself from the answer"
+)
 _ALLOWED = (
     "on released values: + - * /, comparisons, AND/OR/NOT, BETWEEN, IN, IS NULL, "
-    + ", ".join([*FUNCTIONS, "COALESCE"])
+    + ", ".join([*FUNCTIONS, "COALESCE", "PI", "CAST AS INTEGER/DOUBLE/VARCHAR"])
 )
 
 
@@ -113,6 +138,11 @@ class _Splitter:
             exp.In: self._in,
             **{kind: self._binary for kind in _BINARY},
             **{kind: self._function for kind in _FUNCTION_NODES},
+            exp.Log: self._log,
+            exp.Pi: lambda n, c: Term("const", value=math.pi),
+            exp.Cast: self._cast,
+            exp.TryCast: self._cast,
+            exp.Rand: self._random,
         }
 
     def _add(self, node: exp.Expr, *, hidden: bool) -> int:
@@ -156,7 +186,8 @@ class _Splitter:
         raise _refuse(
             f"column {node.name!r} in {clause}",
             "after the noise only released values are available: aggregates, GROUP BY "
-            "columns and SELECT aliases",
+            f"columns and SELECT aliases; to use {node.name} here, add it to GROUP BY "
+            f"(GROUP BY ..., {node.name})",
         )
 
     def _literal(self, node: exp.Expr, clause: str) -> Term:
@@ -184,22 +215,66 @@ class _Splitter:
         listed = (self.term(v, clause) for v in node.expressions)
         return Term("in", (self.term(node.this, clause), *listed))
 
+    def _log(self, node: exp.Expr, clause: str) -> Term:
+        # LOG(x) and LOG10(x) (read as LOG(10, x)) are the base-10 logarithm, as in DuckDB;
+        # another base is refused (write LN(x) / LN(b)).
+        value = node.args.get("expression")
+        if value is None:
+            return Term("LOG10", (self.term(node.this, clause),))
+        base = node.this
+        if not (isinstance(base, exp.Literal) and base.this == "10"):
+            raise _refuse(f"{node.sql()!r} in {clause}", _ALLOWED)
+        return Term("LOG10", (self.term(value, clause),))
+
+    def _cast(self, node: exp.Expr, clause: str) -> Term:
+        to = node.args["to"]
+        kind = _CAST_TYPES.get(str(to.this.name))
+        if kind is None or to.expressions:
+            raise _refuse(f"{node.sql()!r} in {clause}", _ALLOWED)
+        return Term("cast", (self.term(node.this, clause),), value=kind)
+
+    def _random(self, node: exp.Expr, clause: str) -> Term:
+        raise _refuse(f"{node.sql()!r} in {clause}", RANDOM_REFUSED)
+
     def _function(self, node: exp.Expr, clause: str) -> Term:
         args = [node.this, *node.expressions]
         if isinstance(node, exp.Round) and node.args.get("decimals") is not None:
             args.append(node.args["decimals"])
+        if isinstance(node, exp.Pow):
+            args.append(node.expression)
+        name = _FUNCTION_NODES[type(node)]
+        read = {"this", "expressions", *_MORE_ARGS.get(name, ())}
+        # Any other argument sqlglot kept (FLOOR(x, 3), ...) would be dropped: refused.
+        unread = [k for k, v in node.args.items() if k not in read and v not in (None, [], False)]
         terms = tuple(self.term(a, clause) for a in args if a is not None)
-        return Term(_FUNCTION_NODES[type(node)], terms)
+        if unread or len(terms) != _ARITY.get(name, len(terms)):
+            arity = _ARITY.get(name)
+            said = "" if arity is None else f"{arity} value{'s' if arity > 1 else ''}: "
+            raise _refuse(f"{node.sql()!r} in {clause}", f"{name} takes {said}{_ALLOWED}")
+        return Term(name, terms)
 
 
 def _needs_post(select: exp.Select) -> bool:
     if any(select.args.get(k) for k in ("having", "order", "limit", "offset")):
         return True
+    if select.args.get("group") and not any(_contains_aggregate(i) for i in select.expressions):
+        return True  # keys only: measured with a hidden COUNT(*) (see split_query)
+    seen: set[str] = set()
     for item in select.expressions:
         node = item.this if isinstance(item, exp.Alias) else item
         if not _bare(node) and _contains_aggregate(node):
             return True
+        if _constant(node) or node.sql() in seen:
+            return True  # a constant, or an item repeated (measured once, shown twice)
+        seen.add(node.sql())
     return False
+
+
+def _constant(node: exp.Expr) -> bool:
+    """An item that reads no column and no aggregate (``3``, ``PI()``, ``2 * 3``): computed
+    after the noise, from nothing private."""
+    reads = (exp.Column, exp.Star, exp.Select, exp.Subquery)
+    return not any(isinstance(n, reads) for n in node.walk()) and not _contains_aggregate(node)
 
 
 def _count(node: exp.Expr, clause: str) -> int:
@@ -219,7 +294,12 @@ def _items(select: exp.Select, split: _Splitter) -> tuple[Item, ...]:
         if alias and alias.startswith("__"):
             raise ParameterError("alias", alias, "a name that does not start with '__'")
         node = item.this if isinstance(item, exp.Alias) else item
-        if _bare(node) or not _contains_aggregate(node):
+        if _bare(node) and node.sql() in split.by_text:
+            # Repeated: measured (and charged) once, shown again under its own name.
+            items.append(Item(alias, split.reference(node)))
+        elif _constant(node):
+            items.append(Item(alias or node.sql(), split.term(node, "SELECT")))
+        elif _bare(node) or not _contains_aggregate(node):
             # A column or an aggregate, or what the SQL parser judges (and may refuse).
             items.append(Item(None, split.visible(item)))
         else:
@@ -275,12 +355,26 @@ def split_query(sql: str) -> PostProcess | None:
     order = _ordering(select, split, items)
     limit = None if select.args.get("limit") is None else _count(select.args["limit"], "LIMIT")
     offset = 0 if select.args.get("offset") is None else _count(select.args["offset"], "OFFSET")
+    keys_only = bool(select.args.get("group")) and not split.noisy
+    if keys_only:
+        # GROUP BY without an aggregate (SELECT educ ... GROUP BY educ) releases its groups:
+        # which keys are shown follows a hidden, charged COUNT(*) as for any grouped query.
+        split.reference(exp.Count(this=exp.Star()))
+    if not split.inner:
+        return None  # constants only: the SQL parser refuses a SELECT without an aggregate
     inner = select.copy()
     for key in ("having", "order", "limit", "offset"):
         inner.set(key, None)
     inner.set("expressions", split.inner)
     return PostProcess(
-        inner.sql(), items, having_term, order, limit, offset, frozenset(split.noisy)
+        inner.sql(),
+        items,
+        having_term,
+        order,
+        limit,
+        offset,
+        frozenset(split.noisy),
+        KEYS_ONLY if keys_only else (),
     )
 
 

@@ -18,7 +18,16 @@ import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["ARITHMETIC", "COMPARISONS", "FUNCTIONS", "Term", "Value", "as_number", "evaluate"]
+__all__ = [
+    "ARITHMETIC",
+    "CASTS",
+    "COMPARISONS",
+    "FUNCTIONS",
+    "Term",
+    "Value",
+    "as_number",
+    "evaluate",
+]
 
 #: A released value: a group key (text or integer), a noisy number, or NULL.
 Value = float | int | str | None
@@ -48,6 +57,30 @@ def _round(args: list[float]) -> float:
     return round(args[0], int(args[1]) if len(args) > 1 else 0)
 
 
+def _power(args: list[float]) -> float | None:
+    """x^y as SQL's POWER, or NULL where it has no real value or overflows."""
+    x, y = args[0], args[1]
+    if x == 0 and y < 0:
+        return None
+    if x < 0 and not float(y).is_integer():
+        return None
+    try:
+        return float(math.pow(x, y))
+    except (OverflowError, ValueError):
+        return None
+
+
+def _log(f: Callable[[float], float]) -> Callable[[list[float]], float | None]:
+    return lambda a: f(a[0]) if a[0] > 0 else None
+
+
+def _exp(args: list[float]) -> float | None:
+    try:
+        return math.exp(args[0])
+    except OverflowError:
+        return None
+
+
 #: Functions of released numbers (every argument non-NULL; COALESCE is handled apart).
 FUNCTIONS: dict[str, Callable[[list[float]], float | None]] = {
     "ABS": lambda a: abs(a[0]),
@@ -57,7 +90,15 @@ FUNCTIONS: dict[str, Callable[[list[float]], float | None]] = {
     "SQRT": lambda a: math.sqrt(a[0]) if a[0] >= 0 else None,
     "LEAST": min,
     "GREATEST": max,
+    "POWER": _power,
+    "EXP": _exp,
+    "LN": _log(math.log),
+    "LOG10": _log(math.log10),
+    "SIGN": lambda a: (a[0] > 0) - (a[0] < 0),
 }
+#: CAST targets on released values: a group key (released as text) read as a number, a
+#: number as text, as SQL's CAST does (to an integer: rounded half away from zero, as DuckDB).
+CASTS = ("int", "float", "text")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +106,8 @@ class Term:
     """A node of a post-processing expression over the inner query's released columns.
 
     ``op``: ``ref`` (released column ``value``), ``const`` (``value``), ``+ - * /``, ``neg``,
-    a name of :data:`FUNCTIONS` or ``COALESCE``, a comparison ``= <> < <= > >=``, ``and``,
+    a name of :data:`FUNCTIONS` or ``COALESCE``, ``cast`` (to ``value``, one of
+    :data:`CASTS`), a comparison ``= <> < <= > >=``, ``and``,
     ``or``, ``not``, ``is null``, ``between``, ``in``; ``args`` are its operands.
     """
 
@@ -103,6 +145,21 @@ def as_number(v: Result) -> float | int | None:
 
 def _numeric(v: Result) -> float | int | None:
     return None if isinstance(v, str) else v
+
+
+def _cast(term: Term, row: Row) -> Result:
+    v = evaluate(term.args[0], row)
+    if v is None:
+        return None
+    if term.value == "text":
+        return str(int(v)) if isinstance(v, bool) else str(v)
+    number = as_number(v)
+    if number is None or (isinstance(number, float) and not math.isfinite(number)):
+        return None
+    if term.value == "float":
+        return float(number)
+    whole = math.floor(abs(number) + 0.5)
+    return int(whole if number >= 0 else -whole)
 
 
 def _ref(term: Term, row: Row) -> Result:
@@ -177,6 +234,7 @@ _EVALUATORS: dict[str, Callable[[Term, Row], Result]] = {
     "between": _between,
     "in": _in,
     "neg": _arith,
+    "cast": _cast,
     **{op: _compare for op in COMPARISONS},
     **{op: _arith for op in ARITHMETIC},
     **{name: _function for name in [*FUNCTIONS, "COALESCE"]},

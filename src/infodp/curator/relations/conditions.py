@@ -21,6 +21,7 @@ from typing import Protocol
 from sqlglot import exp
 
 from infodp.curator.backends.bounding import literal
+from infodp.curator.dialect import boolean_on_text
 from infodp.curator.relations.values import NUMERIC, Said, Value, as_number, refuse, said
 from infodp.curator.sql import chained
 
@@ -143,6 +144,9 @@ def condition_value(raw: exp.Expr, bounded: exp.Expr, nullable: bool) -> Value:
 def comparable(a: Value, b: Value, text: Said) -> tuple[Value, Value]:
     """Two sides of a comparison, refused when one is a number and the other text (a number
     literal compared with a text column is read as its text, as the SQL parser does)."""
+    for side, rest in ((a, b), (b, a)):
+        if isinstance(side.raw, exp.Boolean) and rest.type not in (*NUMERIC, "bool", "null"):
+            raise boolean_on_text(bool(side.raw.this), said(text))
     if a.type == "bool" or b.type == "bool":
         a, b = as_number(a, text), as_number(b, text)
     if a.type == "null" or b.type == "null":
