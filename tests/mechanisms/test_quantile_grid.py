@@ -161,3 +161,51 @@ def test_bad_histograms_are_refused() -> None:
         grid_quantile_law(np.array([3]), np.array([0]), 0, 9, Fraction(1, 2))
     with pytest.raises(ParameterError, match="q"):
         grid_quantile_law(np.array([3]), np.array([1]), 0, 9, Fraction(3, 2))
+
+
+# -- MIN and MAX: the extremes aimed at rank t (extreme_target) ---------------------------------
+
+
+@pytest.mark.parametrize(("name", "data", "lo", "hi"), DATASETS, ids=[d[0] for d in DATASETS])
+@pytest.mark.parametrize("q", [Fraction(0), Fraction(1)], ids=str)
+@pytest.mark.parametrize("aim", [0, 3, 40])
+def test_extreme_law_aimed_at_rank_t_is_the_reference(
+    name: str, data: list[int], lo: int, hi: int, q: Fraction, aim: int
+) -> None:
+    law = grid_quantile_law(*as_histogram(data), lo, hi, q, target=aim)
+    got = mechanism_law(law, lo, hi, Fraction(2), score_sensitivity(1, q))
+    want = reference_law(data, lo, hi, q, Fraction(2), 1, aim=aim)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=small_data, extra=st.integers(0, 12), aim=st.integers(0, 8), top=st.booleans())
+def test_aimed_extreme_score_keeps_sensitivity_one_per_row(
+    data: list[int], extra: int, aim: int, top: bool
+) -> None:
+    # τ = min(t, n/2) moves with n: still at most 1 per added or removed row (brute force)
+    q = Fraction(int(top))
+    for c in range(13):
+        moved = brute_score([*data, extra], c, q, aim) - brute_score(data, c, q, aim)
+        assert abs(moved) <= score_sensitivity(1, q) == 1
+        # and the promise: at most t + score rows lie past c on the extreme's side
+        past = sum(1 for x in data if (x > c if top else x < c))
+        assert past <= aim + brute_score(data, c, q, aim)
+
+
+def test_extreme_target_is_the_utility_theorem_rank() -> None:
+    import math
+
+    from infodp.mechanisms.quantile import extreme_target
+
+    # ⌈(2m/ε)(ln K + ln 20)⌉ (Dwork & Roth 2014, Thm 3.11 at β = 1/20)
+    for eps, m, k in ((Fraction(1, 10), 1, 101), (Fraction(10), 3, 2**21 + 1)):
+        want = math.ceil(float(2 * m / eps) * (math.log(k) + math.log(20)))
+        assert extreme_target(eps, m, k) == want
+
+
+def test_aimed_rank_is_refused_for_inner_quantiles() -> None:
+    from infodp.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="target"):
+        grid_quantile_law(np.array([3]), np.array([1]), 0, 9, Fraction(1, 2), target=2)

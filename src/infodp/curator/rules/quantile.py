@@ -46,12 +46,42 @@ if TYPE_CHECKING:
     from infodp.curator.cost import MeasurementCost
     from infodp.curator.rules.base import Parsing
 
-__all__ = ["QUANTILE", "QUANTILE_MEASURE", "QuantileRule", "rank_error"]
+__all__ = [
+    "QUANTILE",
+    "QUANTILE_MEASURE",
+    "QuantileRule",
+    "extreme_note",
+    "rank_error",
+    "stated_rank_error",
+]
 
 #: The note a quantile's rank error carries.
 _NOTE = (
     "at most q·n + rank_error rows lie below the answer and at most (1 − q)·n + rank_error above it"
 )
+
+#: The words of the promise MIN (q = 0) and MAX (q = 1) make: the side the rows lie on, the
+#: comparison, the end ranks count from, the extreme, the declared bound beyond it.
+_ENDS = {
+    0: ("below", "at most", "bottom", "minimum", "lower"),
+    1: ("above", "at least", "top", "maximum", "upper"),
+}
+
+
+def extreme_note(q: Fraction, target: int) -> str:
+    """What the rank error of MIN (q = 0) or MAX (q = 1) promises, aiming at rank ``target``.
+
+    >>> extreme_note(Fraction(0), 16)[:60]
+    'at most rank_error rows lie below the answer (it is at most '
+    """
+    side, bound, end, extreme, limit = _ENDS[int(q)]
+    return (
+        f"at most rank_error rows lie {side} the answer (it is {bound} the value of rank "
+        f"rank_error + 1 from the {end}); the draw aims at the value of rank {target} from the "
+        f"{end} (or the median of fewer than {2 * target} rows), so it usually lies a little "
+        f"inside the true {extreme}, and with small probability beyond it, as far as the "
+        f"declared {limit} bound (the extreme quantile q = {q})"
+    )
 
 
 def rank_error(sensitivity: Fraction | int, epsilon: Fraction, k: int, beta: float) -> float:
@@ -76,13 +106,34 @@ def _q(m: Measurement) -> Fraction:
     return m.q if m.q is not None else Fraction(1, 2)
 
 
+def stated_rank_error(
+    rows_per_unit: int, q: Fraction, epsilon: Fraction, k: int, beta: float
+) -> float:
+    """The rank error stated for the q-quantile over a grid of k + 1 points at level β.
+
+    For 0 < q < 1 it is :func:`rank_error` (the draw aims at rank q·n). The extremes q = 0
+    and 1 (MIN and MAX) aim at the rank t of
+    :func:`~infodp.mechanisms.quantile.extreme_target` from the extreme (or n/2, if
+    smaller), so at most t + r rows lie past the answer on that side, r = :func:`rank_error`.
+
+    >>> half = Fraction(1, 2)
+    >>> stated_rank_error(1, half, Fraction(1), 100, 0.05) == rank_error(half, 1, 100, 0.05)
+    True
+    >>> round(stated_rank_error(1, Fraction(0), Fraction(1), 100, 0.05) - rank_error(
+    ...     1, Fraction(1), 100, 0.05))  # t = ⌈2(ln 101 + ln 20)⌉
+    16
+    """
+    from infodp.mechanisms.quantile import extreme_target, score_sensitivity
+
+    r = rank_error(score_sensitivity(rows_per_unit, q), epsilon, k, beta)
+    return r + extreme_target(epsilon, rows_per_unit, k + 1) if q in (0, 1) else r
+
+
 def measurement_rank_error(p: MeasurementCost, schema: DatasetSchema, beta: float) -> float:
     """The rank error of one quantile measurement at level β (over its column's grid)."""
-    from infodp.mechanisms.quantile import score_sensitivity
-
     m = p.measurement
     k = quantile_candidates(schema.column(column_of_measurement(m))) - 1
-    return rank_error(score_sensitivity(p.sensitivity, _q(m)), p.epsilon, k, beta)
+    return stated_rank_error(p.sensitivity, _q(m), p.epsilon, k, beta)
 
 
 def column_of_measurement(m: Measurement) -> str:
@@ -195,7 +246,7 @@ class QuantileRule(Rule):
         self, agg: Aggregate, cells: Cells, key: tuple[str, ...], row: Sequence[int | None]
     ) -> tuple[Value, Interval]:
         """The drawn grid point in column units and its rank error."""
-        from infodp.mechanisms.quantile import score_sensitivity
+        from infodp.mechanisms.quantile import extreme_target
 
         col = column_of(agg)
         i, p = cells.part(self.needs(agg)[0])
@@ -206,9 +257,12 @@ class QuantileRule(Rule):
         value: float | int = cells.draws[(key, i)] * g
         if cells.schema.column(col).type == "int":
             value = int(value)
-        delta = score_sensitivity(p.sensitivity, self.q(agg))
-        error = rank_error(delta, p.epsilon, grid.hi - grid.lo, cells.beta)
-        return value, RankError(rank_error=error, grid=g, note=self.note)
+        q = self.q(agg)
+        error = stated_rank_error(p.sensitivity, q, p.epsilon, grid.hi - grid.lo, cells.beta)
+        note = self.note
+        if q in (0, 1):
+            note = extreme_note(q, extreme_target(p.epsilon, p.sensitivity, grid.hi - grid.lo + 1))
+        return value, RankError(rank_error=error, grid=g, note=note)
 
     def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
         """The rank error at level β."""
