@@ -75,9 +75,9 @@ def test_rank_error_holds_under_the_exact_law(func: str, epsilon: Fraction) -> N
         for c in range(LO, HI + 1)
     ]
     assert sum(p for p, b in zip(law, beyond, strict=True) if b > r) <= beta
-    # the stated error is the aimed rank plus Dwork & Roth's bound at β
-    k = HI - LO + 1
-    assert r == pytest.approx(t + 2 / float(epsilon) * (math.log(k) + math.log(1 / beta)))
+    # the stated error is the aimed rank plus the worst-case rank error at β, k + 1 points
+    k = HI - LO
+    assert r == pytest.approx(t + 2 / float(epsilon) * math.log(k * (1 - beta) / beta))
 
 
 @pytest.fixture(scope="module")
