@@ -448,7 +448,7 @@ def extreme_target(epsilon: Fraction, rows_per_unit: int, points: int) -> int:
     """The rank t (rows from the extreme) that MIN and MAX aim at, from public facts only.
 
     t = ⌈(2Δ/ε)(ln K + ln(1/β₀))⌉ with Δ = m (the score's sensitivity at q = 0 or 1), K the
-    grid's number of points and β₀ = :data:`TARGET_BETA`: the exponential mechanism's
+    grid's number of points and β₀ = ``TARGET_BETA`` (1/20): the exponential mechanism's
     utility bound (McSherry & Talwar 2007; Dwork & Roth 2014, Theorem 3.11): the released
     point's score exceeds the best (0) by (2Δ/ε)(ln K + ln(1/β₀)) with probability at most
     β₀. Every point beyond the extreme scores t when the target is rank t, so with
