@@ -59,7 +59,8 @@ class ExponentialQuantile(Mechanism):
     Picks j with probability ∝ exp(−ε·score_j/(2Δ)) (McSherry & Talwar 2007): ε-DP when each
     score moves by at most Δ between neighbours (Dwork & Roth 2014, Theorem 3.10). For a
     quantile q the candidates are every point of a release grid, scored on both sides
-    (:func:`grid_quantile_law`), of sensitivity Δ = the rows per unit.
+    (:func:`grid_quantile_law`), of sensitivity Δ = the rows per unit; at q = 0 and 1 (MIN
+    and MAX) :meth:`release_grid` aims at the rank :func:`extreme_target` from the extreme.
     ``epsilon`` is exact (a Fraction), so the charge and the sampler use the same number.
     """
 
