@@ -78,7 +78,8 @@ def extreme_note(q: Fraction, target: int) -> str:
     return (
         f"at most rank_error rows lie {side} the answer (it is {bound} the value of rank "
         f"rank_error + 1 from the {end}); the draw aims at the value of rank {target} from the "
-        f"{end} (or the median of fewer than {2 * target} rows), so it usually lies a little "
+        f"{end} (at most half the rows: the median of a group of fewer than {2 * target}), so "
+        f"it usually lies a little "
         f"inside the true {extreme}, and with small probability beyond it, as far as the "
         f"declared {limit} bound (the extreme quantile q = {q})"
     )
