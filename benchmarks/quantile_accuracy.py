@@ -53,7 +53,9 @@ def table(rows: int) -> pd.DataFrame:
     return pd.DataFrame({"income": income})
 
 
-def run_infodp(frame: pd.DataFrame, reps: int) -> dict[float, list[float]]:
+def run_infodp(
+    frame: pd.DataFrame, reps: int, epsilons: tuple[float, ...] = EPSILONS
+) -> dict[float, list[float]]:
     from infodp import Session
 
     schema = {
@@ -65,11 +67,13 @@ def run_infodp(frame: pd.DataFrame, reps: int) -> dict[float, list[float]]:
     sql = f"SELECT QUANTILE(income, {Q}) FROM t"
     return {
         eps: [float(session.query(sql, epsilon=eps).rows[0][0]) for _ in range(reps)]
-        for eps in EPSILONS
+        for eps in epsilons
     }
 
 
-def run_diffprivlib(frame: pd.DataFrame, reps: int) -> dict[float, list[float]]:
+def run_diffprivlib(
+    frame: pd.DataFrame, reps: int, epsilons: tuple[float, ...] = EPSILONS
+) -> dict[float, list[float]]:
     import warnings
 
     from diffprivlib.tools import quantile
@@ -79,7 +83,7 @@ def run_diffprivlib(frame: pd.DataFrame, reps: int) -> dict[float, list[float]]:
         warnings.simplefilter("ignore")  # its budget accountant's notices
         return {
             eps: [float(quantile(values, Q, epsilon=eps, bounds=(LOW, HIGH))) for _ in range(reps)]
-            for eps in EPSILONS
+            for eps in epsilons
         }
 
 

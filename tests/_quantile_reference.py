@@ -24,19 +24,32 @@ def _mp(x: Fraction) -> mpmath.mpf:
     return mpmath.mpf(x.numerator) / x.denominator
 
 
-def brute_score(data: Sequence[int], c: int, q: Fraction) -> Fraction:
-    """Distance from q·n to the ranks [#{x < c}, #{x <= c}] point c occupies."""
+def brute_score(data: Sequence[int], c: int, q: Fraction, aim: int | None = None) -> Fraction:
+    """Distance from q·n to the ranks [#{x < c}, #{x <= c}] point c occupies.
+
+    ``aim`` (MIN and MAX): the target is min(aim, n/2) rows from the bottom (q = 0) or from
+    the top (q = 1) instead of q·n.
+    """
     n = len(data)
     below = sum(1 for x in data if x < c)
     at_most = sum(1 for x in data if x <= c)
     target = q * n
+    if aim is not None:
+        inside = min(Fraction(aim), Fraction(n, 2))
+        target = inside if q == 0 else n - inside
     if below <= target <= at_most:
         return Fraction(0)
     return min(abs(below - target), abs(at_most - target))
 
 
 def reference_law(
-    data: Sequence[int], lo: int, hi: int, q: Fraction, epsilon: Fraction, rows_per_unit: int
+    data: Sequence[int],
+    lo: int,
+    hi: int,
+    q: Fraction,
+    epsilon: Fraction,
+    rows_per_unit: int,
+    aim: int | None = None,
 ) -> list[float]:
     """P(c) for every grid point c in lo..hi, straight from the definition (40 digits)."""
     delta = rows_per_unit * max(q, 1 - q)
@@ -44,7 +57,7 @@ def reference_law(
         factor = mpmath.mpf(epsilon.numerator) / epsilon.denominator / (2 * _mp(delta))
         weights = [
             mpmath.exp(-factor * mpmath.mpf(s.numerator) / s.denominator)
-            for s in (brute_score(data, c, q) for c in range(lo, hi + 1))
+            for s in (brute_score(data, c, q, aim) for c in range(lo, hi + 1))
         ]
         total = mpmath.fsum(weights)
         return [float(w / total) for w in weights]

@@ -113,9 +113,10 @@ def test_each_column_gets_its_own_target(tmp_path: Path) -> None:
 def test_quantile_target_is_its_rank_error_closed_form(tmp_path: Path) -> None:
     cur = curator(tmp_path / "s.duckdb")
     eps = cur.epsilon_for("SELECT QUANTILE(x, 0.5) FROM t", accuracy=25)
-    # Dwork & Roth 2014, Thm 3.11 with |R| = k + 1 = 101 grid points, β = 0.05 and the
-    # two-sided score's sensitivity Δ = max(q, 1 − q) = 1/2 for one row per unit.
-    expected = 2 * 0.5 * (math.log(101) + math.log(20)) / 25
+    # (2Δ/ε)·ln(k(1 − β)/β) (Dwork & Roth 2014, Thm 3.11's argument with its denominator
+    # kept) with k + 1 = 101 grid points, β = 0.05 and the two-sided score's sensitivity
+    # Δ = max(q, 1 − q) = 1/2 for one row per unit.
+    expected = 2 * 0.5 * math.log(100 * 0.95 / 0.05) / 25
     assert expected <= float(eps) <= expected * 1.012
 
 

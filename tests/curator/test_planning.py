@@ -1,7 +1,7 @@
 """Accuracy-first planning (curator/planning.py) against the discrete Laplace's closed-form
 tail: P(|N| > h) = 2p^(h+1)/(1 + p), p = e^(−ε/Δ) (Inusah & Kozubowski 2006, the two-sided
 geometric law), evaluated with mpmath; and the rank error of MIN against Dwork & Roth 2014,
-Thm 3.11."""
+Thm 3.11 with its denominator kept (plus the rank it aims at)."""
 
 from __future__ import annotations
 
@@ -62,6 +62,9 @@ def test_min_rank_error_in_an_estimate_is_the_theorem_bound() -> None:
     s = schema(1, 0, 100)
     cost = plan_cost(parse_query("SELECT MIN(x) FROM t", s), s, Fraction(1), Fraction(0), None)
     (acc,) = measurement_accuracy(cost, s, 0.05)
-    # (2Δ/ε)(ln|R| + ln(1/β)), Δ = m·max(q, 1 − q) = 1 at q = 0, |R| = 101 grid points
-    assert acc["rank_error"] == pytest.approx(2 * (math.log(101) + math.log(20)), rel=1e-9)
-    assert acc["rank_error"] >= 2 * (math.log(101) + math.log(20))
+    # t + (2Δ/ε)·ln(k(1 − β)/β), Δ = m·max(q, 1 − q) = 1 at q = 0, k + 1 = 101 grid points,
+    # t = ⌈(2Δ/ε)(ln 101 + ln 20)⌉ the rank MIN aims at
+    t = math.ceil(2 * (math.log(101) + math.log(20)))
+    r = 2 * math.log(100 * 0.95 / 0.05)
+    assert acc["rank_error"] == pytest.approx(t + r, rel=1e-9)
+    assert acc["rank_error"] >= t + r

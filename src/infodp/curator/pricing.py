@@ -28,7 +28,7 @@ from infodp.curator.datasets import find_dataset
 from infodp.curator.ledger import Ledger
 from infodp.curator.plan import QueryPlan
 from infodp.curator.post import PostProcess, split_query
-from infodp.curator.relations import resolve, tables_read
+from infodp.curator.relations import Resolved, resolve, tables_read
 from infodp.curator.request import NumberInput, Request
 from infodp.curator.schema import DatasetSchema
 from infodp.curator.sql import parse_query
@@ -202,6 +202,12 @@ class PriceBook:
         schema = resolved.schema
         unit_ok = unit_ok and not resolved.row_cut
         plan = parse_query(resolved.sql, schema)
+        # SUM(x) / COUNT(x) written by hand is measured as AVG(x) (infodp.curator.post.ratio).
+        mean = self._as_avg(sql, plan, schema_json, schema)
+        if mean is not None:
+            post, resolved, plan = mean
+            schema = resolved.schema
+            unit_ok = unit_ok and not resolved.row_cut
         rows = schema.row_bound  # the declaration, never the measured count (private)
         cost = plan_cost(plan, schema, eps, dlt, rows, kind)
         if plan.needs_partition_selection:
@@ -216,6 +222,35 @@ class PriceBook:
             plan, schema, rows, unit_ok, cost, leak, schema_json, post
         )
         return hit
+
+    def _as_avg(
+        self, sql: str, plan: QueryPlan, schema_json: str, read: DatasetSchema
+    ) -> tuple[PostProcess | None, Resolved, QueryPlan] | None:
+        """The query with its hand-written means read as AVG (post-processing, resolved
+        relation, plan), when it has some and needs no more measurements than as written
+        (``read``: the relation the query reads, whose declared null policies say which
+        columns hold no NULL)."""
+        from infodp.curator.plan import measurements
+        from infodp.curator.post.ratio import avg_ratios
+
+        def nonnull(name: str) -> bool:
+            col = next((c for c in read.columns if c.name.lower() == name.lower()), None)
+            return col is not None and col.nulls.action in ("error", "replace")
+
+        text = avg_ratios(sql, nonnull)
+        if text is None:
+            return None
+        try:
+            post = split_query(text)
+            resolved = resolve(
+                text if post is None else post.inner_sql, self.schema_of(schema_json)
+            )
+            mean = parse_query(resolved.sql, resolved.schema)
+        except ParameterError:
+            return None  # the query as written is priced (and refused) in its own words
+        if len(measurements(mean)) > len(measurements(plan)):
+            return None
+        return post, resolved, mean
 
 
 def require_finite(what: str, value: object) -> None:

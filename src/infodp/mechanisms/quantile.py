@@ -45,6 +45,7 @@ __all__ = [
     "exponential_mechanism",
     "exponential_mechanism_rows",
     "exponential_mechanism_scaled",
+    "extreme_target",
     "grid_quantile",
     "grid_quantile_law",
     "score_sensitivity",
@@ -58,7 +59,8 @@ class ExponentialQuantile(Mechanism):
     Picks j with probability ∝ exp(−ε·score_j/(2Δ)) (McSherry & Talwar 2007): ε-DP when each
     score moves by at most Δ between neighbours (Dwork & Roth 2014, Theorem 3.10). For a
     quantile q the candidates are every point of a release grid, scored on both sides
-    (:func:`grid_quantile_law`), of sensitivity Δ = the rows per unit.
+    (:func:`grid_quantile_law`), of sensitivity Δ = the rows per unit; at q = 0 and 1 (MIN
+    and MAX) :meth:`release_grid` aims at the rank :func:`extreme_target` from the extreme.
     ``epsilon`` is exact (a Fraction), so the charge and the sampler use the same number.
     """
 
@@ -113,7 +115,11 @@ class ExponentialQuantile(Mechanism):
         >>> m.release_grid(np.array([90]), np.array([40]), 0, 100, Fraction(1, 2), source=src)
         90
         """
-        law = grid_quantile_law(values, counts, lo, hi, q)
+        q = Fraction(q)
+        target = None
+        if q in (0, 1):  # MIN and MAX: aim just inside the extreme (extreme_target)
+            target = extreme_target(self.epsilon, self.sensitivity, hi - lo + 1)
+        law = grid_quantile_law(values, counts, lo, hi, q, target=target)
         return grid_quantile(law, self.epsilon, score_sensitivity(self.sensitivity, q), source)
 
     def simulate(self, value: Any, size: int, rng: Any = None) -> Any:
@@ -434,12 +440,39 @@ def score_sensitivity(rows_per_unit: int, q: Fraction) -> Fraction:
     return rows_per_unit * max(q, 1 - q)
 
 
+#: The level β₀ of the rank MIN and MAX aim at (:func:`extreme_target`): a point beyond the
+#: data is drawn with probability at most about β₀ (when the group has ≥ 2t rows).
+TARGET_BETA = Fraction(1, 20)
+
+
+def extreme_target(epsilon: Fraction, rows_per_unit: int, points: int) -> int:
+    """The rank t (rows from the extreme) that MIN and MAX aim at, from public facts only.
+
+    t = ⌈(2Δ/ε)(ln K + ln(1/β₀))⌉ with Δ = m (the score's sensitivity at q = 0 or 1), K the
+    grid's number of points and β₀ = ``TARGET_BETA`` (1/20): the exponential mechanism's
+    utility bound (McSherry & Talwar 2007; Dwork & Roth 2014, Theorem 3.11): the released
+    point's score exceeds the best (0) by (2Δ/ε)(ln K + ln(1/β₀)) with probability at most
+    β₀. Every point beyond the extreme scores t when the target is rank t, so with
+    probability ≥ 1 − β₀ the draw is not beyond the data (and it has at most t + r rows
+    past it, r the rank error: :func:`grid_quantile_law`). Aiming at rank 0 instead (the
+    plain q = 0 quantile) scores every point from the declared bound to the extreme 0, and
+    the draw is nearly uniform over them at every ε.
+
+    >>> extreme_target(Fraction(1), 1, 101) == math.ceil(2 * (math.log(101) + math.log(20)))
+    True
+    """
+    scale = float(2 * Fraction(rows_per_unit) / Fraction(epsilon))
+    return math.ceil(scale * (math.log(points) + math.log(float(1 / TARGET_BETA))))
+
+
 def grid_quantile_law(
     values: npt.NDArray[np.int64],
     counts: npt.NDArray[np.int64],
     lo: int,
     hi: int,
     q: Fraction,
+    *,
+    target: int | None = None,
 ) -> GridQuantileLaw:
     """Entries (gaps and tied values) and their two-sided scores for the q-quantile.
 
@@ -453,13 +486,26 @@ def grid_quantile_law(
     the one-sided score. Equivalently, L ≤ q·n + s and #{x > c} ≤ (1 − q)·n + s for a score s:
     its rank error. Scores are integers over q's denominator.
 
+    ``target`` (MIN and MAX, q = 0 or 1 only; :func:`extreme_target`): the point aimed at is
+    τ = min(t, n/2) rows from the extreme instead of q·n = 0 (or n), i.e. the score of c is
+    max(L − τ, τ − (L + E), 0) for q = 0 and the same counted from the top for q = 1. Its
+    sensitivity is still 1 per row: adding a row moves L (or L + E) by 0 or 1 and τ by 0 to
+    1/2, so each term moves by at most 1 (the n/2 keeps a group of fewer than 2t rows from
+    being answered beyond its other end). A score s means at most τ + s ≤ t + s rows lie
+    past the point on the extreme's side. Scores are then integers over 2.
+
     >>> law = grid_quantile_law(np.array([3]), np.array([5]), 0, 9, Fraction(1, 2))
     >>> law.starts.tolist(), law.mults.tolist(), [int(s) for s in law.scores]
     ([0, 3, 4], [3, 1, 6], [5, 0, 5])
+    >>> law = grid_quantile_law(np.array([2, 5]), np.array([1, 9]), 0, 9, 0, target=3)
+    >>> [int(s) / law.denominator for s in law.scores]  # τ = min(3, 10/2) = 3
+    [3.0, 2.0, 2.0, 0.0, 7.0]
     """
     q = Fraction(q)
     if not 0 <= q <= 1:
         raise ParameterError("q", float(q), "a number in [0, 1]")
+    if target is not None and (q not in (0, 1) or target < 0):
+        raise ParameterError("target", target, "a rank >= 0, for q = 0 or q = 1 only")
     v = np.asarray(values, dtype=np.int64)
     c = np.asarray(counts, dtype=np.int64)
     d = len(v)
@@ -469,8 +515,14 @@ def grid_quantile_law(
         )
     if d and int(c.min()) < 1:
         raise ParameterError("counts", int(c.min()), "positive integers")
-    a, b = q.numerator, q.denominator
+    b = q.denominator
     n = int(c.sum())
+    an = q.numerator * n  # the aimed rank q·n, times b
+    if target is not None:
+        # The aimed rank over b = 2: 2τ = min(2t, n) rows from the bottom for MIN, 2(n − τ)
+        # for MAX.
+        b, twice = 2, min(2 * target, n)
+        an = twice if q == 0 else 2 * n - twice
     # Interleaved: gap 0, value 0, gap 1, ..., value d − 1, gap d.
     starts = np.empty(2 * d + 1, dtype=np.int64)
     ends = np.empty(2 * d + 1, dtype=np.int64)
@@ -490,11 +542,10 @@ def grid_quantile_law(
     ties[1::2] = c
     scores: npt.NDArray[np.int64] | list[int]
     if b * max(n, 1) < 2**62:
-        an = a * n
         scores = np.maximum(np.maximum(left * b - an, an - (left + ties) * b), 0)
     else:  # exact in Python integers
         scores = [
-            max(b * int(lt) - a * n, a * n - b * (int(lt) + int(e)), 0)
+            max(b * int(lt) - an, an - b * (int(lt) + int(e)), 0)
             for lt, e in zip(left.tolist(), ties.tolist(), strict=True)
         ]
     return GridQuantileLaw(starts, mults, scores, b)

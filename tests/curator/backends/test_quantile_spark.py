@@ -100,3 +100,29 @@ def test_tied_data_answer_the_tied_value_on_spark(store: Curator) -> None:
     for _ in range(3):
         r = store.query("a", "SELECT MEDIAN(x) FROM d0_spark", epsilon=20)
         assert r.rows[0][0] == 9
+
+
+@pytest.mark.parametrize("name", ["40% zeros", "uniform"])
+def test_spark_min_max_aim_at_the_rank_inside_the_extreme(store: Curator, name: str) -> None:
+    # MIN and MAX read the same histogram; their law aims at rank t = ⌈(2m/ε)(ln K + ln 20)⌉
+    # from the extreme (at most n/2), scored by brute force in the reference (m = 2 here).
+    import math
+
+    from infodp.mechanisms.quantile import extreme_target
+
+    i = list(UNITS).index(name)
+    rows = [v for v in UNITS[name] for _ in (0, 1)]
+    eps = Fraction(4)
+    t = math.ceil(float(2 * 2 / eps) * (math.log(HI - LO + 1) + math.log(20)))
+    assert extreme_target(eps, 2, HI - LO + 1) == t
+    for func, q in (("MIN", Fraction(0)), ("MAX", Fraction(1))):
+        (hist,) = store.exact_aggregates(f"SELECT {func}(x) FROM d{i}_spark").histograms.values()
+        law = grid_quantile_law(hist[0], hist[1], LO, HI, q, target=t)
+        got = mechanism_law(law, LO, HI, eps, score_sensitivity(2, q))
+        want = reference_law(rows, LO, HI, q, eps, rows_per_unit=2, aim=t)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
+    store.add_analyst("m", f"d{i}_spark", epsilon=1000)
+    r = store.query("m", f"SELECT MIN(x), MAX(x) FROM d{i}_spark", epsilon=2 * eps)
+    low, high = r.confidence_intervals[0]
+    assert f"aims at the value of rank {t} from the bottom" in low["note"]
+    assert f"aims at the value of rank {t} from the top" in high["note"]

@@ -1,23 +1,28 @@
-"""MIN and MAX: the extreme quantiles (q = 0 and q = 1) of the same grid exponential mechanism.
+"""MIN and MAX: the extreme quantiles (q = 0 and q = 1), aimed just inside the extreme.
 
 There is no useful DP minimum with bounded error in value: one unit can move the exact
 minimum anywhere within the declared bounds. What can be released is a point with few rows
 beyond it, in rank (Smith 2011, "Privacy-preserving statistical estimation with optimal
 convergence rates", the exponential mechanism over ranks; Dwork & Roth 2014, Thm 3.11 for its
-error). MIN(x) is the q = 0 quantile: the two-sided score of a grid point c is
-max(L − 0·n, 0·n − (L + E), 0) = L, the number of rows strictly below c
-(:func:`~infodp.mechanisms.quantile.grid_quantile_law`), of sensitivity m (one unit's rows).
-So with probability ≥ 1 − β **at most r rows lie below the released MIN**, r the rank error;
-that is all it promises: every grid point at or below the true minimum scores 0, so the
-answer may lie anywhere from the declared lower bound up to the (r + 1)-th smallest value —
-with data far above the lower bound, MIN is often well below the true minimum. MAX is
-symmetric (q = 1: at most r rows lie above it; it may lie up to the declared upper bound).
-Tumult Analytics answers min and max the same way, as the quantiles 0 and 1
-(``tmlt.analytics.query_builder.GroupedQueryBuilder.min``/``max`` call ``quantile(…, 0)``
-and ``quantile(…, 1)``; version 0.21).
+error). Scoring a grid point c by L = #{x < c} alone (the plain q = 0 quantile) scores every
+point from the declared lower bound up to the true minimum 0, so the draw is nearly uniform
+over them at every ε: with data far above the bound, MIN lands far below the true minimum
+however much is spent (Tumult Analytics answers min and max that way, as the quantiles 0 and 1:
+``tmlt.analytics.query_builder.GroupedQueryBuilder.min``/``max`` call ``quantile(…, 0)`` and
+``quantile(…, 1)``; version 0.21).
 
-Both use only the quantile histogram measurement (``quantile(x,0)`` / ``quantile(x,1)``),
-shared with an explicit ``QUANTILE(x, 0)`` / ``QUANTILE(x, 1)``.
+So MIN aims at the rank t = ⌈(2m/ε)(ln K + ln 20)⌉ instead
+(:func:`~infodp.mechanisms.quantile.extreme_target`, K grid points, m rows per unit): the
+score of c is max(L − τ, τ − (L + E), 0), τ = min(t, n/2), E = #{x = c}
+(:func:`~infodp.mechanisms.quantile.grid_quantile_law`), still of sensitivity m. Every
+point below the true minimum then scores t, so by the exponential mechanism's utility
+theorem (McSherry & Talwar 2007; Dwork & Roth 2014, Thm 3.11) the draw falls below the data
+with probability at most 1/20 (for a group of ≥ 2t rows), and its error in value falls with ε
+as t does. **With probability ≥ 1 − β at most t + r rows lie below the released MIN**, r the
+rank error at level β: the stated ``rank_error`` is t + r. It is usually a little above the
+true minimum (about t rows in), and may, with small probability, lie below it down to the
+declared bound. MAX is symmetric (at most t + r rows above it). An explicit
+``QUANTILE(x, 0)`` / ``QUANTILE(x, 1)`` is the same measurement and the same draw.
 
 >>> from infodp.curator.plan import Aggregate
 >>> [m.key for m in MIN.needs(Aggregate("min", "x")) + MAX.needs(Aggregate("max", "x"))]
@@ -40,33 +45,25 @@ if TYPE_CHECKING:
 __all__ = ["MAX", "MIN"]
 
 
-#: Each end: sqlglot's node, the extreme quantile and the words of the promise its rank error
-#: makes (the side the rows lie on, and how far the answer may be from the true extreme).
-_ENDS = {
-    AggregateFunc.MIN: (exp.Min, 0, ("below", "at most", "bottom", "minimum", "down", "lower")),
-    AggregateFunc.MAX: (exp.Max, 1, ("above", "at least", "top", "maximum", "up", "upper")),
-}
+#: Each end: sqlglot's node and the extreme quantile.
+_ENDS = {AggregateFunc.MIN: (exp.Min, 0), AggregateFunc.MAX: (exp.Max, 1)}
 
 
-def _end(func: AggregateFunc) -> tuple[type[exp.Expr], Fraction, str]:
-    """The node, quantile and rank-error note of MIN or MAX."""
-    node, q, (side, bound, end, extreme, toward, limit) = _ENDS[func]
-    note = (
-        f"at most rank_error rows lie {side} the answer (it is {bound} the value of rank "
-        f"rank_error + 1 from the {end}); it may be far {side} the true {extreme}, {toward} to "
-        f"the declared {limit} bound (the extreme quantile q = {q})"
-    )
-    return node, Fraction(q), note
+def _end(func: AggregateFunc) -> tuple[type[exp.Expr], Fraction]:
+    """The node and quantile of MIN or MAX."""
+    node, q = _ENDS[func]
+    return node, Fraction(q)
 
 
 class MinRule(QuantileRule):
-    """MIN(column): the q = 0 quantile, with at most rank_error rows below it."""
+    """MIN(column): the q = 0 quantile aimed at rank t; at most rank_error (t + r) rows lie
+    below it with probability ≥ 1 − β (module docstring)."""
 
     func: ClassVar[AggregateFunc] = AggregateFunc.MIN
     sql_names = ("MIN",)
     node: ClassVar[type[exp.Expr]]
     extreme: ClassVar[Fraction]
-    node, extreme, note = _end(func)
+    node, extreme = _end(func)
 
     def parse(self, node: exp.Expr, sql: Parsing) -> Aggregate | None:
         """``MIN(column)`` of a bounded column (one argument, no DISTINCT)."""
@@ -83,11 +80,12 @@ class MinRule(QuantileRule):
 
 
 class MaxRule(MinRule):
-    """MAX(column): the q = 1 quantile, with at most rank_error rows above it."""
+    """MAX(column): the q = 1 quantile aimed at rank t from the top; at most rank_error
+    (t + r) rows lie above it with probability ≥ 1 − β."""
 
     func: ClassVar[AggregateFunc] = AggregateFunc.MAX
     sql_names = ("MAX",)
-    node, extreme, note = _end(func)
+    node, extreme = _end(func)
 
 
 #: The MIN rule.

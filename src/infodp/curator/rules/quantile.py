@@ -46,43 +46,108 @@ if TYPE_CHECKING:
     from infodp.curator.cost import MeasurementCost
     from infodp.curator.rules.base import Parsing
 
-__all__ = ["QUANTILE", "QUANTILE_MEASURE", "QuantileRule", "rank_error"]
+__all__ = [
+    "QUANTILE",
+    "QUANTILE_MEASURE",
+    "QuantileRule",
+    "extreme_note",
+    "rank_error",
+    "stated_rank_error",
+]
 
 #: The note a quantile's rank error carries.
 _NOTE = (
     "at most q·n + rank_error rows lie below the answer and at most (1 − q)·n + rank_error above it"
 )
 
+#: The words of the promise MIN (q = 0) and MAX (q = 1) make: the side the rows lie on, the
+#: comparison, the end ranks count from, the extreme, the declared bound beyond it.
+_ENDS = {
+    0: ("below", "at most", "bottom", "minimum", "lower"),
+    1: ("above", "at least", "top", "maximum", "upper"),
+}
+
+
+def extreme_note(q: Fraction, target: int) -> str:
+    """What the rank error of MIN (q = 0) or MAX (q = 1) promises, aiming at rank ``target``.
+
+    >>> extreme_note(Fraction(0), 16)[:60]
+    'at most rank_error rows lie below the answer (it is at most '
+    """
+    side, bound, end, extreme, limit = _ENDS[int(q)]
+    return (
+        f"at most rank_error rows lie {side} the answer (it is {bound} the value of rank "
+        f"rank_error + 1 from the {end}); the draw aims at the value of rank {target} from the "
+        f"{end} (at most half the rows: the median of a group of fewer than {2 * target}), so "
+        f"it usually lies a little "
+        f"inside the true {extreme}, and with small probability beyond it, as far as the "
+        f"declared {limit} bound (the extreme quantile q = {q})"
+    )
+
 
 def rank_error(sensitivity: Fraction | int, epsilon: Fraction, k: int, beta: float) -> float:
-    """The exponential mechanism's rank error over a grid of k + 1 points at level β, rounded up.
+    """The exponential mechanism's rank error over a grid of k + 1 points at level β, rounded up:
+    the least r with P(score > r) ≤ β for *every* dataset, r = (2Δ/ε)·ln(k(1 − β)/β).
 
-    Dwork & Roth 2014, Theorem 3.11: the released point's score is within
-    (2Δ/ε)(ln|R| + ln(1/β)) of the best with probability at least 1 − β, |R| = k + 1. The
-    two-sided score is 0 at the data's q-quantile (a grid point) and bounds both rank
-    violations (:func:`~infodp.mechanisms.quantile.grid_quantile_law`), so with probability
-    1 − β at most q·n + r rows lie below the answer and (1 − q)·n + r above it. The
-    float evaluation (a division, two logarithms, a sum and a product: a few ulps) is raised
-    by 10⁻¹² relative, so reported accuracy is never optimistic.
+    The argument of Dwork & Roth 2014, Theorem 3.11, with its denominator kept: some point
+    scores 0 (the data's q-quantile, a grid point; weight 1), and each of the other k points
+    scoring more than r weighs less than w = exp(−ε·r/(2Δ)), so P(score > r) < k·w/(1 + k·w),
+    which is β at the r above. The bound is attained: with all n rows on one grid point and
+    (1 − q)·n just below r, every other point scores (1 − q)·n (or q·n), so no smaller
+    statement that depends on public facts only (ε, Δ, the grid) can hold for every
+    dataset (tests/curator/test_rank_error.py). It is Theorem 3.11's
+    (2Δ/ε)(ln(k + 1) + ln(1/β)) less (2Δ/ε)(ln((k + 1)/k) + ln(1/(1 − β))). The two-sided
+    score bounds both rank violations (:func:`~infodp.mechanisms.quantile.grid_quantile_law`),
+    so with probability 1 − β at most q·n + r rows lie below the answer and (1 − q)·n + r
+    above it. The float evaluation (a division, three logarithms, two sums and a product: a
+    few ulps of each term) is raised by 10⁻¹² of the terms' magnitude, so reported accuracy
+    is never optimistic.
 
-    >>> rank_error(1, Fraction(1), 99, 0.05) > 2 * (math.log(100) + math.log(20))
+    >>> r = rank_error(1, Fraction(1), 99, 0.05)
+    >>> 2 * math.log(99 * 19) < r < 2 * (math.log(100) + math.log(20))
     True
     """
-    value = float(2 * sensitivity / epsilon) * (math.log(k + 1) + math.log(1 / beta))
-    return value * (1.0 + 1e-12)
+    if k <= 0:
+        return 0.0  # one grid point: it is the answer, and scores 0
+    scale = float(2 * Fraction(sensitivity) / Fraction(epsilon))
+    terms = (math.log(k), math.log1p(-beta), -math.log(beta))
+    value = scale * math.fsum(terms)
+    margin = 1e-12 * scale * (sum(abs(t) for t in terms) + 1.0)
+    return max(0.0, value + margin)
 
 
 def _q(m: Measurement) -> Fraction:
     return m.q if m.q is not None else Fraction(1, 2)
 
 
+def stated_rank_error(
+    rows_per_unit: int, q: Fraction, epsilon: Fraction, k: int, beta: float
+) -> float:
+    """The rank error stated for the q-quantile over a grid of k + 1 points at level β.
+
+    For 0 < q < 1 it is :func:`rank_error` (the draw aims at rank q·n). The extremes q = 0
+    and 1 (MIN and MAX) aim at the rank t of
+    :func:`~infodp.mechanisms.quantile.extreme_target` from the extreme (or n/2, if
+    smaller), so at most t + r rows lie past the answer on that side, r = :func:`rank_error`.
+
+    >>> half = Fraction(1, 2)
+    >>> stated_rank_error(1, half, Fraction(1), 100, 0.05) == rank_error(half, 1, 100, 0.05)
+    True
+    >>> round(stated_rank_error(1, Fraction(0), Fraction(1), 100, 0.05) - rank_error(
+    ...     1, Fraction(1), 100, 0.05))  # t = ⌈2(ln 101 + ln 20)⌉
+    16
+    """
+    from infodp.mechanisms.quantile import extreme_target, score_sensitivity
+
+    r = rank_error(score_sensitivity(rows_per_unit, q), epsilon, k, beta)
+    return r + extreme_target(epsilon, rows_per_unit, k + 1) if q in (0, 1) else r
+
+
 def measurement_rank_error(p: MeasurementCost, schema: DatasetSchema, beta: float) -> float:
     """The rank error of one quantile measurement at level β (over its column's grid)."""
-    from infodp.mechanisms.quantile import score_sensitivity
-
     m = p.measurement
     k = quantile_candidates(schema.column(column_of_measurement(m))) - 1
-    return rank_error(score_sensitivity(p.sensitivity, _q(m)), p.epsilon, k, beta)
+    return stated_rank_error(p.sensitivity, _q(m), p.epsilon, k, beta)
 
 
 def column_of_measurement(m: Measurement) -> str:
@@ -195,7 +260,7 @@ class QuantileRule(Rule):
         self, agg: Aggregate, cells: Cells, key: tuple[str, ...], row: Sequence[int | None]
     ) -> tuple[Value, Interval]:
         """The drawn grid point in column units and its rank error."""
-        from infodp.mechanisms.quantile import score_sensitivity
+        from infodp.mechanisms.quantile import extreme_target
 
         col = column_of(agg)
         i, p = cells.part(self.needs(agg)[0])
@@ -206,9 +271,12 @@ class QuantileRule(Rule):
         value: float | int = cells.draws[(key, i)] * g
         if cells.schema.column(col).type == "int":
             value = int(value)
-        delta = score_sensitivity(p.sensitivity, self.q(agg))
-        error = rank_error(delta, p.epsilon, grid.hi - grid.lo, cells.beta)
-        return value, RankError(rank_error=error, grid=g, note=self.note)
+        q = self.q(agg)
+        error = stated_rank_error(p.sensitivity, q, p.epsilon, grid.hi - grid.lo, cells.beta)
+        note = self.note
+        if q in (0, 1):
+            note = extreme_note(q, extreme_target(p.epsilon, p.sensitivity, grid.hi - grid.lo + 1))
+        return value, RankError(rank_error=error, grid=g, note=note)
 
     def accuracy(self, agg: Aggregate, cells: Cells, rows: int | None, name: str) -> ColumnAccuracy:
         """The rank error at level β."""
