@@ -52,7 +52,6 @@ from infodp.curator.backends.bounding import (
     category,
     column,
     counted_value,
-    counts_stored,
     empty_relation_tree,
     ident,
     literal,
@@ -60,13 +59,17 @@ from infodp.curator.backends.bounding import (
 )
 from infodp.curator.backends.dialects import DUCKDB, SqlDialect
 from infodp.curator.backends.keys import key_expression
-from infodp.curator.backends.reductions import REDUCTIONS
+from infodp.curator.backends.reductions import (
+    REDUCTIONS,
+    reads_stored,
+    stored_columns_read,
+    value_columns,
+)
 from infodp.curator.grid import column_grid
 from infodp.curator.plan import (
     Aggregate,
     GroupKey,
     Measurement,
-    MeasurementKind,
     Output,
     Predicate,
     QueryPlan,
@@ -329,36 +332,6 @@ def _condition(op: str, c: exp.Expr, values: Sequence[float | int | str]) -> exp
     raise InternalError(f"unknown predicate {op}")
 
 
-def _value_columns(schema: DatasetSchema, ms: Sequence[Measurement]) -> list[str]:
-    cols: list[str] = []
-    for m in ms:
-        if m.column is not None and not _reads_stored(schema, m) and m.column not in cols:
-            cols.append(m.column)
-    return cols
-
-
-def _reads_stored(schema: DatasetSchema, m: Measurement) -> bool:
-    """True when ``m`` reads its column as stored: a distinct count, or a count of a column
-    without a bounded copy (:func:`counts_stored`); quantiles read theirs in a histogram."""
-    if m.kind == MeasurementKind.COUNT:
-        return m.column is not None and counts_stored(schema, m.column)
-    return m.kind in _NOT_BOUNDED
-
-
-#: Measurement kinds that read no bounded value column.
-_NOT_BOUNDED = (MeasurementKind.QUANTILE, MeasurementKind.COUNT_DISTINCT)
-
-
-def _raw_columns(schema: DatasetSchema, ms: Sequence[Measurement]) -> list[str]:
-    """The columns distinct counts and counts without a bounded copy read as stored, in
-    first-use order."""
-    return list(
-        dict.fromkeys(
-            m.column for m in ms if m.column and m.kind != "quantile" and _reads_stored(schema, m)
-        )
-    )
-
-
 def _filters(ms: Sequence[Measurement]) -> list[Predicate]:
     """The distinct FILTER conditions of the measurements, in first-use order."""
     return list(dict.fromkeys(m.where for m in ms if m.where is not None))
@@ -464,7 +437,7 @@ def _operand(
     or a count without a bounded copy reads) and the centre of a centred sum."""
     if m.column is None:
         return None, 0
-    if _reads_stored(schema, m):
+    if reads_stored(schema, m):
         stored = rows.raw[list(rows.raw_columns).index(m.column)].copy()
         if m.kind == "count":
             return counted_value(schema, m.column, stored, dialect), 0
@@ -491,12 +464,12 @@ def _aggregate_tree(
     """
     rows = _Rows(
         schema,
-        _value_columns(schema, ms),
+        value_columns(schema, ms),
         unit_rows_ok=unit_rows_ok,
         dialect=dialect,
         source=source,
         allow_flat=True,
-        raw_columns=_raw_columns(schema, ms),
+        raw_columns=stored_columns_read(schema, ms),
         filters=_filters(ms),
     )
     select = _rows_of(plan, rows)
