@@ -326,7 +326,11 @@ def plan_cost(
     _check_noise(plan, gaussian, delta)
     # Float shares whose sum never exceeds the query's exact (ε, δ): the mechanisms and the
     # profile the ledger checks against that (ε, δ) see each share unrounded.
-    share = split_share(epsilon, len(ms))
+    if not ms:
+        # Only declared keys are released (GROUP BY without an aggregate): they are public,
+        # nothing is measured, and nothing is charged whatever (ε, δ) was offered.
+        epsilon = delta = Fraction(0)
+    share = split_share(epsilon, len(ms)) if ms else Fraction(0)
     delta_share = split_share(delta, len(additive)) if gaussian else Fraction(0)
     parts = tuple(_part(meas, schema, share, delta_share if gaussian else None) for meas in ms)
     cells = _cells(plan)
@@ -425,6 +429,10 @@ _SELECTION_COUNT = Measurement(MeasurementKind.COUNT_ROWS)
 def _profile_of(cost: QueryCost) -> PrivacyProfile:
     from infodp.accounting import compose
 
+    if not cost.parts:  # declared keys only: nothing measured (plan_cost)
+        from infodp.accounting.profile import PureDPProfile
+
+        return PureDPProfile(0.0)
     profiles = []
     for p in cost.parts:
         if cost.cells < 0 and p.measurement == _SELECTION_COUNT:
