@@ -163,3 +163,14 @@ def test_neighbouring_datasets_give_the_same_keys_at_the_same_cost(tmp_path: Pat
     l1 = sum(abs(exacts[0].get((k,), (0,))[0] - exacts[1].get((k,), (0,))[0]) for k in ISBNS)
     assert 0 < removed <= M and l1 <= part.sensitivity
     cur.close()
+
+
+def test_a_subquery_keeps_the_public_keys(store: Curator) -> None:
+    sql = (
+        "SELECT isbn, COUNT(*) FROM (SELECT * FROM loans JOIN books USING (isbn)) j "
+        "GROUP BY isbn"
+    )
+    plan, _, _, _ = store.plan(sql)
+    assert plan.group_by[0].categories == tuple(ISBNS)
+    exact = store.exact_aggregates(sql).values
+    assert [(k, exact.get((k,), (0,))[0]) for k in ISBNS] == plain(ORACLE)
