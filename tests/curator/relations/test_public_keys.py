@@ -166,10 +166,7 @@ def test_neighbouring_datasets_give_the_same_keys_at_the_same_cost(tmp_path: Pat
 
 
 def test_a_subquery_keeps_the_public_keys(store: Curator) -> None:
-    sql = (
-        "SELECT isbn, COUNT(*) FROM (SELECT * FROM loans JOIN books USING (isbn)) j "
-        "GROUP BY isbn"
-    )
+    sql = "SELECT isbn, COUNT(*) FROM (SELECT * FROM loans JOIN books USING (isbn)) j GROUP BY isbn"
     plan, _, _, _ = store.plan(sql)
     assert plan.group_by[0].categories == tuple(ISBNS)
     exact = store.exact_aggregates(sql).values
