@@ -137,3 +137,39 @@ def test_neighbouring_datasets_give_the_same_shape_at_the_same_cost(
     # Every group holds hundreds of rows, far above the threshold: the same keys either way.
     assert sorted(a.rows) == sorted(b.rows)
     cur.close()
+
+
+@pytest.mark.parametrize(
+    ("distinct", "grouped", "delta"),
+    [
+        ("SELECT DISTINCT g, age FROM t", "SELECT g, age FROM t GROUP BY g, age", 0),
+        (
+            "SELECT DISTINCT sex AS gender, educ FROM t ORDER BY gender",
+            "SELECT sex AS gender, educ FROM t GROUP BY sex, educ ORDER BY gender",
+            1e-5,
+        ),
+    ],
+    ids=["declared", "selected"],
+)
+def test_select_distinct_is_the_group_by_key_set(
+    store: Curator, distinct: str, grouped: str, delta: float
+) -> None:
+    a = store.query("a", distinct, epsilon=1, delta=delta)
+    b = store.query("a", grouped, epsilon=1, delta=delta)
+    assert a.columns == b.columns and a.cost == b.cost and a.notes == b.notes
+    assert sorted(a.rows) == sorted(b.rows)  # every group is far above the threshold
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT DISTINCT COUNT(*) FROM t",
+        "SELECT DISTINCT educ, COUNT(*) FROM t GROUP BY educ",
+        "SELECT DISTINCT ON (educ) educ FROM t",
+    ],
+    ids=["aggregate", "grouped", "on"],
+)
+def test_select_distinct_of_anything_but_columns_is_refused(store: Curator, sql: str) -> None:
+    with pytest.raises(ParameterError, match="refused SQL construct: DISTINCT"):
+        store.query("a", sql, epsilon=1, delta=1e-5)
+    assert store.ledger.budget("a", "t").spent_epsilon == 0
