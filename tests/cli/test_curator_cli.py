@@ -432,3 +432,44 @@ def test_analyst_names_in_the_safe_charset_are_accepted(
         assert code == 0, err
     code, out, _ = run(capsys, "analyst", "list", "--db", db)
     assert code == 0 and len(out.strip().splitlines()) == 5
+
+
+def test_an_unbounded_information_names_its_real_reason(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # public_rows is declared: a grouped query over a text key is unbounded because of the
+    # key set partition selection releases, not for want of a row bound.
+    n = 600
+    csv = tmp_path / "t.csv"
+    pd.DataFrame({"city": ["a", "b", "c"] * (n // 3), "x": [1, 2, 3] * (n // 3)}).to_csv(
+        csv, index=False
+    )
+    for name, bound in (("bounded", f"public_rows: {n}\n"), ("open", "")):
+        schema = tmp_path / f"{name}.yaml"
+        schema.write_text(
+            f"table: {name}\nprivacy_unit: row\n{bound}columns:\n"
+            "  city: {type: text}\n  x: {type: int, bounds: [0, 5]}\n"
+        )
+        db = str(tmp_path / f"{name}.duckdb")
+        code, _, _ = run(
+            capsys, "dataset", "register", "--db", db, "--name", name,
+            "--source", str(csv), "--schema", str(schema),
+        )  # fmt: skip
+        assert code == 0
+        add = ["analyst", "add", "--db", db, "--dataset", name, "--name", "A"]
+        assert run(capsys, *add, "--epsilon", "5", "--delta", "1e-3")[0] == 0
+        query = ["query", "--db", db, "--analyst", "A", "--epsilon", "1"]
+        grouped = f"SELECT city, COUNT(*) FROM {name} GROUP BY city"
+        code, out, _ = run(capsys, *query, "--delta", "1e-5", grouped)
+        assert code == 0
+        assert (
+            "about the whole table: not bounded (the key set DP partition selection releases "
+            "is not covered by this bound)" in out
+        )
+        assert "no public row bound declared" not in out
+        code, out, _ = run(capsys, *query, f"SELECT COUNT(*) FROM {name}")
+        assert code == 0
+        if bound:
+            assert "about the whole table ≤ " in out
+        else:
+            assert "about the whole table: not bounded (no public row bound declared)" in out

@@ -88,7 +88,7 @@ def test_mixed_group_by_never_releases_undeclared_categories(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("sql", "match"),
     [
-        ("SELECT COUNT(city) FROM t", "COUNT\\(city\\)"),
+        ("SELECT SUM(city) FROM t", "SUM\\(city\\)"),  # COUNT(city) is answered now
         ("SELECT COUNT(*) FROM t WHERE x > 1e400", "finite"),
     ],
 )

@@ -671,7 +671,9 @@ def _render_answer(p: dict[str, Any]) -> None:
         whole = (
             f"about the whole table ≤ {format_number(bits_total)} bits"
             if isinstance(bits_total, (int, float)) and math.isfinite(bits_total)
-            else "about the whole table: not bounded (no public row bound declared)"
+            else "about the whole table: not bounded ("
+            + str(cost.get("information_unbounded") or "no public row bound declared")
+            + ")"
         )
         lines.append(
             f"cost: ε {format_number(cost['epsilon'])}, δ {format_number(cost['delta'])}; {whole}"

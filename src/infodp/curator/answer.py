@@ -55,6 +55,12 @@ _NOTES = (
 )
 
 
+#: What an answer of declared keys only says (GROUP BY without an aggregate; cost.plan_cost).
+_FREE_KEYS = (
+    "only declared (public) keys were released: nothing was measured and nothing was charged"
+)
+
+
 def declared_keys(plan: QueryPlan) -> list[Key] | None:
     """Every declared cell of a grouped query (None without declared keys or GROUP BY)."""
     if plan.group_by and not plan.needs_partition_selection:
@@ -251,7 +257,7 @@ def release(
     ``noise``: drawn in advance for the declared cells (None: drawn here for the cells found).
     """
     plan, parts = layout.plan, layout.parts
-    notes = list(_NOTES)
+    notes = list(_NOTES) if parts else [_FREE_KEYS]
     keys = _candidate_keys(layout, exact)
     if noise is None:  # cells known only now (partition selection): one batch each
         noise = draw_cell_noise(plan, cost, source, keys)

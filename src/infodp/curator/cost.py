@@ -245,7 +245,12 @@ class QueryCost:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (floats rounded up; exact fractions alongside)."""
         return {
-            "information_scope": _information_scope(self.row_bound, self.information_nats),
+            "information_scope": _information_scope(
+                self.row_bound, self.information_nats, self.cells < 0
+            ),
+            "information_unbounded": _unbounded_reason(
+                self.row_bound, self.information_nats, self.cells < 0
+            ),
             "epsilon": _float_up(self.epsilon),
             "delta": _float_up(self.delta),
             "epsilon_exact": str(self.epsilon),
@@ -265,8 +270,27 @@ class QueryCost:
         }
 
 
-def _information_scope(row_bound: int | None, nats: float) -> str:
+def _unbounded_reason(row_bound: int | None, nats: float, selection: bool) -> str | None:
+    """Why the information about the whole table is not bounded (None: it is).
+
+    >>> _unbounded_reason(1000, math.inf, True)
+    'the key set DP partition selection releases is not covered by this bound'
+    >>> _unbounded_reason(None, math.inf, False)
+    'no public row bound declared'
+    """
+    if math.isfinite(nats):
+        return None
+    if selection:  # whatever the row bound: the released keys are not accounted for
+        return "the key set DP partition selection releases is not covered by this bound"
+    if row_bound is None:
+        return "no public row bound declared"
+    return "a measurement without a finite bound on its information"
+
+
+def _information_scope(row_bound: int | None, nats: float, selection: bool = False) -> str:
     """What ``information_nats`` covers (it never uses the measured, private row count)."""
+    if selection and not math.isfinite(nats):
+        return "not bounded: the released key set (partition selection) is not covered here"
     if row_bound is None and not math.isfinite(nats):
         return (
             "per individual only: the table declares no public row count or bound, so the "
@@ -326,7 +350,11 @@ def plan_cost(
     _check_noise(plan, gaussian, delta)
     # Float shares whose sum never exceeds the query's exact (ε, δ): the mechanisms and the
     # profile the ledger checks against that (ε, δ) see each share unrounded.
-    share = split_share(epsilon, len(ms))
+    if not ms:
+        # Only declared keys are released (GROUP BY without an aggregate): they are public,
+        # nothing is measured, and nothing is charged whatever (ε, δ) was offered.
+        epsilon = delta = Fraction(0)
+    share = split_share(epsilon, len(ms)) if ms else Fraction(0)
     delta_share = split_share(delta, len(additive)) if gaussian else Fraction(0)
     parts = tuple(_part(meas, schema, share, delta_share if gaussian else None) for meas in ms)
     cells = _cells(plan)
@@ -425,6 +453,10 @@ _SELECTION_COUNT = Measurement(MeasurementKind.COUNT_ROWS)
 def _profile_of(cost: QueryCost) -> PrivacyProfile:
     from infodp.accounting import compose
 
+    if not cost.parts:  # declared keys only: nothing measured (plan_cost)
+        from infodp.accounting.profile import PureDPProfile
+
+        return PureDPProfile(0.0)
     profiles = []
     for p in cost.parts:
         if cost.cells < 0 and p.measurement == _SELECTION_COUNT:

@@ -519,7 +519,9 @@ def _outputs(
         _derived_output(item, derived) or _output(item, parsing, grouped)
         for item in select.expressions
     )
-    if not any(o.aggregate is not None for o in outputs):
+    if not groups and not any(o.aggregate is not None for o in outputs):
+        # With GROUP BY and no aggregate the key set is released (answer.py: declared keys
+        # for free, else partition selection); without either, nothing would be measured.
         raise _refuse("SELECT without an aggregate", "only aggregates are released")
     names = [o.name for o in outputs]
     if len(set(names)) != len(names):

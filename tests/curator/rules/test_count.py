@@ -73,5 +73,30 @@ def test_count_refusals_name_the_construct() -> None:
     s = schema()
     with pytest.raises(ParameterError, match=r"SUM\(DISTINCT"):  # DISTINCT counts only
         parse_query("SELECT SUM(DISTINCT x) FROM t", s)
-    with pytest.raises(ParameterError, match="COUNT\\(c\\) counts the values of a bounded"):
-        parse_query("SELECT COUNT(c) FROM t", s)
+    with pytest.raises(ParameterError, match="unknown column 'nope'"):
+        parse_query("SELECT COUNT(nope) FROM t", s)
+
+
+@pytest.mark.parametrize(
+    ("column", "m"), [(c, m) for c in ("x", "c", "u", "g") for m in (1, 3)] + [("pid", 3)]
+)
+def test_a_count_of_any_column_is_priced_as_count_star(column: str, m: int) -> None:
+    # COUNT(col) is COUNT(*) over the rows where col is not NULL: one row of a unit adds at
+    # most 1 to one cell, so Δ = m whatever the column (text, float without bounds, the
+    # category, the privacy unit's id), and the discrete Laplace scale is b = Δ/ε.
+    s = schema(m)  # m = 1: a row-level table (no id column)
+    eps = Fraction(1, 2)
+    (part,) = plan_cost(
+        parse_query(f"SELECT COUNT({column}) FROM t", s), s, eps, Fraction(0), None
+    ).parts
+    (star,) = plan_cost(parse_query("SELECT COUNT(*) FROM t", s), s, eps, Fraction(0), None).parts
+    assert part.measurement == Measurement(MeasurementKind.COUNT, column)
+    assert part.sensitivity == brute_l1(lambda v: 1, range(0, 10), m) == m
+    assert part.scale == star.scale == m / eps
+
+
+def test_a_count_of_the_undeclared_privacy_unit_is_a_count() -> None:
+    s = schema(2)
+    undeclared = type(s)(s.table, s.privacy_unit, tuple(c for c in s.columns if c.name != "pid"), 2)
+    (agg,) = parse_query("SELECT COUNT(PID) FROM t", undeclared).aggregates
+    assert (agg.func, agg.column) == ("count", "pid")

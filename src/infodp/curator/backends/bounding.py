@@ -32,6 +32,8 @@ __all__ = [
     "category",
     "clamped",
     "column",
+    "counted_value",
+    "counts_stored",
     "empty_relation",
     "empty_relation_tree",
     "ident",
@@ -226,6 +228,48 @@ def category(col: ColumnSpec) -> exp.Expr:
     if col.type == "bool":
         expr = exp.cast(expr, "VARCHAR")
     return expr
+
+
+def counts_stored(schema: DatasetSchema, name: str) -> bool:
+    """True when COUNT(``name``) reads the stored column, not a bounded copy: any column but a
+    bounded numeric one (the privacy unit's column, declared or not, included).
+
+    >>> from infodp.curator.schema import load_schema
+    >>> s = load_schema({"table": "t", "privacy_unit": "pid", "columns": {
+    ...     "x": {"type": "int", "bounds": [0, 9]}, "y": {"type": "int"}, "z": {"type": "text"}}})
+    >>> [counts_stored(s, c) for c in ("x", "y", "z", "pid")]
+    [False, True, True, True]
+    """
+    names = {c.name.lower() for c in schema.columns}
+    if name.lower() not in names:
+        return True  # the undeclared privacy unit's column
+    col = schema.column(name)
+    return not (col.is_numeric and col.bounds is not None)
+
+
+def counted_value(
+    schema: DatasetSchema, name: str, stored: exp.Expr, dialect: SqlDialect
+) -> exp.Expr:
+    """What COUNT(``name``) counts the non-null values of, from the ``stored`` column: the
+    value itself; a ``replace`` policy's constant for a NULL (so every row counts); a float's
+    NaN and ±inf as NULL (its null policy's "no value", as for the bounded copy).
+
+    >>> from infodp.curator.schema import load_schema
+    >>> s = load_schema({"table": "t", "privacy_unit": "row", "columns": {
+    ...     "f": {"type": "float", "nulls": "drop"}, "z": {"type": "text"}}})
+    >>> print(counted_value(s, "z", exp.column("z"), DUCKDB).sql())
+    z
+    >>> print(counted_value(s, "f", exp.column("f"), DUCKDB).sql(normalize_functions=False))
+    CASE WHEN isfinite(f) THEN 1 END
+    """
+    if not any(c.name.lower() == name.lower() for c in schema.columns):
+        return stored
+    col = schema.column(name)
+    if col.nulls.action == "replace":
+        return literal(1)
+    if col.type == "float":
+        return exp.Case(ifs=[exp.If(this=dialect.isfinite(stored), true=literal(1))])
+    return stored
 
 
 def stored_columns(schema: DatasetSchema) -> list[tuple[str, str]]:

@@ -51,6 +51,7 @@ from sqlglot import exp
 from infodp.curator.backends.bounding import (
     category,
     column,
+    counted_value,
     empty_relation_tree,
     ident,
     literal,
@@ -58,13 +59,17 @@ from infodp.curator.backends.bounding import (
 )
 from infodp.curator.backends.dialects import DUCKDB, SqlDialect
 from infodp.curator.backends.keys import key_expression
-from infodp.curator.backends.reductions import REDUCTIONS
+from infodp.curator.backends.reductions import (
+    REDUCTIONS,
+    reads_stored,
+    stored_columns_read,
+    value_columns,
+)
 from infodp.curator.grid import column_grid
 from infodp.curator.plan import (
     Aggregate,
     GroupKey,
     Measurement,
-    MeasurementKind,
     Output,
     Predicate,
     QueryPlan,
@@ -330,23 +335,6 @@ def _condition(op: str, c: exp.Expr, values: Sequence[float | int | str]) -> exp
     raise InternalError(f"unknown predicate {op}")
 
 
-def _value_columns(ms: Sequence[Measurement]) -> list[str]:
-    cols: list[str] = []
-    for m in ms:
-        if m.column is not None and m.kind not in _NOT_BOUNDED and m.column not in cols:
-            cols.append(m.column)
-    return cols
-
-
-#: Measurement kinds that read no bounded value column.
-_NOT_BOUNDED = (MeasurementKind.QUANTILE, MeasurementKind.COUNT_DISTINCT)
-
-
-def _raw_columns(ms: Sequence[Measurement]) -> list[str]:
-    """The columns distinct counts read as stored, in first-use order."""
-    return list(dict.fromkeys(m.column for m in ms if m.kind == "count_distinct" and m.column))
-
-
 def _filters(ms: Sequence[Measurement]) -> list[Predicate]:
     """The distinct FILTER conditions of the measurements, in first-use order."""
     return list(dict.fromkeys(m.where for m in ms if m.where is not None))
@@ -436,7 +424,7 @@ def _reductions(
             continue
         if m.column is None and m.kind != "count_rows":
             raise InternalError(f"measurement {m.key} without a column")
-        v, center = _operand(schema, m, rows)
+        v, center = _operand(schema, m, rows, dialect)
         reduced = REDUCTIONS[m.kind](v, center, dialect)
         if m.where is not None:
             condition = rows.conditions[list(rows.filters).index(m.where)].copy()
@@ -445,13 +433,18 @@ def _reductions(
     return exprs or [exp.alias_(exp.Count(this=exp.Star()), "m_unused", copy=False)]
 
 
-def _operand(schema: DatasetSchema, m: Measurement, rows: _Rows) -> tuple[exp.Expr | None, int]:
+def _operand(
+    schema: DatasetSchema, m: Measurement, rows: _Rows, dialect: SqlDialect
+) -> tuple[exp.Expr | None, int]:
     """What a measurement reduces (its bounded value, or the stored column a distinct count
-    reads) and the centre of a centred sum."""
+    or a count without a bounded copy reads) and the centre of a centred sum."""
     if m.column is None:
         return None, 0
-    if m.kind == "count_distinct":
-        return rows.raw[list(rows.raw_columns).index(m.column)].copy(), 0
+    if reads_stored(schema, m):
+        stored = rows.raw[list(rows.raw_columns).index(m.column)].copy()
+        if m.kind == "count":
+            return counted_value(schema, m.column, stored, dialect), 0
+        return stored, 0
     v = rows.values[list(rows.value_columns).index(m.column)].copy()
     return v, column_grid(schema.column(m.column)).center
 
@@ -474,12 +467,12 @@ def _aggregate_tree(
     """
     rows = _Rows(
         schema,
-        _value_columns(ms),
+        value_columns(schema, ms),
         unit_rows_ok=unit_rows_ok,
         dialect=dialect,
         source=source,
         allow_flat=True,
-        raw_columns=_raw_columns(ms),
+        raw_columns=stored_columns_read(schema, ms),
         filters=_filters(ms),
     )
     select = _rows_of(plan, rows)

@@ -12,15 +12,16 @@ values, each of a bounded value ``v`` in grid units; the aggregate statement of
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from sqlglot import exp
 
-from infodp.curator.backends.bounding import literal
+from infodp.curator.backends.bounding import counts_stored, literal
 from infodp.curator.backends.dialects import SqlDialect
-from infodp.curator.plan import MeasurementKind
+from infodp.curator.plan import Measurement, MeasurementKind
+from infodp.curator.schema import DatasetSchema
 
-__all__ = ["REDUCTIONS"]
+__all__ = ["REDUCTIONS", "reads_stored", "stored_columns_read", "value_columns"]
 
 
 def _count_rows(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
@@ -64,3 +65,34 @@ REDUCTIONS: dict[MeasurementKind, Callable[[exp.Expr | None, int, SqlDialect], e
     MeasurementKind.CSUMSQ: _csumsq,
     MeasurementKind.COUNT_DISTINCT: _count_distinct,
 }
+
+
+def value_columns(schema: DatasetSchema, ms: Sequence[Measurement]) -> list[str]:
+    """The columns whose bounded copy the measurements read, in first-use order."""
+    cols: list[str] = []
+    for m in ms:
+        if m.column is not None and not reads_stored(schema, m) and m.column not in cols:
+            cols.append(m.column)
+    return cols
+
+
+def reads_stored(schema: DatasetSchema, m: Measurement) -> bool:
+    """True when ``m`` reads its column as stored: a distinct count, or a count of a column
+    without a bounded copy (:func:`counts_stored`); quantiles read theirs in a histogram."""
+    if m.kind == MeasurementKind.COUNT:
+        return m.column is not None and counts_stored(schema, m.column)
+    return m.kind in _NOT_BOUNDED
+
+
+#: Measurement kinds that read no bounded value column.
+_NOT_BOUNDED = (MeasurementKind.QUANTILE, MeasurementKind.COUNT_DISTINCT)
+
+
+def stored_columns_read(schema: DatasetSchema, ms: Sequence[Measurement]) -> list[str]:
+    """The columns distinct counts and counts without a bounded copy read as stored, in
+    first-use order."""
+    return list(
+        dict.fromkeys(
+            m.column for m in ms if m.column and m.kind != "quantile" and reads_stored(schema, m)
+        )
+    )

@@ -254,6 +254,31 @@ class _Splitter:
         return Term(name, terms)
 
 
+def _distinct_as_group(select: exp.Select) -> exp.Select | None:
+    """``SELECT DISTINCT a, b FROM ...`` (plain columns, no GROUP BY) as ``SELECT a, b FROM
+    ... GROUP BY a, b``: the same key set, released as a GROUP BY without an aggregate is
+    (declared keys for free, else partition selection); None for any other statement.
+
+    >>> from infodp.curator.sql import parse_statement
+    >>> _distinct_as_group(parse_statement("SELECT DISTINCT g AS k FROM t")).sql()
+    'SELECT g AS k FROM t GROUP BY g'
+    """
+    distinct = select.args.get("distinct")
+    if not isinstance(distinct, exp.Distinct) or distinct.args.get("on"):
+        return None
+    if select.args.get("group"):
+        return None  # refused by the SQL parser, with its own message
+    nodes = [i.this if isinstance(i, exp.Alias) else i for i in select.expressions]
+    if not nodes or not all(
+        isinstance(n, exp.Column) and not isinstance(n.this, exp.Star) for n in nodes
+    ):
+        return None
+    out = select.copy()
+    out.set("distinct", None)
+    out.set("group", exp.Group(expressions=[n.copy() for n in nodes]))
+    return out
+
+
 def _needs_post(select: exp.Select) -> bool:
     if any(select.args.get(k) for k in ("having", "order", "limit", "offset")):
         return True
@@ -344,7 +369,12 @@ def split_query(sql: str) -> PostProcess | None:
         select = parse_statement(sql)
     except ParameterError:
         return None  # the SQL parser refuses it again, with its own message
-    if not isinstance(select, exp.Select) or not _needs_post(select):
+    if not isinstance(select, exp.Select):
+        return None
+    grouped = _distinct_as_group(select)
+    if grouped is not None:
+        select = grouped
+    elif not _needs_post(select):
         return None
     if any(select.args.get(k) for k in ("distinct", "with", "with_")):
         return None  # refused by the SQL parser, with its own message

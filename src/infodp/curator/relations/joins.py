@@ -60,6 +60,9 @@ class Scope:
     #: subquery), and how it arose: the work one individual can cause.
     work: int = 0
     how: str = ""
+    #: (source index, lower-cased column) -> the public keys it takes from an inner join on a
+    #: public table's text key (:func:`_public_keys`).
+    keys: dict[tuple[int, str], tuple[str, ...]] = field(default_factory=dict)
 
     def worked(self, source: Source) -> None:
         """Take the joined rows' bound, and ``source``'s own work, into ``work``."""
@@ -151,8 +154,17 @@ class Scope:
 
     def value(self, node: exp.Column) -> Value:
         """The value a column reference reads."""
-        i, c = self.resolve(node)
-        return self.sources[i].value(c)
+        return self.column_value(*self.resolve(node))
+
+    def column_value(self, i: int, c: str) -> Value:
+        """Source ``i``'s column ``c`` as the joined rows hold it: a key inner-joined to a
+        public table's text key is a category of that table's values."""
+        v = self.sources[i].value(c)
+        cats = self.keys.get((i, c.lower()))
+        if cats is None:
+            return v
+        spec = None if v.spec is None else replace(v.spec, type="category", categories=cats)
+        return replace(v, type="category", categories=cats, spec=spec)
 
     def name(self, node: exp.Column) -> str:
         """The relation's name of the column a reference reads."""
@@ -224,6 +236,8 @@ def _join(scope: Scope, join: exp.Join, read: Reader) -> None:
         for (li, lc), (_, rc) in shared
     ]
     _merge(scope, pairs)
+    if side != "LEFT" and right.public and left_private:
+        _public_keys(scope, pairs)
     scope.joins.append(exp.Join(this=right.relation.copy(), on=exp.and_(*cond), side=side or None))
 
 
@@ -415,3 +429,24 @@ def _merge(scope: Scope, pairs: Sequence[Pair]) -> None:
     for (li, lc), (ri, rc) in pairs:
         if lc.lower() == rc.lower():
             scope.merged[(ri, rc.lower())] = scope.merged.get((li, lc.lower()), (li, lc))
+
+
+def _public_keys(scope: Scope, pairs: Sequence[Pair]) -> None:
+    """An inner join keeps only the rows whose key equals a public row's: a private text key
+    joined to a public text column (whose distinct values registration measured, public
+    facts) holds one of those values in the joined rows, so grouping by it needs no partition
+    selection (the public keys are the released groups, a key without private rows a count of
+    0 plus noise). A key already holding declared keys keeps those that are public values."""
+    for (li, lc), (ri, rc) in pairs:
+        public = scope.sources[ri].spec(rc)
+        if public is None or public.categories is None or public.type != "category":
+            continue
+        i, c = scope.merged.get((li, lc.lower()), (li, lc))
+        own = scope.column_value(i, c)
+        if own.type not in ("text", "category"):
+            continue
+        allowed = set(public.categories)
+        prior = own.categories
+        scope.keys[(i, c.lower())] = (
+            public.categories if prior is None else tuple(k for k in prior if k in allowed)
+        )

@@ -66,7 +66,7 @@ def outer_query(select: exp.Select, scope: Scope, table: str) -> tuple[exp.Selec
             out.set(key, select.args[key].copy())  # refused by the SQL parser, as ever
     where_node = select.args.get("where")
     where = None if where_node is None else condition(where_node.this, scope.value, "WHERE")
-    columns = [(name, scope.sources[i].value(c)) for name, i, c in scope.visible()]
+    columns = [(name, scope.column_value(i, c)) for name, i, c in scope.visible()]
     return out, project(scope, columns + lifter.lifted, where)
 
 

@@ -276,7 +276,7 @@ def _starred(node: exp.Expr, scope: Scope) -> list[tuple[str, Value]]:
     """The columns ``*`` (or ``alias.*``) selects."""
     qualifier = node.table if isinstance(node, exp.Column) else ""
     return [
-        (n, scope.sources[i].value(c))
+        (n, scope.column_value(i, c))
         for n, i, c in scope.visible()
         if not qualifier or scope.sources[i].alias.lower() == qualifier.lower()
     ]
@@ -301,7 +301,7 @@ _RULE = (
 def _aggregation(select: exp.Select, scope: Scope) -> Relation:
     """A per-unit aggregation subquery (see the module docstring)."""
     unit, resolved = _unit_keys(select, scope)
-    key_values = [scope.sources[i].value(c) for i, c in resolved]
+    key_values = [scope.column_value(i, c) for i, c in resolved]
     m = scope.rows
 
     def grouped_column(node: exp.Column) -> Value:

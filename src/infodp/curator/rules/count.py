@@ -3,8 +3,12 @@
 Sensitivity m = ``max_rows_per_unit``: one unit adds or removes at most m rows over all the
 (disjoint) cells (McSherry 2009, Thm 4). The interval is the mechanism's own one-cell tail
 (discrete Laplace, Ghosh et al. 2009; discrete Gaussian, Canonne, Kamath & Steinke 2020),
-clamped at 0 (post-processing). COUNT(column) counts the non-null values of the bounded copy
-of a numeric column, so it needs declared bounds.
+clamped at 0 (post-processing). COUNT(column) counts the non-null values of any declared
+column, or of the privacy unit's column: exactly COUNT(*) over the rows where the column is not
+NULL, so its sensitivity is m too (each of a unit's rows adds at most 1). A bounded numeric
+column's values are those of its bounded copy (the values AVG divides by: its null policy
+applied); any other column's are the stored values, a ``replace`` policy's constant filled in
+and, for a float, NaN and ±inf left out (its null policy's "no value").
 
 >>> from infodp.curator.plan import Aggregate
 >>> [m.key for m in COUNT.needs(Aggregate("count")) + COUNT.needs(Aggregate("count", "x"))]
@@ -28,7 +32,6 @@ from infodp.curator.rules.base import (
     measured,
 )
 from infodp.curator.schema import DatasetSchema
-from infodp.errors import ParameterError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -73,7 +76,7 @@ class CountRule(Rule):
     sql_names = ("COUNT",)
 
     def parse(self, node: exp.Expr, sql: Parsing) -> Aggregate | None:
-        """``COUNT(*)`` or ``COUNT(column)`` of a bounded numeric column."""
+        """``COUNT(*)``, or ``COUNT(column)`` of a declared column or the privacy unit's."""
         if not isinstance(node, exp.Count):
             return None
         arg = node.this
@@ -81,15 +84,10 @@ class CountRule(Rule):
             return None  # COUNT(DISTINCT column): its own rule (count_distinct)
         if arg is None or isinstance(arg, exp.Star):
             return Aggregate(AggregateFunc.COUNT)
-        col = sql.column(arg)
-        if not (col.is_numeric and col.bounds is not None):
-            # The engine counts the bounded copy of a numeric column; refuse here, before any
-            # budget is reserved, rather than fail after the reservation.
-            raise ParameterError(
-                f"COUNT({col.name}) counts the values of a bounded numeric column; for column "
-                f"{col.name} ({col.type}) use COUNT(*) with WHERE {col.name} IS NOT NULL."
-            )
-        return Aggregate(AggregateFunc.COUNT, col.name)
+        unit = sql.unit_column(arg)  # the privacy unit need not be a declared column
+        if unit is not None:
+            return Aggregate(AggregateFunc.COUNT, unit)
+        return Aggregate(AggregateFunc.COUNT, sql.column(arg).name)
 
     def needs(self, agg: Aggregate) -> tuple[Measurement, ...]:
         """One count."""
