@@ -60,11 +60,6 @@ _FUNCTION_NODES: dict[type[exp.Expr], str] = {
     exp.Ln: "LN",
     exp.Sign: "SIGN",
 }
-#: The note of a GROUP BY without an aggregate.
-KEYS_ONLY = (
-    "GROUP BY without an aggregate: the groups shown are those of a hidden COUNT(*), measured "
-    "and charged as in SELECT ..., COUNT(*) ... GROUP BY ...",
-)
 #: How many values the functions of a fixed arity take.
 _ARITY = {"POWER": 2, "EXP": 1, "LN": 1, "SIGN": 1, "ABS": 1, "SQRT": 1, "FLOOR": 1, "CEIL": 1}
 #: The arguments besides ``this`` and ``expressions`` a function node is read with.
@@ -282,8 +277,6 @@ def _distinct_as_group(select: exp.Select) -> exp.Select | None:
 def _needs_post(select: exp.Select) -> bool:
     if any(select.args.get(k) for k in ("having", "order", "limit", "offset")):
         return True
-    if select.args.get("group") and not any(_contains_aggregate(i) for i in select.expressions):
-        return True  # keys only: measured with a hidden COUNT(*) (see split_query)
     seen: set[str] = set()
     for item in select.expressions:
         node = item.this if isinstance(item, exp.Alias) else item
@@ -385,11 +378,6 @@ def split_query(sql: str) -> PostProcess | None:
     order = _ordering(select, split, items)
     limit = None if select.args.get("limit") is None else _count(select.args["limit"], "LIMIT")
     offset = 0 if select.args.get("offset") is None else _count(select.args["offset"], "OFFSET")
-    keys_only = bool(select.args.get("group")) and not split.noisy
-    if keys_only:
-        # GROUP BY without an aggregate (SELECT educ ... GROUP BY educ) releases its groups:
-        # which keys are shown follows a hidden, charged COUNT(*) as for any grouped query.
-        split.reference(exp.Count(this=exp.Star()))
     if not split.inner:
         return None  # constants only: the SQL parser refuses a SELECT without an aggregate
     inner = select.copy()
@@ -404,7 +392,6 @@ def split_query(sql: str) -> PostProcess | None:
         limit,
         offset,
         frozenset(split.noisy),
-        KEYS_ONLY if keys_only else (),
     )
 
 
