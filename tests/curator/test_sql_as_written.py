@@ -279,3 +279,23 @@ def test_a_keys_only_group_by_of_declared_keys_is_free(session: Session) -> None
     assert sorted(row[0] for row in r.rows) == ["0", "1"]
     assert any("nothing was charged" in note for note in r.notes)
     assert session.remaining_epsilon == before
+
+
+@pytest.mark.parametrize(
+    ("sql", "says"),
+    [
+        ("SELECT age FROM census", ["AVG(age)", "SELECT age, COUNT(*) FROM t GROUP BY age"]),
+        ("SELECT * FROM census", ["SELECT COUNT(*) FROM t", "GROUP BY col"]),
+    ],
+    ids=["column", "star"],
+)
+def test_a_per_row_selection_names_the_aggregate_forms(
+    session: Session, sql: str, says: list[str]
+) -> None:
+    before = session.remaining_epsilon
+    with pytest.raises(ParameterError) as err:
+        session.query(sql, epsilon=1)
+    assert "only aggregates are released" in str(err.value)
+    for text in says:
+        assert text in str(err.value)
+    assert session.remaining_epsilon == before

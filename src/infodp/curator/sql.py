@@ -26,7 +26,7 @@ declaration (bounds are never computed from the private data).
 >>> parse_query("SELECT age FROM people", s)
 Traceback (most recent call last):
 ...
-infodp.errors.ParameterError: refused SQL construct: raw column selection (column 'age' is neither aggregated nor in GROUP BY); only aggregates are released.
+infodp.errors.ParameterError: refused SQL construct: raw column selection (column 'age' is neither aggregated nor in GROUP BY); only aggregates are released (aggregate it, as in AVG(age), or release its distribution, as in SELECT age, COUNT(*) FROM t GROUP BY age).
 """  # noqa: E501
 
 from __future__ import annotations
@@ -542,13 +542,19 @@ def _output(item: exp.Expr, parsing: _Parsing, grouped: set[str]) -> Output:
     alias = item.alias if isinstance(item, exp.Alias) else None
     node = item.this if isinstance(item, exp.Alias) else item
     if isinstance(node, exp.Star):
-        raise _refuse("raw column selection (*)", "only aggregates are released")
+        raise _refuse(
+            "raw column selection (*)",
+            "only aggregates are released: count rows (SELECT COUNT(*) FROM t) or a column's "
+            "values (SELECT col, COUNT(*) FROM t GROUP BY col)",
+        )
     if isinstance(node, exp.Column):
         col = parsing.column(node)
         if col.name.lower() not in grouped:
             raise _refuse(
                 f"raw column selection (column {col.name!r} is neither aggregated nor in "
-                "GROUP BY); only aggregates are released"
+                "GROUP BY); only aggregates are released",
+                f"aggregate it, as in AVG({col.name}), or release its distribution, as in "
+                f"SELECT {col.name}, COUNT(*) FROM t GROUP BY {col.name}",
             )
         return Output(alias or col.name, group_column=col.name)
     found = _aggregate(node, parsing)
