@@ -188,7 +188,9 @@ def test_queries_beyond_the_caps_are_refused_fast_and_free(cur: Curator, name: s
     started = time.perf_counter()
     with pytest.raises(ParameterError) as err:
         cur.query("a", DEEP[name], epsilon=1)
-    assert time.perf_counter() - started < 1.0
+    # 0.05-0.15 s alone (sqlglot's parse); 1.34 s was seen under a loaded parallel run, so
+    # the bound is 3 s as for the chains above: a stall (tens of seconds) still fails it.
+    assert time.perf_counter() - started < 3.0
     assert "must be" in str(err.value) and "at most" in str(err.value)
     assert cur.ledger.budget("a", "t").spent_epsilon == spent
     # The same refusal for the estimate, and whatever the data: the SQL alone decides.

@@ -88,13 +88,13 @@ class StoreInUse(InfodpError):
     'the store is in use by another process (a running infodp serve?)'
     """
 
-    def __init__(self, waited: float) -> None:
+    def __init__(self, seconds: float) -> None:
         super().__init__(
             "the store is in use by another process (a running infodp serve?): it kept the "
-            f"store's lock for {waited:g} s; stop that process and retry (register datasets "
+            f"store's lock for {seconds:g} s; stop that process and retry (register datasets "
             "before serving)"
         )
-        self.waited = waited
+        self.seconds = seconds
 
 
 @runtime_checkable
