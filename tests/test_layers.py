@@ -1,4 +1,4 @@
-"""The layers go one way (DESIGN.md): nothing imports from a layer above its own.
+"""The layers go one way (docs/architecture.md): nothing imports from a layer above its own.
 
 Checked by parsing every module's imports (``ast``; module-level, function-level and
 TYPE_CHECKING imports alike), not by importing anything. The order below is the one the code

@@ -30,3 +30,22 @@ def test_no_internal_source_names_in_user_facing_text() -> None:
         for m in PATTERN.finditer(p.read_text())
     ]
     assert hits == []
+
+
+# The development notes beside the repository are not part of it: code, tests and docs cite
+# docs/architecture.md (which ships) or the paper, never a file a reader cannot open.
+NOTES = re.compile(r"\b(?:DESIGN|STYLE|REFERENCES)\.md\b")
+
+
+def test_nothing_cites_the_development_notes() -> None:
+    files = [
+        *_user_facing(),
+        *(p for p in (ROOT / "tests").rglob("*.py") if p.name != "test_words.py"),
+    ]
+    hits = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for p in files
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if NOTES.search(line)
+    ]
+    assert hits == []

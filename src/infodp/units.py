@@ -1,4 +1,5 @@
-"""Units of information: nats inside the code, bits at the edges (DESIGN.md, "Units").
+"""Units of information: nats inside the code, bits at the edges (docs/architecture.md,
+"Contracts that cross modules").
 
 One bit is ln 2 nats (Shannon 1948, §6: the choice of logarithm base is the choice of unit).
 Every conversion between the two goes through this module, so ln 2 has one spelling.

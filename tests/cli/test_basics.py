@@ -1,4 +1,5 @@
-"""The CLI contract shared by every sub-command (DESIGN.md, "Contracts that cross modules")."""
+"""The CLI contract shared by every sub-command (docs/architecture.md, "Contracts that cross
+modules")."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ LEAVES = _leaf_commands(cli)
 
 @pytest.mark.parametrize("name", sorted(LEAVES))
 def test_every_subcommand_accepts_json(name: str) -> None:
-    # DESIGN.md: every CLI sub-command accepts --json and then prints one JSON object.
+    # docs/architecture.md: every CLI sub-command accepts --json and then prints one JSON object.
     flags = {opt for param in LEAVES[name].params for opt in getattr(param, "opts", [])}
     assert "--json" in flags, f"infodp {name} lacks --json"
 

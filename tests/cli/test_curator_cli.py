@@ -250,7 +250,8 @@ def test_gaussian_noise_zcdp_budget_and_accuracy_first(
 def test_with_json_a_failure_is_one_json_object_too(
     capsys: pytest.CaptureFixture[str], registered_store: RegisterStore
 ) -> None:
-    # DESIGN.md: with --json a sub-command prints exactly one JSON object, a failure included;
+    # docs/architecture.md: with --json a sub-command prints exactly one JSON object, a failure
+    # included;
     # the stderr line and the exit status stay as without --json.
     db = registered_store(analysts={"A": ["--epsilon", "1"]}).db
     sql = "SELECT COUNT(*) FROM people"

@@ -1,6 +1,6 @@
 """The service's CLI: ``infodp serve`` refusals and ``infodp analyst key/keys/revoke``.
 
-Bad input gives one line on stderr and exit status 2 (the CLI contract of DESIGN.md).
+Bad input gives one line on stderr and exit status 2 (the CLI contract of docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every curator module declares ``__all__`` = its public names (STYLE.md, httpx habit)."""
+"""Every curator module declares ``__all__`` = its public names (as httpx does)."""
 
 from __future__ import annotations
 

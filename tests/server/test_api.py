@@ -1,4 +1,4 @@
-"""Public surface of the service modules: ``__all__`` lists exactly the public names (STYLE.md,
+"""Public surface of the service modules: ``__all__`` lists exactly the public names (as httpx does,
 "a test asserts __all__ matches the public names")."""
 
 from __future__ import annotations

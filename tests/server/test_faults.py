@@ -1,7 +1,8 @@
 """Faults: the server is SIGKILLed during a burst of queries and restarted.
 
 "The ledger is consistent (every released answer is charged; nothing charged twice), and the
-service comes back on the same store." DESIGN.md's contract: a release happens only after its
+service comes back on the same store." docs/architecture.md's contract: a release happens only
+after its
 cost is durably reserved, so a crash can lose budget (an entry left 'reserved'), never privacy.
 """
 

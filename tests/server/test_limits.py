@@ -255,7 +255,8 @@ def test_api_error_payload_shape() -> None:
 
 
 def test_failed_entries_do_not_leak_engine_messages(tmp_path: Any) -> None:
-    # A failure after the data was touched: the cost stays spent (DESIGN.md), the ledger keeps
+    # A failure after the data was touched: the cost stays spent (docs/architecture.md), the
+    # ledger keeps
     # the engine's message for the admin, and the analyst sees neither it nor the data.
     import asyncio
 

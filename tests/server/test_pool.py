@@ -4,7 +4,7 @@ The service runs the data-touching part of each query (and the free estimates an
 queries) in worker processes; the server process keeps the ledger. These tests check, on a
 real ``infodp serve`` on loopback, that one key flooding heavy queries does not stop another
 key from getting correct answers, and that a worker stuck past the deadline is killed and
-replaced while the stuck query's charge stays spent (DESIGN.md: "a crash after the
+replaced while the stuck query's charge stays spent (docs/architecture.md: "a crash after the
 reservation loses budget, never privacy"). Correct answers are checked against counts known
 from the data: at ε = 1000 the discrete Laplace noise is 0 except with probability
 2e^{-1000}/(1 + e^{-1000}) (its mass at 0 is tanh(ε/2); Canonne, Kamath & Steinke 2020,

@@ -1,7 +1,8 @@
 """The curator: DP SQL over an embedded DuckDB store with a durable privacy ledger.
 
 SQL → immutable plan → cost → ledger reserve → bounded aggregate in DuckDB → exact discrete
-noise → answer with confidence intervals, cost and leakage (DESIGN.md). See :class:`Curator`.
+noise → answer with confidence intervals, cost and leakage (docs/architecture.md). See
+:class:`Curator`.
 
 >>> from infodp.curator import Curator, load_schema, parse_query
 >>> s = load_schema({"table": "t", "privacy_unit": "row",

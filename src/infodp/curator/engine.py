@@ -1,7 +1,7 @@
 """The curator engine: SQL → plan → cost → ledger reserve → bounded aggregate → noise → answer.
 
-:class:`Curator` ties the pieces of DESIGN.md's picture together over one store (a DuckDB file
-plus its ledger ``<file>.ledger``):
+:class:`Curator` ties the pieces of docs/architecture.md's picture together over one store (a
+DuckDB file plus its ledger ``<file>.ledger``):
 
 1. :func:`~infodp.curator.sql.parse_query` turns the SQL into an immutable plan (refusals and
    bad input cost nothing);

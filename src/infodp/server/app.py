@@ -3,8 +3,8 @@
 Dwork & Roth's (2014) interactive curator "exposes an interface to which the analyst can issue
 queries"; analysts are not trusted with the data, so this service is the security boundary. It never
 returns a row of data: every answer is a noisy aggregate released by the curator, whose cost
-the ledger reserved durably (fsync'd) before the data was touched (DESIGN.md), so a crash or a
-race can lose budget but never overspend it. Routes (all under ``/v1``):
+the ledger reserved durably (fsync'd) before the data was touched (docs/architecture.md), so a
+crash or a race can lose budget but never overspend it. Routes (all under ``/v1``):
 
 =====================================  ===============================================  ======
 ``GET  /v1/health``                    readiness (no key)                               free
