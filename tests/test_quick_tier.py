@@ -53,3 +53,15 @@ def test_quick_tier_selects_tests_of_every_subpackage() -> None:
     # The public top-level modules' own test files are in the quick tier too.
     for module in ("client", "errors", "testing"):
         assert any(i.startswith(f"tests/test_{module}.py::") for i in ids), module
+
+
+def test_every_test_that_starts_spark_is_marked() -> None:
+    # A Spark session costs a minute on 2 cores: a test module that starts one (or registers a
+    # dataset with the Spark backend) carries the spark mark, so the quick tier leaves it out.
+    starts = re.compile(r"SparkSession\.builder|backend=\"spark\"\)|\bspark_session\(")
+    unmarked = [
+        str(p.relative_to(ROOT))
+        for p in sorted((ROOT / "tests").rglob("test_*.py"))
+        if starts.search(text := p.read_text()) and "pytest.mark.spark" not in text
+    ]
+    assert unmarked == []

@@ -17,6 +17,9 @@ from infodp.curator.plan import measurements
 from infodp.curator.relations import resolve
 from infodp.curator.sql import parse_query
 
+# Every test here starts a local Spark session: the quick tier leaves them out (-m "not spark").
+pytestmark = pytest.mark.spark
+
 QUERIES = [
     "SELECT country, COUNT(*), SUM(income) FROM people p JOIN regions r "
     "ON p.region = r.region GROUP BY country",
