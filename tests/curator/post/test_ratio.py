@@ -108,6 +108,8 @@ def test_the_answer_is_the_mean_of_the_data(curator: Curator) -> None:
         assert low <= means[g] <= high
 
 
+# Hundreds of releases through the curator (about 20 s): the full run's, not the quick tier's.
+@pytest.mark.slow
 def test_the_ratio_has_the_accuracy_of_avg(curator: Curator) -> None:
     truth = float(FRAME["x"].mean())
     eps, runs = Fraction(1, 4), 300

@@ -122,6 +122,8 @@ def exact_abs_error(law: list[float], truth: int) -> float:
     return sum(p * abs(c - truth) for c, p in enumerate(law))
 
 
+# Exact laws at three ε and observed releases (about 7 s each): not in the quick tier.
+@pytest.mark.slow
 @pytest.mark.parametrize("func", ["MIN", "MAX"])
 def test_min_max_error_falls_with_epsilon_to_a_third_of_the_plain_extreme_quantile(
     tmp_path: Path, func: str
