@@ -67,7 +67,6 @@ __all__ = [
     "MAX_IN_LIST",
     "MAX_SQL_CHARS",
     "MAX_WHERE_TERMS",
-    "chained",
     "parse_query",
     "parse_statement",
     "referenced_table",

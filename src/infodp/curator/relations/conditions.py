@@ -22,8 +22,8 @@ from sqlglot import exp
 
 from infodp.curator.backends.bounding import literal
 from infodp.curator.dialect import boolean_on_text
+from infodp.curator.limits import chained
 from infodp.curator.relations.values import NUMERIC, Said, Value, as_number, refuse, said
-from infodp.curator.sql import chained
 
 __all__ = [
     "Reader",

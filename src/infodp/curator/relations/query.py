@@ -21,12 +21,12 @@ from collections.abc import Callable, Mapping
 from sqlglot import exp
 
 from infodp.curator.backends.bounding import ident
+from infodp.curator.limits import chained
 from infodp.curator.relations.expressions import condition, value
 from infodp.curator.relations.joins import Scope
 from infodp.curator.relations.relation import Relation, project
 from infodp.curator.relations.tables import check_clauses
 from infodp.curator.relations.values import Value, as_number, refuse
-from infodp.curator.sql import chained
 
 __all__ = ["outer_query"]
 
