@@ -503,7 +503,12 @@ def quantile_sections(
         "statement depends on public facts only and is attained by the shapes with all rows "
         "on one grid point, so no data-independent statement can be narrower for every "
         "dataset; on typical data the tail is thinner (only the few grid points near each rank "
-        "share a score, not all of them), hence the ratio, which grows with ln(grid points).\n\n"
+        "share a score, not all of them), hence the ratio, which grows with ln(grid points). "
+        "No pure-DP quantile can do better on every dataset: finding a point between the least "
+        "and the greatest value of K candidates needs Ω(ln K / ε) rows for some dataset (the "
+        "interior point problem; Bun, Nissim, Stemmer & Vadhan 2015, from Beimel, Nissim & "
+        "Stemmer 2013), so a statement as narrow as the typical 95th percentile would have to "
+        "depend on the data's spacing: a release of its own, with its own charge.\n\n"
         + markdown_table(r_head, r_rows)
     )
 
