@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from infodp.curator.backends.base import Backend
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.overlap import Job
-from infodp.curator.pricing import PricedQuery
+from infodp.curator.pricing import REMEMBERED
+from infodp.curator.request import Priced
 from infodp.curator.store import catalogue
 
 if TYPE_CHECKING:
@@ -44,6 +45,9 @@ class Connections:
         # Which backend holds each dataset (the store's catalogue, read once and cached:
         # a dataset's backend never changes under its name).
         self._catalogue: dict[str, dict[str, Any]] = {}
+        # Priced queries whose statements passed DuckDB's data-free check, by identity (the
+        # reference keeps the id unique; see check).
+        self._checked: dict[int, Priced] = {}
 
     def spark(self) -> SparkBackend:
         """The Spark backend of this store (made on first use; needs ``infodp[spark]``)."""
@@ -104,22 +108,24 @@ class Connections:
             con.interrupt()
         job.add_done_callback(lambda: self.discard(con))
 
-    def check(self, priced: PricedQuery, *, on_kept: bool) -> None:
+    def check(self, priced: Priced, *, on_kept: bool) -> None:
         """The engine's data-free check of a priced query's statements, before any charge.
 
         ``on_kept``: check on the kept connection (a one-shot process, no second open). The
         check reads no data, so its outcome for these statements never changes: once passed
         on DuckDB, it is not run again for this priced query.
         """
-        plan, schema, unit_ok = priced.plan, priced.schema, priced.unit_ok
+        plan, schema, unit_ok = priced.plan, priced.schema, priced.unit_rows_ok
         ms = tuple(p.measurement for p in priced.cost.parts)
         engine = self.engine(plan.table)
         if engine is not self.backend:
             engine.check(plan, schema, ms, unit_rows_ok=unit_ok)
-        elif not priced.checked:
+        elif self._checked.get(id(priced)) is not priced:
             con = self.kept if on_kept else None
             self.backend.check(plan, schema, ms, unit_rows_ok=unit_ok, con=con)
-            priced.checked = True
+            if len(self._checked) >= REMEMBERED:
+                self._checked.clear()
+            self._checked[id(priced)] = priced
 
     def close(self) -> None:
         """Close the kept connection (before this process writes to the store, or at the end)."""
