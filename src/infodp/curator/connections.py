@@ -10,8 +10,9 @@ connection that failed or was interrupted is never reused.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar, runtime_checkable
 
 from infodp.curator.backends.base import Backend
 from infodp.curator.backends.duckdb import DuckDBBackend
@@ -21,9 +22,35 @@ from infodp.curator.request import Priced
 from infodp.curator.store import catalogue
 
 if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
+
     from infodp.curator.backends.spark import SparkBackend
 
-__all__ = ["Connections"]
+__all__ = ["Connections", "ReadConnection", "SparkOptions"]
+
+_T = TypeVar("_T")
+
+
+class ReadConnection(Protocol):
+    """What the curator itself does with a backend's read connection (the backend runs the
+    statements on it): close it once its query is over."""
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class _Interruptible(Protocol):
+    """A connection whose running statement can be interrupted (DuckDB's)."""
+
+    def interrupt(self) -> None: ...
+
+
+class SparkOptions(TypedDict):
+    """How the store's Spark backend is made (``Curator(spark_master=..., ...)``)."""
+
+    master: str | None
+    conf: Mapping[str, str] | Sequence[str]
+    progress: bool
 
 
 class Connections:
@@ -35,11 +62,11 @@ class Connections:
         backend: DuckDBBackend,
         *,
         keep_open: bool,
-        spark_options: dict[str, Any],
+        spark_options: SparkOptions,
     ) -> None:
         self.db, self.backend, self.keep_open = db, backend, keep_open
         #: The kept read-only DuckDB connection (``keep_open``, or a one-shot process's).
-        self.kept: Any = None
+        self.kept: DuckDBPyConnection | None = None
         self._spark_options = spark_options
         self._spark: SparkBackend | None = None
         # Which backend holds each dataset (the store's catalogue, read once and cached:
@@ -78,34 +105,36 @@ class Connections:
         spark.attach(table, str(meta["bounded_path"]), public=meta.get("public_tables", ()))
         return spark
 
-    def open(self, engine: Backend | None = None) -> Any:
+    def open(self, engine: Backend | None = None) -> ReadConnection:
         """A read connection to ``engine`` (the store's DuckDB by default)."""
         if engine is not None and engine is not self.backend:
-            return engine.connect(read_only=True)
+            con: ReadConnection = engine.connect(read_only=True)
+            return con
         if not self.keep_open:
             return self.backend.connect(read_only=True)
         if self.kept is None:
             self.kept = self.backend.connect(read_only=True)
         return self.kept
 
-    def done(self, con: Any) -> None:
+    def done(self, con: ReadConnection) -> None:
         """A connection's query is over (closed unless kept)."""
         if not self.keep_open:
             con.close()
 
-    def discard(self, con: Any) -> None:
+    def discard(self, con: ReadConnection) -> None:
         """After a failure or an interrupt the connection is not reused."""
         if con is self.kept and con is not None:
             self.kept = None
         with contextlib.suppress(Exception):  # closing a broken connection: best effort
             con.close()
 
-    def abandon(self, con: Any, job: Job[Any]) -> None:
+    def abandon(self, con: ReadConnection, job: Job[_T]) -> None:
         """Stop using ``con``: interrupt what runs on it and close it once that has ended."""
         if con is self.kept:
             self.kept = None
-        with contextlib.suppress(Exception):  # an interrupt of a finished statement: harmless
-            con.interrupt()
+        if isinstance(con, _Interruptible):
+            with contextlib.suppress(Exception):  # an interrupt of a finished statement: harmless
+                con.interrupt()
         job.add_done_callback(lambda: self.discard(con))
 
     def check(self, priced: Priced, *, on_kept: bool) -> None:

@@ -38,7 +38,7 @@ DuckDB file plus its ledger ``<file>.ledger``):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -48,7 +48,7 @@ from infodp._lazy import lazy_module
 from infodp.curator.backends.base import ExactAggregates
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.column_accuracy import Accuracy
-from infodp.curator.connections import Connections
+from infodp.curator.connections import Connections, SparkOptions
 from infodp.curator.cost import (
     MAX_CELLS,
     MAX_QUANTILE_CELLS,
@@ -101,6 +101,8 @@ else:
     np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 if TYPE_CHECKING:
+    from infodp.curator.backends.spark import SparkBackend
+
     # Synopses are loaded on first use: a query process never builds one.
     from infodp.curator.synopsis import Synopsis
 
@@ -153,7 +155,7 @@ class Curator(DataOwner):
         duckdb_threads: int | None = None,
         ledger: str | Path | None = None,
         spark_master: str | None = None,
-        spark_conf: Any = (),
+        spark_conf: Mapping[str, str] | Sequence[str] = (),
         progress: bool = False,
         one_shot: bool = False,
         _hook: Hook | None = None,
@@ -182,7 +184,7 @@ class Curator(DataOwner):
             if con is not None:
                 con.close()
             raise
-        spark_options = {"master": spark_master, "conf": spark_conf, "progress": progress}
+        spark_options = SparkOptions(master=spark_master, conf=spark_conf, progress=progress)
         self._connections = Connections(
             self.db, self.backend, keep_open=keep_open, spark_options=spark_options
         )
@@ -204,7 +206,7 @@ class Curator(DataOwner):
             self._connections, self.ledger, self._source, query_timeout=query_timeout, hook=_hook
         )
 
-    def spark(self) -> Any:
+    def spark(self) -> SparkBackend:
         """The Spark backend of this store (made on first use; needs ``infodp[spark]``)."""
         return self._connections.spark()
 

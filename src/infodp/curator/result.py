@@ -41,9 +41,10 @@ class QueryResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON payload of ``infodp query --json``."""
+        # Any for callers who read into it (a JSON object of the shape documented there).
         return self._payload(lists=True)
 
-    def _payload(self, *, lists: bool) -> dict[str, Any]:
+    def _payload(self, *, lists: bool) -> dict[str, object]:
         """:meth:`to_dict`; with ``lists=False`` the columns, rows, intervals and notes stay
         the tuples they are (the same JSON, without a copy of every row)."""
         return {
