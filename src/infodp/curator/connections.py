@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypedDict, TypeVar, runtime_checkable
 
 from infodp.curator.backends.base import Backend
 from infodp.curator.backends.duckdb import DuckDBBackend
@@ -24,6 +24,7 @@ from infodp.curator.store import catalogue
 if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
 
+    from infodp._jsonable import JsonObject
     from infodp.curator.backends.spark import SparkBackend
 
 __all__ = ["Connections", "ReadConnection", "SparkOptions"]
@@ -71,7 +72,7 @@ class Connections:
         self._spark: SparkBackend | None = None
         # Which backend holds each dataset (the store's catalogue, read once and cached:
         # a dataset's backend never changes under its name).
-        self._catalogue: dict[str, dict[str, Any]] = {}
+        self._catalogue: dict[str, JsonObject] = {}
         # Priced queries whose statements passed DuckDB's data-free check, by identity (the
         # reference keeps the id unique; see check).
         self._checked: dict[int, Priced] = {}
@@ -84,7 +85,7 @@ class Connections:
             self._spark = SparkBackend(self.db, **self._spark_options)
         return self._spark
 
-    def record(self, dataset: str, where: dict[str, Any]) -> None:
+    def record(self, dataset: str, where: JsonObject) -> None:
         """Remember where a dataset just registered lives (its catalogue entry)."""
         self._catalogue[dataset] = where
 
@@ -102,7 +103,9 @@ class Connections:
             return self.backend
         spark = self.spark()
         meta = self._catalogue[table]
-        spark.attach(table, str(meta["bounded_path"]), public=meta.get("public_tables", ()))
+        public = meta.get("public_tables")  # a list of names in the catalogue's JSON
+        names = [str(t) for t in public] if isinstance(public, list) else []
+        spark.attach(table, str(meta["bounded_path"]), public=names)
         return spark
 
     def open(self, engine: Backend | None = None) -> ReadConnection:
