@@ -1,0 +1,56 @@
+"""Ledger helpers for suites that run on both storages (SQLite and PostgreSQL).
+
+A store's ledger is the file beside it or the PostgreSQL ledger its settings record
+(:mod:`infodp.curator.ledger_location`); these open and read it whichever it is.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infodp.curator.backends.duckdb import DuckDBBackend
+from infodp.curator.ledger import Ledger
+from infodp.curator.ledger_location import stored_ledger
+
+#: The ``ledger_at`` fixture: where a test's ledger goes (a path, or a PostgreSQL URL).
+LedgerAt = Callable[[Path], "str | Path"]
+
+
+def ledger_of(db: str | os.PathLike[str]) -> str:
+    """Where store ``db``'s ledger is: its recorded URL, or the file beside it."""
+    return stored_ledger(DuckDBBackend(db)) or f"{db}.ledger"
+
+
+def store_ledger(db: str | os.PathLike[str], **kwargs: Any) -> Ledger:
+    """The ledger of store ``db``, opened on its own (as another process would)."""
+    return Ledger(ledger_of(db), **kwargs)
+
+
+def rows(db: str | os.PathLike[str], sql: str) -> list[tuple[Any, ...]]:
+    """The rows of ``sql`` in store ``db``'s ledger, read by a connection of its own."""
+    led = store_ledger(db, create=False)
+    try:
+        with led.db.read() as conn:
+            return [tuple(r) for r in conn.execute(sql).fetchall()]
+    finally:
+        led.db.close()
+
+
+def dump(led: Ledger) -> str:
+    """Every value of every table of ``led``, as text (what a copy of its storage holds)."""
+    with led.db.read() as conn:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return "\n".join(
+            repr(tuple(r)) for t in tables for r in conn.execute(f"SELECT * FROM {t}").fetchall()
+        )
+
+
+def sqlite_only(kind: str, why: str) -> None:
+    """Skip on PostgreSQL a test of something only a ledger file has (``why``)."""
+    if kind != "sqlite":
+        pytest.skip(f"SQLite only: {why}")
