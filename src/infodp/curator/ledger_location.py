@@ -26,9 +26,31 @@ import duckdb
 if TYPE_CHECKING:
     from infodp.curator.backends.duckdb import DuckDBBackend
 
-__all__ = ["default_ledger", "remember_ledger", "stored_ledger"]
+__all__ = [
+    "chosen_ledger",
+    "default_ledger",
+    "move_ledger",
+    "remember_ledger",
+    "stored_ledger",
+    "use_ledger",
+]
 
 _SETTINGS_TABLE = "_infodp_settings"
+
+
+#: The environment variable through which ``--ledger`` reaches this process and its children.
+LEDGER_ENV = "INFODP_LEDGER"
+
+
+def use_ledger(target: str) -> None:
+    """Make ``target`` the ledger of every store this process (and its children) opens
+    without naming one (``--ledger``; a path, or a ``postgresql://`` URL)."""
+    os.environ[LEDGER_ENV] = target
+
+
+def chosen_ledger() -> str | None:
+    """The ledger ``--ledger`` (or ``INFODP_LEDGER``) chose, if any."""
+    return os.environ.get(LEDGER_ENV) or None
 
 
 def default_ledger(db: str | os.PathLike[str]) -> str | Path:
@@ -75,3 +97,26 @@ def remember_ledger(backend: DuckDBBackend, url: str | None) -> None:
         if url is not None:
             con.execute(f"INSERT INTO {_SETTINGS_TABLE} VALUES ('ledger', ?)", [url])
         con.execute("CHECKPOINT")
+
+
+def move_ledger(db: str | os.PathLike[str], url: str, *, timeout: float = 120.0) -> int:
+    """Move store ``db``'s SQLite ledger into PostgreSQL at ``url`` (verified on both sides,
+    :mod:`infodp.curator.ledger.migration`) and record ``url`` as the store's ledger;
+    returns the number of entries moved."""
+    from infodp.curator.backends.duckdb import DuckDBBackend
+    from infodp.curator.ledger.migration import copy_to_postgres
+    from infodp.curator.store import read_store_id
+    from infodp.errors import ParameterError
+
+    path = Path(db)
+    if not path.is_file():
+        raise ParameterError("--db", str(db), "an existing infodp store")
+    backend = DuckDBBackend(path, timeout=timeout)
+    if stored_ledger(backend) is not None:
+        raise ParameterError("--db", str(db), "a store whose ledger is still its SQLite file")
+    store_id = read_store_id(backend)
+    if store_id is None:
+        raise ParameterError("--db", str(db), "a store with a store id")
+    moved = copy_to_postgres(Path(str(db) + ".ledger"), url, store_id=store_id, timeout=timeout)
+    remember_ledger(backend, url)
+    return moved

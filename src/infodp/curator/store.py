@@ -44,7 +44,12 @@ from infodp.curator.backends.duckdb import DuckDBBackend, bounded_column
 from infodp.curator.ledger import Ledger
 from infodp.curator.ledger.grants import Sharing
 from infodp.curator.ledger.postgres import is_url
-from infodp.curator.ledger_location import default_ledger, remember_ledger, stored_ledger
+from infodp.curator.ledger_location import (
+    chosen_ledger,
+    default_ledger,
+    remember_ledger,
+    stored_ledger,
+)
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import LedgerError, ParameterError
 
@@ -190,9 +195,13 @@ def open_store(
                 "a new ledger to it, which forgets all budgets."
             )
         # The ledger named, else the one the store records (a URL), else the file beside it.
-        target = ledger if ledger is not None else stored_ledger(backend, con) or ledger_path(path)
+        target = (
+            ledger
+            if ledger is not None
+            else chosen_ledger() or stored_ledger(backend, con) or ledger_path(path)
+        )
         return Ledger(target, timeout=timeout, store_id=store_id, create=False)
-    target = default_ledger(path) if ledger is None else ledger
+    target = (chosen_ledger() or default_ledger(path)) if ledger is None else ledger
     if is_url(target):
         path.parent.mkdir(parents=True, exist_ok=True)
         store_id = _write_store_id(backend)
