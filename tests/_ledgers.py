@@ -54,3 +54,23 @@ def sqlite_only(kind: str, why: str) -> None:
     """Skip on PostgreSQL a test of something only a ledger file has (``why``)."""
     if kind != "sqlite":
         pytest.skip(f"SQLite only: {why}")
+
+
+def edit(target: str | os.PathLike[str], *statements: str) -> None:
+    """Run ``statements`` on the ledger at ``target`` behind its back (a file, or a URL):
+    what someone editing the storage by hand does."""
+    text = str(target)
+    if text.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(text, autocommit=True) as conn:
+            for st in statements:
+                conn.execute(st)  # type: ignore[arg-type]  # the test's own statements
+        return
+    import sqlite3
+
+    conn3 = sqlite3.connect(text)
+    for st in statements:
+        conn3.execute(st)
+    conn3.commit()
+    conn3.close()

@@ -107,4 +107,5 @@ def ledger_at(ledger_kind: str, request: pytest.FixtureRequest) -> Callable[[Pat
     if ledger_kind == "sqlite":
         return lambda path: path
     pg = request.getfixturevalue("pg_cluster")
-    return lambda path: str(pg.new_schema())
+    urls: dict[str, str] = {}  # one schema per path: the same path, the same ledger
+    return lambda path: urls.setdefault(str(path), urls.get(str(path)) or pg.new_schema())
