@@ -74,3 +74,39 @@ def edit(target: str | os.PathLike[str], *statements: str) -> None:
         conn3.execute(st)
     conn3.commit()
     conn3.close()
+
+
+def run(target: str | os.PathLike[str], statement: str, *args: object) -> None:
+    """Run one ``statement`` with ``?`` parameters ``args`` on the ledger at ``target``
+    behind its back (see :func:`edit`)."""
+    text = str(target)
+    if text.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(text, autocommit=True) as conn:
+            sql = statement.replace("%", "%%").replace("?", "%s")
+            conn.execute(sql, args)  # type: ignore[arg-type]
+        return
+    import sqlite3
+
+    conn3 = sqlite3.connect(text)
+    with conn3:
+        conn3.execute(statement, args)
+    conn3.close()
+
+
+def raw_rows(target: str | os.PathLike[str], sql: str) -> list[tuple[Any, ...]]:
+    """The rows of ``sql`` read from the ledger's storage directly (sqlite3 or psycopg)."""
+    text = str(target)
+    if text.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(text) as conn:
+            return [tuple(r) for r in conn.execute(sql).fetchall()]  # type: ignore[arg-type]
+    import sqlite3
+
+    conn3 = sqlite3.connect(text)
+    try:
+        return [tuple(r) for r in conn3.execute(sql).fetchall()]
+    finally:
+        conn3.close()
