@@ -11,7 +11,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from infodp.curator.ledger import grants, integrity, keys, synopses
+from infodp.curator.ledger import grants, integrity, keys, leases, synopses
 from infodp.curator.ledger.catalog import Catalog
 from infodp.curator.ledger.charging import Charge, charge, missing_budget, now, refund
 from infodp.curator.ledger.completions import Completions
@@ -456,6 +456,12 @@ class Ledger(Catalog):
         'reserved').
         """
         self._completions.hold(entry_id, text)
+
+    def settle_expired(self, lease: float) -> int:
+        """Settle the reservations still open after ``lease`` seconds (their server died):
+        'failed', the cost spent (:mod:`.leases`); returns how many."""
+        self.flush()
+        return leases.settle_expired(self.db, lease)
 
     def flush(self) -> None:
         """Write every completion :meth:`complete_later` still holds (one transaction)."""
