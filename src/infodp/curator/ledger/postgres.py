@@ -51,7 +51,16 @@ from infodp.errors import InternalError, LedgerError, ParameterError
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["PgConnection", "PgDatabase", "Row", "is_url", "redact", "translate"]
+__all__ = [
+    "LedgerUnreachable",
+    "PgConnection",
+    "PgDatabase",
+    "Row",
+    "Unreachable",
+    "is_url",
+    "redact",
+    "translate",
+]
 
 _SCHEMES = ("postgresql://", "postgres://")
 
@@ -184,6 +193,14 @@ def _param(value: object) -> object:
     return int(value) if isinstance(value, bool) else value
 
 
+class Unreachable(sqlite3.OperationalError):
+    """The ledger's database could not be reached, or dropped the connection."""
+
+
+class LedgerUnreachable(LedgerError):
+    """No connection to the ledger's database could be opened (it is down or restarting)."""
+
+
 class PgCursor:
     """The results of one statement (the part of :class:`sqlite3.Cursor` the ledger uses)."""
 
@@ -212,19 +229,37 @@ class PgConnection:
     which the ledger already handles.
     """
 
-    def __init__(self, conn: psycopg.Connection[Row]) -> None:
+    def __init__(
+        self,
+        conn: psycopg.Connection[Row],
+        reopen: Callable[[], psycopg.Connection[Row]] | None = None,
+    ) -> None:
         self.raw = conn
+        self._reopen = reopen
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> PgCursor:
-        """Run one statement (translated) with ``params``."""
+        """Run one statement (translated) with ``params``.
+
+        A statement sent outside a transaction on a connection the server dropped (it
+        restarted) is sent once more on a new connection: nothing of it had run.
+        """
         import psycopg
+        from psycopg.pq import TransactionStatus
 
         text = translate(sql)
         entries = re.match(r"\s*INSERT INTO entries\b", text) is not None
         if entries:
             text += " RETURNING id"
+        args = tuple(_param(p) for p in params)
+        idle = self.raw.info.transaction_status == TransactionStatus.IDLE
         try:
-            cur = self.raw.execute(cast(Any, text), tuple(_param(p) for p in params))
+            try:
+                cur = self.raw.execute(cast(Any, text), args)
+            except psycopg.OperationalError:
+                if not (idle and self.broken and self._reopen is not None):
+                    raise
+                self.raw = self._reopen()
+                cur = self.raw.execute(cast(Any, text), args)
             lastrowid = None
             if entries:
                 row = cur.fetchone()
@@ -232,8 +267,12 @@ class PgConnection:
             return PgCursor(cur, lastrowid)
         except psycopg.errors.IntegrityError as err:
             raise sqlite3.IntegrityError(_first_line(err)) from None
-        except (psycopg.OperationalError, psycopg.errors.LockNotAvailable) as err:
+        except psycopg.errors.LockNotAvailable as err:
             raise sqlite3.OperationalError(_first_line(err)) from None
+        except psycopg.OperationalError as err:
+            raise Unreachable(_first_line(err)) from None
+        except LedgerUnreachable as err:
+            raise Unreachable(str(err)) from None
         except psycopg.Error as err:
             raise sqlite3.DatabaseError(_first_line(err)) from None
 
@@ -326,18 +365,21 @@ class PgDatabase(Database):
         return cast(sqlite3.Connection, self._pg)
 
     def _connect_pg(self) -> PgConnection:
+        return PgConnection(self._open_raw(), self._open_raw)
+
+    def _open_raw(self) -> psycopg.Connection[Row]:
         import psycopg
 
         try:
             raw = psycopg.connect(self.url, autocommit=True, row_factory=_rows, connect_timeout=10)
         except psycopg.Error as err:
-            raise LedgerError(
+            raise LedgerUnreachable(
                 f"the ledger {self.name} cannot be reached ({_first_line(err)})"
             ) from None
         raw.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
         # Closed with the database object at the latest (a ledger nobody closed).
         weakref.finalize(self, _close_quietly, raw)
-        return PgConnection(raw)
+        return raw
 
     def sync(self) -> None:
         """Nothing deferred: every guarded commit waited for the server's durable commit."""
@@ -361,7 +403,7 @@ class PgDatabase(Database):
             try:
                 conn = self.connection()
             except LedgerError as err:
-                raise sqlite3.OperationalError(str(err)) from None
+                raise Unreachable(str(err)) from None
             conn.execute("BEGIN")
             try:
                 conn.execute("SELECT pg_advisory_xact_lock(hashtext(current_schema()))")
