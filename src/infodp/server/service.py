@@ -19,6 +19,7 @@ from fastapi import Request
 from fastapi.responses import Response
 from starlette.background import BackgroundTask
 
+from infodp.curator.availability import unopenable
 from infodp.curator.ledger.leases import lease_for
 from infodp.curator.post import inner_sql
 from infodp.curator.render import answer_text
@@ -133,6 +134,11 @@ class Service:
         self._curators: list[Any] = []
         self._curators_lock = threading.Lock()
         self.curator  # noqa: B018 - open the store now, so a bad store fails at start-up
+        #: Registered datasets this server cannot open, and why (a fleet's shared data not
+        #: all here: infodp.curator.availability); said in the log and by /v1/health.
+        self.unopenable: dict[str, str] = unopenable(settings.db)
+        for name, why in self.unopenable.items():
+            log.warning("dataset %s cannot be opened on this server: %s", name, why)
         self.pool: Any = None
         if settings.workers:
             from infodp.server.pool import WorkerPool

@@ -3,7 +3,8 @@
 200 when this server can serve: it is up, its store is open and its ledger answers (a
 PostgreSQL ledger shared by a fleet is read once per check); 503 with ``Retry-After`` while
 the ledger cannot be reached (a database restart), so a balancer sends the requests to the
-servers that can charge them (docs/deployment.md).
+servers that can charge them (docs/deployment.md). A registered dataset this server
+cannot open is named under ``unavailable_datasets``, with the reason.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ router = APIRouter()
 def health(request: Request) -> dict[str, Any]:
     """Readiness: the service is up and its store is open."""
     # ... and its ledger answers: 503 while it cannot be reached (the module doc).
-    if not service_of(request).ledger_answers():
+    svc = service_of(request)
+    if not svc.ledger_answers():
         raise ApiError(503, "unavailable", "the ledger cannot be reached; retry", retry_after=1)
-    return {"status": "ok", "api_version": API_VERSION}
+    out: dict[str, Any] = {"status": "ok", "api_version": API_VERSION}
+    if svc.unopenable:  # registered, but not readable here (infodp.curator.availability)
+        out["unavailable_datasets"] = svc.unopenable
+    return out
