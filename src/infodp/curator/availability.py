@@ -32,7 +32,7 @@ __all__ = ["unopenable"]
 
 def unopenable(db: str | os.PathLike[str]) -> dict[str, str]:
     """Dataset name → why this process cannot open it (empty when it can open them all)."""
-    backend = DuckDBBackend(db)
+    backend = DuckDBBackend(Path(db))
     with contextlib.closing(backend.connect(read_only=True)) as con:
         records = catalogue(backend, con)
         tables = {t.lower() for t in store_tables(con)}
