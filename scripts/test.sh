@@ -36,6 +36,11 @@ if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends postgresql
 fi
+# docs/deployment.md's nginx configuration is tested on loopback (tests/server/test_nginx.py).
+if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nginx-light
+fi
 # The site build also executes the notebooks in examples/ (mkdocs-jupyter, allow_errors: false:
 # a failing cell fails the build), so pytest does not run them a second time.
 echo "== docs"; NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict
