@@ -41,8 +41,10 @@ def _free_port() -> int:
 class Cluster:
     """One running cluster (see the module doc)."""
 
-    def __init__(self, bindir: Path) -> None:
+    def __init__(self, bindir: Path, *, fsync: bool = False) -> None:
         self.bindir = bindir
+        #: Tests run without fsync (nothing to lose); benchmarks with it, as in production.
+        self.fsync = fsync
         self.root = Path(tempfile.mkdtemp(prefix="infodp-pg-"))
         self.data = self.root / "data"
         self.port = _free_port()
@@ -78,7 +80,8 @@ class Cluster:
         """Start the server (and wait until it accepts connections)."""
         opts = (
             f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} "
-            "-c fsync=off -c max_connections=200 -c shared_buffers=32MB"
+            f"-c fsync={'on' if self.fsync else 'off'} -c max_connections=200 "
+            "-c shared_buffers=32MB"
         )
         self._run(
             str(self.bindir / "pg_ctl"),
@@ -127,12 +130,12 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def cluster() -> Iterator[Cluster]:
+def cluster(*, fsync: bool = False) -> Iterator[Cluster]:
     """A started cluster, removed afterwards (raises RuntimeError when there is none)."""
     bindir = pg_bin()
     if bindir is None:
         raise RuntimeError("PostgreSQL (initdb) is not installed")
-    c = Cluster(bindir)
+    c = Cluster(bindir, fsync=fsync)
     try:
         c.init()
         yield c

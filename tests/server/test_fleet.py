@@ -10,6 +10,9 @@ health route answering 503 exactly while the database is stopped.
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,8 @@ import pytest
 from _asgi import call
 from _postgres import cluster
 from infodp.curator.engine import Curator
-from infodp.server.fleet import FleetLimiter, FleetSlots
+from infodp.curator.ledger import Ledger
+from infodp.server.fleet import FleetLimiter, FleetSlots, Settler
 from infodp.server.limits import SlotsBusy
 
 pytestmark = pytest.mark.postgres
@@ -68,6 +72,7 @@ def test_a_dead_servers_slot_comes_back(pg_cluster: Any) -> None:
     with pytest.raises(SlotsBusy):
         asyncio.run(_enter(alive))
     dead._conn.drop()  # its session ends, as when the process dies
+    alive.max_waiting, alive.wait_timeout = 1, 20.0  # (the server ends the session soon after)
     assert asyncio.run(_enter(alive)) == "ran"
 
 
@@ -98,3 +103,51 @@ def test_health_is_503_while_the_ledger_is_unreachable(tmp_path: Path) -> None:
             assert call(app, "GET", "/v1/health").status_code == 200
         finally:
             app.state.service.close()
+
+
+def test_an_unreachable_database_falls_back_to_this_servers_limits(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from _postgres import _free_port
+
+    url = f"postgresql://u@127.0.0.1:{_free_port()}/x"
+    limiter = FleetLimiter(url, rate=1e-6, burst=1)
+    with caplog.at_level(logging.WARNING, logger="infodp.server"):
+        assert [limiter.acquire("a"), limiter.acquire("a") > 0] == [0.0, True]
+    assert "fleet rate limit unavailable (OperationalError): local limit" in caplog.text
+    slots = FleetSlots(url, 1, max_waiting=0, wait_timeout=0.3)
+    assert asyncio.run(_enter(slots)) == "ran"  # this server's own slots
+
+
+def test_the_settler_settles_and_says_so(pg_cluster: Any, caplog: pytest.LogCaptureFixture) -> None:
+    url = pg_cluster.new_schema()
+    led = Ledger(url)
+    led.register_dataset("t", "{}", rows=1, source="-")
+    led.add_analyst("a", "t", Fraction(1), Fraction(0))
+    entry = led.reserve("a", "t", "q", Fraction(1, 4), Fraction(0), 0.0)
+    with caplog.at_level(logging.WARNING, logger="infodp.server"):
+        settler = Settler(led, lease=0.2)
+        try:
+            deadline = time.monotonic() + 20
+            while led.entry(entry).status == "reserved":
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        finally:
+            settler.stop()
+    assert "settled 1 reservation(s) of a stopped server" in caplog.text
+    assert led.budget("a", "t").spent_epsilon == Fraction(1, 4)
+    led.close()
+
+
+def test_an_unreachable_ledger_is_503_not_500(caplog: pytest.LogCaptureFixture) -> None:
+    from infodp.curator.ledger.postgres import Unreachable
+    from infodp.server.errors import internal_error
+
+    with caplog.at_level(logging.WARNING, logger="infodp.server"):
+        err = internal_error(Unreachable("server closed the connection"), "query")
+    assert (err.status, err.message, err.headers) == (
+        503,
+        "the ledger cannot be reached; retry",
+        {"Retry-After": "1"},
+    )
+    assert "ledger unreachable in query: server closed the connection" in caplog.text

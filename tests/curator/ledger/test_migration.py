@@ -133,3 +133,38 @@ def test_migrate_refuses_a_database_that_holds_a_ledger_and_a_url_that_is_not_on
     # Refused: the store still charges its file.
     Curator(db).query("b", "SELECT COUNT(*) FROM orig", epsilon="0.25")
     assert len(_sqlite(db, ENTRIES)) == 4
+
+
+def test_migrate_says_what_it_did_and_refuses_a_second_time(
+    tmp_path: Path, pg_cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, _ = _format_4_store(tmp_path)
+    url = pg_cluster.new_schema()
+    assert main(["ledger", "migrate", "--db", str(db), "--to", url]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"ledger of {db} moved to postgresql://postgres@127.0.0.1:")
+    assert "3 entries, verified; the store now uses it" in out
+    again = pg_cluster.new_schema()
+    assert main(["ledger", "migrate", "--db", str(db), "--to", again]) == 2
+    assert "a store whose ledger is still its SQLite file" in capsys.readouterr().err
+
+
+def test_a_source_that_fails_the_full_verification_is_not_copied(
+    tmp_path: Path, pg_cluster: Any
+) -> None:
+    """An edit before the verified checkpoint passes the open, not the full verification."""
+    from infodp.curator.ledger import Ledger
+
+    path = tmp_path / "l.ledger"
+    led = Ledger(path)
+    led.register_dataset("t", "{}", rows=1, source="-")
+    led.add_analyst("a", "t", Fraction(100), Fraction(0))
+    for i in range(70):
+        led.reserve("a", "t", f"q{i}", Fraction(1, 100), Fraction(0), 0.0)
+    led.close()
+    Ledger(path).close()  # the checkpoint moves past the first entries
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE entries SET sql = 'edited' WHERE id = 1")
+    store_id = Ledger(path).store_id  # still opens
+    with pytest.raises(LedgerError, match=r"does not verify .*; nothing was copied"):
+        copy_to_postgres(path, pg_cluster.new_schema(), store_id=store_id)
