@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import threading
 import weakref
 from collections.abc import AsyncIterator
@@ -61,7 +62,7 @@ class _Conn:
         if self._raw is None or self._raw.closed or self._raw.broken:
             self._raw = psycopg.connect(self.url, autocommit=True, connect_timeout=5)
             self.generation += 1
-            weakref.finalize(self, _close_quietly, self._raw)  # closed with this object
+            weakref.finalize(self, _close_quietly, self._raw, os.getpid())  # closed with it
         return self._raw
 
     def drop(self) -> None:
@@ -70,7 +71,9 @@ class _Conn:
         self._raw = None
 
 
-def _close_quietly(conn: Any) -> None:
+def _close_quietly(conn: Any, pid: int | None = None) -> None:
+    if pid is not None and pid != os.getpid():
+        return  # inherited through a fork: closing it would end the parent's session
     with contextlib.suppress(Exception):
         conn.close()
 

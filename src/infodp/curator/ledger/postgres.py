@@ -286,7 +286,9 @@ class PgConnection:
         return bool(self.raw.closed or self.raw.broken)
 
 
-def _close_quietly(conn: psycopg.Connection[Row]) -> None:
+def _close_quietly(conn: psycopg.Connection[Row], pid: int | None = None) -> None:
+    if pid is not None and pid != os.getpid():
+        return  # inherited through a fork: closing it would end the parent's session
     with contextlib.suppress(Exception):
         conn.close()
 
@@ -327,13 +329,15 @@ class PgDatabase(Database):
         self.in_memory = False
         self.url = url
         self.path = cast(Path, _Location(url))
-        self.absolute = redact(url)
+        # What names this ledger among the process's (group commit, writers' lock): the URL
+        # without its password, with its options (one schema is one ledger).
+        self.absolute = redact(url) + "?" + urllib.parse.urlsplit(url).query
         self._pg: PgConnection | None = None
 
     @property
     def name(self) -> str:
         """The ledger as messages name it (the URL without its password)."""
-        return self.absolute
+        return redact(self.url)
 
     def exists(self) -> bool:
         """Whether the database holds a ledger (its ``meta`` table)."""
@@ -378,7 +382,7 @@ class PgDatabase(Database):
             ) from None
         raw.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
         # Closed with the database object at the latest (a ledger nobody closed).
-        weakref.finalize(self, _close_quietly, raw)
+        weakref.finalize(self, _close_quietly, raw, os.getpid())
         return raw
 
     def sync(self) -> None:
