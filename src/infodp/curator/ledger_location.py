@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from infodp.curator.backends.duckdb import DuckDBBackend
 
 __all__ = [
+    "LEDGER_ENV",
     "chosen_ledger",
     "default_ledger",
     "move_ledger",

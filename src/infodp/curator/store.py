@@ -487,6 +487,9 @@ def reinit_ledger(db: str | os.PathLike[str], *, timeout: float = 120.0) -> Rein
         raise ParameterError("--db", str(db), "an existing infodp store")
     backend = DuckDBBackend(path, timeout=timeout)
     store_id = _write_store_id(backend)
+    # A store on a PostgreSQL ledger starts again on a file (that database is left as it is).
+    if stored_ledger(backend) is not None:
+        remember_ledger(backend, None)
     lp = ledger_path(path)
     for p in (lp, Path(str(lp) + "-wal"), Path(str(lp) + "-shm")):
         with contextlib.suppress(FileNotFoundError):
