@@ -233,7 +233,8 @@ def main() -> None:
         "charges under the ledger's lock (see the charges/s above).\n\n"
         f"Settling a dead server's reservations: {settled} reservations left open by a "
         f"process that stopped, lease {LEASE:g} s, one surviving server: the last was settled "
-        f"{late:.2f} s after its lease expired (the settler looks every lease/4 s)."
+        f"{late:.2f} s after its lease expired (the settler looks every lease/4 s). The "
+        "machine is shared with other jobs, so single numbers vary by tens of percent."
     )
     print(body)
     if not args.no_write:
