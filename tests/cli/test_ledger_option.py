@@ -8,6 +8,7 @@ ledger file beside the store.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +29,14 @@ def test_a_store_started_with_ledger_url_keeps_using_it(
 ) -> None:
     import psycopg
 
-    monkeypatch.delenv(LEDGER_ENV, raising=False)  # --ledger sets it for this process
+    # --ledger sets it for this process (and its children): restored afterwards.
+    monkeypatch.setenv(LEDGER_ENV, "")
     url = pg_cluster.new_schema()
     db = people_files.db
     files = ["--source", people_files.source, "--schema", people_files.schema]
     register = ["dataset", "register", "--db", db, "--ledger", url, "--name", "people"]
     assert main([*register, *files]) == 0
-    monkeypatch.delenv(LEDGER_ENV)  # what follows is told nothing
+    assert not os.environ.get(LEDGER_ENV)  # chosen for that command only
     add = ["analyst", "add", "--db", db, "--dataset", "people", "--epsilon", "1"]
     assert main([*add, "--name", "alice"]) == 0
     sql = "SELECT COUNT(*) FROM people"
@@ -52,3 +54,8 @@ def test_a_store_started_with_ledger_url_keeps_using_it(
     assert Path(db + ".ledger").exists()
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT count(*) FROM entries").fetchone() == (1,)
+
+
+def test_the_ledger_option_leaves_no_choice_behind() -> None:
+    """(Runs after the test above in one process: its --ledger is not inherited.)"""
+    assert not os.environ.get(LEDGER_ENV)

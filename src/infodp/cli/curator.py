@@ -35,10 +35,23 @@ _db_option = click.option(
 
 
 def _use_ledger(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """``--ledger``: the ledger of the stores this command (and its children) opens, chosen
+    until the command ends."""
     if value:
-        from infodp.curator.ledger_location import use_ledger
+        import os
 
+        from infodp.curator.ledger_location import LEDGER_ENV, use_ledger
+
+        before = os.environ.get(LEDGER_ENV)
         use_ledger(value)
+
+        def restore() -> None:
+            if before is None:
+                os.environ.pop(LEDGER_ENV, None)
+            else:
+                os.environ[LEDGER_ENV] = before
+
+        ctx.call_on_close(restore)
 
 
 _ledger_option = click.option(
