@@ -38,6 +38,9 @@ from infodp.curator.limits import MAX_IN_LIST
 from infodp.curator.schema import load_schema
 from infodp.errors import BudgetExceeded, InfodpError, ParameterError, QueryFailed
 
+# Every test on both ledger storages (SQLite, PostgreSQL: tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("ledger_kind")
+
 SCHEMA = {
     "table": "people",
     "privacy_unit": "person_id",
