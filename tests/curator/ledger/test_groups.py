@@ -166,11 +166,11 @@ def _as_format_3(db: Path) -> None:
     )
 
 
+@sqlite_only("older formats exist only as SQLite files")
 def test_a_store_of_the_previous_format_opens_keeps_working_and_is_sketched(
     tmp_path: Path,
     ledger_kind: str,
 ) -> None:
-    sqlite_only(ledger_kind, "older formats exist only as SQLite files")
     db = tmp_path / "s.duckdb"
     cur = Curator(db)
     cur.register_dataset("orig", _frame(500), SCHEMA, max_epsilon=2)
@@ -220,13 +220,13 @@ def _as_format_4(db: Path) -> None:
     conn.close()
 
 
+@sqlite_only("older formats exist only as SQLite files")
 def test_a_format_4_store_keeps_its_groups_as_recorded_and_grants_as_named(
     tmp_path: Path,
     ledger_kind: str,
 ) -> None:
     """A group the sketch made in format 4 stays (now shown as recorded); a grant of
     format 4 covers the dataset it is stored on (the root), never the group's others."""
-    sqlite_only(ledger_kind, "older formats exist only as SQLite files")
     db = tmp_path / "s.duckdb"
     cur = Curator(db)
     cur.register_dataset("orig", _frame(500), SCHEMA, max_epsilon=2)
@@ -263,10 +263,10 @@ def test_an_access_list_edited_by_hand_fails_verify_and_is_never_charged(tmp_pat
     cur.close()
 
 
+@sqlite_only("older formats exist only as SQLite files")
 def test_an_edit_of_a_previous_format_ledger_is_still_caught(
     tmp_path: Path, ledger_kind: str
 ) -> None:
-    sqlite_only(ledger_kind, "older formats exist only as SQLite files")
     db = _grouped_store(tmp_path)
     _sql(
         db,
@@ -279,8 +279,8 @@ def test_an_edit_of_a_previous_format_ledger_is_still_caught(
         store_ledger(db)
 
 
+@sqlite_only("it deletes the ledger file")
 def test_a_reinitialised_ledger_restores_the_groups(tmp_path: Path, ledger_kind: str) -> None:
-    sqlite_only(ledger_kind, "it deletes the ledger file")
     db = _grouped_store(tmp_path)
     os.remove(str(db) + ".ledger")
     assert reinit_ledger(db)["datasets"] == ["orig", "copy"]  # the root first
