@@ -21,7 +21,7 @@ from infodp.cli._common import emit, json_option, output_console, parse_floats, 
 from infodp.errors import LedgerError, ParameterError
 from infodp.units import nats_to_bits
 
-__all__ = ["COMMANDS"]
+__all__ = ["COMMANDS", "db_option"]
 
 _db_option = click.option(
     "--db",
