@@ -9,9 +9,11 @@ Only declared, public facts shape the domain (never the data):
   step, round), and the grid points ``lo … hi`` are cut into at most ``bins`` runs of equal
   width (the last may be shorter): an int column with few values keeps one code per value.
 
-A NULL (or an undeclared category) gets one extra code, written back as NULL, so that no row
-is dropped silently: the neighbouring relation is the curator's (one unit adds or removes its
-rows), whatever the values.
+A category column, or a column whose NULLs are declared ``nulls: drop``, gets one extra code
+for NULL or an undeclared category (written back as NULL: the private value is never
+published), so that no row is dropped silently and the neighbouring relation stays the
+curator's (one unit adds or removes its rows), whatever the values. Other columns hold no NULL
+(the declaration refuses or replaces them at registration).
 
 >>> from infodp.curator.schema import load_schema
 >>> s = load_schema({"table": "t", "privacy_unit": "row", "columns": {
@@ -19,7 +21,7 @@ rows), whatever the values.
 ...     "region": {"type": "category", "categories": ["n", "s"]}}})
 >>> d = Domain.of(s, ["age", "region"], bins=10)
 >>> d.sizes, d.attributes[0].labels[:2]
-((11, 3), ('0-9', '10-19'))
+((10, 3), ('0-9', '10-19'))
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ Codes = npt.NDArray[np.int64]
 
 @dataclass(frozen=True, slots=True)
 class Attribute:
-    """One column as codes ``0 … size − 1`` (the last is NULL / undeclared).
+    """One column as codes ``0 … size − 1`` (with ``extra``, the last is NULL / undeclared).
 
     ``kind`` is ``category``, ``bool`` or ``numeric``; a numeric attribute's code c < size − 1
     covers the grid points ``lo + c·width … lo + (c + 1)·width − 1`` (times ``step``).
@@ -60,19 +62,21 @@ class Attribute:
     hi: int = 0
     width: int = 1
     integer: bool = True
+    extra: bool = True
 
     @property
     def size(self) -> int:
         """Number of codes, the NULL code included."""
-        return len(self.labels) + 1
+        return len(self.labels) + int(self.extra)
 
     @classmethod
     def of(cls, col: ColumnSpec, bins: int) -> Attribute:
         """The attribute of a declared column (categories, bool, or bounded numbers)."""
         if col.type == "category" and col.categories is not None:
             return cls(col.name, "category", tuple(col.categories))
+        extra = col.nulls.action == "drop"
         if col.type == "bool":
-            return cls(col.name, "bool", ("false", "true"))
+            return cls(col.name, "bool", ("false", "true"), extra=extra)
         if col.is_numeric and col.bounds is not None:
             g = column_grid(col)
             points = g.hi - g.lo + 1
@@ -82,7 +86,9 @@ class Attribute:
                 _label(g.lo + c * width, min(g.hi, g.lo + (c + 1) * width - 1), g.step)
                 for c in range(count)
             )
-            return cls(col.name, "numeric", labels, g.step, g.lo, g.hi, width, col.is_integer)
+            return cls(
+                col.name, "numeric", labels, g.step, g.lo, g.hi, width, col.is_integer, extra
+            )
         raise ParameterError(
             f"synthetic data column {col.name!r} needs declared categories or bounds "
             f"(it is declared as {col.type} without them)."
@@ -90,7 +96,7 @@ class Attribute:
 
     def encode(self, values: pd.Series) -> Codes:
         """Codes of raw column values (NULL and undeclared values: the last code)."""
-        null = self.size - 1
+        null = self.size - 1 if self.extra else 0
         if self.kind == "category":
             index = {v: i for i, v in enumerate(self.labels)}
             mapped = values.map(lambda v: index.get(str(v), null) if pd.notna(v) else null)
@@ -108,13 +114,13 @@ class Attribute:
 
     def decode(self, codes: Codes, rng: np.random.Generator) -> list[object]:
         """Values for codes: the label (categories, bools) or a grid point drawn uniformly
-        within the bin (numbers); NULL for the last code."""
-        null = self.size - 1
+        within the bin (numbers); NULL for the extra code."""
+        null = self.size - 1 if self.extra else self.size
         if self.kind == "category":
             return [None if c == null else self.labels[c] for c in codes.tolist()]
         if self.kind == "bool":
             return [None if c == null else bool(c) for c in codes.tolist()]
-        first = self.lo + np.minimum(codes, null - 1) * self.width
+        first = self.lo + np.minimum(codes, len(self.labels) - 1) * self.width
         last = np.minimum(first + self.width - 1, self.hi)
         units = first + np.floor(rng.random(codes.size) * (last - first + 1)).astype(np.int64)
         values = units * self.step
@@ -128,7 +134,7 @@ def _label(first: int, last: int, step: float) -> str:
 
 
 def _text(value: float, step: float) -> str:
-    return str(int(value)) if step == 1.0 else f"{value:g}"
+    return str(int(value)) if step == 1.0 else f"{value:.4g}"
 
 
 @dataclass(frozen=True, slots=True)
