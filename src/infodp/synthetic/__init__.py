@@ -16,6 +16,23 @@ released values only (:mod:`~infodp.synthetic.fidelity`). The curator releases i
 
 from __future__ import annotations
 
+from infodp.synthetic.aim import aim
+from infodp.synthetic.budget import rho_for
+from infodp.synthetic.domain import Domain
+from infodp.synthetic.guarantee import ZCDPGuarantee
+from infodp.synthetic.mst import mst
 from infodp.synthetic.release import MAX_ROWS, METHODS, SyntheticData, synthesize
+from infodp.synthetic.table import SyntheticTable
 
-__all__ = ["MAX_ROWS", "METHODS", "SyntheticData", "synthesize"]
+__all__ = [
+    "MAX_ROWS",
+    "METHODS",
+    "Domain",
+    "SyntheticData",
+    "SyntheticTable",
+    "ZCDPGuarantee",
+    "aim",
+    "mst",
+    "rho_for",
+    "synthesize",
+]

@@ -9,11 +9,10 @@ Only declared, public facts shape the domain (never the data):
   step, round), and the grid points ``lo … hi`` are cut into at most ``bins`` runs of equal
   width (the last may be shorter): an int column with few values keeps one code per value.
 
-A category column, or a column whose NULLs are declared ``nulls: drop``, gets one extra code
-for NULL or an undeclared category (written back as NULL: the private value is never
-published), so that no row is dropped silently and the neighbouring relation stays the
-curator's (one unit adds or removes its rows), whatever the values. Other columns hold no NULL
-(the declaration refuses or replaces them at registration).
+A row holding NULL (a column declared ``nulls: drop``) or a category outside the declaration
+in a released column is left out, as the curator's queries leave it out of a declared GROUP BY:
+a filter applied row by row, so one unit still adds or removes at most its own rows (the
+sensitivity is unchanged), and no undeclared value is ever published.
 
 >>> from infodp.curator.schema import load_schema
 >>> s = load_schema({"table": "t", "privacy_unit": "row", "columns": {
@@ -21,7 +20,7 @@ curator's (one unit adds or removes its rows), whatever the values. Other column
 ...     "region": {"type": "category", "categories": ["n", "s"]}}})
 >>> d = Domain.of(s, ["age", "region"], bins=10)
 >>> d.sizes, d.attributes[0].labels[:2]
-((10, 3), ('0-9', '10-19'))
+((10, 2), ('0-9', '10-19'))
 """
 
 from __future__ import annotations
@@ -48,7 +47,7 @@ Codes = npt.NDArray[np.int64]
 
 @dataclass(frozen=True, slots=True)
 class Attribute:
-    """One column as codes ``0 … size − 1`` (with ``extra``, the last is NULL / undeclared).
+    """One column as codes ``0 … size − 1`` (−1 marks a NULL or an undeclared value).
 
     ``kind`` is ``category``, ``bool`` or ``numeric``; a numeric attribute's code c < size − 1
     covers the grid points ``lo + c·width … lo + (c + 1)·width − 1`` (times ``step``).
@@ -62,21 +61,19 @@ class Attribute:
     hi: int = 0
     width: int = 1
     integer: bool = True
-    extra: bool = True
 
     @property
     def size(self) -> int:
-        """Number of codes, the NULL code included."""
-        return len(self.labels) + int(self.extra)
+        """Number of codes."""
+        return len(self.labels)
 
     @classmethod
     def of(cls, col: ColumnSpec, bins: int) -> Attribute:
         """The attribute of a declared column (categories, bool, or bounded numbers)."""
         if col.type == "category" and col.categories is not None:
             return cls(col.name, "category", tuple(col.categories))
-        extra = col.nulls.action == "drop"
         if col.type == "bool":
-            return cls(col.name, "bool", ("false", "true"), extra=extra)
+            return cls(col.name, "bool", ("false", "true"))
         if col.is_numeric and col.bounds is not None:
             g = column_grid(col)
             points = g.hi - g.lo + 1
@@ -86,17 +83,15 @@ class Attribute:
                 _label(g.lo + c * width, min(g.hi, g.lo + (c + 1) * width - 1), g.step)
                 for c in range(count)
             )
-            return cls(
-                col.name, "numeric", labels, g.step, g.lo, g.hi, width, col.is_integer, extra
-            )
+            return cls(col.name, "numeric", labels, g.step, g.lo, g.hi, width, col.is_integer)
         raise ParameterError(
             f"synthetic data column {col.name!r} needs declared categories or bounds "
             f"(it is declared as {col.type} without them)."
         )
 
     def encode(self, values: pd.Series) -> Codes:
-        """Codes of raw column values (NULL and undeclared values: the last code)."""
-        null = self.size - 1 if self.extra else 0
+        """Codes of raw column values (NULL and undeclared values: −1)."""
+        null = -1
         if self.kind == "category":
             index = {v: i for i, v in enumerate(self.labels)}
             mapped = values.map(lambda v: index.get(str(v), null) if pd.notna(v) else null)
@@ -114,18 +109,16 @@ class Attribute:
 
     def decode(self, codes: Codes, rng: np.random.Generator) -> list[object]:
         """Values for codes: the label (categories, bools) or a grid point drawn uniformly
-        within the bin (numbers); NULL for the extra code."""
-        null = self.size - 1 if self.extra else self.size
+        within the bin (numbers)."""
         if self.kind == "category":
-            return [None if c == null else self.labels[c] for c in codes.tolist()]
+            return [self.labels[c] for c in codes.tolist()]
         if self.kind == "bool":
-            return [None if c == null else bool(c) for c in codes.tolist()]
-        first = self.lo + np.minimum(codes, len(self.labels) - 1) * self.width
+            return [bool(c) for c in codes.tolist()]
+        first = self.lo + codes * self.width
         last = np.minimum(first + self.width - 1, self.hi)
         units = first + np.floor(rng.random(codes.size) * (last - first + 1)).astype(np.int64)
         values = units * self.step
-        out: list[object] = [int(v) if self.integer else float(v) for v in values.tolist()]
-        return [None if c == null else v for c, v in zip(codes.tolist(), out, strict=True)]
+        return [int(v) if self.integer else float(v) for v in values.tolist()]
 
 
 def _label(first: int, last: int, step: float) -> str:
@@ -168,13 +161,15 @@ class Domain:
         return math.prod(self.sizes[i] for i in clique)
 
     def encode(self, frame: pd.DataFrame) -> Codes:
-        """The table as an (n, d) matrix of codes (columns of ``frame`` by name)."""
+        """The table as an (n, d) matrix of codes (columns of ``frame`` by name), without the
+        rows holding a NULL or an undeclared value."""
         if not self.attributes:
             return np.zeros((len(frame), 0), dtype=np.int64)
-        return np.column_stack([a.encode(frame[a.name]) for a in self.attributes])
+        codes = np.column_stack([a.encode(frame[a.name]) for a in self.attributes])
+        return np.asarray(codes[(codes >= 0).all(axis=1)], dtype=np.int64)
 
     def decode(self, codes: Codes, rng: np.random.Generator) -> pd.DataFrame:
-        """A table of values from an (n, d) matrix of codes."""
+        """A table of values from an (n, d) matrix of codes (nullable pandas dtypes)."""
         return pd.DataFrame(
             {
                 a.name: pd.array(a.decode(codes[:, i], rng), dtype=_DTYPES[(a.kind, a.integer)])
@@ -183,7 +178,7 @@ class Domain:
         )
 
 
-#: Nullable pandas dtypes of decoded columns (NULL stays NULL, not NaN), by (kind, integer).
+#: Pandas dtypes of decoded columns (nullable, as a query's answer), by (kind, integer).
 _DTYPES = {
     ("category", True): "string",
     ("bool", True): "boolean",
