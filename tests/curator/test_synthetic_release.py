@@ -206,3 +206,28 @@ def test_session_synthesize_spends_once_and_answers_for_free() -> None:
     assert s.remaining_epsilon == 2.0
     r = s.query_synopsis("fake", "SELECT COUNT(*) FROM census")
     assert r["rows"] == [[len(t.frame)]] and s.remaining_epsilon == 2.0
+
+
+def test_a_release_is_reproducible_from_its_random_source(tmp_path: Path) -> None:
+    frames = []
+    for run in ("a", "b"):
+        cur = Curator(
+            tmp_path / f"{run}.duckdb",
+            source=InsecureSeededSource(21, i_understand_this_is_not_private=True),
+        )
+        cur.register_dataset("census", _census(800), DECLARATION)
+        cur.add_analyst("alice", "census", epsilon=2, delta="1e-5")
+        frames.append(
+            cur.release_synthetic("alice", "fake", "census", epsilon=1, delta="1e-6").frame
+        )
+        cur.close()
+    pd.testing.assert_frame_equal(frames[0], frames[1])
+
+
+def test_a_synthetic_table_is_not_read_as_a_histogram(curator: Curator) -> None:
+    curator.release_synthetic("alice", "fake", "census", epsilon=1, delta="1e-6")
+    with pytest.raises(ParameterError, match="is a synthetic table: read it with synthetic"):
+        curator.synopsis("fake")
+    curator.release_synopsis("alice", "hist", "census", ["region"], epsilon="0.5")
+    with pytest.raises(ParameterError, match="is a histogram, not a synthetic table"):
+        curator.synthetic("hist")

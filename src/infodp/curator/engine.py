@@ -556,6 +556,10 @@ class Curator(DataOwner):
         from infodp.curator.synopsis import Synopsis
 
         _, _, spec, data = self.ledger.synopsis(name, dataset)
+        if spec.get("kind") == "synthetic":
+            raise ParameterError(
+                f"synopsis {name!r} is a synthetic table: read it with synthetic()."
+            )
         return Synopsis.from_stored(name, spec, data)
 
     def query_synopsis(
