@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from infodp.accounting.conversions import zcdp_to_epsilon
-from infodp.audit.auditor import audit
-from infodp.mechanisms.sampling import InsecureSeededSource
+from infodp.audit.auditor import VectorisedMechanism, audit
+from infodp.mechanisms.sampling import InsecureSeededSource, discrete_gaussian_batch
 from infodp.synthetic.budget import gaussian_rho, sigma_for
 from infodp.synthetic.measure import marginal, measure
 
@@ -55,15 +55,17 @@ def test_released_counts_are_python_exact_integers() -> None:
     assert type(m).from_dict(m.to_dict()).values.tolist() == m.values.tolist()
 
 
-def _measured(sigma: Fraction, counter: list[int]):  # type: ignore[no-untyped-def]
-    def mechanism(table: list[int]) -> float:
-        counter[0] += 1
-        codes = np.array(table, dtype=np.int64).reshape(-1, 1)
-        # One cell of the marginal: the one the neighbour changes.
-        values = measure(codes, (2,), (0,), sigma, _source(counter[0])).values
-        return float(values[1])
+def _measured(sigma: Fraction) -> VectorisedMechanism:
+    """The measured cell a neighbour changes: its exact count (:func:`marginal`) plus the
+    secure discrete Gaussian :func:`measure` adds, drawn in batches by the same sampler."""
 
-    return mechanism
+    def sample(table: list[int], size: int, rng: np.random.Generator) -> np.ndarray:
+        codes = np.array(table, dtype=np.int64).reshape(-1, 1)
+        exact = int(marginal(codes, (2,), (0,))[1])
+        source = _source(int(rng.integers(2**31)))
+        return exact + np.asarray(discrete_gaussian_batch(sigma, size, source), dtype=np.float64)
+
+    return VectorisedMechanism(sample, "measured marginal cell")
 
 
 def test_audit_of_one_measurement_stays_below_its_charge() -> None:
@@ -74,10 +76,10 @@ def test_audit_of_one_measurement_stays_below_its_charge() -> None:
     table = [0, 0, 1, 1, 1]
     neighbour = [*table, 1]  # one more person, in cell 1
     result = audit(
-        _measured(sigma, [0]),
+        _measured(sigma),
         table,
         neighbour,
-        samples=40_000,
+        samples=200_000,
         claimed_epsilon=charged,
         claimed_delta=delta,
         rng=3,
@@ -93,10 +95,10 @@ def test_audit_catches_a_measurement_with_too_little_noise() -> None:
     delta = 1e-3
     charged = zcdp_to_epsilon(float(gaussian_rho(sigma)), delta)
     result = audit(
-        _measured(sigma, [0]),
+        _measured(sigma),
         [0] * 5,
         [0] * 5 + [1] * 6,
-        samples=40_000,
+        samples=200_000,
         claimed_epsilon=charged,
         claimed_delta=delta,
         rng=3,
