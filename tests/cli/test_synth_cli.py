@@ -76,3 +76,12 @@ def test_synth_refuses_a_bad_output_path_before_spending(
     assert code != 0
     assert "--out must be a path ending in .csv or .parquet" in capsys.readouterr().err
     assert _spent(store) == 0
+
+
+def test_synth_text_output_states_the_cost_in_bits(
+    store: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["synth", "--db", store, *ARGS, "--epsilon", "1", "--method", "mst"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("released synthetic table fake (mst, ")
+    assert "bits per person" in text and "infodp query --synopsis fake" in text
