@@ -231,3 +231,22 @@ def test_a_synthetic_table_is_not_read_as_a_histogram(curator: Curator) -> None:
     curator.release_synopsis("alice", "hist", "census", ["region"], epsilon="0.5")
     with pytest.raises(ParameterError, match="is a histogram, not a synthetic table"):
         curator.synthetic("hist")
+
+
+def test_a_failure_after_the_reservation_keeps_the_charge_and_says_nothing(
+    curator: Curator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from infodp.curator import synthetic_release
+    from infodp.errors import QueryFailed
+
+    def broken(*args: object) -> object:
+        raise RuntimeError("a message that must not reach the analyst")
+
+    monkeypatch.setattr(synthetic_release, "_synthesize", broken)
+    before = _left(curator)
+    with pytest.raises(QueryFailed) as refused:
+        curator.release_synthetic("alice", "fake", "census", epsilon=1, delta="1e-6")
+    assert "must not reach" not in str(refused.value)
+    assert before[0] - _left(curator)[0] == 1
+    entry = curator.ledger.entries("alice")[-1]
+    assert entry.status == "failed" and "must not reach" in (entry.error or "")

@@ -117,13 +117,15 @@ def release_synthetic(
     try:
         frame = _read(curator, sql)
         out = _synthesize(curator, frame, domain, eps, dlt, method, work, rows, m)
+        table = _stored(name, schema.table, entry, out)
+        curator.ledger.save_synopsis(
+            name, schema.table, analyst, entry, table.spec, {"columns": table.to_data()}
+        )
     except BaseException as err:
+        # After the reservation a failure may depend on the data: one constant error, the
+        # charge stays, the cause goes to the ledger only (as a query's).
         curator.ledger.fail(entry, f"{type(err).__name__}: {err}"[:500])
         raise QueryFailed() if isinstance(err, Exception) else err from None
-    table = _stored(name, schema.table, entry, out)
-    curator.ledger.save_synopsis(
-        name, schema.table, analyst, entry, table.spec, {"columns": table.to_data()}
-    )
     curator.ledger.complete(entry, _payload(table))
     return table
 
