@@ -250,3 +250,24 @@ def test_a_failure_after_the_reservation_keeps_the_charge_and_says_nothing(
     assert before[0] - _left(curator)[0] == 1
     entry = curator.ledger.entries("alice")[-1]
     assert entry.status == "failed" and "must not reach" in (entry.error or "")
+
+
+def test_a_zcdp_budget_is_charged_rho_and_an_approx_budget_epsilon_delta(tmp_path: Path) -> None:
+    from infodp.accounting.accountant import Budget
+
+    cur = Curator(
+        tmp_path / "z.duckdb",
+        source=InsecureSeededSource(5, i_understand_this_is_not_private=True),
+    )
+    cur.register_dataset("census", _census(500), DECLARATION)
+    cur.add_analyst("zoe", "census", budget=Budget.zcdp(1))
+    cur.add_analyst("amy", "census", budget=Budget.approx(2, "1e-5"))
+    cur.release_synthetic("zoe", "z", "census", epsilon=1, delta="1e-6", method="mst")
+    cur.release_synthetic("amy", "a", "census", epsilon=1, delta="1e-6", method="mst")
+    rho = float(rho_for(1.0, 1e-6))
+    # zCDP: the charge is ρ (the Gaussian's σ rounded down: a hair more, never less).
+    left = 1 - cur.ledger.budget("zoe", "census").to_dict()["accountant"]["remaining"]
+    assert rho <= left <= rho * (1 + 1e-9)
+    # approx: (ε, δ) = (1, 1e-6) spent by the accountant's PLD, one release of (ε, δ)-DP.
+    remaining = cur.ledger.budget("amy", "census").to_dict()["accountant"]["remaining"]
+    assert remaining["epsilon_spent"] == pytest.approx(1.0, rel=1e-6)

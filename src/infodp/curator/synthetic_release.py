@@ -7,15 +7,18 @@ release's (ε, δ) in the ledger durably, reads the declared columns once (at mo
 the outcome in the ledger entry that paid for it; the rows are stored as a synopsis, so later SQL
 over them is free (:class:`~infodp.synthetic.table.SyntheticTable`).
 
-The entry's privacy profile is ``approximate-dp`` (ε, δ): the release is ρ-zCDP for the largest
-ρ that converts to (ε, δ) (:func:`infodp.synthetic.budget.rho_for`), hence (ε, δ)-DP; its
-information cost is ρ nats per person (the KL bound of ρ-zCDP, Bun & Steinke 2016).
+The release is ρ-zCDP for the largest ρ that converts to (ε, δ)
+(:func:`infodp.synthetic.budget.rho_for`), hence (ε, δ)-DP. The entry's privacy profile is
+``approximate-dp`` (ε, δ), or a Gaussian of Rényi curve αρ for an analyst whose accountant
+counts in zcdp or rdp (:func:`_profile_spec`); its information cost is ρ nats per person (the
+KL bound of ρ-zCDP, Bun & Steinke 2016).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from infodp._exact import float_down, float_up
@@ -98,11 +101,7 @@ def release_synthetic(
     m = 1 if schema.unit_is_row else schema.max_rows_per_unit
     sql = synthetic_sql(schema, domain.names)
     record = curator.ledger.dataset(schema.table)
-    spec: JsonObject = {
-        "mechanism": "approximate-dp",
-        "epsilon": float_up(eps),
-        "delta": float_up(dlt),
-    }
+    spec = _profile_spec(curator, analyst, schema.table, eps, dlt, rho)
     entry = curator.ledger.reserve(
         analyst,
         schema.table,
@@ -128,6 +127,22 @@ def release_synthetic(
         raise QueryFailed() if isinstance(err, Exception) else err from None
     curator.ledger.complete(entry, _payload(table))
     return table
+
+
+def _profile_spec(
+    curator: Curator, analyst: str, dataset: str, eps: Fraction, dlt: Fraction, rho: Fraction
+) -> JsonObject:
+    """The privacy profile the analyst's accountant spends: ``approximate-dp`` (ε, δ) — the
+    tight consequence of (ε, δ) alone (Kairouz, Oh & Viswanath 2015) — or, for an accountant
+    in zcdp or rdp (which read only Rényi divergences), a Gaussian whose Rényi curve is αρ'
+    for a ρ' ≥ ρ (σ rounded down): every ρ-zCDP release has D_α ≤ αρ (Bun & Steinke 2016,
+    Definition 1.1), so that charge is an upper bound."""
+    from infodp.synthetic.budget import sqrt_down
+
+    currency = curator.ledger.budget(analyst, dataset).currency
+    if currency in ("zcdp", "rdp"):
+        return {"mechanism": "gaussian", "sigma": float(sqrt_down(1 / (2 * rho)))}
+    return {"mechanism": "approximate-dp", "epsilon": float_up(eps), "delta": float_up(dlt)}
 
 
 def _read(curator: Curator, sql: str) -> pd.DataFrame:
