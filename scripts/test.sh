@@ -14,7 +14,7 @@ if [ "${1:-}" = "--quick" ]; then
   HYPOTHESIS_PROFILE=quick exec python3 -m pytest -n auto --dist worksteal -q \
     -m "not slow and not spark" "$@"
 fi
-python3 -m pip install --quiet --disable-pip-version-check -e ".[test,docs,spark,notebooks]"
+python3 -m pip install --quiet --disable-pip-version-check -e ".[test,docs,spark,notebooks,postgres]"
 # Opacus' accountants are checked against infodp's (tests/accounting/interop): they need only
 # numpy and scipy, so Opacus comes without its torch dependency (several GB of CUDA wheels).
 python3 -m pip install --quiet --disable-pip-version-check --no-deps "opacus>=1.5,<2"
@@ -29,6 +29,17 @@ fi
 if ! command -v java >/dev/null && [ -z "${JAVA_HOME:-}" ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends default-jre-headless
+fi
+# The PostgreSQL ledger's tests start a throw-away cluster (tests/_postgres.py: initdb and
+# pg_ctl as the unprivileged user "postgres", on a loopback port): Debian's server package.
+if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends postgresql
+fi
+# docs/deployment.md's nginx configuration is tested on loopback (tests/server/test_nginx.py).
+if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nginx-light
 fi
 # The site build also executes the notebooks in examples/ (mkdocs-jupyter, allow_errors: false:
 # a failing cell fails the build), so pytest does not run them a second time.

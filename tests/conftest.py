@@ -55,3 +55,57 @@ def pytest_collection_modifyitems(config: object, items: list[object]) -> None:
             fn._hypothesis_internal_use_settings = settings(  # type: ignore[union-attr]
                 current, max_examples=QUICK_EXAMPLES
             )
+
+
+# -- PostgreSQL ledgers (tests/_postgres.py) ---------------------------------------------------
+
+from collections.abc import Callable, Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[object]:
+    """A throw-away PostgreSQL cluster for this worker (started once, removed at the end).
+
+    Missing PostgreSQL skips locally; on CI (``CI`` set) it fails: scripts/test.sh installs it.
+    """
+    from _postgres import cluster, pg_bin
+
+    if pg_bin() is None or importlib_missing("psycopg"):
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL or psycopg is missing: scripts/test.sh installs both")
+        pytest.skip("PostgreSQL (initdb) or psycopg is not installed")
+    with cluster() as c:
+        yield c
+
+
+def importlib_missing(name: str) -> bool:
+    """Whether module ``name`` cannot be imported."""
+    import importlib.util
+
+    return importlib.util.find_spec(name) is None
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def ledger_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test with each ledger storage: SQLite (the file beside the store) and
+    PostgreSQL (each new store's ledger a new schema of the session's cluster)."""
+    kind = str(request.param)
+    if kind == "postgres":
+        import infodp.curator.store as store
+
+        pg = request.getfixturevalue("pg_cluster")
+        monkeypatch.setattr(store, "default_ledger", lambda db: pg.new_schema())
+    return kind
+
+
+@pytest.fixture
+def ledger_at(ledger_kind: str, request: pytest.FixtureRequest) -> Callable[[Path], str | Path]:
+    """Where a test's ledger goes: the path it names (SQLite), or a new PostgreSQL schema."""
+    if ledger_kind == "sqlite":
+        return lambda path: path
+    pg = request.getfixturevalue("pg_cluster")
+    urls: dict[str, str] = {}  # one schema per path: the same path, the same ledger
+    return lambda path: urls.setdefault(str(path), urls.get(str(path)) or pg.new_schema())

@@ -494,9 +494,12 @@ def test_a_repeated_query_is_priced_once_and_as_when_fresh(
     finally:
         fresh.close()
     first = cur._priced(sql, Fraction(3, 10), 0, "laplace")
-    first[5]["nats"]["1"] = -1.0  # a caller's change to its own copy
+    nats = first.leakage["nats"]
+    assert isinstance(nats, dict)
+    nats["1"] = -1.0  # a caller's change to the copy it read
     again = cur._priced(sql, 0.3, "0", "laplace")  # the same exact values, other spellings
-    assert again[:5] == want[:5] and again[5] == want[5]
+    assert again == want and again.leakage == want.leakage
+    assert again.leakage.to_dict() == want.leakage.to_dict()
     calls: list[Any] = []
     real = cur.backend.check
     monkeypatch.setattr(cur.backend, "check", lambda *a, **k: calls.append(a) or real(*a, **k))

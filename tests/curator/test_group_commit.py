@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from _ledgers import LedgerAt
 from infodp.curator.ledger import Ledger, storage
 from infodp.errors import BudgetExceeded, ParameterError
 
@@ -53,8 +54,10 @@ def _race(ledgers: list[Ledger], costs: list[Fraction], analyst: str = "a") -> l
 
 
 @pytest.mark.parametrize("objects", [1, 8], ids=["shared-ledger", "ledger-per-thread"])
-def test_concurrent_reservations_are_exact_and_chained(tmp_path: Path, objects: int) -> None:
-    path = tmp_path / "l.ledger"
+def test_concurrent_reservations_are_exact_and_chained(
+    tmp_path: Path, ledger_at: LedgerAt, objects: int
+) -> None:
+    path = ledger_at(tmp_path / "l.ledger")
     led = _ledger(path)
     ledgers = [led] + [Ledger(path) for _ in range(objects - 1)]
     out = _race(ledgers, [Fraction(1, 32)] * 48)
@@ -72,8 +75,8 @@ def test_concurrent_reservations_are_exact_and_chained(tmp_path: Path, objects: 
     assert Ledger(path, create=False).verify() == []  # reopening checks the chain again
 
 
-def test_random_costs_never_overspend(tmp_path: Path) -> None:
-    path = tmp_path / "l.ledger"
+def test_random_costs_never_overspend(tmp_path: Path, ledger_at: LedgerAt) -> None:
+    path = ledger_at(tmp_path / "l.ledger")
     led = _ledger(path)
     rng = random.Random(11)
     costs = [Fraction(rng.randint(1, 40), rng.choice([97, 101, 128])) for _ in range(40)]
@@ -90,10 +93,12 @@ def test_random_costs_never_overspend(tmp_path: Path) -> None:
     assert led.verify() == []
 
 
-def test_one_transaction_serves_a_whole_group(tmp_path: Path, monkeypatch: Any) -> None:
+def test_one_transaction_serves_a_whole_group(
+    tmp_path: Path, ledger_at: LedgerAt, monkeypatch: Any
+) -> None:
     """While one writer holds the ledger, the reservations arriving meanwhile queue and are
     then committed together; a refused one in the middle of the group undoes only itself."""
-    path = tmp_path / "l.ledger"
+    path = ledger_at(tmp_path / "l.ledger")
     led = _ledger(path, epsilon=Fraction(1, 2))
     batches: list[int] = []
     real = storage.Database.commit_group

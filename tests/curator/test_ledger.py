@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -22,9 +21,13 @@ import pandas as pd
 import pytest
 
 from _kill import kill_when_marked, query_stopped_at
+from _ledgers import LedgerAt, dump, rows, store_ledger
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import Ledger, format_fraction
 from infodp.errors import BudgetExceeded, InternalError, ParameterError
+
+# Every test on both ledger storages (SQLite, PostgreSQL: tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("ledger_kind")
 
 SCHEMA = {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int", "bounds": [0, 9]}}}
 
@@ -37,8 +40,8 @@ def make_store(tmp_path: Path, epsilon: str = "1") -> Path:
     return db
 
 
-def test_reservation_protocol_and_consistency(tmp_path: Path) -> None:
-    led = Ledger(tmp_path / "l.ledger")
+def test_reservation_protocol_and_consistency(tmp_path: Path, ledger_at: LedgerAt) -> None:
+    led = Ledger(ledger_at(tmp_path / "l.ledger"))
     led.register_dataset("t", "{}", rows=3, source="-")
     led.add_analyst("a", "t", Fraction(1), Fraction(1, 10**6))
     e1 = led.reserve("a", "t", "q1", Fraction(1, 3), Fraction(0), 0.1)
@@ -60,15 +63,13 @@ def test_reservation_protocol_and_consistency(tmp_path: Path) -> None:
     assert led.dataset("t").info_spent_nats == pytest.approx(0.2, rel=1e-12)
 
 
-def test_api_keys_are_only_stored_hashed(tmp_path: Path) -> None:
-    led = Ledger(tmp_path / "k.ledger")
+def test_api_keys_are_only_stored_hashed(tmp_path: Path, ledger_at: LedgerAt) -> None:
+    led = Ledger(ledger_at(tmp_path / "k.ledger"))
     led.register_dataset("t", "{}", rows=1, source="-")
     key = led.add_analyst("alice", "t", Fraction(1), Fraction(0))
     assert len(key) >= 40 and led.verify_key("alice", key)
     assert not led.verify_key("alice", key + "x") and not led.verify_key("bob", key)
-    with sqlite3.connect(tmp_path / "k.ledger") as conn:
-        dump = "\n".join(conn.iterdump())
-    assert key not in dump
+    assert key not in dump(led)
     with pytest.raises(ParameterError, match="not registered"):
         led.register_dataset("t", "{}", rows=1, source="-")
     with pytest.raises(ParameterError, match="delta"):
@@ -118,7 +119,7 @@ def test_budget_exhaustion_across_processes(tmp_path: Path) -> None:
     released = sum(json.loads(out)["released"] for out, _ in outs)
     # 1 / 0.05 = 20 queries exactly, shared between the processes in any way
     assert released == 20
-    led = Ledger(str(db) + ".ledger")
+    led = store_ledger(db)
     assert led.budget("a", "t").spent_epsilon == Fraction(1)
     assert led.check() == []
     assert sum(e.status == "released" for e in led.entries()) == 20
@@ -134,7 +135,7 @@ def test_sigkill_mid_query_leaves_ledger_consistent(tmp_path: Path) -> None:
     marker = tmp_path / "marker"
     out = kill_when_marked(_VICTIM, db, marker)
     assert "RESULT" not in out
-    led = Ledger(str(db) + ".ledger")
+    led = store_ledger(db)
     (entry,) = led.entries()
     assert entry.id == int(marker.read_text())
     # spent, and no result
@@ -180,8 +181,8 @@ def test_accountant_currencies_are_enforced_by_the_ledger(tmp_path: Path) -> Non
     assert led.check() == []
 
 
-def test_budgets_of_one_analyst(tmp_path: Path) -> None:
-    led = Ledger(tmp_path / "l.ledger")
+def test_budgets_of_one_analyst(tmp_path: Path, ledger_at: LedgerAt) -> None:
+    led = Ledger(ledger_at(tmp_path / "l.ledger"))
     for table in ("t", "u"):
         led.register_dataset(table, "{}", rows=3, source="-")
     led.add_analyst("a", "t", Fraction(1), Fraction(0))
@@ -199,11 +200,7 @@ def test_budgets_of_one_analyst(tmp_path: Path) -> None:
 
 def _stored(db: Path) -> list[tuple[str, str | None]]:
     """(status, result_json) of every entry, read by a connection of its own."""
-    con = sqlite3.connect(f"file:{db}.ledger?mode=ro", uri=True)
-    try:
-        return con.execute("SELECT status, result_json FROM entries ORDER BY id").fetchall()
-    finally:
-        con.close()
+    return rows(db, "SELECT status, result_json FROM entries ORDER BY id")
 
 
 def test_a_held_completion_is_written_by_reads_close_and_timer(tmp_path: Path) -> None:
@@ -226,11 +223,11 @@ def test_a_held_completion_is_written_by_reads_close_and_timer(tmp_path: Path) -
     cur.query("a", "SELECT COUNT(*) FROM t", epsilon="0.25")
     cur.close()  # close writes what is held
     assert [s for s, _ in _stored(db)] == ["released"] * 3
-    assert Ledger(str(db) + ".ledger").check() == []
+    assert store_ledger(db).check() == []
 
 
-def test_a_completion_is_finished_once(tmp_path: Path) -> None:
-    led = Ledger(tmp_path / "l.ledger")
+def test_a_completion_is_finished_once(tmp_path: Path, ledger_at: LedgerAt) -> None:
+    led = Ledger(ledger_at(tmp_path / "l.ledger"))
     led.register_dataset("t", "{}", rows=1, source="-")
     led.add_analyst("a", "t", Fraction(1), Fraction(0))
     e = led.reserve("a", "t", "q", Fraction(1, 2), Fraction(0), 0.0)
@@ -291,15 +288,17 @@ def test_a_held_completion_at_exit_or_kill(tmp_path: Path, how: str) -> None:
         assert proc.returncode == 0 and status == "released" and text is not None
     else:
         assert status == "reserved" and text is None
-    led = Ledger(str(db) + ".ledger")
+    led = store_ledger(db)
     assert led.budget("a", "t").spent_epsilon == Fraction(1, 4) and led.check() == []
 
 
 @pytest.mark.parametrize("nats", [0, 0.1, 1e-300, 2.5e300, float("inf")])
-def test_the_chain_hashes_the_fields_as_stored(tmp_path: Path, nats: float) -> None:
+def test_the_chain_hashes_the_fields_as_stored(
+    tmp_path: Path, ledger_at: LedgerAt, nats: float
+) -> None:
     """The reservation links the entry from the values it inserts; a fresh open and a full
     verification recompute the links from the stored rows, and must agree."""
-    path = tmp_path / "l.ledger"
+    path = ledger_at(tmp_path / "l.ledger")
     led = Ledger(path)
     led.register_dataset("t", "{}", rows=1, source="-")
     led.add_analyst("a", "t", Fraction(10), Fraction(0))

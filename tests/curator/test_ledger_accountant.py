@@ -17,15 +17,19 @@ from pathlib import Path
 
 import pytest
 
+from _ledgers import LedgerAt
 from infodp.accounting.accountant import Accountant, Budget
 from infodp.accounting.spec import profile_from_spec
 from infodp.curator.ledger import Ledger
 from infodp.errors import BudgetExceeded
 
+# Every test on both ledger storages (SQLite, PostgreSQL: tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("ledger_kind")
+
 _PURE = {"mechanism": "pure-dp", "epsilon": 0.25}
 
 
-def _ledger(path: Path, budget: Budget) -> Ledger:
+def _ledger(path: Path | str, budget: Budget) -> Ledger:
     led = Ledger(path)
     led.register_dataset("t", "{}", rows=3, source="-")
     led.add_analyst(
@@ -48,14 +52,16 @@ _OTHER = textwrap.dedent(
 
 
 @pytest.mark.parametrize("currency", ["basic", "pure", "approx", "zcdp"])
-def test_a_charge_by_another_process_is_seen(tmp_path: Path, currency: str) -> None:
+def test_a_charge_by_another_process_is_seen(
+    tmp_path: Path, ledger_at: LedgerAt, currency: str
+) -> None:
     budget = {
         "basic": Budget.basic("1"),
         "pure": Budget.pure("1"),
         "approx": Budget.approx("1", "0"),
         "zcdp": Budget.zcdp(Fraction(1, 2) * Fraction(1, 4) ** 2 * 4),  # four ε = 1/4 spends
     }[currency]
-    path = tmp_path / "l.ledger"
+    path = ledger_at(tmp_path / "l.ledger")
     led = Ledger(path)
     led.register_dataset("t", "{}", rows=3, source="-")
     state = None if currency == "basic" else Accountant(budget).to_json()
@@ -73,9 +79,11 @@ def test_a_charge_by_another_process_is_seen(tmp_path: Path, currency: str) -> N
         assert len(acc.spent()) == 4
 
 
-def test_cancel_refunds_to_the_replay_of_the_surviving_entries(tmp_path: Path) -> None:
+def test_cancel_refunds_to_the_replay_of_the_surviving_entries(
+    tmp_path: Path, ledger_at: LedgerAt
+) -> None:
     budget = Budget.approx("1", "1e-6")
-    led = _ledger(tmp_path / "l.ledger", budget)
+    led = _ledger(ledger_at(tmp_path / "l.ledger"), budget)
     specs = [
         {"mechanism": "discrete-gaussian", "sigma": 60.0},
         {"mechanism": "pure-dp", "epsilon": 0.1},
@@ -100,13 +108,14 @@ def test_cancel_refunds_to_the_replay_of_the_surviving_entries(tmp_path: Path) -
 
 def test_a_basic_budget_refuses_a_profile_that_misses_its_declaration_every_time(
     tmp_path: Path,
+    ledger_at: LedgerAt,
 ) -> None:
     """A basic budget charges the declared (ε, δ); the accountant first checks that the
     query's profile meets it (a pure 0.25-DP spend declared as ε = 1/8 is refused), and that
     check, remembered per (profile, ε, δ) once passed, is never skipped for one that failed."""
     from infodp.errors import ParameterError
 
-    led = Ledger(tmp_path / "s.ledger")
+    led = Ledger(ledger_at(tmp_path / "s.ledger"))
     led.register_dataset("t", "{}", rows=3, source="-")
     led.add_analyst("a", "t", Fraction(1), Fraction(0))
     for _ in range(2):

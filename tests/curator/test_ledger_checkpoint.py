@@ -12,13 +12,13 @@ the full verification only (docs/curator.md, "Integrity").
 from __future__ import annotations
 
 import json
-import sqlite3
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
 from _cli_errors import json_error
+from _ledgers import LedgerAt, edit, ledger_of
 from infodp.accounting.accountant import Accountant, Budget
 from infodp.cli import main
 from infodp.curator.ledger import Ledger, integrity
@@ -50,18 +50,14 @@ def _count_links(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
-def _sql(path: Path, *statements: str) -> None:
-    conn = sqlite3.connect(path)
-    for st in statements:
-        conn.execute(st)
-    conn.commit()
-    conn.close()
+def _sql(path: Path | str, *statements: str) -> None:
+    edit(path, *statements)
 
 
 def test_open_verifies_only_the_entries_after_the_checkpoint(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, ledger_at: LedgerAt, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "l.ledger"
+    path = ledger_at(tmp_path / "l.ledger")
     _filled(path, 300)
     calls = _count_links(monkeypatch)
     Ledger(path).close()  # 300 unverified entries: verified once, the checkpoint moves
@@ -91,9 +87,9 @@ def test_open_verifies_only_the_entries_after_the_checkpoint(
     ],
 )
 def test_damage_is_found_at_open_or_by_the_full_verification(
-    tmp_path: Path, damage: str, at_open: bool
+    tmp_path: Path, ledger_at: LedgerAt, damage: str, at_open: bool
 ) -> None:
-    path = tmp_path / "l.ledger"
+    path = ledger_at(tmp_path / "l.ledger")
     _filled(path, 300)
     Ledger(path).close()  # checkpoint at entry 300
     led = Ledger(path)
@@ -109,8 +105,10 @@ def test_damage_is_found_at_open_or_by_the_full_verification(
         assert problems and "hash chain" in problems[0]
 
 
-def test_a_cancel_before_the_checkpoint_keeps_the_ledger_consistent(tmp_path: Path) -> None:
-    path = tmp_path / "l.ledger"
+def test_a_cancel_before_the_checkpoint_keeps_the_ledger_consistent(
+    tmp_path: Path, ledger_at: LedgerAt
+) -> None:
+    path = ledger_at(tmp_path / "l.ledger")
     led = _filled(path, 70)
     first = led.reserve("a", "t", "late", Fraction(1, 10), Fraction(0), 0.0, profile_spec=_SPEC)
     Ledger(path).close()  # the checkpoint moves past the reserved entry
@@ -121,8 +119,10 @@ def test_a_cancel_before_the_checkpoint_keeps_the_ledger_consistent(tmp_path: Pa
     assert fresh.budget("a", "t").spent_epsilon == Fraction(70, 100)
 
 
-def test_accountant_states_are_checked_against_their_entries(tmp_path: Path) -> None:
-    path = tmp_path / "l.ledger"
+def test_accountant_states_are_checked_against_their_entries(
+    tmp_path: Path, ledger_at: LedgerAt
+) -> None:
+    path = ledger_at(tmp_path / "l.ledger")
     _filled(path, 3, accountant=True)
     state = json.loads(Ledger(path).budget("a", "t").accountant_json or "")
     state["spent"][0]["count"] = 2
@@ -148,7 +148,7 @@ def test_cli_ledger_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     capsys.readouterr()
     assert main(["ledger", "verify", "--db", str(db), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"db": str(db), "consistent": True}
-    _sql(Path(str(db) + ".ledger"), "UPDATE entries SET sql = 'x' WHERE id = 1")
+    _sql(ledger_of(db), "UPDATE entries SET sql = 'x' WHERE id = 1")
     assert main(["ledger", "verify", "--db", str(db), "--json"]) == 2
     out, err = capsys.readouterr()
     assert "ledger" in err and json_error(out, err, 2)["kind"] == "ledger"

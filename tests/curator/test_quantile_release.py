@@ -135,6 +135,27 @@ def test_every_answer_is_on_the_release_grid(tmp_path: Path) -> None:
         "APPROX_QUANTILE(v, 0.75) FROM t",
         epsilon=3,
     )
+    # The sum grid's step is 2^(floor(log2 300000) - 20) = 0.25; inner quantiles of a float
+    # column are answered on it split in 16.
     for value, ci in zip(r.rows[0], r.confidence_intervals[0], strict=True):
-        assert ci["grid"] == 0.25  # 2^(floor(log2 300000) - 20)
-        assert (value / 0.25).is_integer() and 0 <= value <= 300000
+        assert ci["grid"] == 0.25 / 16
+        assert (value / (0.25 / 16)).is_integer() and 0 <= value <= 300000
+
+
+def test_an_inner_quantile_resolves_values_closer_than_the_sum_grid(tmp_path: Path) -> None:
+    # Bounds [0, 2^20]: the sum grid's step is 1, so every value in [500, 501) snaps to 500 or
+    # 501 there. The median is answered on steps of 1/16 from the stored values: at a large ε
+    # it lands within a sixteenth of the true median (numpy's), which a draw among the points
+    # 500 and 501 could not do for a median of 500.53.
+    rng = np.random.default_rng(8)
+    x = 500 + rng.uniform(0.45, 0.6, 2001)
+    truth = float(np.median(x))
+    spec = {
+        "table": "t",
+        "privacy_unit": "row",
+        "columns": {"v": {"type": "float", "bounds": [0, 2**20]}},
+    }
+    s = Session(pd.DataFrame({"v": x}), spec, epsilon=10**4, source=seeded(9))
+    answers = [s.query("SELECT MEDIAN(v) FROM t", epsilon=100).rows[0][0] for _ in range(5)]
+    assert all(abs(a - truth) <= 1 / 16 for a in answers), (answers, truth)
+    assert all(a not in (500.0, 501.0) for a in answers)

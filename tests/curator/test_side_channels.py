@@ -38,6 +38,9 @@ from infodp.curator.limits import MAX_IN_LIST
 from infodp.curator.schema import load_schema
 from infodp.errors import BudgetExceeded, InfodpError, ParameterError, QueryFailed
 
+# Every test on both ledger storages (SQLite, PostgreSQL: tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("ledger_kind")
+
 SCHEMA = {
     "table": "people",
     "privacy_unit": "person_id",
@@ -450,9 +453,10 @@ def test_median_with_dropped_nulls_ignores_them(tmp_path: Path) -> None:
     cur.register_dataset("t", frame, spec)
     exact = cur.exact_aggregates("SELECT MEDIAN(x) FROM t")
     (hist,) = exact.histograms.values()
-    # The 40 values on the grid of [0, 100] (step 2^-14, exact for quarters), one row each;
-    # no NULL counted anywhere (in particular not at the grid's lowest point).
-    step = 2.0**-14
+    # The 40 values on the median's grid of [0, 100] (2^-14, the sum grid's step for a bound of
+    # 100 (2^-20 of 2^6), split in 16: 2^-18, exact for quarters), one row each; no NULL
+    # counted anywhere (in particular not at the grid's lowest point).
+    step = 2.0**-18
     assert hist[0].tolist() == [int((85.0 + i / 4) / step) for i in range(40)]
     assert hist[1].tolist() == [1] * 40
     cur.add_analyst("a", "t", epsilon=100)

@@ -18,9 +18,12 @@ from typing import Any
 
 import pytest
 
+from _ledgers import store_ledger
 from _server_harness import ServerProcess, build_store, get_json
 from infodp.client import Client
-from infodp.curator.ledger import Ledger
+
+# Every test on both ledger storages (SQLite, PostgreSQL: tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("ledger_kind")
 
 THREADS = 8
 MAX_PER_THREAD = 40
@@ -79,7 +82,7 @@ def test_sigkill_during_a_burst_leaves_a_consistent_ledger(tmp_path: Path) -> No
         stop.set()
         server.stop()
 
-    led = Ledger(db + ".ledger")
+    led = store_ledger(db)
     # 1. Consistent: the stored spend equals the sum over spending entries, within the budget.
     assert led.check() == []
     entries = {e.id: e for e in led.entries("alice")}
@@ -109,4 +112,4 @@ def test_sigkill_during_a_burst_leaves_a_consistent_ledger(tmp_path: Path) -> No
             r = client.query(SQL, epsilon="0.01")
         assert r["entry"] > max(entries)
         assert Fraction(r["remaining"]["exact"]["spent_epsilon"]) == spent_before + Fraction(1, 100)
-    assert Ledger(db + ".ledger").check() == []
+    assert store_ledger(db).check() == []

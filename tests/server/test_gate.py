@@ -22,6 +22,7 @@ import pytest
 from _server_harness import ServerProcess, build_store, get_json
 from infodp.curator.ledger import Ledger
 from infodp.server.auth import Identity
+from infodp.server.deps import Analyst, Heavy
 from infodp.server.errors import ApiError
 from infodp.server.gate import RequestGate
 from infodp.server.limits import MAX_JSON_CONTAINERS, MAX_JSON_KEYS, RateLimiter, body_problem
@@ -251,3 +252,55 @@ def test_body_problem_counts_on_raw_bytes() -> None:
     assert body_problem('{"sql": "é"}'.encode()) is None
     for encoding in ("utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-8-sig"):
         assert body_problem('{"epsilon": 0.1}'.encode(encoding)) is not None, encoding
+
+
+def test_the_gated_paths_are_the_routes_that_take_an_analyst_key() -> None:
+    # Read from the routers, not from a list: every route whose OpenAPI operation names the
+    # bearer key and is not an admin route (the analyst routes of docs/curator.md's table)
+    # is gated, and nothing else is (health, admin, the API description, unknown paths).
+    from infodp.server import create_app
+    from infodp.server.gate import gated
+
+    spec = create_app(None).openapi()
+    analyst, other = set(), set()
+    for path, operations in spec["paths"].items():
+        for op in operations.values():
+            keyed = bool(op.get("security")) and "admin" not in op.get("tags", [])
+            concrete = path.replace("{name}", "some-name")
+            (analyst if keyed else other).add(concrete)
+    assert analyst and other
+    assert {p for p in analyst if not gated(p)} == set()
+    assert {p for p in other if gated(p)} == set()
+    assert not gated("/") and not gated("/v1/docs") and not gated("/v1/datasets/a/b")
+
+
+def test_a_new_analyst_route_is_gated_without_a_list_to_edit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fastapi import APIRouter
+
+    from infodp.server import gate, routes
+
+    # FastAPI reads the (postponed) annotations from the module's globals: Analyst and Heavy
+    # are imported at the top.
+    router = APIRouter()
+
+    @router.get("/v1/new/{name}")
+    def new(name: str, who: Analyst) -> str:
+        return name
+
+    @router.post("/v1/heavy")
+    def heavy(who: Heavy) -> None:
+        return None
+
+    @router.get("/v1/open")
+    def open_route() -> None:
+        return None
+
+    monkeypatch.setattr(routes, "ROUTERS", (*routes.ROUTERS, router))
+    gate.analyst_paths.cache_clear()
+    try:
+        assert gate.gated("/v1/new/x") and gate.gated("/v1/heavy")
+        assert not gate.gated("/v1/open") and not gate.gated("/v1/new/x/y")
+    finally:
+        gate.analyst_paths.cache_clear()

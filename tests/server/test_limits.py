@@ -192,7 +192,7 @@ def test_unexpected_errors_do_not_leak(tmp_path: Any, caplog: pytest.LogCaptureF
         raise RuntimeError(secret)
 
     curator = Curator(db)
-    curator.query = boom  # type: ignore[method-assign]
+    curator.answer = boom  # type: ignore[method-assign]  # what the route calls
     app.state.service.curator = curator  # every worker thread uses this one
 
     async def call() -> httpx.Response:

@@ -33,10 +33,21 @@ class Fuzzed:
         self.key = key
 
 
-@pytest.fixture(scope="module")
-def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzzed]:
+@pytest.fixture(
+    scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def fuzzed(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Fuzzed]:
+    """A served store, its ledger on SQLite or on PostgreSQL (tests/conftest.py)."""
+    import infodp.curator.store as store
+
     d = tmp_path_factory.mktemp("fuzz")
-    db, keys = build_store(d, [("alice", "people", 1000), ("alice", "visits", 1000)], rows=60)
+    with pytest.MonkeyPatch.context() as mp:
+        if request.param == "postgres":
+            url = request.getfixturevalue("pg_cluster").new_schema()
+            mp.setattr(store, "default_ledger", lambda db: url)
+        db, keys = build_store(d, [("alice", "people", 1000), ("alice", "visits", 1000)], rows=60)
     token = d / "admin.token"
     token.write_text(ADMIN_TOKEN)
     token.chmod(0o600)  # a token others can read is refused

@@ -68,6 +68,8 @@ class LazyGroup(click.Group):
         module = importlib.import_module(f"infodp.cli.{spec[0]}")
         if cmd_name == "analyst":
             importlib.import_module("infodp.cli.server")  # adds ``analyst key/revoke``
+        if cmd_name == "ledger":
+            importlib.import_module("infodp.cli.fleet")  # adds ``ledger migrate``
         command: click.Command = getattr(module, spec[1])
         return command
 

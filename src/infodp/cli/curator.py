@@ -23,7 +23,7 @@ from infodp.units import nats_to_bits
 
 __all__ = ["COMMANDS"]
 
-db_option = click.option(
+_db_option = click.option(
     "--db",
     "db",
     envvar="INFODP_DB",
@@ -32,6 +32,42 @@ db_option = click.option(
     type=click.Path(dir_okay=False),
     help="The store: a DuckDB file (created on first use); the ledger is <db>.ledger.",
 )
+
+
+def _use_ledger(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """``--ledger``: the ledger of the stores this command (and its children) opens, chosen
+    until the command ends."""
+    if value:
+        import os
+
+        from infodp.curator.ledger_location import LEDGER_ENV, use_ledger
+
+        before = os.environ.get(LEDGER_ENV)
+        use_ledger(value)
+
+        def restore() -> None:
+            if before is None:
+                os.environ.pop(LEDGER_ENV, None)
+            else:
+                os.environ[LEDGER_ENV] = before
+
+        ctx.call_on_close(restore)
+
+
+_ledger_option = click.option(
+    "--ledger",
+    envvar="INFODP_LEDGER",
+    default=None,
+    expose_value=False,
+    callback=_use_ledger,
+    help="The ledger, e.g. a postgresql:// URL shared by a fleet of servers (default: the "
+    "one the store records, else <db>.ledger).",
+)
+
+
+def db_option(f: Any) -> Any:
+    """``--db STORE`` and ``--ledger URL``, on every command that opens a store."""
+    return _db_option(_ledger_option(f))
 
 
 def _curator(db: str, *, keep_open: bool = False, create: bool = False, **spark: Any) -> Any:

@@ -148,6 +148,14 @@ def _known_analyst(db: str, name: str) -> None:
     "core, at least 2; 0: everything in the server process).",
 )
 @click.option(
+    "--reservation-lease",
+    type=float,
+    default=None,
+    help="With a PostgreSQL ledger shared by a fleet: seconds after which a reservation still "
+    "open is settled by any server, its cost spent (its server died; default: twice "
+    "--query-timeout plus 30 s). See docs/deployment.md.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info",
@@ -170,6 +178,7 @@ def serve(
     answer_time: float,
     spark_answer_time: float,
     workers: int | None,
+    reservation_lease: float | None,
     log_level: str,
     spark_master: str | None,
     spark_conf: tuple[str, ...],
@@ -214,6 +223,9 @@ def serve(
         workers=default_workers() if workers is None else _workers(workers),
         spark_master=spark_master,
         spark_conf=tuple(spark_conf),
+        reservation_lease=None
+        if reservation_lease is None
+        else as_positive("--reservation-lease", reservation_lease),
     )
     # Bound before the app (and its worker processes) start: a port in use is bad input,
     # refused here with exit status 2 (uvicorn's own failure would exit 3, the over-budget

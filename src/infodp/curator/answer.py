@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from infodp.curator.backends.base import ExactAggregates
 from infodp.curator.cost import MAX_CELLS, MeasurementCost, QueryCost, selection
-from infodp.curator.grid import ColumnGrid, column_grid
+from infodp.curator.grid import ColumnGrid, quantile_grid
 from infodp.curator.plan import (
     Aggregate,
     GroupKey,
@@ -227,7 +227,7 @@ def grid_draws(
         m = p.measurement
         if m.kind != MeasurementKind.QUANTILE or m.column is None or not keys:
             continue
-        grid = column_grid(schema.column(m.column))
+        grid = quantile_grid(schema.column(m.column), m.q)
         hists = [exact.histograms.get((key, i)) for key in keys]
         js = quantile_draws(p, hists, grid.lo, grid.hi, source)
         for key, j in zip(keys, js, strict=True):

@@ -14,6 +14,7 @@ neighbours. A quantile's accuracy is its rank error (Dwork & Roth 2014, Theorem 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal
 from fractions import Fraction
 
 from infodp.curator.plan import Output
@@ -25,7 +26,7 @@ __all__ = ["planned_rows", "targets_by_column", "widest_mean", "widest_moments"]
 _POINTS = 33
 
 #: One accuracy target: a half-width in the column's units, or a quantile's rank error.
-Target = float | int | str | Fraction
+Target = float | int | str | Fraction | Decimal
 #: One target for every aggregate column, or one per column name.
 Accuracy = Target | Mapping[str, Target]
 

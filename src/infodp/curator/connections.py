@@ -10,19 +10,48 @@ connection that failed or was interrupted is never reused.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol, TypedDict, TypeVar, runtime_checkable
 
 from infodp.curator.backends.base import Backend
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.overlap import Job
-from infodp.curator.pricing import PricedQuery
+from infodp.curator.pricing import REMEMBERED
+from infodp.curator.request import Priced
 from infodp.curator.store import catalogue
 
 if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
+
+    from infodp._jsonable import JsonObject
     from infodp.curator.backends.spark import SparkBackend
 
-__all__ = ["Connections"]
+__all__ = ["Connections", "ReadConnection", "SparkOptions"]
+
+_T = TypeVar("_T")
+
+
+class ReadConnection(Protocol):
+    """What the curator itself does with a backend's read connection (the backend runs the
+    statements on it): close it once its query is over."""
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class _Interruptible(Protocol):
+    """A connection whose running statement can be interrupted (DuckDB's)."""
+
+    def interrupt(self) -> None: ...
+
+
+class SparkOptions(TypedDict):
+    """How the store's Spark backend is made (``Curator(spark_master=..., ...)``)."""
+
+    master: str | None
+    conf: Mapping[str, str] | Sequence[str]
+    progress: bool
 
 
 class Connections:
@@ -34,16 +63,19 @@ class Connections:
         backend: DuckDBBackend,
         *,
         keep_open: bool,
-        spark_options: dict[str, Any],
+        spark_options: SparkOptions,
     ) -> None:
         self.db, self.backend, self.keep_open = db, backend, keep_open
         #: The kept read-only DuckDB connection (``keep_open``, or a one-shot process's).
-        self.kept: Any = None
+        self.kept: DuckDBPyConnection | None = None
         self._spark_options = spark_options
         self._spark: SparkBackend | None = None
         # Which backend holds each dataset (the store's catalogue, read once and cached:
         # a dataset's backend never changes under its name).
-        self._catalogue: dict[str, dict[str, Any]] = {}
+        self._catalogue: dict[str, JsonObject] = {}
+        # Priced queries whose statements passed DuckDB's data-free check, by identity (the
+        # reference keeps the id unique; see check).
+        self._checked: dict[int, Priced] = {}
 
     def spark(self) -> SparkBackend:
         """The Spark backend of this store (made on first use; needs ``infodp[spark]``)."""
@@ -53,7 +85,7 @@ class Connections:
             self._spark = SparkBackend(self.db, **self._spark_options)
         return self._spark
 
-    def record(self, dataset: str, where: dict[str, Any]) -> None:
+    def record(self, dataset: str, where: JsonObject) -> None:
         """Remember where a dataset just registered lives (its catalogue entry)."""
         self._catalogue[dataset] = where
 
@@ -71,55 +103,61 @@ class Connections:
             return self.backend
         spark = self.spark()
         meta = self._catalogue[table]
-        spark.attach(table, str(meta["bounded_path"]), public=meta.get("public_tables", ()))
+        public = meta.get("public_tables")  # a list of names in the catalogue's JSON
+        names = [str(t) for t in public] if isinstance(public, list) else []
+        spark.attach(table, str(meta["bounded_path"]), public=names)
         return spark
 
-    def open(self, engine: Backend | None = None) -> Any:
+    def open(self, engine: Backend | None = None) -> ReadConnection:
         """A read connection to ``engine`` (the store's DuckDB by default)."""
         if engine is not None and engine is not self.backend:
-            return engine.connect(read_only=True)
+            con: ReadConnection = engine.connect(read_only=True)
+            return con
         if not self.keep_open:
             return self.backend.connect(read_only=True)
         if self.kept is None:
             self.kept = self.backend.connect(read_only=True)
         return self.kept
 
-    def done(self, con: Any) -> None:
+    def done(self, con: ReadConnection) -> None:
         """A connection's query is over (closed unless kept)."""
         if not self.keep_open:
             con.close()
 
-    def discard(self, con: Any) -> None:
+    def discard(self, con: ReadConnection) -> None:
         """After a failure or an interrupt the connection is not reused."""
         if con is self.kept and con is not None:
             self.kept = None
         with contextlib.suppress(Exception):  # closing a broken connection: best effort
             con.close()
 
-    def abandon(self, con: Any, job: Job[Any]) -> None:
+    def abandon(self, con: ReadConnection, job: Job[_T]) -> None:
         """Stop using ``con``: interrupt what runs on it and close it once that has ended."""
         if con is self.kept:
             self.kept = None
-        with contextlib.suppress(Exception):  # an interrupt of a finished statement: harmless
-            con.interrupt()
+        if isinstance(con, _Interruptible):
+            with contextlib.suppress(Exception):  # an interrupt of a finished statement: harmless
+                con.interrupt()
         job.add_done_callback(lambda: self.discard(con))
 
-    def check(self, priced: PricedQuery, *, on_kept: bool) -> None:
+    def check(self, priced: Priced, *, on_kept: bool) -> None:
         """The engine's data-free check of a priced query's statements, before any charge.
 
         ``on_kept``: check on the kept connection (a one-shot process, no second open). The
         check reads no data, so its outcome for these statements never changes: once passed
         on DuckDB, it is not run again for this priced query.
         """
-        plan, schema, unit_ok = priced.plan, priced.schema, priced.unit_ok
+        plan, schema, unit_ok = priced.plan, priced.schema, priced.unit_rows_ok
         ms = tuple(p.measurement for p in priced.cost.parts)
         engine = self.engine(plan.table)
         if engine is not self.backend:
             engine.check(plan, schema, ms, unit_rows_ok=unit_ok)
-        elif not priced.checked:
+        elif self._checked.get(id(priced)) is not priced:
             con = self.kept if on_kept else None
             self.backend.check(plan, schema, ms, unit_rows_ok=unit_ok, con=con)
-            priced.checked = True
+            if len(self._checked) >= REMEMBERED:
+                self._checked.clear()
+            self._checked[id(priced)] = priced
 
     def close(self) -> None:
         """Close the kept connection (before this process writes to the store, or at the end)."""

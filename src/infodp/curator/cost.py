@@ -16,9 +16,10 @@ import enum
 import functools
 import json
 import math
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from infodp._exact import float_down, float_up, parse_exact, split_share
 from infodp.curator.plan import Measurement, MeasurementKind, QueryPlan, measurements
@@ -30,6 +31,7 @@ from infodp.units import nats_to_bits
 if TYPE_CHECKING:
     from typing import TypeAlias
 
+    from infodp._jsonable import JsonObject, JsonValue
     from infodp.accounting import PrivacyProfile
     from infodp.mechanisms.gaussian import DiscreteGaussianMechanism
     from infodp.mechanisms.laplace import DiscreteLaplaceMechanism
@@ -43,6 +45,7 @@ __all__ = [
     "MAX_CELLS",
     "MAX_QUANTILE_CELLS",
     "PRIVACY_PARAMETER_RANGE",
+    "Leakage",
     "MeasurementCost",
     "Noise",
     "QueryCost",
@@ -64,7 +67,7 @@ MAX_QUANTILE_CELLS = 5_000
 PRIVACY_PARAMETER_RANGE = (Fraction(1, 10**300), Fraction(10**300))
 
 
-def as_budget_fraction(name: str, value: Any, *, allow_zero: bool = False) -> Fraction:
+def as_budget_fraction(name: str, value: object, *, allow_zero: bool = False) -> Fraction:
     """A privacy parameter as an exact fraction: "0.1" and 0.1 both give 1/10 exactly.
 
     Floats are read through their shortest decimal repr, so the ε the ledger debits is the
@@ -104,16 +107,18 @@ class Noise(enum.StrEnum):
     GAUSSIAN = "gaussian"
 
 
-def as_noise(value: Any) -> Noise:
+def as_noise(value: object) -> Noise:
     """``"laplace"`` or ``"gaussian"`` as a :class:`Noise` (ParameterError otherwise).
 
     >>> as_noise("gaussian")
     <Noise.GAUSSIAN: 'gaussian'>
     """
-    try:
-        return Noise(value)
-    except (ValueError, TypeError):
-        raise ParameterError("noise", value, "'laplace' or 'gaussian'") from None
+    if isinstance(value, str):
+        try:
+            return Noise(value)
+        except ValueError:
+            pass
+    raise ParameterError("noise", value, "'laplace' or 'gaussian'")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,16 +136,24 @@ class MeasurementCost:
     step: float
     noise: Noise = Noise.LAPLACE
     delta: Fraction = Fraction(0)
+    #: :attr:`mechanism`, built once when this cost is made (a release reads it per cell
+    #: and per measurement; it pickles with the cost, so a worker process does not rebuild it).
+    _built: Additive | ExponentialQuantile | None = field(
+        init=False, default=None, compare=False, repr=False
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_built", _mechanism(self))
 
     @property
     def mechanism(self) -> Additive | ExponentialQuantile | None:
-        """The calibrated mechanism object (cached per measurement cost)."""
-        return _mechanism(self)
+        """The calibrated mechanism object (built once, with this measurement cost)."""
+        return self._built
 
     @property
     def noise_mechanism(self) -> Additive | None:
         """:attr:`mechanism` of a count or sum (None: sensitivity 0, no noise)."""
-        mech = _mechanism(self)
+        mech = self._built
         if self.measurement.kind == MeasurementKind.QUANTILE:
             raise InternalError(f"{self.measurement.key} adds no noise")
         return mech  # type: ignore[return-value]  # not a quantile: additive or None
@@ -148,7 +161,7 @@ class MeasurementCost:
     @property
     def quantile_mechanism(self) -> ExponentialQuantile:
         """:attr:`mechanism` of a quantile (the exponential mechanism over its grid)."""
-        mech = _mechanism(self)
+        mech = self._built
         if self.measurement.kind != MeasurementKind.QUANTILE or mech is None:
             raise InternalError(f"{self.measurement.key} is not a quantile with noise")
         return mech  # type: ignore[return-value]  # a quantile's mechanism
@@ -236,13 +249,13 @@ class QueryCost:
         """
         return _profile_of(self)
 
-    def profile_spec(self) -> dict[str, Any]:
+    def profile_spec(self) -> JsonObject:
         """:meth:`profile` as an :mod:`infodp.accounting.spec` (what the ledger stores)."""
         from infodp.accounting.spec import profile_to_spec
 
         return profile_to_spec(self.profile())
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready (floats rounded up; exact fractions alongside)."""
         return {
             "information_scope": _information_scope(
@@ -392,18 +405,17 @@ def _part(
     query uses Gaussian noise (None: Laplace)."""
     rule = measure_for(meas)
     sens, step = rule.sensitivity(meas, schema), rule.step(meas, schema)
-    if rule.additive and gaussian_delta is not None:
-        part = MeasurementCost(meas, share, sens, step, Noise.GAUSSIAN, gaussian_delta)
-    else:
-        part = MeasurementCost(meas, share, sens, step, Noise.LAPLACE, Fraction(0))
     if sens > 0 and not float(Fraction(sens) / share) > 0:
         # ε so large that Δ/ε underflows: refused before anything is reserved (this check
         # does not depend on the table, unlike the information cost).
         raise ParameterError(
             "scale", 0.0, "a positive number (> 0): epsilon is too large for its noise scale"
         )
-    _ = part.mechanism  # calibrated now: a refusal comes before any reservation
-    return part
+    if rule.additive and gaussian_delta is not None:
+        part = MeasurementCost(meas, share, sens, step, Noise.GAUSSIAN, gaussian_delta)
+    else:
+        part = MeasurementCost(meas, share, sens, step, Noise.LAPLACE, Fraction(0))
+    return part  # calibrated when made: a refusal comes before any reservation
 
 
 def _check_selection(plan: QueryPlan, parts: tuple[MeasurementCost, ...], delta: Fraction) -> None:
@@ -478,12 +490,79 @@ def selection(cost: QueryCost) -> PartitionSelection:
     return PartitionSelection(p.scale, cost.group_limit, p.sensitivity, cost.delta)
 
 
+@dataclass(frozen=True, slots=True)
+class Leakage(Mapping[str, "JsonValue"]):
+    """The :func:`infodp.explain.explain` summary (per individual) of a query's cost, frozen:
+    made once per priced query and shared by every answer of it (nothing to copy).
+
+    It reads as the JSON object an answer shows under ``cost.leakage`` (``leak["nats"]["1"]``;
+    each read of a nested object is a fresh copy); :meth:`to_dict` is that object.
+    """
+
+    epsilon: float
+    delta: float
+    #: Nats at α = 1, 2, ∞ (keys "1", "2", "inf"; None: no finite guarantee at that order).
+    nats: tuple[tuple[str, float | None], ...]
+    bits: tuple[tuple[str, float | None], ...]
+    attacker_success_max: float
+    posterior_odds_bound: float
+    unbounded_probability: float
+    warnings: tuple[str, ...]
+    #: δ·N for the declared public row bound N (None: no bound declared, left out).
+    expected_exposed_individuals: float | None = None
+    #: Whether a row bound was declared (then ``expected_exposed_individuals`` is shown).
+    rows_declared: bool = False
+
+    def to_dict(self) -> JsonObject:
+        """The summary as a fresh JSON object (what an answer's ``cost.leakage`` holds)."""
+        out: JsonObject = {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "nats": dict(self.nats),
+            "bits": dict(self.bits),
+            "attacker_success_max": self.attacker_success_max,
+            "posterior_odds_bound": self.posterior_odds_bound,
+            "unbounded_probability": self.unbounded_probability,
+            "warnings": list(self.warnings),
+        }
+        if self.rows_declared:
+            out["expected_exposed_individuals"] = self.expected_exposed_individuals
+        return out
+
+    def __getitem__(self, key: str) -> JsonValue:
+        return self.to_dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_dict())
+
+    def __len__(self) -> int:
+        return 8 + self.rows_declared
+
+
 @functools.lru_cache(maxsize=256)
-def _leakage_cached(spec: str, rows: int | None) -> str:
-    return json.dumps(_leakage(spec, rows))
+def _leakage_cached(spec: str, rows: int | None) -> Leakage:
+    from infodp.accounting.spec import profile_from_spec
+    from infodp.explain import explain
+
+    e = explain(profile_from_spec(json.loads(spec)), rows=rows)
+    # The fields of Explanation.to_dict this summary keeps, read directly: to_dict would also
+    # tabulate the attacker's trade-off curve, which is most of its cost (a fixed cost of
+    # every query) and is not part of the summary.
+    return Leakage(
+        e.epsilon,
+        e.delta,
+        tuple(e.nats.items()),
+        tuple(e.bits.items()),
+        e.attacker_success_max,
+        e.posterior_odds_bound,
+        e.unbounded_probability,
+        tuple(e.warnings),
+        e.expected_exposed_individuals if rows is not None else None,
+        rows is not None,
+    )
 
 
-def leakage_of(cost: QueryCost) -> dict[str, Any]:
+def leakage_of(cost: QueryCost) -> Leakage:
     """The :func:`infodp.explain.explain` summary (per individual) of the query's composed
     profile: nats at α = 1, 2, ∞ read from the mechanisms' profiles.
 
@@ -492,33 +571,7 @@ def leakage_of(cost: QueryCost) -> dict[str, Any]:
     >>> s = load_schema({"table": "t", "privacy_unit": "row", "public_rows": 100,
     ...                  "columns": {"x": {"type": "int", "bounds": [0, 10]}}})
     >>> c = plan_cost(parse_query("SELECT AVG(x) FROM t", s), s, Fraction(1), Fraction(0), 100)
-    >>> 0.2 < leakage_of(c)["nats"]["1"] < 0.25
+    >>> 0.2 < dict(leakage_of(c).nats)["1"] < 0.25
     True
     """
-    out: dict[str, Any] = json.loads(
-        _leakage_cached(json.dumps(cost.profile_spec(), sort_keys=True), cost.row_bound)
-    )
-    return out
-
-
-def _leakage(spec: str, rows: int | None) -> dict[str, Any]:
-    from infodp.accounting.spec import profile_from_spec
-    from infodp.explain import explain
-
-    e = explain(profile_from_spec(json.loads(spec)), rows=rows)
-    # The fields of Explanation.to_dict this summary keeps, read directly: to_dict would also
-    # tabulate the attacker's trade-off curve, which is most of its cost (a fixed cost of
-    # every query) and is not part of the summary.
-    out: dict[str, Any] = {
-        "epsilon": e.epsilon,
-        "delta": e.delta,
-        "nats": dict(e.nats),
-        "bits": dict(e.bits),
-        "attacker_success_max": e.attacker_success_max,
-        "posterior_odds_bound": e.posterior_odds_bound,
-        "unbounded_probability": e.unbounded_probability,
-        "warnings": list(e.warnings),
-    }
-    if rows is not None:
-        out["expected_exposed_individuals"] = e.expected_exposed_individuals
-    return out
+    return _leakage_cached(json.dumps(cost.profile_spec(), sort_keys=True), cost.row_bound)

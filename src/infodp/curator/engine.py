@@ -38,30 +38,33 @@ DuckDB file plus its ledger ``<file>.ledger``):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from infodp._jsonable import JsonObject
 from infodp._lazy import lazy_module
 from infodp.curator.backends.base import ExactAggregates
 from infodp.curator.backends.duckdb import DuckDBBackend
-from infodp.curator.connections import Connections
+from infodp.curator.column_accuracy import Accuracy
+from infodp.curator.connections import Connections, SparkOptions
 from infodp.curator.cost import (
     MAX_CELLS,
     MAX_QUANTILE_CELLS,
     PRIVACY_PARAMETER_RANGE,
     MeasurementCost,
+    Noise,
     QueryCost,
     as_budget_fraction,
     leakage_of,
     plan_cost,
 )
 from infodp.curator.ledger import Budget, DeclarationChanged, Ledger
-from infodp.curator.plan import QueryPlan, measurements
+from infodp.curator.plan import measurements
 from infodp.curator.planning import column_accuracy, estimate_of, least_epsilon
 from infodp.curator.post import inner_sql
-from infodp.curator.pricing import PriceBook, copy_summary
+from infodp.curator.pricing import PriceBook
 from infodp.curator.registration import DataOwner
 from infodp.curator.relations import resolve
 from infodp.curator.release import (
@@ -69,7 +72,16 @@ from infodp.curator.release import (
     require_release_source,
 )
 from infodp.curator.render import answer_text
-from infodp.curator.request import Estimate, NoBudget, Priced, Request, check_confidence
+from infodp.curator.request import (
+    Estimate,
+    NoBudget,
+    NumberInput,
+    Planned,
+    Priced,
+    Request,
+    Resolved,
+    check_confidence,
+)
 from infodp.curator.result import QueryResult, Released, Reservation, StoreNotOpened
 from infodp.curator.rules.base import ColumnAccuracy
 from infodp.curator.runner import Runner
@@ -90,6 +102,8 @@ else:
     np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 if TYPE_CHECKING:
+    from infodp.curator.backends.spark import SparkBackend
+
     # Synopses are loaded on first use: a query process never builds one.
     from infodp.curator.synopsis import Synopsis
     from infodp.synthetic.table import SyntheticTable
@@ -143,7 +157,7 @@ class Curator(DataOwner):
         duckdb_threads: int | None = None,
         ledger: str | Path | None = None,
         spark_master: str | None = None,
-        spark_conf: Any = (),
+        spark_conf: Mapping[str, str] | Sequence[str] = (),
         progress: bool = False,
         one_shot: bool = False,
         _hook: Hook | None = None,
@@ -172,7 +186,7 @@ class Curator(DataOwner):
             if con is not None:
                 con.close()
             raise
-        spark_options = {"master": spark_master, "conf": spark_conf, "progress": progress}
+        spark_options = SparkOptions(master=spark_master, conf=spark_conf, progress=progress)
         self._connections = Connections(
             self.db, self.backend, keep_open=keep_open, spark_options=spark_options
         )
@@ -194,7 +208,7 @@ class Curator(DataOwner):
             self._connections, self.ledger, self._source, query_timeout=query_timeout, hook=_hook
         )
 
-    def spark(self) -> Any:
+    def spark(self) -> SparkBackend:
         """The Spark backend of this store (made on first use; needs ``infodp[spark]``)."""
         return self._connections.spark()
 
@@ -216,8 +230,9 @@ class Curator(DataOwner):
         """The declared schema of a registered dataset."""
         return self._book.schema_of(self.ledger.dataset(dataset).schema_json)
 
-    def plan(self, sql: str) -> tuple[QueryPlan, DatasetSchema, int | None, bool]:
-        """(plan, schema, declared public row bound, unit_rows_ok) for ``sql``; nothing is spent.
+    def plan(self, sql: str) -> Planned:
+        """The plan of ``sql``, its schema, the declared public row bound and whether a unit's
+        rows are bounded (:class:`~infodp.curator.request.Planned`); nothing is spent.
 
         The row bound is the schema's declaration (``public_rows``/``public_max_rows``), never
         the measured count, which is private.
@@ -226,7 +241,7 @@ class Curator(DataOwner):
         record = self.ledger.dataset(self._book.dataset_of(inner))
         resolved = resolve(inner, self._book.schema_of(record.schema_json))
         schema, unit_ok = resolved.schema, record.unit_rows_ok and not resolved.row_cut
-        return parse_query(resolved.sql, schema), schema, schema.row_bound, unit_ok
+        return Planned(parse_query(resolved.sql, schema), schema, schema.row_bound, unit_ok)
 
     def exact_aggregates(self, sql: str) -> ExactAggregates:
         """The bounded pre-noise aggregates of ``sql``. NOT PRIVATE: for tests and audits only."""
@@ -238,43 +253,57 @@ class Curator(DataOwner):
         finally:
             self._connections.done(con)
 
-    # -- requests (parsed once: infodp.curator.request) ----------------------------------------
+    # -- one query, one chain of records (infodp.curator.request) ------------------------------
+    #
+    # Request (parsed once, at the edge: the HTTP route, Session, or the plain-argument methods
+    # below) → Resolved (_resolve: dataset, declaration and budget found once) → Priced
+    # (PriceBook.priced) → Reservation (_reserve) → Released (Runner) → QueryResult
+    # (Settlement). The plain-argument methods parse their arguments into a Request and join
+    # the chain; nothing after the parse reads user input again.
 
     def budget_for(self, analyst: str, sql: str) -> Budget:
         """``analyst``'s budget on the dataset ``sql`` names, looked up before anything else of
         the query: :class:`NoBudget` (the same whether the dataset exists or not, so names of
         others' datasets are not revealed) when they hold none there."""
         inner = inner_sql(sql)
-        budgets = [b for b in self.ledger.budgets(analyst) if b.analyst == analyst]
+        budgets = self._budgets(analyst)
         try:
             dataset = self._book.dataset_of(inner, among=[b.dataset for b in budgets])
         except KeyError as err:
             raise NoBudget(str(err.args[0]).split(".")[0]) from None
         return next(b for b in budgets if b.dataset.lower() == dataset.lower())
 
+    def _budgets(self, analyst: str) -> list[Budget]:
+        return [b for b in self.ledger.budgets(analyst) if b.analyst == analyst]
+
+    def _resolve(
+        self, request: Request, analyst: str | None, *, remembered: bool = False
+    ) -> Resolved:
+        """The dataset ``request`` reads, its declaration and (``analyst``) the analyst's
+        budget there, found once; :class:`NoBudget` first when the analyst holds none on it
+        (:meth:`PriceBook.resolve <infodp.curator.pricing.PriceBook.resolve>`)."""
+        budgets = None if analyst is None else self._budgets(analyst)
+        return self._book.resolve(request, budgets, remembered=remembered)
+
     def price(self, request: Request) -> Priced:
         """Validate completely and price ``request``; nothing is spent and no data is read."""
-        p = self._book.price(
-            request.sql, request.epsilon, request.delta, request.noise, request.confidence
-        )
-        return Priced(p.plan, p.schema, p.rows, p.unit_ok, p.cost, copy_summary(p.leak))
+        return self._book.price(request)
 
     def estimate_for(self, analyst: str, request: Request) -> Estimate:
         """:meth:`estimate` for ``analyst``: with their budget and whether the query fits it
         (:meth:`infodp.accounting.Accountant.can_spend`, every currency); :class:`NoBudget`
         first when they hold none on its dataset. Nothing is spent."""
-        return self._estimate(request, self.budget_for(analyst, request.sql))
+        resolved = self._resolve(request, analyst)
+        return estimate_of(self._book.priced(resolved), request.confidence, resolved.budget)
 
     def answer(self, analyst: str, request: Request) -> QueryResult:
         """:meth:`query` of a parsed request, :class:`NoBudget` first (before the query is
         planned) when ``analyst`` holds no budget on its dataset."""
-        self.budget_for(analyst, request.sql)
-        return self.query(analyst, request.sql, **_arguments(request))
+        return self._answer(analyst, request, owned=True)
 
     def reserve_for(self, analyst: str, request: Request) -> Reservation:
         """:meth:`reserve` of a parsed request, :class:`NoBudget` first as in :meth:`answer`."""
-        self.budget_for(analyst, request.sql)
-        return self.reserve(analyst, request.sql, **_arguments(request))
+        return self._reserve(analyst, request, owned=True, durable=True)
 
     # -- the query path ------------------------------------------------------------------------
 
@@ -283,10 +312,10 @@ class Curator(DataOwner):
         analyst: str,
         sql: str,
         *,
-        epsilon: Any,
-        delta: Any = 0,
+        epsilon: NumberInput,
+        delta: NumberInput = 0,
         confidence: float = 0.95,
-        noise: Any = "laplace",
+        noise: Noise | str = "laplace",
     ) -> QueryResult:
         """Answer ``sql`` with DP noise, charging ``epsilon`` (and ``delta``) to ``analyst``.
 
@@ -297,21 +326,19 @@ class Curator(DataOwner):
         Raises :class:`~infodp.errors.BudgetExceeded` (nothing released, nothing spent) when
         the analyst's remaining budget or the dataset's information cap is too small.
         """
-        reserved = self._reserve(analyst, sql, epsilon, delta, confidence, noise, durable=False)
+        req = Request.parse(sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise)
+        return self._answer(analyst, req, owned=False)
+
+    def _answer(self, analyst: str, request: Request, *, owned: bool) -> QueryResult:
+        """The answer of ``request`` (``owned``: resolved among the analyst's datasets, so
+        :class:`NoBudget` comes first when they hold none on it)."""
+        reserved = self._reserve(analyst, request, owned=owned, durable=False)
 
         def produce() -> tuple[QueryResult, Callable[[], str]]:
             result = self._settlement.result(reserved, self._runner.run_overlapped(reserved))
             # The ledger's copy is rendered when it is written (by the ledger's background
-            # writer, in a batch), from the answer and a copy of its summary (the one mutable
-            # part a caller holds).
-            leakage = copy_summary(result.leakage)
-
-            def text() -> str:
-                payload = result._payload(lists=False)
-                payload["cost"]["leakage"] = leakage
-                return answer_text(payload)
-
-            return result, text
+            # writer, in a batch), from the answer (frozen, summary included).
+            return result, lambda: answer_text(result._payload(lists=False))
 
         return self._settlement.settle(reserved, produce, later=True)
 
@@ -326,73 +353,61 @@ class Curator(DataOwner):
         analyst: str,
         sql: str,
         *,
-        epsilon: Any,
-        delta: Any = 0,
+        epsilon: NumberInput,
+        delta: NumberInput = 0,
         confidence: float = 0.95,
-        noise: Any = "laplace",
+        noise: Noise | str = "laplace",
     ) -> Reservation:
         """Validate and price ``sql`` completely, then reserve its cost durably (fsync'd).
 
         Nothing of the data is touched; a refusal (bad input, :class:`BudgetExceeded`) costs
         nothing. The reservation must then be passed to :meth:`finish`.
         """
-        return self._reserve(analyst, sql, epsilon, delta, confidence, noise, durable=True)
+        req = Request.parse(sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise)
+        return self._reserve(analyst, req, owned=False, durable=True)
 
     def _reserve(
-        self,
-        analyst: str,
-        sql: str,
-        epsilon: Any,
-        delta: Any,
-        confidence: Any,
-        noise: Any,
-        *,
-        durable: bool,
+        self, analyst: str, request: Request, *, owned: bool, durable: bool
     ) -> Reservation:
         """:meth:`reserve`; ``durable=False`` leaves the commit's fsync to :meth:`Ledger.sync`
-        (:meth:`_run_overlapped` runs it while DuckDB aggregates)."""
+        (:meth:`_run_overlapped` runs it while DuckDB aggregates). ``owned``: as in
+        :meth:`_answer`."""
+        who = analyst if owned else None
         try:
-            return self._reserve_priced(
-                analyst, sql, epsilon, delta, confidence, noise, durable=durable, remembered=True
-            )
+            resolved = self._resolve(request, who, remembered=True)
+            return self._reserve_priced(analyst, resolved, durable=durable)
         except DeclarationChanged:
             # Priced with a declaration the ledger no longer holds (nothing was charged):
             # forget every remembered price and price again from the ledger's declaration.
             self._book.forget()
-            return self._reserve_priced(
-                analyst, sql, epsilon, delta, confidence, noise, durable=durable, remembered=False
-            )
+            return self._reserve_priced(analyst, self._resolve(request, who), durable=durable)
 
-    def _reserve_priced(
-        self,
-        analyst: str,
-        sql: str,
-        epsilon: Any,
-        delta: Any,
-        confidence: Any,
-        noise: Any,
-        *,
-        durable: bool,
-        remembered: bool,
-    ) -> Reservation:
-        priced = self._book.price(sql, epsilon, delta, noise, confidence, reserving=remembered)
-        plan, schema, unit_ok, cost = priced.plan, priced.schema, priced.unit_ok, priced.cost
+    def _reserve_priced(self, analyst: str, resolved: Resolved, *, durable: bool) -> Reservation:
+        priced = self._book.priced(resolved)
+        plan, cost = priced.plan, priced.cost
         self._connections.check(priced, on_kept=self._one_shot)
         entry = self.ledger.reserve(
             analyst,
             plan.table,
-            sql,
+            resolved.request.sql,
             cost.epsilon,
             cost.delta,
             cost.information_nats,
             profile_spec=priced.profile_spec,
             durable=durable,
-            declaration=(priced.schema_json, unit_ok),
+            declaration=(priced.schema_json, priced.unit_rows_ok),
         )
         self._runner.at("reserved", entry)
-        leak = copy_summary(priced.leak)
         return Reservation(
-            analyst, plan, schema, unit_ok, cost, leak, float(confidence), entry, priced.post
+            analyst,
+            plan,
+            priced.schema,
+            priced.unit_rows_ok,
+            cost,
+            priced.leakage,
+            resolved.request.confidence,
+            entry,
+            priced.post,
         )
 
     def run_reserved(self, reserved: Reservation, deadline: float | None = None) -> Released:
@@ -447,22 +462,27 @@ class Curator(DataOwner):
         return self._runner.default(reserved)
 
     def _priced(
-        self, sql: str, epsilon: Any, delta: Any, noise: Any, confidence: Any = 0.95
-    ) -> tuple[QueryPlan, DatasetSchema, int | None, bool, QueryCost, dict[str, Any]]:
+        self,
+        sql: str,
+        epsilon: NumberInput,
+        delta: NumberInput,
+        noise: Noise | str,
+        confidence: float = 0.95,
+    ) -> Priced:
         """Validate completely and price ``sql``: everything here depends on the query and the
         declared schema only, so a refusal (before any reservation) costs nothing."""
-        p = self._book.price(sql, epsilon, delta, noise, confidence)
-        return p.plan, p.schema, p.rows, p.unit_ok, p.cost, copy_summary(p.leak)
+        req = Request.parse(sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise)
+        return self._book.price(req)
 
     def estimate(
         self,
         sql: str,
         *,
-        epsilon: Any,
-        delta: Any = 0,
+        epsilon: NumberInput,
+        delta: NumberInput = 0,
         confidence: float = 0.95,
-        noise: Any = "laplace",
-    ) -> dict[str, Any]:
+        noise: Noise | str = "laplace",
+    ) -> JsonObject:
         """Cost and accuracy of ``sql`` at ``epsilon`` without spending or reading data.
 
         Per measurement: the half-width h (in the column's units) with P(|noise| > h) ≤ β =
@@ -470,24 +490,18 @@ class Curator(DataOwner):
         error of the exponential mechanism (Dwork & Roth 2014, Thm 3.11).
         """
         req = Request.parse(sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise)
-        return self._estimate(req).to_dict()
-
-    def _estimate(self, req: Request, budget: Budget | None = None) -> Estimate:
-        """The estimate of ``req``; with the analyst's ``budget``, whether it fits there by
-        the accountant's dry run (the check the ledger's charge makes, every currency)."""
-        priced = self._book.price(req.sql, req.epsilon, req.delta, req.noise, req.confidence)
-        return estimate_of(priced, req.confidence, budget)
+        return estimate_of(self._book.price(req), req.confidence).to_dict()
 
     def column_accuracy(
         self,
         sql: str,
         *,
-        epsilon: Any,
-        delta: Any = 0,
+        epsilon: NumberInput,
+        delta: NumberInput = 0,
         confidence: float = 0.95,
-        noise: Any = "laplace",
+        noise: Noise | str = "laplace",
         rows: int | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[ColumnAccuracy]:
         """Per aggregate column of ``sql`` at ``epsilon``: ``{"column", "halfwidth"}`` of the
         interval released with it, or ``{"column", "rank_error"}`` for a quantile.
 
@@ -497,17 +511,18 @@ class Curator(DataOwner):
         Nothing is spent and no data is read.
         """
         check_confidence(confidence)
-        plan, schema, _, _, cost, _ = self._priced(sql, epsilon, delta, noise, confidence)
-        return [dict(a) for a in column_accuracy(plan, schema, cost, 1.0 - float(confidence), rows)]
+        p = self._priced(sql, epsilon, delta, noise, confidence)
+        beta = 1.0 - float(confidence)
+        return [a.copy() for a in column_accuracy(p.plan, p.schema, p.cost, beta, rows)]
 
     def epsilon_for(
         self,
         sql: str,
         *,
-        accuracy: Any,
+        accuracy: Accuracy,
         confidence: float = 0.95,
-        delta: Any = 0,
-        noise: Any = "laplace",
+        delta: NumberInput = 0,
+        noise: Noise | str = "laplace",
         rows: int | None = None,
     ) -> Fraction:
         """The least ε (to 3 significant digits, rounded up) at which each aggregate column's
@@ -523,11 +538,11 @@ class Curator(DataOwner):
         Nothing is spent and no data is read.
         """
         check_confidence(confidence)
-        plan = self._priced(sql, Fraction(1), delta, noise, confidence)[0]
+        plan = self._priced(sql, Fraction(1), delta, noise, confidence).plan
 
         def accuracy_at(eps: Fraction) -> list[ColumnAccuracy]:
-            _, schema, _, _, cost, _ = self._priced(sql, eps, delta, noise, confidence)
-            return column_accuracy(plan, schema, cost, 1.0 - float(confidence), rows)
+            p = self._priced(sql, eps, delta, noise, confidence)
+            return column_accuracy(plan, p.schema, p.cost, 1.0 - float(confidence), rows)
 
         return least_epsilon(plan.outputs, accuracy, accuracy_at)
 
@@ -540,7 +555,7 @@ class Curator(DataOwner):
         dataset: str,
         columns: Sequence[str],
         *,
-        epsilon: Any,
+        epsilon: NumberInput,
         run: Callable[[Reservation], Released] | None = None,
     ) -> Synopsis:
         """Publish a noisy histogram over ``columns`` once (cost ε), stored as ``name``.
@@ -586,13 +601,3 @@ class Curator(DataOwner):
     def synthetic(self, name: str, dataset: str | None = None) -> SyntheticTable:
         """A stored synthetic table (of ``dataset`` when given)."""
         return load_synthetic(self, name, dataset)
-
-
-def _arguments(request: Request) -> dict[str, Any]:
-    """The keyword arguments of :meth:`Curator.query` that ``request`` holds (parsed)."""
-    return {
-        "epsilon": request.epsilon,
-        "delta": request.delta,
-        "confidence": request.confidence,
-        "noise": request.noise,
-    }

@@ -24,8 +24,7 @@ from infodp.curator.column_accuracy import Accuracy, targets_by_column
 from infodp.curator.cost import QueryCost
 from infodp.curator.ledger import Budget
 from infodp.curator.plan import Output, QueryPlan
-from infodp.curator.pricing import PricedQuery, copy_summary
-from infodp.curator.request import Estimate
+from infodp.curator.request import Estimate, Priced
 from infodp.curator.rules import measure_for, rule_for
 from infodp.curator.rules.base import ColumnAccuracy, MeasurementAccuracy
 from infodp.curator.schema import DatasetSchema
@@ -117,7 +116,7 @@ def least_epsilon(
     return Fraction(math.ceil(hi * digits)) / digits
 
 
-def estimate_of(priced: PricedQuery, confidence: float, budget: Budget | None = None) -> Estimate:
+def estimate_of(priced: Priced, confidence: float, budget: Budget | None = None) -> Estimate:
     """Cost and accuracy of a priced query at level ``confidence``; with the analyst's
     ``budget``, whether it fits there by the accountant's dry run (the check the ledger's
     charge makes, every currency). Nothing is spent and no data is read."""
@@ -127,7 +126,7 @@ def estimate_of(priced: PricedQuery, confidence: float, budget: Budget | None = 
     )
     accuracy = measurement_accuracy(cost, priced.schema, beta)
     return Estimate(
-        {**cost.to_dict(), "leakage": copy_summary(priced.leak)},
+        {**cost.to_dict(), "leakage": priced.leakage.to_dict()},
         # A MeasurementAccuracy holds text and floats only: a JSON object.
         tuple(cast(JsonObject, dict(a)) for a in accuracy),
         confidence,

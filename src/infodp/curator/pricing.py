@@ -1,15 +1,19 @@
-"""The curator's price book: a query validated completely and priced once, then remembered.
+"""The curator's price book: a request resolved once, then validated completely and priced
+once, and remembered.
 
-Pricing depends on the query's text, the exact (ε, δ), the noise family and the dataset's
-declaration only (never on the data), and every piece of it is immutable, so a repeated query
-is priced once: parse (:func:`~infodp.curator.sql.parse_query`), cost
-(:func:`~infodp.curator.cost.plan_cost`), privacy summary (:func:`~infodp.curator.cost.leakage_of`).
-Refusals are never remembered.
+Two steps of the query's chain (:mod:`infodp.curator.request`): :meth:`PriceBook.resolve`
+turns a parsed :class:`~infodp.curator.request.Request` into a
+:class:`~infodp.curator.request.Resolved` (the dataset it reads, found once, with its
+declaration and the analyst's budget there), and :meth:`PriceBook.priced` turns that into a
+:class:`~infodp.curator.request.Priced`. Pricing depends on the query's text, the exact
+(ε, δ), the noise family and the dataset's declaration only (never on the data), and every
+piece of it is immutable, so a repeated query is priced once: plan
+(:func:`~infodp.curator.sql.parse_query`), cost (:func:`~infodp.curator.cost.plan_cost`),
+privacy summary (:func:`~infodp.curator.cost.leakage_of`). Refusals are never remembered.
 
 >>> from infodp.curator.ledger import Ledger
->>> from fractions import Fraction
 >>> book = PriceBook(Ledger(":memory:"))
->>> book.price("SELECT COUNT(*) FROM t", Fraction(1), 0, "laplace", 0.95)
+>>> book.resolve(Request.parse("SELECT COUNT(*) FROM t", epsilon=1))
 Traceback (most recent call last):
 ...
 infodp.errors.ParameterError: unknown dataset 't'; registered: none.
@@ -19,70 +23,26 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Collection
-from fractions import Fraction
-from typing import Any
+from collections.abc import Collection, Sequence
 
-from infodp.curator.cost import Noise, QueryCost, leakage_of, plan_cost, selection
+from infodp.curator.cost import leakage_of, plan_cost, selection
 from infodp.curator.datasets import find_dataset
-from infodp.curator.ledger import Ledger
+from infodp.curator.ledger import Budget, Ledger
 from infodp.curator.plan import QueryPlan
-from infodp.curator.post import PostProcess, split_query
-from infodp.curator.relations import Resolved, resolve, tables_read
-from infodp.curator.request import NumberInput, Request
+from infodp.curator.post import PostProcess, inner_sql, split_query
+from infodp.curator.relations import Resolved as Relation
+from infodp.curator.relations import resolve, tables_read
+from infodp.curator.request import NoBudget, Priced, Request, Resolved
 from infodp.curator.schema import DatasetSchema
 from infodp.curator.sql import parse_query
 from infodp.errors import ParameterError
 
-__all__ = ["REMEMBERED", "PriceBook", "PricedQuery", "copy_summary", "require_finite"]
+__all__ = ["REMEMBERED", "PriceBook", "require_finite"]
 
 #: How many priced queries a price book remembers (then it starts afresh).
 REMEMBERED = 256
-#: The argument types a reservation's price is remembered by as given (exact types: a bool
-#: is refused as ε by the first pricing and never stands for 1 here; equal values of these
-#: types are the same exact number, so they may share a price).
-_PLAIN = frozenset({str, int, float, Fraction, Noise})
-#: A query's arguments as given: SQL, ε, δ, noise, confidence.
-_Arguments = tuple[str, NumberInput, NumberInput, Noise | str, float]
-
-
-class PricedQuery:
-    """A validated, priced query; ``checked`` once its compiled statements passed the
-    backend's data-free check (the one mutable part, so a repeated query is checked once)."""
-
-    __slots__ = (
-        "checked",
-        "cost",
-        "leak",
-        "plan",
-        "post",
-        "profile_spec",
-        "rows",
-        "schema",
-        "schema_json",
-        "unit_ok",
-    )
-
-    def __init__(
-        self,
-        plan: QueryPlan,
-        schema: DatasetSchema,
-        rows: int | None,
-        unit_ok: bool,
-        cost: QueryCost,
-        leak: dict[str, Any],
-        schema_json: str,
-        post: PostProcess | None = None,
-    ) -> None:
-        self.plan, self.schema, self.rows, self.unit_ok = plan, schema, rows, unit_ok
-        #: What is computed from the released table afterwards (HAVING, ORDER BY, …), if any.
-        self.post = post
-        #: The dataset's declaration as the ledger stores it (checked at each reservation).
-        self.schema_json = schema_json
-        self.cost, self.leak = cost, leak
-        # As the ledger stores it (json.dumps of the spec), made once per priced query.
-        self.profile_spec = json.dumps(cost.profile_spec())
-        self.checked = False
+#: A dataset's declaration as the ledger stores it: (name, schema JSON, unit_rows_ok).
+_Declaration = tuple[str, str, bool]
 
 
 class PriceBook:
@@ -91,11 +51,12 @@ class PriceBook:
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
         self._schemas: dict[str, DatasetSchema] = {}
-        self._prices: dict[tuple[object, ...], PricedQuery] = {}
-        self._tables: dict[str, str] = {}
+        self._prices: dict[tuple[object, ...], Priced] = {}
+        # The dataset each query read, by (SQL text, the analyst's datasets or None).
+        self._tables: dict[tuple[str, tuple[str, ...] | None], str] = {}
         self._datasets: dict[str, tuple[str, ...]] | None = None
-        # Priced queries by their raw arguments, for reservations (see price).
-        self._fast: dict[tuple[object, ...], PricedQuery] = {}
+        # Declarations read from the ledger, for reservations (see resolve).
+        self._declarations: dict[str, _Declaration] = {}
 
     def schema_of(self, schema_json: str) -> DatasetSchema:
         """The schema a dataset's stored declaration holds (parsed once per text)."""
@@ -142,90 +103,99 @@ class PriceBook:
         return self._datasets
 
     def forget(self) -> None:
-        """Forget every remembered price (the ledger holds a declaration they did not use)."""
+        """Forget every remembered price and declaration (the ledger holds a declaration they
+        did not use)."""
         self._prices.clear()
-        self._fast.clear()
+        self._declarations.clear()
 
-    def price(
+    def resolve(
         self,
-        sql: str,
-        epsilon: NumberInput,
-        delta: NumberInput,
-        noise: Noise | str,
-        confidence: float,
+        request: Request,
+        budgets: Sequence[Budget] | None = None,
         *,
-        reserving: bool = False,
-    ) -> PricedQuery:
-        """Validate completely and price ``sql``; remembered, refusals never.
+        remembered: bool = False,
+    ) -> Resolved:
+        """The dataset ``request`` reads, found once, with its declaration and (``budgets``:
+        an analyst's) the analyst's budget there.
 
-        ``reserving``: the caller reserves the result with the declaration it was priced with
-        (``Ledger.reserve(declaration=...)``, checked inside the reservation's transaction),
-        so a query already priced with the same arguments (plain str, int, float, Fraction;
-        validated when first priced) is answered from memory without reading the dataset's
-        declaration from the ledger: the first work after an aggregate runs with cold caches,
-        where a SQLite read and the parsing of ε and δ are slow (BENCHMARKS.md,
-        curator_timeline).
+        With ``budgets`` only the analyst's datasets are considered, and a query naming none
+        of them raises :class:`~infodp.curator.request.NoBudget` (the same whether the dataset
+        exists or not, so names of others' datasets are not revealed) before anything else of
+        it is read. ``remembered``: the caller reserves the price with the declaration it was
+        priced with (``Ledger.reserve(declaration=...)``, checked inside the reservation's
+        transaction), so a declaration read before is used without reading the ledger again:
+        the first work after an aggregate runs with cold caches, where a SQLite read is slow
+        (BENCHMARKS.md, curator_timeline).
         """
-        raw: _Arguments = (sql, epsilon, delta, noise, confidence)
-        fast = reserving and all(type(x) in _PLAIN for x in raw)
-        if fast:
-            known = self._fast.get(raw)
-            if known is not None:
-                return known
-        priced = self._price_anew(raw)
-        if fast:
-            if len(self._fast) >= REMEMBERED:
-                self._fast.clear()
-            self._fast[raw] = priced
-        return priced
+        among = None if budgets is None else tuple(sorted({b.dataset for b in budgets}))
+        slot = (request.sql, among)
+        name = self._tables.get(slot)
+        if name is None:
+            try:
+                name = self.dataset_of(inner_sql(request.sql), among=among)
+            except KeyError as err:
+                raise NoBudget(str(err.args[0]).split(".")[0]) from None
+            if len(self._tables) >= REMEMBERED:
+                self._tables.clear()
+            self._tables[slot] = name
+        budget = None
+        if budgets is not None:
+            budget = next(b for b in budgets if b.dataset.lower() == name.lower())
+        declaration = self._declarations.get(name.lower()) if remembered else None
+        if declaration is None:
+            declaration = self.ledger.dataset_declaration(name)
+            if len(self._declarations) >= REMEMBERED:
+                self._declarations.clear()
+            self._declarations[name.lower()] = declaration
+        dataset, schema_json, unit_ok = declaration
+        return Resolved(request, dataset, schema_json, unit_ok, budget)
 
-    def _price_anew(self, raw: _Arguments) -> PricedQuery:
-        """:meth:`price` from the arguments and the declaration read from the ledger."""
-        sql, epsilon, delta, noise, confidence = raw
-        req = Request.parse(sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise)
-        eps, dlt, kind = req.epsilon, req.delta, req.noise
+    def price(self, request: Request) -> Priced:
+        """:meth:`priced` of ``request`` resolved now (no analyst: every dataset considered)."""
+        return self.priced(self.resolve(request))
+
+    def priced(self, resolved: Resolved) -> Priced:
+        """Validate completely and price a resolved request; remembered, refusals never."""
+        req = resolved.request
+        sql, name, schema_json = req.sql, resolved.dataset, resolved.schema_json
+        key = (sql, req.epsilon, req.delta, req.noise, name, schema_json, resolved.unit_rows_ok)
+        hit = self._prices.get(key)
+        if hit is not None:
+            return hit
         # HAVING, ORDER BY, LIMIT and arithmetic between aggregates come off first: the inner
         # query is what is priced and measured (infodp.curator.post).
         post = split_query(sql)
         inner = sql if post is None else post.inner_sql
-        table = self._tables.get(sql)
-        if table is None:
-            table = self.dataset_of(inner)
-        name, schema_json, unit_ok = self.ledger.dataset_declaration(table)
-        key = (sql, eps, dlt, kind, name, schema_json, unit_ok)
-        hit = self._prices.get(key)
-        if hit is not None:
-            return hit
         # The relation the query reads: the table itself, or one derived from a population's
         # tables (joins, subqueries, derived columns), priced by its derived bounds.
-        resolved = resolve(inner, self.schema_of(schema_json))
-        schema = resolved.schema
-        unit_ok = unit_ok and not resolved.row_cut
-        plan = parse_query(resolved.sql, schema)
+        relation = resolve(inner, self.schema_of(schema_json))
+        schema = relation.schema
+        unit_ok = resolved.unit_rows_ok and not relation.row_cut
+        plan = parse_query(relation.sql, schema)
         # SUM(x) / COUNT(x) written by hand is measured as AVG(x) (infodp.curator.post.ratio).
         mean = self._as_avg(sql, plan, schema_json, schema)
         if mean is not None:
-            post, resolved, plan = mean
-            schema = resolved.schema
-            unit_ok = unit_ok and not resolved.row_cut
+            post, relation, plan = mean
+            schema = relation.schema
+            unit_ok = resolved.unit_rows_ok and not relation.row_cut
         rows = schema.row_bound  # the declaration, never the measured count (private)
-        cost = plan_cost(plan, schema, eps, dlt, rows, kind)
+        cost = plan_cost(plan, schema, req.epsilon, req.delta, rows, req.noise)
         if plan.needs_partition_selection:
             selection(cost).threshold()  # a threshold that cannot be formed fails here
         leak = leakage_of(cost)
-        require_finite("the query's privacy summary", leak)
+        require_finite("the query's privacy summary", leak.to_dict())
         if len(self._prices) >= REMEMBERED:
             self._prices.clear()
-            self._tables.clear()
-        self._tables[sql] = table
-        hit = self._prices[key] = PricedQuery(
-            plan, schema, rows, unit_ok, cost, leak, schema_json, post
+        # The profile as the ledger stores it (json.dumps of the spec), made once per price.
+        spec = json.dumps(cost.profile_spec())
+        hit = self._prices[key] = Priced(
+            plan, schema, rows, unit_ok, cost, leak, schema_json, post, spec
         )
         return hit
 
     def _as_avg(
         self, sql: str, plan: QueryPlan, schema_json: str, read: DatasetSchema
-    ) -> tuple[PostProcess | None, Resolved, QueryPlan] | None:
+    ) -> tuple[PostProcess | None, Relation, QueryPlan] | None:
         """The query with its hand-written means read as AVG (post-processing, resolved
         relation, plan), when it has some and needs no more measurements than as written
         (``read``: the relation the query reads, whose declared null policies say which
@@ -272,23 +242,3 @@ def require_finite(what: str, value: object) -> None:
             raise ParameterError(
                 f"{what} is undefined (NaN) for these parameters; choose a smaller ε or δ."
             )
-
-
-def copy_summary(value: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a privacy summary (nested dicts and lists of numbers and text) that shares
-    no container with it; faster than ``copy.deepcopy`` for these plain values.
-
-    >>> s = {"nats": {"1": 0.5}, "warnings": []}
-    >>> c = copy_summary(s); c["nats"]["1"] = 9.0; s["nats"]["1"]
-    0.5
-    """
-    return {k: _copy(v) for k, v in value.items()}
-
-
-def _copy(value: Any) -> Any:
-    kind = type(value)
-    if kind is dict:
-        return {k: _copy(v) for k, v in value.items()}
-    if kind is list:
-        return [_copy(v) for v in value]
-    return value

@@ -305,14 +305,14 @@ def refuse_taken_names(
             )
 
 
-def _shown_source(source: Any) -> str:
+def _shown_source(source: object) -> str:
     """The source as the owner is shown it (a path, a frame's type, or one per table)."""
     if isinstance(source, Mapping):
         return ", ".join(f"{k}={_shown_source(v)}" for k, v in source.items())
     return str(source) if isinstance(source, (str, Path)) else type(source).__name__
 
 
-def population_sources(schema: DatasetSchema, source: Any) -> dict[str, Any]:
+def population_sources(schema: DatasetSchema, source: object) -> dict[str, object]:
     """A population's sources by table: a mapping naming each of its tables exactly once.
 
     >>> from infodp.curator.schema import load_schema
@@ -344,7 +344,7 @@ def copy_population(
     store: DuckDBBackend,
     engine: Any,
     name: str,
-    source: Any,
+    source: object,
     schema: DatasetSchema,
     bounded_path: str | Path | None,
     *,

@@ -1,4 +1,11 @@
-"""A request to the curator, parsed once, and the public records of its price and estimate.
+"""A request to the curator, parsed once, and the records of its resolution, price and estimate.
+
+One query is one chain of frozen records, each made by one step and read by the next:
+:class:`Request` (parsed once, at the edge) → :class:`Resolved` (the dataset it reads, that
+dataset's declaration and the analyst's budget there, found once) → :class:`Priced` (plan,
+cost with its mechanisms built once, frozen privacy summary) →
+:class:`~infodp.curator.result.Reservation` → :class:`~infodp.curator.result.Released` →
+:class:`~infodp.curator.result.QueryResult`.
 
 :meth:`Request.parse` is the one place where a query's privacy parameters, confidence level
 and noise are read from user input (numbers as exact fractions, :func:`as_budget_fraction`);
@@ -24,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, NamedTuple, TypeAlias
 
 from infodp.curator.cost import Noise, as_budget_fraction, as_noise
 from infodp.curator.limits import check_sql_text
@@ -32,12 +39,22 @@ from infodp.errors import ParameterError
 
 if TYPE_CHECKING:
     from infodp._jsonable import JsonObject
-    from infodp.curator.cost import QueryCost
+    from infodp.curator.cost import Leakage, QueryCost
     from infodp.curator.ledger import Budget
     from infodp.curator.plan import QueryPlan
+    from infodp.curator.post import PostProcess
     from infodp.curator.schema import DatasetSchema
 
-__all__ = ["Estimate", "NoBudget", "NumberInput", "Priced", "Request", "check_confidence"]
+__all__ = [
+    "Estimate",
+    "NoBudget",
+    "NumberInput",
+    "Planned",
+    "Priced",
+    "Request",
+    "Resolved",
+    "check_confidence",
+]
 
 #: A number as a caller may write it: read exactly by :meth:`Request.parse` ("0.1" and 0.1
 #: are both 1/10; a float through its shortest decimal form).
@@ -122,17 +139,53 @@ class Request:
         return cls(sql, eps, dlt, level, as_noise(noise))
 
 
+class Planned(NamedTuple):
+    """A query's plan before it is priced (:meth:`infodp.curator.Curator.plan`): the plan, the
+    schema of the relation it reads, the declared public row bound (the declaration, never the
+    measured count) and whether a unit's rows are bounded there. A named tuple, so it also
+    unpacks as ``plan, schema, rows, unit_rows_ok``."""
+
+    plan: QueryPlan
+    schema: DatasetSchema
+    rows: int | None
+    unit_rows_ok: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """A request with the dataset it reads found once (:meth:`PriceBook.resolve
+    <infodp.curator.pricing.PriceBook.resolve>`): the dataset's registered name, its
+    declaration as the ledger stores it (schema text, whether a unit's rows are bounded) and,
+    for an analyst, their budget there (None: no analyst named)."""
+
+    request: Request
+    dataset: str
+    schema_json: str
+    unit_rows_ok: bool
+    budget: Budget | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Priced:
-    """A validated, priced query: its plan, declared schema and public row bound, its cost and
-    the privacy summary of that cost. A function of the query and the declaration only."""
+    """A validated, priced query: its plan, declared schema and public row bound, its cost
+    (each measurement's mechanism built once) and the frozen privacy summary of that cost.
+    A function of the query and the declaration only.
+
+    ``schema_json``, ``post`` and ``profile_spec`` are what a reservation of it needs: the
+    declaration it was priced with (checked inside the reservation's transaction), the free
+    post-processing of the released table (HAVING, ORDER BY, …; None: none) and the cost's
+    profile as the ledger stores it.
+    """
 
     plan: QueryPlan
     schema: DatasetSchema
     rows: int | None
     unit_rows_ok: bool
     cost: QueryCost
-    leakage: JsonObject = field(compare=False)
+    leakage: Leakage = field(compare=False)
+    schema_json: str = field(default="", compare=False, repr=False)
+    post: PostProcess | None = field(default=None, compare=False, repr=False)
+    profile_spec: str = field(default="", compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

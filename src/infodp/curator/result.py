@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from infodp.curator.cost import QueryCost
+from infodp.curator.cost import Leakage, QueryCost
 from infodp.curator.ledger import Budget
 from infodp.curator.plan import QueryPlan
 from infodp.curator.post import PostProcess
@@ -32,7 +32,8 @@ class QueryResult:
     cost: QueryCost
     remaining: Budget
     entry_id: int
-    leakage: dict[str, Any] = field(compare=False)
+    #: The privacy summary of the cost (frozen; shared by every answer of the priced query).
+    leakage: Leakage = field(compare=False)
     notes: tuple[str, ...] = ()
     #: Per released row, the noisy measurements before any post-processing (counts are shown
     #: clamped at 0; a synopsis must keep these unclamped values for unbiased sums).
@@ -40,9 +41,10 @@ class QueryResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON payload of ``infodp query --json``."""
+        # Any for callers who read into it (a JSON object of the shape documented there).
         return self._payload(lists=True)
 
-    def _payload(self, *, lists: bool) -> dict[str, Any]:
+    def _payload(self, *, lists: bool) -> dict[str, object]:
         """:meth:`to_dict`; with ``lists=False`` the columns, rows, intervals and notes stay
         the tuples they are (the same JSON, without a copy of every row)."""
         return {
@@ -52,7 +54,7 @@ class QueryResult:
                 [list(r) for r in self.confidence_intervals] if lists else self.confidence_intervals
             ),
             "confidence": self.confidence,
-            "cost": {**self.cost.to_dict(), "leakage": self.leakage},
+            "cost": {**self.cost.to_dict(), "leakage": self.leakage.to_dict()},
             "remaining": self.remaining.to_dict(),
             "entry": self.entry_id,
             "notes": list(self.notes) if lists else self.notes,
@@ -111,7 +113,7 @@ class Reservation:
     schema: DatasetSchema
     unit_rows_ok: bool
     cost: QueryCost
-    leakage: dict[str, Any] = field(compare=False)
+    leakage: Leakage = field(compare=False)
     confidence: float = 0.95
     entry: int = 0
     #: What is computed from the released table afterwards (HAVING, ORDER BY, …), if any.

@@ -72,7 +72,7 @@ def _cell(result: QueryResult, i: int, j: int) -> tuple[str, str]:
 
 
 def _footer(result: QueryResult) -> str:
-    bits = result.leakage.get("bits", {}).get("1")
+    bits = dict(result.leakage.bits).get("1")
     spent = format_number(float(result.cost.epsilon))
     left = format_number(float(result.remaining.remaining_epsilon))
     info = "" if bits is None else f", ≤ {format_number(bits)} bits per person (α = 1)"

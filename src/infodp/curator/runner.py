@@ -13,11 +13,10 @@ store could not be opened and nothing of the data was touched.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from infodp.curator.answer import CellNoise, Layout, draw_cell_noise, release
 from infodp.curator.backends.base import Backend, ExactAggregates
-from infodp.curator.connections import Connections
+from infodp.curator.connections import Connections, ReadConnection
 from infodp.curator.cost import QueryCost
 from infodp.curator.ledger import Ledger
 from infodp.curator.overlap import background
@@ -61,14 +60,18 @@ class Runner:
         except Exception as err:
             raise StoreNotOpened(f"store not opened: {type(err).__name__}") from err
 
-    def _connect(self, engine: Backend) -> Any:
+    def _connect(self, engine: Backend) -> ReadConnection:
         try:
             return self.connections.open(engine)
         except Exception as err:
             raise StoreNotOpened(f"store not opened: {type(err).__name__}") from err
 
     def _aggregate(
-        self, engine: Backend, con: Any, reserved: Reservation, deadline: float | None = None
+        self,
+        engine: Backend,
+        con: ReadConnection,
+        reserved: Reservation,
+        deadline: float | None = None,
     ) -> ExactAggregates:
         ms = tuple(p.measurement for p in reserved.cost.parts)
         limit = self.query_timeout

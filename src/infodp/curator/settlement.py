@@ -10,7 +10,7 @@ is recorded with the answer's text (the one renderer, :mod:`infodp.curator.rende
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from infodp.curator.ledger import Ledger
 from infodp.curator.render import answer_text
@@ -54,7 +54,11 @@ class Settlement:
         )
 
     def settle(
-        self, reserved: Reservation, produce: Callable[[], tuple[_T, Any]], *, later: bool = False
+        self,
+        reserved: Reservation,
+        produce: Callable[[], tuple[_T, str | Callable[[], str]]],
+        *,
+        later: bool = False,
     ) -> _T:
         """``produce()`` → (value, payload); records the payload (or the failure) in the ledger
         (``later``: written after the answer is handed back, see :meth:`Ledger.complete_later`).
@@ -71,7 +75,7 @@ class Settlement:
         if later:
             self.ledger.complete_later(entry, payload)
         else:
-            self.ledger.complete(entry, payload)
+            self.ledger.complete(entry, payload if isinstance(payload, str) else payload())
         return value
 
     def failed(self, entry: int, err: BaseException) -> BaseException:

@@ -43,6 +43,13 @@ import duckdb
 from infodp.curator.backends.duckdb import DuckDBBackend, bounded_column
 from infodp.curator.ledger import Ledger
 from infodp.curator.ledger.grants import Sharing
+from infodp.curator.ledger.postgres import is_url
+from infodp.curator.ledger_location import (
+    chosen_ledger,
+    default_ledger,
+    remember_ledger,
+    stored_ledger,
+)
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import LedgerError, ParameterError
 
@@ -179,7 +186,6 @@ def open_store(
     if str(db) == ":memory:" or str(ledger) == ":memory:":
         return _open_transient(db, backend, timeout=timeout, ledger=ledger)
     path = Path(db)
-    lp = ledger_path(path) if ledger is None else Path(ledger)
     if path.exists():
         store_id = read_store_id(backend, con)
         if store_id is None:
@@ -188,7 +194,20 @@ def open_store(
                 "infodp store); (data owner) run 'infodp ledger reinit --db STORE --yes' to bind "
                 "a new ledger to it, which forgets all budgets."
             )
-        return Ledger(lp, timeout=timeout, store_id=store_id, create=False)
+        # The ledger named, else the one the store records (a URL), else the file beside it.
+        target = (
+            ledger
+            if ledger is not None
+            else chosen_ledger() or stored_ledger(backend, con) or ledger_path(path)
+        )
+        return Ledger(target, timeout=timeout, store_id=store_id, create=False)
+    target = (chosen_ledger() or default_ledger(path)) if ledger is None else ledger
+    if is_url(target):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        store_id = _write_store_id(backend)
+        remember_ledger(backend, str(target))
+        return Ledger(target, timeout=timeout, store_id=store_id, create=True)
+    lp = Path(target)
     if lp.exists():
         raise LedgerError(
             f"the ledger {lp.name} exists but its store {path.name} does not: restore the store "
@@ -468,6 +487,9 @@ def reinit_ledger(db: str | os.PathLike[str], *, timeout: float = 120.0) -> Rein
         raise ParameterError("--db", str(db), "an existing infodp store")
     backend = DuckDBBackend(path, timeout=timeout)
     store_id = _write_store_id(backend)
+    # A store on a PostgreSQL ledger starts again on a file (that database is left as it is).
+    if stored_ledger(backend) is not None:
+        remember_ledger(backend, None)
     lp = ledger_path(path)
     for p in (lp, Path(str(lp) + "-wal"), Path(str(lp) + "-shm")):
         with contextlib.suppress(FileNotFoundError):

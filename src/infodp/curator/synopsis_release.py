@@ -19,6 +19,7 @@ from infodp.errors import InternalError, ParameterError
 
 if TYPE_CHECKING:
     from infodp.curator.engine import Curator
+    from infodp.curator.request import NumberInput
     from infodp.curator.synopsis import Synopsis
 
 __all__ = ["release_synopsis"]
@@ -30,7 +31,7 @@ def release_synopsis(
     name: str,
     dataset: str,
     columns: Sequence[str],
-    epsilon: object,
+    epsilon: NumberInput,
     run: Callable[[Reservation], Released] | None = None,
 ) -> Synopsis:
     """Publish a noisy histogram over ``columns`` once (see :meth:`Curator.release_synopsis`)."""

@@ -19,13 +19,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from infodp._exact import float_down, float_up
 from infodp.curator.cost import as_budget_fraction
 from infodp.errors import ParameterError, QueryFailed
 
 if TYPE_CHECKING:
+    import duckdb
     import pandas as pd  # type: ignore[import-untyped]
 
     from infodp._jsonable import JsonObject
@@ -147,7 +148,8 @@ def _profile_spec(
 
 def _read(curator: Curator, sql: str) -> pd.DataFrame:
     """The release's columns, read once from the store (DuckDB)."""
-    con = curator._connections.open()
+    # Synthetic releases read DuckDB stores only (a Spark dataset is refused before this).
+    con = cast("duckdb.DuckDBPyConnection", curator._connections.open())
     try:
         return con.execute(sql).fetch_df()
     finally:

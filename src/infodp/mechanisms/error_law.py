@@ -18,6 +18,11 @@ How the bound stays an upper bound (no step is optimistic):
 - the sub-probability vectors are convolved (FFT; every entry only over-counts, so the mass
   beyond ``t`` is over-estimated), and a margin of 10⁻⁹ covers the float rounding.
 
+The answer is a function of its exact inputs only (each mechanism's exact parameters, the
+coefficients, β), so it is remembered process-wide (:data:`REMEMBERED` combinations, least
+recently used first out): a query asked again, in this process or by another curator object
+in it, convolves nothing.
+
 >>> from infodp.mechanisms import DiscreteLaplaceMechanism
 >>> a, b = DiscreteLaplaceMechanism(100.0), DiscreteLaplaceMechanism(100.0)
 >>> h = combination_halfwidth([(a, 1.0), (b, 1.0)], 0.05)
@@ -27,9 +32,10 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from infodp._np import np, npt
 from infodp.errors import ParameterError
@@ -37,7 +43,7 @@ from infodp.errors import ParameterError
 if TYPE_CHECKING:
     from infodp.mechanisms.base import _AdditiveLattice
 
-__all__ = ["combination_halfwidth"]
+__all__ = ["REMEMBERED", "combination_halfwidth"]
 
 #: Grid points over the widest term's truncated range (the discretisation costs n·w, about
 #: n·30/RESOLUTION of a noise scale: about 1% of a 95% half-width for three terms).
@@ -46,9 +52,13 @@ RESOLUTION = 2048
 _MAX_BLOCKS = 1 << 16
 #: Absolute margin for the floating-point evaluation of the pmfs, their sums and the FFT.
 _FLOAT_MARGIN = 1e-9
+#: How many combinations' answers one process remembers (a few floats each).
+REMEMBERED = 8192
 
 
-def combination_halfwidth(terms: Sequence[tuple[Any, float]], beta: float) -> float:
+def combination_halfwidth(
+    terms: Sequence[tuple[_AdditiveLattice | None, float]], beta: float
+) -> float:
     """An h with P(|Σ c_i N_i| > h) ≤ β, for independent noises N_i of the given mechanisms.
 
     ``terms`` pairs an additive lattice mechanism (its integer noise in grid units, e.g.
@@ -75,6 +85,22 @@ def combination_halfwidth(terms: Sequence[tuple[Any, float]], beta: float) -> fl
     if len(live) == 1:
         m, c = live[0]
         return abs(c) * float(m.halfwidth(beta))
+    try:
+        # Mechanisms are frozen records: equal exactly when their parameters are.
+        return _remembered(tuple(live), float(beta))
+    except TypeError:  # a mechanism that cannot be a key: computed, not remembered
+        return _convolved(live, float(beta))
+
+
+@functools.lru_cache(maxsize=REMEMBERED)
+def _remembered(live: tuple[tuple[_AdditiveLattice, float], ...], beta: float) -> float:
+    """:func:`_convolved`, remembered by its exact inputs."""
+    return _convolved(live, beta)
+
+
+def _convolved(live: Sequence[tuple[_AdditiveLattice, float]], beta: float) -> float:
+    """The bound of :func:`combination_halfwidth` for two or more live terms (module
+    docstring)."""
     tau = beta * 1e-3 / len(live)
     cuts = [int(m.halfwidth(tau)) for m, _ in live]
     spread = max(abs(c) * k for (_, c), k in zip(live, cuts, strict=True))

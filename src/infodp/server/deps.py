@@ -33,6 +33,7 @@ __all__ = [
     "Admin",
     "Analyst",
     "Heavy",
+    "analyst_dependency",
     "guard",
     "guard_async",
     "json_response",
@@ -51,10 +52,12 @@ def service_of(request: Request) -> Service:
 _bearer = HTTPBearer(auto_error=False, description="An analyst API key (or the admin token).")
 
 
-async def _analyst_dep(
+async def analyst_dependency(
     request: Request,
     _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Identity:
+    """The analyst a request's key names (every analyst route depends on it: the gate finds
+    those routes by it, :func:`infodp.server.gate.analyst_paths`)."""
     svc = service_of(request)
     admitted = getattr(request.state, IDENTITY, None)
     if isinstance(admitted, Identity):
@@ -74,7 +77,7 @@ def _admin_dep(
     service_of(request).admin(request)
 
 
-Analyst = Annotated[Identity, Depends(_analyst_dep)]
+Analyst = Annotated[Identity, Depends(analyst_dependency)]
 
 
 async def _heavy_dep(request: Request, who: Analyst) -> AsyncIterator[Identity]:

@@ -111,9 +111,17 @@ def budget_error(err: BudgetExceeded) -> ApiError:
 def internal_error(err: BaseException, where: str) -> ApiError:
     """500 with a generic message and a fresh error id; the details are logged server-side.
 
+    A ledger whose database cannot be reached (a PostgreSQL ledger while its server
+    restarts) is 503 with ``Retry-After`` instead: nothing is wrong with the request.
+
     >>> internal_error(RuntimeError("secret row 42"), "test").message.startswith("internal")
     True
     """
+    from infodp.curator.ledger.postgres import LedgerUnreachable, Unreachable
+
+    if isinstance(err, (LedgerUnreachable, Unreachable)):
+        log.warning("ledger unreachable in %s: %s", where, err)
+        return ApiError(503, "unavailable", "the ledger cannot be reached; retry", retry_after=1)
     error_id = secrets.token_hex(8)
     log.error("error %s in %s: %s: %s", error_id, where, type(err).__name__, err, exc_info=err)
     return ApiError(

@@ -30,7 +30,9 @@ which names the documentation, health, the API description and its page) pass th
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -46,7 +48,7 @@ from infodp.server.limits import (
     replay_body,
 )
 
-__all__ = ["PAUSE", "RequestGate", "gated"]
+__all__ = ["PAUSE", "RequestGate", "analyst_paths", "gated"]
 
 #: Pause before a 429 answer (seconds).
 PAUSE = 0.5
@@ -54,15 +56,42 @@ PAUSE = 0.5
 #: The state key under which the gate leaves the verified identity for the routes.
 IDENTITY = "infodp_identity"
 
-#: The analyst routes (:mod:`infodp.server.routes`): exact paths, and prefixes of paths.
-_EXACT = frozenset({"/v1/budget", "/v1/ledger", "/v1/estimate", "/v1/query"})
-_PREFIXES = ("/v1/datasets", "/v1/synopses")
-
 
 def gated(path: str) -> bool:
     """True for the analyst routes, which the gate admits (not ``/``, health, the API
     description, the admin routes or unknown paths, which the app answers itself)."""
-    return path in _EXACT or any(path == p or path.startswith(p + "/") for p in _PREFIXES)
+    return any(p.fullmatch(path) for p in analyst_paths())
+
+
+@functools.cache
+def analyst_paths() -> tuple[re.Pattern[str], ...]:
+    """The paths of every route that depends on an analyst's key, read from the routers
+    (:data:`infodp.server.routes.ROUTERS`): a route added to a router is gated as soon as its
+    endpoint asks for ``Analyst`` or ``Heavy``, with no list to keep in step. A ``{name}``
+    segment matches any one segment.
+
+    >>> sorted(p.pattern for p in analyst_paths())[:2]
+    ['/v1/budget', '/v1/datasets']
+    """
+    from infodp.server.deps import analyst_dependency
+    from infodp.server.routes import ROUTERS
+
+    out: list[re.Pattern[str]] = []
+    for router in ROUTERS:
+        for route in router.routes:
+            dependant = getattr(route, "dependant", None)
+            path = getattr(route, "path", None)
+            if dependant is None or path is None or not _needs(dependant, analyst_dependency):
+                continue
+            parts = re.split(r"(\{[^}]+\})", path)
+            regex = "".join("[^/]+" if p.startswith("{") else re.escape(p) for p in parts)
+            out.append(re.compile(regex))
+    return tuple(out)
+
+
+def _needs(dependant: Any, call: Callable[..., Any]) -> bool:
+    """The route's dependency tree reaches ``call``."""
+    return any(d.call is call or _needs(d, call) for d in dependant.dependencies)
 
 
 class RequestGate:

@@ -19,11 +19,14 @@ from fastapi import Request
 from fastapi.responses import Response
 from starlette.background import BackgroundTask
 
+from infodp.curator.availability import unopenable
+from infodp.curator.ledger.leases import lease_for
 from infodp.curator.post import inner_sql
 from infodp.curator.render import answer_text
 from infodp.errors import ParameterError
 from infodp.server.auth import Identity, KeyStore, key_store_path, parse_bearer
 from infodp.server.errors import ApiError
+from infodp.server.fleet import fleet_parts
 from infodp.server.limits import KeySlots, RateLimiter, retry_after_seconds
 
 if TYPE_CHECKING:
@@ -76,6 +79,9 @@ class ServerSettings:
     Spark datasets): each query's answer is released when its budget is spent, and a query
     that overruns it yields its default outcome (:mod:`infodp.server.timing`); 0 turns this
     off (the library default; ``infodp serve`` pads with 1 s per table).
+    ``reservation_lease``: with a PostgreSQL ledger shared by a fleet, seconds after which a
+    reservation still open is settled by any server (its server died; None:
+    :func:`~infodp.curator.ledger.leases.lease_for` the query timeout).
 
     >>> ServerSettings("store.duckdb").rate, ServerSettings("store.duckdb", burst=5).burst
     (50.0, 5)
@@ -96,6 +102,7 @@ class ServerSettings:
     max_in_flight_per_analyst: int = 4
     answer_time: float = 0.0
     spark_answer_time: float = 15.0
+    reservation_lease: float | None = None
 
 
 class Service:
@@ -127,6 +134,11 @@ class Service:
         self._curators: list[Any] = []
         self._curators_lock = threading.Lock()
         self.curator  # noqa: B018 - open the store now, so a bad store fails at start-up
+        #: Registered datasets this server cannot open, and why (a fleet's shared data not
+        #: all here: infodp.curator.availability); said in the log and by /v1/health.
+        self.unopenable: dict[str, str] = unopenable(settings.db)
+        for name, why in self.unopenable.items():
+            log.warning("dataset %s cannot be opened on this server: %s", name, why)
         self.pool: Any = None
         if settings.workers:
             from infodp.server.pool import WorkerPool
@@ -149,11 +161,33 @@ class Service:
             # Healthy only once the workers can answer (a worker opens the store in ~1-3 s).
             self.pool.wait_ready(self.pool.startup)
         self.keys = KeyStore(key_store_path(settings.db))
-        self.limiter = RateLimiter(settings.rate, settings.burst)
-        self.slots = KeySlots(settings.max_concurrent_per_analyst)
+        self.limiter: Any = RateLimiter(settings.rate, settings.burst)
+        self.slots: Any = KeySlots(settings.max_concurrent_per_analyst)
+        # A PostgreSQL ledger: the limits hold fleet-wide, and this server settles the
+        # reservations of servers that died (infodp.server.fleet).
+        self.settler: Any = None
+        parts = fleet_parts(
+            self.keys.ledger,
+            rate=settings.rate,
+            burst=settings.burst,
+            limit=settings.max_concurrent_per_analyst,
+            lease=settings.reservation_lease or lease_for(settings.query_timeout),
+        )
+        if parts is not None:
+            self.limiter, self.slots, self.settler = parts
         # Failed authentications are limited per client address, so keys cannot be guessed
         # at the full request rate.
         self.failures = RateLimiter(settings.rate, max(settings.burst, 20))
+
+    def ledger_answers(self) -> bool:
+        """Whether the ledger can be read now (one read of its store id)."""
+        try:
+            with self.keys.ledger.db.read() as conn:
+                conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        except Exception:  # unreachable, whatever the cause: not ready
+            self.keys.ledger.db.close()  # reconnect at the next check
+            return False
+        return True
 
     @property
     def curator(self) -> Any:
@@ -190,6 +224,8 @@ class Service:
 
     def close(self) -> None:
         """Stop the worker processes (if any) and close every thread's curator."""
+        if self.settler is not None:
+            self.settler.stop()
         if self.pool is not None:
             self.pool.close()
         with self._curators_lock:

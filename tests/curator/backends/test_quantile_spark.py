@@ -126,3 +126,29 @@ def test_spark_min_max_aim_at_the_rank_inside_the_extreme(store: Curator, name: 
     low, high = r.confidence_intervals[0]
     assert f"aims at the value of rank {t} from the bottom" in low["note"]
     assert f"aims at the value of rank {t} from the top" in high["note"]
+
+
+def test_an_inner_float_quantile_reads_the_finer_grid_on_both_engines(
+    store: Curator, tmp_path: Any
+) -> None:
+    # A float column on [0, 8]: the sum grid's step is 2^(3 - 20); a median's grid is that
+    # split in 16, 2^-21, read from the stored values. Spark's histogram equals DuckDB's and
+    # numpy's snapping of the same values (round half away from zero; exact in binary here).
+    x = [0.1, 0.3, 0.3, 2.5, 7.9, float("nan"), 4.0, 1.0 / 3]
+    path = tmp_path / "f.parquet"
+    pd.DataFrame({"pid": [f"u{i}" for i in range(len(x))], "x": x}).to_parquet(path)
+    schema = {
+        "table": "t",
+        "privacy_unit": "row",
+        "columns": {"x": {"type": "float", "bounds": [0, 8], "nulls": "drop"}},
+    }
+    store.register_dataset("f_spark", str(path), schema, backend="spark", independent=True)
+    store.register_dataset("f_duckdb", str(path), schema, independent=True)
+    (spark_hist,) = store.exact_aggregates("SELECT MEDIAN(x) FROM f_spark").histograms.values()
+    (duck_hist,) = store.exact_aggregates("SELECT MEDIAN(x) FROM f_duckdb").histograms.values()
+    np.testing.assert_array_equal(spark_hist, duck_hist)
+    finite = np.array([v for v in x if v == v])
+    snapped = np.floor(finite * 2.0**21 + 0.5).astype(np.int64)
+    values, counts = np.unique(snapped, return_counts=True)
+    np.testing.assert_array_equal(duck_hist[0], values)
+    np.testing.assert_array_equal(duck_hist[1], counts)

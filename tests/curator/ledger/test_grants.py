@@ -11,7 +11,6 @@ their first open (format 2 -> 3).
 from __future__ import annotations
 
 import json
-import sqlite3
 from fractions import Fraction
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pandas as pd
 import pytest
 
 from _cli_errors import json_error
+from _ledgers import LedgerAt, ledger_of, raw_rows, run, store_ledger
 from infodp.accounting.accountant import Accountant, Budget
 from infodp.cli import main
 from infodp.curator.engine import Curator
@@ -27,6 +27,9 @@ from infodp.errors import LedgerError
 
 SCHEMA = {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int", "bounds": [0, 9]}}}
 QUERY = "SELECT COUNT(*) FROM t"
+
+# Every test on both ledger storages (SQLite, PostgreSQL: tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("ledger_kind")
 
 
 def _store(tmp_path: Path, **budget: object) -> Path:
@@ -39,16 +42,11 @@ def _store(tmp_path: Path, **budget: object) -> Path:
 
 
 def _sql(db: Path, statement: str, *args: object) -> None:
-    conn = sqlite3.connect(str(db) + ".ledger")
-    with conn:
-        conn.execute(statement, args)
-    conn.close()
+    run(ledger_of(db), statement, *args)
 
 
 def _spent(db: Path) -> str:
-    conn = sqlite3.connect(str(db) + ".ledger")
-    (spent,) = conn.execute("SELECT spent_epsilon FROM analysts WHERE name = 'a'").fetchone()
-    conn.close()
+    ((spent,),) = raw_rows(ledger_of(db), "SELECT spent_epsilon FROM analysts WHERE name = 'a'")
     return str(spent)
 
 
@@ -87,7 +85,7 @@ def test_an_accountant_budget_edited_consistently_is_still_refused(tmp_path: Pat
     with pytest.raises(LedgerError, match="edited"):
         live.query("a", QUERY, epsilon=50)
     with pytest.raises(LedgerError, match="grant of analyst a/t was edited"):
-        Ledger(str(db) + ".ledger")
+        store_ledger(db)
     live.close()
 
 
@@ -119,17 +117,14 @@ def test_an_accountant_state_whose_budget_differs_from_the_grant_is_refused(
         "DELETE FROM meta WHERE key LIKE 'seal %'",
     ],
 )
-def test_every_grant_and_cap_is_sealed(tmp_path: Path, edit: str) -> None:
-    path = tmp_path / "l.ledger"
+def test_every_grant_and_cap_is_sealed(tmp_path: Path, ledger_at: LedgerAt, edit: str) -> None:
+    path = ledger_at(tmp_path / "l.ledger")
     led = Ledger(path)
     led.register_dataset("t", "{}", rows=3, source="-", info_cap_bits=5, max_epsilon=Fraction(2))
     led.add_analyst("a", "t", Fraction(1), Fraction(0))
     assert led.verify() == []
     led.close()
-    conn = sqlite3.connect(path)
-    with conn:
-        conn.execute(edit)
-    conn.close()
+    run(path, edit)
     with pytest.raises(LedgerError, match="inconsistent"):
         Ledger(path)
 
@@ -143,24 +138,22 @@ def _as_format_2(db: Path) -> None:
 def test_a_ledger_before_seals_is_sealed_at_its_first_open(tmp_path: Path) -> None:
     db = _store(tmp_path, epsilon=1)
     _as_format_2(db)
-    led = Ledger(str(db) + ".ledger")  # sealed as found (its chain and totals verified)
+    led = store_ledger(db)  # sealed as found (its chain and totals verified)
     assert led.verify() == []
     led.close()
-    conn = sqlite3.connect(str(db) + ".ledger")
-    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-    conn.close()
+    meta = dict(raw_rows(ledger_of(db), "SELECT key, value FROM meta"))
     assert meta["format"] == integrity.FORMAT
     assert {k for k in meta if k.startswith("seal ")} == {'seal ["a", "t"]', 'seal ["t"]'}
     _sql(db, "UPDATE analysts SET epsilon = '1000'")  # from now on an edit is caught
     with pytest.raises(LedgerError, match="edited"):
-        Ledger(str(db) + ".ledger")
+        store_ledger(db)
 
 
 def test_a_ledger_of_a_newer_format_is_refused(tmp_path: Path) -> None:
     db = _store(tmp_path, epsilon=1)
     _sql(db, "UPDATE meta SET value = '9' WHERE key = 'format'")
     with pytest.raises(LedgerError, match="format 9"):
-        Ledger(str(db) + ".ledger")
+        store_ledger(db)
 
 
 def test_a_sealed_budget_is_charged_as_before(tmp_path: Path) -> None:

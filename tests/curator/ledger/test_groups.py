@@ -21,9 +21,10 @@ import pandas as pd
 import pytest
 
 from _kill import kill_when_marked
+from _ledgers import edit, ledger_of, sqlite_only, store_ledger
 from infodp.accounting.accountant import Budget
 from infodp.curator.engine import Curator
-from infodp.curator.ledger import Ledger, integrity
+from infodp.curator.ledger import integrity
 from infodp.curator.store import reinit_ledger
 from infodp.errors import LedgerError, ParameterError
 
@@ -33,6 +34,9 @@ SCHEMA = {
     "columns": {"pid": {"type": "text"}, "x": {"type": "int", "bounds": [0, 9]}},
 }
 QUERY = "SELECT COUNT(*) FROM {}"
+
+# Every test on both ledger storages (SQLite, PostgreSQL: tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("ledger_kind")
 
 
 def _frame(n: int, extra: int = 0) -> pd.DataFrame:
@@ -55,11 +59,7 @@ def _grouped_store(tmp_path: Path, **budget: object) -> Path:
 
 
 def _sql(db: Path, *statements: str) -> None:
-    conn = sqlite3.connect(str(db) + ".ledger")
-    with conn:
-        for s in statements:
-            conn.execute(s)
-    conn.close()
+    edit(ledger_of(db), *statements)
 
 
 def test_a_membership_edited_by_hand_fails_verify_and_is_never_charged(tmp_path: Path) -> None:
@@ -69,7 +69,7 @@ def test_a_membership_edited_by_hand_fails_verify_and_is_never_charged(tmp_path:
     _sql(db, "UPDATE datasets SET budget_group = NULL WHERE name = 'copy'")
     assert any("dataset copy was edited" in p for p in live.ledger.verify())
     with pytest.raises(LedgerError, match="inconsistent"):
-        Ledger(str(db) + ".ledger")
+        store_ledger(db)
     live.close()
 
 
@@ -95,7 +95,7 @@ def test_a_membership_edit_is_refused_by_a_curator_opened_before_it(
 
 def test_a_cancelled_charge_on_a_member_is_refunded_to_its_group(tmp_path: Path) -> None:
     db = _grouped_store(tmp_path)
-    led = Ledger(str(db) + ".ledger")
+    led = store_ledger(db)
     e = led.reserve("a", "copy", QUERY.format("copy"), Fraction(1, 4), Fraction(0), 0.5)
     assert led.budget("a", "orig").spent_epsilon == Fraction(1, 4)
     assert led.verify() == []  # the checkpoint moves past the member's entry
@@ -106,7 +106,7 @@ def test_a_cancelled_charge_on_a_member_is_refunded_to_its_group(tmp_path: Path)
     assert led.dataset("orig").info_spent_nats == pytest.approx(0, abs=1e-12)
     assert led.verify() == [] and led.check() == []
     led.close()
-    assert Ledger(str(db) + ".ledger").check() == []  # opens from the moved checkpoint
+    assert store_ledger(db).check() == []  # opens from the moved checkpoint
 
 
 def test_an_accountant_budget_of_a_group_replays_from_both_datasets(tmp_path: Path) -> None:
@@ -144,7 +144,7 @@ def test_sigkill_mid_query_on_a_member_charges_the_group(tmp_path: Path) -> None
     db = _grouped_store(tmp_path)
     out = kill_when_marked(_VICTIM, db, tmp_path / "marker")
     assert "RESULT" not in out
-    led = Ledger(str(db) + ".ledger")
+    led = store_ledger(db)
     (entry,) = led.entries()
     assert (entry.dataset, entry.status) == ("copy", "reserved")
     assert led.budget("a", "orig").spent_epsilon == Fraction(1, 4)  # lost budget, not privacy
@@ -168,7 +168,9 @@ def _as_format_3(db: Path) -> None:
 
 def test_a_store_of_the_previous_format_opens_keeps_working_and_is_sketched(
     tmp_path: Path,
+    ledger_kind: str,
 ) -> None:
+    sqlite_only(ledger_kind, "older formats exist only as SQLite files")
     db = tmp_path / "s.duckdb"
     cur = Curator(db)
     cur.register_dataset("orig", _frame(500), SCHEMA, max_epsilon=2)
@@ -220,9 +222,11 @@ def _as_format_4(db: Path) -> None:
 
 def test_a_format_4_store_keeps_its_groups_as_recorded_and_grants_as_named(
     tmp_path: Path,
+    ledger_kind: str,
 ) -> None:
     """A group the sketch made in format 4 stays (now shown as recorded); a grant of
     format 4 covers the dataset it is stored on (the root), never the group's others."""
+    sqlite_only(ledger_kind, "older formats exist only as SQLite files")
     db = tmp_path / "s.duckdb"
     cur = Curator(db)
     cur.register_dataset("orig", _frame(500), SCHEMA, max_epsilon=2)
@@ -259,7 +263,10 @@ def test_an_access_list_edited_by_hand_fails_verify_and_is_never_charged(tmp_pat
     cur.close()
 
 
-def test_an_edit_of_a_previous_format_ledger_is_still_caught(tmp_path: Path) -> None:
+def test_an_edit_of_a_previous_format_ledger_is_still_caught(
+    tmp_path: Path, ledger_kind: str
+) -> None:
+    sqlite_only(ledger_kind, "older formats exist only as SQLite files")
     db = _grouped_store(tmp_path)
     _sql(
         db,
@@ -269,10 +276,11 @@ def test_an_edit_of_a_previous_format_ledger_is_still_caught(tmp_path: Path) -> 
     _as_format_3(db)
     _sql(db, "UPDATE datasets SET max_epsilon = '1000'")
     with pytest.raises(LedgerError, match="inconsistent"):
-        Ledger(str(db) + ".ledger")
+        store_ledger(db)
 
 
-def test_a_reinitialised_ledger_restores_the_groups(tmp_path: Path) -> None:
+def test_a_reinitialised_ledger_restores_the_groups(tmp_path: Path, ledger_kind: str) -> None:
+    sqlite_only(ledger_kind, "it deletes the ledger file")
     db = _grouped_store(tmp_path)
     os.remove(str(db) + ".ledger")
     assert reinit_ledger(db)["datasets"] == ["orig", "copy"]  # the root first

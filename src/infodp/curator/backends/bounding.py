@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from sqlglot import exp
 
 from infodp.curator.backends.dialects import DUCKDB, SqlDialect
-from infodp.curator.grid import column_grid
+from infodp.curator.grid import ColumnGrid, column_grid
 from infodp.curator.schema import ColumnSpec, DatasetSchema
 from infodp.errors import InternalError, ParameterError
 
@@ -160,11 +160,13 @@ def _clean(col: ColumnSpec, dialect: SqlDialect) -> exp.Expr:
     return exp.Case(ifs=[exp.If(this=bad, true=repl)], default=clamped)
 
 
-def snap_expression(col: ColumnSpec, dialect: SqlDialect = DUCKDB) -> exp.Expr:
-    """Clamp to the bounds, apply the null policy, snap to the grid, as a BIGINT (a NULL,
-    NaN or ±inf is NULL unless the policy replaces it; registration refuses one under the
-    policy ``error``)."""
-    grid = column_grid(col)
+def snap_expression(
+    col: ColumnSpec, dialect: SqlDialect = DUCKDB, grid: ColumnGrid | None = None
+) -> exp.Expr:
+    """Clamp to the bounds, apply the null policy, snap to the grid (the column's, or
+    ``grid``), as a BIGINT (a NULL, NaN or ±inf is NULL unless the policy replaces it;
+    registration refuses one under the policy ``error``)."""
+    grid = grid or column_grid(col)
     inner = _clean(col, dialect)
     if grid.step != 1.0:
         # g is a power of two: multiplying by 1/g is exact and faster than dividing.

@@ -55,6 +55,7 @@ from infodp.curator.backends.bounding import (
     empty_relation_tree,
     ident,
     literal,
+    snap_expression,
     snapped,
 )
 from infodp.curator.backends.dialects import DUCKDB, SqlDialect
@@ -65,7 +66,7 @@ from infodp.curator.backends.reductions import (
     stored_columns_read,
     value_columns,
 )
-from infodp.curator.grid import column_grid
+from infodp.curator.grid import ColumnGrid, column_grid, quantile_grid
 from infodp.curator.plan import (
     Aggregate,
     GroupKey,
@@ -175,9 +176,11 @@ class _Rows:
         allow_flat: bool,
         raw_columns: Sequence[str] = (),
         filters: Sequence[Predicate] = (),
+        finer: Mapping[str, ColumnGrid] | None = None,
     ) -> None:
         self.schema = schema
         self.value_columns = value_columns
+        self.finer = finer or {}
         self.raw_columns = raw_columns
         self.filters = filters
         self.unit_rows_ok = unit_rows_ok
@@ -229,7 +232,7 @@ class _Rows:
         """``SELECT FROM source WHERE ...`` (flat) or ``WITH ... __src SELECT FROM __src``."""
         window_rows, group_limit = self._limits(node)
         bounded = [snapped(self.schema.column(c)) for c in self.value_columns]
-        values = [v for v, _ in bounded]
+        values = [self._value(c, v) for c, (v, _) in zip(self.value_columns, bounded, strict=True)]
         filters = self._row_filters(node, bounded)
         key_filters = self._key_filters(node, window_rows or group_limit)
         key_exprs = [g.accept(self) for g in node.group_by]
@@ -248,6 +251,17 @@ class _Rows:
         self.keys, self.values = _named("__g", len(key_exprs)), _named("__v", len(values))
         self.raw, self.conditions = _named("__d", len(raw)), _named("__f", len(conditions))
         return _chain(ctes)
+
+    def _value(self, name: str, bounded: exp.Expr) -> exp.Expr:
+        """A value column as read: its bounded copy, or (a column in ``finer``) its stored
+        value clamped and snapped to that finer grid as registration snaps it, in the rows
+        where the bounded copy is present (the same rows, at a finer resolution)."""
+        grid = self.finer.get(name)
+        if grid is None:
+            return bounded
+        fine = snap_expression(self.schema.column(name), self.dialect, grid)
+        missing = exp.Is(this=bounded, expression=exp.Null())
+        return exp.Case(ifs=[exp.If(this=missing, true=exp.Null())], default=fine)
 
     def _extras(self) -> tuple[list[exp.Expr], list[exp.Expr]]:
         """The stored columns the distinct counts read, and each FILTER's condition."""
@@ -490,21 +504,33 @@ def _aggregate_tree(
 def _histogram_tree(
     plan: QueryPlan,
     schema: DatasetSchema,
-    name: str,
+    m: Measurement,
     unit_rows_ok: bool,
     dialect: SqlDialect,
     source: exp.Expr,
 ) -> exp.Select:
-    """The per-group counts of each snapped value of column ``name`` (for quantiles).
+    """The per-group counts of each snapped value of ``m``'s column (for quantiles).
 
-    The values are the bounded copy on the column's grid (:func:`snapped`, as every other
-    aggregate reads them): one row per (group, distinct grid value) with its count, so the
-    quantile can be answered at the grid's resolution (the grid points are the candidates).
-    The statement's shape depends on the query and the schema only; its output has at most
-    as many rows as the bounded rows, and a unit moves it by at most its row limit.
+    The values are on the quantile's grid (:func:`~infodp.curator.grid.quantile_grid`): the
+    bounded copy on the column's grid (:func:`snapped`, as every other aggregate reads it),
+    or, for a finer quantile grid, the stored value snapped to it in the same rows. One row
+    per (group, distinct grid value) with its count, so the quantile can be answered at the
+    grid's resolution (the grid points are the candidates). The statement's shape depends on
+    the query and the schema only; its output has at most as many rows as the bounded rows,
+    and a unit moves it by at most its row limit.
     """
+    name = m.column or ""
+    col = schema.column(name)
+    grid = quantile_grid(col, m.q)
+    finer = {name: grid} if grid.step != column_grid(col).step else None
     rows = _Rows(
-        schema, [name], unit_rows_ok=unit_rows_ok, dialect=dialect, source=source, allow_flat=False
+        schema,
+        [name],
+        unit_rows_ok=unit_rows_ok,
+        dialect=dialect,
+        source=source,
+        allow_flat=False,
+        finer=finer,
     )
     select = _rows_of(plan, rows)
     keys = rows.keys
@@ -554,7 +580,7 @@ def _templates(
         out.append(_render(tree, dialect))
     for m in ms:
         if m.kind == "quantile" and m.column is not None:
-            tree = _histogram_tree(plan, schema, m.column, unit_rows_ok, dialect, source.copy())
+            tree = _histogram_tree(plan, schema, m, unit_rows_ok, dialect, source.copy())
             out.append(_render(tree, dialect))
     return tuple(out)
 

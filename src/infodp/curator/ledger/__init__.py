@@ -8,7 +8,10 @@ dataset caps), :mod:`.groups` (budget groups: datasets the owner declared to hol
 same people, sharing one set of caps and spend accounts; grants cover the datasets they
 name), :mod:`.records` (typed rows read by column name), :mod:`.keys`, :mod:`.synopses`,
 :mod:`.completions`, :mod:`.catalog` (the datasets and their groups) and the
-:class:`Ledger` façade (:mod:`.facade`).
+:class:`Ledger` façade (:mod:`.facade`). For a fleet of servers the same ledger lives in
+PostgreSQL (:mod:`.postgres`, named by a ``postgresql://`` URL; :mod:`.migration` moves a
+file into it, :mod:`.leases` settles the reservations of a server that died; see
+docs/deployment.md).
 
 Design: budget state lives in a SQLite database next to the DuckDB store
 (``<store>.ledger``) in WAL mode with ``synchronous=FULL``, so every commit is fsync'd before

@@ -11,10 +11,11 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from infodp.curator.ledger import grants, integrity, keys, synopses
+from infodp.curator.ledger import grants, integrity, keys, leases, synopses
 from infodp.curator.ledger.catalog import Catalog
 from infodp.curator.ledger.charging import Charge, charge, missing_budget, now, refund
 from infodp.curator.ledger.completions import Completions
+from infodp.curator.ledger.postgres import PgDatabase, is_url
 from infodp.curator.ledger.records import (
     ENTRY_COLUMNS,
     GROUP_BUDGETS,
@@ -25,7 +26,7 @@ from infodp.curator.ledger.records import (
     to_budget,
     to_entry,
 )
-from infodp.curator.ledger.storage import Database, create_private
+from infodp.curator.ledger.storage import Database
 from infodp.curator.ledger.synopses import SynopsisListing
 
 if TYPE_CHECKING:
@@ -47,7 +48,8 @@ _REINIT = (
 
 
 class Ledger(Catalog):
-    """The SQLite ledger next to a store (see the package docstring for the protocol)."""
+    """The ledger of a store: a SQLite file next to it, or a PostgreSQL database named by a
+    ``postgresql://`` URL (:mod:`.postgres`); see the package docstring for the protocol."""
 
     def __init__(
         self,
@@ -64,7 +66,11 @@ class Ledger(Catalog):
         Raises :class:`~infodp.errors.LedgerError` for a missing, empty, foreign or corrupt
         ledger.
         """
-        self.db = Database(path, timeout=timeout)
+        self.db: Database = (
+            PgDatabase(str(path), timeout=timeout)
+            if is_url(path)
+            else Database(path, timeout=timeout)
+        )
         #: ``":memory:"``: a private in-memory ledger (one connection, nothing written to disk;
         #: the budget lives as long as this object — :class:`infodp.Session` uses it).
         self.in_memory = self.db.in_memory
@@ -77,18 +83,15 @@ class Ledger(Catalog):
         if self.in_memory:
             self._open(store_id, new=True)
             return
-        fresh = not self.path.exists()
+        fresh = not self.db.exists()
         self._refuse_missing(fresh, create)
         if fresh:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            create_private(self.path)
+            self.db.make()
         try:
-            self._open(store_id, new=fresh or self.path.stat().st_size == 0)
+            self._open(store_id, new=fresh or self.db.size() == 0)
         except sqlite3.DatabaseError as err:
             self.close()
-            raise LedgerError(
-                f"the ledger {self.path.name} is corrupt ({err}); {_REINIT}"
-            ) from None
+            raise LedgerError(f"the ledger {self.db.name} is corrupt ({err}); {_REINIT}") from None
         except LedgerError:
             self.close()
             raise
@@ -99,13 +102,13 @@ class Ledger(Catalog):
             return
         if fresh:
             raise LedgerError(
-                f"the ledger {self.path.name} of this store is missing: every budget and entry "
+                f"the ledger {self.db.name} of this store is missing: every budget and entry "
                 "would be lost. Restore it from a backup, or (data owner) start a new one with "
                 "'infodp ledger reinit --db STORE --yes', which forgets all budgets."
             )
-        if self.path.stat().st_size == 0:
+        if self.db.size() == 0:
             raise LedgerError(
-                f"the ledger {self.path.name} of this store is empty (truncated?): restore it "
+                f"the ledger {self.db.name} of this store is empty (truncated?): restore it "
                 "from a backup, or (data owner) run 'infodp ledger reinit --db STORE --yes', "
                 "which forgets all budgets."
             )
@@ -114,7 +117,7 @@ class Ledger(Catalog):
         if new:
             self._create(store_id)
         conn = self.db.connection()
-        if self.in_memory or self.path.stat().st_size <= QUICK_CHECK_BYTES:
+        if self.in_memory or self.db.size() <= QUICK_CHECK_BYTES:
             self._quick_check(conn)
         self.store_id: str = self._stored_id(conn, store_id)
         self.db.tag = self.store_id
@@ -132,6 +135,7 @@ class Ledger(Catalog):
             for statement in SCHEMA.split(";"):
                 if statement.strip():
                     conn.execute(statement)
+            self.db.after_create(conn)
             conn.execute(
                 "INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?), "
                 "('created', ?), ('format', ?)",
@@ -142,17 +146,17 @@ class Ledger(Catalog):
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if "meta" not in tables:
             raise LedgerError(
-                f"{self.path.name} is not an infodp ledger of this format (no store id); "
+                f"{self.db.name} is not an infodp ledger of this format (no store id); "
                 "(data owner) run 'infodp ledger reinit --db STORE --yes' to start a new one, "
                 "which forgets all budgets."
             )
         row = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
         if row is None:
-            raise LedgerError(f"the ledger {self.path.name} carries no store id")
+            raise LedgerError(f"the ledger {self.db.name} carries no store id")
         stored = str(row["value"])
         if store_id is not None and stored != store_id:
             raise LedgerError(
-                f"the ledger {self.path.name} belongs to another store (store id "
+                f"the ledger {self.db.name} belongs to another store (store id "
                 f"{stored[:8]}…, this store is {store_id[:8]}…): it was copied or "
                 "swapped. Restore this store's own ledger, or (data owner) run 'infodp ledger "
                 "reinit --db STORE --yes', which forgets all budgets."
@@ -163,7 +167,7 @@ class Ledger(Catalog):
 
     def _inconsistent(self, problems: list[str]) -> LedgerError:
         return LedgerError(
-            f"the ledger {self.path.name} is inconsistent ({'; '.join(problems[:3])}): "
+            f"the ledger {self.db.name} is inconsistent ({'; '.join(problems[:3])}): "
             f"it was edited or corrupted. {_REINIT}"
         )
 
@@ -171,7 +175,7 @@ class Ledger(Catalog):
         bad = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
         if bad != ["ok"]:
             raise LedgerError(
-                f"the ledger {self.path.name} failed SQLite's integrity check "
+                f"the ledger {self.db.name} failed SQLite's integrity check "
                 f"({'; '.join(' '.join(str(b).split()) for b in bad[:3])}); restore it from a "
                 "backup, or (data owner) run 'infodp ledger reinit --db STORE --yes', which "
                 "forgets all budgets."
@@ -216,7 +220,7 @@ class Ledger(Catalog):
         if verified is None:
             return
         try:
-            if not self.in_memory and self.path.stat().st_size > QUICK_CHECK_BYTES:
+            if not self.in_memory and self.db.size() > QUICK_CHECK_BYTES:
                 self._quick_check(self.db.connection())  # pages checked once per checkpoint
             with self.db.transaction(durable=False) as conn:
                 last = conn.execute(
@@ -240,14 +244,14 @@ class Ledger(Catalog):
             moved = self.db.moved()
         except FileNotFoundError:
             raise LedgerError(
-                f"the ledger {self.path.name} was deleted while in use; nothing was charged. "
+                f"the ledger {self.db.name} was deleted while in use; nothing was charged. "
                 "Restore it (or, data owner, run 'infodp ledger reinit --db STORE --yes') and "
                 "restart."
             ) from None
         row = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
         if moved or row is None or row["value"] != self.store_id:
             raise LedgerError(
-                f"the ledger {self.path.name} was replaced while in use; nothing was charged. "
+                f"the ledger {self.db.name} was replaced while in use; nothing was charged. "
                 "Restart so that it is checked again."
             )
 
@@ -452,6 +456,12 @@ class Ledger(Catalog):
         'reserved').
         """
         self._completions.hold(entry_id, text)
+
+    def settle_expired(self, lease: float) -> int:
+        """Settle the reservations still open after ``lease`` seconds (their server died):
+        'failed', the cost spent (:mod:`.leases`); returns how many."""
+        self.flush()
+        return leases.settle_expired(self.db, lease)
 
     def flush(self) -> None:
         """Write every completion :meth:`complete_later` still holds (one transaction)."""

@@ -100,6 +100,28 @@ class Database:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             create_private(self.path)
 
+    @property
+    def name(self) -> str:
+        """The ledger as messages name it (the file's name)."""
+        return self.path.name
+
+    def exists(self) -> bool:
+        """Whether the file exists (an in-memory database: never before it is made)."""
+        return not self.in_memory and self.path.exists()
+
+    def size(self) -> int:
+        """The file's size in bytes (0: empty, a ledger still to be made)."""
+        return 0 if self.in_memory else self.path.stat().st_size
+
+    def make(self) -> None:
+        """Create the empty file (owner-only), and its directory."""
+        if not self.in_memory:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            create_private(self.path)
+
+    def after_create(self, conn: sqlite3.Connection) -> None:
+        """Anything the storage needs once the ledger's tables exist (nothing, on SQLite)."""
+
     def pin(self) -> None:
         """Remember the file's identity: :meth:`moved` then tells a deleted/replaced file."""
         st = self.path.stat()

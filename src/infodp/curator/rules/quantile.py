@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, ClassVar
 from sqlglot import exp
 
 from infodp._exact import parse_exact
-from infodp.curator.grid import quantile_candidates
+from infodp.curator.grid import quantile_candidates, quantile_grid
 from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
 from infodp.curator.rules.base import (
     Cells,
@@ -146,7 +146,7 @@ def stated_rank_error(
 def measurement_rank_error(p: MeasurementCost, schema: DatasetSchema, beta: float) -> float:
     """The rank error of one quantile measurement at level β (over its column's grid)."""
     m = p.measurement
-    k = quantile_candidates(schema.column(column_of_measurement(m))) - 1
+    k = quantile_candidates(schema.column(column_of_measurement(m)), m.q) - 1
     return stated_rank_error(p.sensitivity, _q(m), p.epsilon, k, beta)
 
 
@@ -169,7 +169,8 @@ class _Histogram(Measure):
         """ln(#candidates): the released point is one of the grid's hi − lo + 1 points."""
         if p.sensitivity == 0:
             return 0.0
-        return math.log(quantile_candidates(schema.column(column_of_measurement(p.measurement))))
+        m = p.measurement
+        return math.log(quantile_candidates(schema.column(column_of_measurement(m)), m.q))
 
     def accuracy(
         self, p: MeasurementCost, schema: DatasetSchema, beta: float
@@ -264,14 +265,14 @@ class QuantileRule(Rule):
 
         col = column_of(agg)
         i, p = cells.part(self.needs(agg)[0])
-        grid = cells.grid(col)
+        q = self.q(agg)
+        grid = quantile_grid(cells.schema.column(col), q)
         # The drawn grid point times the power-of-two step: exact in binary floating
         # point, so the release stays on the grid (no float noise; Mironov 2012).
         g = grid.step
         value: float | int = cells.draws[(key, i)] * g
         if cells.schema.column(col).type == "int":
             value = int(value)
-        q = self.q(agg)
         error = stated_rank_error(p.sensitivity, q, p.epsilon, grid.hi - grid.lo, cells.beta)
         note = self.note
         if q in (0, 1):
