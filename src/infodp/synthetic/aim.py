@@ -44,6 +44,7 @@ import numpy.typing as npt
 
 from infodp.mechanisms.sampling import RandomSource
 from infodp.synthetic.budget import em_epsilon_for, em_rho, gaussian_rho, sigma_for
+from infodp.synthetic.compress import Compression
 from infodp.synthetic.measure import Clique, marginal, measure, select
 from infodp.synthetic.model import TreeModel, is_forest
 from infodp.synthetic.mst import Fit
@@ -76,17 +77,16 @@ def aim(
     workload: Sequence[Clique] | None = None,
     sensitivity: int = 1,
     max_model_cells: int = MAX_MODEL_CELLS,
+    compress: bool = False,
 ) -> Fit:
-    """Run AIM on the (n, d) code matrix at ``rho``-zCDP (L2 sensitivity ``sensitivity``)."""
+    """Run AIM on the (n, d) code matrix at ``rho``-zCDP (L2 sensitivity ``sensitivity``); with
+    ``compress``, the values whose noisy one-way count is below 3σ are merged after the one-way
+    round (:mod:`infodp.synthetic.compress`, post-processing: the same ρ). Off by default: on
+    the census-like table of ``benchmarks/synthetic.py`` at ε = 0.1 it raised AIM's average
+    2-/3-way TV error (0.0509 against 0.0476, mean of 8 runs each), AIM's per-round σ being
+    large enough to merge bins that carry real mass."""
     d = len(sizes)
     work = list(workload) if workload is not None else all_pairs(d)
-    closure = sorted(
-        {sub for s in work for k in (1, 2) for sub in itertools.combinations(s, k)},
-        key=lambda c: (len(c), c),
-    )
-    weight = {r: sum(len(set(r) & set(s)) for s in work) for r in closure}
-    exact = {r: marginal(codes, sizes, r) for r in closure}
-    cells = {r: math.prod(sizes[i] for i in r) for r in closure}
     rounds = 16 * d
     sigma = sigma_for(ALPHA * rho / rounds, sensitivity)
     eps = em_epsilon_for((1 - ALPHA) * rho / rounds)
@@ -94,6 +94,16 @@ def aim(
     ms = [measure(codes, sizes, (i,), sigma, source) for i in range(d)]
     used = d * gaussian_rho(sigma, sensitivity)
     steps.append((f"{d} one-way marginals, σ = {float(sigma):.4g}", used))
+    comp = Compression.of(sizes, ms) if compress else Compression.identity(sizes)
+    codes, sizes = comp.compress_codes(codes), comp.sizes
+    ms = [comp.compress_measurement(m) for m in ms]
+    closure = sorted(
+        {sub for s in work for k in (1, 2) for sub in itertools.combinations(s, k)},
+        key=lambda c: (len(c), c),
+    )
+    weight = {r: sum(len(set(r) & set(s)) for s in work) for r in closure}
+    exact = {r: marginal(codes, sizes, r) for r in closure}
+    cells = {r: math.prod(sizes[i] for i in r) for r in closure}
     model = TreeModel.fit(sizes, ms)
     while True:
         left = rho - used
@@ -137,4 +147,4 @@ def aim(
         moved = float(np.abs(model.counts(pick) - before).sum())
         if moved <= _ERR * float(sigma) * cells[pick]:
             sigma, eps = sigma / 2, eps * 2
-    return Fit(model, tuple(ms), tuple(steps))
+    return Fit(model, tuple(ms), tuple(steps), comp)

@@ -57,6 +57,7 @@ class Measurement:
     clique: Clique
     values: npt.NDArray[np.int64]
     sigma: Fraction
+    cells: npt.NDArray[np.int64] | None = None
 
     @property
     def variance(self) -> float:
@@ -64,20 +65,36 @@ class Measurement:
         Canonne, Kamath & Steinke 2020, Corollary 9)."""
         return float(self.sigma) ** 2
 
+    @property
+    def variances(self) -> npt.NDArray[np.float64]:
+        """Each cell's variance bound: σ² times the number of measured cells it sums
+        (``cells``, one each when not set; a merged cell of :mod:`infodp.synthetic.compress`)."""
+        n = np.ones(self.values.size) if self.cells is None else self.cells.astype(np.float64)
+        return np.asarray(n * self.variance, dtype=np.float64)
+
     def to_dict(self) -> dict[str, object]:
         """JSON-ready: the clique, the integer counts and σ (exact, as text)."""
-        return {
+        out: dict[str, object] = {
             "clique": list(self.clique),
             "values": [int(v) for v in self.values.tolist()],
             "sigma": str(self.sigma),
         }
+        if self.cells is not None:
+            out["cells"] = [int(v) for v in self.cells.tolist()]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> Measurement:
         """Rebuild from :meth:`to_dict`."""
         clique = tuple(int(i) for i in data["clique"])  # type: ignore[attr-defined]
         values = np.asarray(data["values"], dtype=np.int64)
-        return cls(clique, values, Fraction(str(data["sigma"])))
+        cells = data.get("cells")
+        return cls(
+            clique,
+            values,
+            Fraction(str(data["sigma"])),
+            None if cells is None else np.asarray(cells, dtype=np.int64),
+        )
 
 
 def measure(

@@ -30,7 +30,6 @@ tree:
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -86,18 +85,21 @@ def is_forest(n: int, edges: Sequence[tuple[int, int]]) -> bool:
     return True
 
 
-def _sum_to(m: Measurement, sizes: Sequence[int], i: int) -> tuple[Array, float]:
-    """The measurement summed down to attribute ``i``, and its per-cell variance."""
+def _sum_to(m: Measurement, sizes: Sequence[int], i: int) -> tuple[Array, Array]:
+    """The measurement summed down to attribute ``i``, and each summed cell's variance."""
     shape = [sizes[j] for j in m.clique]
     table = m.values.astype(np.float64).reshape(shape)
+    var = m.variances.reshape(shape)
     axis = m.clique.index(i)
     other = tuple(a for a in range(len(shape)) if a != axis)
     summed = table.sum(axis=other) if other else table
-    return np.asarray(summed, dtype=np.float64), m.variance * (math.prod(shape) / shape[axis])
+    var = var.sum(axis=other) if other else var
+    return np.asarray(summed, dtype=np.float64), np.asarray(var, dtype=np.float64)
 
 
-def _weighted(parts: list[tuple[Array, float]]) -> Array:
-    weights = [1.0 / max(var, 1e-300) for _, var in parts]
+def _weighted(parts: list[tuple[Array, Array]]) -> Array:
+    """Inverse-variance weighted mean, cell by cell."""
+    weights = [1.0 / np.maximum(var, 1e-300) for _, var in parts]
     total = sum(weights)
     out = sum((w / total) * v for (v, _), w in zip(parts, weights, strict=True))
     return np.asarray(out, dtype=np.float64)
@@ -122,7 +124,8 @@ class TreeModel:
         if any(len(m.clique) > 2 for m in measurements) or not is_forest(len(sizes), edges):
             raise InternalError("a tree model fits one-way and forest-forming two-way marginals")
         totals = [
-            (np.array([float(m.values.sum())]), m.variance * m.values.size) for m in measurements
+            (np.array([float(m.values.sum())]), np.array([float(m.variances.sum())]))
+            for m in measurements
         ]
         total = max(1.0, float(_weighted(totals)[0])) if totals else 1.0
         one_way: list[Array] = []
@@ -134,7 +137,7 @@ class TreeModel:
         tables: dict[tuple[int, int], Array] = {}
         for a, b in edges:
             parts = [
-                (m.values.astype(np.float64), m.variance)
+                (m.values.astype(np.float64), m.variances)
                 for m in measurements
                 if m.clique == (a, b)
             ]

@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from infodp.mechanisms.sampling import RandomSource
 from infodp.synthetic.budget import em_epsilon_for, em_rho, gaussian_rho, sigma_for
+from infodp.synthetic.compress import Compression
 from infodp.synthetic.measure import Clique, Measurement, marginal, measure, select
 from infodp.synthetic.model import TreeModel
 
@@ -39,11 +40,28 @@ __all__ = ["Fit", "mst", "mst_split"]
 
 @dataclass(frozen=True)
 class Fit:
-    """A fitted model, its measurements, the ρ each step spent (exact) and the total."""
+    """A fitted model, its measurements, the ρ each step spent (exact) and the total; the model
+    and the measurements are on the ``compression``'s domain (:mod:`infodp.synthetic.compress`;
+    none: the original domain)."""
 
     model: TreeModel
     measurements: tuple[Measurement, ...]
     steps: tuple[tuple[str, Fraction], ...]
+    compression: Compression | None = None
+
+    def sample_compressed(self, rows: int, rng: np.random.Generator) -> npt.NDArray[np.int64]:
+        """``rows`` rows drawn from the model, on the model's (compressed) domain."""
+        return self.model.sample(rows, rng)
+
+    def decompress(
+        self, codes: npt.NDArray[np.int64], rng: np.random.Generator
+    ) -> npt.NDArray[np.int64]:
+        """Rows of :meth:`sample_compressed` back on the original domain."""
+        return codes if self.compression is None else self.compression.decompress(codes, rng)
+
+    def sample(self, rows: int, rng: np.random.Generator) -> npt.NDArray[np.int64]:
+        """``rows`` rows on the original domain."""
+        return self.decompress(self.sample_compressed(rows, rng), rng)
 
     @property
     def spent(self) -> Fraction:
@@ -71,8 +89,11 @@ def mst(
     *,
     source: RandomSource,
     sensitivity: int = 1,
+    compress: bool = True,
 ) -> Fit:
-    """Run MST on the (n, d) code matrix at ``rho``-zCDP (L2 sensitivity ``sensitivity``)."""
+    """Run MST on the (n, d) code matrix at ``rho``-zCDP (L2 sensitivity ``sensitivity``); with
+    ``compress``, the values whose noisy one-way count is below 3σ₁ are merged before selection
+    (:mod:`infodp.synthetic.compress`, post-processing: the same ρ)."""
     d = len(sizes)
     share_one, share_select, share_pairs = mst_split(rho, d)
     steps: list[tuple[str, Fraction]] = []
@@ -83,6 +104,9 @@ def mst(
     )
     if d < 2:
         return Fit(TreeModel.fit(sizes, ones), tuple(ones), tuple(steps))
+    comp = Compression.of(sizes, ones) if compress else Compression.identity(sizes)
+    codes, sizes = comp.compress_codes(codes), comp.sizes
+    ones = [comp.compress_measurement(m) for m in ones]
     independent = TreeModel.fit(sizes, ones)
     pairs: list[Clique] = list(itertools.combinations(range(d), 2))
     weights = {
@@ -100,7 +124,7 @@ def mst(
         )
     )
     measurements = tuple(ones + twos)
-    return Fit(TreeModel.fit(sizes, measurements), measurements, tuple(steps))
+    return Fit(TreeModel.fit(sizes, measurements), measurements, tuple(steps), comp)
 
 
 def _spanning_tree(

@@ -15,8 +15,9 @@ drawn with a generator keyed from the curator's random source, so a test source 
 >>> frame = pd.DataFrame({"g": ["a", "b"] * 50, "x": [0, 3] * 50})
 >>> src = InsecureSeededSource(2, i_understand_this_is_not_private=True)
 >>> out = synthesize(frame, s, epsilon=50.0, delta=1e-6, source=src)
->>> sorted(set(zip(out.frame["g"].tolist(), out.frame["x"].tolist())))
-[('a', 0), ('b', 3)]
+>>> pairs = list(zip(out.frame["g"].tolist(), out.frame["x"].tolist()))
+>>> sum(p in {("a", 0), ("b", 3)} for p in pairs) >= 0.9 * len(pairs)
+True
 """
 
 from __future__ import annotations
@@ -140,8 +141,10 @@ def synthesize_codes(
         fit = mst(codes, sizes, rho, source=source, sensitivity=sensitivity)
     n = rows if rows is not None else min(MAX_ROWS, max(1, round(fit.model.total)))
     rng = np.random.default_rng(int.from_bytes(source.random_bytes(16), "big"))
-    synth = fit.model.sample(n, rng)
-    report = fidelity_report(fit.model, fit.measurements, synth, sizes, work)
+    drawn = fit.sample_compressed(n, rng)
+    model_sizes = fit.compression.sizes if fit.compression is not None else sizes
+    report = fidelity_report(fit.model, fit.measurements, drawn, model_sizes, work)
+    synth = fit.decompress(drawn, rng)
     return SyntheticData(
         domain,
         fit,
