@@ -38,7 +38,7 @@ LAYERS: list[set[str]] = [
     {"accounting"},
     {"mechanisms"},
     {"explain", "design", "local"},
-    {"curator"},
+    {"curator", "synthetic"},
     {"audit", "server"},
     {"cli"},
 ]

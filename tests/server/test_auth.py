@@ -38,6 +38,11 @@ ANALYST_ROUTES = [
         {"name": "s", "dataset": "people", "columns": ["region"], "epsilon": 0.1},
     ),
     ("POST", "/v1/synopses/s/query", {"sql": "SELECT COUNT(*) FROM people"}),
+    (
+        "POST",
+        "/v1/synopses/synthetic",
+        {"name": "f", "dataset": "people", "epsilon": 0.1, "delta": 1e-6},
+    ),
 ]
 ADMIN_ROUTES = ["/v1/admin/ledger", "/v1/admin/keys"]
 

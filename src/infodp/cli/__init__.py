@@ -49,6 +49,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "query": ("curator", "query", "Answer an aggregate SQL query with differential privacy."),
     "release": ("curator", "release", "Publish a DP histogram once; query it later for free."),
     "serve": ("server", "serve", "Serve the curator over HTTP (FastAPI on uvicorn)."),
+    "synth": ("synthetic", "synth", "Release a DP synthetic table once; query it later for free."),
 }
 
 

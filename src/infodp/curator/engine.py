@@ -92,6 +92,7 @@ from infodp.curator.store import (
     open_store,
 )
 from infodp.curator.synopsis_release import release_synopsis
+from infodp.curator.synthetic_release import load_synthetic, release_synthetic
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import RandomSource
 
@@ -105,6 +106,7 @@ if TYPE_CHECKING:
 
     # Synopses are loaded on first use: a query process never builds one.
     from infodp.curator.synopsis import Synopsis
+    from infodp.synthetic.table import SyntheticTable
 
 __all__ = [
     "MAX_CELLS",
@@ -569,6 +571,10 @@ class Curator(DataOwner):
         from infodp.curator.synopsis import Synopsis
 
         _, _, spec, data = self.ledger.synopsis(name, dataset)
+        if spec.get("kind") == "synthetic":
+            raise ParameterError(
+                f"synopsis {name!r} is a synthetic table: read it with synthetic()."
+            )
         return Synopsis.from_stored(name, spec, data)
 
     def query_synopsis(
@@ -576,5 +582,22 @@ class Curator(DataOwner):
     ) -> dict[str, Any]:
         """Answer ``sql`` from synopsis ``name``: no data access, no cost (post-processing)."""
         check_confidence(confidence)
+        if self.ledger.synopsis(name, dataset)[2].get("kind") == "synthetic":
+            return load_synthetic(self, name, dataset).answer(sql)
         syn = self.synopsis(name, dataset)
         return syn.answer(sql, self.schema(syn.dataset), confidence)
+
+    def release_synthetic(
+        self, analyst: str, name: str, dataset: str, *, epsilon: Any, delta: Any, **options: Any
+    ) -> SyntheticTable:
+        """Release a synthetic table of ``dataset`` once, charging (ε, δ) like one query, stored
+        as synopsis ``name`` (SQL over it is then free: :meth:`query_synopsis`). ``options``:
+        ``method`` (``"aim"``, default, or ``"mst"``), ``columns``, ``workload``, ``bins``,
+        ``rows`` (:func:`~infodp.curator.synthetic_release.release_synthetic`)."""
+        return release_synthetic(
+            self, analyst, name, dataset, epsilon=epsilon, delta=delta, **options
+        )
+
+    def synthetic(self, name: str, dataset: str | None = None) -> SyntheticTable:
+        """A stored synthetic table (of ``dataset`` when given)."""
+        return load_synthetic(self, name, dataset)

@@ -38,7 +38,7 @@ import json
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from infodp._exact import float_down
 from infodp.curator.engine import Curator, QueryResult, as_budget_fraction
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from infodp.curator.ledger import DatasetRecord
     from infodp.curator.synopsis import Synopsis
     from infodp.mechanisms.sampling import RandomSource
+    from infodp.synthetic.table import SyntheticTable
 
 __all__ = ["ArrowFrame", "DataSource", "Session"]
 
@@ -367,6 +368,24 @@ class Session:
         0.5
         """
         return self._curator.query_synopsis(name, sql, confidence=confidence, dataset=self.table)
+
+    def synthesize(
+        self, name: str, *, epsilon: NumberInput, delta: NumberInput, **options: Any
+    ) -> SyntheticTable:
+        """Release a synthetic table of the session's table once (cost (ε, δ)); SQL over it is
+        then free (:meth:`query_synopsis`). ``options`` as :meth:`Curator.release_synthetic`.
+
+        >>> import pandas as pd
+        >>> s = Session(pd.DataFrame({"g": ["a", "b"] * 50}), {"table": "t",
+        ...     "privacy_unit": "row", "columns": {"g": {"type": "category",
+        ...     "categories": ["a", "b"]}}}, epsilon=2, delta=1e-5)
+        >>> t = s.synthesize("fake", epsilon=1, delta=1e-6, method="mst")
+        >>> s.remaining_epsilon, list(t.to_frame().columns)
+        (1.0, ['g'])
+        """
+        return self._curator.release_synthetic(
+            SESSION_ANALYST, name, self.table, epsilon=epsilon, delta=delta, **options
+        )
 
     @property
     def remaining_epsilon(self) -> float:

@@ -16,6 +16,7 @@ crash or a race can lose budget but never overspend it. Routes (all under ``/v1`
 ``POST /v1/query``                     a DP answer (same object as ``infodp query``)    ε, δ
 ``GET  /v1/synopses``                  released synopses on the caller's datasets       free
 ``POST /v1/synopses``                  release a synopsis (non-interactive mode)        ε
+``POST /v1/synopses/synthetic``        release a synthetic table (AIM or MST)           ε, δ
 ``POST /v1/synopses/{name}/query``     answer from a synopsis (post-processing)         free
 ``GET  /v1/admin/ledger``              the whole ledger (admin token only)              free
 ``GET  /v1/admin/keys``                issued key ids, never secrets (admin token)      free

@@ -18,7 +18,7 @@ from pydantic import (
     StrictStr,
 )
 
-__all__ = ["QueryRequest", "SynopsisQueryRequest", "SynopsisRequest"]
+__all__ = ["QueryRequest", "SynopsisQueryRequest", "SynopsisRequest", "SyntheticRequest"]
 
 _MAX_SQL = 20_000
 
@@ -103,3 +103,38 @@ class SynopsisRequest(BaseModel):
     dataset: str = Field(min_length=1, max_length=200)
     columns: list[Annotated[str, Field(max_length=200)]] = Field(min_length=1, max_length=32)
     epsilon: _Number
+
+
+#: A workload marginal: 1 to 3 column names.
+_Clique = Annotated[list[Annotated[str, Field(max_length=200)]], Field(min_length=1, max_length=3)]
+
+
+class SyntheticRequest(BaseModel):
+    """Release a synthetic table of ``dataset`` once (costs ``epsilon`` and ``delta``).
+
+    >>> SyntheticRequest(name="fake", dataset="people", epsilon=1, delta=1e-6).method
+    'aim'
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"name": "fake", "dataset": "people", "epsilon": 1, "delta": 1e-6}]
+        },
+    )
+
+    name: str = Field(min_length=1, max_length=200)
+    dataset: str = Field(min_length=1, max_length=200)
+    epsilon: _Number = Field(description="ε the whole release costs (> 0).")
+    delta: _Number = Field(description="δ the whole release costs (0 < δ < 1).")
+    method: Literal["aim", "mst"] = Field("aim", description="AIM (default) or MST.")
+    columns: list[Annotated[str, Field(max_length=200)]] | None = Field(
+        None, min_length=1, max_length=32, description="Declared columns (default: all)."
+    )
+    workload: list[_Clique] | None = Field(
+        None, min_length=1, max_length=200, description="Marginals to favour (default: pairs)."
+    )
+    bins: StrictInt = Field(32, ge=2, le=256, description="Most codes per numeric column.")
+    rows: StrictInt | None = Field(
+        None, ge=1, le=1_000_000, description="Synthetic rows (default: the noisy count)."
+    )

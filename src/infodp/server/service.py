@@ -371,6 +371,29 @@ class Service:
             time.sleep(left)
         return syn
 
+    def release_synthetic(
+        self, analyst: str, body: Any, dataset: str, *, started: float | None = None
+    ) -> Any:
+        """``Curator.release_synthetic`` for a :class:`~infodp.server.models.SyntheticRequest`,
+        answered no earlier than the service's answer time for one table after ``started``
+        (as a synopsis release is), so its timing does not follow the data."""
+        from infodp.server.timing import answer_seconds
+
+        budget = answer_seconds(
+            self.settings.answer_time,
+            self.settings.spark_answer_time,
+            backend=self.curator.dataset_backend(dataset),
+            tables=1,
+        )
+        release_at = (time.monotonic() if started is None else started) + budget
+        options = body.model_dump(exclude={"name", "dataset", "epsilon", "delta"})
+        table = self.curator.release_synthetic(
+            analyst, body.name, dataset, epsilon=body.epsilon, delta=body.delta, **options
+        )
+        if budget > 0 and (left := release_at - time.monotonic()) > 0:
+            time.sleep(left)
+        return table
+
     def estimate(self, analyst: str, request: CuratorRequest) -> Estimate:
         """``Curator.estimate_for``: cost, accuracy and whether ``request`` fits ``analyst``'s
         budget, in a worker process when the service has them; nothing is spent."""

@@ -10,9 +10,9 @@ from fastapi.responses import JSONResponse
 from infodp.curator.shown_times import coarse_entry
 from infodp.server.deps import AUTH, Analyst, Heavy, guard, json_response, service_of
 from infodp.server.errors import ApiError, error_responses
-from infodp.server.models import SynopsisQueryRequest, SynopsisRequest
+from infodp.server.models import SynopsisQueryRequest, SynopsisRequest, SyntheticRequest
 
-__all__ = ["query_synopsis", "release_synopsis", "router", "synopses"]
+__all__ = ["query_synopsis", "release_synopsis", "release_synthetic", "router", "synopses"]
 
 router = APIRouter()
 
@@ -55,6 +55,35 @@ def release_synopsis(request: Request, body: SynopsisRequest, who: Heavy) -> JSO
             "cells": len(syn.counts),
             "epsilon": syn.epsilon,
             "noise_scale": syn.scale,
+            "remaining": remaining.to_dict(),
+        }
+    )
+
+
+@router.post(
+    "/v1/synopses/synthetic",
+    tags=["synopses"],
+    responses=error_responses(*AUTH, 400, 403, 409, 413, 500),
+)
+def release_synthetic(request: Request, body: SyntheticRequest, who: Heavy) -> JSONResponse:
+    """Release a synthetic table once (charged ε and δ to the caller, AIM or MST over declared
+    marginals); SQL over it is then free (``POST /v1/synopses/{name}/query``)."""
+    started = time.monotonic()
+    svc = service_of(request)
+    name = svc.dataset_or_403(who.analyst, body.dataset)
+    table = guard(
+        "release", lambda: svc.release_synthetic(who.analyst, body, name, started=started)
+    )
+    remaining = svc.curator.ledger.budget(who.analyst, name)
+    return json_response(
+        {
+            "synthetic": table.name,
+            "dataset": table.dataset,
+            "columns": list(table.frame.columns),
+            "rows": len(table.frame),
+            "method": table.spec["method"],
+            "explanation": table.explanation,
+            "fidelity": table.fidelity,
             "remaining": remaining.to_dict(),
         }
     )

@@ -1,0 +1,87 @@
+"""``infodp synth``: releases once, writes the rows, refuses for free with its message."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from infodp.cli import main
+from infodp.curator.engine import Curator
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> str:
+    db = str(tmp_path / "store.duckdb")
+    cur = Curator(db)
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"age": rng.integers(0, 100, 300), "region": rng.choice(["n", "s"], 300)})
+    cur.register_dataset(
+        "people",
+        frame,
+        {
+            "table": "people",
+            "privacy_unit": "row",
+            "columns": {
+                "age": {"type": "int", "bounds": [0, 99]},
+                "region": {"type": "category", "categories": ["n", "s"]},
+            },
+        },
+    )
+    cur.add_analyst("alice", "people", epsilon=2, delta="1e-5")
+    cur.close()
+    return db
+
+
+def _spent(db: str) -> Fraction:
+    cur = Curator(db)
+    try:
+        return cur.ledger.budget("alice", "people").spent_epsilon
+    finally:
+        cur.close()
+
+
+ARGS = ["--analyst", "alice", "--dataset", "people", "--name", "fake", "--delta", "1e-6"]
+
+
+def test_synth_releases_writes_and_is_queried_for_free(
+    store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "fake.csv"
+    code = main(["synth", "--db", store, *ARGS, "--epsilon", "1", "--out", str(out), "--json"])
+    assert code == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["method"] == "aim" and "bits per person" in payload["explanation"]["summary"]
+    assert len(pd.read_csv(out)) == payload["rows"]
+    assert _spent(store) == 1
+    assert (
+        main(
+            ["query", "--db", store, "--synopsis", "fake", "SELECT COUNT(*) FROM people", "--json"]
+        )
+        == 0
+    )
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["rows"] == [[payload["rows"]]] and answer["cost"]["epsilon"] == 0.0
+    assert _spent(store) == 1
+
+
+def test_synth_refuses_a_bad_output_path_before_spending(
+    store: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["synth", "--db", store, *ARGS, "--epsilon", "1", "--out", "rows.txt"])
+    assert code != 0
+    assert "--out must be a path ending in .csv or .parquet" in capsys.readouterr().err
+    assert _spent(store) == 0
+
+
+def test_synth_text_output_states_the_cost_in_bits(
+    store: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["synth", "--db", store, *ARGS, "--epsilon", "1", "--method", "mst"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("released synthetic table fake (mst, ")
+    assert "bits per person" in text and "infodp query --synopsis fake" in text
