@@ -4,7 +4,7 @@
 is the order of the paths in the OpenAPI document.
 
 >>> [len(r.routes) for r in ROUTERS]
-[1, 2, 2, 2, 3, 2]
+[1, 2, 2, 2, 4, 2]
 """
 
 from __future__ import annotations
