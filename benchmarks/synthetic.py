@@ -216,7 +216,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--peer-python", default="/work/venvs/synth/bin/python")
     parser.add_argument("--mst-timeout", type=float, default=400.0, help="seconds per peer MST")
-    parser.add_argument("--aim-timeout", type=float, default=200.0, help="seconds per peer AIM")
+    parser.add_argument("--aim-timeout", type=float, default=2400.0, help="seconds per peer AIM")
     parser.add_argument("--no-peer", action="store_true")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
@@ -279,12 +279,11 @@ def main() -> None:
         f"marginals of a generated census-like table ({args.rows} rows, {len(sizes)} columns, "
         f"numbers in {BINS} bins; domain sizes {list(sizes)}), δ = {DELTA:g}; time in seconds "
         "per release (the peer's includes starting its process). One repetition per cell on a "
-        "shared 2-core machine. infodp's AIM is restricted to a forest of pairs "
-        "(`infodp.synthetic.aim`); the histogram synopses answer each marginal from its own "
-        "noisy histogram at ε/K. A peer run is stopped after "
-        f"{args.mst_timeout:g} s (MST) or {args.aim_timeout:g} s (AIM) to keep the whole run "
-        "near 30 minutes; `timeout` marks one that did not finish.\n\n"
-        + markdown_table(header, table)
+        "shared 2-core machine. infodp's AIM fits a junction-tree model by mirror descent and "
+        "plans its rounds from a noisy row count (`infodp.synthetic.aim`); the histogram "
+        "synopses answer each marginal from its own noisy histogram at ε/K. A peer run is "
+        f"stopped after {args.mst_timeout:g} s (MST) or {args.aim_timeout:g} s (AIM); "
+        "`timeout` marks one that did not finish.\n\n" + markdown_table(header, table)
     )
     print(body)
     if not args.no_write:

@@ -4,8 +4,9 @@ A table's declared columns become a finite domain (:mod:`~infodp.synthetic.domai
 marginals are selected and measured with infodp's exact discrete Gaussian under zCDP
 (:mod:`~infodp.synthetic.measure`, :mod:`~infodp.synthetic.budget`) by AIM (default,
 :mod:`~infodp.synthetic.aim`; McKenna et al. 2022) or MST (:mod:`~infodp.synthetic.mst`;
-McKenna, Miklau & Sheldon 2021); a tree-structured model is fitted to the noisy marginals and
-rows are drawn from it (:mod:`~infodp.synthetic.model`), with a fidelity report computed from
+McKenna, Miklau & Sheldon 2021); a graphical model is fitted to the noisy marginals — on a
+junction tree for AIM (:mod:`~infodp.synthetic.junction`), on MST's tree for MST
+(:mod:`~infodp.synthetic.model`) — and rows are drawn from it, with a fidelity report computed from
 released values only (:mod:`~infodp.synthetic.fidelity`). The curator releases it through
 :meth:`infodp.curator.Curator.release_synthetic`.
 

@@ -10,7 +10,7 @@ Nothing here reads the private table.
 >>> import numpy as np
 >>> from fractions import Fraction
 >>> from infodp.synthetic.measure import Measurement
->>> from infodp.synthetic.model import TreeModel
+>>> from infodp.synthetic.model import SyntheticModel, TreeModel
 >>> ms = [Measurement((0,), np.array([50, 50]), Fraction(1))]
 >>> rows = np.array([[0], [1]] * 50)
 >>> r = fidelity_report(TreeModel.fit((2,), ms), ms, rows, (2,), [(0,)])
@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from infodp.synthetic.measure import Clique, Measurement, marginal
-from infodp.synthetic.model import TreeModel, simplex_projection
+from infodp.synthetic.model import SyntheticModel, simplex_projection
 
 __all__ = ["fidelity_report", "tv"]
 
@@ -46,7 +46,7 @@ def tv(p: npt.NDArray[np.float64], q: npt.NDArray[np.float64]) -> float:
 
 
 def fidelity_report(
-    model: TreeModel,
+    model: SyntheticModel,
     measurements: Sequence[Measurement],
     rows: npt.NDArray[np.int64],
     sizes: Sequence[int],

@@ -1,10 +1,10 @@
-"""The estimate behind the synthetic rows: a tree-structured graphical model fitted to the noisy
-marginals (post-processing only: it reads released counts, never the data).
+"""MST's estimate behind the synthetic rows: a tree-structured graphical model fitted to the noisy
+marginals (post-processing only: it reads released counts, never the data). AIM's model, whose
+pairs may form cycles, is :mod:`infodp.synthetic.junction`.
 
 The measured cliques are single attributes and pairs whose pairs form a forest (MST selects a
-spanning tree; AIM here is restricted to cliques that keep the model a forest — the junction
-tree of a forest has cliques of two attributes, so the model stays small and exact inference is a
-product of matrices). The fit, per the estimator of McKenna, Miklau & Sheldon (2021, §4) for a
+spanning tree; the junction tree of a forest has cliques of two attributes, so exact inference
+is a product of matrices and the fit below is closed-form). The fit, per the estimator of McKenna, Miklau & Sheldon (2021, §4) for a
 tree:
 
 1. every attribute's one-way distribution is the inverse-variance weighted mean of every noisy
@@ -32,6 +32,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -39,12 +40,33 @@ import numpy.typing as npt
 from infodp.errors import InternalError
 from infodp.synthetic.measure import Clique, Measurement
 
-__all__ = ["TreeModel", "is_forest", "simplex_projection"]
+__all__ = [
+    "SyntheticModel",
+    "TreeModel",
+    "draw_conditional",
+    "is_forest",
+    "simplex_projection",
+]
 
 Array = npt.NDArray[np.float64]
 
 #: Rounds of iterative proportional fitting per edge table.
 IPF_ROUNDS = 30
+
+
+class SyntheticModel(Protocol):
+    """What a fitted model offers the release: its total, its answers and its rows (a
+    :class:`TreeModel` for MST, a :class:`infodp.synthetic.junction.JunctionModel` for AIM)."""
+
+    @property
+    def total(self) -> float: ...
+
+    @property
+    def edges(self) -> list[tuple[int, int]]: ...
+
+    def counts(self, clique: Clique) -> Array: ...
+
+    def sample(self, rows: int, rng: np.random.Generator) -> npt.NDArray[np.int64]: ...
 
 
 def simplex_projection(v: Array, total: float) -> Array:
@@ -235,7 +257,7 @@ class TreeModel:
         for root in range(n):
             if root in done:
                 continue
-            out[:, root] = _draw(
+            out[:, root] = draw_conditional(
                 np.broadcast_to(self.one_way[root], (1, self.sizes[root])),
                 np.zeros(rows, dtype=np.int64),
                 rng,
@@ -246,7 +268,7 @@ class TreeModel:
                 u = queue.pop(0)
                 for v in self._neighbours(u):
                     if v not in done:
-                        out[:, v] = _draw(self._cond[(u, v)], out[:, u], rng)
+                        out[:, v] = draw_conditional(self._cond[(u, v)], out[:, u], rng)
                         done.add(v)
                         queue.append(v)
         return out
@@ -274,7 +296,7 @@ def _ipf(table: Array, rows: Array, cols: Array) -> Array:
     return np.asarray(t / max(t.sum(), 1e-300), dtype=np.float64)
 
 
-def _draw(
+def draw_conditional(
     cond: Array, given: npt.NDArray[np.int64], rng: np.random.Generator
 ) -> npt.NDArray[np.int64]:
     """One code per row from the rows of ``cond`` chosen by ``given`` (inverse CDF)."""

@@ -33,7 +33,7 @@ from infodp.mechanisms.sampling import RandomSource
 from infodp.synthetic.budget import em_epsilon_for, em_rho, gaussian_rho, sigma_for
 from infodp.synthetic.compress import Compression
 from infodp.synthetic.measure import Clique, Measurement, marginal, measure, select
-from infodp.synthetic.model import TreeModel
+from infodp.synthetic.model import SyntheticModel, TreeModel
 
 __all__ = ["Fit", "mst", "mst_split"]
 
@@ -44,7 +44,7 @@ class Fit:
     and the measurements are on the ``compression``'s domain (:mod:`infodp.synthetic.compress`;
     none: the original domain)."""
 
-    model: TreeModel
+    model: SyntheticModel
     measurements: tuple[Measurement, ...]
     steps: tuple[tuple[str, Fraction], ...]
     compression: Compression | None = None
