@@ -55,20 +55,22 @@ def test_released_counts_are_python_exact_integers() -> None:
     assert type(m).from_dict(m.to_dict()).values.tolist() == m.values.tolist()
 
 
-def _measured(sigma: Fraction) -> VectorisedMechanism:
-    """The measured cell a neighbour changes: its exact count (:func:`marginal`) plus the
+def _measured(sigma: Fraction, clique: tuple[int, ...] = (0,)) -> VectorisedMechanism:
+    """The measured cell a neighbour changes: its exact count (:func:`marginal`; cell 1 of the
+    one-way marginal, or the row count AIM plans its rounds with for ``clique`` = ()) plus the
     secure discrete Gaussian :func:`measure` adds, drawn in batches by the same sampler."""
 
     def sample(table: list[int], size: int, rng: np.random.Generator) -> np.ndarray:
         codes = np.array(table, dtype=np.int64).reshape(-1, 1)
-        exact = int(marginal(codes, (2,), (0,))[1])
+        exact = int(marginal(codes, (2,), clique)[-1])
         source = _source(int(rng.integers(2**31)))
         return exact + np.asarray(discrete_gaussian_batch(sigma, size, source), dtype=np.float64)
 
     return VectorisedMechanism(sample, "measured marginal cell")
 
 
-def test_audit_of_one_measurement_stays_below_its_charge() -> None:
+@pytest.mark.parametrize("clique", [(0,), ()], ids=["one-way cell", "row count"])
+def test_audit_of_one_measurement_stays_below_its_charge(clique: tuple[int, ...]) -> None:
     rho = Fraction(1, 2)
     sigma = sigma_for(rho)  # σ = 1
     delta = 1e-3
@@ -76,7 +78,7 @@ def test_audit_of_one_measurement_stays_below_its_charge() -> None:
     table = [0, 0, 1, 1, 1]
     neighbour = [*table, 1]  # one more person, in cell 1
     result = audit(
-        _measured(sigma),
+        _measured(sigma, clique),
         table,
         neighbour,
         samples=200_000,
