@@ -77,7 +77,8 @@ _T = TypeVar("_T")
 class PlanVisitor(Protocol[_T_co]):
     """What walks a plan: one method per node type, each returning the visitor's result.
 
-    Pricing, compiling, answering and the synopsis answer are visitors; a node hands itself to
+    Compiling, answering and the synopsis answer are visitors (pricing loops over the plan's
+    measurements instead, docs/architecture.md); a node hands itself to
     the right method with ``node.accept(visitor)`` (the double dispatch of the visitor pattern,
     as Tumult Analytics' measurement visitor walks its query expressions).
     """
