@@ -173,19 +173,19 @@ def _ints(col: Sequence[Any]) -> list[int]:
 def values_by_key(
     rows: Sequence[Sequence[Any]], ng: int, ms: Sequence[Measurement]
 ) -> dict[tuple[str, ...], tuple[int | None, ...]]:
-    """:func:`rows_by_key` of the aggregate statement's rows (one column per non-quantile
-    measurement), with None in each quantile measurement's place.
+    """:func:`rows_by_key` of the aggregate statement's rows (one column per measurement
+    of one value per group), with None in each histogram measurement's place.
 
     >>> values_by_key([("a", 4)], 1, [Measurement("quantile", "x"), Measurement("count_rows")])
     {('a',): (None, 4)}
     """
     plain = rows_by_key(rows, ng)
-    if all(m.kind != "quantile" for m in ms):
+    if not any(m.kind.histogram for m in ms):
         return dict(plain)
     out: dict[tuple[str, ...], tuple[int | None, ...]] = {}
     for key, measured in plain.items():
         it = iter(measured)
-        out[key] = tuple(None if m.kind == "quantile" else next(it) for m in ms)
+        out[key] = tuple(None if m.kind.histogram else next(it) for m in ms)
     return out
 
 

@@ -62,6 +62,7 @@ from infodp.curator.backends.dialects import DUCKDB, SqlDialect
 from infodp.curator.backends.keys import key_expression
 from infodp.curator.backends.reductions import (
     REDUCTIONS,
+    counts_values,
     reads_stored,
     stored_columns_read,
     value_columns,
@@ -434,9 +435,9 @@ def _reductions(
     filtered one)."""
     exprs: list[exp.Expr] = []
     for i, m in enumerate(ms):
-        if m.kind == "quantile":
+        if m.kind.histogram:
             continue
-        if m.column is None and m.kind != "count_rows":
+        if m.column is None and not m.kind.of_rows:
             raise InternalError(f"measurement {m.key} without a column")
         v, center = _operand(schema, m, rows, dialect)
         reduced = REDUCTIONS[m.kind](v, center, dialect)
@@ -456,7 +457,7 @@ def _operand(
         return None, 0
     if reads_stored(schema, m):
         stored = rows.raw[list(rows.raw_columns).index(m.column)].copy()
-        if m.kind == "count":
+        if counts_values(m):
             return counted_value(schema, m.column, stored, dialect), 0
         return stored, 0
     v = rows.values[list(rows.value_columns).index(m.column)].copy()
@@ -575,11 +576,11 @@ def _templates(
     check and the aggregation share one rendering)."""
     source = exp.Table(this=exp.to_identifier(_SOURCE))
     out: list[str] = []
-    if any(m.kind != "quantile" for m in ms):
+    if any(not m.kind.histogram for m in ms):
         tree = _aggregate_tree(plan, schema, ms, unit_rows_ok, dialect, source.copy())
         out.append(_render(tree, dialect))
     for m in ms:
-        if m.kind == "quantile" and m.column is not None:
+        if m.kind.histogram and m.column is not None:
             tree = _histogram_tree(plan, schema, m, unit_rows_ok, dialect, source.copy())
             out.append(_render(tree, dialect))
     return tuple(out)
