@@ -20,6 +20,7 @@ PAGE = SRC.parents[1] / "docs" / "architecture.md"
 
 #: The private helpers under every layer (the page says so without listing them all).
 BASE: set[str] = {
+    "_engines",
     "_exact",
     "_validate",
     "_format",

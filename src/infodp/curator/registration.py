@@ -25,9 +25,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from infodp._engines import DEFAULT, external
+from infodp._engines import engine as engine_entry
 from infodp._exact import float_up
 from infodp._validate import as_analyst_name
-from infodp.curator.backends.base import BACKENDS
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.connections import Connections
 from infodp.curator.cost import as_budget_fraction
@@ -129,16 +130,18 @@ def register_dataset(
     schema: DatasetSchema,
     caps: Caps,
     *,
+    engine_name: str = DEFAULT.name,
     bounded_path: str | Path | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Copy ``source`` as dataset ``name`` on ``engine`` (``store`` itself, or Spark) and
-    record it; (what the owner is shown, the catalogue entry naming the backend).
+    """Copy ``source`` as dataset ``name`` on ``engine`` (``store`` itself, or the backend of
+    the external engine ``engine_name``) and record it; (what the owner is shown, the
+    catalogue entry naming the backend).
 
     ``schema`` is already named ``name``; the caller checked the name and the caps. A
     population (``schema.is_population``) takes ``source`` as a mapping from each of its
     tables to that table's source (:func:`copy_population`).
     """
-    spark = engine is not store
+    outside = engine is not store  # an external engine's copy (infodp._engines)
     sweep_registrations(store, ledger)
     refuse_taken_names(ledger, store, name, schema)
     where: dict[str, Any] = {}
@@ -154,8 +157,8 @@ def register_dataset(
                 copied = copy_population(
                     store, engine, name, source, schema, bounded_path, temporary=temporary
                 )
-            elif spark:
-                copied.tables.append(name)  # the Spark backend drops only a copy it wrote
+            elif outside:
+                copied.tables.append(name)  # an external backend drops only a copy it wrote
                 got = engine.register(name, source, schema, bounded_path=bounded_path)
                 copied = Copied(schema, got.rows, got.unit_ok, [name], [name], got.dropped)
             else:
@@ -167,19 +170,19 @@ def register_dataset(
         rows, unit_ok = copied.rows, copied.unit_ok
         if not schema.is_population:
             _check_public_facts(schema, rows)
-        if spark:
-            where = {"backend": "spark", "bounded_path": engine.bounded_path(name)}
+        if outside:
+            where = {"backend": engine_name, "bounded_path": engine.bounded_path(name)}
             if any(m.public for m in schema.members):
                 # Public tables' sizes are public: Spark broadcasts them where they are joined.
                 where["public_tables"] = [
                     stored_name(name, m.table) for m in schema.members if m.public
                 ]
-        renames = [] if spark else list(zip(copied.tables, copied.stored, strict=True))
+        renames = [] if outside else list(zip(copied.tables, copied.stored, strict=True))
         commit_tables(store, name, renames, where)
         committed = True
         fp = content_fingerprint(store, engine, name, schema)
         shown_source = _shown_source(source)
-        copy = engine.bounded_path(name) if spark else None
+        copy = engine.bounded_path(name) if outside else None
         sharing = registration_sharing(
             ledger, store, schema, copy, caps.independent, caps.same_population_as
         )
@@ -197,12 +200,12 @@ def register_dataset(
         )
     except BaseException:
         with private_files():
-            if spark:
+            if outside:
                 for table in copied.tables:
                     engine.drop(table)
             if committed:
-                forget_tables(store, name, [] if spark else copied.stored)
-            elif not spark:
+                forget_tables(store, name, [] if outside else copied.stored)
+            elif not outside:
                 forget_tables(store, None, copied.tables)
         raise
     exact = {
@@ -431,7 +434,7 @@ class DataOwner:
         info_cap_bits: float | None = None,
         max_epsilon: Any = None,
         max_delta: Any = None,
-        backend: str = "duckdb",
+        backend: str = DEFAULT.name,
         bounded_path: str | Path | None = None,
         independent: bool = False,
         same_population_as: str | None = None,
@@ -464,11 +467,11 @@ class DataOwner:
         ``shares_budgets_of`` and ``budgets``.
         """
         parsed = load_schema(schema)
-        if backend not in BACKENDS:
-            raise ParameterError("backend", backend, "one of " + ", ".join(BACKENDS))
-        if bounded_path is not None and backend != "spark":
+        if engine_entry(backend).in_store and bounded_path is not None:
             raise ParameterError(
-                "bounded_path", str(bounded_path), "given only with backend='spark'"
+                "bounded_path",
+                str(bounded_path),
+                "given only with " + " or ".join(f"backend={n!r}" for n in external()),
             )
         self._connections.close()  # our own reader would block the write
         if not isinstance(name, str) or not name.isidentifier():
@@ -483,17 +486,17 @@ class DataOwner:
                 )
         if name in {d.name for d in self.ledger.datasets()}:
             raise ParameterError("name", name, "a dataset name not registered yet")
-        engine = self._connections.spark() if backend == "spark" else self.backend
         shown, where = register_dataset(
             self.ledger,
             self.backend,
-            engine,
+            self._connections.backend_for(backend),
             name,
             source,
             dataclasses.replace(parsed, table=name),
             dataclasses.replace(
                 caps, independent=bool(independent), same_population_as=same_population_as
             ),
+            engine_name=backend,
             bounded_path=bounded_path,
         )
         self._connections.record(name, where)

@@ -40,6 +40,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from infodp._engines import DEFAULT, engine
 from infodp._exact import float_down
 from infodp.curator.engine import Curator, QueryResult, as_budget_fraction
 from infodp.curator.registration import content_fingerprint, copy_population
@@ -109,7 +110,7 @@ class Session:
         ledger: str | Path | None = None,
         name: str | None = None,
         source: RandomSource | None = None,
-        backend: str = "duckdb",
+        backend: str = DEFAULT.name,
         bounded_path: str | Path | None = None,
         same_population_as: str | None = None,
         independent: bool = False,
@@ -117,9 +118,11 @@ class Session:
         parsed = load_schema(schema)
         #: The temporary directory of a Spark bounded copy (removed by :meth:`close`).
         self._scratch: Path | None = None
-        if backend == "spark" and ledger is not None:
+        if not engine(backend).in_store and ledger is not None:
             raise ParameterError(
-                "ledger", str(ledger), "None with backend='spark' (use a Curator over a store)"
+                "ledger",
+                str(ledger),
+                f"None with backend={backend!r} (use a Curator over a store)",
             )
         self.table = name or parsed.table
         self._curator = Curator(
@@ -147,7 +150,7 @@ class Session:
         """Register ``data`` as the session's table (a Spark copy in a new private directory
         unless ``bounded_path`` is given), with the owner's declaration of its budgets
         (``same_population_as``, ``independent``: see ``Curator.register_dataset``)."""
-        if backend == "spark" and bounded_path is None:
+        if not engine(backend).in_store and bounded_path is None:
             import tempfile
 
             self._scratch = Path(tempfile.mkdtemp(prefix="infodp-"))

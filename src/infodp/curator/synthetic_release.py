@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, cast
 
+from infodp._engines import engine
 from infodp._exact import float_down, float_up
 from infodp.curator.cost import as_budget_fraction
 from infodp.errors import ParameterError, QueryFailed
@@ -83,7 +84,7 @@ def release_synthetic(
         raise ParameterError(
             "dataset", dataset, "a single-table dataset (a synthetic table is of one table)"
         )
-    if curator.dataset_backend(schema.table) != "duckdb":
+    if not engine(curator.dataset_backend(schema.table)).in_store:
         raise ParameterError(
             "dataset", dataset, "a dataset stored in DuckDB (synthetic data is not read on Spark)"
         )

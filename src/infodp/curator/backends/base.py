@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+from infodp._engines import names
 from infodp._np import np, npt
 from infodp.curator.plan import Measurement, QueryPlan
 from infodp.curator.schema import DatasetSchema
@@ -45,8 +46,9 @@ __all__ = [
     "values_by_key",
 ]
 
-#: The backends a dataset may be registered with (``duckdb`` is the default).
-BACKENDS: tuple[str, ...] = ("duckdb", "spark")
+#: The backends a dataset may be registered with, the engine registry's names
+#: (``infodp._engines``; its ``DEFAULT`` when none is named).
+BACKENDS: tuple[str, ...] = names()
 
 
 @dataclass(frozen=True, slots=True)

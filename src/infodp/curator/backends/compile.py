@@ -17,7 +17,8 @@ a backend runs for a query, as a sqlglot tree:
 The registration expressions (clamp, null policy and snap to the grid, the per-unit cut) are
 in :mod:`infodp.curator.backends.bounding`. Where the engines' SQL would mean different
 things, the compiler asks the dialect table (:mod:`infodp.curator.backends.dialects`);
-sqlglot renders the tree in the engine's dialect. A third engine is one dialect entry plus a
+sqlglot renders the tree in the engine's dialect. A third engine is one dialect entry (and its
+entry in the engine registry ``infodp._engines``) plus a
 backend class (connect/register/check/aggregate running these statements), judged by the
 contract suite ``tests/curator/backends/``.
 
