@@ -76,6 +76,21 @@ class ExternalBackend(Backend, Protocol):
         """Where dataset ``name``'s copy is."""
         ...
 
+    def register_population(
+        self,
+        name: str,
+        sources: Mapping[str, object],
+        schema: DatasetSchema,
+        *,
+        bounded_path: str | os.PathLike[str] | None = None,
+    ) -> tuple[DatasetSchema, int, list[str], int]:
+        """Write every table's copy of population ``name``; (schema, rows, tables, dropped)."""
+        ...
+
+    def fingerprint(self, name: str, schema: DatasetSchema) -> str:
+        """The content fingerprint of dataset ``name`` as this engine registered it."""
+        ...
+
 
 class SparkOptions(TypedDict):
     """How the store's Spark backend is made (``Curator(spark_master=..., ...)``)."""

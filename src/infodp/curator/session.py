@@ -38,7 +38,7 @@ import json
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, Unpack
 
 from infodp._engines import DEFAULT, engine
 from infodp._exact import float_down
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from infodp.curator.ledger import Budget as BudgetRecord
     from infodp.curator.ledger import DatasetRecord
     from infodp.curator.synopsis import Synopsis
+    from infodp.curator.synthetic_release import SyntheticOptions
     from infodp.mechanisms.sampling import RandomSource
     from infodp.synthetic.table import SyntheticTable
 
@@ -373,7 +374,12 @@ class Session:
         return self._curator.query_synopsis(name, sql, confidence=confidence, dataset=self.table)
 
     def synthesize(
-        self, name: str, *, epsilon: NumberInput, delta: NumberInput, **options: Any
+        self,
+        name: str,
+        *,
+        epsilon: NumberInput,
+        delta: NumberInput,
+        **options: Unpack[SyntheticOptions],
     ) -> SyntheticTable:
         """Release a synthetic table of the session's table once (cost (ε, δ)); SQL over it is
         then free (:meth:`query_synopsis`). ``options`` as :meth:`Curator.release_synthetic`.

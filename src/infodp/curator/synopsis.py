@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from infodp._jsonable import JsonObject
 from infodp.curator.plan import (
     Aggregate,
     AggregateFunc,
@@ -140,7 +141,7 @@ class Synopsis:
     scale: float
     epsilon: float
 
-    def to_spec(self) -> dict[str, Any]:
+    def to_spec(self) -> JsonObject:
         """Metadata stored in the ledger."""
         return {
             "dataset": self.dataset,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from infodp._engines import engine
 from infodp._exact import float_down, float_up
@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from infodp._jsonable import JsonObject
     from infodp.curator.engine import Curator
     from infodp.curator.schema import DatasetSchema
+    from infodp.synthetic.domain import Domain
+    from infodp.synthetic.measure import Clique
+    from infodp.synthetic.release import SyntheticData
     from infodp.synthetic.table import SyntheticTable
 
 __all__ = ["load_synthetic", "release_synthetic", "synthetic_sql"]
@@ -56,6 +59,16 @@ def synthetic_sql(schema: DatasetSchema, columns: Sequence[str]) -> str:
             f"<= {schema.max_rows_per_unit}"
         )
     return sql
+
+
+class SyntheticOptions(TypedDict, total=False):
+    """The options of :func:`release_synthetic` a caller may pass on (all optional)."""
+
+    columns: Sequence[str] | None
+    method: str
+    workload: object
+    bins: int
+    rows: int | None
 
 
 def release_synthetic(
@@ -160,14 +173,14 @@ def _read(curator: Curator, sql: str) -> pd.DataFrame:
 def _synthesize(
     curator: Curator,
     frame: pd.DataFrame,
-    domain: Any,
-    eps: Any,
-    dlt: Any,
+    domain: Domain,
+    eps: Fraction,
+    dlt: Fraction,
     method: str,
-    work: Any,
+    work: tuple[Clique, ...],
     rows: int | None,
     m: int,
-) -> Any:
+) -> SyntheticData:
     from infodp.synthetic.release import synthesize_codes
 
     return synthesize_codes(
@@ -183,10 +196,10 @@ def _synthesize(
     )
 
 
-def _stored(name: str, dataset: str, entry: int, out: Any) -> SyntheticTable:
+def _stored(name: str, dataset: str, entry: int, out: SyntheticData) -> SyntheticTable:
     from infodp.synthetic.table import SyntheticTable
 
-    spec: dict[str, Any] = {
+    spec: dict[str, object] = {
         "kind": "synthetic",
         "dataset": dataset,
         "entry": entry,
@@ -201,7 +214,7 @@ def _stored(name: str, dataset: str, entry: int, out: Any) -> SyntheticTable:
     return SyntheticTable(name, dataset, out.frame, json.loads(json.dumps(spec)))
 
 
-def _payload(table: SyntheticTable) -> dict[str, Any]:
+def _payload(table: SyntheticTable) -> JsonObject:
     """What the ledger entry records: the release's shape and cost (the rows are stored with
     the synopsis)."""
     e = table.explanation

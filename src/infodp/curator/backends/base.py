@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from decimal import Decimal
+from typing import Any, NamedTuple, Protocol, TypeAlias, cast, runtime_checkable
 
 from infodp._engines import names
 from infodp._np import np, npt
@@ -39,12 +40,17 @@ __all__ = [
     "ExactAggregates",
     "QueryDeadline",
     "Registered",
+    "SqlValue",
     "StoreInUse",
     "add_histograms",
     "rows_by_key",
     "sorted_histograms",
     "values_by_key",
 ]
+
+#: One value of an aggregate statement's row as an engine's driver returns it (a group key,
+#: an exact integer aggregate, or NULL).
+SqlValue: TypeAlias = str | int | float | Decimal | bool | None
 
 #: The backends a dataset may be registered with, the engine registry's names
 #: (``infodp._engines``; its ``DEFAULT`` when none is named).
@@ -143,7 +149,9 @@ class Backend(Protocol):
 # -- the layout every backend gives ExactAggregates -------------------------------------------
 
 
-def rows_by_key(rows: Sequence[Sequence[Any]], ng: int) -> dict[tuple[str, ...], tuple[int, ...]]:
+def rows_by_key(
+    rows: Sequence[Sequence[SqlValue]], ng: int
+) -> dict[tuple[str, ...], tuple[int, ...]]:
     """``{(str(key), ...): (int(value or 0), ...)}`` of aggregate rows with ``ng`` key
     columns, rows with a NULL key left out (dropped by its null policy, never released);
     column at a time (C-level ``zip``/``map``): a row at a time is slower, after the engine
@@ -168,12 +176,14 @@ def rows_by_key(rows: Sequence[Sequence[Any]], ng: int) -> dict[tuple[str, ...],
     return dict(zip(keys, zip(*measured, strict=True), strict=True))
 
 
-def _ints(col: Sequence[Any]) -> list[int]:
-    return list(map(int, col)) if None not in col else [int(v or 0) for v in col]
+def _ints(col: Sequence[SqlValue]) -> list[int]:
+    if None in col:
+        return [int(v or 0) for v in col]
+    return list(map(int, cast("Sequence[str | int | float | Decimal]", col)))  # no NULL in it
 
 
 def values_by_key(
-    rows: Sequence[Sequence[Any]], ng: int, ms: Sequence[Measurement]
+    rows: Sequence[Sequence[SqlValue]], ng: int, ms: Sequence[Measurement]
 ) -> dict[tuple[str, ...], tuple[int | None, ...]]:
     """:func:`rows_by_key` of the aggregate statement's rows (one column per measurement
     of one value per group), with None in each histogram measurement's place.
