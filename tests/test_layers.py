@@ -1,47 +1,53 @@
 """The layers go one way (docs/architecture.md): nothing imports from a layer above its own.
 
 Checked by parsing every module's imports (``ast``; module-level, function-level and
-TYPE_CHECKING imports alike), not by importing anything. The order below is the one the code
-keeps: accounting (profiles) sits under mechanisms, since every mechanism's ``profile()``
-returns an accounting profile.
+TYPE_CHECKING imports alike), not by importing anything. The order is read from the page's
+"Layers go one way" line, so the page and the check cannot drift apart: accounting (profiles)
+sits under mechanisms, since every mechanism's ``profile()`` returns an accounting profile.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "infodp"
 
-#: Top-level packages/modules of infodp by layer (lower imports nothing higher).
-LAYERS: list[set[str]] = [
-    {
-        "_exact",
-        "_validate",
-        "_format",
-        "_lazy",
-        "_np",
-        "_scipy",
-        "_jsonable",
-        "_report",
-        "_retry",
-        "_per_process",
-        "errors",
-        "testing",
-        "client",
-        "units",
-    },
-    {"information"},
-    {"channel"},
-    {"accounting"},
-    {"mechanisms"},
-    {"explain", "design", "local"},
-    {"curator", "synthetic"},
-    {"audit", "server"},
-    {"cli"},
-]
+PAGE = SRC.parents[1] / "docs" / "architecture.md"
+
+#: The private helpers under every layer (the page says so without listing them all).
+BASE: set[str] = {
+    "_engines",
+    "_exact",
+    "_validate",
+    "_format",
+    "_lazy",
+    "_np",
+    "_scipy",
+    "_jsonable",
+    "_report",
+    "_retry",
+    "_per_process",
+    "errors",
+    "testing",
+    "client",
+    "units",
+}
+
+
+def layers_of(page: str) -> list[set[str]]:
+    """The layer order written on the architecture page ("Layers go one way: a → b/c → ...")."""
+    match = re.search(r"Layers go one way: (.*?)\. ", page, re.S)
+    assert match is not None, "docs/architecture.md has no 'Layers go one way:' line"
+    steps = " ".join(match.group(1).split()).split(" → ")
+    return [{name.strip() for name in step.split("/")} for step in steps]
+
+
+#: Top-level packages/modules of infodp by layer (lower imports nothing higher): the page's.
+LAYERS: list[set[str]] = [BASE, *layers_of(PAGE.read_text(encoding="utf-8"))]
 LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}
 
 
@@ -79,6 +85,13 @@ def test_no_module_imports_upwards(path: Path) -> None:
         if (target := _part(m)) is not None and target in LEVEL and LEVEL[target] > LEVEL[own]
     )
     assert upward == [], f"{path.relative_to(SRC)} imports from a higher layer: {upward}"
+
+
+def test_the_layer_order_is_read_from_the_page() -> None:
+    page = "x\nLayers go one way: information → channel/a →\nb → cli. Nothing else."
+    assert layers_of(page) == [{"information"}, {"channel", "a"}, {"b"}, {"cli"}]
+    assert LAYERS[1:3] == [{"information"}, {"channel"}]
+    assert LEVEL["accounting"] < LEVEL["mechanisms"] < LEVEL["curator"] < LEVEL["cli"]
 
 
 def test_the_check_has_power(tmp_path: Path) -> None:
@@ -228,7 +241,7 @@ def _step_of(module: str) -> str | None:
 
 
 def test_every_step_of_the_data_path_exists_and_the_architecture_page_names_it() -> None:
-    page = (SRC.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    page = PAGE.read_text(encoding="utf-8")
     positions = []
     for step, names in DATA_PATH:
         for name in names:
@@ -261,3 +274,30 @@ def test_the_data_path_check_has_power(tmp_path: Path) -> None:
     bad.write_text("from infodp.curator.ledger import Ledger\n", encoding="utf-8")
     assert {_step_of(m) for m in _imports(bad)} == {"ledger"}
     assert "ledger" in NEVER["backend"] and "price" in NEVER["backend"]
+
+
+# -- which steps walk the plan as a visitor (docs/architecture.md, step 3) -----------------------
+
+_VISITS = {"visit_query_plan", "visit_predicate", "visit_group_key", "visit_output"}
+
+
+def _visitor_modules() -> set[str]:
+    """``curator/...`` modules defining a class with the plan visitor's methods."""
+    out = set()
+    for path in CURATOR.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and node.name != "PlanVisitor":
+                methods = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+                if methods >= _VISITS:
+                    out.add(str(path.relative_to(SRC).as_posix()))
+    return out
+
+
+def test_the_page_names_the_plan_visitors_the_code_has() -> None:
+    page = " ".join(PAGE.read_text(encoding="utf-8").split())
+    match = re.search(r"Visitors: (.*?)\. Pricing \(`(curator/[^`]+)`\) is a loop", page)
+    assert match is not None, "docs/architecture.md no longer says which steps are visitors"
+    named = set(re.findall(r"`(curator/[^`]+)`", match.group(1)))
+    assert named == _visitor_modules()
+    assert match.group(2) not in _visitor_modules()
+    assert match.group(2) == "curator/cost.py"

@@ -90,6 +90,10 @@ def test_synopsis_refusals(curator: Curator) -> None:
         curator.query_synopsis("ages", "SELECT COUNT(*) FROM people WHERE region = 'n'")
     with pytest.raises(ParameterError, match="COUNT"):
         curator.query_synopsis("ages", "SELECT VARIANCE(age) FROM people")
+    # COUNT of a column is not COUNT(*): the synopsis counts cells, not a column's values.
+    only = r"answers COUNT\(\*\), SUM and AVG only; got count$"
+    with pytest.raises(ParameterError, match=only):
+        curator.query_synopsis("ages", "SELECT COUNT(age) FROM people")
     with pytest.raises(ParameterError, match="unknown synopsis"):
         curator.query_synopsis("nope", "SELECT COUNT(*) FROM people")
     # A histogram of cells holds no distinct values, and an aggregate's own FILTER is refused

@@ -14,6 +14,8 @@ from typing import Any
 
 import click
 
+from infodp._engines import DEFAULT as DEFAULT_ENGINE
+from infodp._engines import names as engine_names
 from infodp._format import format_number as _fmtn
 from infodp._jsonable import to_jsonable
 from infodp._validate import as_analyst_name
@@ -200,8 +202,8 @@ def dataset() -> None:
 )
 @click.option(
     "--backend",
-    type=click.Choice(["duckdb", "spark"]),
-    default="duckdb",
+    type=click.Choice(engine_names()),
+    default=DEFAULT_ENGINE.name,
     show_default=True,
     help="Where the bounded copy lives and queries run: the DuckDB store, or Apache Spark "
     "(needs pip install 'infodp[spark]' and Java 17+).",

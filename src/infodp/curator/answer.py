@@ -225,7 +225,7 @@ def grid_draws(
     out: dict[tuple[Key, int], int] = {}
     for i, p in enumerate(parts):
         m = p.measurement
-        if m.kind != MeasurementKind.QUANTILE or m.column is None or not keys:
+        if p.additive or m.column is None or not keys:
             continue
         grid = quantile_grid(schema.column(m.column), m.q)
         hists = [exact.histograms.get((key, i)) for key in keys]

@@ -22,6 +22,7 @@ import json
 import os
 from pathlib import Path
 
+from infodp._engines import DEFAULT, engine
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.registration import stored_tables
 from infodp.curator.schema import DatasetSchema
@@ -40,7 +41,7 @@ def unopenable(db: str | os.PathLike[str]) -> dict[str, str]:
     for name, meta in sorted(records.items()):
         if meta.get("pending"):
             continue  # a registration under way (or undone at the next sweep)
-        if meta.get("backend") == "spark":
+        if not engine(str(meta.get("backend", DEFAULT.name))).in_store:
             where = str(meta.get("bounded_path", ""))
             local = where.removeprefix("file://")
             if "://" not in local and not Path(local).exists():

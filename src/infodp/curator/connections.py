@@ -10,16 +10,21 @@ connection that failed or was interrupted is never reused.
 from __future__ import annotations
 
 import contextlib
+import importlib
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypedDict, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypedDict, TypeVar, cast, runtime_checkable
 
-from infodp.curator.backends.base import Backend
+from infodp._engines import DEFAULT, SPARK, engine
+from infodp.curator.backends.base import Backend, Registered
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.overlap import Job
 from infodp.curator.pricing import REMEMBERED
 from infodp.curator.request import Priced
+from infodp.curator.schema import DatasetSchema
 from infodp.curator.store import catalogue
+from infodp.errors import InternalError
 
 if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
@@ -27,7 +32,7 @@ if TYPE_CHECKING:
     from infodp._jsonable import JsonObject
     from infodp.curator.backends.spark import SparkBackend
 
-__all__ = ["Connections", "ReadConnection", "SparkOptions"]
+__all__ = ["Connections", "ExternalBackend", "ReadConnection", "SparkOptions"]
 
 _T = TypeVar("_T")
 
@@ -44,6 +49,47 @@ class _Interruptible(Protocol):
     """A connection whose running statement can be interrupted (DuckDB's)."""
 
     def interrupt(self) -> None: ...
+
+
+@runtime_checkable
+class ExternalBackend(Backend, Protocol):
+    """An engine whose bounded copy lives outside the store (its ``infodp._engines`` entry's
+    ``in_store`` is False): it writes the copy at ``bounded_path`` and reads the one a
+    dataset's catalogue entry names."""
+
+    def register(
+        self,
+        name: str,
+        source: object,
+        schema: DatasetSchema,
+        *,
+        bounded_path: str | os.PathLike[str] | None = None,
+    ) -> Registered:
+        """Write the bounded copy of ``source`` (at ``bounded_path`` or the default place)."""
+        ...
+
+    def attach(self, name: str, bounded_path: str, *, public: Sequence[str] = ()) -> None:
+        """Read dataset ``name`` from its copy at ``bounded_path``."""
+        ...
+
+    def bounded_path(self, name: str) -> str:
+        """Where dataset ``name``'s copy is."""
+        ...
+
+    def register_population(
+        self,
+        name: str,
+        sources: Mapping[str, object],
+        schema: DatasetSchema,
+        *,
+        bounded_path: str | os.PathLike[str] | None = None,
+    ) -> tuple[DatasetSchema, int, list[str], int]:
+        """Write every table's copy of population ``name``; (schema, rows, tables, dropped)."""
+        ...
+
+    def fingerprint(self, name: str, schema: DatasetSchema) -> str:
+        """The content fingerprint of dataset ``name`` as this engine registered it."""
+        ...
 
 
 class SparkOptions(TypedDict):
@@ -68,8 +114,9 @@ class Connections:
         self.db, self.backend, self.keep_open = db, backend, keep_open
         #: The kept read-only DuckDB connection (``keep_open``, or a one-shot process's).
         self.kept: DuckDBPyConnection | None = None
-        self._spark_options = spark_options
-        self._spark: SparkBackend | None = None
+        #: Each external engine's constructor options, and the engines made so far.
+        self._options: dict[str, SparkOptions] = {SPARK.name: spark_options}
+        self._external: dict[str, ExternalBackend] = {}
         # Which backend holds each dataset (the store's catalogue, read once and cached:
         # a dataset's backend never changes under its name).
         self._catalogue: dict[str, JsonObject] = {}
@@ -79,11 +126,26 @@ class Connections:
 
     def spark(self) -> SparkBackend:
         """The Spark backend of this store (made on first use; needs ``infodp[spark]``)."""
-        if self._spark is None:
-            from infodp.curator.backends.spark import SparkBackend
+        return cast("SparkBackend", self.external(SPARK.name))
 
-            self._spark = SparkBackend(self.db, **self._spark_options)
-        return self._spark
+    def backend_for(self, name: str) -> Backend:
+        """The backend of engine ``name`` for a new dataset: the store's own for the in-store
+        engine, else the external engine's (made on first use)."""
+        return self.backend if engine(name).in_store else self.external(name)
+
+    def external(self, name: str) -> ExternalBackend:
+        """The backend of the external engine ``name`` (``infodp._engines``), made on first
+        use as ``Class(store, **options)`` with this store's options for it."""
+        made = self._external.get(name)
+        if made is None:
+            entry = engine(name)
+            if entry.in_store:
+                raise InternalError(f"engine {name} keeps its copy in the store")
+            module, _, cls = entry.backend.partition(":")
+            options: Mapping[str, object] = self._options.get(name, {})
+            made = getattr(importlib.import_module(module), cls)(self.db, **options)
+            self._external[name] = made
+        return made
 
     def record(self, dataset: str, where: JsonObject) -> None:
         """Remember where a dataset just registered lives (its catalogue entry)."""
@@ -95,18 +157,19 @@ class Connections:
         if meta is None:
             self._catalogue = catalogue(self.backend, self.kept)
             meta = self._catalogue.setdefault(dataset, {})
-        return str(meta.get("backend", "duckdb"))
+        return str(meta.get("backend", DEFAULT.name))
 
     def engine(self, table: str) -> Backend:
         """The backend holding dataset ``table`` (DuckDB unless registered with Spark)."""
-        if self.dataset_backend(table) != "spark":
+        entry = engine(self.dataset_backend(table))
+        if entry.in_store:
             return self.backend
-        spark = self.spark()
+        outside = self.external(entry.name)
         meta = self._catalogue[table]
         public = meta.get("public_tables")  # a list of names in the catalogue's JSON
         names = [str(t) for t in public] if isinstance(public, list) else []
-        spark.attach(table, str(meta["bounded_path"]), public=names)
-        return spark
+        outside.attach(table, str(meta["bounded_path"]), public=names)
+        return outside
 
     def open(self, engine: Backend | None = None) -> ReadConnection:
         """A read connection to ``engine`` (the store's DuckDB by default)."""

@@ -151,10 +151,15 @@ class MeasurementCost:
         return self._built
 
     @property
+    def additive(self) -> bool:
+        """False for a histogram measurement (the exponential mechanism; its rule says)."""
+        return measure_for(self.measurement).additive
+
+    @property
     def noise_mechanism(self) -> Additive | None:
         """:attr:`mechanism` of a count or sum (None: sensitivity 0, no noise)."""
         mech = self._built
-        if self.measurement.kind == MeasurementKind.QUANTILE:
+        if not self.additive:
             raise InternalError(f"{self.measurement.key} adds no noise")
         return mech  # type: ignore[return-value]  # not a quantile: additive or None
 
@@ -162,14 +167,14 @@ class MeasurementCost:
     def quantile_mechanism(self) -> ExponentialQuantile:
         """:attr:`mechanism` of a quantile (the exponential mechanism over its grid)."""
         mech = self._built
-        if self.measurement.kind != MeasurementKind.QUANTILE or mech is None:
+        if self.additive or mech is None:
             raise InternalError(f"{self.measurement.key} is not a quantile with noise")
         return mech  # type: ignore[return-value]  # a quantile's mechanism
 
     @property
     def scale(self) -> float:
         """Noise scale in grid units: b for Laplace, σ for Gaussian; 2Δ/ε for quantiles."""
-        if self.measurement.kind == MeasurementKind.QUANTILE:
+        if not self.additive:
             return float(2 * Fraction(self.sensitivity) / self.epsilon)
         mech = self.noise_mechanism
         if mech is None:
@@ -181,7 +186,7 @@ class MeasurementCost:
     @property
     def mechanism_name(self) -> str:
         """The name shown in the cost (exponential, discrete_laplace, discrete_gaussian)."""
-        if self.measurement.kind == MeasurementKind.QUANTILE:
+        if not self.additive:
             return "exponential"
         return "discrete_gaussian" if self.noise == Noise.GAUSSIAN else "discrete_laplace"
 
@@ -209,7 +214,7 @@ def _mechanism(p: MeasurementCost) -> Additive | ExponentialQuantile | None:
     # Laplace query (the CLI's default) never needs (its start-up: benchmarks/cli_startup.py).
     if p.sensitivity == 0:
         return None
-    if p.measurement.kind == MeasurementKind.QUANTILE:
+    if not measure_for(p.measurement).additive:  # the exponential mechanism's histogram
         from infodp.mechanisms.quantile import ExponentialQuantile
 
         return ExponentialQuantile(p.epsilon, p.sensitivity)

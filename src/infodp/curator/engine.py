@@ -41,7 +41,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from infodp._jsonable import JsonObject
 from infodp._lazy import lazy_module
@@ -102,10 +102,13 @@ else:
     np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
+
     from infodp.curator.backends.spark import SparkBackend
 
     # Synopses are loaded on first use: a query process never builds one.
     from infodp.curator.synopsis import Synopsis
+    from infodp.curator.synthetic_release import SyntheticOptions
     from infodp.synthetic.table import SyntheticTable
 
 __all__ = [
@@ -171,7 +174,7 @@ class Curator(DataOwner):
         # The ledger must be this store's own (one store id in both), sound and present.
         # ``db=":memory:"`` keeps the store and (unless ``ledger`` names a file) the ledger in
         # memory; ``ledger`` overrides the default ``<db>.ledger`` next to the store.
-        con: Any = None
+        con: DuckDBPyConnection | None = None
         if one_shot and keep_open and ledger is None and self.db.is_file():
             # A one-shot process (``infodp query``) that only reads: one connection for the
             # life of this object also reads the store id (each DuckDB open costs about as
@@ -588,7 +591,14 @@ class Curator(DataOwner):
         return syn.answer(sql, self.schema(syn.dataset), confidence)
 
     def release_synthetic(
-        self, analyst: str, name: str, dataset: str, *, epsilon: Any, delta: Any, **options: Any
+        self,
+        analyst: str,
+        name: str,
+        dataset: str,
+        *,
+        epsilon: NumberInput,
+        delta: NumberInput,
+        **options: Unpack[SyntheticOptions],
     ) -> SyntheticTable:
         """Release a synthetic table of ``dataset`` once, charging (ε, δ) like one query, stored
         as synopsis ``name`` (SQL over it is then free: :meth:`query_synopsis`). ``options``:

@@ -55,7 +55,15 @@ class AggregateFunc(enum.StrEnum):
 
 
 class MeasurementKind(enum.StrEnum):
-    """What a noisy measurement sums (see :class:`Measurement`)."""
+    """What a noisy measurement sums (see :class:`Measurement`).
+
+    Each kind declares its shape, the one fact about it the backends read (they may not know
+    the rules, :mod:`infodp.curator.rules`, which say the rest): one bounded value per group,
+    or a histogram of the column per group (the exponential mechanism's candidates).
+
+    >>> MeasurementKind.QUANTILE.histogram, MeasurementKind.SUM.histogram
+    (True, False)
+    """
 
     COUNT_ROWS = "count_rows"
     COUNT = "count"
@@ -64,6 +72,21 @@ class MeasurementKind(enum.StrEnum):
     CSUMSQ = "csumsq"
     QUANTILE = "quantile"
     COUNT_DISTINCT = "count_distinct"
+
+    @property
+    def histogram(self) -> bool:
+        """True when the engine returns a histogram per group (not one value)."""
+        return self in _HISTOGRAM_KINDS
+
+    @property
+    def of_rows(self) -> bool:
+        """True when the kind reads no column (a measurement of it has ``column`` None)."""
+        return self in _ROW_KINDS
+
+
+#: The kinds read as a per-group histogram of the column, and those that read no column.
+_HISTOGRAM_KINDS = frozenset({MeasurementKind.QUANTILE})
+_ROW_KINDS = frozenset({MeasurementKind.COUNT_ROWS})
 
 
 #: Aggregate functions a plan may hold.
@@ -77,7 +100,8 @@ _T = TypeVar("_T")
 class PlanVisitor(Protocol[_T_co]):
     """What walks a plan: one method per node type, each returning the visitor's result.
 
-    Pricing, compiling, answering and the synopsis answer are visitors; a node hands itself to
+    Compiling, answering and the synopsis answer are visitors (pricing loops over the plan's
+    measurements instead, docs/architecture.md); a node hands itself to
     the right method with ``node.accept(visitor)`` (the double dispatch of the visitor pattern,
     as Tumult Analytics' measurement visitor walks its query expressions).
     """
@@ -255,10 +279,10 @@ class Measurement:
         >>> Measurement("count_rows", where=Predicate(">", "age", (30,))).key
         'count(*) filter(where age > 30)'
         """
-        if self.kind == "count_rows":
+        if self.kind.of_rows:
             key = "count(*)"
-        elif self.kind == "quantile":
-            key = f"quantile({self.column},{self.q})"
+        elif self.kind.histogram:
+            key = f"{self.kind}({self.column},{self.q})"
         else:
             key = f"{self.kind}({self.column})"
         return key if self.where is None else f"{key} filter(where {predicate_text(self.where)})"

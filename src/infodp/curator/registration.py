@@ -23,15 +23,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import cast
 
+from infodp._engines import DEFAULT, external
+from infodp._engines import engine as engine_entry
 from infodp._exact import float_up
+from infodp._jsonable import JsonObject, JsonValue
 from infodp._validate import as_analyst_name
-from infodp.curator.backends.base import BACKENDS
+from infodp.curator.backends.base import Backend
 from infodp.curator.backends.duckdb import DuckDBBackend
-from infodp.curator.connections import Connections
+from infodp.curator.connections import Connections, ExternalBackend
 from infodp.curator.cost import as_budget_fraction
 from infodp.curator.ledger import Ledger
+from infodp.curator.request import NumberInput
 from infodp.curator.schema import DatasetSchema, SchemaSource, load_schema, stored_name
 from infodp.curator.shared_budgets import owner_note, registration_sharing
 from infodp.curator.store import (
@@ -120,28 +124,35 @@ def _check_public_facts(schema: DatasetSchema, rows: int) -> None:
         )
 
 
+def _outside(store: DuckDBBackend, engine: Backend) -> ExternalBackend | None:
+    """``engine`` when it is an external engine (not the store's own backend), else None."""
+    return None if engine is store else cast("ExternalBackend", engine)
+
+
 def register_dataset(
     ledger: Ledger,
     store: DuckDBBackend,
-    engine: Any,
+    engine: Backend,
     name: str,
-    source: Any,
+    source: object,
     schema: DatasetSchema,
     caps: Caps,
     *,
+    engine_name: str = DEFAULT.name,
     bounded_path: str | Path | None = None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Copy ``source`` as dataset ``name`` on ``engine`` (``store`` itself, or Spark) and
-    record it; (what the owner is shown, the catalogue entry naming the backend).
+) -> tuple[JsonObject, JsonObject]:
+    """Copy ``source`` as dataset ``name`` on ``engine`` (``store`` itself, or the backend of
+    the external engine ``engine_name``) and record it; (what the owner is shown, the
+    catalogue entry naming the backend).
 
     ``schema`` is already named ``name``; the caller checked the name and the caps. A
     population (``schema.is_population``) takes ``source`` as a mapping from each of its
     tables to that table's source (:func:`copy_population`).
     """
-    spark = engine is not store
+    outside = _outside(store, engine)  # an external engine's copy (infodp._engines)
     sweep_registrations(store, ledger)
     refuse_taken_names(ledger, store, name, schema)
-    where: dict[str, Any] = {}
+    where: JsonObject = {}
     # The DuckDB copies are made under names no one else uses (never a name that existed
     # before), so that a failure removes only what this registration made; they take their
     # stored names, with the catalogue record, in one transaction (store.commit_tables).
@@ -154,9 +165,9 @@ def register_dataset(
                 copied = copy_population(
                     store, engine, name, source, schema, bounded_path, temporary=temporary
                 )
-            elif spark:
-                copied.tables.append(name)  # the Spark backend drops only a copy it wrote
-                got = engine.register(name, source, schema, bounded_path=bounded_path)
+            elif outside is not None:
+                copied.tables.append(name)  # an external backend drops only a copy it wrote
+                got = outside.register(name, source, schema, bounded_path=bounded_path)
                 copied = Copied(schema, got.rows, got.unit_ok, [name], [name], got.dropped)
             else:
                 copied.tables.append(temporary + "0")
@@ -167,19 +178,21 @@ def register_dataset(
         rows, unit_ok = copied.rows, copied.unit_ok
         if not schema.is_population:
             _check_public_facts(schema, rows)
-        if spark:
-            where = {"backend": "spark", "bounded_path": engine.bounded_path(name)}
+        if outside is not None:
+            where = {"backend": engine_name, "bounded_path": outside.bounded_path(name)}
             if any(m.public for m in schema.members):
                 # Public tables' sizes are public: Spark broadcasts them where they are joined.
                 where["public_tables"] = [
                     stored_name(name, m.table) for m in schema.members if m.public
                 ]
-        renames = [] if spark else list(zip(copied.tables, copied.stored, strict=True))
+        renames = (
+            [] if outside is not None else list(zip(copied.tables, copied.stored, strict=True))
+        )
         commit_tables(store, name, renames, where)
         committed = True
         fp = content_fingerprint(store, engine, name, schema)
         shown_source = _shown_source(source)
-        copy = engine.bounded_path(name) if spark else None
+        copy = None if outside is None else outside.bounded_path(name)
         sharing = registration_sharing(
             ledger, store, schema, copy, caps.independent, caps.same_population_as
         )
@@ -197,12 +210,12 @@ def register_dataset(
         )
     except BaseException:
         with private_files():
-            if spark:
+            if outside is not None:
                 for table in copied.tables:
-                    engine.drop(table)
+                    outside.drop(table)
             if committed:
-                forget_tables(store, name, [] if spark else copied.stored)
-            elif not spark:
+                forget_tables(store, name, [] if outside is not None else copied.stored)
+            elif outside is None:
                 forget_tables(store, None, copied.tables)
         raise
     exact = {
@@ -225,10 +238,10 @@ def register_dataset(
             "independent": caps.independent,
         },
     )
-    shown = {
+    shown: JsonObject = {
         "name": name,
         "rows": rows,
-        "schema": schema.to_dict(),
+        "schema": cast("JsonValue", schema.to_dict()),  # JSON (what to_json writes)
         "info_cap_bits": caps.info_cap_bits,
         "max_epsilon": None if caps.max_epsilon is None else float_up(caps.max_epsilon),
         "max_delta": None if caps.max_delta is None else float_up(caps.max_delta),
@@ -342,7 +355,7 @@ def population_sources(schema: DatasetSchema, source: object) -> dict[str, objec
 
 def copy_population(
     store: DuckDBBackend,
-    engine: Any,
+    engine: Backend,
     name: str,
     source: object,
     schema: DatasetSchema,
@@ -360,8 +373,9 @@ def copy_population(
     of each private table are checked against its own count.
     """
     sources = population_sources(schema, source)
-    if engine is not store:  # Spark: one directory of copies
-        filled, rows, made, dropped = engine.register_population(
+    outside = _outside(store, engine)
+    if outside is not None:  # an external engine: one directory of copies
+        filled, rows, made, dropped = outside.register_population(
             name, sources, schema, bounded_path=bounded_path
         )
         return Copied(filled, rows, True, made, list(made), dropped)
@@ -392,19 +406,22 @@ def copy_population(
     return copied
 
 
-def content_fingerprint(store: DuckDBBackend, engine: Any, name: str, schema: DatasetSchema) -> str:
+def content_fingerprint(
+    store: DuckDBBackend, engine: Backend, name: str, schema: DatasetSchema
+) -> str:
     """The content fingerprint: of the table, or of a population's tables together."""
+    outside = _outside(store, engine)
     if not schema.is_population:
-        if engine is not store:
-            return str(engine.fingerprint(name, schema))
+        if outside is not None:
+            return str(outside.fingerprint(name, schema))
         return fingerprint(store, name, schema)
     parts = []
     for member in schema.members:
         if member.public:
             continue  # the private tables are the population's content
         table = stored_name(name, member.table)
-        if engine is not store:
-            parts.append(f"{member.table}:{engine.fingerprint(table, member)}")
+        if outside is not None:
+            parts.append(f"{member.table}:{outside.fingerprint(table, member)}")
         else:
             parts.append(f"{member.table}:{fingerprint(store, table, member)}")
     return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest()
@@ -425,17 +442,17 @@ class DataOwner:
     def register_dataset(
         self,
         name: str,
-        source: Any,
+        source: object,
         schema: SchemaSource,
         *,
         info_cap_bits: float | None = None,
-        max_epsilon: Any = None,
-        max_delta: Any = None,
-        backend: str = "duckdb",
+        max_epsilon: NumberInput | None = None,
+        max_delta: NumberInput | None = None,
+        backend: str = DEFAULT.name,
         bounded_path: str | Path | None = None,
         independent: bool = False,
         same_population_as: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """Load ``source`` (CSV/Parquet path or frame) under ``name`` with its declared schema.
 
         ``backend="spark"``: ``source`` is a Parquet path or a table of Spark's catalogue (or
@@ -464,11 +481,11 @@ class DataOwner:
         ``shares_budgets_of`` and ``budgets``.
         """
         parsed = load_schema(schema)
-        if backend not in BACKENDS:
-            raise ParameterError("backend", backend, "one of " + ", ".join(BACKENDS))
-        if bounded_path is not None and backend != "spark":
+        if engine_entry(backend).in_store and bounded_path is not None:
             raise ParameterError(
-                "bounded_path", str(bounded_path), "given only with backend='spark'"
+                "bounded_path",
+                str(bounded_path),
+                "given only with " + " or ".join(f"backend={n!r}" for n in external()),
             )
         self._connections.close()  # our own reader would block the write
         if not isinstance(name, str) or not name.isidentifier():
@@ -483,17 +500,17 @@ class DataOwner:
                 )
         if name in {d.name for d in self.ledger.datasets()}:
             raise ParameterError("name", name, "a dataset name not registered yet")
-        engine = self._connections.spark() if backend == "spark" else self.backend
         shown, where = register_dataset(
             self.ledger,
             self.backend,
-            engine,
+            self._connections.backend_for(backend),
             name,
             source,
             dataclasses.replace(parsed, table=name),
             dataclasses.replace(
                 caps, independent=bool(independent), same_population_as=same_population_as
             ),
+            engine_name=backend,
             bounded_path=bounded_path,
         )
         self._connections.record(name, where)
@@ -504,9 +521,9 @@ class DataOwner:
         name: str,
         dataset: str,
         *,
-        epsilon: Any = None,
-        delta: Any = 0,
-        budget: Any = None,
+        epsilon: NumberInput | None = None,
+        delta: NumberInput = 0,
+        budget: object = None,
     ) -> str | None:
         """Give analyst ``name`` a budget on ``dataset``; returns their API key (shown once).
 

@@ -28,7 +28,6 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from infodp._np import np, npt
-from infodp.curator.plan import MeasurementKind
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import (
     InsecureSeededSource,
@@ -167,8 +166,8 @@ def draw_noise(
     out: list[list[int] | None] = []
     laplace: list[tuple[int, DiscreteLaplaceMechanism]] = []
     for p in parts:
-        mech = None if p.measurement.kind == MeasurementKind.QUANTILE else p.noise_mechanism
-        if p.measurement.kind == MeasurementKind.QUANTILE:
+        mech = p.noise_mechanism if p.additive else None
+        if not p.additive:  # drawn per released group by quantile_draws
             out.append(None)
         elif mech is None:
             out.append([0] * cells)

@@ -9,16 +9,26 @@ summary, as an analyst receives it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from infodp.curator.cost import Leakage, QueryCost
 from infodp.curator.ledger import Budget
 from infodp.curator.plan import QueryPlan
 from infodp.curator.post import PostProcess
+from infodp.curator.post.enclosure import Interval
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import InfodpError
 
+if TYPE_CHECKING:
+    import pandas as pd  # type: ignore[import-untyped]
+    import polars as pl
+
 __all__ = ["QueryResult", "Released", "Reservation", "StoreNotOpened"]
+
+#: A released cell: a group key (text or number), a noisy aggregate, or None (no value).
+Cell: TypeAlias = str | int | float | None
+#: A released cell's interval: [low, high], a quantile's rank error (a mapping), or None.
+CellInterval: TypeAlias = Interval
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,8 +36,8 @@ class QueryResult:
     """A released answer: rows, per-cell accuracy, cost, remaining budget, leakage."""
 
     columns: tuple[str, ...]
-    rows: tuple[tuple[Any, ...], ...]
-    confidence_intervals: tuple[tuple[Any, ...], ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    confidence_intervals: tuple[tuple[CellInterval, ...], ...]
     confidence: float
     cost: QueryCost
     remaining: Budget
@@ -60,13 +70,13 @@ class QueryResult:
             "notes": list(self.notes) if lists else self.notes,
         }
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pd.DataFrame:
         """The released rows as a pandas DataFrame; intervals as ``<col>_low``/``<col>_high``."""
         from infodp.curator.result_view import to_pandas
 
         return to_pandas(self)
 
-    def to_polars(self) -> Any:
+    def to_polars(self) -> pl.DataFrame:
         """The released rows as a polars DataFrame; intervals as ``<col>_low``/``<col>_high``."""
         from infodp.curator.result_view import to_polars
 
@@ -91,9 +101,9 @@ class Released:
     #: Output column names, in SELECT order.
     columns: tuple[str, ...]
     #: The released rows (group keys and noisy aggregates).
-    rows: tuple[tuple[Any, ...], ...]
+    rows: tuple[tuple[Cell, ...], ...]
     #: Per row and column, the interval (or the quantile's rank error; None for a key).
-    intervals: tuple[tuple[Any, ...], ...]
+    intervals: tuple[tuple[CellInterval, ...], ...]
     #: What the intervals do and do not cover, and how groups were chosen.
     notes: tuple[str, ...]
     #: Per released row, the noisy measurements before any post-processing.

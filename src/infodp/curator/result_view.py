@@ -8,6 +8,7 @@ Numbers for people go through :func:`infodp._format.format_number`.
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeAlias
 
 from infodp._format import format_interval, format_number, format_value
@@ -26,9 +27,10 @@ Cell: TypeAlias = str | int | float | None
 
 def _has_interval(result: QueryResult, j: int) -> bool:
     return any(
-        isinstance(ci[j], (list, tuple)) and len(ci[j]) == 2
+        isinstance(c, (list, tuple)) and len(c) == 2
         for ci in result.confidence_intervals
         if j < len(ci)
+        for c in [ci[j]]
     )
 
 
@@ -38,9 +40,10 @@ def result_records(result: QueryResult) -> dict[str, list[Cell]]:
     for j, name in enumerate(result.columns):
         out[name] = [row[j] for row in result.rows]
         if _has_interval(result, j):
-            cis = [
-                ci[j] if j < len(ci) and isinstance(ci[j], (list, tuple)) else (None, None)
+            cis: list[Sequence[Cell]] = [
+                c if isinstance(c, (list, tuple)) else (None, None)
                 for ci in result.confidence_intervals
+                for c in [ci[j] if j < len(ci) else None]
             ]
             out[f"{name}_low"] = [c[0] for c in cis]
             out[f"{name}_high"] = [c[1] for c in cis]

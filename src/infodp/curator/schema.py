@@ -48,7 +48,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NotRequired, Required, TypedDict
+from typing import NotRequired, Required, TypedDict
 
 from infodp.errors import ParameterError
 
@@ -485,7 +485,9 @@ def _yaml(text: str) -> object:
     import yaml  # type: ignore[import-untyped]  # YAML is a superset of JSON
 
     class UniqueKeys(yaml.SafeLoader):  # type: ignore[misc]
-        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        def construct_mapping(
+            self, node: yaml.MappingNode, deep: bool = False
+        ) -> dict[object, object]:
             seen: set[object] = set()
             for key_node, _ in node.value:
                 key = self.construct_object(key_node, deep=deep)
@@ -497,7 +499,8 @@ def _yaml(text: str) -> object:
                         f"(line {key_node.start_mark.line + 1})",
                     )
                 seen.add(key)
-            return super().construct_mapping(node, deep=deep)
+            mapping: dict[object, object] = super().construct_mapping(node, deep=deep)
+            return mapping
 
     try:
         loaded: object = yaml.load(text, Loader=UniqueKeys)  # a SafeLoader

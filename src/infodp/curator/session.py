@@ -38,8 +38,9 @@ import json
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, Unpack
 
+from infodp._engines import DEFAULT, engine
 from infodp._exact import float_down
 from infodp.curator.engine import Curator, QueryResult, as_budget_fraction
 from infodp.curator.registration import content_fingerprint, copy_population
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from infodp.curator.ledger import Budget as BudgetRecord
     from infodp.curator.ledger import DatasetRecord
     from infodp.curator.synopsis import Synopsis
+    from infodp.curator.synthetic_release import SyntheticOptions
     from infodp.mechanisms.sampling import RandomSource
     from infodp.synthetic.table import SyntheticTable
 
@@ -109,7 +111,7 @@ class Session:
         ledger: str | Path | None = None,
         name: str | None = None,
         source: RandomSource | None = None,
-        backend: str = "duckdb",
+        backend: str = DEFAULT.name,
         bounded_path: str | Path | None = None,
         same_population_as: str | None = None,
         independent: bool = False,
@@ -117,9 +119,11 @@ class Session:
         parsed = load_schema(schema)
         #: The temporary directory of a Spark bounded copy (removed by :meth:`close`).
         self._scratch: Path | None = None
-        if backend == "spark" and ledger is not None:
+        if not engine(backend).in_store and ledger is not None:
             raise ParameterError(
-                "ledger", str(ledger), "None with backend='spark' (use a Curator over a store)"
+                "ledger",
+                str(ledger),
+                f"None with backend={backend!r} (use a Curator over a store)",
             )
         self.table = name or parsed.table
         self._curator = Curator(
@@ -147,7 +151,7 @@ class Session:
         """Register ``data`` as the session's table (a Spark copy in a new private directory
         unless ``bounded_path`` is given), with the owner's declaration of its budgets
         (``same_population_as``, ``independent``: see ``Curator.register_dataset``)."""
-        if backend == "spark" and bounded_path is None:
+        if not engine(backend).in_store and bounded_path is None:
             import tempfile
 
             self._scratch = Path(tempfile.mkdtemp(prefix="infodp-"))
@@ -370,7 +374,12 @@ class Session:
         return self._curator.query_synopsis(name, sql, confidence=confidence, dataset=self.table)
 
     def synthesize(
-        self, name: str, *, epsilon: NumberInput, delta: NumberInput, **options: Any
+        self,
+        name: str,
+        *,
+        epsilon: NumberInput,
+        delta: NumberInput,
+        **options: Unpack[SyntheticOptions],
     ) -> SyntheticTable:
         """Release a synthetic table of the session's table once (cost (ε, δ)); SQL over it is
         then free (:meth:`query_synopsis`). ``options`` as :meth:`Curator.release_synthetic`.

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from infodp._engines import DEFAULT, engine
+from infodp._jsonable import JsonObject
 from infodp.curator.ledger.grants import Joined, Sharing
 from infodp.curator.schema import DatasetSchema, load_schema, stored_name
 from infodp.curator.store import catalogue, private_files
@@ -113,6 +115,11 @@ def registration_sharing(
     return Sharing(sketch=mine, choose=choose, independent=alone, group=same_as)
 
 
+def _in_store(meta: JsonObject) -> bool:
+    """True when a catalogue entry's dataset is a table of the store (its engine's entry)."""
+    return engine(str(meta.get("backend", DEFAULT.name))).in_store
+
+
 def _backfill(
     ledger: Ledger, store: DuckDBBackend, con: duckdb.DuckDBPyConnection, salt: str
 ) -> None:
@@ -122,7 +129,7 @@ def _backfill(
     where = catalogue(store, con)
     for record in missing:
         meta = where.get(record.name, {})
-        path = meta.get("bounded_path") if meta.get("backend") == "spark" else None
+        path = None if _in_store(meta) else meta.get("bounded_path")
         schema = load_schema(record.schema_json)
         relations = unit_relations(record.name, schema, None if path is None else str(path))
         # A copy moved away or unreadable: that dataset stays without a sketch (the owner's

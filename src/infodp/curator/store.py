@@ -36,7 +36,7 @@ import threading
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import duckdb
 
@@ -355,7 +355,7 @@ def sweep_registrations(backend: DuckDBBackend, ledger: Ledger) -> list[str]:
     with contextlib.closing(backend.connect(read_only=True)) as con:
         orphans = [t for t in store_tables(con) if (p := _pid_of(t)) is not None and not _alive(p)]
         records = catalogue(backend, con)
-    pending: dict[str, tuple[dict[str, Any], list[str]]] = {}
+    pending: dict[str, tuple[JsonObject, list[str]]] = {}
     for n, meta in records.items():
         mark = meta.get("pending")
         if isinstance(mark, dict) and not _alive(int(str(mark.get("pid", 0)))):

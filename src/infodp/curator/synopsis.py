@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from infodp._jsonable import JsonObject
 from infodp.curator.plan import (
     Aggregate,
     AggregateFunc,
@@ -140,7 +141,7 @@ class Synopsis:
     scale: float
     epsilon: float
 
-    def to_spec(self) -> dict[str, Any]:
+    def to_spec(self) -> JsonObject:
         """Metadata stored in the ledger."""
         return {
             "dataset": self.dataset,
@@ -213,14 +214,10 @@ class Synopsis:
             )
 
     def _check_aggregate(self, agg: Aggregate, cols: dict[str, int]) -> None:
-        if agg.func not in _ANSWERS or (agg.func == "count" and agg.column is not None):
+        if agg.func not in _ANSWERS or (agg.column is not None and agg.func in _OF_ROWS_ONLY):
             raise ParameterError(
                 f"synopsis {self.name} answers COUNT(*), SUM and AVG only; got {agg.func}"
-                + (
-                    " (its histogram holds counts of cells, not distinct values)"
-                    if agg.func == "count_distinct"
-                    else ""
-                )
+                + _REFUSAL_NOTES.get(agg.func, "")
             )
         if agg.where is not None:
             raise ParameterError(
@@ -366,6 +363,12 @@ _ANSWERS: dict[AggregateFunc, Callable[[_Answering, Aggregate], tuple[Cell, Boun
     AggregateFunc.COUNT: _count,
     AggregateFunc.SUM: _sum,
     AggregateFunc.AVG: _avg,
+}
+#: Of those, the ones answered over rows only (COUNT(*), not COUNT(column)).
+_OF_ROWS_ONLY = frozenset({AggregateFunc.COUNT})
+#: Why an aggregate is refused, where the common refusal does not say it.
+_REFUSAL_NOTES: dict[AggregateFunc, str] = {
+    AggregateFunc.COUNT_DISTINCT: " (its histogram holds counts of cells, not distinct values)",
 }
 
 _COMPARE: dict[str, Callable[[float | str, float | str], bool]] = {

@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
+from infodp._engines import engine
 from infodp._exact import float_down, float_up
 from infodp.curator.cost import as_budget_fraction
 from infodp.errors import ParameterError, QueryFailed
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     from infodp._jsonable import JsonObject
     from infodp.curator.engine import Curator
     from infodp.curator.schema import DatasetSchema
+    from infodp.synthetic.domain import Domain
+    from infodp.synthetic.measure import Clique
+    from infodp.synthetic.release import SyntheticData
     from infodp.synthetic.table import SyntheticTable
 
 __all__ = ["load_synthetic", "release_synthetic", "synthetic_sql"]
@@ -55,6 +59,16 @@ def synthetic_sql(schema: DatasetSchema, columns: Sequence[str]) -> str:
             f"<= {schema.max_rows_per_unit}"
         )
     return sql
+
+
+class SyntheticOptions(TypedDict, total=False):
+    """The options of :func:`release_synthetic` a caller may pass on (all optional)."""
+
+    columns: Sequence[str] | None
+    method: str
+    workload: object
+    bins: int
+    rows: int | None
 
 
 def release_synthetic(
@@ -83,7 +97,7 @@ def release_synthetic(
         raise ParameterError(
             "dataset", dataset, "a single-table dataset (a synthetic table is of one table)"
         )
-    if curator.dataset_backend(schema.table) != "duckdb":
+    if not engine(curator.dataset_backend(schema.table)).in_store:
         raise ParameterError(
             "dataset", dataset, "a dataset stored in DuckDB (synthetic data is not read on Spark)"
         )
@@ -159,14 +173,14 @@ def _read(curator: Curator, sql: str) -> pd.DataFrame:
 def _synthesize(
     curator: Curator,
     frame: pd.DataFrame,
-    domain: Any,
-    eps: Any,
-    dlt: Any,
+    domain: Domain,
+    eps: Fraction,
+    dlt: Fraction,
     method: str,
-    work: Any,
+    work: tuple[Clique, ...],
     rows: int | None,
     m: int,
-) -> Any:
+) -> SyntheticData:
     from infodp.synthetic.release import synthesize_codes
 
     return synthesize_codes(
@@ -182,10 +196,10 @@ def _synthesize(
     )
 
 
-def _stored(name: str, dataset: str, entry: int, out: Any) -> SyntheticTable:
+def _stored(name: str, dataset: str, entry: int, out: SyntheticData) -> SyntheticTable:
     from infodp.synthetic.table import SyntheticTable
 
-    spec: dict[str, Any] = {
+    spec: dict[str, object] = {
         "kind": "synthetic",
         "dataset": dataset,
         "entry": entry,
@@ -200,7 +214,7 @@ def _stored(name: str, dataset: str, entry: int, out: Any) -> SyntheticTable:
     return SyntheticTable(name, dataset, out.frame, json.loads(json.dumps(spec)))
 
 
-def _payload(table: SyntheticTable) -> dict[str, Any]:
+def _payload(table: SyntheticTable) -> JsonObject:
     """What the ledger entry records: the release's shape and cost (the rows are stored with
     the synopsis)."""
     e = table.explanation

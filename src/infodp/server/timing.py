@@ -56,6 +56,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from infodp._engines import engine
 from infodp.curator.result import StoreNotOpened
 from infodp.errors import ParameterError
 
@@ -69,7 +70,7 @@ def answer_seconds(per_table: float, spark_per_table: float, *, backend: str, ta
     reads (0 when padding is off)."""
     if per_table <= 0:
         return 0.0
-    seconds = spark_per_table if backend == "spark" else per_table
+    seconds = per_table if engine(backend).in_store else spark_per_table
     return seconds * max(1, tables)
 
 

@@ -19,7 +19,7 @@ import math
 import os
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from scipy import stats
@@ -110,7 +110,7 @@ def _curator_run(
                 result = cur.query("eve", "SELECT SUM(bit) FROM people", epsilon=epsilon)
             except BudgetExceeded as refusal:
                 return answers, True, str(refusal)
-            answers.append(float(result.rows[0][0]))
+            answers.append(float(cast(float, result.rows[0][0])))  # a SUM releases a number
     return answers, False, ""
 
 

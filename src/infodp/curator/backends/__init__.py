@@ -1,4 +1,5 @@
-"""Backends: one visitor per engine that turns a plan into bounded aggregates (DuckDB now)."""
+"""Backends: one class per engine (DuckDB, Spark) that runs the shared compiler's
+statements (a visitor over the plan) and returns bounded aggregates."""
 
 from __future__ import annotations
 

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from decimal import Decimal
+from typing import Any, NamedTuple, Protocol, TypeAlias, cast, runtime_checkable
 
+from infodp._engines import names
 from infodp._np import np, npt
 from infodp.curator.plan import Measurement, QueryPlan
 from infodp.curator.schema import DatasetSchema
@@ -38,6 +40,7 @@ __all__ = [
     "ExactAggregates",
     "QueryDeadline",
     "Registered",
+    "SqlValue",
     "StoreInUse",
     "add_histograms",
     "rows_by_key",
@@ -45,8 +48,13 @@ __all__ = [
     "values_by_key",
 ]
 
-#: The backends a dataset may be registered with (``duckdb`` is the default).
-BACKENDS: tuple[str, ...] = ("duckdb", "spark")
+#: One value of an aggregate statement's row as an engine's driver returns it (a group key,
+#: an exact integer aggregate, or NULL).
+SqlValue: TypeAlias = str | int | float | Decimal | bool | None
+
+#: The backends a dataset may be registered with, the engine registry's names
+#: (``infodp._engines``; its ``DEFAULT`` when none is named).
+BACKENDS: tuple[str, ...] = names()
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +149,9 @@ class Backend(Protocol):
 # -- the layout every backend gives ExactAggregates -------------------------------------------
 
 
-def rows_by_key(rows: Sequence[Sequence[Any]], ng: int) -> dict[tuple[str, ...], tuple[int, ...]]:
+def rows_by_key(
+    rows: Sequence[Sequence[SqlValue]], ng: int
+) -> dict[tuple[str, ...], tuple[int, ...]]:
     """``{(str(key), ...): (int(value or 0), ...)}`` of aggregate rows with ``ng`` key
     columns, rows with a NULL key left out (dropped by its null policy, never released);
     column at a time (C-level ``zip``/``map``): a row at a time is slower, after the engine
@@ -166,26 +176,28 @@ def rows_by_key(rows: Sequence[Sequence[Any]], ng: int) -> dict[tuple[str, ...],
     return dict(zip(keys, zip(*measured, strict=True), strict=True))
 
 
-def _ints(col: Sequence[Any]) -> list[int]:
-    return list(map(int, col)) if None not in col else [int(v or 0) for v in col]
+def _ints(col: Sequence[SqlValue]) -> list[int]:
+    if None in col:
+        return [int(v or 0) for v in col]
+    return list(map(int, cast("Sequence[str | int | float | Decimal]", col)))  # no NULL in it
 
 
 def values_by_key(
-    rows: Sequence[Sequence[Any]], ng: int, ms: Sequence[Measurement]
+    rows: Sequence[Sequence[SqlValue]], ng: int, ms: Sequence[Measurement]
 ) -> dict[tuple[str, ...], tuple[int | None, ...]]:
-    """:func:`rows_by_key` of the aggregate statement's rows (one column per non-quantile
-    measurement), with None in each quantile measurement's place.
+    """:func:`rows_by_key` of the aggregate statement's rows (one column per measurement
+    of one value per group), with None in each histogram measurement's place.
 
     >>> values_by_key([("a", 4)], 1, [Measurement("quantile", "x"), Measurement("count_rows")])
     {('a',): (None, 4)}
     """
     plain = rows_by_key(rows, ng)
-    if all(m.kind != "quantile" for m in ms):
+    if not any(m.kind.histogram for m in ms):
         return dict(plain)
     out: dict[tuple[str, ...], tuple[int | None, ...]] = {}
     for key, measured in plain.items():
         it = iter(measured)
-        out[key] = tuple(None if m.kind == "quantile" else next(it) for m in ms)
+        out[key] = tuple(None if m.kind.histogram else next(it) for m in ms)
     return out
 
 

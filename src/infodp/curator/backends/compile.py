@@ -17,7 +17,8 @@ a backend runs for a query, as a sqlglot tree:
 The registration expressions (clamp, null policy and snap to the grid, the per-unit cut) are
 in :mod:`infodp.curator.backends.bounding`. Where the engines' SQL would mean different
 things, the compiler asks the dialect table (:mod:`infodp.curator.backends.dialects`);
-sqlglot renders the tree in the engine's dialect. A third engine is one dialect entry plus a
+sqlglot renders the tree in the engine's dialect. A third engine is one dialect entry (and its
+entry in the engine registry ``infodp._engines``) plus a
 backend class (connect/register/check/aggregate running these statements), judged by the
 contract suite ``tests/curator/backends/``.
 
@@ -62,6 +63,7 @@ from infodp.curator.backends.dialects import DUCKDB, SqlDialect
 from infodp.curator.backends.keys import key_expression
 from infodp.curator.backends.reductions import (
     REDUCTIONS,
+    counts_values,
     reads_stored,
     stored_columns_read,
     value_columns,
@@ -434,9 +436,9 @@ def _reductions(
     filtered one)."""
     exprs: list[exp.Expr] = []
     for i, m in enumerate(ms):
-        if m.kind == "quantile":
+        if m.kind.histogram:
             continue
-        if m.column is None and m.kind != "count_rows":
+        if m.column is None and not m.kind.of_rows:
             raise InternalError(f"measurement {m.key} without a column")
         v, center = _operand(schema, m, rows, dialect)
         reduced = REDUCTIONS[m.kind](v, center, dialect)
@@ -456,7 +458,7 @@ def _operand(
         return None, 0
     if reads_stored(schema, m):
         stored = rows.raw[list(rows.raw_columns).index(m.column)].copy()
-        if m.kind == "count":
+        if counts_values(m):
             return counted_value(schema, m.column, stored, dialect), 0
         return stored, 0
     v = rows.values[list(rows.value_columns).index(m.column)].copy()
@@ -575,11 +577,11 @@ def _templates(
     check and the aggregation share one rendering)."""
     source = exp.Table(this=exp.to_identifier(_SOURCE))
     out: list[str] = []
-    if any(m.kind != "quantile" for m in ms):
+    if any(not m.kind.histogram for m in ms):
         tree = _aggregate_tree(plan, schema, ms, unit_rows_ok, dialect, source.copy())
         out.append(_render(tree, dialect))
     for m in ms:
-        if m.kind == "quantile" and m.column is not None:
+        if m.kind.histogram and m.column is not None:
             tree = _histogram_tree(plan, schema, m, unit_rows_ok, dialect, source.copy())
             out.append(_render(tree, dialect))
     return tuple(out)

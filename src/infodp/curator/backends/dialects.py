@@ -20,7 +20,8 @@ differ between engines; the rest (quoting, function spellings) is sqlglot's rend
 - **stored type of a bounded column**: DuckDB stores BIGINT; Spark's Parquet copy stores INT
   when every grid value fits in 32 bits (a scan reads half the bytes).
 
-A third engine is one more entry here (its sqlglot dialect name and these choices) plus a
+A third engine is one more entry here (its sqlglot dialect name and these choices), one in
+the engine registry ``infodp._engines`` (the same names, a test checks) plus a
 backend class with connect/register/check/aggregate, judged by ``tests/curator/backends/``.
 
 >>> print(DUCKDB.isfinite(exp.column("x")).sql(normalize_functions=False))

@@ -331,10 +331,10 @@ def _collect(
     values of ``ms`` per group (``ng`` group columns)."""
     texts = iter(statements)
     out = ExactAggregates({}, {})
-    if any(m.kind != "quantile" for m in ms):
+    if any(not m.kind.histogram for m in ms):
         out.values.update(values_by_key(con.execute(next(texts)).fetchall(), ng, ms))
     for i, m in enumerate(ms):
-        if m.kind != "quantile" or m.column is None:
+        if not m.kind.histogram or m.column is None:
             continue
         res = con.execute(next(texts)).fetchnumpy()
         add_histograms(

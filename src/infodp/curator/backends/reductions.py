@@ -21,7 +21,14 @@ from infodp.curator.backends.dialects import SqlDialect
 from infodp.curator.plan import Measurement, MeasurementKind
 from infodp.curator.schema import DatasetSchema
 
-__all__ = ["REDUCTIONS", "reads_stored", "stored_columns_read", "value_columns"]
+__all__ = [
+    "READS",
+    "REDUCTIONS",
+    "counts_values",
+    "reads_stored",
+    "stored_columns_read",
+    "value_columns",
+]
 
 
 def _count_rows(v: exp.Expr | None, center: int, d: SqlDialect) -> exp.Expr:
@@ -67,6 +74,22 @@ REDUCTIONS: dict[MeasurementKind, Callable[[exp.Expr | None, int, SqlDialect], e
 }
 
 
+#: What each measurement kind reads besides its reduction: ``bounded`` its column's bounded
+#: copy, ``stored`` the column as stored (a distinct count), ``counted`` the bounded copy, or
+#: the stored column where it has none (:func:`counts_stored`), ``rows`` no column. A
+#: histogram kind (:attr:`~infodp.curator.plan.MeasurementKind.histogram`) is read by its own
+#: statement. The backends' one table by kind, beside :data:`REDUCTIONS`: a new kind is one
+#: entry in each.
+READS: dict[MeasurementKind, str] = {
+    MeasurementKind.COUNT_ROWS: "rows",
+    MeasurementKind.COUNT: "counted",
+    MeasurementKind.SUM: "bounded",
+    MeasurementKind.CSUM: "bounded",
+    MeasurementKind.CSUMSQ: "bounded",
+    MeasurementKind.COUNT_DISTINCT: "stored",
+}
+
+
 def value_columns(schema: DatasetSchema, ms: Sequence[Measurement]) -> list[str]:
     """The columns whose bounded copy the measurements read, in first-use order."""
     cols: list[str] = []
@@ -76,16 +99,21 @@ def value_columns(schema: DatasetSchema, ms: Sequence[Measurement]) -> list[str]
     return cols
 
 
+def counts_values(m: Measurement) -> bool:
+    """True when ``m`` counts the non-null values of its column (stored ones are counted as
+    :func:`~infodp.curator.backends.bounding.counted_value` says)."""
+    return not m.kind.histogram and READS[m.kind] == "counted"
+
+
 def reads_stored(schema: DatasetSchema, m: Measurement) -> bool:
     """True when ``m`` reads its column as stored: a distinct count, or a count of a column
-    without a bounded copy (:func:`counts_stored`); quantiles read theirs in a histogram."""
-    if m.kind == MeasurementKind.COUNT:
+    without a bounded copy (:func:`counts_stored`); histograms read theirs in their own
+    statement (no bounded value column either)."""
+    if m.kind.histogram:
+        return True
+    if counts_values(m):
         return m.column is not None and counts_stored(schema, m.column)
-    return m.kind in _NOT_BOUNDED
-
-
-#: Measurement kinds that read no bounded value column.
-_NOT_BOUNDED = (MeasurementKind.QUANTILE, MeasurementKind.COUNT_DISTINCT)
+    return READS[m.kind] == "stored"
 
 
 def stored_columns_read(schema: DatasetSchema, ms: Sequence[Measurement]) -> list[str]:
@@ -93,6 +121,6 @@ def stored_columns_read(schema: DatasetSchema, ms: Sequence[Measurement]) -> lis
     first-use order."""
     return list(
         dict.fromkeys(
-            m.column for m in ms if m.column and m.kind != "quantile" and reads_stored(schema, m)
+            m.column for m in ms if m.column and not m.kind.histogram and reads_stored(schema, m)
         )
     )

@@ -17,7 +17,8 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeAlias
 
 from infodp.curator import boxes
 from infodp.curator.boxes import Box
@@ -27,7 +28,7 @@ __all__ = ["Box", "Interval", "enclose"]
 
 #: A released interval as the answer carries it: [low, high], a quantile's rank error, or None
 #: (a released group key, exact).
-Interval = list[float | int] | dict[str, object] | None
+Interval: TypeAlias = Sequence[float] | Mapping[str, object] | None
 
 
 def _ref(term: Term, values: Sequence[Value], intervals: Sequence[Interval]) -> Box | None:

@@ -1,5 +1,11 @@
 """One rule per aggregate, the only dispatch on an aggregate's or a measurement's kind.
 
+No module outside this package compares a kind with a particular kind
+(``tests/curator/rules/test_one_dispatch.py`` parses them all): the rest of the curator reads
+what a kind's rule says (``measure_for(m).additive``), the backends read the one shape each
+:class:`~infodp.curator.plan.MeasurementKind` declares (``histogram``: a histogram per group,
+not one value; they may not know the rules) and their reductions table, one entry per kind.
+
 :data:`RULES` lists the aggregates of the safe SQL subset in the order the parser tries
 them; :func:`rule_for` finds an aggregate's rule and :func:`measure_for` a measurement's
 kind (its sensitivity, grid step, information and estimate accuracy). Adding an aggregate

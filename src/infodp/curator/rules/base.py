@@ -180,8 +180,11 @@ class Measure(ABC):
     """
 
     kind: MeasurementKind
-    #: False for the exponential mechanism's histograms (no additive noise to draw).
-    additive: ClassVar[bool] = True
+
+    @property
+    def additive(self) -> bool:
+        """False for a histogram kind (the exponential mechanism: no additive noise to draw)."""
+        return not self.kind.histogram
 
     @abstractmethod
     def sensitivity(self, m: Measurement, schema: DatasetSchema) -> int:

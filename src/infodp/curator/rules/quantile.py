@@ -159,7 +159,6 @@ def column_of_measurement(m: Measurement) -> str:
 
 class _Histogram(Measure):
     kind = MeasurementKind.QUANTILE
-    additive = False
 
     def sensitivity(self, m: Measurement, schema: DatasetSchema) -> int:
         """m (the exponential mechanism scales it by max(q, 1 − q) when drawing)."""

@@ -491,10 +491,10 @@ def _assemble(ng: int, ms: Sequence[Measurement], results: list[list[Row]]) -> E
     """ExactAggregates from the collected rows (the layout every backend gives)."""
     it = iter(results)
     out = ExactAggregates({}, {})
-    if any(m.kind != "quantile" for m in ms):
+    if any(not m.kind.histogram for m in ms):
         out.values.update(values_by_key(next(it), ng, ms))
     for i, m in enumerate(ms):
-        if m.kind != "quantile" or m.column is None:
+        if not m.kind.histogram or m.column is None:
             continue
         rows = next(it)  # keys, __bin, n, __gid
         columns = list(zip(*rows, strict=True)) if rows else [() for _ in range(ng + 3)]
