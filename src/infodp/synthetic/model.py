@@ -4,8 +4,8 @@ pairs may form cycles, is :mod:`infodp.synthetic.junction`.
 
 The measured cliques are single attributes and pairs whose pairs form a forest (MST selects a
 spanning tree; the junction tree of a forest has cliques of two attributes, so exact inference
-is a product of matrices and the fit below is closed-form). The fit, per the estimator of McKenna, Miklau & Sheldon (2021, §4) for a
-tree:
+is a product of matrices and the fit below is closed-form). The fit, per the estimator of
+McKenna, Miklau & Sheldon (2021, §4) for a tree:
 
 1. every attribute's one-way distribution is the inverse-variance weighted mean of every noisy
    marginal containing it, summed down to it (a sum of k cells has variance k·σ²), and the total
