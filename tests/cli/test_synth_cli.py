@@ -85,3 +85,45 @@ def test_synth_text_output_states_the_cost_in_bits(
     text = capsys.readouterr().out
     assert text.startswith("released synthetic table fake (mst, ")
     assert "bits per person" in text and "infodp query --synopsis fake" in text
+
+
+def test_synth_releases_a_population_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "clinic.duckdb")
+    cur = Curator(db)
+    rng = np.random.default_rng(3)
+    people = pd.DataFrame({"pid": np.arange(200), "age": rng.integers(0, 99, 200)})
+    visits = pd.DataFrame(
+        {"pid": np.repeat(np.arange(200), 2), "kind": rng.choice(["a", "b"], 400)}
+    )
+    cur.register_dataset(
+        "clinic",
+        {"people": people, "visits": visits},
+        {
+            "privacy_unit": "pid",
+            "tables": {
+                "people": {
+                    "columns": {"pid": {"type": "int"}, "age": {"type": "int", "bounds": [0, 99]}}
+                },
+                "visits": {
+                    "max_rows_per_unit": 2,
+                    "columns": {
+                        "pid": {"type": "int"},
+                        "kind": {"type": "category", "categories": ["a", "b"]},
+                    },
+                },
+            },
+        },
+    )
+    cur.add_analyst("alice", "clinic", epsilon=2, delta="1e-5")
+    cur.close()
+    args = ["synth", "--db", db, "--analyst", "alice", "--dataset", "clinic", "--name", "v"]
+    code = main([*args, "--table", "visits", "--epsilon", "1", "--delta", "1e-6", "--json"])
+    assert code == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["columns"] == ["kind"] and payload["dataset"] == "clinic"
+    # Without --table: refused for free, naming the tables to choose from.
+    code = main([*args, "--epsilon", "1", "--delta", "1e-6"])
+    assert code == 2
+    assert "one of the population's private tables: people, visits" in capsys.readouterr().err

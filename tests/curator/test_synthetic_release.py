@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from fractions import Fraction
 from pathlib import Path
 
@@ -271,3 +272,119 @@ def test_a_zcdp_budget_is_charged_rho_and_an_approx_budget_epsilon_delta(tmp_pat
     # approx: (ε, δ) = (1, 1e-6) spent by the accountant's PLD, one release of (ε, δ)-DP.
     remaining = cur.ledger.budget("amy", "census").to_dict()["accountant"]["remaining"]
     assert remaining["epsilon_spent"] == pytest.approx(1.0, rel=1e-6)
+
+
+POPULATION = {
+    "privacy_unit": "pid",
+    "table": "clinic",
+    "tables": {
+        "people": {
+            "max_rows_per_unit": 1,
+            "columns": {
+                "pid": {"type": "int"},
+                "age": {"type": "int", "bounds": [0, 99]},
+            },
+        },
+        "visits": {
+            "max_rows_per_unit": 3,
+            "columns": {
+                "pid": {"type": "int"},
+                "kind": {"type": "category", "categories": ["a", "b"]},
+            },
+        },
+        "regions": {"public": True, "columns": {"region": {"type": "text"}}},
+    },
+}
+
+
+def _clinic(tmp_path: Path, people: int, extra: int = 0) -> Curator:
+    """A clinic population: ``people`` units, each with 5 visits (over the cap of 3), and
+    ``extra`` more units (a neighbour store when 1)."""
+    rng = np.random.default_rng(2)
+    n = people + extra
+    age = rng.integers(0, 99, people + 1)[:n]  # the same units whatever ``extra``
+    # A unit's visits share a kind, so which 3 of its 5 the cap keeps does not move a count.
+    kind = np.repeat(np.where(rng.random(people + 1) < 0.3, "a", "b"), 5)[: 5 * n]
+    members = pd.DataFrame({"pid": np.arange(n), "age": age})
+    visits = pd.DataFrame({"pid": np.repeat(np.arange(n), 5), "kind": kind})
+    cur = Curator(
+        tmp_path / f"clinic{extra}.duckdb",
+        source=InsecureSeededSource(6, i_understand_this_is_not_private=True),
+    )
+    regions = pd.DataFrame({"region": ["n", "s"]})
+    cur.register_dataset(
+        "clinic", {"people": members, "visits": visits, "regions": regions}, POPULATION
+    )
+    cur.add_analyst("carol", "clinic", epsilon=5, delta="1e-4")
+    return cur
+
+
+def test_a_population_table_is_released_with_its_own_row_cap(tmp_path: Path) -> None:
+    cur = _clinic(tmp_path, 300)
+    before = cur.ledger.budget("carol", "clinic").remaining_epsilon
+    t = cur.release_synthetic(
+        "carol", "fake_visits", "clinic", table="visits", epsilon=1, delta="1e-6", method="mst"
+    )
+    assert before - cur.ledger.budget("carol", "clinic").remaining_epsilon == 1
+    assert list(t.frame.columns) == ["kind"]
+    sigma = Fraction(t.spec["measurements"][0]["sigma"])
+    # visits declares 3 rows per unit: σ = 3/√(2ρ) (one column, all of ρ on its marginal).
+    assert float(sigma) == pytest.approx(3 / math.sqrt(2 * float(rho_for(1.0, 1e-6))), rel=1e-9)
+    # At most 3 of each unit's 5 visits are read: about 900 synthetic rows, not 1500.
+    assert abs(len(t.frame) - 900) < 100
+    people = cur.release_synthetic(
+        "carol", "fake_people", "clinic", table="PEOPLE", epsilon=1, delta="1e-6"
+    )
+    assert list(people.frame.columns) == ["age"] and abs(len(people.frame) - 300) < 60
+    # SQL over it is free, under the table's name or the population's, and matches pandas.
+    stored = cur.synthetic("fake_visits", "clinic")
+    assert stored.dataset == "clinic"
+    for name in ("visits", "clinic"):
+        got = stored.answer(f"SELECT kind, COUNT(*) AS n FROM {name} GROUP BY kind ORDER BY kind")
+        expected = t.frame.groupby("kind", observed=True).size().sort_index()
+        assert got["rows"] == [[str(k), int(v)] for k, v in expected.items()]
+        assert got["cost"]["epsilon"] == 0.0
+
+
+def test_neighbouring_populations_move_the_read_table_by_at_most_its_cap(tmp_path: Path) -> None:
+    """One more unit (its person row and 5 visits): every cell of the rows the release reads
+    moves by at most the cap, 3 (the sensitivity the noise is scaled to)."""
+    from infodp.curator.synthetic_release import _source_table, synthetic_sql
+
+    counts = []
+    for extra in (0, 1):
+        cur = _clinic(tmp_path, 50, extra)
+        source = _source_table(cur.schema("clinic"), "visits")
+        sql = synthetic_sql(source, ["kind"])
+        con = duckdb.connect(str(tmp_path / f"clinic{extra}.duckdb"), read_only=True)
+        rows = con.execute(f"SELECT kind, count(*) FROM ({sql}) GROUP BY kind").fetchall()
+        con.close()
+        cur.close()
+        counts.append(dict(rows))
+    moved = sum(abs(counts[1].get(k, 0) - counts[0].get(k, 0)) for k in ("a", "b"))
+    assert moved == 3  # the new unit's 5 visits, capped at 3
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        (None, "table must be one of the population's private tables: people, visits"),
+        ("regions", "a private table (a public table is released as it is): people, visits"),
+        ("vists", "unknown table 'vists'; the population's tables: people, regions, visits."),
+    ],
+)
+def test_a_population_release_names_its_table_or_is_refused_for_free(
+    tmp_path: Path, table: str | None, message: str
+) -> None:
+    cur = _clinic(tmp_path, 20)
+    before = cur.ledger.budget("carol", "clinic").remaining_epsilon
+    with pytest.raises(ParameterError, match=re.escape(message)):
+        cur.release_synthetic("carol", "x", "clinic", table=table, epsilon=1, delta="1e-6")
+    assert cur.ledger.budget("carol", "clinic").remaining_epsilon == before
+
+
+def test_a_single_table_dataset_takes_only_its_own_table_name(curator: Curator) -> None:
+    with pytest.raises(ParameterError, match="the dataset's own table 'census' or none"):
+        curator.release_synthetic("alice", "x", "census", table="other", epsilon=1, delta="1e-6")
+    t = curator.release_synthetic("alice", "x", "census", table="census", epsilon=1, delta="1e-6")
+    assert len(t.frame) > 0

@@ -92,3 +92,49 @@ def test_refusals_charge_nothing(
     assert r.status_code == status, r.text
     assert message in r.json()["error"]["message"]
     assert _left(app, key) == 3
+
+
+def test_a_population_table_is_released_over_http(tmp_path: Path) -> None:
+    db = str(tmp_path / "clinic.duckdb")
+    cur = Curator(db)
+    rng = np.random.default_rng(4)
+    people = pd.DataFrame({"pid": np.arange(300), "age": rng.integers(0, 99, 300)})
+    visits = pd.DataFrame(
+        {"pid": np.repeat(np.arange(300), 2), "kind": rng.choice(["a", "b"], 600)}
+    )
+    cur.register_dataset(
+        "clinic",
+        {"people": people, "visits": visits},
+        {
+            "privacy_unit": "pid",
+            "tables": {
+                "people": {
+                    "columns": {"pid": {"type": "int"}, "age": {"type": "int", "bounds": [0, 99]}}
+                },
+                "visits": {
+                    "max_rows_per_unit": 2,
+                    "columns": {
+                        "pid": {"type": "int"},
+                        "kind": {"type": "category", "categories": ["a", "b"]},
+                    },
+                },
+            },
+        },
+    )
+    key = cur.add_analyst("alice", "clinic", epsilon=3, delta="1e-5")
+    cur.close()
+    assert key is not None
+    app = create_app(ServerSettings(db))
+    body = {"name": "v", "dataset": "clinic", "table": "visits", "epsilon": 1, "delta": 1e-6}
+    r = call(app, "POST", "/v1/synopses/synthetic", body, key=key)
+    assert r.status_code == 200, r.text
+    assert r.json()["columns"] == ["kind"]
+    q = call(
+        app, "POST", "/v1/synopses/v/query", {"sql": "SELECT COUNT(*) AS n FROM visits"}, key=key
+    )
+    assert q.status_code == 200, q.text
+    assert q.json()["rows"] == [[r.json()["rows"]]]
+    refused = call(app, "POST", "/v1/synopses/synthetic", {**body, "table": None}, key=key)
+    assert refused.status_code == 400
+    assert "one of the population's private tables: people, visits" in refused.text
+    assert _left(app, key) == 2

@@ -19,6 +19,12 @@ __all__ = ["synth"]
 @db_option
 @click.option("--analyst", "analyst_name", required=True, help="Who pays for the release.")
 @click.option("--dataset", "dataset_name", required=True, help="The dataset to release from.")
+@click.option(
+    "--table",
+    "table_name",
+    default=None,
+    help="For a population: which of its private tables to release.",
+)
 @click.option("--name", required=True, help="Name of the synthetic table (for query --synopsis).")
 @click.option("--epsilon", required=True, help="ε the whole release costs (once).")
 @click.option("--delta", required=True, help="δ the whole release costs (0 < δ < 1).")
@@ -43,6 +49,7 @@ def synth(
     db: str,
     analyst_name: str,
     dataset_name: str,
+    table_name: str | None,
     name: str,
     epsilon: str,
     delta: str,
@@ -64,6 +71,7 @@ def synth(
         dataset_name,
         epsilon=epsilon,
         delta=delta,
+        table=table_name,
         method=method,
         columns=cols,
         bins=bins,

@@ -602,8 +602,9 @@ class Curator(DataOwner):
     ) -> SyntheticTable:
         """Release a synthetic table of ``dataset`` once, charging (ε, δ) like one query, stored
         as synopsis ``name`` (SQL over it is then free: :meth:`query_synopsis`). ``options``:
-        ``method`` (``"aim"``, default, or ``"mst"``), ``columns``, ``workload``, ``bins``,
-        ``rows`` (:func:`~infodp.curator.synthetic_release.release_synthetic`)."""
+        ``table`` (a population's private table), ``method`` (``"aim"``, default, or
+        ``"mst"``), ``columns``, ``workload``, ``bins``, ``rows``
+        (:func:`~infodp.curator.synthetic_release.release_synthetic`)."""
         return release_synthetic(
             self, analyst, name, dataset, epsilon=epsilon, delta=delta, **options
         )

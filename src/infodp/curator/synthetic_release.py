@@ -64,6 +64,7 @@ def synthetic_sql(schema: DatasetSchema, columns: Sequence[str]) -> str:
 class SyntheticOptions(TypedDict, total=False):
     """The options of :func:`release_synthetic` a caller may pass on (all optional)."""
 
+    table: str | None
     columns: Sequence[str] | None
     method: str
     workload: object
@@ -79,13 +80,15 @@ def release_synthetic(
     *,
     epsilon: object,
     delta: object,
+    table: str | None = None,
     columns: Sequence[str] | None = None,
     method: str = "aim",
     workload: object = None,
     bins: int = 32,
     rows: int | None = None,
 ) -> SyntheticTable:
-    """Release a synthetic table of ``dataset`` once (see :meth:`Curator.release_synthetic`)."""
+    """Release a synthetic table of ``dataset`` once (see :meth:`Curator.release_synthetic`);
+    for a population, of its private ``table``."""
     from infodp.synthetic.budget import rho_for
     from infodp.synthetic.domain import Domain
     from infodp.synthetic.release import check_options, default_columns, parse_workload
@@ -93,10 +96,7 @@ def release_synthetic(
     if not isinstance(name, str) or not name.isidentifier():
         raise ParameterError("name", name, "an identifier (letters, digits, _)")
     schema = curator.schema(dataset)
-    if schema.is_population:
-        raise ParameterError(
-            "dataset", dataset, "a single-table dataset (a synthetic table is of one table)"
-        )
+    source = _source_table(schema, table)
     if not engine(curator.dataset_backend(schema.table)).in_store:
         raise ParameterError(
             "dataset", dataset, "a dataset stored in DuckDB (synthetic data is not read on Spark)"
@@ -108,13 +108,13 @@ def release_synthetic(
     if dlt >= 1:
         raise ParameterError("delta", delta, "0 < δ < 1")
     check_options(method, rows)
-    cols = list(columns) if columns is not None else default_columns(schema)
-    domain = Domain.of(schema, cols, bins)
+    cols = list(columns) if columns is not None else default_columns(source)
+    domain = Domain.of(source, cols, bins)
     work = parse_workload(domain, workload)
     # Rounded down: a larger ε or δ would allow a larger ρ than the charge covers.
     rho = rho_for(float_down(eps), float_down(dlt))
-    m = 1 if schema.unit_is_row else schema.max_rows_per_unit
-    sql = synthetic_sql(schema, domain.names)
+    m = 1 if source.unit_is_row else source.max_rows_per_unit
+    sql = synthetic_sql(source, domain.names)
     record = curator.ledger.dataset(schema.table)
     spec = _profile_spec(curator, analyst, schema.table, eps, dlt, rho)
     entry = curator.ledger.reserve(
@@ -131,17 +131,50 @@ def release_synthetic(
     try:
         frame = _read(curator, sql)
         out = _synthesize(curator, frame, domain, eps, dlt, method, work, rows, m)
-        table = _stored(name, schema.table, entry, out)
+        member = None if source is schema else schema.member(str(table)).table
+        released = _stored(name, schema.table, entry, out, member)
         curator.ledger.save_synopsis(
-            name, schema.table, analyst, entry, table.spec, {"columns": table.to_data()}
+            name, schema.table, analyst, entry, released.spec, {"columns": released.to_data()}
         )
     except BaseException as err:
         # After the reservation a failure may depend on the data: one constant error, the
         # charge stays, the cause goes to the ledger only (as a query's).
         curator.ledger.fail(entry, f"{type(err).__name__}: {err}"[:500])
         raise QueryFailed() if isinstance(err, Exception) else err from None
-    curator.ledger.complete(entry, _payload(table))
-    return table
+    curator.ledger.complete(entry, _payload(released))
+    return released
+
+
+def _source_table(schema: DatasetSchema, table: str | None) -> DatasetSchema:
+    """The one table a release reads: the dataset itself, or the population's private member
+    ``table``, named as it is stored (:func:`~infodp.curator.schema.stored_name`). One unit
+    moves it by at most that table's ``max_rows_per_unit`` rows (the read keeps no more), so
+    the release's sensitivity is the member's, whatever the other tables hold."""
+    from dataclasses import replace
+
+    from infodp.curator.schema import stored_name
+
+    private = [m.table for m in schema.members if not m.public]
+    if not schema.is_population:
+        if table is not None and table.lower() != schema.table.lower():
+            raise ParameterError(
+                "table", table, f"the dataset's own table {schema.table!r} or none"
+            )
+        return schema
+    if table is None:
+        raise ParameterError(
+            "table",
+            None,
+            "one of the population's private tables: " + ", ".join(private),
+        )
+    member = schema.member(table)
+    if member.public:
+        raise ParameterError(
+            "table",
+            table,
+            "a private table (a public table is released as it is): " + ", ".join(private),
+        )
+    return replace(member, table=stored_name(schema.table, member.table))
 
 
 def _profile_spec(
@@ -196,12 +229,16 @@ def _synthesize(
     )
 
 
-def _stored(name: str, dataset: str, entry: int, out: SyntheticData) -> SyntheticTable:
+def _stored(
+    name: str, dataset: str, entry: int, out: SyntheticData, member: str | None
+) -> SyntheticTable:
     from infodp.synthetic.table import SyntheticTable
 
     spec: dict[str, object] = {
         "kind": "synthetic",
         "dataset": dataset,
+        # A population's table: SQL over the rows reads them under its name too.
+        "table": member,
         "entry": entry,
         "method": out.method,
         "columns": list(out.domain.names),

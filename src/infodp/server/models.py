@@ -125,6 +125,9 @@ class SyntheticRequest(BaseModel):
 
     name: str = Field(min_length=1, max_length=200)
     dataset: str = Field(min_length=1, max_length=200)
+    table: str | None = Field(
+        None, min_length=1, max_length=200, description="A population's private table."
+    )
     epsilon: _Number = Field(description="ε the whole release costs (> 0).")
     delta: _Number = Field(description="δ the whole release costs (0 < δ < 1).")
     method: Literal["aim", "mst"] = Field("aim", description="AIM (default) or MST.")

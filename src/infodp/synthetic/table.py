@@ -93,13 +93,16 @@ class SyntheticTable:
         return cls(name, str(spec["dataset"]), frame, spec)
 
     def answer(self, sql: str) -> dict[str, Any]:
-        """Answer ``sql`` over the synthetic rows (the dataset's table name reads them): no
-        data access, no privacy cost."""
+        """Answer ``sql`` over the synthetic rows (the dataset's name reads them, and for a
+        population's table that table's name too): no data access, no privacy cost."""
         if not isinstance(sql, str) or not sql.strip():
             raise ParameterError("sql", sql, "a SELECT over the synthetic table")
         con = duckdb.connect(":memory:", config={"threads": 1, "enable_external_access": False})
         try:
             con.register(self.dataset, self.frame)
+            member = self.spec.get("table")
+            if isinstance(member, str) and member.lower() != self.dataset.lower():
+                con.register(member, self.frame)
             try:
                 cursor = con.execute(sql)
                 names = [d[0] for d in cursor.description or []]
