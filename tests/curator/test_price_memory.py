@@ -71,7 +71,8 @@ def test_the_same_text_at_another_epsilon_is_planned_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The plan depends on the text and the declaration only: a new ε is priced from the
-    remembered plan, to the price a curator that never planned the query gives."""
+    remembered plan (whose statements were checked already), to the price a curator that
+    never planned the query gives."""
     from infodp.curator import pricing
 
     cur = _store(tmp_path)
@@ -83,9 +84,15 @@ def test_the_same_text_at_another_epsilon_is_planned_once(
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(pricing, "parse_query", counted)
+    checks: list[object] = []
+    real_check = cur.backend.check
+    monkeypatch.setattr(
+        cur.backend, "check", lambda *a, **k: checks.append(a) or real_check(*a, **k)
+    )
     for eps in ("1", "0.5", "0.25"):
         cur.query("x", SQL, epsilon=eps)
-    assert planned[0] == 1
+    # Planned once, and its statements checked against the empty relation once.
+    assert planned[0] == 1 and len(checks) == 1
     warm = cur.estimate(SQL, epsilon="0.125")
     cur.close()
     fresh = Curator(tmp_path / "s.duckdb")
