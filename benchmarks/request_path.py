@@ -14,7 +14,8 @@ a running service: its parse, plan and price, not module imports.
 A profile hook on every thread (the event loop's and the thread pool's) counts, while the
 app handles the request, each Python function called (``call`` events) and each builtin
 (``c_call`` events): the figures are the distinct functions and the calls, for the first
-query and for the median of ``--warm`` repetitions of it. The client's own work (building
+query, for the median of ``--warm`` repetitions of it, and for the median of ``--warm``
+repetitions at a new ε each (priced again, never planned again). The client's own work (building
 the request, reading the response) is not counted. The number of calls varies a little from
 run to run: the AVG interval's search takes as many steps as the noisy answer needs. With
 ``--before SRC`` (an older ``src`` tree) the same figures are measured with that tree's
@@ -80,7 +81,8 @@ def _build_store(directory: Path, rows: int) -> tuple[str, str]:
 
 
 def measure(rows: int, warm: int) -> dict[str, tuple[int, int]]:
-    """{"first": (functions, calls), "warm": (median functions, median calls)}."""
+    """{"first": (functions, calls), "warm": (median functions, median calls), "warm, new
+    ε": the same for the query asked again at another ε each time}."""
     import httpx
 
     from infodp.server.app import ServerSettings, create_app
@@ -105,9 +107,12 @@ def measure(rows: int, warm: int) -> dict[str, tuple[int, int]]:
             headers = {"Authorization": f"Bearer {key}"}
             out = []
             async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
-                for sql in [OTHER, SQL] + [SQL] * warm:
+                # the other shape, the first query, ``warm`` repeats, ``warm`` at new ε
+                asked = [(OTHER, 0.1), (SQL, 0.1)] + [(SQL, 0.1)] * warm
+                asked += [(SQL, 0.1 + (i + 1) / 1000) for i in range(warm)]
+                for sql, eps in asked:
                     counting.calls.clear()
-                    body = {"sql": sql, "epsilon": 0.1}
+                    body = {"sql": sql, "epsilon": eps}
                     r = await client.post("/v1/query", json=body, headers=headers)
                     if r.status_code != 200:
                         raise SystemExit(f"query failed: {r.status_code} {r.text}")
@@ -121,13 +126,17 @@ def measure(rows: int, warm: int) -> dict[str, tuple[int, int]]:
             sys.setprofile(None)
             threading.setprofile(None)
             app.state.service.close()
-    warm_runs = got[2:]
+
+    def median(runs: list[tuple[int, int]]) -> tuple[int, int]:
+        return (
+            int(statistics.median(f for f, _ in runs)),
+            int(statistics.median(c for _, c in runs)),
+        )
+
     return {
         "first": got[1],
-        "warm": (
-            int(statistics.median(f for f, _ in warm_runs)),
-            int(statistics.median(c for _, c in warm_runs)),
-        ),
+        "warm": median(got[2 : 2 + warm]),
+        "warm, new ε": median(got[2 + warm :]),
     }
 
 
@@ -171,7 +180,7 @@ def main() -> None:
         "functions and builtins the service runs for the request, on all its threads "
         f'(event loop and thread pool). "first": the first query of its shape (another '
         f'shape answered before it, every module imported); "warm": median of {args.warm} '
-        "repetitions.\n\n"
+        'repetitions; "warm, new ε": median of as many at a new ε each.\n\n'
         + markdown_table(["version", "query", "distinct functions", "calls"], rows)
         + "\n"
     )
