@@ -22,7 +22,7 @@ The answer is a function of its exact inputs only (each mechanism's exact parame
 coefficients, β), so it is remembered process-wide (:data:`REMEMBERED` combinations, least
 recently used first out): a query asked again, in this process or by another curator object
 in it, convolves nothing. The first term's law on its grid and its spectrum are remembered
-too (:data:`LEADS` of each): an interval's search convolves the same lead noise (coefficient
+too (``LEADS`` of each): an interval's search convolves the same lead noise (coefficient
 1, the same grid while its range is the widest) with many coefficients of the others, and
 each reuse returns the very arrays a fresh computation would.
 
