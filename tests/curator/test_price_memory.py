@@ -65,3 +65,39 @@ def test_refused_arguments_stay_refused_after_a_remembered_price(tmp_path: Path)
         cur.query("x", SQL, epsilon=1, confidence=True)
     assert len(cur.ledger.entries()) == 1
     cur.close()
+
+
+def test_the_same_text_at_another_epsilon_is_planned_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plan depends on the text and the declaration only: a new ε is priced from the
+    remembered plan (whose statements were checked already), to the price a curator that
+    never planned the query gives."""
+    from infodp.curator import pricing
+
+    cur = _store(tmp_path)
+    planned = [0]
+    real = pricing.parse_query
+
+    def counted(*args: object, **kwargs: object) -> object:
+        planned[0] += 1
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pricing, "parse_query", counted)
+    checks: list[object] = []
+    real_check = cur.backend.check
+    monkeypatch.setattr(
+        cur.backend, "check", lambda *a, **k: checks.append(a) or real_check(*a, **k)
+    )
+    for eps in ("1", "0.5", "0.25"):
+        cur.query("x", SQL, epsilon=eps)
+    # Planned once, and its statements checked against the empty relation once.
+    assert planned[0] == 1 and len(checks) == 1
+    warm = cur.estimate(SQL, epsilon="0.125")
+    cur.close()
+    fresh = Curator(tmp_path / "s.duckdb")
+    try:
+        assert fresh.estimate(SQL, epsilon="0.125") == warm
+    finally:
+        fresh.close()
+    assert planned[0] == 2  # the fresh curator planned it once

@@ -615,6 +615,9 @@ def query(
         "spark_conf": spark_conf,
         "progress": not as_json,
     }
+    from infodp.cli._prefetch import prefetch_numpy
+
+    prefetch_numpy(sql)  # while the store opens and DuckDB aggregates (cli._prefetch)
     cur = _curator(db, keep_open=True, **spark)
     try:
         if accuracy:

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
     from infodp._jsonable import JsonObject
     from infodp.curator.backends.spark import SparkBackend
+    from infodp.curator.plan import QueryPlan
+    from infodp.curator.schema import DatasetSchema
 
 __all__ = ["Connections", "ExternalBackend", "ReadConnection", "SparkOptions"]
 
@@ -120,9 +122,9 @@ class Connections:
         # Which backend holds each dataset (the store's catalogue, read once and cached:
         # a dataset's backend never changes under its name).
         self._catalogue: dict[str, JsonObject] = {}
-        # Priced queries whose statements passed DuckDB's data-free check, by identity (the
-        # reference keeps the id unique; see check).
-        self._checked: dict[int, Priced] = {}
+        # Statements that passed DuckDB's data-free check, by the identity of their plan and
+        # schema, their measurements and the unit-rows flag (see check).
+        self._checked: dict[tuple[object, ...], tuple[QueryPlan, DatasetSchema]] = {}
 
     def spark(self) -> SparkBackend:
         """The Spark backend of this store (made on first use; needs ``infodp[spark]``)."""
@@ -208,19 +210,26 @@ class Connections:
 
         ``on_kept``: check on the kept connection (a one-shot process, no second open). The
         check reads no data, so its outcome for these statements never changes: once passed
-        on DuckDB, it is not run again for this priced query.
+        on DuckDB, it is not run again for these statements (the same plan priced at another
+        ε included).
         """
         plan, schema, unit_ok = priced.plan, priced.schema, priced.unit_rows_ok
         ms = tuple(p.measurement for p in priced.cost.parts)
         engine = self.engine(plan.table)
         if engine is not self.backend:
             engine.check(plan, schema, ms, unit_rows_ok=unit_ok)
-        elif self._checked.get(id(priced)) is not priced:
+        else:
+            # By the statements' inputs (one plan serves the prices of its text at every ε);
+            # an entry holds its plan and schema, so their ids are not reused while it lasts.
+            key = (id(plan), id(schema), ms, unit_ok)
+            hit = self._checked.get(key)
+            if hit is not None and hit[0] is plan and hit[1] is schema:
+                return
             con = self.kept if on_kept else None
             self.backend.check(plan, schema, ms, unit_rows_ok=unit_ok, con=con)
             if len(self._checked) >= REMEMBERED:
                 self._checked.clear()
-            self._checked[id(priced)] = priced
+            self._checked[key] = (plan, schema)
 
     def close(self) -> None:
         """Close the kept connection (before this process writes to the store, or at the end)."""

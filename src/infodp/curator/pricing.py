@@ -9,7 +9,9 @@ declaration and the analyst's budget there), and :meth:`PriceBook.priced` turns 
 (ε, δ), the noise family and the dataset's declaration only (never on the data), and every
 piece of it is immutable, so a repeated query is priced once: plan
 (:func:`~infodp.curator.sql.parse_query`), cost (:func:`~infodp.curator.cost.plan_cost`),
-privacy summary (:func:`~infodp.curator.cost.leakage_of`). Refusals are never remembered.
+privacy summary (:func:`~infodp.curator.cost.leakage_of`); the plan, which depends on the
+text and the declaration only, is remembered by those, so the same query at another ε is
+priced without being planned again. Refusals are never remembered.
 
 >>> from infodp.curator.ledger import Ledger
 >>> book = PriceBook(Ledger(":memory:"))
@@ -43,6 +45,8 @@ __all__ = ["REMEMBERED", "PriceBook", "require_finite"]
 REMEMBERED = 256
 #: A dataset's declaration as the ledger stores it: (name, schema JSON, unit_rows_ok).
 _Declaration = tuple[str, str, bool]
+#: A query's shape: post-processing, plan, the schema it reads, unit rows bounded there.
+_Shape = tuple[PostProcess | None, QueryPlan, DatasetSchema, bool]
 
 
 class PriceBook:
@@ -52,6 +56,8 @@ class PriceBook:
         self.ledger = ledger
         self._schemas: dict[str, DatasetSchema] = {}
         self._prices: dict[tuple[object, ...], Priced] = {}
+        # What pricing needs of a query's text and declaration, by both (see _shape).
+        self._shapes: dict[tuple[str, str, str, bool], _Shape] = {}
         # The dataset each query read, by (SQL text, the analyst's datasets or None).
         self._tables: dict[tuple[str, tuple[str, ...] | None], str] = {}
         self._datasets: dict[str, tuple[str, ...]] | None = None
@@ -106,6 +112,7 @@ class PriceBook:
         """Forget every remembered price and declaration (the ledger holds a declaration they
         did not use)."""
         self._prices.clear()
+        self._shapes.clear()
         self._declarations.clear()
 
     def resolve(
@@ -162,22 +169,7 @@ class PriceBook:
         hit = self._prices.get(key)
         if hit is not None:
             return hit
-        # HAVING, ORDER BY, LIMIT and arithmetic between aggregates come off first: the inner
-        # query is what is priced and measured (infodp.curator.post).
-        post = split_query(sql)
-        inner = sql if post is None else post.inner_sql
-        # The relation the query reads: the table itself, or one derived from a population's
-        # tables (joins, subqueries, derived columns), priced by its derived bounds.
-        relation = resolve(inner, self.schema_of(schema_json))
-        schema = relation.schema
-        unit_ok = resolved.unit_rows_ok and not relation.row_cut
-        plan = parse_query(relation.sql, schema)
-        # SUM(x) / COUNT(x) written by hand is measured as AVG(x) (infodp.curator.post.ratio).
-        mean = self._as_avg(sql, plan, schema_json, schema)
-        if mean is not None:
-            post, relation, plan = mean
-            schema = relation.schema
-            unit_ok = resolved.unit_rows_ok and not relation.row_cut
+        post, plan, schema, unit_ok = self._shape(sql, name, schema_json, resolved.unit_rows_ok)
         rows = schema.row_bound  # the declaration, never the measured count (private)
         cost = plan_cost(plan, schema, req.epsilon, req.delta, rows, req.noise)
         if plan.needs_partition_selection:
@@ -192,6 +184,32 @@ class PriceBook:
             plan, schema, rows, unit_ok, cost, leak, schema_json, post, spec
         )
         return hit
+
+    def _shape(self, sql: str, name: str, schema_json: str, unit_rows_ok: bool) -> _Shape:
+        """The query's post-processing, plan, the schema of the relation it reads and whether
+        a unit's rows are bounded there: what pricing needs of the text and the declaration
+        only, remembered by both (a query asked again at another ε is planned once)."""
+        key = (sql, name, schema_json, unit_rows_ok)
+        hit = self._shapes.get(key)
+        if hit is not None:
+            return hit
+        # HAVING, ORDER BY, LIMIT and arithmetic between aggregates come off first: the inner
+        # query is what is priced and measured (infodp.curator.post).
+        post = split_query(sql)
+        inner = sql if post is None else post.inner_sql
+        # The relation the query reads: the table itself, or one derived from a population's
+        # tables (joins, subqueries, derived columns), priced by its derived bounds.
+        relation = resolve(inner, self.schema_of(schema_json))
+        plan = parse_query(relation.sql, relation.schema)
+        # SUM(x) / COUNT(x) written by hand is measured as AVG(x) (infodp.curator.post.ratio).
+        mean = self._as_avg(sql, plan, schema_json, relation.schema)
+        if mean is not None:
+            post, relation, plan = mean
+        shape = (post, plan, relation.schema, unit_rows_ok and not relation.row_cut)
+        if len(self._shapes) >= REMEMBERED:
+            self._shapes.clear()
+        self._shapes[key] = shape
+        return shape
 
     def _as_avg(
         self, sql: str, plan: QueryPlan, schema_json: str, read: DatasetSchema

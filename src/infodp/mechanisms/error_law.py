@@ -21,7 +21,10 @@ How the bound stays an upper bound (no step is optimistic):
 The answer is a function of its exact inputs only (each mechanism's exact parameters, the
 coefficients, β), so it is remembered process-wide (:data:`REMEMBERED` combinations, least
 recently used first out): a query asked again, in this process or by another curator object
-in it, convolves nothing.
+in it, convolves nothing. The first term's law on its grid and its spectrum are remembered
+too (``LEADS`` of each): an interval's search convolves the same lead noise (coefficient
+1, the same grid while its range is the widest) with many coefficients of the others, and
+each reuse returns the very arrays a fresh computation would.
 
 >>> from infodp.mechanisms import DiscreteLaplaceMechanism
 >>> a, b = DiscreteLaplaceMechanism(100.0), DiscreteLaplaceMechanism(100.0)
@@ -34,8 +37,10 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from infodp._np import np, npt
 from infodp.errors import ParameterError
@@ -54,6 +59,8 @@ _MAX_BLOCKS = 1 << 16
 _FLOAT_MARGIN = 1e-9
 #: How many combinations' answers one process remembers (a few floats each).
 REMEMBERED = 8192
+#: How many first terms' laws and spectra one process remembers (at most ~200 kB each).
+LEADS = 16
 
 
 def combination_halfwidth(
@@ -107,17 +114,18 @@ def _convolved(live: Sequence[tuple[_AdditiveLattice, float]], beta: float) -> f
     if spread == 0.0:
         return 0.0
     w = spread / RESOLUTION
-    law: npt.NDArray[np.float64] | None = None
-    offset = 0  # law[i] is the mass at (i + offset)·w
-    moved = 0.0  # how far the placement may move the sum
-    for (m, c), k in zip(live, cuts, strict=True):
+    (m0, c0), k0 = live[0], cuts[0]
+    lead: _Lead | None = (m0, c0, k0, w)
+    try:
+        hash(lead)
+    except TypeError:  # a mechanism that cannot be a key: its law is computed, not remembered
+        lead = None
+    # law[i] is the mass at (i + offset)·w; moved: how far the placement may move the sum
+    law, offset, moved = _term_law(m0, c0, k0, w) if lead is None else _lead_law(lead)
+    for (m, c), k in zip(live[1:], cuts[1:], strict=True):
         pmf, low, shift = _term_law(m, c, k, w)
         moved += shift
-        if law is None:
-            law, offset = pmf, low
-        else:
-            law, offset = _convolve(law, pmf), offset + low
-    assert law is not None
+        law, offset = _convolve(law, pmf), offset + low
     budget = beta - len(live) * tau - _FLOAT_MARGIN
     # mass strictly beyond j grid steps on either side, for every j ≥ 0
     positions = np.arange(law.size) + offset
@@ -148,12 +156,48 @@ def _term_law(
     return law, low, abs(c) * (block - 1) / 2.0 + w / 2.0
 
 
+#: A first term: its mechanism, coefficient, cut and grid step (the inputs of its law).
+_Lead = tuple["_AdditiveLattice", float, int, float]
+#: Spectra of first terms' laws by (id of the law, FFT size): (the law, its spectrum).
+_SPECTRA: OrderedDict[tuple[int, int], tuple[npt.NDArray[Any], npt.NDArray[Any]]] = OrderedDict()
+_SPECTRA_LOCK = threading.Lock()
+
+
+@functools.lru_cache(maxsize=LEADS)
+def _lead_law(lead: _Lead) -> tuple[npt.NDArray[np.float64], int, float]:
+    """:func:`_term_law` of a first term, remembered (read-only: the callers share it)."""
+    law, low, shift = _term_law(*lead)
+    law.flags.writeable = False
+    return law, low, shift
+
+
+def _spectrum(a: npt.NDArray[np.float64], size: int) -> npt.NDArray[np.complex128]:
+    """The real FFT of ``a`` at ``size`` points; remembered (read-only) when ``a`` is a first
+    term's law from :func:`_lead_law`, the only read-only laws here. An entry holds its law,
+    so the law's id cannot be reused while the entry lasts."""
+    if a.flags.writeable:
+        return np.fft.rfft(a, size)
+    key = (id(a), size)
+    with _SPECTRA_LOCK:
+        hit = _SPECTRA.get(key)
+        if hit is not None and hit[0] is a:
+            _SPECTRA.move_to_end(key)
+            return hit[1]
+    spectrum = np.fft.rfft(a, size)
+    spectrum.flags.writeable = False
+    with _SPECTRA_LOCK:
+        _SPECTRA[key] = (a, spectrum)
+        while len(_SPECTRA) > LEADS:
+            _SPECTRA.popitem(last=False)
+    return spectrum
+
+
 def _convolve(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     n = a.size + b.size - 1
     if min(a.size, b.size) <= 64:
         return np.convolve(a, b)
     size = 1 << (n - 1).bit_length()
-    out = np.fft.irfft(np.fft.rfft(a, size) * np.fft.rfft(b, size), size)[:n]
+    out = np.fft.irfft(_spectrum(a, size) * np.fft.rfft(b, size), size)[:n]
     # FFT rounding may leave tiny negatives (≈ 1e-16 of the largest entry): the margin covers
     # them, and clipping keeps every entry an over-estimate up to that margin.
     return np.maximum(out, 0.0)

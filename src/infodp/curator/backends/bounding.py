@@ -305,10 +305,23 @@ def null_unit_message(unit: str) -> str:
     )
 
 
+def _type(name: str) -> exp.DataType:
+    """The SQL type ``name`` (BIGINT, DOUBLE, VARCHAR, BOOLEAN) as the tree the parser makes
+    of it.
+
+    >>> _type("DOUBLE") == exp.DataType.build("DOUBLE")
+    True
+    """
+    return exp.DataType(this=exp.DataType.Type[name])
+
+
 def empty_relation_tree(schema: DatasetSchema) -> exp.Expr:
     """:func:`empty_relation` as a tree."""
+    # Each type built from its name, not parsed from text (the same tree, without running
+    # the SQL parser once per column in every query's check).
     items = [
-        exp.alias_(exp.cast(exp.Null(), t), ident(n), copy=False) for n, t in stored_columns(schema)
+        exp.alias_(exp.cast(exp.Null(), _type(t)), ident(n), copy=False)
+        for n, t in stored_columns(schema)
     ]
     select = exp.Select(expressions=items, limit=exp.Limit(expression=literal(0)))
     return exp.Subquery(this=select, alias=exp.TableAlias(this=ident(schema.table)))

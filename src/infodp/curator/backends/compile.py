@@ -135,7 +135,7 @@ def _select(items: Sequence[exp.Expr], source: exp.Expr) -> exp.Select:
 def _chain(ctes: list[tuple[str, exp.Select]]) -> exp.Select:
     """``WITH ctes..., __src AS (SELECT * FROM last) SELECT FROM __src``."""
     ctes.append(("__src", _select([exp.Star()], _table(ctes))))
-    out = _select([], exp.to_table("__src"))
+    out = _select([], _named_table("__src"))
     for name, cte in ctes:
         out = out.with_(name, as_=cte, copy=False)
     return out
@@ -143,7 +143,17 @@ def _chain(ctes: list[tuple[str, exp.Select]]) -> exp.Select:
 
 def _table(ctes: Sequence[tuple[str, exp.Select]]) -> exp.Table:
     """The last common table expression so far."""
-    return exp.to_table(ctes[-1][0])
+    return _named_table(ctes[-1][0])
+
+
+def _named_table(name: str) -> exp.Table:
+    """The table ``name`` (a plain identifier): the tree ``exp.to_table`` parses it into,
+    built without the parser.
+
+    >>> _named_table("__src") == exp.to_table("__src")
+    True
+    """
+    return exp.Table(this=exp.to_identifier(name))
 
 
 def _at_most(source: exp.Table, rank: str, order: exp.Expr, limit: int) -> exp.Select:
