@@ -30,7 +30,6 @@ __all__ = [
     "LEDGER_ENV",
     "chosen_ledger",
     "default_ledger",
-    "move_ledger",
     "remember_ledger",
     "stored_ledger",
     "use_ledger",
@@ -87,7 +86,7 @@ def stored_ledger(
 
 def remember_ledger(backend: DuckDBBackend, url: str | None) -> None:
     """Record ``url`` as the store's ledger (None: back to the file next to it)."""
-    from infodp.curator.store import private_files
+    from infodp.curator.private_files import private_files
 
     with private_files(), contextlib.closing(backend.connect(read_only=False)) as con:
         con.execute(
@@ -98,26 +97,3 @@ def remember_ledger(backend: DuckDBBackend, url: str | None) -> None:
         if url is not None:
             con.execute(f"INSERT INTO {_SETTINGS_TABLE} VALUES ('ledger', ?)", [url])
         con.execute("CHECKPOINT")
-
-
-def move_ledger(db: str | os.PathLike[str], url: str, *, timeout: float = 120.0) -> int:
-    """Move store ``db``'s SQLite ledger into PostgreSQL at ``url`` (verified on both sides,
-    :mod:`infodp.curator.ledger.migration`) and record ``url`` as the store's ledger;
-    returns the number of entries moved."""
-    from infodp.curator.backends.duckdb import DuckDBBackend
-    from infodp.curator.ledger.migration import copy_to_postgres
-    from infodp.curator.store import read_store_id
-    from infodp.errors import ParameterError
-
-    path = Path(db)
-    if not path.is_file():
-        raise ParameterError("--db", str(db), "an existing infodp store")
-    backend = DuckDBBackend(path, timeout=timeout)
-    if stored_ledger(backend) is not None:
-        raise ParameterError("--db", str(db), "a store whose ledger is still its SQLite file")
-    store_id = read_store_id(backend)
-    if store_id is None:
-        raise ParameterError("--db", str(db), "a store with a store id")
-    moved = copy_to_postgres(Path(str(db) + ".ledger"), url, store_id=store_id, timeout=timeout)
-    remember_ledger(backend, url)
-    return moved

@@ -35,6 +35,7 @@ from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.connections import Connections, ExternalBackend
 from infodp.curator.cost import as_budget_fraction
 from infodp.curator.ledger import Ledger
+from infodp.curator.private_files import private_files
 from infodp.curator.request import NumberInput
 from infodp.curator.schema import DatasetSchema, SchemaSource, load_schema, stored_name
 from infodp.curator.shared_budgets import owner_note, registration_sharing
@@ -43,7 +44,6 @@ from infodp.curator.store import (
     commit_tables,
     fingerprint,
     forget_tables,
-    private_files,
     record_dataset,
     store_tables,
     sweep_registrations,

@@ -27,8 +27,9 @@ import duckdb
 from infodp._engines import DEFAULT, engine
 from infodp._jsonable import JsonObject
 from infodp.curator.ledger.grants import Joined, Sharing
+from infodp.curator.private_files import private_files
 from infodp.curator.schema import DatasetSchema, load_schema, stored_name
-from infodp.curator.store import catalogue, private_files
+from infodp.curator.store import catalogue
 from infodp.curator.unit_overlap import UnitSketch, closest_group, sketch_units
 
 if TYPE_CHECKING:

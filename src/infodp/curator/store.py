@@ -32,8 +32,6 @@ import hashlib
 import json
 import os
 import secrets
-import threading
-from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
@@ -50,6 +48,7 @@ from infodp.curator.ledger_location import (
     remember_ledger,
     stored_ledger,
 )
+from infodp.curator.private_files import private_files
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import LedgerError, ParameterError
 
@@ -65,7 +64,6 @@ __all__ = [
     "forget_tables",
     "ledger_path",
     "open_store",
-    "private_files",
     "read_store_id",
     "record_dataset",
     "reinit_ledger",
@@ -75,7 +73,6 @@ __all__ = [
 
 _STORE_TABLE = "_infodp_store"
 _DATASETS_TABLE = "_infodp_datasets"
-_UMASK_LOCK = threading.RLock()
 
 #: The tables a registration copies into are named ``_infodp_new_<pid>_<token>_<i>`` until
 #: the copy is complete; they take their stored names, and the dataset its catalogue record,
@@ -91,25 +88,6 @@ def ledger_path(db: str | os.PathLike[str]) -> Path:
     's.duckdb.ledger'
     """
     return Path(str(db) + ".ledger")
-
-
-@contextlib.contextmanager
-def private_files() -> Iterator[None]:
-    """While inside, files this process creates are readable by their owner only (umask 077).
-
-    >>> import tempfile, os
-    >>> p = os.path.join(tempfile.mkdtemp(), "f")
-    >>> with private_files(), open(p, "w") as f:
-    ...     _ = f.write("x")
-    >>> oct(os.stat(p).st_mode & 0o777)
-    '0o600'
-    """
-    with _UMASK_LOCK:
-        old = os.umask(0o077)
-        try:
-            yield
-        finally:
-            os.umask(old)
 
 
 def _chmod_private(db: Path) -> None:

@@ -9,23 +9,49 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from infodp.curator.backends.spark.writer import is_uri
 from infodp.curator.schema import DatasetSchema, stored_name
 from infodp.errors import ParameterError
 
 if TYPE_CHECKING:
-    from infodp.curator.backends.spark.backend import SparkBackend
+    from pyspark.sql import SparkSession
 
-__all__ = ["register_population"]
+    from infodp.curator.backends.base import Registered
+    from infodp.curator.backends.duckdb import DuckDBBackend
+
+__all__ = ["SparkWriter", "register_population"]
+
+
+class SparkWriter(Protocol):
+    """What copying a population needs of the Spark backend (it calls this module, so this
+    module names the backend's methods, not its class: the import graph stays one-way)."""
+
+    def register(
+        self,
+        name: str,
+        source: object,
+        schema: DatasetSchema,
+        *,
+        bounded_path: str | os.PathLike[str] | None = None,
+    ) -> Registered: ...
+
+    def drop(self, name: str) -> None: ...
+
+    def attach(self, name: str, bounded_path: str, *, public: Sequence[str] = ()) -> None: ...
+
+    def duckdb_scratch(self) -> DuckDBBackend: ...
+
+    def running_session(self) -> SparkSession: ...
 
 
 def register_population(
-    backend: SparkBackend,
+    backend: SparkWriter,
     name: str,
     sources: Mapping[str, object],
     schema: DatasetSchema,
@@ -57,7 +83,7 @@ def register_population(
 
 
 def _public(
-    backend: SparkBackend, table: str, source: object, member: DatasetSchema, path: str
+    backend: SparkWriter, table: str, source: object, member: DatasetSchema, path: str
 ) -> DatasetSchema:
     """A public table: copied and measured by the backend's own in-memory DuckDB (as a DuckDB
     store copies one), then written as Parquet at ``path`` for Spark to read; nothing passes
