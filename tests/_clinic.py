@@ -11,8 +11,8 @@ import pandas as pd
 
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.grid import column_grid
-from infodp.curator.plan import measurements
 from infodp.curator.relations import resolve
+from infodp.curator.rules import measurements
 from infodp.curator.schema import ColumnSpec, DatasetSchema, load_schema, stored_name
 from infodp.curator.sql import parse_query
 

@@ -363,7 +363,7 @@ def _sized(directory: Path, people: int, visits: int) -> Curator:
 
 def _explained(cur: Curator) -> list[str]:
     from infodp.curator.backends.duckdb import compiled_statements
-    from infodp.curator.plan import measurements
+    from infodp.curator.rules import measurements
 
     out = []
     con = cur.backend.connect(read_only=True)

@@ -19,11 +19,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infodp.curator.plan import measurements
 from infodp.curator.post import split_query
 from infodp.curator.post.enclosure import enclose
 from infodp.curator.post.terms import Term, evaluate
 from infodp.curator.result import Released
+from infodp.curator.rules import measurements
 from infodp.curator.schema import load_schema
 from infodp.curator.sql import parse_query
 from infodp.errors import ParameterError

@@ -648,7 +648,7 @@ def _plans(cur: Curator) -> list[tuple[list[str], list[str]]]:
     """Per query: the compiled statements and DuckDB's EXPLAIN text of each (:func:`_public`:
     without the per-query salt and the cardinality estimates)."""
     from infodp.curator.backends.duckdb import compiled_statements
-    from infodp.curator.plan import measurements
+    from infodp.curator.rules import measurements
 
     out = []
     con = cur.backend.connect(read_only=True)

@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import pytest
 
-from infodp.curator.plan import measurements
+from infodp.curator.rules import measurements
 from infodp.curator.schema import load_schema
 from infodp.curator.sql import parse_query, referenced_table
 from infodp.errors import ParameterError

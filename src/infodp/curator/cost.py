@@ -22,8 +22,8 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from infodp._exact import float_down, float_up, parse_exact, split_share
-from infodp.curator.plan import Measurement, MeasurementKind, QueryPlan, measurements
-from infodp.curator.rules import measure_for
+from infodp.curator.plan import Measurement, MeasurementKind, QueryPlan
+from infodp.curator.rules import measure_for, measurements
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import InternalError, ParameterError
 from infodp.units import nats_to_bits
@@ -462,7 +462,7 @@ def _information(
     return math.nextafter(info, math.inf) if 0 < info < math.inf else info
 
 
-#: The count partition selection thresholds (COUNT(*) without a FILTER; plan.measurements).
+#: The count partition selection thresholds (COUNT(*) without a FILTER; rules.measurements).
 _SELECTION_COUNT = Measurement(MeasurementKind.COUNT_ROWS)
 
 

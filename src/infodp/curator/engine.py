@@ -61,7 +61,6 @@ from infodp.curator.cost import (
     plan_cost,
 )
 from infodp.curator.ledger import Budget, DeclarationChanged, Ledger
-from infodp.curator.plan import measurements
 from infodp.curator.planning import column_accuracy, estimate_of, least_epsilon
 from infodp.curator.post import inner_sql
 from infodp.curator.pricing import PriceBook
@@ -83,6 +82,7 @@ from infodp.curator.request import (
     check_confidence,
 )
 from infodp.curator.result import QueryResult, Released, Reservation, StoreNotOpened
+from infodp.curator.rules import measurements
 from infodp.curator.rules.base import ColumnAccuracy
 from infodp.curator.runner import Runner
 from infodp.curator.schema import DatasetSchema

@@ -2,17 +2,18 @@
 
 A :class:`QueryPlan` is a frozen tree: the table, an optional filter (a tree of
 :class:`Predicate` nodes over declared columns and literals), the GROUP BY keys and the output
-items (group columns and aggregates) in SELECT order. :func:`measurements` turns the aggregates
-into the distinct noisy *measurements* the engine pays for (each aggregate's rule in
-:mod:`infodp.curator.rules` names them: AVG needs a centred sum and a count, VARIANCE a
-centred sum of squares too); equal measurements are shared, so ``SUM(x), AVG(x)``
-does not pay twice for the count. Backends (``backends/duckdb.py``) compile a plan to their own
-query language; the plan never contains SQL text.
+items (group columns and aggregates) in SELECT order. :func:`infodp.curator.rules.measurements`
+turns the aggregates into the distinct noisy *measurements* the engine pays for (each
+aggregate's rule names them: AVG needs a centred sum and a count, VARIANCE a centred sum of
+squares too; it lives with the rules, which read this module's nodes, so the import graph stays
+one-way); equal measurements are shared, so ``SUM(x), AVG(x)`` does not pay twice for the
+count. Backends (``backends/duckdb.py``) compile a plan to their own query language; the plan
+never contains SQL text.
 
 >>> p = QueryPlan("people", "SELECT COUNT(*) FROM people",
 ...               outputs=(Output("count", Aggregate("count")),))
->>> [m.key for m in measurements(p)]
-['count(*)']
+>>> [o.name for o in p.outputs], p.aggregates[0].func
+(['count'], <AggregateFunc.COUNT: 'count'>)
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ __all__ = [
     "PlanVisitor",
     "Predicate",
     "QueryPlan",
-    "measurements",
     "predicate_text",
 ]
 
@@ -307,25 +307,3 @@ def predicate_text(p: Predicate) -> str:
     if p.op == "between":
         return f"{p.column} between {vals[0]} and {vals[1]}"
     return f"{p.column} {p.op} {vals[0]}"
-
-
-def measurements(plan: QueryPlan) -> tuple[Measurement, ...]:
-    """The distinct measurements a plan needs, in first-use order.
-
-    Under partition selection (a GROUP BY key without declared categories) the first
-    measurement is always COUNT(*): its noisy value decides which groups are released.
-
-    >>> from fractions import Fraction
-    >>> p = QueryPlan("t", "", outputs=(Output("s", Aggregate("sum", "x")),
-    ...                                  Output("a", Aggregate("avg", "x"))))
-    >>> [m.key for m in measurements(p)]
-    ['sum(x)', 'csum(x)', 'count(x)']
-    """
-    from infodp.curator.rules import rule_for  # the rules import this module's node types
-
-    seen: dict[Measurement, None] = {}
-    if plan.needs_partition_selection:
-        seen[Measurement(MeasurementKind.COUNT_ROWS)] = None
-    for agg in plan.aggregates:
-        seen.update(dict.fromkeys(rule_for(agg).needs(agg)))
-    return tuple(seen)

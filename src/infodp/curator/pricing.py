@@ -218,8 +218,8 @@ class PriceBook:
         relation, plan), when it has some and needs no more measurements than as written
         (``read``: the relation the query reads, whose declared null policies say which
         columns hold no NULL)."""
-        from infodp.curator.plan import measurements
         from infodp.curator.post.ratio import avg_ratios
+        from infodp.curator.rules import measurements
 
         def nonnull(name: str) -> bool:
             col = next((c for c in read.columns if c.name.lower() == name.lower()), None)

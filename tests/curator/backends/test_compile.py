@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from infodp.curator.backends.compile import compiled_statements
 from infodp.curator.backends.dialects import DUCKDB, SPARK
 from infodp.curator.backends.duckdb import DuckDBBackend
-from infodp.curator.plan import measurements
+from infodp.curator.rules import measurements
 from infodp.curator.schema import load_schema
 from infodp.curator.sql import parse_query
 

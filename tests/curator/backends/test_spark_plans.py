@@ -25,7 +25,7 @@ from infodp.curator.backends.dialects import SPARK
 from infodp.curator.backends.spark import SparkBackend
 from infodp.curator.backends.spark.settings import PINNED
 from infodp.curator.engine import Curator
-from infodp.curator.plan import measurements
+from infodp.curator.rules import measurements
 
 pytestmark = pytest.mark.spark
 

@@ -11,9 +11,8 @@ import pytest
 from _clinic import clinic_store, frames, schema, store
 from infodp.curator.backends.compile import compiled_statements
 from infodp.curator.backends.dialects import SPARK
-from infodp.curator.plan import measurements
 from infodp.curator.relations import resolve
-from infodp.curator.rules import measure_for
+from infodp.curator.rules import measure_for, measurements
 from infodp.curator.schema import load_schema
 from infodp.curator.sql import parse_query
 

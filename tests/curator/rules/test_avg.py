@@ -15,8 +15,8 @@ from _rules_oracle import brute_l1, coverage_floor, dlap_information, simulated_
 from _rules_oracle import table_schema as schema
 from infodp.curator.cost import plan_cost
 from infodp.curator.grid import column_grid
-from infodp.curator.plan import Measurement, MeasurementKind, measurements
-from infodp.curator.rules import measure_for, rule_for
+from infodp.curator.plan import Measurement, MeasurementKind
+from infodp.curator.rules import measure_for, measurements, rule_for
 from infodp.curator.sql import parse_query
 from infodp.errors import ParameterError
 

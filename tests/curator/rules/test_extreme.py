@@ -26,8 +26,8 @@ from _rules_oracle import table_schema as schema
 from infodp.curator.answer import Layout
 from infodp.curator.cost import plan_cost
 from infodp.curator.engine import Curator
-from infodp.curator.plan import Measurement, MeasurementKind, measurements
-from infodp.curator.rules import rule_for
+from infodp.curator.plan import Measurement, MeasurementKind
+from infodp.curator.rules import measurements, rule_for
 from infodp.curator.sql import parse_query
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import InsecureSeededSource

@@ -29,7 +29,7 @@ The compiled text depends on the query and the schema only.
 
 >>> from infodp.curator.schema import load_schema
 >>> from infodp.curator.sql import parse_query
->>> from infodp.curator.plan import measurements
+>>> from infodp.curator.rules import measurements
 >>> from infodp.curator.backends.dialects import SPARK
 >>> s = load_schema({"table": "t", "privacy_unit": "row",
 ...                  "columns": {"x": {"type": "int", "bounds": [0, 10]}}})

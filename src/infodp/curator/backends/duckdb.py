@@ -13,7 +13,7 @@ waits and retries with jittered exponential backoff instead of failing.
 
 >>> from infodp.curator.schema import load_schema
 >>> from infodp.curator.sql import parse_query
->>> from infodp.curator.plan import measurements
+>>> from infodp.curator.rules import measurements
 >>> s = load_schema({"table": "t", "privacy_unit": "row",
 ...                  "columns": {"x": {"type": "int", "bounds": [0, 10]}}})
 >>> p = parse_query("SELECT SUM(x) FROM t WHERE x > 2", s)

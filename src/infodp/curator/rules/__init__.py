@@ -21,7 +21,7 @@ from the existing measurement kinds (as MIN and MAX are, from the quantile histo
 
 from __future__ import annotations
 
-from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
+from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind, QueryPlan
 from infodp.curator.rules.avg import AVG, CSUM_MEASURE
 from infodp.curator.rules.base import Cells, Measure, Rule
 from infodp.curator.rules.count import COUNT, COUNT_MEASURES
@@ -39,6 +39,7 @@ __all__ = [
     "Rule",
     "allowed_names",
     "measure_for",
+    "measurements",
     "rule_for",
 ]
 
@@ -62,6 +63,26 @@ _BY_FUNC: dict[AggregateFunc, Rule] = {r.func: r for r in RULES}
 def rule_for(agg: Aggregate) -> Rule:
     """The rule that answers ``agg``."""
     return _BY_FUNC[agg.func]
+
+
+def measurements(plan: QueryPlan) -> tuple[Measurement, ...]:
+    """The distinct measurements a plan needs, in first-use order.
+
+    Under partition selection (a GROUP BY key without declared categories) the first
+    measurement is always COUNT(*): its noisy value decides which groups are released.
+
+    >>> from infodp.curator.plan import Aggregate, Output, QueryPlan
+    >>> p = QueryPlan("t", "", outputs=(Output("s", Aggregate("sum", "x")),
+    ...                                  Output("a", Aggregate("avg", "x"))))
+    >>> [m.key for m in measurements(p)]
+    ['sum(x)', 'csum(x)', 'count(x)']
+    """
+    seen: dict[Measurement, None] = {}
+    if plan.needs_partition_selection:
+        seen[Measurement(MeasurementKind.COUNT_ROWS)] = None
+    for agg in plan.aggregates:
+        seen.update(dict.fromkeys(rule_for(agg).needs(agg)))
+    return tuple(seen)
 
 
 def measure_for(m: Measurement) -> Measure:

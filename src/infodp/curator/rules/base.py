@@ -30,7 +30,8 @@ from infodp.curator.schema import ColumnSpec, DatasetSchema
 from infodp.errors import InternalError, ParameterError
 
 if TYPE_CHECKING:
-    from infodp.curator.cost import MeasurementCost
+    from infodp.mechanisms.gaussian import DiscreteGaussianMechanism
+    from infodp.mechanisms.laplace import DiscreteLaplaceMechanism
 
 __all__ = [
     "BoundedRule",
@@ -41,10 +42,44 @@ __all__ = [
     "Measure",
     "MeasurementAccuracy",
     "Parsing",
+    "Priced",
     "RankError",
     "Rule",
     "Value",
 ]
+
+
+class Priced(Protocol):
+    """A priced measurement as the rules read it. :class:`infodp.curator.cost.MeasurementCost`
+    is the one the curator makes; it is named here as a protocol because pricing calls the
+    rules, so the rules must not import pricing (the import graph stays one-way)."""
+
+    @property
+    def measurement(self) -> Measurement: ...
+
+    @property
+    def epsilon(self) -> Fraction: ...
+
+    @property
+    def sensitivity(self) -> int: ...
+
+    @property
+    def step(self) -> float: ...
+
+    @property
+    def noise(self) -> str: ...
+
+    @property
+    def scale(self) -> float: ...
+
+    @property
+    def mechanism_name(self) -> str: ...
+
+    @property
+    def noise_mechanism(self) -> DiscreteLaplaceMechanism | DiscreteGaussianMechanism | None: ...
+
+    def halfwidth(self, beta: float) -> int: ...
+
 
 #: A released cell's value (None: an AVG over a synopsis group with no cells).
 Value = float | int | None
@@ -125,7 +160,7 @@ class Cells:
     ``grids`` and ``box`` depend on the query only and are kept across releases.
     """
 
-    parts: tuple[MeasurementCost, ...]
+    parts: tuple[Priced, ...]
     index: Mapping[Measurement, int]
     schema: DatasetSchema
     beta: float
@@ -137,7 +172,7 @@ class Cells:
     grids: dict[str, ColumnGrid] = field(default_factory=dict)
     box: BoxMemo = field(default_factory=dict)
 
-    def part(self, m: Measurement) -> tuple[int, MeasurementCost]:
+    def part(self, m: Measurement) -> tuple[int, Priced]:
         """The position and priced measurement of ``m``."""
         i = self.index[m]
         return i, self.parts[i]
@@ -198,7 +233,7 @@ class Measure(ABC):
         """The range of one cell's exact value over tables of at most ``rows`` rows."""
         return rows
 
-    def information(self, p: MeasurementCost, schema: DatasetSchema, rows: int | None) -> float:
+    def information(self, p: Priced, schema: DatasetSchema, rows: int | None) -> float:
         """Nats about the whole table one cell releases (:mod:`~infodp.curator.budget_info`):
         the mutual information of the noise channel over the cell's range of ``width``."""
         if p.sensitivity == 0:
@@ -210,9 +245,7 @@ class Measure(ABC):
             return discrete_gaussian_information(width, p.scale)
         return discrete_laplace_information(width, p.scale)
 
-    def accuracy(
-        self, p: MeasurementCost, schema: DatasetSchema, beta: float
-    ) -> MeasurementAccuracy:
+    def accuracy(self, p: Priced, schema: DatasetSchema, beta: float) -> MeasurementAccuracy:
         """What an estimate shows: the one-cell half-width at level β, in column units."""
         return {
             "measurement": p.measurement.key,

@@ -16,7 +16,7 @@ query's rows only; the condition belongs in WHERE.
 
 >>> from infodp.curator.schema import load_schema
 >>> from infodp.curator.sql import parse_query
->>> from infodp.curator.plan import measurements
+>>> from infodp.curator.rules import measurements
 >>> s = load_schema({"table": "t", "privacy_unit": "row",
 ...                  "columns": {"x": {"type": "int", "bounds": [0, 10]}}})
 >>> p = parse_query("SELECT COUNT(*), COUNT(*) FILTER (WHERE x > 2) AS a, "

@@ -34,6 +34,7 @@ from infodp.curator.rules.base import (
     Interval,
     Measure,
     MeasurementAccuracy,
+    Priced,
     RankError,
     Rule,
     Value,
@@ -43,7 +44,6 @@ from infodp.curator.schema import DatasetSchema
 from infodp.errors import InternalError, ParameterError
 
 if TYPE_CHECKING:
-    from infodp.curator.cost import MeasurementCost
     from infodp.curator.rules.base import Parsing
 
 __all__ = [
@@ -143,7 +143,7 @@ def stated_rank_error(
     return r + extreme_target(epsilon, rows_per_unit, k + 1) if q in (0, 1) else r
 
 
-def measurement_rank_error(p: MeasurementCost, schema: DatasetSchema, beta: float) -> float:
+def measurement_rank_error(p: Priced, schema: DatasetSchema, beta: float) -> float:
     """The rank error of one quantile measurement at level β (over its column's grid)."""
     m = p.measurement
     k = quantile_candidates(schema.column(column_of_measurement(m)), m.q) - 1
@@ -164,16 +164,14 @@ class _Histogram(Measure):
         """m (the exponential mechanism scales it by max(q, 1 − q) when drawing)."""
         return schema.max_rows_per_unit
 
-    def information(self, p: MeasurementCost, schema: DatasetSchema, rows: int | None) -> float:
+    def information(self, p: Priced, schema: DatasetSchema, rows: int | None) -> float:
         """ln(#candidates): the released point is one of the grid's hi − lo + 1 points."""
         if p.sensitivity == 0:
             return 0.0
         m = p.measurement
         return math.log(quantile_candidates(schema.column(column_of_measurement(m)), m.q))
 
-    def accuracy(
-        self, p: MeasurementCost, schema: DatasetSchema, beta: float
-    ) -> MeasurementAccuracy:
+    def accuracy(self, p: Priced, schema: DatasetSchema, beta: float) -> MeasurementAccuracy:
         """The rank error at level β."""
         return {
             "measurement": p.measurement.key,
