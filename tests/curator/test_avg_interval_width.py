@@ -13,18 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _stores import cats, floats, one_table
 from infodp.curator.engine import Curator
 from infodp.mechanisms.sampling import InsecureSeededSource
 
 GROUPS = ["g0", "g1", "g2", "g3"]
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "row",
-    "columns": {
-        "g": {"type": "category", "categories": GROUPS},
-        "x": {"type": "float", "bounds": [0, 10]},
-    },
-}
+SCHEMA = one_table("t", {"g": cats(*GROUPS), "x": floats(0, 10)})
 #: g0 empty, g1 one row at the lower bound, g2 two rows at the upper bound, g3 three rows.
 FRAME = pd.DataFrame({"g": ["g1", "g2", "g2", "g3", "g3", "g3"], "x": [0, 10, 10, 0, 5, 10]})
 TRUE_MEANS = {"g1": 0.0, "g2": 10.0, "g3": 5.0}

@@ -10,15 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import ints, one_table
 from infodp.curator.datasets import find_dataset
 from infodp.curator.engine import Curator
 from infodp.errors import ParameterError
 
-PEOPLE = {
-    "table": "people",
-    "privacy_unit": "row",
-    "columns": {"age": {"type": "int", "bounds": [0, 100]}},
-}
+PEOPLE = one_table("people", {"age": ints(0, 100)})
 CLINIC = {
     "privacy_unit": "pid",
     "tables": {

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from _server_harness import ServerProcess, get_json
+from _stores import cats, floats, ints, one_table
 from infodp.client import ApiError, Client
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import Ledger
@@ -57,15 +58,9 @@ def _store(directory: Path) -> tuple[str, dict[str, str]]:
     cur.register_dataset(
         "t",
         frame,
-        {
-            "table": "t",
-            "privacy_unit": "row",
-            "columns": {
-                "g": {"type": "int", "bounds": [0, GROUPS - 1]},
-                "x": {"type": "float", "bounds": [0, 1000]},
-                "c": {"type": "category", "categories": ["a", "b", "c", "d"]},
-            },
-        },
+        one_table(
+            "t", {"g": ints(0, GROUPS - 1), "x": floats(0, 1000), "c": cats("a", "b", "c", "d")}
+        ),
     )
     keys = {
         "victim": cur.add_analyst("victim", "t", epsilon=10**6),

@@ -25,17 +25,14 @@ import pandas as pd
 import pytest
 
 from _server_harness import ServerProcess, get_json
+from _stores import TEXT, ints, one_table
 from infodp.cli import main
 from infodp.curator.engine import Curator
 from infodp.curator.request import Request
 from infodp.curator.unit_overlap import UnitSketch
 from infodp.errors import InfodpError
 
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "pid",
-    "columns": {"pid": {"type": "text"}, "x": {"type": "int", "bounds": [0, 9]}},
-}
+SCHEMA = one_table("t", {"pid": TEXT, "x": ints(0, 9)}, unit="pid")
 DECLARATIONS = {"shared": {"same_population_as": "orig"}, "independent": {"independent": True}}
 COUNT = "SELECT COUNT(*) FROM {}"
 NOISY = ("rows", "confidence_intervals", "entry")

@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _stores import make_store
 from infodp.curator.backends.compile import compiled_statements
 from infodp.curator.backends.dialects import SPARK
 from infodp.curator.backends.spark import SparkBackend
@@ -70,11 +71,7 @@ def _frames(extra: bool) -> dict[str, pd.DataFrame]:
 
 def _store(root: Path, extra: bool) -> str:
     root.mkdir(parents=True)
-    db = str(root / "store.duckdb")
-    cur = Curator(db)
-    cur.register_dataset("clinic", _frames(extra), SCHEMA, backend="spark")
-    cur.close()
-    return db
+    return make_store(root, "clinic", _frames(extra), SCHEMA, budget=None, backend="spark").db
 
 
 @pytest.fixture(scope="module")
