@@ -12,6 +12,9 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 
+# A test that starts Spark or PostgreSQL carries its mark (tests/_mark_guard.py).
+from _mark_guard import check_marks, pytest_runtest_call, pytest_runtest_setup  # noqa: E402, F401
+
 # CI machines are shared and noisy: no deadlines, a fixed number of examples, and the same
 # examples on every run (derandomize) so that CI is reproducible. Explore with fresh random
 # examples locally with HYPOTHESIS_PROFILE=explore.
@@ -44,6 +47,7 @@ QUICK_EXAMPLES = 15
 
 
 def pytest_collection_modifyitems(config: object, items: list[object]) -> None:
+    check_marks(items)
     if os.environ.get("HYPOTHESIS_PROFILE") != "quick":
         return
     for item in items:
