@@ -1,7 +1,7 @@
 """The quick tier (``bash scripts/test.sh --quick``) still tests every subpackage.
 
-It deselects the tests marked ``slow`` (and ``spark``, ``postgres``); this checks that what is left has
-tests for each subpackage of ``src/infodp`` (its ``tests/<name>/`` directory) and for each
+It deselects the tests marked ``slow`` (and ``spark``, ``postgres``); this checks that what is
+left has tests for each subpackage of ``src/infodp`` (its ``tests/<name>/`` directory) and for each
 public top-level module, so a quick run never silently skips a part of the library.
 """
 

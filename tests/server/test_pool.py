@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from _server_harness import ServerProcess, get_json
+from _server_harness import ServerProcess, get_json, wait_for
 from _stores import cats, floats, ints, one_table
 from infodp.client import ApiError, Client
 from infodp.curator.engine import Curator
@@ -93,12 +93,7 @@ def _worker_pids(server_pid: int) -> list[int]:
 
 
 def _wait_for(condition: Any, seconds: float = 60.0) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
+    return wait_for(condition, seconds, 0.05)
 
 
 @pytest.mark.slow  # real server processes
