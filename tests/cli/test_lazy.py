@@ -12,6 +12,9 @@ import pytest
 from _stores import cats, floats, one_table
 from infodp.cli import LAZY_COMMANDS, cli
 
+# Each test starts a fresh interpreter to see what it imports: slow.
+pytestmark = pytest.mark.slow
+
 HEAVY = ("numpy", "scipy", "matplotlib", "duckdb", "pandas", "rich", "fastapi", "sqlglot")
 
 

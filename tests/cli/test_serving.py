@@ -20,6 +20,9 @@ from infodp.cli._serving import marker_path
 from infodp.curator.backends.base import StoreInUse
 from infodp.curator.engine import Curator
 
+# Each test runs real server processes and waits on the store's lock: slow.
+pytestmark = pytest.mark.slow
+
 SCHEMA = one_table("more", {"age": ints(0, 99)})
 
 

@@ -349,6 +349,7 @@ def test_cli_confidence_answers_or_refuses_in_one_line(
         assert _spent(curator) == before
 
 
+@pytest.mark.slow  # real server processes
 @settings(max_examples=30)
 @given(sql=queries(), conf=confidence)
 @example(sql="SELECT COUNT(*) FROM people", conf=1e-17)  # 1 - conf rounds to 1.0

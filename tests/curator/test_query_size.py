@@ -95,6 +95,7 @@ def _timed(call: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
+@pytest.mark.slow  # timing: meaningful on an idle machine only
 @pytest.mark.parametrize("where", sorted(FROMS))
 @pytest.mark.parametrize(
     ("make", "n"), [(_in, 1000), (_case, 250), (_and, 1000), (_or, 1000)], ids=_name
@@ -144,6 +145,7 @@ def _best(cur: Curator, make: Callable[[int, int, str], str], n: int, where: str
         gc.enable()
 
 
+@pytest.mark.slow  # timing: meaningful on an idle machine only
 @pytest.mark.parametrize(
     ("make", "n"), [(_in, 500), (_in, 1000), (_or, 400), (_case, 200)], ids=_name
 )

@@ -343,6 +343,7 @@ def test_http_outcome_is_identical_across_neighbours(
         assert est[0] == est[1] and est[0][0] == 400, est
 
 
+@pytest.mark.slow  # real server processes
 def test_json_booleans_are_not_numbers(
     pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
 ) -> None:
@@ -359,6 +360,7 @@ def test_json_booleans_are_not_numbers(
     assert _spent(store.db) == before
 
 
+@pytest.mark.slow  # real server processes
 def test_trailing_slash_is_not_redirected(
     pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
 ) -> None:
@@ -370,6 +372,7 @@ def test_trailing_slash_is_not_redirected(
     assert payload["error"]["code"] == "not_found"
 
 
+@pytest.mark.slow  # real server processes
 def test_table_reconstruction_by_lazy_casts_recovers_nothing(
     pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
 ) -> None:
@@ -669,6 +672,7 @@ def test_registration_keeps_the_same_rows_for_the_same_data(tmp_path: Path) -> N
         two.close()
 
 
+@pytest.mark.slow  # real server processes
 def test_http_ledger_shows_times_to_the_second(
     pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
 ) -> None:
@@ -746,6 +750,7 @@ def test_cli_refuses_confidence_whose_complement_rounds_to_one_before_charging(
     assert _spent(store.db) == before
 
 
+@pytest.mark.slow  # real server processes
 def test_http_refuses_confidence_whose_complement_rounds_to_one_before_charging(
     pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
 ) -> None:

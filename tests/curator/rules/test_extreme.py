@@ -82,6 +82,7 @@ def curator(tmp_path_factory: pytest.TempPathFactory) -> Curator:
     return cur
 
 
+@pytest.mark.slow  # statistical: many releases through the curator
 def test_min_and_max_through_the_curator_keep_their_rank_statement(curator: Curator) -> None:
     beta, n, eps = 0.05, 300, Fraction(1, 2)
     mins, maxs, kept = [], [], 0
