@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from _stores import cats, ints, one_table
+from _stores import cats, ints, one_table, population, private
 from infodp.curator.engine import Curator
 from infodp.curator.schema import load_schema
 from infodp.errors import ParameterError
@@ -228,21 +228,13 @@ def test_a_bool_compared_with_text_is_refused(curator: Curator) -> None:
 
 # -- a population's table ---------------------------------------------------------------------
 
-POPULATION = {
-    "privacy_unit": "pid",
-    "tables": {
-        "crashes": {
-            "max_rows_per_unit": 3,
-            "columns": {k: v for k, v in SCHEMA["columns"].items()},
-        },
-        "devices": {
-            "columns": {
-                "pid": {"type": "int"},
-                "oem": {"type": "category", "categories": ["x", "y"]},
-            }
-        },
+POPULATION = population(
+    "pid",
+    {
+        "crashes": private(3, **SCHEMA["columns"]),
+        "devices": private(None, pid={"type": "int"}, oem=cats("x", "y")),
     },
-}
+)
 
 POPULATION_EXACT = [
     ("SELECT COUNT(*) FROM telemetry.crashes WHERE flag", "SELECT count(*) FROM c WHERE flag"),

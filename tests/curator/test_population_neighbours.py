@@ -28,6 +28,7 @@ import pytest
 
 from _server_harness import ServerProcess, get_json
 from _stores import (
+    TEXT,
     Store,
     cli_outcome,
     clinic,
@@ -36,6 +37,9 @@ from _stores import (
     ints,
     library_outcome,
     neighbour_pair,
+    population,
+    private,
+    public,
     serving,
     spend_diff,
     spent,
@@ -264,13 +268,14 @@ PLAN_QUERIES = [
 ]
 
 
-PLAN_SCHEMA = """
-privacy_unit: person_id
-tables:
-  people: {max_rows_per_unit: 1, columns: {person_id: {type: text}, region: {type: text}}}
-  visits: {max_rows_per_unit: 3, columns: {person_id: {type: text}, cost: {type: int, bounds: [0, 1000]}}}
-  regions: {public: true, columns: {region: {type: text}, area: {type: text}}}
-"""  # noqa: E501
+PLAN_SCHEMA = population(
+    "person_id",
+    {
+        "people": private(1, person_id=TEXT, region=TEXT),
+        "visits": private(3, person_id=TEXT, cost=ints(0, 1000)),
+        "regions": public(region=TEXT, area=TEXT),
+    },
+)
 
 
 def _sized(directory: Path, people: int, visits: int) -> Curator:

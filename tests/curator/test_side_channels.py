@@ -94,6 +94,14 @@ def servers(pair: tuple[Store, Store]) -> Iterator[tuple[ServerProcess, ServerPr
         yield started[0], started[1]
 
 
+@pytest.fixture(scope="module")
+def served(
+    pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
+) -> tuple[Store, ServerProcess]:
+    """The first store of the pair and its service."""
+    return pair[0], servers[0]
+
+
 def _spent(db: str) -> tuple[Fraction, Fraction, int]:
     return spent(db, "people")
 
@@ -344,10 +352,8 @@ def test_http_outcome_is_identical_across_neighbours(
 
 
 @pytest.mark.slow  # real server processes
-def test_json_booleans_are_not_numbers(
-    pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
-) -> None:
-    store, server = pair[0], servers[0]
+def test_json_booleans_are_not_numbers(served: tuple[Store, ServerProcess]) -> None:
+    store, server = served
     before = _spent(store.db)
     for body in (
         {"sql": "SELECT COUNT(*) FROM people", "epsilon": True},
@@ -361,10 +367,8 @@ def test_json_booleans_are_not_numbers(
 
 
 @pytest.mark.slow  # real server processes
-def test_trailing_slash_is_not_redirected(
-    pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
-) -> None:
-    store, server = pair[0], servers[0]
+def test_trailing_slash_is_not_redirected(served: tuple[Store, ServerProcess]) -> None:
+    store, server = served
     status, payload, headers = get_json(
         server.port, "GET", "/v1/budget/", key=store.key, headers={"Host": "evil.example"}
     )
@@ -752,9 +756,9 @@ def test_cli_refuses_confidence_whose_complement_rounds_to_one_before_charging(
 
 @pytest.mark.slow  # real server processes
 def test_http_refuses_confidence_whose_complement_rounds_to_one_before_charging(
-    pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
+    served: tuple[Store, ServerProcess],
 ) -> None:
-    store, server = pair[0], servers[0]
+    store, server = served
     before = _spent(store.db)
     for confidence in TINY_CONFIDENCES:
         body = {"sql": "SELECT COUNT(*) FROM people", "epsilon": "0.001", "confidence": confidence}

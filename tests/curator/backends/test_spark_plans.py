@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from _stores import make_store
+from _stores import TEXT, ints, make_store, population, private, public
 from infodp.curator.backends.compile import compiled_statements
 from infodp.curator.backends.dialects import SPARK
 from infodp.curator.backends.spark import SparkBackend
@@ -30,25 +30,15 @@ from infodp.curator.plan import measurements
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = """
-privacy_unit: pid
-tables:
-  people:
-    max_rows_per_unit: 1
-    columns:
-      pid: {type: int}
-      region: {type: text}
-  visits:
-    max_rows_per_unit: 3
-    columns:
-      pid: {type: int}
-      cost: {type: int, bounds: [0, 1000]}
-  regions:
-    public: true
-    columns:
-      region: {type: text}
-      country: {type: text}
-"""
+PID = {"type": "int"}
+SCHEMA = population(
+    "pid",
+    {
+        "people": private(1, pid=PID, region=TEXT),
+        "visits": private(3, pid=PID, cost=ints(0, 1000)),
+        "regions": public(region=TEXT, country=TEXT),
+    },
+)
 
 SQL = (
     "SELECT r.country, COUNT(*), SUM(v.cost) FROM people p JOIN visits v ON p.pid = v.pid "
