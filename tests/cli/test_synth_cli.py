@@ -14,6 +14,9 @@ from _stores import cats, ints, one_table
 from infodp.cli import main
 from infodp.curator.engine import Curator
 
+# Every test here fits a synthetic data model through the CLI: slow.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def store(tmp_path: Path) -> str:

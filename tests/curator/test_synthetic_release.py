@@ -19,6 +19,9 @@ from infodp.errors import BudgetExceeded, ParameterError
 from infodp.mechanisms.sampling import InsecureSeededSource
 from infodp.synthetic.budget import rho_for
 
+# Every test here fits a synthetic data model on a store (seconds of CPU each): slow.
+pytestmark = pytest.mark.slow
+
 DECLARATION = one_table(
     "census",
     {

@@ -191,6 +191,7 @@ def pool(store: tuple[str, dict[str, str]]) -> Iterator[WorkerPool]:
     p.close()
 
 
+@pytest.mark.slow  # real worker processes
 def test_pool_answers_as_the_curator_does_in_process(
     store: tuple[str, dict[str, str]], pool: WorkerPool
 ) -> None:
@@ -208,6 +209,7 @@ def test_pool_answers_as_the_curator_does_in_process(
         pool.call("query", VICTIM_SQL)
 
 
+@pytest.mark.slow  # real worker processes
 def test_a_worker_that_died_while_idle_is_replaced(pool: WorkerPool) -> None:
     (pid,) = pool.pids()
     os.kill(pid, signal.SIGKILL)
@@ -217,6 +219,7 @@ def test_a_worker_that_died_while_idle_is_replaced(pool: WorkerPool) -> None:
     assert pool.pids() and pid not in pool.pids()
 
 
+@pytest.mark.slow  # real worker processes
 def test_a_released_answer_is_recorded_as_the_worker_rendered_it(
     store: tuple[str, dict[str, str]], pool: WorkerPool
 ) -> None:
@@ -234,6 +237,7 @@ def test_a_released_answer_is_recorded_as_the_worker_rendered_it(
     assert here.ledger.entry(reserved.entry).result_json == text
 
 
+@pytest.mark.slow  # real worker processes
 def test_a_deadline_in_the_worker_fails_the_reserved_query_and_keeps_the_charge(
     store: tuple[str, dict[str, str]],
 ) -> None:
@@ -251,6 +255,7 @@ def test_a_deadline_in_the_worker_fails_the_reserved_query_and_keeps_the_charge(
     assert here.ledger.budget("victim", "t").spent_epsilon == before + Fraction(1, 4)
 
 
+@pytest.mark.slow  # real worker processes
 def test_a_synopsis_released_through_a_worker_is_exact_and_answers_alike(
     store: tuple[str, dict[str, str]], pool: WorkerPool
 ) -> None:
@@ -266,6 +271,7 @@ def test_a_synopsis_released_through_a_worker_is_exact_and_answers_alike(
     assert there == here.query_synopsis("by_c", sql, dataset="t")
 
 
+@pytest.mark.slow  # real worker processes
 def test_a_freed_worker_goes_to_the_callers_in_order_of_arrival(pool: WorkerPool) -> None:
     # First come, first served: with the only worker held, callers queue; each freed worker
     # goes to the oldest waiter, so no caller is overtaken (the tail latency under load).
@@ -289,6 +295,7 @@ def _take_and_note(pool: WorkerPool, i: int, order: list[int]) -> None:
         order.append(i)
 
 
+@pytest.mark.slow  # real worker processes
 def test_a_caller_that_waited_too_long_leaves_the_line(store: tuple[str, dict[str, str]]) -> None:
     db, _ = store
     small = WorkerPool(db, 1, query_timeout=5.0, duckdb_threads=1, deadline=10.0, wait=0.2)

@@ -163,6 +163,7 @@ def _no_secret(seen: object, *stores: Path) -> None:
     assert "units are in" not in text and "%" not in text
 
 
+@pytest.mark.slow  # four stores built, two sketched as copies: seconds each
 @pytest.mark.parametrize("declaration", sorted(DECLARATIONS))
 def test_library_and_cli_outcomes_are_the_same_on_neighbouring_stores(
     tmp_path: Path, declaration: str, capsys: pytest.CaptureFixture[str]

@@ -16,6 +16,9 @@ from _stores import cats, ints, one_table
 from infodp.curator.engine import Curator
 from infodp.server.app import ServerSettings, create_app
 
+# Every test here fits a synthetic data model through the service: slow.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def world(tmp_path: Path) -> tuple[str, str]:
