@@ -156,3 +156,23 @@ def test_the_suite_has_no_test_that_asks_for_an_engine_without_its_mark(
     from _mark_guard import unmarked
 
     assert unmarked(request.session.items) == []
+
+
+def test_the_slow_doctests_named_in_conftest_exist_and_have_examples() -> None:
+    # A renamed function would leave its name here and its (slow) doctest in the quick tier.
+    import importlib
+
+    from conftest import SLOW_DOCTESTS
+
+    for name in sorted(SLOW_DOCTESTS):
+        parts = name.split(".")
+        obj: object = None
+        for cut in range(len(parts), 0, -1):  # the longest importable prefix is the module
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            break
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr)
+        assert ">>>" in (obj.__doc__ or ""), name

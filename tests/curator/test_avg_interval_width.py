@@ -45,6 +45,7 @@ def _seeded(db: str, seed: int) -> Curator:
     return Curator(db, source=InsecureSeededSource(seed, i_understand_this_is_not_private=True))
 
 
+@pytest.mark.slow  # many releases, each a durable ledger entry
 @given(seed=st.integers(0, 2**32 - 1), epsilon=st.sampled_from([0.01, 0.1, 0.5, 1.0]))
 @settings(max_examples=40, deadline=None)
 def test_no_avg_interval_has_zero_width(db: str, seed: int, epsilon: float) -> None:

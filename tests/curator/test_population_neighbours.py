@@ -219,6 +219,7 @@ def test_the_service_answers_and_refuses_alike_across_neighbouring_populations(
     assert free[0] == free[1]
 
 
+@pytest.mark.slow  # statistical: a 100 000-sample audit per case
 @pytest.mark.parametrize(("name", "sql", "eps", "delta"), ANSWERED, ids=[c[0] for c in ANSWERED])
 def test_the_answer_moves_by_at_most_the_charged_sensitivity_and_an_audit_agrees(
     pair: tuple[Store, Store], name: str, sql: str, eps: str, delta: str

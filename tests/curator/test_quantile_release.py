@@ -86,6 +86,7 @@ def test_curator_answers_follow_the_reference_law(curator: Curator) -> None:
     assert chi_square_pvalue(draws, want, LO) > 1e-4
 
 
+@pytest.mark.slow  # statistical: the law of many releases
 @pytest.mark.parametrize("name", list(UNITS))
 @pytest.mark.parametrize("q", [Fraction(1, 2), Fraction(9, 10)], ids=str)
 def test_session_answers_follow_the_reference_law(name: str, q: Fraction) -> None:

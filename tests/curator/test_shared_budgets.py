@@ -253,6 +253,7 @@ def test_containment_is_within_its_stated_bound(
         assert est.exact and est.estimate == exact  # the sketches are the whole sets
 
 
+@pytest.mark.slow  # statistical: many sketches
 def test_the_estimate_is_unbiased_over_salts() -> None:
     """Over 200 salts the mean of ĉ is within 4 standard errors of the exact 0.3 (X is
     hypergeometric given Y: E[X/Y | Y] = c)."""
