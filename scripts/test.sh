@@ -3,8 +3,9 @@
 # and runs the whole test suite. README.md and .ci/run both call this script.
 #
 # bash scripts/test.sh --quick [pytest args]: the quick loop for an installed checkout (under a
-# minute on 2 cores): ruff, then every subpackage's tests except those marked slow or spark,
-# hypothesis with fewer examples (profile "quick"); no install, type check, docs or notebooks.
+# minute on 2 cores): ruff, then every subpackage's tests except those marked slow, spark or
+# postgres (each starts a JVM or a database cluster), hypothesis with fewer examples (profile
+# "quick"); no install, type check, docs or notebooks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--quick" ]; then
@@ -12,7 +13,7 @@ if [ "${1:-}" = "--quick" ]; then
   echo "== ruff"; python3 -m ruff check . && python3 -m ruff format --check .
   echo "== pytest (quick)"
   HYPOTHESIS_PROFILE=quick exec python3 -m pytest -n auto --dist worksteal -q \
-    -m "not slow and not spark" "$@"
+    -m "not slow and not spark and not postgres" "$@"
 fi
 python3 -m pip install --quiet --disable-pip-version-check -e ".[test,docs,spark,notebooks,postgres]"
 # Opacus' accountants are checked against infodp's (tests/accounting/interop): they need only

@@ -17,12 +17,12 @@ Neighbours (Dwork & Roth 2014, Def. 2.4): ``with``/``without`` the target (add/r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from infodp.curator.engine import Curator
+import _stores as stores
+from _stores import TEXT, Store, ints, population, private, public
 
 __all__ = ["Store", "chain", "heavy", "make_store", "self_join"]
 
@@ -30,28 +30,16 @@ NEIGHBOURS = {"add/remove": ("with", "without"), "attribute": ("high", "low")}
 
 
 def declaration(limit: int | None) -> dict[str, object]:
-    decl: dict[str, object] = {
-        "privacy_unit": "person_id",
-        "table": "clinic",
-        "tables": {
-            "people": {
-                "columns": {
-                    "person_id": {"type": "text"},
-                    "age": {"type": "int", "bounds": [0, 99]},
-                }
-            },
-            "visits": {
-                "max_rows_per_unit": 3,
-                "columns": {
-                    "person_id": {"type": "text"},
-                    "tag": {"type": "text"},
-                    "cost": {"type": "int", "bounds": [0, 100]},
-                },
-            },
-            "keys": {"public": True, "columns": {"k": {"type": "text"}}},
-            "heavy": {"public": True, "columns": {"k": {"type": "text"}}},
+    decl = population(
+        "person_id",
+        {
+            "people": private(None, person_id=TEXT, age=ints(0, 99)),
+            "visits": private(3, person_id=TEXT, tag=TEXT, cost=ints(0, 100)),
+            "keys": public(k=TEXT),
+            "heavy": public(k=TEXT),
         },
-    }
+        table="clinic",
+    )
     if limit is not None:
         decl["max_derived_rows_per_unit"] = limit
     return decl
@@ -79,22 +67,12 @@ def tables(side: str, heavy_rows: int) -> dict[str, pd.DataFrame]:
     return {"people": people, "visits": visits, "keys": keys, "heavy": heavy}
 
 
-@dataclass
-class Store:
-    db: str
-    key: str
-
-
 def make_store(directory: Path, side: str, *, limit: int | None, heavy_rows: int) -> Store:
-    directory.mkdir(parents=True, exist_ok=True)
-    db = str(directory / "store.duckdb")
-    cur = Curator(db)
-    try:
-        cur.register_dataset("clinic", tables(side, heavy_rows), declaration(limit))
-        key = cur.add_analyst("a", "clinic", epsilon=100_000)
-    finally:
-        cur.close()
-    return Store(db, key)
+    """The store of one side of a pair (analyst ``a``: ε = 100 000)."""
+    budget = {"epsilon": 100_000}
+    return stores.make_store(
+        directory, "clinic", tables(side, heavy_rows), declaration(limit), budget=budget
+    )
 
 
 def _target(kind: str, alias: str) -> str:

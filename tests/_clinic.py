@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
+from _stores import clinic, floats, ints
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.grid import column_grid
 from infodp.curator.relations import resolve
@@ -16,33 +18,16 @@ from infodp.curator.rules import measurements
 from infodp.curator.schema import ColumnSpec, DatasetSchema, load_schema, stored_name
 from infodp.curator.sql import parse_query
 
-DECLARATION = {
-    "privacy_unit": "pid",
-    "table": "clinic",
-    "tables": {
-        "people": {
-            "max_rows_per_unit": 1,
-            "columns": {
-                "pid": {"type": "text"},
-                "age": {"type": "int", "bounds": [0, 99]},
-                "income": {"type": "float", "bounds": [0, 1000], "nulls": "drop"},
-                "region": {"type": "text"},
-            },
-        },
-        "visits": {
-            "max_rows_per_unit": 3,
-            "columns": {
-                "pid": {"type": "text"},
-                "cost": {"type": "float", "bounds": [0, 50]},
-                "kind": {"type": "category", "categories": ["a", "b"]},
-            },
-        },
-        "regions": {
-            "public": True,
-            "columns": {"region": {"type": "text"}, "country": {"type": "text"}},
-        },
-    },
-}
+DECLARATION = clinic(
+    "pid",
+    age=ints(0, 99),
+    income=floats(0, 1000, "drop"),
+    visits=3,
+    cost=floats(0, 50),
+    kinds=["a", "b"],
+    area="country",
+    table="clinic",
+)
 
 REGIONS = pd.DataFrame({"region": ["n", "s", "e", "e"], "country": ["x", "x", "y", "z"]})
 
@@ -87,8 +72,9 @@ def store(
     return backend
 
 
-def exact(backend: DuckDBBackend, sql: str, s: DatasetSchema | None = None) -> dict:
-    """The exact (pre-noise) measurements of ``sql``, by group key."""
+def measure(backend: DuckDBBackend, sql: str, s: DatasetSchema | None = None) -> tuple[Any, ...]:
+    """``sql`` resolved on the clinic's declaration, its measurements and their exact
+    (pre-noise) aggregates on ``backend``: (the resolved relation, measurements, aggregates)."""
     resolved = resolve(sql, s or schema())
     plan = parse_query(resolved.sql, resolved.schema)
     ms = measurements(plan)
@@ -97,6 +83,12 @@ def exact(backend: DuckDBBackend, sql: str, s: DatasetSchema | None = None) -> d
         got = backend.aggregate(con, plan, resolved.schema, ms, unit_rows_ok=not resolved.row_cut)
     finally:
         con.close()
+    return resolved, ms, got
+
+
+def exact(backend: DuckDBBackend, sql: str, s: DatasetSchema | None = None) -> dict:
+    """The exact (pre-noise) measurements of ``sql``, by group key."""
+    got = measure(backend, sql, s)[2]
     return {k: [None if v is None else float(v) for v in vs] for k, vs in got.values.items()}
 
 
@@ -121,14 +113,7 @@ def frames(
 def answers(backend: DuckDBBackend, sql: str, s: DatasetSchema | None = None) -> dict:
     """The exact measurements of ``sql`` in column units, by group key and measurement key
     (a centred sum read back as the plain sum ``sum(col)``)."""
-    resolved = resolve(sql, s or schema())
-    plan = parse_query(resolved.sql, resolved.schema)
-    ms = measurements(plan)
-    con = backend.connect(read_only=True)
-    try:
-        got = backend.aggregate(con, plan, resolved.schema, ms, unit_rows_ok=not resolved.row_cut)
-    finally:
-        con.close()
+    resolved, ms, got = measure(backend, sql, s)
     out: dict = {}
     for key, row in got.values.items():
         cell: dict[str, float | None] = {}
@@ -146,25 +131,30 @@ def answers(backend: DuckDBBackend, sql: str, s: DatasetSchema | None = None) ->
     return out
 
 
-def clinic_store() -> DuckDBBackend:
-    """The clinic of the tests: five people (one without income, one without a region in
-    the public table, one without visits), seven visits."""
-    people, visits = frames(
-        [
-            ("p1", 20, 100.0, "n"),
-            ("p2", 35, 900.0, "s"),
-            ("p3", 50, None, "e"),
-            ("p4", 70, 400.0, "w"),
-            ("p5", 90, 50.0, "n"),
-        ],
-        [
-            ("p1", 10.0, "a"),
-            ("p1", 20.0, "b"),
-            ("p2", 5.0, "a"),
-            ("p3", 40.0, "b"),
-            ("p3", 1.5, "a"),
-            ("p3", 2.5, "a"),
-            ("p5", 50.0, "b"),
-        ],
-    )
+#: The clinic of the tests: five people (one without income, one without a region in the
+#: public table, one without visits), seven visits.
+PEOPLE = [
+    ("p1", 20, 100.0, "n"),
+    ("p2", 35, 900.0, "s"),
+    ("p3", 50, None, "e"),
+    ("p4", 70, 400.0, "w"),
+    ("p5", 90, 50.0, "n"),
+]
+VISITS = [
+    ("p1", 10.0, "a"),
+    ("p1", 20.0, "b"),
+    ("p2", 5.0, "a"),
+    ("p3", 40.0, "b"),
+    ("p3", 1.5, "a"),
+    ("p3", 2.5, "a"),
+    ("p5", 50.0, "b"),
+]
+
+
+def clinic_store(without: str | None = None) -> DuckDBBackend:
+    """The clinic's store; ``without`` a person: its neighbour with that person removed from
+    every private table (the public regions unchanged)."""
+    people, visits = frames(PEOPLE, VISITS)
+    if without is not None:
+        people, visits = people[people.pid != without], visits[visits.pid != without]
     return store(people, visits)

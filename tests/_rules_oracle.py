@@ -25,6 +25,7 @@ from typing import Any
 
 import mpmath
 
+from _stores import TEXT, cats, one_table
 from infodp.curator.answer import Layout
 from infodp.curator.cost import plan_cost
 from infodp.curator.plan import Aggregate, Measurement
@@ -108,16 +109,16 @@ def table_schema(
     unbounded float ``u``, a category ``g`` (a, b); units of up to ``m`` rows (``pid``)."""
     from infodp.curator.schema import load_schema
 
-    spec: dict[str, Any] = {
-        "table": "t",
-        "privacy_unit": "row" if m == 1 else "pid",
-        "columns": {
+    spec: dict[str, Any] = one_table(
+        "t",
+        {
             "x": {"type": kind, "bounds": [low, high]},
-            "c": {"type": "text"},
+            "c": TEXT,
             "u": {"type": "float"},
-            "g": {"type": "category", "categories": ["a", "b"]},
+            "g": cats("a", "b"),
         },
-    }
+        unit="row" if m == 1 else "pid",
+    )
     if m > 1:
         spec["max_rows_per_unit"] = m
         spec["columns"]["pid"] = {"type": "int"}

@@ -33,6 +33,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_for(condition: Any, seconds: float, step: float) -> bool:
+    """Whether ``condition()`` became true within ``seconds``, asked every ``step`` seconds."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(step)
+    return False
+
+
 def get_json(
     port: int,
     method: str,

@@ -10,7 +10,11 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
+
+# A test that starts Spark or PostgreSQL carries its mark (tests/_mark_guard.py).
+from _mark_guard import check_marks, pytest_runtest_call, pytest_runtest_setup  # noqa: E402, F401
 
 # CI machines are shared and noisy: no deadlines, a fixed number of examples, and the same
 # examples on every run (derandomize) so that CI is reproducible. Explore with fresh random
@@ -43,7 +47,30 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "infodp"))
 QUICK_EXAMPLES = 15
 
 
+#: Doctests of src/infodp that take seconds of CPU (calibration searches, fine-grid profiles,
+#: attacks, model fits, plots): marked slow here, as the tests doing the same work are, so the
+#: quick tier leaves them to the full run.
+SLOW_DOCTESTS = frozenset(
+    {
+        "infodp.mechanisms.subsampled.SubsampledGaussian.calibrate",
+        "infodp.accounting.schedule",
+        "infodp.audit.attacks.insertion",
+        "infodp.curator.session.Session.synthesize",
+        "infodp.testing.channels",
+        "infodp.testing.joint_distributions",
+        "infodp.accounting.interop._opacus.get_noise_multiplier",
+        "infodp.explain.html.write_html",
+    }
+)
+
+
+# First, so that the marks added here count when -m deselects.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: object, items: list[object]) -> None:
+    check_marks(items)
+    for item in items:
+        if getattr(item, "dtest", None) is not None and getattr(item, "name", "") in SLOW_DOCTESTS:
+            item.add_marker(pytest.mark.slow)  # type: ignore[attr-defined]
     if os.environ.get("HYPOTHESIS_PROFILE") != "quick":
         return
     for item in items:
@@ -61,8 +88,6 @@ def pytest_collection_modifyitems(config: object, items: list[object]) -> None:
 
 from collections.abc import Callable, Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
-
-import pytest  # noqa: E402
 
 
 @pytest.fixture(scope="session")

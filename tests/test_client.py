@@ -57,6 +57,7 @@ def test_method_names_are_the_librarys() -> None:
         assert name in dir(Ledger)
 
 
+@pytest.mark.slow  # real server processes
 def test_query_returns_the_cli_json_object(
     setup: Setup, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -78,6 +79,7 @@ def test_query_returns_the_cli_json_object(
     assert answer["remaining"]["remaining_epsilon"] <= 2.75
 
 
+@pytest.mark.slow  # real server processes
 def test_estimate_spends_nothing_and_matches_the_discrete_laplace_tail(setup: Setup) -> None:
     led = setup.ledger
     before = led.budget("alice", "people")
@@ -103,6 +105,7 @@ def test_estimate_spends_nothing_and_matches_the_discrete_laplace_tail(setup: Se
     assert led.budget("alice", "people") == before
 
 
+@pytest.mark.slow  # real server processes
 def test_budget_entries_and_datasets(setup: Setup) -> None:
     with setup.client("bob") as c:
         r = c.query("SELECT COUNT(*) FROM visits", epsilon=Fraction(1, 8))
@@ -130,6 +133,7 @@ def test_budget_entries_and_datasets(setup: Setup) -> None:
             assert info.value.status == 404
 
 
+@pytest.mark.slow  # real server processes
 def test_synopsis_release_then_free_queries(setup: Setup) -> None:
     led = setup.ledger
     with setup.client() as c:
@@ -148,6 +152,7 @@ def test_synopsis_release_then_free_queries(setup: Setup) -> None:
         assert info.value.status == 404 and info.value.code == "not_found"
 
 
+@pytest.mark.slow  # real server processes
 def test_errors_map_to_the_librarys_exceptions(setup: Setup) -> None:
     with setup.client("erin") as c:
         remaining = Fraction(c.budget("people")["exact"]["epsilon"]) - Fraction(

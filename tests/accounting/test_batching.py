@@ -53,6 +53,7 @@ def _gaussian_epsilon(mu: float, delta: float) -> float:
     return float(optimize.brentq(lambda e: d(e) - delta, 0.0, 200.0, xtol=1e-12))
 
 
+@pytest.mark.slow  # dp-accounting's PLD of many steps: seconds of CPU
 def test_poisson_add_remove_is_dp_accountings_subsampled_gaussian() -> None:
     run = training_run(
         1.1, scheme="poisson", relation="add_remove", steps=1000, batch_size=64, dataset_size=6400
@@ -66,6 +67,7 @@ def test_poisson_add_remove_is_dp_accountings_subsampled_gaussian() -> None:
     assert ref * (1 - 1e-4) <= run.epsilon(1e-5) <= ref * (1 + 1e-3)
 
 
+@pytest.mark.slow  # dp-accounting's PLD of many steps: seconds of CPU
 def test_fixed_size_batches_where_the_poisson_figure_understates() -> None:
     # One step, batch b = 1 of n = 4 (γ = 1/4), σ = 1, replace-one. Worst case: the other
     # gradients are 0 and the replaced one goes from +1 to −1, so the outputs are the

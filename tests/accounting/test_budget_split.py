@@ -65,6 +65,7 @@ def _one_step_over(
     )
 
 
+@pytest.mark.slow  # an exact profile search per share: seconds of CPU per case
 @pytest.mark.parametrize("delta", DELTAS, ids=str)
 @pytest.mark.parametrize("eps", EPSILONS, ids=str)
 def test_exact_shares_fit_and_one_step_more_is_refused(eps: Fraction, delta: Fraction) -> None:

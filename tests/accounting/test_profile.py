@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from scipy import optimize, special, stats
 
 import infodp.accounting as acc
+from _stores import TEXT, ints, one_table
 from infodp.accounting import profile as prof
 from infodp.errors import ParameterError
 from infodp.testing import renyi_orders
@@ -429,13 +430,7 @@ def test_the_curators_partition_selection_meets_its_charge() -> None:
     from infodp.curator.schema import load_schema
     from infodp.curator.sql import parse_query
 
-    schema = load_schema(
-        {
-            "table": "t",
-            "privacy_unit": "pid",
-            "columns": {"h": {"type": "text"}, "n": {"type": "int", "bounds": [-10, 200]}},
-        }
-    )
+    schema = load_schema(one_table("t", {"h": TEXT, "n": ints(-10, 200)}, unit="pid"))
     plan = parse_query("SELECT h, AVG(n) FROM t GROUP BY h", schema)
     cost = plan_cost(plan, schema, Fraction(7, 10), Fraction(1, 10**6), None)
     assert cost.profile().delta(0.7) <= 1e-6 * (1 + 1e-9)

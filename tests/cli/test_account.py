@@ -13,32 +13,19 @@ from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
 from scipy import optimize, stats
 
+from _cli_json import cli_json
 from infodp.cli import main
 
 
 def _run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    assert main(["account", *args, "--json"]) == 0
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1
-    payload = json.loads(out)
-    assert isinstance(payload, dict)
-    return payload
+    return cli_json(capsys, "account", *args, "--json")
 
 
 def test_dp_sgd_form(capsys: pytest.CaptureFixture[str]) -> None:
     payload = _run_json(
-        capsys,
-        "--mechanism",
-        "subsampled-gaussian",
-        "--noise-multiplier",
-        "1.0",
-        "--sampling-rate",
-        "0.01",
-        "--steps",
-        "10000",
-        "--delta",
-        "1e-5",
-    )
+        capsys, "--mechanism", "subsampled-gaussian", "--noise-multiplier", "1.0",
+        "--sampling-rate", "0.01", "--steps", "10000", "--delta", "1e-5",
+    )  # fmt: skip
     event = dp_event.SelfComposedDpEvent(
         dp_event.PoissonSampledDpEvent(0.01, dp_event.GaussianDpEvent(1.0)), 10000
     )
@@ -57,18 +44,9 @@ def test_dp_sgd_form(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_laplace_form(capsys: pytest.CaptureFixture[str]) -> None:
     payload = _run_json(
-        capsys,
-        "--mechanism",
-        "laplace",
-        "--scale",
-        "10",
-        "--sensitivity",
-        "1",
-        "--compositions",
-        "1000",
-        "--delta",
-        "1e-6",
-    )
+        capsys, "--mechanism", "laplace", "--scale", "10", "--sensitivity", "1",
+        "--compositions", "1000", "--delta", "1e-6",
+    )  # fmt: skip
     assert payload["epsilon"] == pytest.approx(18.950, abs=2e-3)
     assert payload["epsilon_pure"] == pytest.approx(100.0)
     assert payload["epsilon"] <= payload["epsilon_rdp"]

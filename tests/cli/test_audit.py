@@ -3,84 +3,43 @@ errors with exit status 2."""
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from _cli_json import cli_json
 from infodp.cli import main
 
-
-def _json(capsys: pytest.CaptureFixture[str], *args: str, status: int = 0) -> dict[str, Any]:
-    assert main(list(args)) == status
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1
-    payload = json.loads(out)
-    assert isinstance(payload, dict)
-    return payload
+_json = cli_json
 
 
 def test_audit_laplace_issue_form(capsys: pytest.CaptureFixture[str]) -> None:
     p = _json(
-        capsys,
-        "audit",
-        "--mechanism",
-        "laplace",
-        "--scale",
-        "1",
-        "--sensitivity",
-        "1",
-        "--claimed-epsilon",
-        "1",
-        "--samples",
-        "1000000",
-        "--seed",
-        "1",
-        "--json",
-    )
+        capsys, "audit", "--mechanism", "laplace", "--scale", "1", "--sensitivity", "1",
+        "--claimed-epsilon", "1", "--samples", "1000000", "--seed", "1", "--json",
+    )  # fmt: skip
     # Laplace with scale 1 and sensitivity 1 is exactly 1-DP (Dwork & Roth 2014, Thm 3.6).
     assert 0.95 <= p["epsilon_lower"] <= 1.0
     assert p["confidence"] == 0.95 and p["verdict"] == "consistent"
 
 
 def test_audit_flags_miscalibration(capsys: pytest.CaptureFixture[str]) -> None:
+    # status 4: a violation fails a CI job (documented exit status 4)
     p = _json(
-        capsys,
-        "audit",
-        "--mechanism",
-        "laplace",
-        "--scale",
-        "0.5",
-        "--claimed-epsilon",
-        "1",
-        "--samples",
-        "100000",
-        "--seed",
-        "2",
-        "--json",
-        status=4,  # a violation fails a CI job (documented exit status 4)
-    )
+        capsys, "audit", "--mechanism", "laplace", "--scale", "0.5", "--claimed-epsilon", "1",
+        "--samples", "100000", "--seed", "2", "--json", status=4,
+    )  # fmt: skip
     assert p["verdict"] == "violation" and 1.0 < p["epsilon_lower"] <= 2.0
 
 
 def test_audit_default_claim_is_the_mechanism_profile(capsys: pytest.CaptureFixture[str]) -> None:
     p = _json(
-        capsys,
-        "audit",
-        "--mechanism",
-        "randomized-response",
-        "--epsilon",
-        "2",
-        "--samples",
-        "1e5",
-        "--seed",
-        "3",
-        "--json",
-    )
+        capsys, "audit", "--mechanism", "randomized-response", "--epsilon", "2", "--samples",
+        "1e5", "--seed", "3", "--json",
+    )  # fmt: skip
     assert p["claimed_epsilon"] == pytest.approx(2.0)
     assert p["verdict"] == "consistent" and p["epsilon_lower"] <= 2.0
 
@@ -102,21 +61,9 @@ def test_audit_user_callable(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
     p = _json(
-        capsys,
-        "audit",
-        "--callable",
-        "user_rr:release",
-        "--dataset",
-        "[0]",
-        "--neighbour",
-        "[1]",
-        "--claimed-epsilon",
-        "0.5",
-        "--samples",
-        "20000",
-        "--json",
-        status=4,
-    )
+        capsys, "audit", "--callable", "user_rr:release", "--dataset", "[0]", "--neighbour",
+        "[1]", "--claimed-epsilon", "0.5", "--samples", "20000", "--json", status=4,
+    )  # fmt: skip
     # The true ε is log 3 ≈ 1.0986 > 0.5: with 20000 samples the audit refutes the claim.
     assert p["verdict"] == "violation" and 0.5 < p["epsilon_lower"] <= math.log(3)
 

@@ -6,23 +6,18 @@ classic formula Δ√(2 ln(1.25/δ))/ε (Dwork & Roth 2014, Theorem A.1), Laplac
 
 from __future__ import annotations
 
-import json
 import math
 
 import dp_accounting
 import pytest
 
 from _cli_errors import json_error
+from _cli_json import cli_json
 from infodp.cli import main
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, object]:
-    assert main(["calibrate", *args, "--json"]) == 0
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1
-    payload = json.loads(out)
-    assert isinstance(payload, dict)
-    return payload
+    return cli_json(capsys, "calibrate", *args, "--json")
 
 
 def test_gaussian_keys(capsys: pytest.CaptureFixture[str]) -> None:

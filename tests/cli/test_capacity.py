@@ -6,23 +6,18 @@ values taken from infodp's own output.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from _cli_json import cli_json
 from infodp.cli import main
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    assert main(["capacity", *args, "--json"]) == 0
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1  # exactly one JSON object
-    payload = json.loads(out)
-    assert isinstance(payload, dict)
-    return payload
+    return cli_json(capsys, "capacity", *args, "--json")
 
 
 def _h(p: float) -> float:

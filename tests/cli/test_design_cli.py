@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -10,16 +9,12 @@ from typing import Any
 import pytest
 
 from _cli_errors import json_error
+from _cli_json import cli_json
 from infodp.cli import main
 
 
 def _json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    assert main(["design", *args, "--json"]) == 0
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1
-    payload = json.loads(out)
-    assert isinstance(payload, dict)
-    return payload
+    return cli_json(capsys, "design", *args, "--json")
 
 
 def test_documented_form(capsys: pytest.CaptureFixture[str]) -> None:

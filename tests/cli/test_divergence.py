@@ -7,22 +7,17 @@ Harremoës 2014, eq. (1); randomized response with p = ¾ has D_∞ = ln 3 (seed
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
 
 from _cli_errors import json_error
+from _cli_json import cli_json
 from infodp.cli import main
 
 
 def _run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, object]:
-    assert main(["divergence", *args, "--json"]) == 0
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1  # exactly one JSON object
-    payload = json.loads(out)
-    assert isinstance(payload, dict)
-    return payload
+    return cli_json(capsys, "divergence", *args, "--json")
 
 
 def test_json_has_nats_bits_and_echo(capsys: pytest.CaptureFixture[str]) -> None:

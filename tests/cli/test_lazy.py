@@ -9,7 +9,11 @@ from pathlib import Path
 import click
 import pytest
 
+from _stores import cats, floats, one_table
 from infodp.cli import LAZY_COMMANDS, cli
+
+# Each test starts a fresh interpreter to see what it imports: slow.
+pytestmark = pytest.mark.slow
 
 HEAVY = ("numpy", "scipy", "matplotlib", "duckdb", "pandas", "rich", "fastapi", "sqlglot")
 #: The HTTP service's libraries: a query process answers without them.
@@ -72,14 +76,7 @@ def test_a_laplace_query_loads_no_numpy_scipy_pandas_or_plotting(
 
     db = tmp_path / "s.duckdb"
     cur = Curator(db)
-    schema = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {
-            "g": {"type": "category", "categories": ["a", "b"]},
-            "v": {"type": "float", "bounds": [0, 100000]},
-        },
-    }
+    schema = one_table("t", {"g": cats("a", "b"), "v": floats(0, 100000)})
     cur.register_dataset("t", str(_csv(tmp_path)), schema)
     cur.add_analyst("a", "t", epsilon=10)
     cur.close()

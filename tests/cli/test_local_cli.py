@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -10,16 +9,12 @@ from typing import Any
 import pytest
 
 from _cli_errors import json_error
+from _cli_json import cli_json
 from infodp.cli import main
 
 
 def _json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    assert main(["local", *args, "--json"]) == 0
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1
-    payload = json.loads(out)
-    assert isinstance(payload, dict)
-    return payload
+    return cli_json(capsys, "local", *args, "--json")
 
 
 @pytest.mark.parametrize(
@@ -60,6 +55,9 @@ def test_estimate_from_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
     assert abs(p["estimate"][1] - (0.5 - q) / (pp - q)) < 1e-12  # Wang et al. 2017, Eq. (1)
 
 
+KRR = ["--mechanism", "krr", "--epsilon", "1", "--domain", "3"]
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -67,30 +65,8 @@ def test_estimate_from_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
         ["simulate", "--mechanism", "krr", "--epsilon", "-1", "--domain", "3", "--users", "9"],
         ["simulate", "--mechanism", "sue", "--epsilon", "1", "--domain", "3", "--users", "10"],
         ["simulate", "--mechanism", "krr", "--epsilon", "1", "--domain", "1", "--users", "10"],
-        [
-            "simulate",
-            "--mechanism",
-            "krr",
-            "--epsilon",
-            "1",
-            "--domain",
-            "3",
-            "--users",
-            "10",
-            "--distribution",
-            "0.5,0.2",
-        ],
-        [
-            "estimate",
-            "--mechanism",
-            "krr",
-            "--epsilon",
-            "1",
-            "--domain",
-            "3",
-            "--reports",
-            "/nonexistent/file",
-        ],
+        ["simulate", *KRR, "--users", "10", "--distribution", "0.5,0.2"],
+        ["estimate", *KRR, "--reports", "/nonexistent/file"],
     ],
 )
 def test_bad_input_exits_2(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:

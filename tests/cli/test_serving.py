@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 
 from _server_harness import ServerProcess, build_store
+from _stores import ints, one_table
 from infodp.cli._serving import marker_path
 from infodp.curator.backends.base import StoreInUse
 from infodp.curator.engine import Curator
 
-SCHEMA = {
-    "table": "more",
-    "privacy_unit": "row",
-    "columns": {"age": {"type": "int", "bounds": [0, 99]}},
-}
+# Each test runs real server processes and waits on the store's lock: slow.
+pytestmark = pytest.mark.slow
+
+SCHEMA = one_table("more", {"age": ints(0, 99)})
 
 
 def _register(db: str, directory: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -10,8 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import cats, ints, one_table
 from infodp.cli import main
 from infodp.curator.engine import Curator
+
+# Every test here fits a synthetic data model through the CLI: slow.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
@@ -23,14 +27,7 @@ def store(tmp_path: Path) -> str:
     cur.register_dataset(
         "people",
         frame,
-        {
-            "table": "people",
-            "privacy_unit": "row",
-            "columns": {
-                "age": {"type": "int", "bounds": [0, 99]},
-                "region": {"type": "category", "categories": ["n", "s"]},
-            },
-        },
+        one_table("people", {"age": ints(0, 99), "region": cats("n", "s")}),
     )
     cur.add_analyst("alice", "people", epsilon=2, delta="1e-5")
     cur.close()

@@ -26,6 +26,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from _json_values import same_json, strict_json
+from _stores import cats, floats, ints, one_table
 from infodp._jsonable import to_jsonable
 from infodp.curator import settlement
 from infodp.curator.engine import Curator
@@ -33,16 +34,7 @@ from infodp.curator.render import answer_text
 from infodp.mechanisms.sampling import InsecureSeededSource
 
 CATS = ["café", "東京", "🎲 dice", "plain", 'quo"te\\', "ctl\u0001\n", "\u2028sep"]
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "row",
-    "public_rows": 2000,
-    "columns": {
-        "g": {"type": "category", "categories": CATS},
-        "v": {"type": "float", "bounds": [0, 5]},
-        "n": {"type": "int", "bounds": [0, 9]},
-    },
-}
+SCHEMA = one_table("t", {"g": cats(*CATS), "v": floats(0, 5), "n": ints(0, 9)}, public_rows=2000)
 QUERIES = [
     "SELECT g, COUNT(*), SUM(v), AVG(n) FROM t GROUP BY g",
     'SELECT COUNT(*) AS "Anzahl ü", SUM(n) AS größe, AVG(v) FROM t',

@@ -15,12 +15,13 @@ import pandas as pd
 import pytest
 
 from _asgi import call
+from _stores import ints, one_table
 from infodp.curator.availability import unopenable
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.engine import Curator
 from infodp.curator.store import record_dataset
 
-SCHEMA = {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int", "bounds": [0, 9]}}}
+SCHEMA = one_table("t", {"x": ints(0, 9)})
 
 
 def _store(tmp_path: Path) -> Path:

@@ -13,18 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _stores import cats, floats, one_table
 from infodp.curator.engine import Curator
 from infodp.mechanisms.sampling import InsecureSeededSource
 
 GROUPS = ["g0", "g1", "g2", "g3"]
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "row",
-    "columns": {
-        "g": {"type": "category", "categories": GROUPS},
-        "x": {"type": "float", "bounds": [0, 10]},
-    },
-}
+SCHEMA = one_table("t", {"g": cats(*GROUPS), "x": floats(0, 10)})
 #: g0 empty, g1 one row at the lower bound, g2 two rows at the upper bound, g3 three rows.
 FRAME = pd.DataFrame({"g": ["g1", "g2", "g2", "g3", "g3", "g3"], "x": [0, 10, 10, 0, 5, 10]})
 TRUE_MEANS = {"g1": 0.0, "g2": 10.0, "g3": 5.0}
@@ -51,6 +45,7 @@ def _seeded(db: str, seed: int) -> Curator:
     return Curator(db, source=InsecureSeededSource(seed, i_understand_this_is_not_private=True))
 
 
+@pytest.mark.slow  # many releases, each a durable ledger entry
 @given(seed=st.integers(0, 2**32 - 1), epsilon=st.sampled_from([0.01, 0.1, 0.5, 1.0]))
 @settings(max_examples=40, deadline=None)
 def test_no_avg_interval_has_zero_width(db: str, seed: int, epsilon: float) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import cats, ints, one_table, population, private
 from infodp.curator.engine import Curator
 from infodp.curator.schema import load_schema
 from infodp.errors import ParameterError
@@ -22,17 +23,17 @@ NOT_BOOLEAN = (
     "1/0); declare it as int, category or text, or clean the source."
 )
 
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "pid",
-    "max_rows_per_unit": 3,
-    "columns": {
+SCHEMA = one_table(
+    "t",
+    {
         "pid": {"type": "int"},
         "flag": {"type": "boolean"},
-        "temp": {"type": "int", "bounds": [0, 100]},
-        "region": {"type": "category", "categories": ["a", "b", "c"]},
+        "temp": ints(0, 100),
+        "region": cats("a", "b", "c"),
     },
-}
+    unit="pid",
+    max_rows_per_unit=3,
+)
 
 
 def _frame(n: int = 600, draw: int = 3) -> pd.DataFrame:
@@ -69,7 +70,7 @@ def test_bool_and_boolean_declare_one_type_with_implied_bounds() -> None:
 
 
 def test_bounds_on_a_bool_column_are_refused() -> None:
-    decl = {"table": "t", "privacy_unit": "row", "columns": {"b": {"type": "bool"}}}
+    decl = one_table("t", {"b": {"type": "bool"}})
     decl["columns"]["b"]["bounds"] = [0, 1]
     with pytest.raises(ParameterError) as err:
         load_schema(decl)
@@ -80,11 +81,7 @@ def test_bounds_on_a_bool_column_are_refused() -> None:
 
 def test_a_bool_null_replacement_is_true_or_false() -> None:
     def column(nulls: object) -> dict[str, object]:
-        return {
-            "table": "t",
-            "privacy_unit": "row",
-            "columns": {"b": {"type": "bool", "nulls": nulls}},
-        }
+        return one_table("t", {"b": {"type": "bool", "nulls": nulls}})
 
     assert load_schema(column({"replace": True})).column("b").nulls.value == 1.0
     with pytest.raises(ParameterError) as err:
@@ -94,11 +91,7 @@ def test_a_bool_null_replacement_is_true_or_false() -> None:
 
 def test_a_replaced_null_counts_as_its_declared_value(tmp_path: Path) -> None:
     flags = pd.Series([True, False, None, True, None, False, None], dtype=object)
-    decl = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {"b": {"type": "bool", "nulls": {"replace": True}}},
-    }
+    decl = one_table("t", {"b": {"type": "bool", "nulls": {"replace": True}}})
     cur = Curator(tmp_path / "s.duckdb")
     try:
         cur.register_dataset("t", pd.DataFrame({"b": flags}), decl)
@@ -235,21 +228,13 @@ def test_a_bool_compared_with_text_is_refused(curator: Curator) -> None:
 
 # -- a population's table ---------------------------------------------------------------------
 
-POPULATION = {
-    "privacy_unit": "pid",
-    "tables": {
-        "crashes": {
-            "max_rows_per_unit": 3,
-            "columns": {k: v for k, v in SCHEMA["columns"].items()},
-        },
-        "devices": {
-            "columns": {
-                "pid": {"type": "int"},
-                "oem": {"type": "category", "categories": ["x", "y"]},
-            }
-        },
+POPULATION = population(
+    "pid",
+    {
+        "crashes": private(3, **SCHEMA["columns"]),
+        "devices": private(None, pid={"type": "int"}, oem=cats("x", "y")),
     },
-}
+)
 
 POPULATION_EXACT = [
     ("SELECT COUNT(*) FROM telemetry.crashes WHERE flag", "SELECT count(*) FROM c WHERE flag"),

@@ -17,18 +17,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from _stores import cats, ints, one_table
 from infodp.curator import Curator
 from infodp.errors import ParameterError
 
 LOW, HIGH = 0, 100  # an int column: grid step 1, centre 50, radius 50
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "row",
-    "columns": {
-        "x": {"type": "int", "bounds": [LOW, HIGH]},
-        "g": {"type": "category", "categories": ["a", "b"]},
-    },
-}
+SCHEMA = one_table("t", {"x": ints(LOW, HIGH), "g": cats("a", "b")})
 
 
 def curator(path: Path) -> Curator:

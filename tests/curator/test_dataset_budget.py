@@ -21,11 +21,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import TEXT, ints, one_table
 from infodp.cli import main
 from infodp.curator.engine import Curator
 from infodp.errors import BudgetExceeded, ParameterError
 
-SCHEMA = {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int", "bounds": [0, 9]}}}
+SCHEMA = one_table("t", {"x": ints(0, 9)})
 FRAME = pd.DataFrame({"x": list(range(10)) * 5})
 
 
@@ -108,11 +109,7 @@ def test_concurrent_analysts_never_overshoot_the_dataset_cap(tmp_path: Path) -> 
 
 def test_delta_cap(tmp_path: Path) -> None:
     cur = Curator(tmp_path / "s.duckdb")
-    schema = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {"x": {"type": "int", "bounds": [0, 9]}, "k": {"type": "text"}},
-    }
+    schema = one_table("t", {"x": ints(0, 9), "k": TEXT})
     frame = pd.DataFrame({"x": list(range(10)) * 5, "k": ["a", "b"] * 25})
     cur.register_dataset("t", frame, schema, max_delta="1e-6")
     cur.add_analyst("a", "t", epsilon=10, delta="1e-3")

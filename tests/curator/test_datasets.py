@@ -10,28 +10,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import ints, one_table, population, private
 from infodp.curator.datasets import find_dataset
 from infodp.curator.engine import Curator
 from infodp.errors import ParameterError
 
-PEOPLE = {
-    "table": "people",
-    "privacy_unit": "row",
-    "columns": {"age": {"type": "int", "bounds": [0, 100]}},
-}
-CLINIC = {
-    "privacy_unit": "pid",
-    "tables": {
-        "people": {
-            "max_rows_per_unit": 1,
-            "columns": {"pid": {"type": "int"}, "age": {"type": "int", "bounds": [0, 100]}},
-        },
-        "visits": {
-            "max_rows_per_unit": 3,
-            "columns": {"pid": {"type": "int"}, "cost": {"type": "int", "bounds": [0, 50]}},
-        },
+PEOPLE = one_table("people", {"age": ints(0, 100)})
+PID = {"type": "int"}
+CLINIC = population(
+    "pid",
+    {
+        "people": private(1, pid=PID, age=ints(0, 100)),
+        "visits": private(3, pid=PID, cost=ints(0, 50)),
     },
-}
+)
 
 
 def _frames() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:

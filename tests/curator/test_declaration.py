@@ -8,13 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from _stores import TEXT, one_table
 from infodp.curator.declaration import ColumnDecl, SchemaDecl, declared_schema
 from infodp.curator.schema import DatasetSchema, load_schema
 from infodp.errors import ParameterError
 
 
 def _one_column(spec: object) -> dict[str, object]:
-    return {"table": "t", "privacy_unit": "row", "columns": {"c": spec}}
+    return one_table("t", {"c": spec})
 
 
 @pytest.mark.parametrize(
@@ -61,9 +62,7 @@ def test_validated_fields_hold_typed_values() -> None:
         {"type": "int", "bounds": ["0", 7]}, context={"where": "columns.x"}
     )
     assert column.bounds == (0.0, 7.0) and all(type(b) is float for b in column.bounds)
-    decl = SchemaDecl.model_validate(
-        {"table": "t", "privacy_unit": "pid", "max_rows_per_unit": 3.0, "columns": {"x": {}}}
-    )
+    decl = SchemaDecl.model_validate(one_table("t", {"x": {}}, unit="pid", max_rows_per_unit=3.0))
     assert decl.max_rows_per_unit == 3 and type(decl.max_rows_per_unit) is int
     assert decl.columns == (("x", {}),)
 
@@ -144,11 +143,7 @@ tables:
     [
         (_TWO_UNITS_YAML, "privacy_unit " + ONE_UNIT + "['person', 'household']."),
         (
-            {
-                "table": "people",
-                "privacy_unit": ["person", "household"],
-                "columns": {"person": {"type": "text"}, "household": {"type": "text"}},
-            },
+            one_table("people", {"person": TEXT, "household": TEXT}, unit=["person", "household"]),
             "privacy_unit " + ONE_UNIT + "['person', 'household'].",
         ),
         (

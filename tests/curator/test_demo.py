@@ -106,6 +106,7 @@ def test_older_demo_store_without_ledger_gets_one(
     assert json.loads(out)["consistent"]
 
 
+@pytest.mark.slow  # real server processes
 def test_demo_store_is_served_afterwards(tmp_path: Path) -> None:
     from _server_harness import ServerProcess, get_json
     from infodp.server.auth import KeyStore, key_store_path

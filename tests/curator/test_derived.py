@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _stores import TEXT, cats, floats, ints, one_table
 from infodp.curator.cost import MAX_CELLS
 from infodp.curator.derived import bins_domain
 from infodp.curator.engine import Curator
@@ -28,20 +29,20 @@ from infodp.curator.schema import ColumnSpec, load_schema
 from infodp.curator.sql import parse_query
 from infodp.errors import ParameterError
 
-SCHEMA = {
-    "table": "people",
-    "privacy_unit": "pid",
-    "max_rows_per_unit": 3,
-    "max_groups_per_unit": 2,
-    "columns": {
-        "pid": {"type": "text"},
-        "age": {"type": "int", "bounds": [0, 120]},
-        "income": {"type": "float", "bounds": [0, 1000], "nulls": "drop"},
-        "region": {"type": "category", "categories": ["north", "south"]},
-        "city": {"type": "text"},
+SCHEMA = one_table(
+    "people",
+    {
+        "pid": TEXT,
+        "age": ints(0, 120),
+        "income": floats(0, 1000, "drop"),
+        "region": cats("north", "south"),
+        "city": TEXT,
         "n": {"type": "int"},
     },
-}
+    unit="pid",
+    max_rows_per_unit=3,
+    max_groups_per_unit=2,
+)
 DECADE = "SELECT FLOOR(age / 10) * 10 AS decade, COUNT(*) FROM people GROUP BY decade"
 BAND = (
     "SELECT CASE WHEN age < 18 THEN 'minor' WHEN age < 65 THEN 'adult' ELSE 'senior' END "
@@ -164,13 +165,7 @@ def test_unsupported_derived_keys_are_refused_for_free(tmp_path: Path, sql: str)
 
 
 def test_too_many_bins_are_refused() -> None:
-    s = load_schema(
-        {
-            "table": "t",
-            "privacy_unit": "row",
-            "columns": {"v": {"type": "int", "bounds": [0, 10**9]}},
-        }
-    )
+    s = load_schema(one_table("t", {"v": ints(0, 10**9)}))
     with pytest.raises(ParameterError, match=f"at most {MAX_CELLS} bins"):
         parse_query("SELECT FLOOR(v / 7) AS b, COUNT(*) FROM t GROUP BY b", s)
 

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _stores import TEXT, cats, floats, ints, one_table
 from infodp.curator.backends.duckdb import column_grid, empty_relation
 from infodp.curator.engine import Curator, as_budget_fraction
 from infodp.errors import BudgetExceeded, ParameterError, QueryFailed
@@ -29,19 +30,19 @@ def seeded(seed: int) -> InsecureSeededSource:
     return InsecureSeededSource(seed, i_understand_this_is_not_private=True)
 
 
-SIMPLE = {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int", "bounds": [0, 9]}}}
+SIMPLE = one_table("t", {"x": ints(0, 9)})
 
-SCHEMA: dict[str, Any] = {
-    "table": "people",
-    "privacy_unit": "person_id",
-    "max_rows_per_unit": 2,
-    "columns": {
-        "age": {"type": "int", "bounds": [0, 100]},
-        "income": {"type": "float", "bounds": [0, 1000], "nulls": "drop"},
-        "region": {"type": "category", "categories": ["north", "south", "east", "west"]},
-        "city": {"type": "text"},
+SCHEMA: dict[str, Any] = one_table(
+    "people",
+    {
+        "age": ints(0, 100),
+        "income": floats(0, 1000, "drop"),
+        "region": cats("north", "south", "east", "west"),
+        "city": TEXT,
     },
-}
+    unit="person_id",
+    max_rows_per_unit=2,
+)
 
 
 def people_frame(n: int = 600, seed: int = 0) -> pd.DataFrame:
@@ -166,13 +167,9 @@ def test_row_limit_per_unit_runs_in_the_database(store: tuple[Curator, pd.DataFr
 
 def test_group_limit_per_unit(tmp_path: Path) -> None:
     frame = pd.DataFrame({"uid": [1, 1, 2, 2, 3], "g": ["a", "b", "a", "b", "a"]})
-    schema = {
-        "table": "t",
-        "privacy_unit": "uid",
-        "max_rows_per_unit": 2,
-        "max_groups_per_unit": 1,
-        "columns": {"g": {"type": "category", "categories": ["a", "b"]}},
-    }
+    schema = one_table(
+        "t", {"g": cats("a", "b")}, unit="uid", max_rows_per_unit=2, max_groups_per_unit=1
+    )
     cur = Curator(tmp_path / "g.duckdb", source=seeded(0))
     cur.register_dataset("t", frame, schema)
     exact = cur.exact_aggregates("SELECT g, COUNT(*) FROM t GROUP BY g")
@@ -193,11 +190,7 @@ def test_clamped_sum_matches_duckdb_property(values: list[int], low: int, width:
     high = low + width
     # An in-memory store: the same DuckDB backend and SQL, without a file per example.
     cur = Curator(":memory:", source=seeded(0))
-    schema = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {"x": {"type": "int", "bounds": [low, high]}},
-    }
+    schema = one_table("t", {"x": ints(low, high)})
     cur.register_dataset("t", pd.DataFrame({"x": values}), schema)
     exact = cur.exact_aggregates("SELECT SUM(x), COUNT(*) FROM t")
     plain = (
@@ -219,14 +212,7 @@ def test_noisy_answers_fall_inside_stated_intervals_at_the_stated_rate(tmp_path:
     rng = np.random.default_rng(5)
     n = 3000
     frame = pd.DataFrame({"k": rng.integers(0, 100, n), "v": rng.integers(0, 50, n)})
-    schema = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {
-            "k": {"type": "int", "bounds": [0, 99]},
-            "v": {"type": "int", "bounds": [0, 50]},
-        },
-    }
+    schema = one_table("t", {"k": ints(0, 99), "v": ints(0, 50)})
     sql = "SELECT k, COUNT(*), SUM(v) FROM t GROUP BY k"
     hits = {"count": 0, "sum": 0}
     trials = 0
@@ -249,11 +235,7 @@ def test_noisy_answers_fall_inside_stated_intervals_at_the_stated_rate(tmp_path:
 
 def test_nulls_nan_inf_need_a_declared_policy(tmp_path: Path) -> None:
     cur = Curator(tmp_path / "n.duckdb")
-    base = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {"x": {"type": "float", "bounds": [0, 10]}},
-    }
+    base = one_table("t", {"x": floats(0, 10)})
     for bad in ([1.0, None], [1.0, float("nan")], [1.0, float("inf")], [1.0, -float("inf")]):
         with pytest.raises(ParameterError, match="nulls: drop"):
             cur.register_dataset("t", pd.DataFrame({"x": bad}), base)
@@ -302,7 +284,7 @@ def test_budget_is_exact_and_exhaustion_releases_nothing(tmp_path: Path) -> None
     cur.register_dataset(
         "t",
         pd.DataFrame({"x": [1, 2, 3]}),
-        {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int", "bounds": [0, 3]}}},
+        one_table("t", {"x": ints(0, 3)}),
     )
     cur.add_analyst("a", "t", epsilon="1")
     # 0.1 is not a binary float: ten spends must still add up to exactly 1 (exact fractions).
@@ -326,7 +308,7 @@ def test_failure_before_touching_data_refunds(tmp_path: Path) -> None:
     cur.register_dataset(
         "t",
         pd.DataFrame({"x": [1, 2]}),
-        {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int", "bounds": [0, 3]}}},
+        one_table("t", {"x": ints(0, 3)}),
     )
     cur.add_analyst("a", "t", epsilon=1)
     holder = duckdb.connect(
@@ -351,7 +333,7 @@ def test_failure_after_touching_data_keeps_the_cost(tmp_path: Path) -> None:
     cur.register_dataset(
         "t",
         pd.DataFrame({"x": [1, 2]}),
-        {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int", "bounds": [0, 3]}}},
+        one_table("t", {"x": ints(0, 3)}),
     )
     cur.add_analyst("a", "t", epsilon=1)
     # The analyst sees one constant error (the cause could depend on the data); the ledger
@@ -370,12 +352,7 @@ def test_partition_selection_hides_rare_keys_and_charges_delta(tmp_path: Path) -
     # (scale m/ε = 2) and δ = 1e-9 the threshold is m + ⌈2 ln(1/δ)⌉ ≈ 44 (Wilson et al. 2020).
     cities = ["big"] * 400 + ["mid"] * 100 + ["rare"] * 2
     frame = pd.DataFrame({"uid": [*range(500), 999, 999], "city": cities})
-    schema = {
-        "table": "t",
-        "privacy_unit": "uid",
-        "max_rows_per_unit": 2,
-        "columns": {"city": {"type": "text"}},
-    }
+    schema = one_table("t", {"city": TEXT}, unit="uid", max_rows_per_unit=2)
     cur = Curator(tmp_path / "p.duckdb", source=seeded(8))
     cur.register_dataset("t", frame, schema)
     cur.add_analyst("a", "t", epsilon=100, delta=1e-6)
@@ -410,11 +387,7 @@ def test_selection_threshold_bounds_delta() -> None:
 def test_quantiles_within_stated_rank_error(tmp_path: Path) -> None:
     rng = np.random.default_rng(9)
     ages = rng.integers(0, 101, 2000)
-    schema = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {"age": {"type": "int", "bounds": [0, 100]}},
-    }
+    schema = one_table("t", {"age": ints(0, 100)})
     inside = 0
     runs = 10
     for seed in range(runs):
@@ -443,12 +416,7 @@ def test_information_cap_is_enforced(tmp_path: Path) -> None:
     cur.register_dataset(
         "t",
         pd.DataFrame({"x": list(range(100))}),
-        {
-            "table": "t",
-            "privacy_unit": "row",
-            "public_max_rows": 100,  # the information cap needs a declared public row bound
-            "columns": {"x": {"type": "int", "bounds": [0, 99]}},
-        },
+        one_table("t", {"x": ints(0, 99)}, public_max_rows=100),
         info_cap_bits=5,
     )
     cur.add_analyst("a", "t", epsilon=100)
@@ -540,14 +508,7 @@ def test_the_remaining_budget_shown_is_the_ledgers(tmp_path: Path, currency: str
 @pytest.mark.slow  # ~0.7 CPU-s (measured)
 def test_sources_csv_parquet_arrow_polars(tmp_path: Path) -> None:
     frame = pd.DataFrame({"x": [1, 2, 3, 50], "g": ["a", "b", "a", "b"]})
-    schema = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {
-            "x": {"type": "int", "bounds": [0, 10]},
-            "g": {"type": "category", "categories": ["a", "b"]},
-        },
-    }
+    schema = one_table("t", {"x": ints(0, 10), "g": cats("a", "b")})
     csv = tmp_path / "t.csv"
     frame.to_csv(csv, index=False)
     con = duckdb.connect()

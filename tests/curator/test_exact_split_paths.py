@@ -14,29 +14,20 @@ import pandas as pd
 import pytest
 
 from _asgi import call
+from _stores import TEXT, ints, make_store, one_table
 from infodp.cli import main
 from infodp.curator.engine import Curator
 from infodp.server.app import ServerSettings, create_app
 
 FRAME = pd.DataFrame({"sex": ["f", "m", "x"] * 40, "age": [20 + i % 50 for i in range(120)]})
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "row",
-    "columns": {"sex": {"type": "text"}, "age": {"type": "int", "bounds": [0, 99]}},
-}
+SCHEMA = one_table("t", {"sex": TEXT, "age": ints(0, 99)})
 #: Partition selection, then AVG's sum and count: ε split in three.
 SQL = "SELECT sex, AVG(age) FROM t GROUP BY sex"
 
 
 def _store(directory: Path, epsilon: str) -> tuple[str, str]:
-    db = str(directory / "store.duckdb")
-    cur = Curator(db)
-    try:
-        cur.register_dataset("t", FRAME, SCHEMA)
-        key = cur.add_analyst("a", "t", epsilon=epsilon, delta="1e-5")
-    finally:
-        cur.close()
-    return db, key
+    store = make_store(directory, "t", FRAME, SCHEMA, budget={"epsilon": epsilon, "delta": "1e-5"})
+    return store.db, store.key
 
 
 def _left(db: str) -> tuple[Any, Any]:

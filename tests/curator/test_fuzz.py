@@ -26,20 +26,20 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from _server_harness import ServerProcess, get_json
+from _stores import TEXT, cats, floats, ints, one_table
 from infodp.cli import main
 from infodp.curator.engine import Curator
 from infodp.errors import BudgetExceeded, ParameterError
 
-SCHEMA = {
-    "table": "people",
-    "privacy_unit": "row",
-    "columns": {
-        "age": {"type": "int", "bounds": [0, 120]},
-        "score": {"type": "float", "bounds": [-50, 1e100], "nulls": "drop"},
-        "region": {"type": "category", "categories": ["north", "south"]},
-        "city": {"type": "text"},
+SCHEMA = one_table(
+    "people",
+    {
+        "age": ints(0, 120),
+        "score": floats(-50, 1e100, "drop"),
+        "region": cats("north", "south"),
+        "city": TEXT,
     },
-}
+)
 
 _SPECIAL = [
     "0_1",
@@ -349,6 +349,7 @@ def test_cli_confidence_answers_or_refuses_in_one_line(
         assert _spent(curator) == before
 
 
+@pytest.mark.slow  # real server processes
 @settings(max_examples=30)
 @given(sql=queries(), conf=confidence)
 @example(sql="SELECT COUNT(*) FROM people", conf=1e-17)  # 1 - conf rounds to 1.0

@@ -18,21 +18,14 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from _stores import cats, floats, one_table
 from infodp.accounting import profile as profile_module
 from infodp.curator import cost as cost_module
 from infodp.curator.engine import Curator
 from infodp.mechanisms.gaussian import analytic_gaussian_sigma
 from infodp.mechanisms.sampling import InsecureSeededSource
 
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "row",
-    "public_rows": 200,
-    "columns": {
-        "g": {"type": "category", "categories": ["a", "b"]},
-        "v": {"type": "float", "bounds": [0, 1000]},
-    },
-}
+SCHEMA = one_table("t", {"g": cats("a", "b"), "v": floats(0, 1000)}, public_rows=200)
 SQL = "SELECT g, COUNT(*), SUM(v) FROM t GROUP BY g"
 PEAK_BYTES = 200 * 2**20
 

@@ -110,6 +110,7 @@ def test_avg_interval_covers_and_is_tight(column: str, epsilon: Fraction, noise:
     _check(truth, [a for a, _ in answers], [i for _, i in answers])
 
 
+@pytest.mark.slow  # statistical: coverage over many releases
 @pytest.mark.parametrize(("column", "epsilon", "noise"), CASES)
 @pytest.mark.parametrize("stddev", [False, True])
 def test_variance_interval_covers_and_is_tight(

@@ -21,23 +21,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import TEXT, cats, ints, one_table
 from infodp.curator.engine import Curator
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import InsecureSeededSource
 
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "pid",
-    "max_rows_per_unit": 2,
-    "public_max_rows": 4000,
-    "columns": {
-        "pid": {"type": "text"},
-        "educ": {"type": "text"},
-        "sex": {"type": "text"},
-        "g": {"type": "category", "categories": ["a", "b", "never"]},
-        "age": {"type": "int", "bounds": [0, 3]},
-    },
-}
+SCHEMA = one_table(
+    "t",
+    {"pid": TEXT, "educ": TEXT, "sex": TEXT, "g": cats("a", "b", "never"), "age": ints(0, 3)},
+    unit="pid",
+    max_rows_per_unit=2,
+    public_max_rows=4000,
+)
 FREE = "only declared (public) keys were released: nothing was measured and nothing was charged"
 
 

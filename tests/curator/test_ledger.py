@@ -20,8 +20,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import _stores
 from _kill import kill_when_marked, query_stopped_at
 from _ledgers import LedgerAt, dump, rows, store_ledger
+from _stores import ints, one_table
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import Ledger, format_fraction
 from infodp.errors import BudgetExceeded, InternalError, ParameterError
@@ -29,15 +31,12 @@ from infodp.errors import BudgetExceeded, InternalError, ParameterError
 # Every test on both ledger storages (SQLite, PostgreSQL: tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("ledger_kind")
 
-SCHEMA = {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int", "bounds": [0, 9]}}}
+SCHEMA = one_table("t", {"x": ints(0, 9)})
 
 
 def make_store(tmp_path: Path, epsilon: str = "1") -> Path:
-    db = tmp_path / "store.duckdb"
-    cur = Curator(db)
-    cur.register_dataset("t", pd.DataFrame({"x": list(range(10)) * 5}), SCHEMA)
-    cur.add_analyst("a", "t", epsilon=epsilon)
-    return db
+    frame = pd.DataFrame({"x": list(range(10)) * 5})
+    return Path(_stores.make_store(tmp_path, "t", frame, SCHEMA, budget={"epsilon": epsilon}).db)
 
 
 def test_reservation_protocol_and_consistency(tmp_path: Path, ledger_at: LedgerAt) -> None:

@@ -19,6 +19,7 @@ import pytest
 
 from _cli_errors import json_error
 from _ledgers import LedgerAt, edit, ledger_of
+from _stores import one_table
 from infodp.accounting.accountant import Accountant, Budget
 from infodp.cli import main
 from infodp.curator.ledger import Ledger, integrity
@@ -139,7 +140,7 @@ def test_cli_ledger_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
     db = tmp_path / "s.duckdb"
     cur = Curator(db)
-    schema = {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int"}}}
+    schema = one_table("t", {"x": {"type": "int"}})
     schema["columns"]["x"]["bounds"] = [0, 9]  # type: ignore[index]
     cur.register_dataset("t", pd.DataFrame({"x": list(range(10))}), schema)
     cur.add_analyst("a", "t", epsilon=1)

@@ -21,8 +21,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import _stores
 from _asgi import call
 from _cli_errors import json_error
+from _stores import ints, one_table
 from infodp.cli import main
 from infodp.curator.engine import Curator
 from infodp.curator.store import ledger_path
@@ -36,15 +38,15 @@ from infodp.server.app import (
 )
 from infodp.server.auth import KeyStore, key_store_path
 
-SCHEMA = {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int", "bounds": [0, 9]}}}
+SCHEMA = one_table("t", {"x": ints(0, 9)})
 
 
 def make_store(directory: Path, *, queries: int = 6) -> tuple[Path, str]:
     """A store with dataset t, analyst a (ε = 10) and ``queries`` released answers."""
-    db = directory / "store.duckdb"
+    frame = pd.DataFrame({"x": list(range(10)) * 5})
+    store = _stores.make_store(directory, "t", frame, SCHEMA, budget={"epsilon": 10})
+    db, key = Path(store.db), store.key
     cur = Curator(db)
-    cur.register_dataset("t", pd.DataFrame({"x": list(range(10)) * 5}), SCHEMA)
-    key = cur.add_analyst("a", "t", epsilon=10)
     for _ in range(queries):
         cur.query("a", "SELECT COUNT(*), SUM(x) FROM t", epsilon="0.25")
     cur.close()  # the last connection checkpoints the WAL into the ledger file

@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from _json_values import same_json, strict_json
+from _stores import cats, floats, one_table
 from infodp._jsonable import to_jsonable
 from infodp.curator.render import answer_text
 
@@ -78,14 +79,7 @@ def test_the_stored_copy_of_a_query_is_its_answer(tmp_path: Any) -> None:
         keep_open=True,
     )
     frame = pd.DataFrame({"g": ["a", "b", "a"], "v": [0.5, 2.25, 7.0]})
-    schema = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {
-            "g": {"type": "category", "categories": ["a", "b"]},
-            "v": {"type": "float", "bounds": [0, 10]},
-        },
-    }
+    schema = one_table("t", {"g": cats("a", "b"), "v": floats(0, 10)})
     cur.register_dataset("t", frame, schema)
     cur.add_analyst("x", "t", epsilon=10)
     for sql in (

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import ints, one_table
 from infodp.curator.engine import Curator
 from infodp.curator.schema import load_schema
 from infodp.errors import ParameterError
@@ -26,12 +27,7 @@ def _schema(id_nulls: object = None) -> dict[str, object]:
     pid: dict[str, object] = {"type": "text"}
     if id_nulls is not None:
         pid["nulls"] = id_nulls
-    return {
-        "table": "t",
-        "privacy_unit": "pid",
-        "max_rows_per_unit": 2,
-        "columns": {"pid": pid, "x": {"type": "int", "bounds": [0, 10]}},
-    }
+    return one_table("t", {"pid": pid, "x": ints(0, 10)}, unit="pid", max_rows_per_unit=2)
 
 
 def _frame(n: int = 300, missing: int = 17, draw: int = 5) -> pd.DataFrame:

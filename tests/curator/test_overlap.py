@@ -28,24 +28,22 @@ from typing import Any
 import pandas as pd
 import pytest
 
+import _stores
 from _kill import kill_when_marked, query_stopped_at
+from _stores import ints, one_table
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import Ledger
 from infodp.curator.overlap import background
 from infodp.errors import BudgetExceeded, QueryFailed
 
-SCHEMA = {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int", "bounds": [0, 9]}}}
+SCHEMA = one_table("t", {"x": ints(0, 9)})
 SQL = "SELECT COUNT(*) FROM t"
 
 
 def make_store(tmp_path: Path, epsilon: str = "1") -> Path:
-    db = tmp_path / "store.duckdb"
-    cur = Curator(db)
-    cur.register_dataset("t", pd.DataFrame({"x": list(range(10)) * 5}), SCHEMA)
-    cur.add_analyst("a", "t", epsilon=epsilon)
-    cur.close()
-    return db
+    frame = pd.DataFrame({"x": list(range(10)) * 5})
+    return Path(_stores.make_store(tmp_path, "t", frame, SCHEMA, budget={"epsilon": epsilon}).db)
 
 
 def _spent(db: Path) -> Fraction:

@@ -16,10 +16,8 @@ charged.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -29,33 +27,29 @@ import pandas as pd
 import pytest
 
 from _server_harness import ServerProcess, get_json
+from _stores import (
+    TEXT,
+    Store,
+    cli_outcome,
+    clinic,
+    estimates,
+    floats,
+    ints,
+    library_outcome,
+    neighbour_pair,
+    population,
+    private,
+    public,
+    serving,
+    spend_diff,
+    spent,
+)
 from infodp.audit.auditor import VectorisedMechanism, audit
-from infodp.cli import main
 from infodp.curator.engine import Curator
-from infodp.errors import BudgetExceeded, InfodpError
 
-SCHEMA = """
-privacy_unit: person_id
-tables:
-  people:
-    max_rows_per_unit: 1
-    columns:
-      person_id: {type: text}
-      age: {type: int, bounds: [0, 100]}
-      income: {type: float, bounds: [0, 100000], nulls: drop}
-      region: {type: text}
-  visits:
-    max_rows_per_unit: 4
-    columns:
-      person_id: {type: text}
-      cost: {type: int, bounds: [0, 1000]}
-      kind: {type: category, categories: [checkup, emergency]}
-  regions:
-    public: true
-    columns:
-      region: {type: text}
-      area: {type: text}
-"""
+INCOME = floats(0, 100000, "drop")
+KINDS = ["checkup", "emergency"]
+SCHEMA = clinic("person_id", income=INCOME, visits=4, cost=ints(0, 1000), kinds=KINDS)
 
 
 def _tables(with_bob: bool) -> dict[str, pd.DataFrame]:
@@ -86,26 +80,10 @@ def _tables(with_bob: bool) -> dict[str, pd.DataFrame]:
     return {"people": people, "visits": visits, "regions": regions}
 
 
-@dataclass
-class Store:
-    db: str
-    key: str
-
-
-def _make(directory: Path, with_bob: bool) -> Store:
-    directory.mkdir(parents=True, exist_ok=True)
-    db = str(directory / "store.duckdb")
-    cur = Curator(db)
-    cur.register_dataset("clinic", _tables(with_bob), SCHEMA)
-    key = cur.add_analyst("a", "clinic", epsilon=1000, delta="0.5")
-    cur.close()
-    return Store(db, key)
-
-
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, Store]:
     root = tmp_path_factory.mktemp("populations")
-    return _make(root / "with_bob", True), _make(root / "without_bob", False)
+    return neighbour_pair(root, "clinic", SCHEMA, _tables(True), _tables(False))
 
 
 JOIN = "FROM people p JOIN visits v ON p.person_id = v.person_id"
@@ -193,49 +171,21 @@ ANSWERED = [c for c in CASES if c[0].startswith("answered")]
 
 
 def _spent(db: str) -> tuple[Fraction, Fraction, int]:
-    cur = Curator(db)
-    try:
-        b = cur.ledger.budget("a", "clinic")
-        return b.spent_epsilon, b.spent_delta, len(cur.ledger.entries())
-    finally:
-        cur.close()
-
-
-def _library(store: Store, sql: str, eps: str, delta: str) -> tuple[Any, ...]:
-    cur = Curator(store.db)
-    try:
-        r = cur.query("a", sql, epsilon=eps, delta=delta)
-        return ("ok", r.cost.to_dict())
-    except (InfodpError, BudgetExceeded) as err:
-        return (type(err).__name__, str(err))
-    finally:
-        cur.close()
-
-
-def _cli(store: Store, sql: str, eps: str, delta: str, capsys: Any) -> tuple[Any, ...]:
-    capsys.readouterr()
-    args = ["query", "--db", store.db, "--analyst", "a", "--epsilon", eps, "--delta", delta]
-    code = main([*args, "--json", sql])
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err and len(err.strip().splitlines()) <= 1
-    return (0, json.loads(out)["cost"]) if code == 0 else (code, err.strip())
+    return spent(db, "clinic")
 
 
 @pytest.mark.parametrize(("name", "sql", "eps", "delta"), CASES, ids=IDS)
 def test_outcome_cost_and_ledger_are_identical_across_neighbouring_populations(
     pair: tuple[Store, Store], capsys: Any, name: str, sql: str, eps: str, delta: str
 ) -> None:
-    for ask in (_library, lambda s, *a: _cli(s, *a, capsys)):
+    for ask in (library_outcome, lambda s, *a: cli_outcome(s, *a, capsys)):
         before = [_spent(s.db) for s in pair]
         seen = [ask(s, sql, eps, delta) for s in pair]
         after = [_spent(s.db) for s in pair]
         assert seen[0] == seen[1], name
         answered = name.startswith("answered")
         assert (seen[0][0] in ("ok", 0)) == answered, seen[0]
-        spend = [
-            tuple(x - y for x, y in zip(a, b, strict=True))
-            for a, b in zip(after, before, strict=True)
-        ]
+        spend = spend_diff(after, before)
         assert spend[0] == spend[1]
         if not answered:
             assert spend[0] == (0, 0, 0)  # refused before the reservation: nothing spent
@@ -244,24 +194,16 @@ def test_outcome_cost_and_ledger_are_identical_across_neighbouring_populations(
 
 @pytest.fixture(scope="module")
 def servers(pair: tuple[Store, Store]) -> Iterator[tuple[ServerProcess, ServerProcess]]:
-    a, b = (ServerProcess(s.db).start() for s in pair)
-    try:
-        yield a, b
-    finally:
-        a.stop()
-        b.stop()
+    with serving(dict(enumerate(pair))) as started:
+        yield started[0], started[1]
 
 
 @pytest.mark.slow  # real server processes
-@pytest.mark.parametrize(("name", "sql", "eps", "delta"), CASES, ids=IDS)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_the_service_answers_and_refuses_alike_across_neighbouring_populations(
-    pair: tuple[Store, Store],
-    servers: tuple[ServerProcess, ServerProcess],
-    name: str,
-    sql: str,
-    eps: str,
-    delta: str,
+    pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess], case: tuple[str, ...]
 ) -> None:
+    name, sql, eps, delta = case
     body = {"sql": sql, "epsilon": eps, "delta": delta}
     before = [_spent(s.db) for s in pair]
     seen = []
@@ -271,17 +213,13 @@ def test_the_service_answers_and_refuses_alike_across_neighbouring_populations(
     after = [_spent(s.db) for s in pair]
     assert seen[0] == seen[1], name
     assert seen[0][0] == (200 if name.startswith("answered") else 400), seen[0]
-    spend = [
-        tuple(x - y for x, y in zip(a, b, strict=True)) for a, b in zip(after, before, strict=True)
-    ]
+    spend = spend_diff(after, before)
     assert spend[0] == spend[1]
-    estimates = [
-        get_json(srv.port, "POST", "/v1/estimate", body, key=s.key)[:2]
-        for srv, s in zip(servers, pair, strict=True)
-    ]
-    assert estimates[0] == estimates[1]
+    free = estimates(servers, pair, body)
+    assert free[0] == free[1]
 
 
+@pytest.mark.slow  # statistical: a 100 000-sample audit per case
 @pytest.mark.parametrize(("name", "sql", "eps", "delta"), ANSWERED, ids=[c[0] for c in ANSWERED])
 def test_the_answer_moves_by_at_most_the_charged_sensitivity_and_an_audit_agrees(
     pair: tuple[Store, Store], name: str, sql: str, eps: str, delta: str
@@ -331,13 +269,14 @@ PLAN_QUERIES = [
 ]
 
 
-PLAN_SCHEMA = """
-privacy_unit: person_id
-tables:
-  people: {max_rows_per_unit: 1, columns: {person_id: {type: text}, region: {type: text}}}
-  visits: {max_rows_per_unit: 3, columns: {person_id: {type: text}, cost: {type: int, bounds: [0, 1000]}}}
-  regions: {public: true, columns: {region: {type: text}, area: {type: text}}}
-"""  # noqa: E501
+PLAN_SCHEMA = population(
+    "person_id",
+    {
+        "people": private(1, person_id=TEXT, region=TEXT),
+        "visits": private(3, person_id=TEXT, cost=ints(0, 1000)),
+        "regions": public(region=TEXT, area=TEXT),
+    },
+)
 
 
 def _sized(directory: Path, people: int, visits: int) -> Curator:

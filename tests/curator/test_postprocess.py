@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _stores import cats, ints, one_table
 from infodp.curator.post import split_query
 from infodp.curator.post.enclosure import enclose
 from infodp.curator.post.terms import Term, evaluate
@@ -28,16 +29,7 @@ from infodp.curator.schema import load_schema
 from infodp.curator.sql import parse_query
 from infodp.errors import ParameterError
 
-SCHEMA = load_schema(
-    {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {
-            "g": {"type": "category", "categories": ["a", "b", "c", "d"]},
-            "v": {"type": "int", "bounds": [0, 100]},
-        },
-    }
-)
+SCHEMA = load_schema(one_table("t", {"g": cats("a", "b", "c", "d"), "v": ints(0, 100)}))
 
 
 def test_plain_queries_need_no_post_processing() -> None:
@@ -203,14 +195,7 @@ def test_interval_arithmetic_encloses_the_value(
 
 # -- end to end: the curator answers the inner query and post-processes its release ---------------
 
-PEOPLE = {
-    "table": "people",
-    "privacy_unit": "row",
-    "columns": {
-        "region": {"type": "category", "categories": ["n", "s", "e", "w"]},
-        "age": {"type": "int", "bounds": [0, 100]},
-    },
-}
+PEOPLE = one_table("people", {"region": cats("n", "s", "e", "w"), "age": ints(0, 100)})
 POST_QUERIES = [
     (
         "SELECT region, COUNT(*) AS n, SUM(age) / COUNT(*) AS mean FROM people "

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from _stores import cats, one_table
 from infodp.curator.engine import Curator
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import InsecureSeededSource
@@ -26,11 +27,7 @@ def _store(tmp_path: Path) -> Curator:
         keep_open=True,
     )
     frame = pd.DataFrame({"g": ["a", "b", "c", "a"]})
-    schema = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {"g": {"type": "category", "categories": ["a", "b"]}},
-    }
+    schema = one_table("t", {"g": cats("a", "b")})
     cur.register_dataset("t", frame, schema)
     cur.add_analyst("x", "t", epsilon=10)
     return cur

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 import infodp
+from _stores import TEXT, floats, ints, population, private, public
 from infodp.curator.engine import Curator
 
 PEOPLE = pd.DataFrame(
@@ -25,28 +26,14 @@ REGIONS = pd.DataFrame(
         "area": ["n", "n", None],
     }
 )
-SCHEMA = {
-    "privacy_unit": "pid",
-    "table": "c",
-    "tables": {
-        "people": {
-            "columns": {
-                "pid": {"type": "text"},
-                "region": {"type": "text"},
-                "age": {"type": "int", "bounds": [0, 99]},
-            }
-        },
-        "regions": {
-            "public": True,
-            "columns": {
-                "region": {"type": "text"},
-                "country": {"type": "text"},
-                "pop": {"type": "float", "bounds": [0, 10]},
-                "area": {"type": "text"},
-            },
-        },
+SCHEMA = population(
+    "pid",
+    {
+        "people": private(None, pid=TEXT, region=TEXT, age=ints(0, 99)),
+        "regions": public(region=TEXT, country=TEXT, pop=floats(0, 10), area=TEXT),
     },
-}
+    table="c",
+)
 QUERIES = [
     "SELECT COUNT(*) FROM people p JOIN regions r ON p.region = r.region",
     "SELECT COUNT(*) FROM regions r JOIN people p ON p.region = r.region",

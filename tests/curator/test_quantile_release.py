@@ -19,18 +19,14 @@ import pandas as pd
 import pytest
 
 from _quantile_reference import chi_square_pvalue, mechanism_law, reference_law
+from _stores import TEXT, floats, ints, one_table
 from infodp import Session
 from infodp.curator.engine import Curator
 from infodp.mechanisms.quantile import grid_quantile_law, score_sensitivity
 from infodp.mechanisms.sampling import InsecureSeededSource
 
 LO, HI = 0, 20
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "pid",
-    "max_rows_per_unit": 2,
-    "columns": {"pid": {"type": "text"}, "x": {"type": "int", "bounds": [LO, HI]}},
-}
+SCHEMA = one_table("t", {"pid": TEXT, "x": ints(LO, HI)}, unit="pid", max_rows_per_unit=2)
 # One value per unit (each unit has two rows of it): heavily tied data and uniform data.
 UNITS = {
     "all equal": [9] * 12,
@@ -90,6 +86,7 @@ def test_curator_answers_follow_the_reference_law(curator: Curator) -> None:
     assert chi_square_pvalue(draws, want, LO) > 1e-4
 
 
+@pytest.mark.slow  # statistical: the law of many releases
 @pytest.mark.parametrize("name", list(UNITS))
 @pytest.mark.parametrize("q", [Fraction(1, 2), Fraction(9, 10)], ids=str)
 def test_session_answers_follow_the_reference_law(name: str, q: Fraction) -> None:
@@ -106,11 +103,7 @@ def test_session_answers_follow_the_reference_law(name: str, q: Fraction) -> Non
 
 def test_median_of_tied_data_is_the_tied_value(tmp_path: Path) -> None:
     # Forty rows all equal to 90 in [0, 100], ε = 10: answers were spread over the range.
-    spec = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {"x": {"type": "float", "bounds": [0, 100]}},
-    }
+    spec = one_table("t", {"x": floats(0, 100)})
     s = Session(pd.DataFrame({"x": [90.0] * 40}), spec, epsilon=1000, source=seeded(13))
     for _ in range(20):
         r = s.query("SELECT MEDIAN(x) FROM t", epsilon=10)
@@ -124,11 +117,7 @@ def test_median_of_tied_data_is_the_tied_value(tmp_path: Path) -> None:
 
 def test_every_answer_is_on_the_release_grid(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
-    spec = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {"v": {"type": "float", "bounds": [0, 300000]}},
-    }
+    spec = one_table("t", {"v": floats(0, 300000)})
     s = Session(pd.DataFrame({"v": rng.uniform(0, 3e5, 500)}), spec, epsilon=100, source=seeded(4))
     r = s.query(
         "SELECT MEDIAN(v), QUANTILE(v, 0.1), QUANTILE_CONT(v, 0.9), QUANTILE_DISC(v, 0.25), "
@@ -150,11 +139,7 @@ def test_an_inner_quantile_resolves_values_closer_than_the_sum_grid(tmp_path: Pa
     rng = np.random.default_rng(8)
     x = 500 + rng.uniform(0.45, 0.6, 2001)
     truth = float(np.median(x))
-    spec = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {"v": {"type": "float", "bounds": [0, 2**20]}},
-    }
+    spec = one_table("t", {"v": floats(0, 2**20)})
     s = Session(pd.DataFrame({"v": x}), spec, epsilon=10**4, source=seeded(9))
     answers = [s.query("SELECT MEDIAN(v) FROM t", epsilon=100).rows[0][0] for _ in range(5)]
     assert all(abs(a - truth) <= 1 / 16 for a in answers), (answers, truth)

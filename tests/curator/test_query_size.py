@@ -19,24 +19,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import TEXT, ints, population, private
 from infodp.curator.engine import Curator
 from infodp.curator.limits import MAX_CASE_BRANCHES, MAX_EXPRESSION_DEPTH, MAX_IN_LIST
 from infodp.errors import ParameterError
 
-POPULATION = """
-privacy_unit: pid
-tables:
-  people:
-    max_rows_per_unit: 1
-    columns:
-      pid: {type: text}
-      age: {type: int, bounds: [0, 100]}
-  visits:
-    max_rows_per_unit: 12
-    columns:
-      pid: {type: text}
-      cost: {type: int, bounds: [0, 1000]}
-"""
+POPULATION = population(
+    "pid",
+    {
+        "people": private(1, pid=TEXT, age=ints(0, 100)),
+        "visits": private(12, pid=TEXT, cost=ints(0, 1000)),
+    },
+)
 TABLE = """
 table: t
 privacy_unit: row
@@ -101,6 +95,7 @@ def _timed(call: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
+@pytest.mark.slow  # timing: meaningful on an idle machine only
 @pytest.mark.parametrize("where", sorted(FROMS))
 @pytest.mark.parametrize(
     ("make", "n"), [(_in, 1000), (_case, 250), (_and, 1000), (_or, 1000)], ids=_name
@@ -150,6 +145,7 @@ def _best(cur: Curator, make: Callable[[int, int, str], str], n: int, where: str
         gc.enable()
 
 
+@pytest.mark.slow  # timing: meaningful on an idle machine only
 @pytest.mark.parametrize(
     ("make", "n"), [(_in, 500), (_in, 1000), (_or, 400), (_case, 200)], ids=_name
 )

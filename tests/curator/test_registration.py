@@ -19,17 +19,14 @@ import pandas as pd
 import pytest
 from tests.curator.test_populations import CLINIC, clinic_frames
 
+from _stores import TEXT, floats, one_table
 from infodp.cli import main
 from infodp.curator.engine import Curator
 from infodp.curator.schema import load_schema, stored_name
 from infodp.curator.store import NEW_TABLE_PREFIX, catalogue, store_tables, sweep_registrations
 from infodp.errors import ParameterError
 
-VISITS = {
-    "table": "v",
-    "privacy_unit": "row",
-    "columns": {"cost": {"type": "float", "bounds": [0, 9]}},
-}
+VISITS = one_table("v", {"cost": floats(0, 9)})
 ONE_TABLE = {"visits": {"columns": {"person_id": {"type": "text"}}}}
 SMALL_POPULATION = {"privacy_unit": "person_id", "tables": ONE_TABLE}
 
@@ -124,12 +121,7 @@ def test_the_cli_refuses_a_colliding_name_and_the_earlier_dataset_still_answers(
 
 # -- killed at any moment -----------------------------------------------------------------------
 
-KILLED = {
-    "table": "big",
-    "privacy_unit": "pid",
-    "max_rows_per_unit": 3,
-    "columns": {"pid": {"type": "text"}, "x": {"type": "float", "bounds": [0, 100]}},
-}
+KILLED = one_table("big", {"pid": TEXT, "x": floats(0, 100)}, unit="pid", max_rows_per_unit=3)
 
 REGISTER = textwrap.dedent(
     """

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from _stores import cats, floats, ints, one_table
 from infodp.curator.engine import Curator
 from infodp.curator.release import BufferedCryptoSource, draw_noise, require_release_source
 from infodp.errors import ParameterError
@@ -127,16 +128,9 @@ def test_query_noise_per_cell_is_discrete_laplace(tmp_path: Path) -> None:
     # 100 declared groups x (COUNT, SUM): each measurement's 100 cells come from one batch;
     # noisy - exact must follow Lap_Z(Δ/ε_part) for each measurement (4 seeds, 400 cells each).
     rng = np.random.default_rng(9)
-    cats = [f"c{i:02d}" for i in range(100)]
-    frame = pd.DataFrame({"g": rng.choice(cats, 5000), "v": rng.integers(0, 10, 5000)})
-    schema = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {
-            "g": {"type": "category", "categories": cats},
-            "v": {"type": "int", "bounds": [0, 5]},
-        },
-    }
+    groups = [f"c{i:02d}" for i in range(100)]
+    frame = pd.DataFrame({"g": rng.choice(groups, 5000), "v": rng.integers(0, 10, 5000)})
+    schema = one_table("t", {"g": cats(*groups), "v": ints(0, 5)})
     sql = "SELECT g, COUNT(*), SUM(v) FROM t GROUP BY g"
     noise: dict[int, list[int]] = {1: [], 2: []}
     scales: dict[int, float] = {}
@@ -177,16 +171,9 @@ def test_query_noise_reads_the_os_csprng_a_bounded_number_of_times(tmp_path: Pat
             Counting.integers += 1
             return super().randbelow(n)
 
-    cats = [f"c{i:02d}" for i in range(100)]
-    frame = pd.DataFrame({"g": cats * 3, "v": list(range(300))})
-    schema = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {
-            "g": {"type": "category", "categories": cats},
-            "v": {"type": "float", "bounds": [0, 1000]},
-        },
-    }
+    groups = [f"c{i:02d}" for i in range(100)]
+    frame = pd.DataFrame({"g": groups * 3, "v": list(range(300))})
+    schema = one_table("t", {"g": cats(*groups), "v": floats(0, 1000)})
     sql = "SELECT g, COUNT(*), SUM(v) FROM t GROUP BY g"
     cur = Curator(tmp_path / "s.duckdb")
     cur.register_dataset("t", frame, schema)

@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from _stores import cats, ints, one_table
 from infodp.accounting import compose
 from infodp.accounting.accountant import Accountant, Budget
 from infodp.accounting.conversions import zcdp_to_epsilon
@@ -27,15 +28,7 @@ from infodp.mechanisms import DiscreteGaussianMechanism, DiscreteLaplaceMechanis
 from infodp.mechanisms.sampling import InsecureSeededSource
 
 CATS = [f"c{i:02d}" for i in range(100)]
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "row",
-    "public_rows": 5000,
-    "columns": {
-        "g": {"type": "category", "categories": CATS},
-        "v": {"type": "int", "bounds": [0, 5]},
-    },
-}
+SCHEMA = one_table("t", {"g": cats(*CATS), "v": ints(0, 5)}, public_rows=5000)
 
 
 def seeded(seed: int) -> InsecureSeededSource:

@@ -17,19 +17,13 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _stores import cats, ints, one_table
 from infodp.accounting.accountant import Budget
 from infodp.curator import Curator, Estimate, NoBudget, Priced, Request
 from infodp.errors import BudgetExceeded, ParameterError
 from infodp.mechanisms.sampling import InsecureSeededSource
 
-SCHEMA = {
-    "table": "people",
-    "privacy_unit": "row",
-    "columns": {
-        "age": {"type": "int", "bounds": [0, 99]},
-        "region": {"type": "category", "categories": ["n", "s"]},
-    },
-}
+SCHEMA = one_table("people", {"age": ints(0, 99), "region": cats("n", "s")})
 SQL = "SELECT region, COUNT(*) FROM people GROUP BY region"
 
 

@@ -20,6 +20,7 @@ import pytest
 
 from _asgi import call
 from _server_harness import build_store
+from _stores import ints, one_table
 from infodp.curator import cost as cost_module
 from infodp.curator.engine import Curator
 from infodp.curator.pricing import PriceBook
@@ -94,8 +95,7 @@ def test_a_library_query_is_parsed_once_and_resolved_once(
 
 def test_a_session_query_is_parsed_once_and_resolved_once(counted: Counter[str]) -> None:
     frame = pd.DataFrame({"age": [i % 100 for i in range(300)]})
-    declared = {"table": "t", "privacy_unit": "row",
-                "columns": {"age": {"type": "int", "bounds": [0, 99]}}}  # fmt: skip
+    declared = one_table("t", {"age": ints(0, 99)})  # fmt: skip
     s = Session(frame, declared, epsilon=10)
     try:
         got = _each_query(counted, lambda: s.query("SELECT AVG(age) FROM t", epsilon=1))

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _stores import TEXT, cats, ints, one_table
 from infodp.curator.engine import Curator
 from infodp.curator.schema import load_schema
 from infodp.curator.sql import parse_query
@@ -35,11 +36,7 @@ def test_synopsis_sums_use_unclamped_cells_so_intervals_cover(tmp_path: Path) ->
     # about b/2 per empty cell (Laplace noise of scale b has E[max(0, N)] = b/2), far outside the
     # Chernoff interval that assumes zero-mean noise. Coverage must hold at ≥ the nominal rate.
     frame = pd.DataFrame({"x": [0] * 100})
-    schema = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {"x": {"type": "int", "bounds": [0, 999]}},
-    }
+    schema = one_table("t", {"x": ints(0, 999)})
     misses = 0
     for seed in range(10):
         cur = make(tmp_path / str(seed), frame, schema, seed)
@@ -54,12 +51,7 @@ def test_partition_selection_with_quantiles_is_refused_before_spending(tmp_path:
     # Each quantile histogram bounded contributions separately, so one unit could add more
     # candidate keys than the selection threshold's δ assumes.
     frame = pd.DataFrame({"pid": [7] * 10, "city": [f"c{i}" for i in range(10)], "age": range(10)})
-    schema = {
-        "table": "t",
-        "privacy_unit": "pid",
-        "max_rows_per_unit": 2,
-        "columns": {"city": {"type": "text"}, "age": {"type": "int", "bounds": [0, 100]}},
-    }
+    schema = one_table("t", {"city": TEXT, "age": ints(0, 100)}, unit="pid", max_rows_per_unit=2)
     cur = make(tmp_path, frame, schema)
     with pytest.raises(ParameterError, match="MEDIAN/QUANTILE with GROUP BY over city"):
         cur.query("a", "SELECT city, MEDIAN(age) FROM t GROUP BY city", epsilon=1, delta=1e-6)
@@ -70,14 +62,7 @@ def test_mixed_group_by_never_releases_undeclared_categories(tmp_path: Path) -> 
     frame = pd.DataFrame(
         {"pid": range(400), "region": ["SECRET_VALUE"] * 400, "city": ["big"] * 400}
     )
-    schema = {
-        "table": "t",
-        "privacy_unit": "pid",
-        "columns": {
-            "region": {"type": "category", "categories": ["north", "south"]},
-            "city": {"type": "text"},
-        },
-    }
+    schema = one_table("t", {"region": cats("north", "south"), "city": TEXT}, unit="pid")
     cur = make(tmp_path, frame, schema)
     r = cur.query(
         "a", "SELECT region, city, COUNT(*) FROM t GROUP BY region, city", epsilon=1, delta=1e-6
@@ -96,11 +81,7 @@ def test_bad_queries_found_before_the_reservation_cost_nothing(
     tmp_path: Path, sql: str, match: str
 ) -> None:
     frame = pd.DataFrame({"x": [1, 2, 3], "city": ["a", "b", "c"]})
-    schema = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {"x": {"type": "int", "bounds": [0, 10]}, "city": {"type": "text"}},
-    }
+    schema = one_table("t", {"x": ints(0, 10), "city": TEXT})
     cur = make(tmp_path, frame, schema)
     with pytest.raises(ParameterError, match=match):
         cur.query("a", sql, epsilon=1)
@@ -108,9 +89,7 @@ def test_bad_queries_found_before_the_reservation_cost_nothing(
 
 
 def test_parenthesised_negative_literals_keep_their_sign() -> None:
-    s = load_schema(
-        {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int", "bounds": [-9, 9]}}}
-    )
+    s = load_schema(one_table("t", {"x": ints(-9, 9)}))
     assert parse_query("SELECT COUNT(*) FROM t WHERE x = -(5)", s).where.values == (-5,)  # type: ignore[union-attr]
     assert parse_query("SELECT COUNT(*) FROM t WHERE x = -(-5)", s).where.values == (5,)  # type: ignore[union-attr]
     between = parse_query("SELECT COUNT(*) FROM t WHERE x BETWEEN -(5) AND 0", s).where
@@ -123,7 +102,7 @@ def test_cancelling_a_partition_selection_query_refunds_it(
     # Its information cost is unbounded (∞); refunding computed ∞ − ∞ = NaN, which the ledger
     # refused, so the entry stayed reserved and the real error was hidden.
     frame = pd.DataFrame({"pid": range(50), "city": ["big"] * 50})
-    schema = {"table": "t", "privacy_unit": "pid", "columns": {"city": {"type": "text"}}}
+    schema = one_table("t", {"city": TEXT}, unit="pid")
     cur = make(tmp_path, frame, schema)
 
     def broken(*_args: Any, **_kwargs: Any) -> None:

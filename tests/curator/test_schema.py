@@ -7,23 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from _cli_store import PEOPLE_SCHEMA
+from _stores import TEXT, floats, ints, one_table
 from infodp.curator.schema import DatasetSchema, load_schema
 from infodp.errors import ParameterError
-
-ISSUE_YAML = """
-table: people
-privacy_unit: person_id      # or: row
-max_rows_per_unit: 1
-columns:
-  age:    {type: int, bounds: [0, 120]}
-  income: {type: float, bounds: [0, 500000], nulls: drop}
-  region: {type: category, categories: [north, south, east, west]}
-"""
 
 
 def test_issue_yaml_form_is_accepted(tmp_path: Path) -> None:
     path = tmp_path / "schema.yaml"
-    path.write_text(ISSUE_YAML)
+    path.write_text(PEOPLE_SCHEMA)
     s = load_schema(path)
     assert s.table == "people" and s.privacy_unit == "person_id"
     assert s.max_rows_per_unit == 1 and not s.unit_is_row
@@ -56,11 +48,7 @@ def test_issue_yaml_form_is_accepted(tmp_path: Path) -> None:
     ],
 )
 def test_bad_declarations_name_the_field(patch: dict[str, object], needle: str) -> None:
-    base: dict[str, object] = {
-        "table": "t",
-        "privacy_unit": "uid",
-        "columns": {"a": {"type": "int", "bounds": [0, 9]}},
-    }
+    base: dict[str, object] = one_table("t", {"a": ints(0, 9)}, unit="uid")
     base.update(patch)
     with pytest.raises(ParameterError) as info:
         load_schema(base)
@@ -96,18 +84,11 @@ def test_stored_declaration_reads_back_equal(columns: dict[str, object]) -> None
 
 def test_pydantic_errors_keep_the_declarations_path() -> None:
     with pytest.raises(ParameterError, match=r"columns\.a must be made of the keys type"):
-        load_schema({"table": "t", "privacy_unit": "row", "columns": {"a": {"typ": "int"}}})
+        load_schema(one_table("t", {"a": {"typ": "int"}}))
     with pytest.raises(ParameterError, match=r"columns\.a must be a mapping"):
-        load_schema({"table": "t", "privacy_unit": "row", "columns": {"a": [1]}})
+        load_schema(one_table("t", {"a": [1]}))
     with pytest.raises(ParameterError, match=r"public_rows must be a non-negative integer"):
-        load_schema(
-            {
-                "table": "t",
-                "privacy_unit": "row",
-                "public_rows": 2.0,
-                "columns": {"a": {"type": "text"}},
-            }
-        )
+        load_schema(one_table("t", {"a": TEXT}, public_rows=2.0))
 
 
 @pytest.mark.parametrize("bounds", [[0, 1e308], [-1e308, 0], [0, 1.0000000000000001e101]])
@@ -116,7 +97,7 @@ def test_bounds_whose_sums_overflow_a_double_are_refused_naming_the_column(
 ) -> None:
     # With [0, 1e308] SUM and MEDIAN answered inf and VARIANCE raised OverflowError, after
     # the charge; the declaration is refused instead, naming the column and the range allowed.
-    spec = {"table": "t", "privacy_unit": "row", "columns": {"wealth": {"type": "float"}}}
+    spec = one_table("t", {"wealth": {"type": "float"}})
     spec["columns"]["wealth"]["bounds"] = bounds
     with pytest.raises(ParameterError, match=r"columns\.wealth\.bounds.*\[-1e\+100, 1e\+100\]"):
         load_schema(spec)
@@ -129,11 +110,7 @@ def test_bounds_at_the_allowed_limit_give_finite_answers() -> None:
 
     from infodp.curator.engine import Curator
 
-    spec = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {"x": {"type": "float", "bounds": [-1e100, 1e100]}},
-    }
+    spec = one_table("t", {"x": floats(-1e100, 1e100)})
     cur = Curator(":memory:", ledger=":memory:")
     try:
         cur.register_dataset("t", pd.DataFrame({"x": [1e100, -1e100, 5e99] * 30}), spec)

@@ -18,18 +18,14 @@ import pyarrow as pa
 import pytest
 
 import infodp
+from _stores import cats, floats, ints, one_table
 from infodp.errors import BudgetExceeded, ParameterError
 from infodp.mechanisms.sampling import InsecureSeededSource
 
-SCHEMA = {
-    "table": "people",
-    "privacy_unit": "row",
-    "columns": {
-        "region": {"type": "category", "categories": ["north", "south", "east"]},
-        "income": {"type": "float", "bounds": [0, 100000]},
-        "age": {"type": "int", "bounds": [0, 100]},
-    },
-}
+SCHEMA = one_table(
+    "people",
+    {"region": cats("north", "south", "east"), "income": floats(0, 100000), "age": ints(0, 100)},
+)
 
 
 def _frame(n: int = 3000) -> pd.DataFrame:
@@ -268,11 +264,7 @@ def test_repr_of_an_accountant_budget_shows_its_own_currency() -> None:
     from infodp.accounting import Budget
 
     frame = pd.DataFrame({"x": [1, 2, 3]})
-    schema = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {"x": {"type": "int", "bounds": [0, 9]}},
-    }
+    schema = one_table("t", {"x": ints(0, 9)})
     s = infodp.Session(frame, schema, budget=Budget.zcdp(0.5))
     before = repr(s)
     assert "ε 0 of 0" not in before and "zcdp budget (rho 0.5), 0.5 left" in before

@@ -24,6 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _stores import TEXT, floats, ints, one_table, population, private, public
 from infodp.curator.engine import Curator, NoBudget
 from infodp.curator.request import Request
 from infodp.curator.unit_overlap import (
@@ -35,11 +36,7 @@ from infodp.curator.unit_overlap import (
 )
 from infodp.errors import BudgetExceeded, ParameterError
 
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "pid",
-    "columns": {"pid": {"type": "text"}, "x": {"type": "int", "bounds": [0, 9]}},
-}
+SCHEMA = one_table("t", {"pid": TEXT, "x": ints(0, 9)}, unit="pid")
 COUNT = "SELECT COUNT(*) FROM {}"
 
 
@@ -194,7 +191,7 @@ def test_caps_of_a_sharing_dataset_are_refused_and_nothing_is_left(cur: Curator)
 
 def test_a_row_unit_dataset_is_never_advised(tmp_path: Path) -> None:
     cur = Curator(tmp_path / "s.duckdb")
-    schema = {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int"}}}
+    schema = one_table("t", {"x": {"type": "int"}})
     frame = pd.DataFrame({"x": list(range(100))})
     cur.register_dataset("one", frame, schema)
     info = cur.register_dataset("two", pd.concat([frame, frame.head(1)]), schema)
@@ -256,6 +253,7 @@ def test_containment_is_within_its_stated_bound(
         assert est.exact and est.estimate == exact  # the sketches are the whole sets
 
 
+@pytest.mark.slow  # statistical: many sketches
 def test_the_estimate_is_unbiased_over_salts() -> None:
     """Over 200 salts the mean of ĉ is within 4 standard errors of the exact 0.3 (X is
     hypergeometric given Y: E[X/Y | Y] = c)."""
@@ -369,13 +367,14 @@ def test_the_cli_registers_declared_and_independent_datasets(
 
 # -- populations of several tables ----------------------------------------------------------------
 
-POPULATION = """
-privacy_unit: pid
-tables:
-  people:  {max_rows_per_unit: 1, columns: {pid: {type: text}, x: {type: int, bounds: [0, 9]}}}
-  visits:  {max_rows_per_unit: 5, columns: {pid: {type: text}, cost: {type: float, bounds: [0, 9]}}}
-  regions: {public: true, columns: {region: {type: text}}}
-"""
+POPULATION = population(
+    "pid",
+    {
+        "people": private(1, pid=TEXT, x=ints(0, 9)),
+        "visits": private(5, pid=TEXT, cost=floats(0, 9)),
+        "regions": public(region=TEXT),
+    },
+)
 
 
 def _population(people_ids: range, visit_ids: range, prefix: str = "p") -> dict[str, object]:

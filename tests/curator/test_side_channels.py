@@ -21,7 +21,6 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -31,28 +30,43 @@ import pandas as pd
 import pytest
 
 from _server_harness import ServerProcess, free_port, get_json
+from _stores import (
+    TEXT,
+    Store,
+    cats,
+    cli_outcome,
+    estimates,
+    floats,
+    ints,
+    library_outcome,
+    neighbour_pair,
+    one_table,
+    serving,
+    spend_diff,
+    spent,
+)
 from infodp.cli import main
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.engine import Curator
 from infodp.curator.limits import MAX_IN_LIST
 from infodp.curator.schema import load_schema
-from infodp.errors import BudgetExceeded, InfodpError, ParameterError, QueryFailed
+from infodp.errors import ParameterError, QueryFailed
 
 # Every test on both ledger storages (SQLite, PostgreSQL: tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("ledger_kind")
 
-SCHEMA = {
-    "table": "people",
-    "privacy_unit": "person_id",
-    "max_rows_per_unit": 1,
-    "columns": {
-        "person_id": {"type": "text"},
-        "age": {"type": "int", "bounds": [0, 120]},
-        "score": {"type": "float", "bounds": [0, 100], "nulls": "drop"},
-        "region": {"type": "category", "categories": ["north", "south"]},
-        "city": {"type": "text"},
+SCHEMA = one_table(
+    "people",
+    {
+        "person_id": TEXT,
+        "age": ints(0, 120),
+        "score": floats(0, 100, "drop"),
+        "region": cats("north", "south"),
+        "city": TEXT,
     },
-}
+    unit="person_id",
+    max_rows_per_unit=1,
+)
 ROWS = [
     ("alice", 30, 10.0, "north", "x"),
     ("carol", 70, 90.0, "south", "y"),
@@ -64,53 +78,32 @@ BIG = 2**127  # an integer DuckDB can only cast lazily to BIGINT
 HUGE = "1" + "0" * 310  # an integer above the largest double
 
 
-@dataclass
-class Store:
-    db: str
-    key: str
-
-
-def _make(directory: Path, rows: list[tuple[Any, ...]]) -> Store:
-    directory.mkdir(parents=True, exist_ok=True)
-    db = str(directory / "store.duckdb")
-    cur = Curator(db)
-    frame = pd.DataFrame(rows, columns=["person_id", "age", "score", "region", "city"])
-    cur.register_dataset("people", frame, SCHEMA)
-    key = cur.add_analyst("a", "people", epsilon=1000, delta="0.5")
-    cur.close()
-    return Store(db, key)
+def _frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["person_id", "age", "score", "region", "city"])
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, Store]:
     root = tmp_path_factory.mktemp("pair")
-    return _make(root / "with_bob", [*ROWS, BOB]), _make(root / "without_bob", ROWS)
+    return neighbour_pair(root, "people", SCHEMA, _frame([*ROWS, BOB]), _frame(ROWS))
 
 
 @pytest.fixture(scope="module")
 def servers(pair: tuple[Store, Store]) -> Iterator[tuple[ServerProcess, ServerProcess]]:
-    a, b = (ServerProcess(s.db).start() for s in pair)
-    try:
-        yield a, b
-    finally:
-        a.stop()
-        b.stop()
+    with serving(dict(enumerate(pair))) as started:
+        yield started[0], started[1]
+
+
+@pytest.fixture(scope="module")
+def served(
+    pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
+) -> tuple[Store, ServerProcess]:
+    """The first store of the pair and its service."""
+    return pair[0], servers[0]
 
 
 def _spent(db: str) -> tuple[Fraction, Fraction, int]:
-    cur = Curator(db)
-    try:
-        b = cur.ledger.budget("a", "people")
-        return b.spent_epsilon, b.spent_delta, len(cur.ledger.entries())
-    finally:
-        cur.close()
-
-
-def _diff(after: list[tuple[Any, ...]], before: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """Per store, what one case added: (spent ε, spent δ, ledger entries)."""
-    return [
-        tuple(x - y for x, y in zip(a, b, strict=True)) for a, b in zip(after, before, strict=True)
-    ]
+    return spent(db, "people")
 
 
 def _public_cost(cost: dict[str, Any]) -> dict[str, Any]:
@@ -119,26 +112,8 @@ def _public_cost(cost: dict[str, Any]) -> dict[str, Any]:
     return cost
 
 
-def _library(store: Store, sql: str, eps: Any, delta: Any) -> tuple[Any, ...]:
-    cur = Curator(store.db)
-    try:
-        r = cur.query("a", sql, epsilon=eps, delta=delta)
-        return ("ok", _public_cost(r.cost.to_dict()))
-    except (InfodpError, BudgetExceeded) as err:
-        return (type(err).__name__, str(err))
-    finally:
-        cur.close()
-
-
-def _cli(store: Store, sql: str, eps: Any, delta: Any, capsys: Any) -> tuple[Any, ...]:
-    capsys.readouterr()
-    args = ["query", "--db", store.db, "--analyst", "a", "--epsilon", str(eps)]
-    code = main([*args, "--delta", str(delta), "--json", sql])
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err and len(err.strip().splitlines()) <= 1
-    if code == 0:
-        return (0, _public_cost(json.loads(out)["cost"]))
-    return (code, err.strip())
+_library = library_outcome
+_cli = cli_outcome
 
 
 def _http(server: ServerProcess, store: Store, sql: str, eps: Any, delta: Any) -> tuple[Any, ...]:
@@ -324,7 +299,7 @@ def test_library_outcome_is_identical_across_neighbours(
     assert seen[0] == seen[1], name
     want = {"answered": "ok", "budget": "BudgetExceeded", "refused": "ParameterError"}
     assert seen[0][0] == want[_expected(name)], seen[0]
-    spend = _diff(after, before)
+    spend = spend_diff(after, before)
     assert spend[0] == spend[1]
     if seen[0][0] != "ok":
         # Refused before the reservation: nothing spent, no ledger entry, one line.
@@ -343,7 +318,7 @@ def test_cli_outcome_is_identical_across_neighbours(
     after = [_spent(s.db) for s in pair]
     assert seen[0] == seen[1], name
     assert seen[0][0] == {"answered": 0, "budget": 3, "refused": 2}[_expected(name)], seen[0]
-    spend = _diff(after, before)
+    spend = spend_diff(after, before)
     assert spend[0] == spend[1]
     if seen[0][0] != 0:
         assert spend[0] == (0, 0, 0)
@@ -364,7 +339,7 @@ def test_http_outcome_is_identical_across_neighbours(
     after = [_spent(s.db) for s in pair]
     assert seen[0] == seen[1], name
     assert seen[0][0] == {"answered": 200, "budget": 409, "refused": 400}[_expected(name)]
-    spend = _diff(after, before)
+    spend = spend_diff(after, before)
     assert spend[0] == spend[1]
     if seen[0][0] != 200:
         assert spend[0] == (0, 0, 0)
@@ -372,17 +347,13 @@ def test_http_outcome_is_identical_across_neighbours(
         # The free estimate refuses the same input the same way (and as fast: the 13-byte ε
         # once cost ~40 s of CPU there too).
         body = {"sql": sql, "epsilon": eps, "delta": delta}
-        est = [
-            get_json(srv.port, "POST", "/v1/estimate", body, key=s.key)[:2]
-            for srv, s in zip(servers, pair, strict=True)
-        ]
+        est = estimates(servers, pair, body)
         assert est[0] == est[1] and est[0][0] == 400, est
 
 
-def test_json_booleans_are_not_numbers(
-    pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
-) -> None:
-    store, server = pair[0], servers[0]
+@pytest.mark.slow  # real server processes
+def test_json_booleans_are_not_numbers(served: tuple[Store, ServerProcess]) -> None:
+    store, server = served
     before = _spent(store.db)
     for body in (
         {"sql": "SELECT COUNT(*) FROM people", "epsilon": True},
@@ -395,10 +366,9 @@ def test_json_booleans_are_not_numbers(
     assert _spent(store.db) == before
 
 
-def test_trailing_slash_is_not_redirected(
-    pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
-) -> None:
-    store, server = pair[0], servers[0]
+@pytest.mark.slow  # real server processes
+def test_trailing_slash_is_not_redirected(served: tuple[Store, ServerProcess]) -> None:
+    store, server = served
     status, payload, headers = get_json(
         server.port, "GET", "/v1/budget/", key=store.key, headers={"Host": "evil.example"}
     )
@@ -406,6 +376,7 @@ def test_trailing_slash_is_not_redirected(
     assert payload["error"]["code"] == "not_found"
 
 
+@pytest.mark.slow  # real server processes
 def test_table_reconstruction_by_lazy_casts_recovers_nothing(
     pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
 ) -> None:
@@ -431,7 +402,7 @@ def test_table_reconstruction_by_lazy_casts_recovers_nothing(
 
 def test_wide_float_bounds_are_refused_at_schema_load() -> None:
     # Binning a column whose declared width overflows a double failed only for large rows.
-    spec = {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "float"}}}
+    spec = one_table("t", {"x": {"type": "float"}})
     spec["columns"]["x"]["bounds"] = [-1.7e308, 1.7e308]
     with pytest.raises(ParameterError, match="finite"):
         load_schema(spec)
@@ -444,11 +415,7 @@ def test_median_with_dropped_nulls_ignores_them(tmp_path: Path) -> None:
     # 40 values in [85, 95) and 60 NULLs (nulls: drop): the dropped values used to be counted
     # in the lowest bin (greatest(0, NULL) is 0 in DuckDB), putting the median near 0.
     frame = pd.DataFrame({"x": [85.0 + i / 4 for i in range(40)] + [None] * 60})
-    spec = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {"x": {"type": "float", "bounds": [0, 100], "nulls": "drop"}},
-    }
+    spec = one_table("t", {"x": floats(0, 100, "drop")})
     cur = Curator(tmp_path / "m.duckdb")
     cur.register_dataset("t", frame, spec)
     exact = cur.exact_aggregates("SELECT MEDIAN(x) FROM t")
@@ -543,12 +510,7 @@ def test_http_failure_after_the_reservation_is_one_constant_response(
 def test_deadline_interrupts_duckdb_and_fails_constantly(tmp_path: Path) -> None:
     n = 300_000
     frame = pd.DataFrame({"u": [f"p{i}" for i in range(n)], "c": [f"c{i}" for i in range(n)]})
-    spec = {
-        "table": "t",
-        "privacy_unit": "u",
-        "max_rows_per_unit": 1,
-        "columns": {"u": {"type": "text"}, "c": {"type": "text"}},
-    }
+    spec = one_table("t", {"u": TEXT, "c": TEXT}, unit="u", max_rows_per_unit=1)
     cur = Curator(tmp_path / "d.duckdb", query_timeout=0.001)
     cur.register_dataset("t", frame, spec)
     cur.add_analyst("a", "t", epsilon=10, delta="1e-6")
@@ -561,15 +523,7 @@ def test_deadline_interrupts_duckdb_and_fails_constantly(tmp_path: Path) -> None
 
 
 def test_declared_cells_cap_is_refused_before_the_reservation(tmp_path: Path) -> None:
-    spec = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {
-            "a": {"type": "int", "bounds": [0, 9999]},
-            "b": {"type": "int", "bounds": [0, 99]},
-            "x": {"type": "float", "bounds": [0, 1]},
-        },
-    }
+    spec = one_table("t", {"a": ints(0, 9999), "b": ints(0, 99), "x": floats(0, 1)})
     cur = Curator(tmp_path / "c.duckdb")
     cur.register_dataset("t", pd.DataFrame({"a": [1], "b": [2], "x": [0.5]}), spec)
     cur.add_analyst("a", "t", epsilon=10)
@@ -582,14 +536,7 @@ def test_declared_cells_cap_is_refused_before_the_reservation(tmp_path: Path) ->
 
 @pytest.mark.slow  # ~6.4 CPU-s (measured)
 def test_free_synopsis_queries_have_bounded_work(tmp_path: Path) -> None:
-    spec = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {
-            "a": {"type": "int", "bounds": [0, 99]},
-            "b": {"type": "int", "bounds": [0, 99]},
-        },
-    }
+    spec = one_table("t", {"a": ints(0, 99), "b": ints(0, 99)})
     cur = Curator(tmp_path / "s.duckdb")
     cur.register_dataset("t", pd.DataFrame({"a": [1, 2], "b": [3, 4]}), spec)
     cur.add_analyst("a", "t", epsilon=10)
@@ -729,6 +676,7 @@ def test_registration_keeps_the_same_rows_for_the_same_data(tmp_path: Path) -> N
         two.close()
 
 
+@pytest.mark.slow  # real server processes
 def test_http_ledger_shows_times_to_the_second(
     pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
 ) -> None:
@@ -806,10 +754,11 @@ def test_cli_refuses_confidence_whose_complement_rounds_to_one_before_charging(
     assert _spent(store.db) == before
 
 
+@pytest.mark.slow  # real server processes
 def test_http_refuses_confidence_whose_complement_rounds_to_one_before_charging(
-    pair: tuple[Store, Store], servers: tuple[ServerProcess, ServerProcess]
+    served: tuple[Store, ServerProcess],
 ) -> None:
-    store, server = pair[0], servers[0]
+    store, server = served
     before = _spent(store.db)
     for confidence in TINY_CONFIDENCES:
         body = {"sql": "SELECT COUNT(*) FROM people", "epsilon": "0.001", "confidence": confidence}

@@ -11,24 +11,25 @@ from fractions import Fraction
 
 import pytest
 
+from _stores import TEXT, cats, floats, ints, one_table
 from infodp.curator.rules import measurements
 from infodp.curator.schema import load_schema
 from infodp.curator.sql import parse_query, referenced_table
 from infodp.errors import ParameterError
 
 SCHEMA = load_schema(
-    {
-        "table": "people",
-        "privacy_unit": "person_id",
-        "max_rows_per_unit": 2,
-        "columns": {
-            "age": {"type": "int", "bounds": [0, 120]},
-            "income": {"type": "float", "bounds": [0, 500000], "nulls": "drop"},
+    one_table(
+        "people",
+        {
+            "age": ints(0, 120),
+            "income": floats(0, 500000, "drop"),
             "height": {"type": "float"},
-            "region": {"type": "category", "categories": ["north", "south", "east", "west"]},
-            "city": {"type": "text"},
+            "region": cats("north", "south", "east", "west"),
+            "city": TEXT,
         },
-    }
+        unit="person_id",
+        max_rows_per_unit=2,
+    )
 )
 
 
@@ -132,9 +133,7 @@ def test_output_names_match_duckdb_printing() -> None:
 
     from infodp.curator.schema import load_schema
 
-    schema = load_schema(
-        {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int", "bounds": [0, 9]}}}
-    )
+    schema = load_schema(one_table("t", {"x": ints(0, 9)}))
     items = [
         "COUNT(*)", "COUNT(x)", "SUM(x)", "AVG(x)", "MEDIAN(x)", "QUANTILE(x, 0.9)",
         "QUANTILE_CONT(x, 0.25)", "QUANTILE_DISC(x, 0.1)", "APPROX_QUANTILE(x, 0.5)", "STDDEV(x)",

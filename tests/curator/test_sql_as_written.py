@@ -16,23 +16,23 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import TEXT, cats, ints, one_table
 from infodp import Session
 from infodp.errors import ParameterError
 
 EDUC = [str(i) for i in range(1, 17)]
-SCHEMA = {
-    "table": "census",
-    "privacy_unit": "row",
-    "columns": {
-        "age": {"type": "int", "bounds": [0, 100]},
-        "sex": {"type": "category", "categories": ["0", "1"]},
-        "educ": {"type": "category", "categories": EDUC},
-        "married": {"type": "category", "categories": ["0", "1"]},
-        "income": {"type": "int", "bounds": [0, 500000]},
-        "flag": {"type": "int", "bounds": [0, 1]},
-        "region": {"type": "text"},
+SCHEMA = one_table(
+    "census",
+    {
+        "age": ints(0, 100),
+        "sex": cats("0", "1"),
+        "educ": cats(*EDUC),
+        "married": cats("0", "1"),
+        "income": ints(0, 500000),
+        "flag": ints(0, 1),
+        "region": TEXT,
     },
-}
+)
 
 
 def _frame() -> pd.DataFrame:

@@ -15,19 +15,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import cats, floats, ints, one_table
 from infodp.curator.engine import Curator
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import InsecureSeededSource
 
-SCHEMA = {
-    "table": "people",
-    "privacy_unit": "row",
-    "columns": {
-        "age": {"type": "int", "bounds": [0, 9]},
-        "region": {"type": "category", "categories": ["n", "s", "e"]},
-        "income": {"type": "float", "bounds": [0, 10]},
-    },
-}
+SCHEMA = one_table(
+    "people", {"age": ints(0, 9), "region": cats("n", "s", "e"), "income": floats(0, 10)}
+)
 
 
 @pytest.fixture

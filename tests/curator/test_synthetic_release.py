@@ -14,21 +14,24 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import cats, floats, ints, one_table
 from infodp.curator import Curator
 from infodp.errors import BudgetExceeded, ParameterError
 from infodp.mechanisms.sampling import InsecureSeededSource
 from infodp.synthetic.budget import rho_for
 
-DECLARATION = {
-    "table": "census",
-    "privacy_unit": "row",
-    "columns": {
-        "age": {"type": "int", "bounds": [0, 99]},
-        "edu": {"type": "category", "categories": ["primary", "secondary", "tertiary"]},
-        "region": {"type": "category", "categories": ["n", "s"]},
-        "income": {"type": "float", "bounds": [0, 100000]},
+# Every test here fits a synthetic data model on a store (seconds of CPU each): slow.
+pytestmark = pytest.mark.slow
+
+DECLARATION = one_table(
+    "census",
+    {
+        "age": ints(0, 99),
+        "edu": cats("primary", "secondary", "tertiary"),
+        "region": cats("n", "s"),
+        "income": floats(0, 100000),
     },
-}
+)
 
 
 def _census(n: int) -> pd.DataFrame:

@@ -22,6 +22,7 @@ import pytest
 
 from _amplifiers import NEIGHBOURS, Store, chain, heavy, make_store, self_join
 from _server_harness import ServerProcess, get_json
+from _stores import serving, spent
 from infodp.cli import main
 from infodp.curator.engine import Curator
 from infodp.errors import InfodpError
@@ -43,11 +44,8 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Store]:
 
 
 def _spent(db: str) -> tuple[Fraction, int]:
-    cur = Curator(db)
-    try:
-        return cur.ledger.budget("a", "clinic").spent_epsilon, len(cur.ledger.entries())
-    finally:
-        cur.close()
+    epsilon, _, entries = spent(db, "clinic")
+    return epsilon, entries
 
 
 def _library(store: Store, sql: str) -> tuple[str, str]:
@@ -89,15 +87,8 @@ def test_library_and_cli_refuse_each_amplifier_alike_and_for_free(
 
 @pytest.fixture(scope="module")
 def servers(stores: dict[str, Store]) -> Iterator[dict[str, ServerProcess]]:
-    started = {
-        s: ServerProcess(store.db, workers=1, answer_time=0.05).start()
-        for s, store in stores.items()
-    }
-    try:
+    with serving(stores, workers=1, answer_time=0.05) as started:
         yield started
-    finally:
-        for srv in started.values():
-            srv.stop()
 
 
 @pytest.mark.slow  # real server processes

@@ -22,6 +22,9 @@ from infodp.cli import main
 from infodp.curator.ledger import Ledger, format_fraction
 from infodp.server.auth import KeyStore, key_store_path
 
+# Every test here asks a real server process (one per module, its workers too): slow.
+pytestmark = pytest.mark.slow
+
 ADMIN_TOKEN = "admin-Qm7xT2vLp9RkW4sZb8NcY3hJ"  # random characters: enough entropy
 
 ANALYST_ROUTES = [

@@ -67,6 +67,7 @@ def test_no_description_has_an_html_tag_outside_code() -> None:
     assert "43-character key `infodp analyst add` prints" in info
 
 
+@pytest.mark.slow  # real server processes
 def test_root_and_unknown_paths_name_the_docs(tmp_path: Path) -> None:
     db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=8)
     with ServerProcess(db, log_path=tmp_path / "server.log") as server:

@@ -20,6 +20,9 @@ from _server_harness import ServerProcess, build_store, get_json
 from infodp.accounting.accountant import Budget
 from infodp.curator.engine import Curator
 
+# Every test here asks a real server process: slow.
+pytestmark = pytest.mark.slow
+
 SQL = "SELECT COUNT(*) FROM people"
 
 #: Analysts with one budget each, in every currency the accountant keeps.

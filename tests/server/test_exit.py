@@ -16,6 +16,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+# The test runs a fresh interpreter with a server in it to its exit: slow.
+pytestmark = pytest.mark.slow
+
 SCRIPT = textwrap.dedent(
     """
     import sys, threading, time

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from typing import Any
 
 import httpx
 import pytest
 
+from _server_harness import wait_for
 from infodp.curator.engine import Curator
 from infodp.errors import ParameterError
 from infodp.server.auth import KeyStore, key_store_path
@@ -25,12 +25,7 @@ from infodp.server.fair import FairQueue
 
 
 def _wait_for(condition: Any, seconds: float = 10.0) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.005)
-    return False
+    return wait_for(condition, seconds, 0.005)
 
 
 # -- the fair queue -------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import pytest
 
 from _asgi import call
 from _postgres import cluster
+from _stores import one_table
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import Ledger
 from infodp.server.fleet import FleetLimiter, FleetSlots, Settler
@@ -87,7 +88,7 @@ def test_health_is_503_while_the_ledger_is_unreachable(tmp_path: Path) -> None:
     with cluster() as pg:
         url = pg.new_schema()
         db = tmp_path / "s.duckdb"
-        schema = {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int"}}}
+        schema = one_table("t", {"x": {"type": "int"}})
         schema["columns"]["x"]["bounds"] = [0, 9]  # type: ignore[index]
         cur = Curator(db, ledger=url)
         cur.register_dataset("t", pd.DataFrame({"x": [1, 2, 3]}), schema)

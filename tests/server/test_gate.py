@@ -59,6 +59,7 @@ def _post(port: int, path: str, raw: bytes, key: str) -> tuple[int, dict[str, An
     return status, payload
 
 
+@pytest.mark.slow  # real server processes
 def test_body_shape_is_refused_before_parsing_and_nothing_is_charged(
     served: tuple[ServerProcess, dict[str, str]],
 ) -> None:
@@ -73,6 +74,7 @@ def test_body_shape_is_refused_before_parsing_and_nothing_is_charged(
     assert _spent(server.db, "shaper") == before
 
 
+@pytest.mark.slow  # real server processes
 def test_the_abusive_key_is_limited_and_another_key_is_still_served(
     served: tuple[ServerProcess, dict[str, str]],
 ) -> None:
@@ -96,6 +98,7 @@ def test_the_abusive_key_is_limited_and_another_key_is_still_served(
     assert _spent(server.db, "victim")[2] >= 1
 
 
+@pytest.mark.slow  # real server processes
 def test_stalled_connections_of_one_address_evict_each_other(
     served: tuple[ServerProcess, dict[str, str]],
 ) -> None:
@@ -118,6 +121,7 @@ def test_stalled_connections_of_one_address_evict_each_other(
             sock.close()
 
 
+@pytest.mark.slow  # real server processes
 def test_oversized_headers_are_refused(served: tuple[ServerProcess, dict[str, str]]) -> None:
     server, _ = served
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:

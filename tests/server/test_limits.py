@@ -49,6 +49,7 @@ def _error(payload: dict[str, Any]) -> dict[str, Any]:
     return dict(err)
 
 
+@pytest.mark.slow  # real server processes
 def test_rate_limit_is_per_analyst_with_retry_after(
     served: tuple[ServerProcess, dict[str, str]],
 ) -> None:
@@ -78,6 +79,7 @@ def test_rate_limit_is_per_analyst_with_retry_after(
     assert get_json(server.port, "GET", "/v1/budget", key=other)[0] == 200
 
 
+@pytest.mark.slow  # real server processes
 def test_body_size_limit_is_413(served: tuple[ServerProcess, dict[str, str]]) -> None:
     server, _ = served
     sql = "SELECT COUNT(*) FROM people WHERE region = '" + "x" * (MAX_BODY + 10) + "'"
@@ -89,6 +91,7 @@ def test_body_size_limit_is_413(served: tuple[ServerProcess, dict[str, str]]) ->
     assert str(MAX_BODY) in payload["error"]["message"]
 
 
+@pytest.mark.slow  # real server processes
 def test_chunked_body_over_the_limit_is_413(served: tuple[ServerProcess, dict[str, str]]) -> None:
     server, _ = served
     key = KeyStore(key_store_path(server.db)).issue("bob")
@@ -108,6 +111,7 @@ def test_chunked_body_over_the_limit_is_413(served: tuple[ServerProcess, dict[st
         assert _error(json.loads(response.read()))["code"] == "payload_too_large"
 
 
+@pytest.mark.slow  # real server processes
 def test_unknown_route_and_method_use_the_error_format(
     served: tuple[ServerProcess, dict[str, str]],
 ) -> None:
@@ -133,6 +137,7 @@ BAD_QUERIES: list[tuple[dict[str, Any], str]] = [
 ]
 
 
+@pytest.mark.slow  # real server processes
 @pytest.mark.parametrize("case", range(len(BAD_QUERIES)))
 def test_bad_queries_are_400_and_spend_nothing(
     served: tuple[ServerProcess, dict[str, str]], case: int
@@ -156,6 +161,7 @@ def test_bad_queries_are_400_and_spend_nothing(
     assert led.budget(analyst, "people") == before
 
 
+@pytest.mark.slow  # real server processes
 def test_declared_length_over_the_limit_is_refused_before_the_body(
     served: tuple[ServerProcess, dict[str, str]],
 ) -> None:

@@ -25,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from _server_harness import ServerProcess, get_json
+from _server_harness import ServerProcess, get_json, wait_for
+from _stores import cats, floats, ints, one_table
 from infodp.client import ApiError, Client
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import Ledger
@@ -57,15 +58,9 @@ def _store(directory: Path) -> tuple[str, dict[str, str]]:
     cur.register_dataset(
         "t",
         frame,
-        {
-            "table": "t",
-            "privacy_unit": "row",
-            "columns": {
-                "g": {"type": "int", "bounds": [0, GROUPS - 1]},
-                "x": {"type": "float", "bounds": [0, 1000]},
-                "c": {"type": "category", "categories": ["a", "b", "c", "d"]},
-            },
-        },
+        one_table(
+            "t", {"g": ints(0, GROUPS - 1), "x": floats(0, 1000), "c": cats("a", "b", "c", "d")}
+        ),
     )
     keys = {
         "victim": cur.add_analyst("victim", "t", epsilon=10**6),
@@ -98,12 +93,7 @@ def _worker_pids(server_pid: int) -> list[int]:
 
 
 def _wait_for(condition: Any, seconds: float = 60.0) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
+    return wait_for(condition, seconds, 0.05)
 
 
 @pytest.mark.slow  # real server processes
@@ -201,6 +191,7 @@ def pool(store: tuple[str, dict[str, str]]) -> Iterator[WorkerPool]:
     p.close()
 
 
+@pytest.mark.slow  # real worker processes
 def test_pool_answers_as_the_curator_does_in_process(
     store: tuple[str, dict[str, str]], pool: WorkerPool
 ) -> None:
@@ -218,6 +209,7 @@ def test_pool_answers_as_the_curator_does_in_process(
         pool.call("query", VICTIM_SQL)
 
 
+@pytest.mark.slow  # real worker processes
 def test_a_worker_that_died_while_idle_is_replaced(pool: WorkerPool) -> None:
     (pid,) = pool.pids()
     os.kill(pid, signal.SIGKILL)
@@ -227,6 +219,7 @@ def test_a_worker_that_died_while_idle_is_replaced(pool: WorkerPool) -> None:
     assert pool.pids() and pid not in pool.pids()
 
 
+@pytest.mark.slow  # real worker processes
 def test_a_released_answer_is_recorded_as_the_worker_rendered_it(
     store: tuple[str, dict[str, str]], pool: WorkerPool
 ) -> None:
@@ -244,6 +237,7 @@ def test_a_released_answer_is_recorded_as_the_worker_rendered_it(
     assert here.ledger.entry(reserved.entry).result_json == text
 
 
+@pytest.mark.slow  # real worker processes
 def test_a_deadline_in_the_worker_fails_the_reserved_query_and_keeps_the_charge(
     store: tuple[str, dict[str, str]],
 ) -> None:
@@ -261,6 +255,7 @@ def test_a_deadline_in_the_worker_fails_the_reserved_query_and_keeps_the_charge(
     assert here.ledger.budget("victim", "t").spent_epsilon == before + Fraction(1, 4)
 
 
+@pytest.mark.slow  # real worker processes
 def test_a_synopsis_released_through_a_worker_is_exact_and_answers_alike(
     store: tuple[str, dict[str, str]], pool: WorkerPool
 ) -> None:
@@ -276,6 +271,7 @@ def test_a_synopsis_released_through_a_worker_is_exact_and_answers_alike(
     assert there == here.query_synopsis("by_c", sql, dataset="t")
 
 
+@pytest.mark.slow  # real worker processes
 def test_a_freed_worker_goes_to_the_callers_in_order_of_arrival(pool: WorkerPool) -> None:
     # First come, first served: with the only worker held, callers queue; each freed worker
     # goes to the oldest waiter, so no caller is overtaken (the tail latency under load).
@@ -299,6 +295,7 @@ def _take_and_note(pool: WorkerPool, i: int, order: list[int]) -> None:
         order.append(i)
 
 
+@pytest.mark.slow  # real worker processes
 def test_a_caller_that_waited_too_long_leaves_the_line(store: tuple[str, dict[str, str]]) -> None:
     db, _ = store
     small = WorkerPool(db, 1, query_timeout=5.0, duckdb_threads=1, deadline=10.0, wait=0.2)

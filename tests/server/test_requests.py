@@ -18,6 +18,9 @@ import pytest
 from _server_harness import ServerProcess, build_store, get_json
 from infodp.curator.ledger import Ledger
 
+# Every test here asks a real server process: slow.
+pytestmark = pytest.mark.slow
+
 SQL = "SELECT COUNT(*) FROM people"
 
 

@@ -71,6 +71,7 @@ def test_document_declares_bearer_auth_and_the_error_format() -> None:
                 assert "401" in op["responses"], path
 
 
+@pytest.mark.slow  # real server processes
 def test_document_is_served(fuzzed: Fuzzed) -> None:
     status, served, _ = get_json(fuzzed.server.port, "GET", "/v1/openapi.json")
     assert status == 200

@@ -25,17 +25,14 @@ import pandas as pd
 import pytest
 
 from _server_harness import ServerProcess, get_json
+from _stores import TEXT, ints, one_table
 from infodp.cli import main
 from infodp.curator.engine import Curator
 from infodp.curator.request import Request
 from infodp.curator.unit_overlap import UnitSketch
 from infodp.errors import InfodpError
 
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "pid",
-    "columns": {"pid": {"type": "text"}, "x": {"type": "int", "bounds": [0, 9]}},
-}
+SCHEMA = one_table("t", {"pid": TEXT, "x": ints(0, 9)}, unit="pid")
 DECLARATIONS = {"shared": {"same_population_as": "orig"}, "independent": {"independent": True}}
 COUNT = "SELECT COUNT(*) FROM {}"
 NOISY = ("rows", "confidence_intervals", "entry")
@@ -166,6 +163,7 @@ def _no_secret(seen: object, *stores: Path) -> None:
     assert "units are in" not in text and "%" not in text
 
 
+@pytest.mark.slow  # four stores built, two sketched as copies: seconds each
 @pytest.mark.parametrize("declaration", sorted(DECLARATIONS))
 def test_library_and_cli_outcomes_are_the_same_on_neighbouring_stores(
     tmp_path: Path, declaration: str, capsys: pytest.CaptureFixture[str]

@@ -12,8 +12,12 @@ import pandas as pd
 import pytest
 
 from _asgi import call
+from _stores import cats, ints, one_table
 from infodp.curator.engine import Curator
 from infodp.server.app import ServerSettings, create_app
+
+# Every test here fits a synthetic data model through the service: slow.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
@@ -27,14 +31,7 @@ def world(tmp_path: Path) -> tuple[str, str]:
     cur.register_dataset(
         "people",
         frame,
-        {
-            "table": "people",
-            "privacy_unit": "row",
-            "columns": {
-                "age": {"type": "int", "bounds": [0, 99]},
-                "region": {"type": "category", "categories": ["north", "south"]},
-            },
-        },
+        one_table("people", {"age": ints(0, 99), "region": cats("north", "south")}),
     )
     key = cur.add_analyst("alice", "people", epsilon=3, delta="1e-5")
     cur.close()

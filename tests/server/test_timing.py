@@ -21,6 +21,7 @@ import pytest
 
 from _amplifiers import NEIGHBOURS, Store, chain, heavy, make_store, self_join
 from _server_harness import ServerProcess, get_json
+from _stores import cats, ints, one_table, serving
 from infodp.curator.engine import Curator
 from infodp.curator.result import StoreNotOpened
 from infodp.server.timing import answer_seconds, check_answer_time, released_on_time
@@ -113,15 +114,8 @@ def unpadded(stores: dict[str, Store]) -> Iterator[dict[str, ServerProcess]]:
 
 
 def _servers(stores: dict[str, Store], per_table: float) -> Iterator[dict[str, ServerProcess]]:
-    started = {
-        s: ServerProcess(st.db, workers=1, answer_time=per_table).start()
-        for s, st in stores.items()
-    }
-    try:
+    with serving(stores, workers=1, answer_time=per_table) as started:
         yield started
-    finally:
-        for srv in started.values():
-            srv.stop()
 
 
 def _observe(
@@ -244,14 +238,7 @@ def test_a_synopsis_release_is_padded_and_an_overrun_still_releases_every_cell(
     cur = Curator(db)
     try:
         frame = {"age": [i % 90 for i in range(2000)], "sex": ["f", "m"] * 1000}
-        schema = {
-            "table": "people",
-            "privacy_unit": "row",
-            "columns": {
-                "age": {"type": "int", "bounds": [0, 99]},
-                "sex": {"type": "category", "categories": ["f", "m"]},
-            },
-        }
+        schema = one_table("people", {"age": ints(0, 99), "sex": cats("f", "m")})
         cur.register_dataset("people", pd.DataFrame(frame), schema)
         key = cur.add_analyst("a", "people", epsilon=10)
     finally:

@@ -6,22 +6,22 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import TEXT, cats, floats, one_table
 from infodp.curator.schema import load_schema
 from infodp.errors import ParameterError
 from infodp.synthetic.domain import MAX_BINS, Domain
 
 SCHEMA = load_schema(
-    {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {
+    one_table(
+        "t",
+        {
             "age": {"type": "int", "bounds": [0, 99], "nulls": "drop"},
-            "income": {"type": "float", "bounds": [0, 1000]},
-            "region": {"type": "category", "categories": ["n", "s", "e"]},
+            "income": floats(0, 1000),
+            "region": cats("n", "s", "e"),
             "owner": {"type": "bool"},
-            "note": {"type": "text"},
+            "note": TEXT,
         },
-    }
+    )
 )
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import cats, ints, one_table
 from infodp.curator.schema import load_schema
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import InsecureSeededSource
@@ -51,15 +52,7 @@ def test_chain_joint_equals_the_closed_form_product() -> None:
 
 
 SCHEMA = load_schema(
-    {
-        "table": "people",
-        "privacy_unit": "row",
-        "columns": {
-            "age": {"type": "int", "bounds": [0, 7]},
-            "edu": {"type": "category", "categories": ["a", "b", "c"]},
-            "region": {"type": "category", "categories": ["n", "s"]},
-        },
-    }
+    one_table("people", {"age": ints(0, 7), "edu": cats("a", "b", "c"), "region": cats("n", "s")})
 )
 
 

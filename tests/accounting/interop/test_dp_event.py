@@ -110,6 +110,7 @@ def _cases() -> list[tuple[int, str]]:
     return [(i, "add_remove") for i in range(24)] + [(i, "replace_one") for i in range(24, 30)]
 
 
+@pytest.mark.slow  # dp-accounting's fine-grid PLD: seconds of CPU per tree
 @pytest.mark.parametrize(("seed", "relation"), _cases())
 def test_random_trees_match_dp_accounting_fine_pld(seed: int, relation: str) -> None:
     rng = np.random.default_rng(seed)

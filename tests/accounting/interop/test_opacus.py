@@ -51,6 +51,7 @@ def _histories() -> list[list[tuple[float, float, int]]]:
     return out
 
 
+@pytest.mark.slow  # seconds of CPU per history against Opacus's accountant
 @pytest.mark.parametrize("history", _histories())
 def test_never_above_opacus_rdp_and_within_its_looseness(
     history: list[tuple[float, float, int]],
@@ -111,6 +112,7 @@ def test_noise_multiplier_is_the_smallest_meeting_the_target(
     assert _rdp([(z, q, steps)], 1e-5) >= acc.get_epsilon(1e-5) * 0.99
 
 
+@pytest.mark.slow  # seconds of CPU per history against Opacus's accountant
 def test_epochs_mean_steps_as_in_opacus() -> None:
     a = get_noise_multiplier(target_epsilon=2.0, target_delta=1e-5, sample_rate=0.01, epochs=3)
     b = get_noise_multiplier(target_epsilon=2.0, target_delta=1e-5, sample_rate=0.01, steps=300)

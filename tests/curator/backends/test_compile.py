@@ -17,6 +17,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _stores import cats, ints, one_table
 from infodp.curator.backends.compile import compiled_statements
 from infodp.curator.backends.dialects import DUCKDB, SPARK
 from infodp.curator.backends.duckdb import DuckDBBackend
@@ -26,26 +27,22 @@ from infodp.curator.sql import parse_query
 
 LOW, HIGH = -5, 20
 
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "row",
-    "columns": {
-        "g": {"type": "category", "categories": ["a", "b", "c"]},
+SCHEMA = one_table(
+    "t",
+    {
+        "g": cats("a", "b", "c"),
         "x": {"type": "int", "bounds": [LOW, HIGH], "nulls": "drop"},
         "y": {"type": "int", "bounds": [LOW, HIGH], "nulls": {"replace": 7}},
     },
-}
+)
 
-GROUPED = {
-    "table": "t",
-    "privacy_unit": "pid",
-    "max_rows_per_unit": 4,
-    "max_groups_per_unit": 1,
-    "columns": {
-        "g": {"type": "category", "categories": ["a", "b"]},
-        "x": {"type": "int", "bounds": [0, 10]},
-    },
-}
+GROUPED = one_table(
+    "t",
+    {"g": cats("a", "b"), "x": ints(0, 10)},
+    unit="pid",
+    max_rows_per_unit=4,
+    max_groups_per_unit=1,
+)
 
 ROWS = st.lists(
     st.tuples(

@@ -28,6 +28,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from _stores import TEXT, cats, floats, ints, one_table
 from infodp.cli import main
 from infodp.curator.backends.base import Backend, ExactAggregates
 from infodp.curator.backends.duckdb import DuckDBBackend
@@ -39,43 +40,36 @@ pytestmark = pytest.mark.spark
 
 CATS = [f"c{i}" for i in range(40)]
 
-EXACT = {
-    "table": "t",
-    "privacy_unit": "pid",
-    "max_rows_per_unit": 2,
-    "columns": {
-        "pid": {"type": "text"},
-        "x": {"type": "float", "bounds": [0, 10], "nulls": "drop"},
+EXACT = one_table(
+    "t",
+    {
+        "pid": TEXT,
+        "x": floats(0, 10, "drop"),
         "y": {"type": "int", "bounds": [0, 100], "nulls": {"replace": 50}},
-        "w": {"type": "float", "bounds": [-1000.5, 250000], "nulls": {"replace": 3.25}},
-        "g": {"type": "category", "categories": ["a", "b", "c"]},
-        "c": {"type": "category", "categories": CATS},
+        "w": floats(-1000.5, 250000, {"replace": 3.25}),
+        "g": cats("a", "b", "c"),
+        "c": cats(*CATS),
         "h": {"type": "text", "nulls": "drop"},
-        "k": {"type": "int", "bounds": [0, 4]},
+        "k": ints(0, 4),
     },
-}
+    unit="pid",
+    max_rows_per_unit=2,
+)
 
-LIMITS = {
-    "table": "t",
-    "privacy_unit": "pid",
-    "max_rows_per_unit": 2,
-    "columns": {
-        "pid": {"type": "text"},
-        "x": {"type": "float", "bounds": [0, 10]},
-        "g": {"type": "category", "categories": ["a", "b", "c"]},
-    },
-}
+LIMITS = one_table(
+    "t",
+    {"pid": TEXT, "x": floats(0, 10), "g": cats("a", "b", "c")},
+    unit="pid",
+    max_rows_per_unit=2,
+)
 
-GROUPS = {
-    "table": "t",
-    "privacy_unit": "pid",
-    "max_rows_per_unit": 2,
-    "max_groups_per_unit": 1,
-    "columns": {
-        "pid": {"type": "text"},
-        "g": {"type": "category", "categories": ["a", "b", "c"]},
-    },
-}
+GROUPS = one_table(
+    "t",
+    {"pid": TEXT, "g": cats("a", "b", "c")},
+    unit="pid",
+    max_rows_per_unit=2,
+    max_groups_per_unit=1,
+)
 
 
 def _exact_frame() -> pd.DataFrame:
@@ -418,11 +412,7 @@ def test_noise_follows_the_same_distribution_on_both_backends(store: Curator) ->
 def test_registration_refusals_are_the_same(
     store: Curator, tmp_path: Path, frame: pd.DataFrame, message: str
 ) -> None:
-    schema = {
-        "table": "t",
-        "privacy_unit": "pid",
-        "columns": {"pid": {"type": "text"}, "x": {"type": "float", "bounds": [0, 1]}},
-    }
+    schema = one_table("t", {"pid": TEXT, "x": floats(0, 1)}, unit="pid")
     path = tmp_path / "bad.parquet"
     frame.to_parquet(path)
     seen = []
@@ -524,11 +514,7 @@ def test_sums_of_squares_do_not_overflow_on_spark(spark: Any, tmp_path: Path) ->
     n = 2_400_000
     path = tmp_path / "wide.parquet"
     pd.DataFrame({"x": np.full(n, 1e6)}).to_parquet(path)
-    schema = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {"x": {"type": "float", "bounds": [-1e6, 1e6]}},
-    }
+    schema = one_table("t", {"x": floats(-1e6, 1e6)})
     cur = Curator(tmp_path / "s.duckdb")
     try:
         cur.register_dataset("wide_duckdb", str(path), schema)

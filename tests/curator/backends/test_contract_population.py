@@ -24,33 +24,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import clinic, ints
 from infodp.curator.backends.base import ExactAggregates
 from infodp.curator.engine import Curator
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = """
-privacy_unit: person_id
-tables:
-  people:
-    max_rows_per_unit: 1
-    columns:
-      person_id: {type: text}
-      age: {type: int, bounds: [0, 100]}
-      income: {type: int, bounds: [0, 100000]}
-      region: {type: text}
-  visits:
-    max_rows_per_unit: 5
-    columns:
-      person_id: {type: text}
-      cost: {type: int, bounds: [0, 1000]}
-      kind: {type: category, categories: [checkup, emergency, specialist]}
-  regions:
-    public: true
-    columns:
-      region: {type: text}
-      area: {type: text}
-"""
+KINDS = ["checkup", "emergency", "specialist"]
+SCHEMA = clinic("person_id", income=ints(0, 100000), visits=5, cost=ints(0, 1000), kinds=KINDS)
 
 
 def _frames() -> dict[str, pd.DataFrame]:

@@ -18,24 +18,25 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import TEXT, cats, one_table
 from infodp.curator.cost import plan_cost
 from infodp.curator.engine import Curator
 from infodp.mechanisms.sampling import InsecureSeededSource
 
 M = 3
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "pid",
-    "max_rows_per_unit": M,
-    "columns": {
-        "pid": {"type": "text"},
+SCHEMA = one_table(
+    "t",
+    {
+        "pid": TEXT,
         "t": {"type": "text", "nulls": "drop"},
         "n": {"type": "int", "nulls": "drop"},
         "f": {"type": "float", "nulls": "drop"},
         "x": {"type": "int", "bounds": [0, 9], "nulls": "drop"},
-        "g": {"type": "category", "categories": ["a", "b"]},
+        "g": cats("a", "b"),
     },
-}
+    unit="pid",
+    max_rows_per_unit=M,
+)
 COUNTS = "COUNT(t), COUNT(n), COUNT(f), COUNT(x), COUNT(pid), COUNT(g), COUNT(*)"
 
 

@@ -11,17 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import cats, ints, one_table
 from infodp import Session
 
-SCHEMA = {
-    "table": "census",
-    "privacy_unit": "row",
-    "columns": {
-        "age": {"type": "int", "bounds": [0, 100]},
-        "educ": {"type": "category", "categories": [str(i) for i in range(1, 9)]},
-        "flag": {"type": "int", "bounds": [0, 1]},
-    },
-}
+SCHEMA = one_table(
+    "census",
+    {"age": ints(0, 100), "educ": cats(*[str(i) for i in range(1, 9)]), "flag": ints(0, 1)},
+)
 
 QUERIES = [
     (

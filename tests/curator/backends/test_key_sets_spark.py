@@ -13,22 +13,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import TEXT, cats, one_table
 from infodp.curator.engine import Curator
 from infodp.mechanisms.sampling import InsecureSeededSource
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "pid",
-    "max_rows_per_unit": 2,
-    "columns": {
-        "pid": {"type": "text"},
-        "educ": {"type": "text"},
-        "sex": {"type": "text"},
-        "g": {"type": "category", "categories": ["a", "b", "never"]},
-    },
-}
+SCHEMA = one_table(
+    "t",
+    {"pid": TEXT, "educ": TEXT, "sex": TEXT, "g": cats("a", "b", "never")},
+    unit="pid",
+    max_rows_per_unit=2,
+)
 
 
 def frame() -> pd.DataFrame:

@@ -11,23 +11,14 @@ import duckdb
 import pandas as pd
 import pytest
 
+from _stores import TEXT, population, private, public
 from infodp.curator.engine import Curator
 
 pytestmark = pytest.mark.spark
 
-SCHEMA: dict[str, Any] = {
-    "privacy_unit": "pid",
-    "tables": {
-        "loans": {
-            "max_rows_per_unit": 2,
-            "columns": {"pid": {"type": "text"}, "isbn": {"type": "text"}},
-        },
-        "books": {
-            "public": True,
-            "columns": {"isbn": {"type": "text"}, "title": {"type": "text"}},
-        },
-    },
-}
+SCHEMA: dict[str, Any] = population(
+    "pid", {"loans": private(2, pid=TEXT, isbn=TEXT), "books": public(isbn=TEXT, title=TEXT)}
+)
 
 
 def frames() -> dict[str, pd.DataFrame]:

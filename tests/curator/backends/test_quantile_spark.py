@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 
 from _quantile_reference import mechanism_law, reference_law
+from _stores import TEXT, cats, floats, ints, one_table
 from infodp.curator.engine import Curator
 from infodp.mechanisms.quantile import grid_quantile_law, score_sensitivity
 from infodp.mechanisms.sampling import InsecureSeededSource
@@ -26,16 +27,9 @@ from infodp.mechanisms.sampling import InsecureSeededSource
 pytestmark = pytest.mark.spark
 
 LO, HI = 0, 20
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "pid",
-    "max_rows_per_unit": 2,
-    "columns": {
-        "pid": {"type": "text"},
-        "x": {"type": "int", "bounds": [LO, HI]},
-        "g": {"type": "category", "categories": ["a", "b"]},
-    },
-}
+SCHEMA = one_table(
+    "t", {"pid": TEXT, "x": ints(LO, HI), "g": cats("a", "b")}, unit="pid", max_rows_per_unit=2
+)
 UNITS = {
     "all equal": [9] * 12,
     "two values 40/60": [3] * 4 + [15] * 6,
@@ -137,11 +131,7 @@ def test_an_inner_float_quantile_reads_the_finer_grid_on_both_engines(
     x = [0.1, 0.3, 0.3, 2.5, 7.9, float("nan"), 4.0, 1.0 / 3]
     path = tmp_path / "f.parquet"
     pd.DataFrame({"pid": [f"u{i}" for i in range(len(x))], "x": x}).to_parquet(path)
-    schema = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {"x": {"type": "float", "bounds": [0, 8], "nulls": "drop"}},
-    }
+    schema = one_table("t", {"x": floats(0, 8, "drop")})
     store.register_dataset("f_spark", str(path), schema, backend="spark", independent=True)
     store.register_dataset("f_duckdb", str(path), schema, independent=True)
     (spark_hist,) = store.exact_aggregates("SELECT MEDIAN(x) FROM f_spark").histograms.values()

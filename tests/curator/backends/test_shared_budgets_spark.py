@@ -11,23 +11,21 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _stores import TEXT, ints, one_table, population, private, public
 from infodp.curator.engine import Curator
 from infodp.errors import ParameterError
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "pid",
-    "columns": {"pid": {"type": "text"}, "x": {"type": "int", "bounds": [0, 9]}},
-}
-POPULATION = """
-privacy_unit: pid
-tables:
-  people:  {max_rows_per_unit: 1, columns: {pid: {type: text}, x: {type: int, bounds: [0, 9]}}}
-  visits:  {max_rows_per_unit: 5, columns: {pid: {type: text}, x: {type: int, bounds: [0, 9]}}}
-  regions: {public: true, columns: {region: {type: text}}}
-"""
+SCHEMA = one_table("t", {"pid": TEXT, "x": ints(0, 9)}, unit="pid")
+POPULATION = population(
+    "pid",
+    {
+        "people": private(1, pid=TEXT, x=ints(0, 9)),
+        "visits": private(5, pid=TEXT, x=ints(0, 9)),
+        "regions": public(region=TEXT),
+    },
+)
 
 
 def _people(n: int, prefix: str = "p") -> pd.DataFrame:

@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from _stores import ints, one_table
 from infodp.curator.backends.duckdb import bounded_column
 from infodp.curator.engine import Curator
 
@@ -28,14 +29,7 @@ def test_bounded_columns_are_int32_when_the_grid_fits_and_bigint_to_queries(
     small = rng.integers(-50, 150, 200)  # bounds [0, 100]: clamped, grid step 1
     big = rng.integers(0, 2 * 10**12, 200)  # bounds [0, 10^12]: grid step 2^19
     pd.DataFrame({"a": small, "b": big}).to_parquet(tmp_path / "src.parquet")
-    schema = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {
-            "a": {"type": "int", "bounds": [0, 100]},
-            "b": {"type": "int", "bounds": [0, 10**12]},
-        },
-    }
+    schema = one_table("t", {"a": ints(0, 100), "b": ints(0, 10**12)})
     cur = Curator(tmp_path / "s.duckdb")
     try:
         cur.register_dataset("t", str(tmp_path / "src.parquet"), schema, backend="spark")

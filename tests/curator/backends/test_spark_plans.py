@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _stores import TEXT, ints, make_store, population, private, public
 from infodp.curator.backends.compile import compiled_statements
 from infodp.curator.backends.dialects import SPARK
 from infodp.curator.backends.spark import SparkBackend
@@ -29,25 +30,15 @@ from infodp.curator.rules import measurements
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = """
-privacy_unit: pid
-tables:
-  people:
-    max_rows_per_unit: 1
-    columns:
-      pid: {type: int}
-      region: {type: text}
-  visits:
-    max_rows_per_unit: 3
-    columns:
-      pid: {type: int}
-      cost: {type: int, bounds: [0, 1000]}
-  regions:
-    public: true
-    columns:
-      region: {type: text}
-      country: {type: text}
-"""
+PID = {"type": "int"}
+SCHEMA = population(
+    "pid",
+    {
+        "people": private(1, pid=PID, region=TEXT),
+        "visits": private(3, pid=PID, cost=ints(0, 1000)),
+        "regions": public(region=TEXT, country=TEXT),
+    },
+)
 
 SQL = (
     "SELECT r.country, COUNT(*), SUM(v.cost) FROM people p JOIN visits v ON p.pid = v.pid "
@@ -70,11 +61,7 @@ def _frames(extra: bool) -> dict[str, pd.DataFrame]:
 
 def _store(root: Path, extra: bool) -> str:
     root.mkdir(parents=True)
-    db = str(root / "store.duckdb")
-    cur = Curator(db)
-    cur.register_dataset("clinic", _frames(extra), SCHEMA, backend="spark")
-    cur.close()
-    return db
+    return make_store(root, "clinic", _frames(extra), SCHEMA, budget=None, backend="spark").db
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _stores import ints, make_store, one_table, spent
 from infodp.cli import main
 from infodp.curator.backends import spark as spark_backend
 from infodp.curator.backends.spark import SparkBackend, SparkUnavailable, spark_settings
@@ -38,14 +39,10 @@ _spec.loader.exec_module(side)
 
 def _make(directory: Path, rows: list[tuple[Any, ...]]) -> str:
     directory.mkdir(parents=True, exist_ok=True)
-    db = str(directory / "store.duckdb")
     frame = pd.DataFrame(rows, columns=["person_id", "age", "score", "region", "city"])
     frame.to_parquet(directory / "people.parquet")
-    cur = Curator(db)
-    cur.register_dataset("people", str(directory / "people.parquet"), side.SCHEMA, backend="spark")
-    cur.add_analyst("a", "people", epsilon=1000, delta="0.5")
-    cur.close()
-    return db
+    source = str(directory / "people.parquet")
+    return make_store(directory, "people", source, side.SCHEMA, backend="spark").db
 
 
 @pytest.fixture(scope="module")
@@ -69,11 +66,8 @@ def _outcome(db: str, sql: str, eps: str, delta: str) -> tuple[Any, ...]:
 
 
 def _spent(db: str) -> tuple[Fraction, int]:
-    cur = Curator(db)
-    try:
-        return cur.ledger.budget("a", "people").spent_epsilon, len(cur.ledger.entries())
-    finally:
-        cur.close()
+    epsilon, _, entries = spent(db, "people")
+    return epsilon, entries
 
 
 @pytest.mark.spark
@@ -139,11 +133,7 @@ def test_missing_pyspark_names_the_extra(
     with pytest.raises(SparkUnavailable, match=r"pip install 'infodp\[spark\]'"):
         spark_backend.require_spark()
     cur = Curator(tmp_path / "s.duckdb")
-    schema = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {"x": {"type": "int", "bounds": [0, 9]}},
-    }
+    schema = one_table("t", {"x": ints(0, 9)})
     with pytest.raises(SparkUnavailable):
         cur.register_dataset("t", str(tmp_path / "x.parquet"), schema, backend="spark")
     cur.close()
@@ -257,11 +247,7 @@ def test_progress_is_drawn_on_a_terminal_only_when_asked(
 def test_a_source_spark_cannot_read_is_one_clear_error(spark: Any, tmp_path: Path) -> None:
     bad = tmp_path / "broken.parquet"
     bad.write_text("this is not Parquet")
-    schema = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {"x": {"type": "int", "bounds": [0, 9]}},
-    }
+    schema = one_table("t", {"x": ints(0, 9)})
     cur = Curator(tmp_path / "s.duckdb")
     try:
         with pytest.raises(ParameterError, match="Spark could not register the source"):

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _stores import cats, one_table
 from infodp.errors import ParameterError
 
 pytestmark = pytest.mark.spark
@@ -17,11 +18,7 @@ def test_a_spark_dataset_is_refused_for_free(spark: Any) -> None:
     from infodp import Session
 
     frame = pd.DataFrame({"g": ["a", "b"] * 20})
-    declared = {
-        "table": "t",
-        "privacy_unit": "row",
-        "columns": {"g": {"type": "category", "categories": ["a", "b"]}},
-    }
+    declared = one_table("t", {"g": cats("a", "b")})
     s = Session(frame, declared, epsilon=2, delta="1e-5", backend="spark")
     try:
         with pytest.raises(ParameterError, match="synthetic data is not read on Spark"):

@@ -19,13 +19,14 @@ import pytest
 
 from _cli_errors import json_error
 from _ledgers import LedgerAt, ledger_of, raw_rows, run, store_ledger
+from _stores import ints, make_store, one_table
 from infodp.accounting.accountant import Accountant, Budget
 from infodp.cli import main
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import Ledger, integrity
 from infodp.errors import LedgerError
 
-SCHEMA = {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int", "bounds": [0, 9]}}}
+SCHEMA = one_table("t", {"x": ints(0, 9)})
 QUERY = "SELECT COUNT(*) FROM t"
 
 # Every test on both ledger storages (SQLite, PostgreSQL: tests/conftest.py).
@@ -33,12 +34,8 @@ pytestmark = pytest.mark.usefixtures("ledger_kind")
 
 
 def _store(tmp_path: Path, **budget: object) -> Path:
-    db = tmp_path / "s.duckdb"
-    cur = Curator(db)
-    cur.register_dataset("t", pd.DataFrame({"x": list(range(10)) * 3}), SCHEMA)
-    cur.add_analyst("a", "t", **budget)
-    cur.close()
-    return db
+    frame = pd.DataFrame({"x": list(range(10)) * 3})
+    return Path(make_store(tmp_path, "t", frame, SCHEMA, budget=budget, file="s.duckdb").db)
 
 
 def _sql(db: Path, statement: str, *args: object) -> None:

@@ -22,17 +22,14 @@ import pytest
 
 from _kill import kill_when_marked
 from _ledgers import edit, ledger_of, sqlite_only, store_ledger
+from _stores import TEXT, ints, one_table
 from infodp.accounting.accountant import Budget
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import integrity
 from infodp.curator.store import reinit_ledger
 from infodp.errors import LedgerError, ParameterError
 
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "pid",
-    "columns": {"pid": {"type": "text"}, "x": {"type": "int", "bounds": [0, 9]}},
-}
+SCHEMA = one_table("t", {"pid": TEXT, "x": ints(0, 9)}, unit="pid")
 QUERY = "SELECT COUNT(*) FROM {}"
 
 # Every test on both ledger storages (SQLite, PostgreSQL: tests/conftest.py).

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _stores import TEXT, ints, one_table
 from infodp.cli import main
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import integrity
@@ -27,11 +28,7 @@ from infodp.errors import LedgerError, ParameterError
 
 pytestmark = pytest.mark.postgres
 
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "pid",
-    "columns": {"pid": {"type": "text"}, "x": {"type": "int", "bounds": [0, 9]}},
-}
+SCHEMA = one_table("t", {"pid": TEXT, "x": ints(0, 9)}, unit="pid")
 
 
 def _frame(n: int, extra: int = 0) -> pd.DataFrame:

@@ -16,19 +16,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import cats, ints, one_table
 from infodp.curator.engine import Curator
 from infodp.curator.post.ratio import avg_ratios
 from infodp.mechanisms.sampling import InsecureSeededSource
 
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "row",
-    "columns": {
-        "x": {"type": "int", "bounds": [0, 1000]},
+SCHEMA = one_table(
+    "t",
+    {
+        "x": ints(0, 1000),
         "y": {"type": "int", "bounds": [0, 10], "nulls": "drop"},
-        "g": {"type": "category", "categories": ["a", "b"]},
+        "g": cats("a", "b"),
     },
-}
+)
 RNG = np.random.default_rng(20261129)
 FRAME = pd.DataFrame(
     {

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from _clinic import answers, plain, schema
+from _stores import TEXT, population, private
 from infodp.curator.relations import resolve
 from infodp.errors import ParameterError
 
@@ -185,16 +186,8 @@ def test_refused_joins_say_why_and_what_is_allowed(sql, construct, allowed):
 def test_private_join_when_each_row_is_a_unit_is_refused():
     from infodp.curator.schema import load_schema
 
-    rows = load_schema(
-        {
-            "privacy_unit": "row",
-            "table": "d",
-            "tables": {
-                "a": {"columns": {"k": {"type": "text"}}},
-                "b": {"columns": {"k": {"type": "text"}}},
-            },
-        }
-    )
+    tables = {"a": private(None, k=TEXT), "b": private(None, k=TEXT)}
+    rows = load_schema(population("row", tables, table="d"))
     with pytest.raises(ParameterError, match=r"each row is its own unit.*privacy-unit column"):
         resolve("SELECT COUNT(*) FROM a JOIN b ON a.k = b.k", rows)
 

@@ -20,33 +20,21 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import TEXT, cats, ints, population, private, public
 from infodp.curator.cost import plan_cost
 from infodp.curator.engine import Curator
 from infodp.mechanisms.sampling import InsecureSeededSource
 
 M = 3
-SCHEMA: dict[str, Any] = {
-    "privacy_unit": "pid",
-    "tables": {
-        "loans": {
-            "max_rows_per_unit": M,
-            "columns": {
-                "pid": {"type": "text"},
-                "isbn": {"type": "text"},
-                "genre": {"type": "category", "categories": ["crime", "poetry", "maths"]},
-                "days": {"type": "int", "bounds": [0, 60]},
-            },
-        },
-        "books": {
-            "public": True,
-            "columns": {
-                "isbn": {"type": "text"},
-                "title": {"type": "text"},
-                "genre": {"type": "text"},
-            },
-        },
+SCHEMA: dict[str, Any] = population(
+    "pid",
+    {
+        "loans": private(
+            M, pid=TEXT, isbn=TEXT, genre=cats("crime", "poetry", "maths"), days=ints(0, 60)
+        ),
+        "books": public(isbn=TEXT, title=TEXT, genre=TEXT),
     },
-}
+)
 ISBNS = ["111", "222", "333", "444"]  # 444: a public book nobody borrowed
 #: What plain SQL answers for the grouped count (the released groups: every public isbn).
 ORACLE = (

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from _clinic import answers, plain, schema
+from _stores import TEXT, floats, ints, population, private
 from infodp.curator.relations import resolve
 from infodp.curator.schema import load_schema
 from infodp.errors import ParameterError
@@ -60,22 +61,8 @@ def test_row_level_subquery_equals_plain_sql(clinic):
 
 
 def test_per_unit_bounds_are_the_closed_forms():
-    s = load_schema(
-        {
-            "privacy_unit": "pid",
-            "table": "clinic",
-            "tables": {
-                "visits": {
-                    "max_rows_per_unit": 20,
-                    "columns": {
-                        "pid": {"type": "text"},
-                        "cost": {"type": "float", "bounds": [0, 5000]},
-                        "day": {"type": "int", "bounds": [1, 7]},
-                    },
-                }
-            },
-        }
-    )
+    visits = private(20, pid=TEXT, cost=floats(0, 5000), day=ints(1, 7))
+    s = load_schema(population("pid", {"visits": visits}, table="clinic"))
     r = resolve(
         "SELECT AVG(total) FROM (SELECT pid, SUM(cost) AS total, COUNT(*) AS n, "
         "AVG(cost) AS mean, MAX(day) AS last, COUNT(DISTINCT day) AS days "

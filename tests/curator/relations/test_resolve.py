@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from _clinic import clinic_store, frames, schema, store
+from _clinic import clinic_store, measure, schema
+from _stores import cats, ints, one_table
 from infodp.curator.backends.compile import compiled_statements
 from infodp.curator.backends.dialects import SPARK
 from infodp.curator.relations import resolve
@@ -17,15 +18,9 @@ from infodp.curator.schema import load_schema
 from infodp.curator.sql import parse_query
 
 SINGLE = load_schema(
-    {
-        "table": "people",
-        "privacy_unit": "pid",
-        "max_rows_per_unit": 2,
-        "columns": {
-            "age": {"type": "int", "bounds": [0, 99]},
-            "region": {"type": "category", "categories": ["n", "s"]},
-        },
-    }
+    one_table(
+        "people", {"age": ints(0, 99), "region": cats("n", "s")}, unit="pid", max_rows_per_unit=2
+    )
 )
 
 
@@ -104,14 +99,7 @@ NEIGHBOUR_QUERIES = [
 
 
 def _exact(backend, sql):
-    r = resolve(sql, schema())
-    plan = parse_query(r.sql, r.schema)
-    ms = measurements(plan)
-    con = backend.connect(read_only=True)
-    try:
-        got = backend.aggregate(con, plan, r.schema, ms, unit_rows_ok=not r.row_cut)
-    finally:
-        con.close()
+    r, ms, got = measure(backend, sql)
     return r.schema, ms, got.values
 
 
@@ -119,25 +107,7 @@ def _exact(backend, sql):
 @pytest.mark.parametrize("removed", ["p1", "p3", "p5"])
 def test_removing_one_person_moves_each_measurement_within_its_sensitivity(sql, removed):
     full = clinic_store()
-    people, visits = frames(
-        [
-            ("p1", 20, 100.0, "n"),
-            ("p2", 35, 900.0, "s"),
-            ("p3", 50, None, "e"),
-            ("p4", 70, 400.0, "w"),
-            ("p5", 90, 50.0, "n"),
-        ],
-        [
-            ("p1", 10.0, "a"),
-            ("p1", 20.0, "b"),
-            ("p2", 5.0, "a"),
-            ("p3", 40.0, "b"),
-            ("p3", 1.5, "a"),
-            ("p3", 2.5, "a"),
-            ("p5", 50.0, "b"),
-        ],
-    )
-    neighbour = store(people[people.pid != removed], visits[visits.pid != removed])
+    neighbour = clinic_store(without=removed)
     rel, ms, a = _exact(full, sql)
     _, _, b = _exact(neighbour, sql)
     for i, m in enumerate(ms):

@@ -14,23 +14,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _stores import TEXT, ints, population, private
 from infodp.curator.engine import Curator
 from infodp.errors import ParameterError
 
-SCHEMA = """
-privacy_unit: person_id
-tables:
-  people:
-    max_rows_per_unit: 1
-    columns:
-      person_id: {type: text}
-      age: {type: int, bounds: [0, 100]}
-  visits:
-    max_rows_per_unit: 12
-    columns:
-      person_id: {type: text}
-      cost: {type: int, bounds: [0, 1000]}
-"""
+SCHEMA = population(
+    "person_id",
+    {
+        "people": private(1, person_id=TEXT, age=ints(0, 100)),
+        "visits": private(12, person_id=TEXT, cost=ints(0, 1000)),
+    },
+)
 
 
 def _tables() -> dict[str, pd.DataFrame]:

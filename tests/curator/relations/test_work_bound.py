@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _amplifiers import chain, declaration, heavy, self_join, tables
+from _stores import TEXT, one_table
 from infodp.curator.engine import Curator
 from infodp.curator.relations import resolve
 from infodp.curator.schema import DEFAULT_MAX_DERIVED_ROWS_PER_UNIT, DatasetSchema, load_schema
@@ -112,13 +113,9 @@ def test_declarations_keep_each_table_within_the_limit() -> None:
         load_schema(decl)
     decl["max_derived_rows_per_unit"] = DEFAULT_MAX_DERIVED_ROWS_PER_UNIT + 1
     assert load_schema(decl).work_limit == DEFAULT_MAX_DERIVED_ROWS_PER_UNIT + 1
-    single = {
-        "table": "t",
-        "privacy_unit": "pid",
-        "max_rows_per_unit": 50,
-        "max_derived_rows_per_unit": 49,
-        "columns": {"pid": {"type": "text"}},
-    }
+    single = one_table(
+        "t", {"pid": TEXT}, unit="pid", max_rows_per_unit=50, max_derived_rows_per_unit=49
+    )
     with pytest.raises(ParameterError, match=r"max_rows_per_unit must be at most"):
         load_schema(single)
     member = declaration(None)

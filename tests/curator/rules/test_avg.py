@@ -72,6 +72,7 @@ def test_avg_shares_its_count_with_count_of_the_column() -> None:
     assert measurements(plan) == (CSUM_X, COUNT_X, Measurement(MeasurementKind.SUM, "x"))
 
 
+@pytest.mark.slow  # statistical: coverage over many releases
 @pytest.mark.parametrize(("n", "mean"), [(40, 2.5), (400, 8.75)])
 def test_interval_covers_the_true_mean_at_the_stated_level(n: int, mean: float) -> None:
     s, beta, draws = schema(1, 0, 10), 0.1, 400

@@ -10,6 +10,7 @@ from fractions import Fraction
 import pytest
 
 from _rules_oracle import coverage_floor, dlap_information, simulated_cells
+from _stores import TEXT, cats, one_table
 from infodp.curator.cost import plan_cost
 from infodp.curator.plan import Measurement, MeasurementKind
 from infodp.curator.rules import measure_for, rule_for
@@ -22,18 +23,18 @@ Row = tuple[int, int, int]
 
 
 def schema(m: int = 1, k: int | None = None, rows: int | None = None) -> DatasetSchema:
-    spec: dict[str, object] = {
-        "table": "t",
-        "privacy_unit": "pid",
-        "max_rows_per_unit": m,
-        "columns": {
+    spec: dict[str, object] = one_table(
+        "t",
+        {
             "pid": {"type": "int"},
             "v": {"type": "int"},
-            "c": {"type": "text"},
+            "c": TEXT,
             "u": {"type": "float"},
-            "g": {"type": "category", "categories": ["a", "b", "c"]},
+            "g": cats("a", "b", "c"),
         },
-    }
+        unit="pid",
+        max_rows_per_unit=m,
+    )
     if k is not None:
         spec["max_groups_per_unit"] = k
     if rows is not None:

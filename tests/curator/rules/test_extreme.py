@@ -23,6 +23,7 @@ import pytest
 from _quantile_reference import chi_square_pvalue, reference_law
 from _rules_oracle import coverage_floor
 from _rules_oracle import table_schema as schema
+from _stores import TEXT, cats, ints, one_table
 from infodp.curator.answer import Layout
 from infodp.curator.cost import plan_cost
 from infodp.curator.engine import Curator
@@ -33,16 +34,7 @@ from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import InsecureSeededSource
 
 LO, HI = 0, 40
-SCHEMA = {
-    "table": "t",
-    "privacy_unit": "row",
-    "columns": {
-        "x": {"type": "int", "bounds": [LO, HI]},
-        "g": {"type": "category", "categories": ["a", "b"]},
-        "c": {"type": "text"},
-        "u": {"type": "float"},
-    },
-}
+SCHEMA = one_table("t", {"x": ints(LO, HI), "g": cats("a", "b"), "c": TEXT, "u": {"type": "float"}})
 # Data well inside the bounds: the honest limit of MIN (it may fall below the true minimum).
 DATA = [12] * 3 + [15] * 10 + list(range(16, 30)) + [33] * 4
 
@@ -90,6 +82,7 @@ def curator(tmp_path_factory: pytest.TempPathFactory) -> Curator:
     return cur
 
 
+@pytest.mark.slow  # statistical: many releases through the curator
 def test_min_and_max_through_the_curator_keep_their_rank_statement(curator: Curator) -> None:
     beta, n, eps = 0.05, 300, Fraction(1, 2)
     mins, maxs, kept = [], [], 0
@@ -130,11 +123,7 @@ def test_min_max_error_falls_with_epsilon_to_a_third_of_the_plain_extreme_quanti
 ) -> None:
     src = InsecureSeededSource(7, i_understand_this_is_not_private=True)
     cur = Curator(tmp_path / "h.duckdb", source=src)
-    declared = {
-        "table": "h",
-        "privacy_unit": "row",
-        "columns": {"x": {"type": "int", "bounds": [0, H_HI]}},
-    }
+    declared = one_table("h", {"x": ints(0, H_HI)})
     cur.register_dataset("h", pd.DataFrame({"x": HEIGHTS}), declared)
     cur.add_analyst("ann", "h", epsilon=10**6)
     q = Fraction(0) if func == "MIN" else Fraction(1)
