@@ -112,6 +112,43 @@ def clinic(
     )
 
 
+def visits_population(
+    units: int, visits: int, cap: int, *, seed: int = 2, extra: int = 0
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A two-table population (its frames, its declaration): ``people`` (pid, age) and
+    ``visits`` (pid, kind a/b; ``visits`` rows per unit, at most ``cap`` read) plus a public
+    ``regions`` table; ``extra`` more units than ``units`` (1: a neighbour). A unit's visits
+    share a kind, and the first ``units`` units are the same whatever ``extra``.
+
+    >>> frames, decl = visits_population(3, 2, 1, extra=1)
+    >>> len(frames["people"]), len(frames["visits"]), decl["tables"]["visits"]["max_rows_per_unit"]
+    (4, 8, 1)
+    """
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    n = units + extra
+    age = rng.integers(0, 99, units + 1)[:n]
+    kind = np.repeat(np.where(rng.random(units + 1) < 0.3, "a", "b"), visits)[: visits * n]
+    frames = {
+        "people": pd.DataFrame({"pid": np.arange(n), "age": age}),
+        "visits": pd.DataFrame({"pid": np.repeat(np.arange(n), visits), "kind": kind}),
+        "regions": pd.DataFrame({"region": ["n", "s"]}),
+    }
+    pid = {"type": "int"}
+    declaration = population(
+        "pid",
+        {
+            "people": private(1, pid=pid, age=ints(0, 99)),
+            "visits": private(cap, pid=pid, kind=cats("a", "b")),
+            "regions": public(region=TEXT),
+        },
+        table="clinic",
+    )
+    return frames, declaration
+
+
 @dataclass(frozen=True)
 class Store:
     """A store on disk and the API key of its one analyst, ``a``."""

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from _stores import cats, ints, one_table
+from _stores import cats, ints, make_store, one_table, visits_population
 from infodp.cli import main
 from infodp.curator.engine import Curator
 
@@ -87,35 +87,11 @@ def test_synth_text_output_states_the_cost_in_bits(
 def test_synth_releases_a_population_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = str(tmp_path / "clinic.duckdb")
-    cur = Curator(db)
-    rng = np.random.default_rng(3)
-    people = pd.DataFrame({"pid": np.arange(200), "age": rng.integers(0, 99, 200)})
-    visits = pd.DataFrame(
-        {"pid": np.repeat(np.arange(200), 2), "kind": rng.choice(["a", "b"], 400)}
-    )
-    cur.register_dataset(
-        "clinic",
-        {"people": people, "visits": visits},
-        {
-            "privacy_unit": "pid",
-            "tables": {
-                "people": {
-                    "columns": {"pid": {"type": "int"}, "age": {"type": "int", "bounds": [0, 99]}}
-                },
-                "visits": {
-                    "max_rows_per_unit": 2,
-                    "columns": {
-                        "pid": {"type": "int"},
-                        "kind": {"type": "category", "categories": ["a", "b"]},
-                    },
-                },
-            },
-        },
-    )
-    cur.add_analyst("alice", "clinic", epsilon=2, delta="1e-5")
-    cur.close()
-    args = ["synth", "--db", db, "--analyst", "alice", "--dataset", "clinic", "--name", "v"]
+    frames, declaration = visits_population(200, 2, 2, seed=3)
+    db = make_store(
+        tmp_path, "clinic", frames, declaration, budget={"epsilon": 2, "delta": "1e-5"}
+    ).db
+    args = ["synth", "--db", db, "--analyst", "a", "--dataset", "clinic", "--name", "v"]
     code = main([*args, "--table", "visits", "--epsilon", "1", "--delta", "1e-6", "--json"])
     assert code == 0
     payload = json.loads(capsys.readouterr().out)

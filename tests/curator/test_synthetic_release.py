@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from _stores import cats, floats, ints, one_table
+from _stores import cats, floats, ints, make_store, one_table, visits_population
 from infodp.curator import Curator
 from infodp.errors import BudgetExceeded, ParameterError
 from infodp.mechanisms.sampling import InsecureSeededSource
@@ -277,58 +277,28 @@ def test_a_zcdp_budget_is_charged_rho_and_an_approx_budget_epsilon_delta(tmp_pat
     assert remaining["epsilon_spent"] == pytest.approx(1.0, rel=1e-6)
 
 
-POPULATION = {
-    "privacy_unit": "pid",
-    "table": "clinic",
-    "tables": {
-        "people": {
-            "max_rows_per_unit": 1,
-            "columns": {
-                "pid": {"type": "int"},
-                "age": {"type": "int", "bounds": [0, 99]},
-            },
-        },
-        "visits": {
-            "max_rows_per_unit": 3,
-            "columns": {
-                "pid": {"type": "int"},
-                "kind": {"type": "category", "categories": ["a", "b"]},
-            },
-        },
-        "regions": {"public": True, "columns": {"region": {"type": "text"}}},
-    },
-}
-
-
 def _clinic(tmp_path: Path, people: int, extra: int = 0) -> Curator:
-    """A clinic population: ``people`` units, each with 5 visits (over the cap of 3), and
-    ``extra`` more units (a neighbour store when 1)."""
-    rng = np.random.default_rng(2)
-    n = people + extra
-    age = rng.integers(0, 99, people + 1)[:n]  # the same units whatever ``extra``
-    # A unit's visits share a kind, so which 3 of its 5 the cap keeps does not move a count.
-    kind = np.repeat(np.where(rng.random(people + 1) < 0.3, "a", "b"), 5)[: 5 * n]
-    members = pd.DataFrame({"pid": np.arange(n), "age": age})
-    visits = pd.DataFrame({"pid": np.repeat(np.arange(n), 5), "kind": kind})
-    cur = Curator(
-        tmp_path / f"clinic{extra}.duckdb",
-        source=InsecureSeededSource(6, i_understand_this_is_not_private=True),
+    """A clinic population (tests/_stores.visits_population): ``people`` units with 5 visits
+    each (over the cap of 3), ``extra`` more units (a neighbour store when 1)."""
+    frames, declaration = visits_population(people, 5, 3, extra=extra)
+    store = make_store(
+        tmp_path,
+        "clinic",
+        frames,
+        declaration,
+        budget={"epsilon": 5, "delta": "1e-4"},
+        file=f"clinic{extra}.duckdb",
     )
-    regions = pd.DataFrame({"region": ["n", "s"]})
-    cur.register_dataset(
-        "clinic", {"people": members, "visits": visits, "regions": regions}, POPULATION
-    )
-    cur.add_analyst("carol", "clinic", epsilon=5, delta="1e-4")
-    return cur
+    return Curator(store.db, source=InsecureSeededSource(6, i_understand_this_is_not_private=True))
 
 
 def test_a_population_table_is_released_with_its_own_row_cap(tmp_path: Path) -> None:
     cur = _clinic(tmp_path, 300)
-    before = cur.ledger.budget("carol", "clinic").remaining_epsilon
+    before = cur.ledger.budget("a", "clinic").remaining_epsilon
     t = cur.release_synthetic(
-        "carol", "fake_visits", "clinic", table="visits", epsilon=1, delta="1e-6", method="mst"
+        "a", "fake_visits", "clinic", table="visits", epsilon=1, delta="1e-6", method="mst"
     )
-    assert before - cur.ledger.budget("carol", "clinic").remaining_epsilon == 1
+    assert before - cur.ledger.budget("a", "clinic").remaining_epsilon == 1
     assert list(t.frame.columns) == ["kind"]
     sigma = Fraction(t.spec["measurements"][0]["sigma"])
     # visits declares 3 rows per unit: σ = 3/√(2ρ) (one column, all of ρ on its marginal).
@@ -336,7 +306,7 @@ def test_a_population_table_is_released_with_its_own_row_cap(tmp_path: Path) -> 
     # At most 3 of each unit's 5 visits are read: about 900 synthetic rows, not 1500.
     assert abs(len(t.frame) - 900) < 100
     people = cur.release_synthetic(
-        "carol", "fake_people", "clinic", table="PEOPLE", epsilon=1, delta="1e-6"
+        "a", "fake_people", "clinic", table="PEOPLE", epsilon=1, delta="1e-6"
     )
     assert list(people.frame.columns) == ["age"] and abs(len(people.frame) - 300) < 60
     # SQL over it is free, under the table's name or the population's, and matches pandas.
@@ -380,10 +350,10 @@ def test_a_population_release_names_its_table_or_is_refused_for_free(
     tmp_path: Path, table: str | None, message: str
 ) -> None:
     cur = _clinic(tmp_path, 20)
-    before = cur.ledger.budget("carol", "clinic").remaining_epsilon
+    before = cur.ledger.budget("a", "clinic").remaining_epsilon
     with pytest.raises(ParameterError, match=re.escape(message)):
-        cur.release_synthetic("carol", "x", "clinic", table=table, epsilon=1, delta="1e-6")
-    assert cur.ledger.budget("carol", "clinic").remaining_epsilon == before
+        cur.release_synthetic("a", "x", "clinic", table=table, epsilon=1, delta="1e-6")
+    assert cur.ledger.budget("a", "clinic").remaining_epsilon == before
 
 
 def test_a_single_table_dataset_takes_only_its_own_table_name(curator: Curator) -> None:

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from _asgi import call
-from _stores import cats, ints, one_table
+from _stores import cats, ints, make_store, one_table, visits_population
 from infodp.curator.engine import Curator
 from infodp.server.app import ServerSettings, create_app
 
@@ -92,46 +92,25 @@ def test_refusals_charge_nothing(
 
 
 def test_a_population_table_is_released_over_http(tmp_path: Path) -> None:
-    db = str(tmp_path / "clinic.duckdb")
-    cur = Curator(db)
-    rng = np.random.default_rng(4)
-    people = pd.DataFrame({"pid": np.arange(300), "age": rng.integers(0, 99, 300)})
-    visits = pd.DataFrame(
-        {"pid": np.repeat(np.arange(300), 2), "kind": rng.choice(["a", "b"], 600)}
+    frames, declaration = visits_population(300, 2, 2, seed=4)
+    store = make_store(
+        tmp_path, "clinic", frames, declaration, budget={"epsilon": 3, "delta": "1e-5"}
     )
-    cur.register_dataset(
-        "clinic",
-        {"people": people, "visits": visits},
-        {
-            "privacy_unit": "pid",
-            "tables": {
-                "people": {
-                    "columns": {"pid": {"type": "int"}, "age": {"type": "int", "bounds": [0, 99]}}
-                },
-                "visits": {
-                    "max_rows_per_unit": 2,
-                    "columns": {
-                        "pid": {"type": "int"},
-                        "kind": {"type": "category", "categories": ["a", "b"]},
-                    },
-                },
-            },
-        },
-    )
-    key = cur.add_analyst("alice", "clinic", epsilon=3, delta="1e-5")
-    cur.close()
-    assert key is not None
-    app = create_app(ServerSettings(db))
+    app = create_app(ServerSettings(store.db))
     body = {"name": "v", "dataset": "clinic", "table": "visits", "epsilon": 1, "delta": 1e-6}
-    r = call(app, "POST", "/v1/synopses/synthetic", body, key=key)
+    r = call(app, "POST", "/v1/synopses/synthetic", body, key=store.key)
     assert r.status_code == 200, r.text
     assert r.json()["columns"] == ["kind"]
     q = call(
-        app, "POST", "/v1/synopses/v/query", {"sql": "SELECT COUNT(*) AS n FROM visits"}, key=key
+        app,
+        "POST",
+        "/v1/synopses/v/query",
+        {"sql": "SELECT COUNT(*) AS n FROM visits"},
+        key=store.key,
     )
     assert q.status_code == 200, q.text
     assert q.json()["rows"] == [[r.json()["rows"]]]
-    refused = call(app, "POST", "/v1/synopses/synthetic", {**body, "table": None}, key=key)
+    refused = call(app, "POST", "/v1/synopses/synthetic", {**body, "table": None}, key=store.key)
     assert refused.status_code == 400
     assert "one of the population's private tables: people, visits" in refused.text
-    assert _left(app, key) == 2
+    assert _left(app, store.key) == 2
