@@ -193,7 +193,7 @@ def exact(paths: dict[str, Path]) -> dict[str, tuple[float, float]]:
 
 def infodp_joins_available() -> str | None:
     """None when this infodp registers a population of several tables, else why not."""
-    from infodp.curator.schema import load_schema
+    from infodp.curator.schema_source import load_schema
 
     try:
         load_schema(SCHEMA)

@@ -15,7 +15,8 @@ from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.grid import column_grid
 from infodp.curator.relations import resolve
 from infodp.curator.rules import measurements
-from infodp.curator.schema import ColumnSpec, DatasetSchema, load_schema, stored_name
+from infodp.curator.schema import ColumnSpec, DatasetSchema, stored_name
+from infodp.curator.schema_source import load_schema
 from infodp.curator.sql import parse_query
 
 DECLARATION = clinic(

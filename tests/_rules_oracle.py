@@ -107,7 +107,7 @@ def table_schema(
 ) -> DatasetSchema:
     """Table ``t``: a bounded column ``x`` of ``kind``, an unbounded text column ``c``, an
     unbounded float ``u``, a category ``g`` (a, b); units of up to ``m`` rows (``pid``)."""
-    from infodp.curator.schema import load_schema
+    from infodp.curator.schema_source import load_schema
 
     spec: dict[str, Any] = one_table(
         "t",

@@ -427,7 +427,7 @@ def test_the_curators_partition_selection_meets_its_charge() -> None:
     from fractions import Fraction
 
     from infodp.curator.cost import plan_cost
-    from infodp.curator.schema import load_schema
+    from infodp.curator.schema_source import load_schema
     from infodp.curator.sql import parse_query
 
     schema = load_schema(one_table("t", {"h": TEXT, "n": ints(-10, 200)}, unit="pid"))

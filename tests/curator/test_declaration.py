@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from _stores import TEXT, one_table
 from infodp.curator.declaration import ColumnDecl, SchemaDecl, declared_schema
-from infodp.curator.schema import DatasetSchema, load_schema
+from infodp.curator.schema import DatasetSchema
+from infodp.curator.schema_source import load_schema
 from infodp.errors import ParameterError
 
 

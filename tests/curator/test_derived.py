@@ -25,7 +25,8 @@ from infodp.curator.derived import bins_domain
 from infodp.curator.engine import Curator
 from infodp.curator.grid import column_grid
 from infodp.curator.plan import Bands, Bins
-from infodp.curator.schema import ColumnSpec, load_schema
+from infodp.curator.schema import ColumnSpec
+from infodp.curator.schema_source import load_schema
 from infodp.curator.sql import parse_query
 from infodp.errors import ParameterError
 

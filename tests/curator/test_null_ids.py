@@ -12,7 +12,7 @@ import pytest
 
 from _stores import ints, one_table
 from infodp.curator.engine import Curator
-from infodp.curator.schema import load_schema
+from infodp.curator.schema_source import load_schema
 from infodp.errors import ParameterError
 
 REFUSED = (

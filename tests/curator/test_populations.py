@@ -14,7 +14,8 @@ import infodp
 from infodp.cli import main
 from infodp.curator.engine import Curator
 from infodp.curator.request import NoBudget
-from infodp.curator.schema import DatasetSchema, load_schema, stored_name
+from infodp.curator.schema import DatasetSchema, stored_name
+from infodp.curator.schema_source import load_schema
 from infodp.errors import ParameterError
 
 CLINIC = """

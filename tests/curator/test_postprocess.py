@@ -25,7 +25,7 @@ from infodp.curator.post.enclosure import enclose
 from infodp.curator.post.terms import Term, evaluate
 from infodp.curator.result import Released
 from infodp.curator.rules import measurements
-from infodp.curator.schema import load_schema
+from infodp.curator.schema_source import load_schema
 from infodp.curator.sql import parse_query
 from infodp.errors import ParameterError
 

@@ -22,7 +22,8 @@ from tests.curator.test_populations import CLINIC, clinic_frames
 from _stores import TEXT, floats, one_table
 from infodp.cli import main
 from infodp.curator.engine import Curator
-from infodp.curator.schema import load_schema, stored_name
+from infodp.curator.schema import stored_name
+from infodp.curator.schema_source import load_schema
 from infodp.curator.store import NEW_TABLE_PREFIX, catalogue, store_tables, sweep_registrations
 from infodp.errors import ParameterError
 

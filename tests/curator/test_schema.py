@@ -9,7 +9,8 @@ import pytest
 
 from _cli_store import PEOPLE_SCHEMA
 from _stores import TEXT, floats, ints, one_table
-from infodp.curator.schema import DatasetSchema, load_schema
+from infodp.curator.schema import DatasetSchema
+from infodp.curator.schema_source import load_schema
 from infodp.errors import ParameterError
 
 

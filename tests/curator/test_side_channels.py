@@ -49,7 +49,7 @@ from infodp.cli import main
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.engine import Curator
 from infodp.curator.limits import MAX_IN_LIST
-from infodp.curator.schema import load_schema
+from infodp.curator.schema_source import load_schema
 from infodp.errors import ParameterError, QueryFailed
 
 # Every test on both ledger storages (SQLite, PostgreSQL: tests/conftest.py).

@@ -13,7 +13,7 @@ import pytest
 
 from _stores import TEXT, cats, floats, ints, one_table
 from infodp.curator.rules import measurements
-from infodp.curator.schema import load_schema
+from infodp.curator.schema_source import load_schema
 from infodp.curator.sql import parse_query, referenced_table
 from infodp.errors import ParameterError
 
@@ -131,7 +131,7 @@ def test_output_names_match_duckdb_printing() -> None:
     # Each aggregate's rule names its unaliased output (infodp.curator.rules).
     import sqlglot
 
-    from infodp.curator.schema import load_schema
+    from infodp.curator.schema_source import load_schema
 
     schema = load_schema(one_table("t", {"x": ints(0, 9)}))
     items = [

@@ -25,7 +25,8 @@ from infodp.curator.engine import Curator, QueryCost, QueryResult, plan_cost
 from infodp.curator.ledger import Budget, Entry, Ledger
 from infodp.curator.plan import QueryPlan
 from infodp.curator.request import Estimate, NoBudget, Priced, Request
-from infodp.curator.schema import ColumnSpec, DatasetSchema, load_schema
+from infodp.curator.schema import ColumnSpec, DatasetSchema
+from infodp.curator.schema_source import load_schema
 from infodp.curator.sql import parse_query
 from infodp.curator.store import open_store, reinit_ledger
 

@@ -353,7 +353,7 @@ def plan_cost(
     two-sided quantile score (distance from q·n to the ranks a grid point occupies) changes by
     at most m (exponential mechanism).
 
-    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.schema_source import load_schema
     >>> from infodp.curator.sql import parse_query
     >>> s = load_schema({"table": "t", "privacy_unit": "row",
     ...                  "columns": {"x": {"type": "int", "bounds": [0, 10]}}})
@@ -571,7 +571,7 @@ def leakage_of(cost: QueryCost) -> Leakage:
     """The :func:`infodp.explain.explain` summary (per individual) of the query's composed
     profile: nats at α = 1, 2, ∞ read from the mechanisms' profiles.
 
-    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.schema_source import load_schema
     >>> from infodp.curator.sql import parse_query
     >>> s = load_schema({"table": "t", "privacy_unit": "row", "public_rows": 100,
     ...                  "columns": {"x": {"type": "int", "bounds": [0, 10]}}})

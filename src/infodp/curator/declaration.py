@@ -5,7 +5,7 @@ turns a validated model into the immutable :class:`~infodp.curator.schema.Datase
 field is checked on the raw value the owner wrote (``mode="before"``) and holds its typed value
 afterwards. Domain rules raise ParameterError with the declaration's own path
 (``columns.age.bounds``); pydantic's key and shape errors are turned into the same form by
-:func:`_validated`. This module imports pydantic: :func:`~infodp.curator.schema.load_schema`
+:func:`_validated`. This module imports pydantic: :func:`~infodp.curator.schema_source.load_schema`
 imports it on first use, so a store's own (already validated) declaration is read back by
 :meth:`~infodp.curator.schema.DatasetSchema.from_dict` without it.
 

@@ -284,7 +284,7 @@ def run_demo(
     store's ledger is never charged by the demo.
     """
     from infodp.curator.engine import Curator
-    from infodp.curator.schema import load_schema
+    from infodp.curator.schema_source import load_schema
 
     say = (lambda _text: None) if as_json else _say(console)
     started = time.perf_counter()

@@ -54,7 +54,7 @@ def derived_key(node: exp.Expr, parsing: Parsing, name: str) -> GroupKey:
     bins of a bounded column or a CASE of literals; nothing is spent on a refusal).
 
     >>> import sqlglot
-    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.schema_source import load_schema
     >>> from infodp.curator.sql import _Parsing
     >>> s = load_schema({"table": "t", "privacy_unit": "row",
     ...                  "columns": {"a": {"type": "int", "bounds": [0, 9]}}})
@@ -182,7 +182,7 @@ def select_aliases(select: exp.Select, schema: DatasetSchema) -> dict[str, tuple
     the column, as in SQL).
 
     >>> import sqlglot
-    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.schema_source import load_schema
     >>> s = load_schema({"table": "t", "privacy_unit": "row", "columns": {"a": {"type": "int"}}})
     >>> q = sqlglot.parse_one("SELECT FLOOR(a / 2) AS h, a + 1 AS a FROM t")
     >>> {k: v[1].sql() for k, v in select_aliases(q, s).items()}

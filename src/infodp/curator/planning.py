@@ -44,7 +44,7 @@ def measurement_accuracy(
     """Per measurement of ``cost``, what an estimate shows at level 1 − β.
 
     >>> from infodp.curator.cost import plan_cost
-    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.schema_source import load_schema
     >>> from infodp.curator.sql import parse_query
     >>> s = load_schema({"table": "t", "privacy_unit": "row",
     ...                  "columns": {"x": {"type": "int", "bounds": [0, 10]}}})

@@ -37,7 +37,8 @@ from infodp.curator.cost import as_budget_fraction
 from infodp.curator.ledger import Ledger
 from infodp.curator.private_files import private_files
 from infodp.curator.request import NumberInput
-from infodp.curator.schema import DatasetSchema, SchemaSource, load_schema, stored_name
+from infodp.curator.schema import DatasetSchema, stored_name
+from infodp.curator.schema_source import SchemaSource, load_schema
 from infodp.curator.shared_budgets import owner_note, registration_sharing
 from infodp.curator.store import (
     NEW_TABLE_PREFIX,
@@ -83,7 +84,7 @@ def parse_caps(
 ) -> Caps:
     """The owner's caps, validated (before anything is copied).
 
-    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.schema_source import load_schema
     >>> s = load_schema({"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int"}}})
     >>> parse_caps(s, None, "0.5", None).max_epsilon
     Fraction(1, 2)
@@ -273,7 +274,7 @@ class Copied:
 def stored_tables(name: str, schema: DatasetSchema) -> list[str]:
     """The tables dataset ``name`` is stored as: itself, or a population's ``name__table``.
 
-    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.schema_source import load_schema
     >>> stored_tables("clinic", load_schema({"privacy_unit": "pid", "tables": {
     ...     "visits": {"columns": {"pid": {"type": "text"}}}}}))
     ['clinic__visits']
@@ -292,7 +293,7 @@ def refuse_taken_names(
 
     >>> import tempfile, os
     >>> from infodp.curator.engine import Curator
-    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.schema_source import load_schema
     >>> cur = Curator(os.path.join(tempfile.mkdtemp(), "s.duckdb"))
     >>> refuse_taken_names(cur.ledger, cur.backend, "_infodp_store", load_schema(
     ...     {"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "int"}}}))
@@ -328,7 +329,7 @@ def _shown_source(source: object) -> str:
 def population_sources(schema: DatasetSchema, source: object) -> dict[str, object]:
     """A population's sources by table: a mapping naming each of its tables exactly once.
 
-    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.schema_source import load_schema
     >>> s = load_schema({"privacy_unit": "pid", "tables": {
     ...     "a": {"columns": {"pid": {"type": "text"}}}}})
     >>> population_sources(s, {"b": "b.csv"})

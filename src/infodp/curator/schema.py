@@ -34,6 +34,7 @@ public (``public_rows: N``, checked at registration) or declare a public upper b
 (``public_max_rows: N``); information costs about the whole table and δ·N in explanations
 then use that number, and without either they are stated per individual only.
 
+>>> from infodp.curator.schema_source import load_schema
 >>> s = load_schema({"table": "people", "privacy_unit": "row",
 ...                  "columns": {"age": {"type": "int", "bounds": [0, 120]}}})
 >>> s.column("age").bounds
@@ -47,7 +48,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import NotRequired, Required, TypedDict
 
 from infodp.errors import ParameterError
@@ -63,8 +63,6 @@ __all__ = [
     "DatasetSchema",
     "NullPolicy",
     "SchemaDict",
-    "SchemaSource",
-    "load_schema",
     "stored_name",
 ]
 
@@ -233,6 +231,7 @@ class DatasetSchema:
     def member(self, name: str) -> DatasetSchema:
         """The population's table ``name`` (case-insensitive), or a ParameterError naming it.
 
+        >>> from infodp.curator.schema_source import load_schema
         >>> s = load_schema({"privacy_unit": "pid", "tables": {
         ...     "people": {"columns": {"pid": {"type": "text"}}},
         ...     "regions": {"public": True, "columns": {"region": {"type": "text"}}}}})
@@ -275,6 +274,7 @@ class DatasetSchema:
         """True when the id column declares ``nulls: drop``: registration leaves out the rows
         whose id is NULL (and tells the owner how many); otherwise it refuses them.
 
+        >>> from infodp.curator.schema_source import load_schema
         >>> load_schema({"table": "t", "privacy_unit": "pid",
         ...              "columns": {"pid": {"type": "text", "nulls": "drop"}}}).drops_null_units
         True
@@ -354,10 +354,11 @@ class DatasetSchema:
         Only for the store's own records (a data owner's declaration goes through
         :func:`load_schema`); it skips validation, so reading a store's schema costs nothing.
 
+        >>> from infodp.curator.schema_source import load_schema
         >>> s = load_schema({"table": "t", "privacy_unit": "row", "public_max_rows": 9,
         ...                  "columns": {"x": {"type": "float", "bounds": [0, 1],
         ...                                    "nulls": {"replace": 0.5}}}})
-        >>> DatasetSchema.from_dict(s.to_dict()) == s
+        >>> type(s).from_dict(s.to_dict()) == s  # the class load_schema made
         True
         """
         tables = data.get("tables")
@@ -421,89 +422,3 @@ def stored_name(dataset: str, table: str) -> str:
 #: The largest |bound| of a numeric column (sums and squares stay finite doubles; the rule is
 #: checked in :mod:`infodp.curator.declaration`).
 MAX_BOUND = 1e100
-
-#: What :func:`load_schema` reads: a declaration as a mapping, YAML/JSON text or a file path.
-SchemaSource = Mapping[str, object] | str | Path
-
-
-def load_schema(source: SchemaSource) -> DatasetSchema:
-    """Read a schema from a dict, YAML/JSON text, or a path to a ``.yaml``/``.json`` file.
-
-    >>> s = load_schema('''
-    ... table: people
-    ... privacy_unit: person_id
-    ... max_rows_per_unit: 2
-    ... columns:
-    ...   income: {type: float, bounds: [0, 500000], nulls: drop}
-    ...   region: {type: category, categories: [north, south]}
-    ... ''')
-    >>> (s.privacy_unit, s.max_rows_per_unit, s.column("region").categories)
-    ('person_id', 2, ('north', 'south'))
-    >>> load_schema({"table": "t", "privacy_unit": "row", "columns": {"x": {"type": "blob"}}})
-    Traceback (most recent call last):
-    ...
-    infodp.errors.ParameterError: columns.x.type must be one of int, float, category, text, bool; got 'blob'.
-    """  # noqa: E501
-    from infodp.curator.declaration import declared_schema
-
-    return declared_schema(_declaration(source))
-
-
-def _is_file(source: SchemaSource) -> bool:
-    """A path (or a one-line string naming a ``.yaml``/``.yml``/``.json`` file)."""
-    return isinstance(source, Path) or (
-        isinstance(source, str)
-        and "\n" not in source
-        and source.endswith((".yaml", ".yml", ".json"))
-    )
-
-
-def _declaration(source: SchemaSource) -> Mapping[object, object]:
-    """The declaration as a mapping, read from a file or YAML/JSON text when it is one."""
-    if _is_file(source):
-        path = Path(str(source))
-        if not path.is_file():
-            raise ParameterError("schema", str(source), "an existing YAML or JSON file")
-        source = path.read_text()
-    data: object = _yaml(source) if isinstance(source, str) else source
-    if not isinstance(data, Mapping):
-        raise ParameterError(
-            "schema", type(data).__name__, "a mapping with keys table, privacy_unit, columns"
-        )
-    return data
-
-
-def _yaml(text: str) -> object:
-    r"""YAML/JSON text as data; a mapping with a key twice (two ``visits:`` under ``tables:``,
-    two columns of one name) is refused naming the key, never silently the last one kept.
-
-    >>> _yaml("columns:\n  x: {type: int}\n  x: {type: text}\n")
-    Traceback (most recent call last):
-    ...
-    infodp.errors.ParameterError: schema must be a declaration with each key once in a mapping (line 3); got 'x'.
-    """  # noqa: E501
-    import yaml  # type: ignore[import-untyped]  # YAML is a superset of JSON
-
-    class UniqueKeys(yaml.SafeLoader):  # type: ignore[misc]
-        def construct_mapping(
-            self, node: yaml.MappingNode, deep: bool = False
-        ) -> dict[object, object]:
-            seen: set[object] = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=deep)
-                if isinstance(key, (str, int, float, bool)) and key in seen:
-                    raise ParameterError(
-                        "schema",
-                        key,
-                        "a declaration with each key once in a mapping "
-                        f"(line {key_node.start_mark.line + 1})",
-                    )
-                seen.add(key)
-            mapping: dict[object, object] = super().construct_mapping(node, deep=deep)
-            return mapping
-
-    try:
-        loaded: object = yaml.load(text, Loader=UniqueKeys)  # a SafeLoader
-    except yaml.YAMLError as err:
-        raise ParameterError(f"schema is not valid YAML/JSON: {str(err).splitlines()[0]}") from None
-    return loaded

@@ -45,7 +45,8 @@ from infodp._exact import float_down
 from infodp.curator.engine import Curator, QueryResult, as_budget_fraction
 from infodp.curator.registration import content_fingerprint, copy_population
 from infodp.curator.request import Estimate, NoBudget, NumberInput, Request
-from infodp.curator.schema import DatasetSchema, SchemaSource, load_schema
+from infodp.curator.schema import DatasetSchema
+from infodp.curator.schema_source import SchemaSource, load_schema
 from infodp.curator.store import fingerprint
 from infodp.errors import ParameterError
 

@@ -28,7 +28,8 @@ from infodp._engines import DEFAULT, engine
 from infodp._jsonable import JsonObject
 from infodp.curator.ledger.grants import Joined, Sharing
 from infodp.curator.private_files import private_files
-from infodp.curator.schema import DatasetSchema, load_schema, stored_name
+from infodp.curator.schema import DatasetSchema, stored_name
+from infodp.curator.schema_source import load_schema
 from infodp.curator.store import catalogue
 from infodp.curator.unit_overlap import UnitSketch, closest_group, sketch_units
 

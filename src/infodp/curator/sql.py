@@ -16,7 +16,7 @@ statements (``HAVING``, ``ORDER BY``, ``LIMIT`` are post-processing, :mod:`infod
 Aggregates over numeric columns need declared bounds; the refusal names the missing
 declaration (bounds are never computed from the private data).
 
->>> from infodp.curator.schema import load_schema
+>>> from infodp.curator.schema_source import load_schema
 >>> s = load_schema({"table": "people", "privacy_unit": "row", "columns": {
 ...     "age": {"type": "int", "bounds": [0, 120]},
 ...     "region": {"type": "category", "categories": ["north", "south"]}}})
@@ -430,7 +430,7 @@ def parse_query(sql: str, schemas: DatasetSchema | Mapping[str, DatasetSchema]) 
 
     ``schemas`` is one schema or a mapping from registered table name to schema.
 
-    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.schema_source import load_schema
     >>> s = load_schema({"table": "t", "privacy_unit": "row",
     ...                  "columns": {"x": {"type": "float"}}})
     >>> parse_query("SELECT SUM(x) FROM t", s)

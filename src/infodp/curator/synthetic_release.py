@@ -44,7 +44,7 @@ __all__ = ["load_synthetic", "release_synthetic", "synthetic_sql"]
 def synthetic_sql(schema: DatasetSchema, columns: Sequence[str]) -> str:
     """The statement that reads a release's columns (at most m rows of each unit).
 
-    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.schema_source import load_schema
     >>> s = load_schema({"table": "t", "privacy_unit": "pid", "max_rows_per_unit": 2,
     ...     "columns": {"pid": {"type": "int"}, "x": {"type": "int", "bounds": [0, 9]}}})
     >>> synthetic_sql(s, ["x"]).split(" WHERE ")[1]

@@ -14,7 +14,7 @@ in a released column is left out, as the curator's queries leave it out of a dec
 a filter applied row by row, so one unit still adds or removes at most its own rows (the
 sensitivity is unchanged), and no undeclared value is ever published.
 
->>> from infodp.curator.schema import load_schema
+>>> from infodp.curator.schema_source import load_schema
 >>> s = load_schema({"table": "t", "privacy_unit": "row", "columns": {
 ...     "age": {"type": "int", "bounds": [0, 99]},
 ...     "region": {"type": "category", "categories": ["n", "s"]}}})

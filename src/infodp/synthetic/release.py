@@ -7,7 +7,7 @@ rows and the fidelity report are post-processing (Dwork & Roth 2014, Prop. 2.1).
 drawn with a generator keyed from the curator's random source, so a test source reproduces them.
 
 >>> import pandas as pd
->>> from infodp.curator.schema import load_schema
+>>> from infodp.curator.schema_source import load_schema
 >>> from infodp.mechanisms.sampling import InsecureSeededSource
 >>> s = load_schema({"table": "t", "privacy_unit": "row", "columns": {
 ...     "g": {"type": "category", "categories": ["a", "b"]},

@@ -22,7 +22,7 @@ from infodp.curator.backends.compile import compiled_statements
 from infodp.curator.backends.dialects import DUCKDB, SPARK
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.rules import measurements
-from infodp.curator.schema import load_schema
+from infodp.curator.schema_source import load_schema
 from infodp.curator.sql import parse_query
 
 LOW, HIGH = -5, 20

@@ -265,7 +265,7 @@ def test_derived_keys_equal_plain_sql_on_the_bounded_rows(
 ) -> None:
     import duckdb
 
-    from infodp.curator.schema import load_schema
+    from infodp.curator.schema_source import load_schema
     from infodp.curator.sql import parse_query
 
     duck, spark = _both(store, sql, "exact")

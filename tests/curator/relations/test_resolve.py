@@ -14,7 +14,7 @@ from infodp.curator.backends.compile import compiled_statements
 from infodp.curator.backends.dialects import SPARK
 from infodp.curator.relations import resolve
 from infodp.curator.rules import measure_for, measurements
-from infodp.curator.schema import load_schema
+from infodp.curator.schema_source import load_schema
 from infodp.curator.sql import parse_query
 
 SINGLE = load_schema(

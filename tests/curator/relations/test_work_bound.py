@@ -23,7 +23,8 @@ from _amplifiers import chain, declaration, heavy, self_join, tables
 from _stores import TEXT, one_table
 from infodp.curator.engine import Curator
 from infodp.curator.relations import resolve
-from infodp.curator.schema import DEFAULT_MAX_DERIVED_ROWS_PER_UNIT, DatasetSchema, load_schema
+from infodp.curator.schema import DEFAULT_MAX_DERIVED_ROWS_PER_UNIT, DatasetSchema
+from infodp.curator.schema_source import load_schema
 from infodp.errors import ParameterError
 
 

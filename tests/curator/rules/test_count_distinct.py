@@ -14,7 +14,8 @@ from _stores import TEXT, cats, one_table
 from infodp.curator.cost import plan_cost
 from infodp.curator.plan import Measurement, MeasurementKind
 from infodp.curator.rules import measure_for, rule_for
-from infodp.curator.schema import DatasetSchema, load_schema
+from infodp.curator.schema import DatasetSchema
+from infodp.curator.schema_source import load_schema
 from infodp.curator.sql import parse_query
 from infodp.errors import ParameterError
 

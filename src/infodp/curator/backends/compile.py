@@ -27,7 +27,7 @@ memoised per (plan, schema, measurements, unit_rows_ok, dialect, source): plans 
 are frozen values. The per-query salt is filled into the memoised text afresh on every call.
 The compiled text depends on the query and the schema only.
 
->>> from infodp.curator.schema import load_schema
+>>> from infodp.curator.schema_source import load_schema
 >>> from infodp.curator.sql import parse_query
 >>> from infodp.curator.rules import measurements
 >>> from infodp.curator.backends.dialects import SPARK

@@ -11,7 +11,7 @@ Concurrency: the store is opened read-only by queries (many processes may read a
 read-write only, briefly, to register a dataset; a connection that meets another process's lock
 waits and retries with jittered exponential backoff instead of failing.
 
->>> from infodp.curator.schema import load_schema
+>>> from infodp.curator.schema_source import load_schema
 >>> from infodp.curator.sql import parse_query
 >>> from infodp.curator.rules import measurements
 >>> s = load_schema({"table": "t", "privacy_unit": "row",

@@ -6,7 +6,7 @@ The refusals name the column and the rule, never a value (the owner's own data s
 messages, which may be logged).
 
 >>> import duckdb
->>> from infodp.curator.schema import load_schema
+>>> from infodp.curator.schema_source import load_schema
 >>> con = duckdb.connect()
 >>> _ = con.execute("CREATE VIEW __source AS SELECT * FROM (VALUES ('a', 1), (NULL, 0), "
 ...                 "('b', 1)) AS v(pid, flag)")

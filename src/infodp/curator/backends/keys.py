@@ -8,7 +8,7 @@ DOUBLE division on every engine, and exact enough that FLOOR agrees with the exa
 Bands are a CASE over the WHERE compiler's conditions, every result a text literal. The
 expression depends on the query and the schema only.
 
->>> from infodp.curator.schema import load_schema
+>>> from infodp.curator.schema_source import load_schema
 >>> from infodp.curator.plan import Bins, GroupKey
 >>> from infodp.curator.backends.dialects import SPARK
 >>> s = load_schema({"table": "t", "privacy_unit": "row",

@@ -17,7 +17,7 @@ follow from the derived bounds, never from the data.
 
 The relation's SQL is a function of the query and the declaration alone.
 
->>> from infodp.curator.schema import load_schema
+>>> from infodp.curator.schema_source import load_schema
 >>> s = load_schema({"privacy_unit": "pid", "table": "clinic", "tables": {
 ...     "people": {"columns": {"pid": {"type": "text"}, "age": {"type": "int", "bounds": [0, 120]}}},
 ...     "visits": {"max_rows_per_unit": 20, "columns": {

@@ -38,7 +38,7 @@ def outer_query(select: exp.Select, scope: Scope, table: str) -> tuple[exp.Selec
     """The query rewritten over the relation named ``table``, and that relation.
 
     >>> import sqlglot
-    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.schema_source import load_schema
     >>> from infodp.curator.relations.joins import scope_of
     >>> from infodp.curator.relations.sources import table_source
     >>> s = load_schema({"table": "t", "privacy_unit": "row",

@@ -263,7 +263,7 @@ class GridSum(Measure):
     2009, Thm 4 for the disjoint cells), a cell of at most ``rows`` rows ranges over
     ``rows``·``spread``, and one grid unit is the column's step to the power ``power``.
 
-    >>> from infodp.curator.schema import load_schema
+    >>> from infodp.curator.schema_source import load_schema
     >>> cols = {"pid": {"type": "int"}, "x": {"type": "int", "bounds": [-7, 5]}}
     >>> s = load_schema(
     ...     {"table": "t", "privacy_unit": "pid", "max_rows_per_unit": 3, "columns": cols}

@@ -23,7 +23,7 @@ many distinct values). Tumult Analytics releases the same aggregate as ``count_d
 Float columns are refused (engines may disagree on which doubles are distinct: −0.0 and 0.0,
 NaN); a numeric column's distinct values are those of the stored column, not its grid.
 
->>> from infodp.curator.schema import load_schema
+>>> from infodp.curator.schema_source import load_schema
 >>> s = load_schema({"table": "t", "privacy_unit": "pid", "max_rows_per_unit": 5,
 ...                  "max_groups_per_unit": 2,
 ...                  "columns": {"pid": {"type": "text"}, "x": {"type": "int"}}})

@@ -14,7 +14,7 @@ FILTERs one.
 Quantiles (MEDIAN, QUANTILE, MIN, MAX) refuse a FILTER: their histogram statements read the
 query's rows only; the condition belongs in WHERE.
 
->>> from infodp.curator.schema import load_schema
+>>> from infodp.curator.schema_source import load_schema
 >>> from infodp.curator.sql import parse_query
 >>> from infodp.curator.rules import measurements
 >>> s = load_schema({"table": "t", "privacy_unit": "row",

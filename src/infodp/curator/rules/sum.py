@@ -5,7 +5,7 @@ Values are clamped to the declared bounds and snapped to a power-of-two grid
 m·max|v| (one unit's m rows at the bound of larger magnitude; McSherry 2009, Thm 4 for the
 disjoint cells). The interval is the mechanism's one-cell tail times the grid step.
 
->>> from infodp.curator.schema import load_schema
+>>> from infodp.curator.schema_source import load_schema
 >>> s = load_schema({"table": "t", "privacy_unit": "pid", "max_rows_per_unit": 3,
 ...                  "columns": {"pid": {"type": "int"}, "x": {"type": "int", "bounds": [-7, 5]}}})
 >>> SUM_MEASURE.sensitivity(Measurement(MeasurementKind.SUM, "x"), s)
