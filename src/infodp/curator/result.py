@@ -16,6 +16,7 @@ from infodp.curator.ledger import Budget
 from infodp.curator.plan import QueryPlan
 from infodp.curator.post import PostProcess
 from infodp.curator.post.enclosure import Interval
+from infodp.curator.released import Cell, Released
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import InfodpError
 
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["QueryResult", "Released", "Reservation", "StoreNotOpened"]
 
-#: A released cell: a group key (text or number), a noisy aggregate, or None (no value).
-Cell: TypeAlias = str | int | float | None
 #: A released cell's interval: [low, high], a quantile's rank error (a mapping), or None.
 CellInterval: TypeAlias = Interval
 
@@ -91,23 +90,6 @@ class QueryResult:
         from infodp.curator.result_view import result_html
 
         return result_html(self)
-
-
-@dataclass(frozen=True, slots=True)
-class Released:
-    """What :meth:`Curator.run_reserved` returns: the released table before it is paired with
-    its cost and the remaining budget (a :class:`QueryResult` is made from it)."""
-
-    #: Output column names, in SELECT order.
-    columns: tuple[str, ...]
-    #: The released rows (group keys and noisy aggregates).
-    rows: tuple[tuple[Cell, ...], ...]
-    #: Per row and column, the interval (or the quantile's rank error; None for a key).
-    intervals: tuple[tuple[CellInterval, ...], ...]
-    #: What the intervals do and do not cover, and how groups were chosen.
-    notes: tuple[str, ...]
-    #: Per released row, the noisy measurements before any post-processing.
-    noisy: tuple[tuple[int | None, ...], ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""How a released :class:`~infodp.curator.engine.QueryResult` looks: frames, text, HTML.
+"""How a released :class:`~infodp.curator.result.QueryResult` looks: frames, text, HTML.
 
 Everything here is post-processing of the released answer (no data, no budget). A column
 ``C`` with a confidence interval becomes three frame columns ``C``, ``C_low``, ``C_high``.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from infodp._format import format_interval, format_number, format_value
 
@@ -17,12 +17,48 @@ if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
     import polars as pl
 
-    from infodp.curator.engine import QueryResult
+    from infodp.curator.cost import Leakage, QueryCost
+    from infodp.curator.ledger import Budget
+    from infodp.curator.post.enclosure import Interval
 
-__all__ = ["Cell", "result_html", "result_records", "result_summary", "to_pandas", "to_polars"]
+__all__ = [
+    "Cell",
+    "QueryResult",
+    "result_html",
+    "result_records",
+    "result_summary",
+    "to_pandas",
+    "to_polars",
+]
 
 #: A released value: a group key, a number, or None (no value, or no interval bound).
 Cell: TypeAlias = str | int | float | None
+
+
+class QueryResult(Protocol):
+    """What a view reads of a released answer (:class:`infodp.curator.result.QueryResult`,
+    whose methods call this module: named here as a protocol, the imports stay one-way)."""
+
+    @property
+    def columns(self) -> tuple[str, ...]: ...
+
+    @property
+    def rows(self) -> tuple[tuple[Cell, ...], ...]: ...
+
+    @property
+    def confidence_intervals(self) -> tuple[tuple[Interval, ...], ...]: ...
+
+    @property
+    def confidence(self) -> float: ...
+
+    @property
+    def cost(self) -> QueryCost: ...
+
+    @property
+    def remaining(self) -> Budget: ...
+
+    @property
+    def leakage(self) -> Leakage: ...
 
 
 def _has_interval(result: QueryResult, j: int) -> bool:

@@ -11,18 +11,36 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from infodp._exact import float_up
 from infodp.curator.result import Released, Reservation
 from infodp.errors import InternalError, ParameterError
 
 if TYPE_CHECKING:
-    from infodp.curator.engine import Curator
+    from infodp.curator.ledger import Ledger
     from infodp.curator.request import NumberInput
+    from infodp.curator.result import QueryResult
+    from infodp.curator.schema import DatasetSchema
     from infodp.curator.synopsis import Synopsis
 
 __all__ = ["release_synopsis"]
+
+
+class Curator(Protocol):
+    """What a synopsis release asks of the curator (:class:`infodp.curator.engine.Curator`,
+    which calls this module: named as a protocol so the imports stay one-way)."""
+
+    @property
+    def ledger(self) -> Ledger: ...
+
+    def schema(self, dataset: str) -> DatasetSchema: ...
+
+    def reserve(self, analyst: str, sql: str, *, epsilon: NumberInput) -> Reservation: ...
+
+    def run_reserved(self, reserved: Reservation, deadline: float | None = None) -> Released: ...
+
+    def finish(self, reserved: Reservation, run: Callable[[], Released]) -> QueryResult: ...
 
 
 def release_synopsis(

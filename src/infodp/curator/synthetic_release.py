@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, TypedDict, cast
+from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
 from infodp._engines import engine
 from infodp._exact import float_down, float_up
@@ -31,14 +31,34 @@ if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
 
     from infodp._jsonable import JsonObject
-    from infodp.curator.engine import Curator
+    from infodp.curator.connections import Connections
+    from infodp.curator.ledger import Ledger
     from infodp.curator.schema import DatasetSchema
+    from infodp.mechanisms.sampling import RandomSource
     from infodp.synthetic.domain import Domain
     from infodp.synthetic.measure import Clique
     from infodp.synthetic.release import SyntheticData
     from infodp.synthetic.table import SyntheticTable
 
 __all__ = ["load_synthetic", "release_synthetic", "synthetic_sql"]
+
+
+class Curator(Protocol):
+    """What a synthetic release asks of the curator (:class:`infodp.curator.engine.Curator`,
+    which calls this module: named as a protocol so the imports stay one-way)."""
+
+    @property
+    def ledger(self) -> Ledger: ...
+
+    @property
+    def _connections(self) -> Connections: ...
+
+    @property
+    def _source(self) -> RandomSource: ...
+
+    def schema(self, dataset: str) -> DatasetSchema: ...
+
+    def dataset_backend(self, dataset: str) -> str: ...
 
 
 def synthetic_sql(schema: DatasetSchema, columns: Sequence[str]) -> str:

@@ -11,13 +11,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from infodp.curator.post.enclosure import Interval, enclose
 from infodp.curator.post.terms import Term, Value, evaluate
-
-if TYPE_CHECKING:
-    from infodp.curator.result import Released
+from infodp.curator.released import Released
 
 __all__ = ["Item", "Ordering", "PostProcess"]
 
@@ -74,8 +71,6 @@ class PostProcess:
 
     def apply(self, released: Released, confidence: float) -> Released:
         """The released table after this post-processing (values, intervals, notes, rows)."""
-        from infodp.curator.result import Released
-
         kept = self.rows_kept(released.rows)
         names = _distinct(
             released.columns[int(i.term.value or 0)] if i.name is None else i.name
