@@ -49,8 +49,17 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+def _starts_spark(path: Path) -> bool:
+    """A page whose blocks register a dataset on Spark starts a local Spark when run."""
+    return any("--backend spark" in code or '"spark"' in code for _, code in _blocks(path))
+
+
 @pytest.mark.slow  # runs every tutorial and the README tour
-@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(f, marks=pytest.mark.spark) if _starts_spark(f) else f for f in FILES],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
 def test_code_blocks_run(path: Path, sandbox: Path) -> None:
     namespace: dict[str, object] = {"__name__": "__docs__"}
     ran = 0

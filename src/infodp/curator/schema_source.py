@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from infodp.curator.declaration import declared_schema
 from infodp.curator.schema import DatasetSchema
 from infodp.errors import ParameterError
 
@@ -39,6 +38,10 @@ def load_schema(source: SchemaSource) -> DatasetSchema:
     ...
     infodp.errors.ParameterError: columns.x.type must be one of int, float, category, text, bool; got 'blob'.
     """  # noqa: E501
+    # Lazy: pydantic (the declaration's validator) loads only when a declaration is read, not
+    # in every query process (tests/cli/test_lazy.py).
+    from infodp.curator.declaration import declared_schema
+
     return declared_schema(_declaration(source))
 
 
