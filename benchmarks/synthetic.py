@@ -244,7 +244,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--peer-python", default="/work/venvs/synth/bin/python")
     parser.add_argument("--mst-timeout", type=float, default=400.0, help="seconds per peer MST")
-    parser.add_argument("--aim-timeout", type=float, default=2400.0, help="seconds per peer AIM")
+    parser.add_argument("--aim-timeout", type=float, default=4800.0, help="seconds per peer AIM")
     parser.add_argument("--no-peer", action="store_true")
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument(
