@@ -119,7 +119,7 @@ def ledger_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     PostgreSQL (each new store's ledger a new schema of the session's cluster)."""
     kind = str(request.param)
     if kind == "postgres":
-        import infodp.curator.store as store
+        import infodp.curator.store.database as store
 
         pg = request.getfixturevalue("pg_cluster")
         monkeypatch.setattr(store, "default_ledger", lambda db: pg.new_schema())

@@ -426,9 +426,9 @@ def test_the_curators_partition_selection_meets_its_charge() -> None:
     # ledger refused the query as not meeting its own charge.
     from fractions import Fraction
 
-    from infodp.curator.cost import plan_cost
-    from infodp.curator.schema_source import load_schema
-    from infodp.curator.sql import parse_query
+    from infodp.curator.declaration.source import load_schema
+    from infodp.curator.price.cost import plan_cost
+    from infodp.curator.sql.parse import parse_query
 
     schema = load_schema(one_table("t", {"h": TEXT, "n": ints(-10, 200)}, unit="pid"))
     plan = parse_query("SELECT h, AVG(n) FROM t GROUP BY h", schema)

@@ -1,5 +1,5 @@
 """``infodp query`` reads a single-table dataset as ``dataset.table`` and T-SQL's TOP, as the
-library does (infodp.curator.datasets, infodp.curator.dialect)."""
+library does (infodp.curator.relations.datasets, infodp.curator.sql.dialect)."""
 
 from __future__ import annotations
 

@@ -20,9 +20,11 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("backends/base.py", "aggregate", "Any"): "a backend's own connection",
     # A JSON payload analysts' callers index freely (the synthetic table's answer is Any too).
     ("engine.py", "query_synopsis", "dict[str, Any]"): "public JSON payload",
-    ("result.py", "to_dict", "dict[str, Any]"): "public JSON payload",
-    ("synopsis.py", "answer", "dict[str, Any]"): "public JSON payload",
-    ("synopsis.py", "from_stored", "dict[str, Any]"): "the ledger's stored JSON, read by key",
+    ("answer/result.py", "to_dict", "dict[str, Any]"): "public JSON payload",
+    ("publish/synopsis.py", "answer", "dict[str, Any]"): "public JSON payload",
+    ("publish/synopsis.py", "from_stored", "dict[str, Any]"): (
+        "the ledger's stored JSON, read by key"
+    ),
     # A row of psycopg's untyped cursor, read by column name as sqlite3.Row is.
     ("ledger/postgres.py", "__init__", "Sequence[Any]"): "a driver's row values",
     ("ledger/postgres.py", "__getitem__", "Any"): "a driver's row value",

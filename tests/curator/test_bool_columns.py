@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from _stores import cats, ints, one_table, population, private
+from infodp.curator.declaration.source import load_schema
 from infodp.curator.engine import Curator
-from infodp.curator.schema_source import load_schema
 from infodp.errors import ParameterError
 
 NOT_BOOLEAN = (

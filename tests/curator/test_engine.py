@@ -367,7 +367,7 @@ def test_partition_selection_hides_rare_keys_and_charges_delta(tmp_path: Path) -
 
 def test_selection_threshold_bounds_delta() -> None:
     from infodp.curator.engine import MeasurementCost
-    from infodp.curator.plan import Measurement
+    from infodp.curator.plan.nodes import Measurement
     from infodp.mechanisms import PartitionSelection
 
     # Independent check: k * P(m + Y >= tau) by direct summation of the pmf

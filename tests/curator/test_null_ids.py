@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from _stores import ints, one_table
+from infodp.curator.declaration.source import load_schema
 from infodp.curator.engine import Curator
-from infodp.curator.schema_source import load_schema
 from infodp.errors import ParameterError
 
 REFUSED = (

@@ -12,10 +12,10 @@ import pytest
 
 import infodp
 from infodp.cli import main
+from infodp.curator.declaration.schema import DatasetSchema, stored_name
+from infodp.curator.declaration.source import load_schema
 from infodp.curator.engine import Curator
 from infodp.curator.request import NoBudget
-from infodp.curator.schema import DatasetSchema, stored_name
-from infodp.curator.schema_source import load_schema
 from infodp.errors import ParameterError
 
 CLINIC = """

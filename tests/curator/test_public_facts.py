@@ -20,8 +20,8 @@ import pytest
 
 from _asgi import call
 from infodp.cli import main
-from infodp.curator.budget_info import discrete_laplace_information
 from infodp.curator.engine import Curator
+from infodp.curator.rules.budget_info import discrete_laplace_information
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import InsecureSeededSource
 from infodp.server.app import ServerSettings, create_app

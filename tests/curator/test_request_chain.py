@@ -21,9 +21,9 @@ import pytest
 from _asgi import call
 from _server_harness import build_store
 from _stores import ints, one_table
-from infodp.curator import cost as cost_module
 from infodp.curator.engine import Curator
-from infodp.curator.pricing import PriceBook
+from infodp.curator.price import cost as cost_module
+from infodp.curator.price.book import PriceBook
 from infodp.curator.request import Request
 from infodp.curator.session import Session
 

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from _stores import TEXT, cats, ints, one_table
+from infodp.curator.declaration.source import load_schema
 from infodp.curator.engine import Curator
-from infodp.curator.schema_source import load_schema
-from infodp.curator.sql import parse_query
+from infodp.curator.sql.parse import parse_query
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import InsecureSeededSource
 

@@ -47,9 +47,9 @@ from _stores import (
 )
 from infodp.cli import main
 from infodp.curator.backends.duckdb import DuckDBBackend
+from infodp.curator.declaration.source import load_schema
 from infodp.curator.engine import Curator
-from infodp.curator.limits import MAX_IN_LIST
-from infodp.curator.schema_source import load_schema
+from infodp.curator.sql.limits import MAX_IN_LIST
 from infodp.errors import ParameterError, QueryFailed
 
 # Every test on both ledger storages (SQLite, PostgreSQL: tests/conftest.py).

@@ -22,8 +22,8 @@ import pytest
 from _amplifiers import NEIGHBOURS, Store, chain, heavy, make_store, self_join
 from _server_harness import ServerProcess, get_json
 from _stores import cats, ints, one_table, serving
+from infodp.curator.answer.result import StoreNotOpened
 from infodp.curator.engine import Curator
-from infodp.curator.result import StoreNotOpened
 from infodp.server.timing import answer_seconds, check_answer_time, released_on_time
 
 # -- the release clock, alone -----------------------------------------------------------------

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from _stores import cats, ints, one_table
-from infodp.curator.schema_source import load_schema
+from infodp.curator.declaration.source import load_schema
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import InsecureSeededSource
 from infodp.synthetic import synthesize

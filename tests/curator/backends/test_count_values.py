@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 from _stores import TEXT, cats, one_table
-from infodp.curator.cost import plan_cost
 from infodp.curator.engine import Curator
+from infodp.curator.price.cost import plan_cost
 from infodp.mechanisms.sampling import InsecureSeededSource
 
 M = 3

@@ -26,7 +26,7 @@ from _stores import TEXT, ints, one_table
 from infodp.accounting.accountant import Budget
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import integrity
-from infodp.curator.store import reinit_ledger
+from infodp.curator.store.database import reinit_ledger
 from infodp.errors import LedgerError, ParameterError
 
 SCHEMA = one_table("t", {"pid": TEXT, "x": ints(0, 9)}, unit="pid")

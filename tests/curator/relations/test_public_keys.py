@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 
 from _stores import TEXT, cats, ints, population, private, public
-from infodp.curator.cost import plan_cost
 from infodp.curator.engine import Curator
+from infodp.curator.price.cost import plan_cost
 from infodp.mechanisms.sampling import InsecureSeededSource
 
 M = 3
