@@ -311,6 +311,7 @@ def _visitor_modules() -> set[str]:
     return out
 
 
+@pytest.mark.slow
 def test_the_page_names_the_plan_visitors_the_code_has() -> None:
     page = " ".join(PAGE.read_text(encoding="utf-8").split())
     match = re.search(r"Visitors: (.*?)\. Pricing \(`(curator/[^`]+)`\) is a loop", page)

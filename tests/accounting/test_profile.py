@@ -126,6 +126,7 @@ def test_composed_gaussians_epsilon_is_tight_and_valid(sigma: float, k: int, del
     assert exact <= ours <= exact + 5e-4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(5))
 def test_subsampled_gaussian_profile_vs_dp_accounting(seed: int) -> None:
     rng = np.random.default_rng(seed)

@@ -12,6 +12,7 @@ from _cli_store import RegisterStore
 from infodp.cli import main
 
 
+@pytest.mark.slow
 def test_dataset_dot_table_and_top_on_the_command_line(
     capsys: pytest.CaptureFixture[str], registered_store: RegisterStore
 ) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 CURATOR = Path(__file__).resolve().parents[2] / "src" / "infodp" / "curator"
 
 #: (module, function or field, annotation) still holding Any, and why.
@@ -57,6 +59,7 @@ def any_annotations(source: str) -> list[tuple[str, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_no_any_in_the_curators_signatures_but_the_listed_ones() -> None:
     found = {
         (path.relative_to(CURATOR).as_posix(), *hit)

@@ -94,6 +94,7 @@ def test_replacing_an_id_is_refused() -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_populations_tables_drop_their_own_null_ids(tmp_path: Path) -> None:
     a, b = _frame(draw=1), _frame(missing=4, draw=2)
     member = {k: v for k, v in _schema("drop").items() if k not in ("table", "privacy_unit")}

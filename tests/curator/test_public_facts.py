@@ -134,6 +134,7 @@ def test_information_uses_the_declared_bound_only(tmp_path: Path) -> None:
     assert "expected_exposed_individuals" not in leak
 
 
+@pytest.mark.slow
 def test_declared_facts_must_be_true(tmp_path: Path) -> None:
     data = frame(10)  # 15 rows
     cur = Curator(tmp_path / "s.duckdb")

@@ -115,6 +115,7 @@ def test_long_queries_are_estimated_and_answered_within_a_second(
         assert _timed(lambda: cur.query("a", released, epsilon=1)) < 1.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", sorted(FROMS))
 def test_a_long_refused_list_is_refused_within_a_second(cur: Curator, where: str) -> None:
     def refused(shift: int) -> None:
@@ -187,6 +188,7 @@ DEEP = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(DEEP))
 def test_queries_beyond_the_caps_are_refused_fast_and_free(cur: Curator, name: str) -> None:
     spent = cur.ledger.budget("a", "t").spent_epsilon

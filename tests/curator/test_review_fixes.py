@@ -47,6 +47,7 @@ def test_synopsis_sums_use_unclamped_cells_so_intervals_cover(tmp_path: Path) ->
     assert misses <= 2  # nominal 5% of 10; every one of them missed before the fix
 
 
+@pytest.mark.slow
 def test_partition_selection_with_quantiles_is_refused_before_spending(tmp_path: Path) -> None:
     # Each quantile histogram bounded contributions separately, so one unit could add more
     # candidate keys than the selection threshold's δ assumes.
@@ -70,6 +71,7 @@ def test_mixed_group_by_never_releases_undeclared_categories(tmp_path: Path) -> 
     assert all(row[0] in ("north", "south") for row in r.rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("sql", "match"),
     [

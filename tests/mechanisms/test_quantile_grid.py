@@ -67,6 +67,7 @@ def test_law_is_the_exponential_mechanism_over_every_grid_point(
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "data", "lo", "hi"), TIED_AND_UNIFORM, ids=[d[0] for d in TIED_AND_UNIFORM]
 )

@@ -73,6 +73,7 @@ def cur(tmp_path_factory: pytest.TempPathFactory) -> Curator:
     return cur
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])
 @pytest.mark.parametrize("sql", QUERIES)
 def test_real_answers_render_to_the_same_json(cur: Curator, sql: str, noise: str) -> None:

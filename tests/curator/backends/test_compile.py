@@ -14,6 +14,7 @@ import math
 import re
 
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -77,6 +78,7 @@ def _oracle(
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(ROWS)
 def test_compiled_aggregates_equal_a_brute_force_oracle(

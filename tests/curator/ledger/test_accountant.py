@@ -51,6 +51,7 @@ _OTHER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("currency", ["basic", "pure", "approx", "zcdp"])
 def test_a_charge_by_another_process_is_seen(
     tmp_path: Path, ledger_at: LedgerAt, currency: str

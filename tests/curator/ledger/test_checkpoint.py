@@ -75,6 +75,7 @@ def test_open_verifies_only_the_entries_after_the_checkpoint(
     assert Ledger(path).verify() == []  # the full check still covers everything
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("damage", "at_open"),
     [
@@ -133,6 +134,7 @@ def test_accountant_states_are_checked_against_their_entries(
     assert any("accountant state" in p for p in problems)
 
 
+@pytest.mark.slow
 def test_cli_ledger_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import pandas as pd
 

@@ -115,6 +115,7 @@ DAMAGE: dict[str, Callable[[Path, Path], None]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_a_damaged_ledger_stops_every_command(
     damage: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -150,6 +151,7 @@ def test_a_damaged_ledger_stops_every_command(
     assert now == size
 
 
+@pytest.mark.slow
 def test_reinit_is_explicit_and_says_it_forgets(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -172,6 +174,7 @@ def test_reinit_is_explicit_and_says_it_forgets(
     assert Curator(db).ledger.store_id == cur.ledger.store_id
 
 
+@pytest.mark.slow
 def test_a_store_without_its_ledger_or_a_ledger_without_its_store(tmp_path: Path) -> None:
     db, _ = make_store(tmp_path)
     moved = tmp_path / "elsewhere.duckdb"
@@ -183,6 +186,7 @@ def test_a_store_without_its_ledger_or_a_ledger_without_its_store(tmp_path: Path
         Curator(moved)  # the store is not paired with a fresh ledger
 
 
+@pytest.mark.slow
 def test_ledger_deleted_or_replaced_while_in_use_refuses_charges(tmp_path: Path) -> None:
     db, _ = make_store(tmp_path, queries=1)
     cur = Curator(db)
@@ -203,6 +207,7 @@ def test_ledger_deleted_or_replaced_while_in_use_refuses_charges(tmp_path: Path)
     assert spent == 0.25
 
 
+@pytest.mark.slow
 def test_service_refuses_charges_once_its_ledger_is_gone(tmp_path: Path) -> None:
     db, key = make_store(tmp_path, queries=0)
     app = create_app(ServerSettings(str(db)))
@@ -214,6 +219,7 @@ def test_service_refuses_charges_once_its_ledger_is_gone(tmp_path: Path) -> None
     assert str(tmp_path) not in r.text
 
 
+@pytest.mark.slow
 def test_keys_and_revocations_live_in_the_ledger(tmp_path: Path) -> None:
     db, ledger_key = make_store(tmp_path, queries=0)
     ks = KeyStore(key_store_path(db))
@@ -247,6 +253,7 @@ def _modes(paths: list[Path]) -> dict[str, int]:
     return {p.name: stat.S_IMODE(p.stat().st_mode) for p in paths if p.exists()}
 
 
+@pytest.mark.slow
 def test_every_file_is_created_private(tmp_path: Path) -> None:
     old = os.umask(0o022)  # a typical permissive umask
     try:
@@ -288,6 +295,7 @@ def test_admin_token_must_be_private_or_from_the_environment(
     assert admin_token_hash_from_env() == admin_token_hash(token)
 
 
+@pytest.mark.slow
 def test_integrity_checks_leave_a_sound_ledger_alone(tmp_path: Path) -> None:
     db, _ = make_store(tmp_path, queries=5)
     cur = Curator(db)

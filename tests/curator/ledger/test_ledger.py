@@ -147,6 +147,7 @@ def test_sigkill_mid_query_leaves_ledger_consistent(tmp_path: Path) -> None:
     assert led.budget("a", "t").spent_epsilon == Fraction(1, 2)
 
 
+@pytest.mark.slow
 def test_accountant_currencies_are_enforced_by_the_ledger(tmp_path: Path) -> None:
     import math
 
@@ -202,6 +203,7 @@ def _stored(db: Path) -> list[tuple[str, str | None]]:
     return rows(db, "SELECT status, result_json FROM entries ORDER BY id")
 
 
+@pytest.mark.slow
 def test_a_held_completion_is_written_by_reads_close_and_timer(tmp_path: Path) -> None:
     from infodp._jsonable import to_jsonable
 
@@ -266,6 +268,7 @@ _EXITS = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["exit", "kill"])
 def test_a_held_completion_at_exit_or_kill(tmp_path: Path, how: str) -> None:
     """A normal exit writes it; a kill leaves the entry 'reserved': charged, no answer kept."""

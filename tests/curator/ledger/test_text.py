@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -66,6 +67,7 @@ def test_plain_and_special_tables_both_round_trip() -> None:
         assert same_json(strict_json(answer_text(payload)), to_jsonable(payload))
 
 
+@pytest.mark.slow
 def test_the_stored_copy_of_a_query_is_its_answer(tmp_path: Any) -> None:
     """Curator.query stores, through the background writer, the JSON of ``to_dict()``."""
     import pandas as pd

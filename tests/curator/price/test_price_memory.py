@@ -33,6 +33,7 @@ def _store(tmp_path: Path) -> Curator:
     return cur
 
 
+@pytest.mark.slow
 def test_a_changed_declaration_is_priced_again_never_charged_stale(tmp_path: Path) -> None:
     cur = _store(tmp_path)
     for _ in range(2):  # priced once, then answered from the remembered price
@@ -64,6 +65,7 @@ def test_refused_arguments_stay_refused_after_a_remembered_price(tmp_path: Path)
     cur.close()
 
 
+@pytest.mark.slow
 def test_the_same_text_at_another_epsilon_is_planned_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -45,6 +45,7 @@ def curator(tmp_path: Path) -> Curator:
     return cur
 
 
+@pytest.mark.slow
 def test_release_once_then_answer_for_free(curator: Curator) -> None:
     syn = curator.release_synopsis("a", "ar", "people", ["age", "region"], epsilon=1)
     assert len(syn.counts) == 30 and syn.scale == 1.0
@@ -75,6 +76,7 @@ def test_release_once_then_answer_for_free(curator: Curator) -> None:
     assert len(curator.ledger.entries()) == 1
 
 
+@pytest.mark.slow
 def test_synopsis_refusals(curator: Curator) -> None:
     with pytest.raises(ParameterError, match="categories or int bounds"):
         curator.release_synopsis("a", "bad", "people", ["income"], epsilon=1)

@@ -70,6 +70,7 @@ def test_tables_of_two_datasets_say_how_to_qualify() -> None:
     assert "qualify a population's table as population.table, as in trial.arms" in text
 
 
+@pytest.mark.slow
 def test_a_join_of_the_population_is_answered(curator: Curator) -> None:
     """FROM people JOIN visits reads clinic (people alone is also a dataset's name)."""
     sql = "SELECT COUNT(*) AS n, SUM(cost) AS s FROM people JOIN visits USING (pid)"

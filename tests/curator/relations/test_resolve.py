@@ -103,6 +103,7 @@ def _exact(backend, sql):
     return r.schema, ms, got.values
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sql", NEIGHBOUR_QUERIES)
 @pytest.mark.parametrize("removed", ["p1", "p3", "p5"])
 def test_removing_one_person_moves_each_measurement_within_its_sensitivity(sql, removed):

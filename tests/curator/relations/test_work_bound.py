@@ -151,6 +151,7 @@ FILTERED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sql", FILTERED, ids=range(len(FILTERED)))
 def test_filters_move_before_the_joins_and_the_rows_stay_those_of_plain_sql(
     sql: str, tmp_path_factory: pytest.TempPathFactory

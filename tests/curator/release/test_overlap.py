@@ -56,6 +56,7 @@ def _spent(db: Path) -> Fraction:
     return Fraction(spent)
 
 
+@pytest.mark.slow
 def test_a_failed_fsync_releases_nothing_and_does_not_wait_for_the_data(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -98,6 +99,7 @@ def test_a_failed_fsync_releases_nothing_and_does_not_wait_for_the_data(
     cur.close()
 
 
+@pytest.mark.slow
 def test_the_release_waits_for_the_fsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Even when the aggregate is done first, nothing is released before the fsync returns."""
     db = make_store(tmp_path)
@@ -121,6 +123,7 @@ def test_the_release_waits_for_the_fsync(tmp_path: Path, monkeypatch: pytest.Mon
     cur.close()
 
 
+@pytest.mark.slow
 def test_a_refusal_never_starts_the_aggregate(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -138,6 +141,7 @@ def test_a_refusal_never_starts_the_aggregate(
 _VICTIM = query_stopped_at("reserved")
 
 
+@pytest.mark.slow
 def test_a_kill_between_the_commit_and_its_fsync_keeps_the_charge(tmp_path: Path) -> None:
     db = make_store(tmp_path)
     marker = tmp_path / "marker"

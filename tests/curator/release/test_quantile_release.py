@@ -59,6 +59,7 @@ def curator(tmp_path_factory: pytest.TempPathFactory) -> Curator:
     return cur
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(UNITS))
 @pytest.mark.parametrize("q", [Fraction(1, 2), Fraction(9, 10)], ids=str)
 def test_the_law_fed_to_the_sampler_is_the_reference_law(

@@ -155,6 +155,7 @@ def test_query_noise_per_cell_is_discrete_laplace(tmp_path: Path) -> None:
         assert dlap_pvalue(noise[col], scales[col], int(2 * scales[col])) > 1e-3
 
 
+@pytest.mark.slow
 def test_query_noise_reads_the_os_csprng_a_bounded_number_of_times(tmp_path: Path) -> None:
     # All the discrete Laplace measurements of a query are drawn in one pass that asks the
     # source for its expected need at once (a top-up only when a rejection loop runs over):

@@ -89,6 +89,7 @@ def test_every_cell_noise_follows_the_mechanism_pmf(tmp_path: Path, noise: str) 
     assert pvalue(draws, wider) < 1e-4
 
 
+@pytest.mark.slow
 def test_charged_profile_is_the_composition_of_the_measurements(tmp_path: Path) -> None:
     cur = curator(tmp_path / "c.duckdb")
     cur.add_analyst("a", "t", budget=Budget.approx(10.0, 1e-3))
@@ -112,6 +113,7 @@ def test_charged_profile_is_the_composition_of_the_measurements(tmp_path: Path) 
     assert leak["1"] == pytest.approx(charged.information(1.0), rel=1e-6)
 
 
+@pytest.mark.slow
 def test_avg_information_is_read_from_its_two_measurements(tmp_path: Path) -> None:
     cur = curator(tmp_path / "avg.duckdb")
     cur.add_analyst("a", "t", epsilon=5)
@@ -125,6 +127,7 @@ def test_avg_information_is_read_from_its_two_measurements(tmp_path: Path) -> No
     assert nats["inf"] == pytest.approx(1.0, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_cost_is_never_below_what_an_audit_measures(tmp_path: Path) -> None:
     from infodp.audit.auditor import VectorisedMechanism, audit
 
@@ -187,6 +190,7 @@ def test_zcdp_budget_answers_at_least_fifty_gaussian_counts(tmp_path: Path) -> N
     assert zcdp_to_epsilon(rho, 1e-6) <= 1.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "budget",
     [

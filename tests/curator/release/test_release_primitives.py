@@ -147,6 +147,7 @@ def test_exponential_mechanism_matches_exact_probabilities_chi_square() -> None:
     assert stats.chisquare(counts[:4], p[:4] / p[:4].sum() * n).pvalue > 1e-4
 
 
+@pytest.mark.slow
 def test_exponential_mechanism_refinement_rounds_are_exact(monkeypatch: pytest.MonkeyPatch) -> None:
     # Force every draw past the float round (bounds [0, scale] decide nothing), so the exact
     # decimal refinement alone decides; frequencies still match the exact probabilities.

@@ -22,6 +22,7 @@ def _source() -> InsecureSeededSource:
     return InsecureSeededSource(11, i_understand_this_is_not_private=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "sql",
     ["SELECT AVG(age) FROM people", "SELECT region, VARIANCE(age) FROM people GROUP BY region"],

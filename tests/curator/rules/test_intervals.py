@@ -97,6 +97,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("column", "epsilon", "noise"), CASES)
 def test_avg_interval_covers_and_is_tight(column: str, epsilon: Fraction, noise: Noise) -> None:
     grid, parts = _parts(column, ("csum", "count"), epsilon, noise)
@@ -133,6 +134,7 @@ def test_variance_interval_covers_and_is_tight(
     _check(truth, [a for a, _ in answers], [i for _, i in answers])
 
 
+@pytest.mark.slow
 def test_mean_interval_is_the_fieller_set_on_a_brute_force_grid() -> None:
     """Independent check of the inversion: scan μ on a fine grid, keep those whose pivot
     |S̃ − μC̃| is within a Monte-Carlo 95% quantile of |N_s − μN_c|; the returned interval

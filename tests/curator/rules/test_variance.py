@@ -50,6 +50,7 @@ def test_sum_of_squares_sensitivity_grows_with_m_and_the_bounds(
     assert base <= rule.sensitivity(CSUMSQ_X, schema(m, lo - extra, hi + extra))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rows", [1, 2, 3])
 def test_information_is_the_discrete_laplace_bound_over_the_squares_range(rows: int) -> None:
     lo, hi = -7, 5
@@ -67,6 +68,7 @@ def test_information_is_the_discrete_laplace_bound_over_the_squares_range(rows: 
     assert got == pytest.approx(dlap_information(max(sums) - min(sums), part.scale), rel=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("sql", "truth"),
     [

@@ -135,6 +135,7 @@ LIFTED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sql", "domain"), LIFTED)
 def test_other_derived_keys_get_a_declared_domain_and_no_partition_selection(
     tmp_path: Path, sql: str, domain: object
@@ -151,6 +152,7 @@ def test_other_derived_keys_get_a_declared_domain_and_no_partition_selection(
         cur.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sql", REFUSED)
 def test_unsupported_derived_keys_are_refused_for_free(tmp_path: Path, sql: str) -> None:
     cur = Curator(tmp_path / "s.duckdb")
@@ -217,6 +219,7 @@ PLAIN = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sql", "plain"), PLAIN)
 def test_exact_answers_equal_plain_sql_on_the_clamped_rows(
     tmp_path: Path, sql: str, plain: str
@@ -242,6 +245,7 @@ def test_exact_answers_equal_plain_sql_on_the_clamped_rows(
         assert {k[pos] for k in want} <= set(g.categories or ())
 
 
+@pytest.mark.slow
 def test_a_session_releases_the_declared_bins(tmp_path: Path) -> None:
     cur = Curator(tmp_path / "s.duckdb")
     try:
@@ -258,6 +262,7 @@ def test_a_session_releases_the_declared_bins(tmp_path: Path) -> None:
     assert [row[0] for row in band.rows] == ["minor", "adult", "senior"]
 
 
+@pytest.mark.slow
 def test_one_unit_moves_at_most_its_rows_in_at_most_its_groups(tmp_path: Path) -> None:
     """Neighbours (one unit added): the bounded counts per bin differ in at most
     ``max_groups_per_unit`` = 2 cells and by at most ``max_rows_per_unit`` = 3 in all, the

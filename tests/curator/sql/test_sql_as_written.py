@@ -196,6 +196,7 @@ def _same(ours: pd.DataFrame, theirs: pd.DataFrame, ordered: bool) -> None:
             assert np.allclose(a.astype(float), b.astype(float), rtol=0.02, atol=2.0), (a, b)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sql", "plain", "ordered"), ANSWERED, ids=[q for q, _, _ in ANSWERED])
 def test_answered_like_duckdb(session: Session, sql: str, plain: str | None, ordered: bool) -> None:
     _same(released(session, sql), oracle(plain or sql), ordered)

@@ -33,10 +33,12 @@ def _store(tmp_path: Path) -> Path:
     return db
 
 
+@pytest.mark.slow
 def test_a_store_whose_datasets_all_open_reports_nothing(tmp_path: Path) -> None:
     assert unopenable(_store(tmp_path)) == {}
 
 
+@pytest.mark.slow
 def test_missing_tables_and_parquet_copies_are_named_with_the_reason(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

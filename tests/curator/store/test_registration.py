@@ -44,6 +44,7 @@ def _visits_count(cur: Curator, table: str) -> int:
     return int(cur.exact_aggregates(f"SELECT COUNT(*) FROM {table}").values[()][0])
 
 
+@pytest.mark.slow
 def test_a_dataset_named_like_a_population_table_is_refused_and_harms_nothing(
     tmp_path: Path,
 ) -> None:
@@ -56,6 +57,7 @@ def test_a_dataset_named_like_a_population_table_is_refused_and_harms_nothing(
     assert [d.name for d in cur.ledger.datasets()] == ["clinic"]
 
 
+@pytest.mark.slow
 def test_a_population_whose_table_would_take_a_dataset_name_is_refused(tmp_path: Path) -> None:
     cur = Curator(tmp_path / "s.duckdb")
     cur.register_dataset("clinic__visits", pd.DataFrame({"cost": [1.0, 2.0, 3.0]}), VISITS)
@@ -67,6 +69,7 @@ def test_a_population_whose_table_would_take_a_dataset_name_is_refused(tmp_path:
     assert [d.name for d in cur.ledger.datasets()] == ["clinic__visits"]
 
 
+@pytest.mark.slow
 def test_a_name_of_the_stores_own_tables_is_refused_and_they_stay(tmp_path: Path) -> None:
     cur = Curator(tmp_path / "s.duckdb")
     cur.register_dataset("t", pd.DataFrame({"cost": [1.0]}), VISITS)
@@ -78,6 +81,7 @@ def test_a_name_of_the_stores_own_tables_is_refused_and_they_stay(tmp_path: Path
     assert _visits_count(again, "t") == 1
 
 
+@pytest.mark.slow
 def test_a_failed_registration_removes_only_its_own_tables(tmp_path: Path) -> None:
     cur = Curator(tmp_path / "s.duckdb")
     cur.register_dataset("clinic", clinic_frames(), CLINIC)
@@ -96,6 +100,7 @@ def test_a_failed_registration_removes_only_its_own_tables(tmp_path: Path) -> No
     cur.register_dataset("trial", clinic_frames(seed=3), CLINIC, independent=True)  # name free
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("population_first", [True, False])
 def test_the_cli_refuses_a_colliding_name_and_the_earlier_dataset_still_answers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], population_first: bool
@@ -275,6 +280,7 @@ def test_a_key_given_twice_in_a_schema_is_refused_naming_it(text: str, key: str)
         load_schema(text)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad", [float("inf"), float("-inf")])
 def test_a_non_finite_public_value_is_refused_naming_its_column(tmp_path: Path, bad: float) -> None:
     frames = clinic_frames()

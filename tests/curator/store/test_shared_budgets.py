@@ -56,6 +56,7 @@ def cur(tmp_path: Path) -> Curator:
     return c
 
 
+@pytest.mark.slow
 def test_a_declared_copy_shares_caps_and_spend_but_not_grants(cur: Curator) -> None:
     cur.add_analyst("a", "orig", epsilon=1)
     info = cur.register_dataset(
@@ -100,6 +101,7 @@ def test_a_declared_copy_shares_caps_and_spend_but_not_grants(cur: Curator) -> N
     assert cur.ledger.verify() == []
 
 
+@pytest.mark.slow
 def test_a_grant_on_a_second_copy_must_name_the_groups_budget(cur: Curator) -> None:
     cur.register_dataset("copy", with_dummy(people(range(3000))), SCHEMA, same_population_as="orig")
     cur.add_analyst("a", "orig", epsilon=1)
@@ -110,6 +112,7 @@ def test_a_grant_on_a_second_copy_must_name_the_groups_budget(cur: Curator) -> N
     assert cur.ledger.verify() == []
 
 
+@pytest.mark.slow
 def test_a_likely_copy_is_refused_without_a_declaration(cur: Curator) -> None:
     with pytest.raises(ParameterError) as refused:
         cur.register_dataset("copy", with_dummy(people(range(3000))), SCHEMA)
@@ -122,6 +125,7 @@ def test_a_likely_copy_is_refused_without_a_declaration(cur: Curator) -> None:
     assert "copy" not in tables
 
 
+@pytest.mark.slow
 def test_a_copy_declared_independent_has_its_own_caps_and_budgets(cur: Curator) -> None:
     cur.add_analyst("a", "orig", epsilon=1)
     info = cur.register_dataset(
@@ -138,6 +142,7 @@ def test_a_copy_declared_independent_has_its_own_caps_and_budgets(cur: Curator) 
     assert cur.ledger.verify() == []
 
 
+@pytest.mark.slow
 def test_a_declaration_is_one_of_two_and_names_a_registered_dataset(cur: Curator) -> None:
     frame = with_dummy(people(range(3000)))
     with pytest.raises(ParameterError, match="independent must be left out"):
@@ -147,6 +152,7 @@ def test_a_declaration_is_one_of_two_and_names_a_registered_dataset(cur: Curator
     assert [d.name for d in cur.ledger.datasets()] == ["orig"]
 
 
+@pytest.mark.slow
 def test_unrelated_datasets_share_only_when_declared(cur: Curator) -> None:
     """Other people entirely: registered without a word; declared, they share."""
     info = cur.register_dataset("apart", people(range(3000), "q"), SCHEMA)
@@ -158,6 +164,7 @@ def test_unrelated_datasets_share_only_when_declared(cur: Curator) -> None:
     assert cur.ledger.group_members("orig") == ["joined", "orig"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("common", "advised"), [(900, False), (2100, True)])
 def test_the_advice_follows_the_share_of_common_units(
     cur: Curator, common: int, advised: bool
@@ -175,6 +182,7 @@ def test_the_advice_follows_the_share_of_common_units(
     assert abs(shown - 70) <= 6
 
 
+@pytest.mark.slow
 def test_caps_of_a_sharing_dataset_are_refused_and_nothing_is_left(cur: Curator) -> None:
     with pytest.raises(ParameterError, match="shares its caps and budgets"):
         cur.register_dataset(
@@ -189,6 +197,7 @@ def test_caps_of_a_sharing_dataset_are_refused_and_nothing_is_left(cur: Curator)
     assert "copy" not in tables
 
 
+@pytest.mark.slow
 def test_a_row_unit_dataset_is_never_advised(tmp_path: Path) -> None:
     cur = Curator(tmp_path / "s.duckdb")
     schema = one_table("t", {"x": {"type": "int"}})
@@ -198,6 +207,7 @@ def test_a_row_unit_dataset_is_never_advised(tmp_path: Path) -> None:
     assert info["shares_budgets_of"] is None
 
 
+@pytest.mark.slow
 def test_a_group_is_compared_as_the_union_of_its_datasets(cur: Curator) -> None:
     """Units 2/5 in orig and 2/5 in its group's other member, 4/5 in their union: advised."""
     more = pd.concat([people(range(2000)), people(range(1000), "m")])
@@ -298,6 +308,7 @@ def test_the_database_sketch_is_the_k_smallest_salted_hashes() -> None:
     assert set(other.hashes).isdisjoint(got.hashes)  # the salt changes every hash
 
 
+@pytest.mark.slow
 def test_neither_sketch_nor_salt_is_in_the_owner_output(cur: Curator, tmp_path: Path) -> None:
     with pytest.raises(ParameterError) as refused:
         cur.register_dataset("copy", with_dummy(people(range(3000))), SCHEMA)
@@ -313,6 +324,7 @@ def test_neither_sketch_nor_salt_is_in_the_owner_output(cur: Curator, tmp_path: 
     assert all(str(h) not in text for h in UnitSketch.from_bytes(blob).hashes[:50])
 
 
+@pytest.mark.slow
 def test_the_cli_registers_declared_and_independent_datasets(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -388,6 +400,7 @@ def _population(people_ids: range, visit_ids: range, prefix: str = "p") -> dict[
     return {"people": people(people_ids, prefix), "visits": visits, "regions": regions}
 
 
+@pytest.mark.slow
 def test_a_population_is_sketched_over_the_union_of_its_private_tables(tmp_path: Path) -> None:
     """People 0..999 with visits of 1000..1999: a table of persons 500..1499 is wholly in the
     population (half from each private table) and is advised; its public table counts for

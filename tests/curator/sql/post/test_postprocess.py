@@ -94,6 +94,7 @@ OUTER = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sql", "oracle"), OUTER)
 def test_post_processing_agrees_with_duckdb_over_the_released_table(sql: str, oracle: str) -> None:
     post = split_query(sql)
@@ -216,6 +217,7 @@ def _seeded(seed: int) -> Any:
     return InsecureSeededSource(seed, i_understand_this_is_not_private=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sql", "oracle"), POST_QUERIES)
 def test_curator_answer_is_the_inner_release_post_processed(
     tmp_path: Path, sql: str, oracle: str

@@ -64,6 +64,7 @@ def test_the_text_rewrite_keeps_names_and_leaves_other_ratios() -> None:
         assert avg_ratios(other, never) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "sql", ["SELECT SUM(x) / COUNT(x) FROM t", "SELECT SUM(x) / COUNT(*) AS m FROM t"]
 )
