@@ -209,15 +209,15 @@ def continuous_p90_error(
 
 def p90_grid(low: float, high: float) -> Any:
     """The grid infodp answers a float column's P90 on."""
-    from infodp.curator.grid import quantile_grid
-    from infodp.curator.schema import ColumnSpec
+    from infodp.curator.declaration.schema import ColumnSpec
+    from infodp.curator.plan.grid import quantile_grid
 
     return quantile_grid(ColumnSpec("v", "float", bounds=(low, high)), Fraction(9, 10))
 
 
 def infodp_p90_error(x: np.ndarray, low: float, high: float, eps: float) -> float:
     """E|answer − truth| of infodp's P90 exactly: the values snapped to the grid as the
-    query reads them (the P90's grid, :func:`~infodp.curator.grid.quantile_grid`), the grid
+    query reads them (the P90's grid, :func:`~infodp.curator.plan.grid.quantile_grid`), the grid
     exponential mechanism over every point."""
     q = Fraction(9, 10)
     grid = p90_grid(low, high)

@@ -25,7 +25,7 @@ library states a 95% interval, its coverage and median half-width.
 - SmartNoise SQL: run when ``snsql`` imports, reported as not run otherwise.
 
 A hand-written mean, ``SUM(income) / COUNT(income)``, is run through infodp beside AVG
-(measured as AVG, :mod:`infodp.curator.post.ratio`), and so is the way main measured it: the
+(measured as AVG, :mod:`infodp.curator.sql.post.ratio`), and so is the way main measured it: the
 sum and the count noised apart and divided (``SELECT SUM(income), COUNT(income)``).
 
 Then the quantile part (``benchmarks/_accuracy_quantiles.py``): MIN and MAX of the income and
@@ -409,7 +409,7 @@ def main() -> None:
         )
         + ".\n\n"
         "infodp's AVG/VARIANCE/STDDEV intervals invert the exact error law of the released ratio "
-        "(`infodp.curator.intervals`); a ratio near 1 in the last column means the stated "
+        "(`infodp.curator.rules.intervals`); a ratio near 1 in the last column means the stated "
         "interval is as narrow as the noise allows. OpenDP states intervals for COUNT and SUM "
         "only (`discrete_laplacian_scale_to_accuracy`); diffprivlib and Tumult state none. "
         "diffprivlib's mean/var/std take the row count as public (replace-one neighbours). "
@@ -490,7 +490,7 @@ def quantile_sections(
         f"The quantile benchmark's table ({args.p90_rows:,} rows, float income clipped to "
         f"[0, 300 000], exact P90 {p_truth:,.2f}); infodp answers on the P90's grid (step "
         f"{p90_step:g}: the sum grid's 0.25 split in 16, read from the stored values, "
-        "`infodp.curator.grid.quantile_grid`), diffprivlib samples Smith's continuous "
+        "`infodp.curator.plan.grid.quantile_grid`), diffprivlib samples Smith's continuous "
         "mechanism with Δ = 1; 'exact' rows are the expected error from the exact law (no "
         "sampling error): infodp's, diffprivlib's, and Smith's mechanism without a grid with "
         "infodp's Δ = max(q, 1 − q). Tumult Analytics is measured by "

@@ -37,9 +37,9 @@ _STEPS = [
     ("infodp.curator.ledger:Ledger", "reserve", "the reservation's transaction"),
     ("infodp.curator.backends.duckdb:DuckDBBackend", "aggregate", "DuckDB aggregate (helper)"),
     ("infodp.curator.ledger:Ledger", "sync", "the reservation's fsync (calling thread)"),
-    ("infodp.curator.runner:Runner", "draw_noise", "noise (calling thread)"),
-    ("infodp.curator.runner:Runner", "release", "release: values and intervals"),
-    ("infodp.curator.settlement:Settlement", "result", "the answer object"),
+    ("infodp.curator.release.runner:Runner", "draw_noise", "noise (calling thread)"),
+    ("infodp.curator.release.runner:Runner", "release", "release: values and intervals"),
+    ("infodp.curator.answer.settlement:Settlement", "result", "the answer object"),
     ("infodp.curator.ledger:Ledger", "complete_later", "completion handed to the ledger"),
 ]
 

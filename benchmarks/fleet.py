@@ -84,7 +84,7 @@ def _query_latency(db: Path, ledger: str | None, parquet: Path, n: int) -> tuple
 def _fleet_throughput(
     work: Path, url: str, parquet: Path, servers: int, queries: int, seconds: float
 ) -> float:
-    import infodp.curator.store as store
+    import infodp.curator.store.database as store
     from _server_harness import ServerProcess
     from infodp.curator.engine import Curator
 
@@ -131,7 +131,7 @@ def _fleet_throughput(
 def _settle_time(work: Path, url: str) -> tuple[float, int]:
     """(seconds from the lease's end to the last settlement, entries) for reservations a
     process left open (as a killed server does), settled by one running server."""
-    import infodp.curator.store as store
+    import infodp.curator.store.database as store
     from _server_harness import ServerProcess
     from infodp.curator.engine import Curator
     from infodp.curator.ledger import Ledger

@@ -193,7 +193,7 @@ def exact(paths: dict[str, Path]) -> dict[str, tuple[float, float]]:
 
 def infodp_joins_available() -> str | None:
     """None when this infodp registers a population of several tables, else why not."""
-    from infodp.curator.schema_source import load_schema
+    from infodp.curator.declaration.source import load_schema
 
     try:
         load_schema(SCHEMA)
@@ -557,7 +557,7 @@ def _section(
         "Both spend ε/2 on the COUNT and ε/2 on the SUM under pure DP: Tumult as "
         f"two queries (`MaxRowsPerID({MAX_VISITS})`, sensitivity {MAX_VISITS} rows and "
         f"{MAX_VISITS} × {COST[1]:g} per person), infodp as one query whose ε it splits evenly "
-        "over its measurements (`curator/cost.py`), each person's contribution bounded by "
+        "over its measurements (`curator/price/cost.py`), each person's contribution bounded by "
         "the tables' declared rows per person (1 × 20 joined rows).\n\n"
         + markdown_table(
             ["library", "releases", "MAE visits (COUNT)", "MAE total cost (SUM)"], rows

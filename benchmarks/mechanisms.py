@@ -126,7 +126,7 @@ def batch_rows() -> list[list[str]]:
     ``DiscreteGaussianMechanism.release_batch``; OpenDP: ``make_laplace`` / ``make_gaussian``
     on a vector of integers (its exact samplers in Rust), one call per measurement.
     """
-    from infodp.curator.release import BufferedCryptoSource
+    from infodp.curator.release.noise import BufferedCryptoSource
 
     dp.enable_features("contrib")
     ints = dp.vector_domain(dp.atom_domain(T=int))

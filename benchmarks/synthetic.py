@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from infodp.curator.schema_source import load_schema
+from infodp.curator.declaration.source import load_schema
 from infodp.mechanisms.sampling import CryptoRandomSource
 from infodp.synthetic.domain import Domain
 from infodp.synthetic.measure import marginal

@@ -3,11 +3,15 @@
 # and runs the whole test suite. README.md and .ci/run both call this script.
 #
 # bash scripts/test.sh --quick [pytest args]: the quick loop for an installed checkout (under a
-# minute on 2 cores): ruff, then every subpackage's tests except those marked slow, spark or
-# postgres (each starts a JVM or a database cluster), hypothesis with fewer examples (profile
-# "quick"); no install, type check, docs or notebooks.
+# minute on 2 cores): ruff, then every subpackage's tests except those marked slow (over about
+# 0.3 s of one core), spark or postgres (each starts a JVM or a database cluster), hypothesis
+# with fewer examples (profile "quick"); no install, type check, docs or notebooks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Keep bytecode: pytest caches its rewritten test modules as bytecode (without it every run
+# rewrites ~600 modules, half of the quick tier's collection), and each CLI test's subprocess
+# would compile the package again.
+unset PYTHONDONTWRITEBYTECODE
 if [ "${1:-}" = "--quick" ]; then
   shift
   echo "== ruff"; python3 -m ruff check . && python3 -m ruff format --check .
@@ -48,4 +52,5 @@ echo "== docs"; NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict
 # In parallel on every core (-n auto, work stealing so the long hypothesis tests do not leave
 # a core idle; tests that use files or ports use tmp_path and free ports). For a quick local
 # loop: bash scripts/test.sh --quick.
-echo "== pytest"; python3 -m pytest -n auto --dist worksteal "$@"
+# The 25 slowest tests are listed at the end (what a faster full run would start from).
+echo "== pytest"; python3 -m pytest -n auto --dist worksteal --durations=25 "$@"

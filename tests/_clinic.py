@@ -12,12 +12,12 @@ import pandas as pd
 
 from _stores import clinic, floats, ints
 from infodp.curator.backends.duckdb import DuckDBBackend
-from infodp.curator.grid import column_grid
+from infodp.curator.declaration.schema import ColumnSpec, DatasetSchema, stored_name
+from infodp.curator.declaration.source import load_schema
+from infodp.curator.plan.grid import column_grid
 from infodp.curator.relations import resolve
 from infodp.curator.rules import measurements
-from infodp.curator.schema import ColumnSpec, DatasetSchema, stored_name
-from infodp.curator.schema_source import load_schema
-from infodp.curator.sql import parse_query
+from infodp.curator.sql.parse import parse_query
 
 DECLARATION = clinic(
     "pid",

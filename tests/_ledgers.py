@@ -1,7 +1,7 @@
 """Ledger helpers for suites that run on both storages (SQLite and PostgreSQL).
 
 A store's ledger is the file beside it or the PostgreSQL ledger its settings record
-(:mod:`infodp.curator.ledger_location`); these open and read it whichever it is.
+(:mod:`infodp.curator.store.ledger_location`); these open and read it whichever it is.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.ledger import Ledger
-from infodp.curator.ledger_location import stored_ledger
+from infodp.curator.store.ledger_location import stored_ledger
 
 #: The ``ledger_at`` fixture: where a test's ledger goes (a path, or a PostgreSQL URL).
 LedgerAt = Callable[[Path], "str | Path"]

@@ -6,7 +6,7 @@
   there, so the L1 change is Σ_cells |Σ_rows g(v)| whatever the rest of the table (McSherry
   2009, Thm 4 for the disjoint cells; Dwork & Roth 2014, Def. 3.1 for L1 sensitivity).
 * :func:`dlap_information`: min(ln(A + 1), ln(2e(A/2 + E|N| + 1/4)) − H(N)) for discrete
-  Laplace noise of scale b (the bound of ``curator/budget_info.py``: Cover & Thomas 2006,
+  Laplace noise of scale b (the bound of ``curator/rules/budget_info.py``: Cover & Thomas 2006,
   Thm 12.1.1), with E|N| and H(N) summed term by term from the pmf
   (1 − p)/(1 + p)·p^|k|, p = e^(−1/b), at 40 digits (not from the closed forms).
 * :func:`coverage_floor`: the least empirical coverage accepted for a stated level over n
@@ -26,13 +26,13 @@ from typing import Any
 import mpmath
 
 from _stores import TEXT, cats, one_table
-from infodp.curator.answer import Layout
-from infodp.curator.cost import plan_cost
-from infodp.curator.plan import Aggregate, Measurement
-from infodp.curator.release import draw_noise
+from infodp.curator.declaration.schema import DatasetSchema
+from infodp.curator.plan.nodes import Aggregate, Measurement
+from infodp.curator.price.cost import plan_cost
+from infodp.curator.price.layout import Layout
+from infodp.curator.release.noise import draw_noise
 from infodp.curator.rules.base import Cells
-from infodp.curator.schema import DatasetSchema
-from infodp.curator.sql import parse_query
+from infodp.curator.sql.parse import parse_query
 from infodp.mechanisms.sampling import InsecureSeededSource
 
 
@@ -107,7 +107,7 @@ def table_schema(
 ) -> DatasetSchema:
     """Table ``t``: a bounded column ``x`` of ``kind``, an unbounded text column ``c``, an
     unbounded float ``u``, a category ``g`` (a, b); units of up to ``m`` rows (``pid``)."""
-    from infodp.curator.schema_source import load_schema
+    from infodp.curator.declaration.source import load_schema
 
     spec: dict[str, Any] = one_table(
         "t",

@@ -47,19 +47,33 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "infodp"))
 QUICK_EXAMPLES = 15
 
 
-#: Doctests of src/infodp that take seconds of CPU (calibration searches, fine-grid profiles,
-#: attacks, model fits, plots): marked slow here, as the tests doing the same work are, so the
-#: quick tier leaves them to the full run.
+#: Doctests of src/infodp over the quick tier's bound (about 0.3 s of one core; the `slow`
+#: mark in pyproject.toml): calibration searches, fine-grid profiles, attacks, model fits,
+#: servers, plots. Marked slow here, as tests over it are, so the quick tier leaves them to the
+#: full run.
 SLOW_DOCTESTS = frozenset(
     {
-        "infodp.mechanisms.subsampled.SubsampledGaussian.calibrate",
-        "infodp.accounting.schedule",
-        "infodp.audit.attacks.insertion",
-        "infodp.curator.session.Session.synthesize",
-        "infodp.testing.channels",
-        "infodp.testing.joint_distributions",
         "infodp.accounting.interop._opacus.get_noise_multiplier",
+        "infodp.accounting.profile.discrete_subsampled_gaussian_profile",
+        "infodp.accounting.schedule",
+        "infodp.audit.attacks.averaging",
+        "infodp.audit.attacks.epsilon_delta",
+        "infodp.audit.attacks.insertion",
+        "infodp.audit.auditor",
+        "infodp.curator.session.Session.synthesize",
+        "infodp.curator.store.database.reinit_ledger",
+        "infodp.explain.html.render_html",
         "infodp.explain.html.write_html",
+        "infodp.mechanisms.subsampled",
+        "infodp.mechanisms.subsampled.SubsampledGaussian.calibrate",
+        "infodp.server._heap",
+        "infodp.server.service.Service",
+        "infodp.synthetic.aim",
+        "infodp.synthetic.budget",
+        "infodp.synthetic.release",
+        "infodp.testing.channels",
+        "infodp.testing.distribution_pairs",
+        "infodp.testing.joint_distributions",
     }
 )
 
@@ -119,7 +133,7 @@ def ledger_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     PostgreSQL (each new store's ledger a new schema of the session's cluster)."""
     kind = str(request.param)
     if kind == "postgres":
-        import infodp.curator.store as store
+        import infodp.curator.store.database as store
 
         pg = request.getfixturevalue("pg_cluster")
         monkeypatch.setattr(store, "default_ledger", lambda db: pg.new_schema())

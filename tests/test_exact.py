@@ -119,6 +119,7 @@ def test_text_that_is_not_a_number_is_told_what_a_number_looks_like(text: str) -
     assert "exponent" not in message
 
 
+@pytest.mark.slow
 def test_cli_epsilon_abc_names_numbers_not_exponents(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

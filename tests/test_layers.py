@@ -200,18 +200,23 @@ def test_the_private_name_checks_have_power(tmp_path: Path) -> None:
 # -- the curator's data path (docs/architecture.md) -----------------------------------------------
 
 CURATOR = SRC / "curator"
-#: SQL → plan → rules → price → ledger → backend → release → answer: the modules of each step.
+#: SQL → relation → plan → rules → price → ledger → backend → release → answer: one folder each.
 DATA_PATH: list[tuple[str, tuple[str, ...]]] = [
-    ("SQL", ("post", "sql.py")),
-    ("relation", ("datasets.py", "relations")),
-    ("plan", ("plan.py",)),
+    ("SQL", ("sql",)),
+    ("relation", ("relations",)),
+    ("plan", ("plan",)),
     ("rules", ("rules",)),
-    ("price", ("cost.py", "pricing.py")),
+    ("price", ("price",)),
     ("ledger", ("ledger",)),
     ("backend", ("backends",)),
-    ("release", ("runner.py", "answer.py", "release.py")),
-    ("answer", ("result.py", "settlement.py", "render.py")),
+    ("release", ("release",)),
+    ("answer", ("answer",)),
 ]
+#: Beside the path: the data owner's declaration and store, the non-interactive releases.
+BESIDE = ("declaration", "store", "publish")
+#: The fronts (the Curator, the DataFrame session, the demo) and the two records every step
+#: passes on: the request and its resolution (parsed once), the released table.
+FRONTS = ("engine.py", "session.py", "demo.py", "request.py", "released.py")
 #: Steps a step never imports. The ledger knows nothing of queries; a backend knows the plan
 #: only (never a price, a rule, the ledger or the noise); nothing before the release reads it.
 NEVER: dict[str, set[str]] = {
@@ -249,6 +254,19 @@ def test_every_step_of_the_data_path_exists_and_the_architecture_page_names_it()
             assert f"curator/{name}" in page, f"docs/architecture.md does not name curator/{name}"
         positions.append(page.index(f"**{step}**"))
     assert positions == sorted(positions), "the page lists the steps out of order"
+
+
+def test_the_curator_folder_is_laid_out_by_its_steps() -> None:
+    # A newcomer reading the folder's names reads the data path: every entry is a step, one of
+    # the packages beside it, or a front; the page names each folder.
+    entries = {p.name for p in CURATOR.iterdir() if p.name not in ("__init__.py", "__pycache__")}
+    steps = {n for _, names in DATA_PATH for n in names}
+    assert entries == steps | set(BESIDE) | set(FRONTS), sorted(
+        entries ^ (steps | set(BESIDE) | set(FRONTS))
+    )
+    page = PAGE.read_text(encoding="utf-8")
+    for name in BESIDE:
+        assert f"curator/{name}/" in page, f"docs/architecture.md does not name curator/{name}/"
 
 
 @pytest.mark.parametrize(
@@ -293,6 +311,7 @@ def _visitor_modules() -> set[str]:
     return out
 
 
+@pytest.mark.slow
 def test_the_page_names_the_plan_visitors_the_code_has() -> None:
     page = " ".join(PAGE.read_text(encoding="utf-8").split())
     match = re.search(r"Visitors: (.*?)\. Pricing \(`(curator/[^`]+)`\) is a loop", page)
@@ -300,4 +319,4 @@ def test_the_page_names_the_plan_visitors_the_code_has() -> None:
     named = set(re.findall(r"`(curator/[^`]+)`", match.group(1)))
     assert named == _visitor_modules()
     assert match.group(2) not in _visitor_modules()
-    assert match.group(2) == "curator/cost.py"
+    assert match.group(2) == "curator/price/cost.py"

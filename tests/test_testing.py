@@ -41,6 +41,7 @@ def test_min_prob_is_respected(p: np.ndarray) -> None:
     assert float(p.min()) >= 0.05 * (1 - 1e-12)
 
 
+@pytest.mark.slow
 def test_extremes_are_reached() -> None:
     tiny = find(probability_vectors(n=3), lambda p: 0 < p[p > 0].min() < 1e-250, settings=QUIET)
     assert tiny[tiny > 0].min() < 1e-250

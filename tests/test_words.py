@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 # Whitespace (also a line break inside a docstring) may separate the words.
 # Tracker references ("issue 6", "the issue's bar") are internal too.
@@ -23,6 +25,7 @@ def _user_facing() -> list[Path]:
     return files
 
 
+@pytest.mark.slow
 def test_no_internal_source_names_in_user_facing_text() -> None:
     hits = [
         f"{p.relative_to(ROOT)}: {m.group(0)!r}"

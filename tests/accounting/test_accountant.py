@@ -188,6 +188,7 @@ def test_spec_rejects_unknown_keys() -> None:
         acc.profile_from_spec({"mechanism": "gaussian", "sigma": 1.0, "count": 0})
 
 
+@pytest.mark.slow
 def test_state_with_a_discrete_subsampled_gaussian_round_trips() -> None:
     # SubsampledGaussian.profile() is the discrete lattice pair; an accountant that spent it
     # must still serialise (the curator persists accountant state as JSON).

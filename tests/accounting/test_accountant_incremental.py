@@ -79,6 +79,7 @@ def test_incremental_state_equals_a_replay_of_the_history(
         assert Accountant.from_json(a.to_json()).to_json() == a.to_json()
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None)
 @given(sigmas=st.lists(st.sampled_from([6.0, 9.0, 15.0]), min_size=1, max_size=60))
 def test_approx_admits_what_the_tight_composition_admits(sigmas: list[float]) -> None:

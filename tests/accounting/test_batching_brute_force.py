@@ -248,6 +248,7 @@ def _judged(
     return exact, 1e-4
 
 
+@pytest.mark.slow
 def test_with_replacement_add_remove_is_the_sensitivity_2b_gaussian() -> None:
     # b = 2, σ = 1: D′ = {−1} and D = {−1, +1}; D's batch draws +1 k ~ Bin(2, 1/2) times, so
     # its sum is −2 + 2k against −2: a shift of 4 = 2b with probability 1/4. The exact ε of

@@ -137,6 +137,7 @@ _WHOLES = st.one_of(
 )
 
 
+@pytest.mark.slow
 @given(whole=_WHOLES, parts=st.integers(1, 2000))
 def test_float_sum_of_shares_never_exceeds_the_whole(whole: Fraction, parts: int) -> None:
     share = split_share(whole, parts)

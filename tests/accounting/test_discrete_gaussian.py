@@ -9,6 +9,7 @@ import math
 
 import mpmath
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +25,7 @@ def _log_z(sigma: float) -> float:
         return float(mpmath.log(z))
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(st.floats(min_value=0.2, max_value=30.0))
 def test_normalisers_bracket_the_direct_sum(sigma: float) -> None:

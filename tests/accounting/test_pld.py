@@ -179,6 +179,7 @@ def test_discrete_laplace_closed_form_against_brute_force_and_the_atoms(
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sigma", [0.8, 3.0])
 def test_discrete_gaussian_against_brute_force_and_dp_accounting(sigma: float) -> None:
     ks = np.arange(-200, 201)

@@ -61,6 +61,7 @@ def test_a_curator_sized_sum_is_built_in_bounded_memory() -> None:
     assert peak < PEAK_BYTES
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sigma", [1e5, 1.7e7, 3e9])
 @pytest.mark.parametrize("ratio", [0.05, 0.2, 1.0, 3.0])
 def test_large_sigma_is_pessimistic_and_close_to_the_continuous_gaussian(

@@ -126,6 +126,7 @@ def test_composed_gaussians_epsilon_is_tight_and_valid(sigma: float, k: int, del
     assert exact <= ours <= exact + 5e-4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(5))
 def test_subsampled_gaussian_profile_vs_dp_accounting(seed: int) -> None:
     rng = np.random.default_rng(seed)
@@ -426,9 +427,9 @@ def test_the_curators_partition_selection_meets_its_charge() -> None:
     # ledger refused the query as not meeting its own charge.
     from fractions import Fraction
 
-    from infodp.curator.cost import plan_cost
-    from infodp.curator.schema_source import load_schema
-    from infodp.curator.sql import parse_query
+    from infodp.curator.declaration.source import load_schema
+    from infodp.curator.price.cost import plan_cost
+    from infodp.curator.sql.parse import parse_query
 
     schema = load_schema(one_table("t", {"h": TEXT, "n": ints(-10, 200)}, unit="pid"))
     plan = parse_query("SELECT h, AVG(n) FROM t GROUP BY h", schema)

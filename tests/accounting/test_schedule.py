@@ -28,6 +28,7 @@ def _schedule(n: int, k: int) -> list[tuple[float, float, int]]:
     return [(float(s), float(r), k) for s, r in zip(sigma, q, strict=True)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_rounding_dominates_each_step(seed: int) -> None:
     # Monotonicity behind the grouping, checked on dp_accounting's PLDs: σ rounded down and

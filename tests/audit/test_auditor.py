@@ -72,6 +72,7 @@ def test_lower_bound_never_exceeds_the_true_epsilon(
         assert result.kl_lower <= profile.rdp(1.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "params", "true_eps"),
     [("laplace", {"scale": 1.0}, 1.0), ("randomized-response", {"epsilon": 1.0}, 1.0)],
@@ -84,6 +85,7 @@ def test_tight_at_a_million_samples(name: str, params: dict[str, float], true_ep
     assert result.confidence == 0.95
 
 
+@pytest.mark.slow
 def test_dp_sniper_laplace_epsilon_point_one() -> None:
     """DP-Sniper (Bichsel et al. 2021) reports 0.097 for Laplace at ε = 0.1 with 2·10⁸
     samples (published figure). On infodp's LaplaceMechanism (scale 10) this auditor
@@ -95,6 +97,7 @@ def test_dp_sniper_laplace_epsilon_point_one() -> None:
     assert 0.09 <= result.epsilon_lower <= 0.1
 
 
+@pytest.mark.slow
 def test_mis_calibrated_laplace_is_a_violation() -> None:
     # Noise scale half of what ε = 1 needs: the true ε is 2.
     mech, _, d0, d1 = reference_mechanism("laplace", scale=0.5)
@@ -104,6 +107,7 @@ def test_mis_calibrated_laplace_is_a_violation() -> None:
     assert any(c.name == "epsilon" and c.violated for c in result.checks)
 
 
+@pytest.mark.slow
 def test_mis_calibrated_gaussian_is_a_violation() -> None:
     # Claimed σ = 2, actual σ = 1: at δ = 1e-3 the claimed ε is far below the actual one.
     mech, _, d0, d1 = reference_mechanism("gaussian", sigma=1.0)
@@ -148,6 +152,7 @@ def test_user_callable_with_labels() -> None:
     assert strict.verdict == "violation"
 
 
+@pytest.mark.slow
 def test_vector_outputs_use_the_classifier() -> None:
     # 2-d Gaussian, mean shift (1, 1), σ = 1: the optimal test projects on (1, 1); with δ = 1e-3
     # the true ε is that of a 1-d Gaussian with sensitivity √2 (Balle & Wang 2018).
@@ -279,6 +284,7 @@ def test_all_lists_the_public_names(module: str) -> None:
     assert all(hasattr(mod, name) for name in mod.__all__)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0])
 def test_delta_lower_bound_for_the_gaussian(epsilon: float) -> None:
     # Exact δ(ε) of the Gaussian mechanism with μ = Δ/σ (Balle & Wang 2018, Theorem 8):

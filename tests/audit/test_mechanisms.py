@@ -44,12 +44,14 @@ def test_audit_never_exceeds_the_mechanism_claim(
         assert result.verdict == "consistent"
 
 
+@pytest.mark.slow
 def test_laplace_mechanism_tight_at_a_million() -> None:
     mech = laplace.LaplaceMechanism(1.0, sensitivity=1.0)
     result = audit(mech, 0.0, 1.0, samples=1_000_000, rng=5)
     assert 0.95 <= result.epsilon_lower <= 1.0 <= mech.profile().pure_epsilon()
 
 
+@pytest.mark.slow
 def test_half_noise_laplace_mechanism_is_flagged() -> None:
     # Scale 0.5 while claiming the profile of scale 1: true ε = 2 > claimed ≈ 1.001.
     honest = laplace.LaplaceMechanism(1.0, sensitivity=1.0)

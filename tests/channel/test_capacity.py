@@ -388,6 +388,7 @@ def test_composition_of_identical_bsc_is_not_trivially_loose() -> None:
     assert two.lower <= 2 * one.upper
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alpha", [0.5, 3.0])
 @pytest.mark.parametrize("budget", [1, 50, 2000])
 def test_branch_and_bound_certificate_holds_without_a_good_lower_bound(
@@ -404,6 +405,7 @@ def test_branch_and_bound_certificate_holds_without_a_good_lower_bound(
     assert upper >= _grid_max_two_inputs(w, alpha, 2001)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alpha", [0.3, 0.9999, 2.0, 20.0, math.inf])
 def test_extreme_channel_brackets_stay_ordered(alpha: float) -> None:
     # Entries of 1e-300 and exact zeros (infinite divergences) must neither warn (pytest turns

@@ -11,6 +11,7 @@ weight by scipy's adaptive quadrature.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.integrate import quad
@@ -64,6 +65,7 @@ def ball_points(
     return P[(P >= 0).all(axis=1)]
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),

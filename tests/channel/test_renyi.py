@@ -61,6 +61,7 @@ def test_bracket_contains_a_closed_form_for_the_erasure_channel(alpha: float) ->
         assert result.upper == math.inf
 
 
+@pytest.mark.slow
 def test_time_budget_returns_a_valid_bracket_early() -> None:
     W = dirichlet_channel(5, 8, 7)
     ch = Channel(W)
@@ -164,6 +165,7 @@ def test_cell_store_keeps_exactly_the_cells_added_and_not_removed(
         assert np.all(store.ub[:, None, None] == store.V)
 
 
+@pytest.mark.slow
 def test_an_infinite_time_budget_means_no_limit_and_zero_is_refused() -> None:
     # math.inf is "no time limit", as None is: the same bracket; 0 s and NaN are bad input
     W = dirichlet_channel(4, 6, 1)

@@ -35,6 +35,7 @@ def test_upper_end_holds_when_w_to_the_alpha_underflows(extra_rows: int) -> None
     assert result.lower <= result.upper
 
 
+@pytest.mark.slow
 def test_lower_end_is_attained_when_q_to_the_one_minus_alpha_overflows() -> None:
     # Near the vertex of the 1e-300 row, q_1^{1−α} = (1e-300)^{−49} overflows float64; a cell
     # centre there used to report I_50 = +inf as attained (lower = upper = inf), although every
@@ -47,6 +48,7 @@ def test_lower_end_is_attained_when_q_to_the_one_minus_alpha_overflows() -> None
     assert result.lower <= attained * (1 + 1e-9) <= result.upper
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alpha", [10.0, 50.0])
 @pytest.mark.parametrize("n", [2, 4])
 def test_identity_channel_at_high_order_is_unbounded_without_warnings(n: int, alpha: float) -> None:

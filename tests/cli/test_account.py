@@ -21,6 +21,7 @@ def _run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
     return cli_json(capsys, "account", *args, "--json")
 
 
+@pytest.mark.slow
 def test_dp_sgd_form(capsys: pytest.CaptureFixture[str]) -> None:
     payload = _run_json(
         capsys, "--mechanism", "subsampled-gaussian", "--noise-multiplier", "1.0",

@@ -16,6 +16,7 @@ from infodp.cli import main
 _json = cli_json
 
 
+@pytest.mark.slow
 def test_audit_laplace_issue_form(capsys: pytest.CaptureFixture[str]) -> None:
     p = _json(
         capsys, "audit", "--mechanism", "laplace", "--scale", "1", "--sensitivity", "1",
@@ -26,6 +27,7 @@ def test_audit_laplace_issue_form(capsys: pytest.CaptureFixture[str]) -> None:
     assert p["confidence"] == 0.95 and p["verdict"] == "consistent"
 
 
+@pytest.mark.slow
 def test_audit_flags_miscalibration(capsys: pytest.CaptureFixture[str]) -> None:
     # status 4: a violation fails a CI job (documented exit status 4)
     p = _json(
@@ -117,6 +119,7 @@ def test_bad_input_is_one_line_exit_2(
     assert err.count("\n") == 1 and needle in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "extra"),
     [

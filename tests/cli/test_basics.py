@@ -53,6 +53,7 @@ def test_every_subcommand_accepts_json(name: str) -> None:
     assert "--json" in flags, f"infodp {name} lacks --json"
 
 
+@pytest.mark.slow
 def test_demo_json_is_one_object(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     db = str(tmp_path / "demo.duckdb")
     assert main(["demo", "--json", "--db", db, "--rows", "2000"]) == 0
@@ -70,6 +71,7 @@ def test_demo_json_is_one_object(capsys: pytest.CaptureFixture[str], tmp_path: P
     assert payload["curator"]["refused"]["exit_status"] == 3
 
 
+@pytest.mark.slow
 def test_demo_human_output_reuses_the_cached_table(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -21,6 +21,7 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+@pytest.mark.slow
 def test_issue_cli_forms(capsys: pytest.CaptureFixture[str], people_files: PeopleFiles) -> None:
     db = people_files.db
     register = ["dataset", "register", "--db", db, "--name", "people"]
@@ -64,6 +65,7 @@ def test_issue_cli_forms(capsys: pytest.CaptureFixture[str], people_files: Peopl
     assert code == 0 and "ALICE" in out
 
 
+@pytest.mark.slow
 def test_release_and_synopsis_query(
     capsys: pytest.CaptureFixture[str], registered_store: RegisterStore
 ) -> None:
@@ -141,6 +143,7 @@ def test_register_refuses_missing_schema_and_nulls(
     assert code == 2 and "income" in err and "nulls: drop" in err
 
 
+@pytest.mark.slow
 def test_register_drops_rows_without_an_id_when_declared(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -169,6 +172,7 @@ def test_register_drops_rows_without_an_id_when_declared(
     assert code == 0 and json.loads(out)["null_ids_dropped"] == want
 
 
+@pytest.mark.slow
 def test_analyst_add_in_accountant_currencies(
     capsys: pytest.CaptureFixture[str], registered_store: RegisterStore
 ) -> None:
@@ -189,6 +193,7 @@ def test_analyst_add_in_accountant_currencies(
     assert code == 2 and "--epsilon" in err
 
 
+@pytest.mark.slow
 def test_analyst_add_with_an_rdp_budget_is_enforced(
     capsys: pytest.CaptureFixture[str], registered_store: RegisterStore
 ) -> None:
@@ -217,6 +222,7 @@ def test_analyst_add_with_an_rdp_budget_is_enforced(
     assert code == 2 and "--rdp-epsilons" in err
 
 
+@pytest.mark.slow
 def test_gaussian_noise_zcdp_budget_and_accuracy_first(
     capsys: pytest.CaptureFixture[str], registered_store: RegisterStore
 ) -> None:
@@ -328,6 +334,7 @@ def test_command_on_a_mistyped_store_fails_and_creates_no_file(
         assert _store_files(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_failed_registration_leaves_no_store_behind(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -360,6 +367,7 @@ def test_failed_registration_into_an_existing_store_keeps_it(
     assert code == 0 and [d["name"] for d in json.loads(out)["datasets"]] == ["people"]
 
 
+@pytest.mark.slow
 def test_ledger_times_are_shown_to_the_second(
     capsys: pytest.CaptureFixture[str], registered_store: RegisterStore
 ) -> None:
@@ -435,6 +443,7 @@ def test_analyst_names_in_the_safe_charset_are_accepted(
     assert code == 0 and len(out.strip().splitlines()) == 5
 
 
+@pytest.mark.slow
 def test_an_unbounded_information_names_its_real_reason(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

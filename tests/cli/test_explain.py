@@ -203,6 +203,7 @@ def test_pure_output_names_epsilon_in_bits(capsys: pytest.CaptureFixture[str]) -
     assert "Information per individual" in out
 
 
+@pytest.mark.slow
 def test_html_option_writes_a_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     target = tmp_path / "report.html"
     d = run_json(capsys, "--epsilon", "1", "--html", str(target))

@@ -96,7 +96,7 @@ def test_a_laplace_query_loads_no_numpy_scipy_pandas_or_plotting(
     # the Spark backend, the HTTP service, the HTML report and the information measures
     # (the δ of a mutual-information bound is not part of a query's price).
     unused = {
-        "infodp.curator.synopsis",
+        "infodp.curator.publish.synopsis",
         "infodp.curator.backends.spark",
         "infodp.server",
         "infodp.explain.html",

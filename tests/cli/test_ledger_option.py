@@ -16,7 +16,7 @@ import pytest
 
 from _cli_store import PeopleFiles
 from infodp.cli import main
-from infodp.curator.ledger_location import LEDGER_ENV
+from infodp.curator.store.ledger_location import LEDGER_ENV
 
 pytestmark = pytest.mark.postgres
 

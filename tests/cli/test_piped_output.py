@@ -22,6 +22,7 @@ WIDE = (
 )
 
 
+@pytest.mark.slow
 def test_a_wide_answer_keeps_each_row_on_one_line(
     registered_store: RegisterStore, capsys: pytest.CaptureFixture[str]
 ) -> None:

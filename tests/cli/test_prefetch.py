@@ -56,6 +56,7 @@ def _run(code: str, env: dict[str, str] | None = None) -> str:
     return out.stdout.strip()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(QUERIES))
 def test_the_text_test_agrees_with_what_the_release_imports(store: Path, name: str) -> None:
     """The oracle: a fresh process answers the query through the library (no prefetch) and
@@ -122,6 +123,7 @@ def test_a_process_that_holds_numpy_is_left_alone(monkeypatch: pytest.MonkeyPatc
     assert BLAS_THREADS not in os.environ
 
 
+@pytest.mark.slow
 def test_the_cli_answers_an_avg_with_the_prefetch(store: Path) -> None:
     import json
 

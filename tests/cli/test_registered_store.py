@@ -25,6 +25,7 @@ def _spent(capsys: pytest.CaptureFixture[str], db: str) -> dict[str, str]:
     return {a["analyst"]: a["exact"]["spent_epsilon"] for a in analysts}
 
 
+@pytest.mark.slow
 def test_each_copy_is_a_whole_store_of_its_own(
     capsys: pytest.CaptureFixture[str], registered_store: RegisterStore
 ) -> None:

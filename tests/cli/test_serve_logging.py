@@ -39,6 +39,7 @@ def _serve(tmp_path: Path) -> int:
     return main(["serve", "--db", db, "--workers", "0", "--port", "0"])
 
 
+@pytest.mark.slow
 def test_other_handlers_and_their_streams_stay_open(tmp_path: Path, served: list[Any]) -> None:
     stream = io.StringIO()
     foreign = _ClosesItsStream(stream)
@@ -55,6 +56,7 @@ def test_other_handlers_and_their_streams_stay_open(tmp_path: Path, served: list
         root.removeHandler(foreign)
 
 
+@pytest.mark.slow
 def test_server_logs_go_to_the_current_stderr(
     tmp_path: Path, served: list[Any], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -40,6 +40,7 @@ def _serve(db: str, *extra: str) -> int:
     return main(["serve", "--db", db, "--workers", "0", "--port", "0", *extra])
 
 
+@pytest.mark.slow
 def test_options_reach_the_services_spark_backend(
     store: str, served: list[Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -57,6 +58,7 @@ def test_options_reach_the_services_spark_backend(
     assert capsys.readouterr().out == ""  # without --json nothing is printed on stdout
 
 
+@pytest.mark.slow
 def test_json_start_up_object_names_keys_not_values(
     store: str, served: list[Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -69,6 +71,7 @@ def test_json_start_up_object_names_keys_not_values(
     assert "s3cr3t" not in out
 
 
+@pytest.mark.slow
 def test_without_options_the_environment_and_the_file_decide(store: str, served: list[Any]) -> None:
     assert _serve(store) == 0
     backend = served[0].state.service.curator.spark()
@@ -77,6 +80,7 @@ def test_without_options_the_environment_and_the_file_decide(store: str, served:
     assert (backend.master, backend.settings) == spark_settings(store)
 
 
+@pytest.mark.slow
 def test_worker_processes_get_the_same_options(store: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # The pool hands its arguments to each worker's _worker_main (pool._start); run that
     # function here, with a Curator that records how it is made.
@@ -111,6 +115,7 @@ def test_worker_processes_get_the_same_options(store: str, monkeypatch: pytest.M
     assert tuple(made[0]["spark_conf"]) == ("spark.x.y=1",)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
@@ -138,6 +143,7 @@ def test_bad_spark_options_are_refused_before_serving(
     assert served == []  # nothing was started
 
 
+@pytest.mark.slow
 def test_query_refuses_the_same_bad_master(store: str) -> None:
     # The check lives in spark_settings, shared with `infodp query` and the library.
     with pytest.raises(ParameterError, match="--spark-master"):

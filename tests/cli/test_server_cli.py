@@ -25,6 +25,7 @@ def test_serve_refuses_a_missing_store(tmp_path: Path, capsys: pytest.CaptureFix
     assert _one_line(err) and "--db" in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
@@ -46,6 +47,7 @@ def test_serve_refuses_bad_limits(
     assert _one_line(err) and fragment in err
 
 
+@pytest.mark.slow
 def test_serve_refuses_a_short_admin_token(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -56,6 +58,7 @@ def test_serve_refuses_a_short_admin_token(
     assert "16 characters" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_key_issue_list_and_revoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=10)
     assert main(["analyst", "key", "--db", db, "--name", "alice", "--json"]) == 0
@@ -76,6 +79,7 @@ def test_key_issue_list_and_revoke(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "shown once" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_key_for_unknown_analyst_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -124,6 +128,7 @@ def test_serve_json_prints_one_object_then_serves(tmp_path: Path) -> None:
     assert payload["workers"] >= 1  # worker processes by default (one per core)
 
 
+@pytest.mark.slow
 def test_serve_on_a_port_in_use_exits_2_with_a_clear_message(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -144,6 +149,7 @@ def test_serve_on_a_port_in_use_exits_2_with_a_clear_message(
         assert code == 2 and json.loads(out)["error"]["argument"] == "--port"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "token",
     [

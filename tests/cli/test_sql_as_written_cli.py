@@ -1,5 +1,5 @@
 """``infodp query`` reads a single-table dataset as ``dataset.table`` and T-SQL's TOP, as the
-library does (infodp.curator.datasets, infodp.curator.dialect)."""
+library does (infodp.curator.relations.datasets, infodp.curator.sql.dialect)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from _cli_store import RegisterStore
 from infodp.cli import main
 
 
+@pytest.mark.slow
 def test_dataset_dot_table_and_top_on_the_command_line(
     capsys: pytest.CaptureFixture[str], registered_store: RegisterStore
 ) -> None:

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from _stores import cats, ints, one_table, population, private
+from infodp.curator.declaration.source import load_schema
 from infodp.curator.engine import Curator
-from infodp.curator.schema_source import load_schema
 from infodp.errors import ParameterError
 
 NOT_BOOLEAN = (
@@ -89,6 +89,7 @@ def test_a_bool_null_replacement_is_true_or_false() -> None:
     assert str(err.value) == "columns.b.nulls.replace must be true or false; got 'yes'."
 
 
+@pytest.mark.slow
 def test_a_replaced_null_counts_as_its_declared_value(tmp_path: Path) -> None:
     flags = pd.Series([True, False, None, True, None, False, None], dtype=object)
     decl = one_table("t", {"b": {"type": "bool", "nulls": {"replace": True}}})
@@ -107,6 +108,7 @@ def test_a_replaced_null_counts_as_its_declared_value(tmp_path: Path) -> None:
 # -- registration -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", ["pandas_bool", "int_01", "csv_words"])
 def test_registration_reads_booleans_and_stores_them_as_boolean(tmp_path: Path, form: str) -> None:
     frame = _frame()
@@ -286,6 +288,7 @@ def _population_wanted() -> dict[str, dict[tuple[str, ...], tuple[object, ...]]]
     return out
 
 
+@pytest.mark.slow
 def test_a_populations_bool_column_equals_plain_duckdb(tmp_path: Path) -> None:
     cur = Curator(tmp_path / "s.duckdb")
     try:

@@ -30,6 +30,7 @@ SCHEMA = one_table("t", {"x": ints(0, 9)})
 FRAME = pd.DataFrame({"x": list(range(10)) * 5})
 
 
+@pytest.mark.slow
 def test_the_cap_is_shared_by_all_analysts(tmp_path: Path) -> None:
     cur = Curator(tmp_path / "s.duckdb")
     info = cur.register_dataset("t", FRAME, SCHEMA, max_epsilon="1", max_delta="0")
@@ -107,6 +108,7 @@ def test_concurrent_analysts_never_overshoot_the_dataset_cap(tmp_path: Path) -> 
     assert cur.ledger.verify() == []
 
 
+@pytest.mark.slow
 def test_delta_cap(tmp_path: Path) -> None:
     cur = Curator(tmp_path / "s.duckdb")
     schema = one_table("t", {"x": ints(0, 9), "k": TEXT})

@@ -67,6 +67,7 @@ def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
     return code, out, err
 
 
+@pytest.mark.slow
 def test_demo_store_answers_ledger_and_query_afterwards(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -92,6 +93,7 @@ def test_demo_store_answers_ledger_and_query_afterwards(
     assert code == 0 and len(json.loads(out)["entries"]) == 1
 
 
+@pytest.mark.slow
 def test_older_demo_store_without_ledger_gets_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -73,6 +73,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Curator, pd.DataFra
     return cur, frame
 
 
+@pytest.mark.slow
 def test_exact_aggregates_equal_plain_duckdb_on_bounded_data(
     store: tuple[Curator, pd.DataFrame],
 ) -> None:
@@ -110,6 +111,7 @@ def test_exact_aggregates_equal_plain_duckdb_on_bounded_data(
         assert got[5] == round(css_age)
 
 
+@pytest.mark.slow
 def test_bounds_are_enforced_by_the_aggregating_sql_itself(tmp_path: Path) -> None:
     # Contribution bounding runs inside the statement that aggregates: even if the bounded copy
     # made at registration is edited afterwards, no row contributes beyond the declared bounds.
@@ -165,6 +167,7 @@ def test_row_limit_per_unit_runs_in_the_database(store: tuple[Curator, pd.DataFr
     assert exact.values[()][0] == expected
 
 
+@pytest.mark.slow
 def test_group_limit_per_unit(tmp_path: Path) -> None:
     frame = pd.DataFrame({"uid": [1, 1, 2, 2, 3], "g": ["a", "b", "a", "b", "a"]})
     schema = one_table(
@@ -233,6 +236,7 @@ def test_noisy_answers_fall_inside_stated_intervals_at_the_stated_rate(tmp_path:
         assert 0.92 <= rate <= 0.99
 
 
+@pytest.mark.slow
 def test_nulls_nan_inf_need_a_declared_policy(tmp_path: Path) -> None:
     cur = Curator(tmp_path / "n.duckdb")
     base = one_table("t", {"x": floats(0, 10)})
@@ -279,6 +283,7 @@ def test_unknown_analyst_table_and_missing_delta(store: tuple[Curator, pd.DataFr
     assert not any(e.status == "reserved" for e in cur.ledger.entries())
 
 
+@pytest.mark.slow
 def test_budget_is_exact_and_exhaustion_releases_nothing(tmp_path: Path) -> None:
     cur = Curator(tmp_path / "b.duckdb", source=seeded(3))
     cur.register_dataset(
@@ -302,6 +307,7 @@ def test_budget_is_exact_and_exhaustion_releases_nothing(tmp_path: Path) -> None
     assert len(cur.ledger.entries()) == 10 and not cur.ledger.check()
 
 
+@pytest.mark.slow
 def test_failure_before_touching_data_refunds(tmp_path: Path) -> None:
     db = tmp_path / "r.duckdb"
     cur = Curator(db, source=seeded(4), timeout=0.5)
@@ -324,6 +330,7 @@ def test_failure_before_touching_data_refunds(tmp_path: Path) -> None:
     assert cur.ledger.budget("a", "t").spent_epsilon == 0 and not cur.ledger.check()
 
 
+@pytest.mark.slow
 def test_failure_after_touching_data_keeps_the_cost(tmp_path: Path) -> None:
     def boom(stage: str, entry: int) -> None:
         if stage == "aggregated":
@@ -347,6 +354,7 @@ def test_failure_after_touching_data_keeps_the_cost(tmp_path: Path) -> None:
     assert cur.ledger.budget("a", "t").spent_epsilon == Fraction(1, 4)
 
 
+@pytest.mark.slow
 def test_partition_selection_hides_rare_keys_and_charges_delta(tmp_path: Path) -> None:
     # 'big' 400 rows, 'mid' 100, 'rare' 2 (one unit with 2 rows): with ε = 1 on COUNT(*)
     # (scale m/ε = 2) and δ = 1e-9 the threshold is m + ⌈2 ln(1/δ)⌉ ≈ 44 (Wilson et al. 2020).
@@ -367,7 +375,7 @@ def test_partition_selection_hides_rare_keys_and_charges_delta(tmp_path: Path) -
 
 def test_selection_threshold_bounds_delta() -> None:
     from infodp.curator.engine import MeasurementCost
-    from infodp.curator.plan import Measurement
+    from infodp.curator.plan.nodes import Measurement
     from infodp.mechanisms import PartitionSelection
 
     # Independent check: k * P(m + Y >= tau) by direct summation of the pmf
@@ -411,6 +419,7 @@ def test_quantiles_within_stated_rank_error(tmp_path: Path) -> None:
     assert inside >= 0.9 * 2 * runs
 
 
+@pytest.mark.slow
 def test_information_cap_is_enforced(tmp_path: Path) -> None:
     cur = Curator(tmp_path / "i.duckdb", source=seeded(6))
     cur.register_dataset(
@@ -481,6 +490,7 @@ def test_a_repeated_query_is_priced_once_and_as_when_fresh(
             cur.query("alice", bad, epsilon=0.01)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("currency", ["basic", "approx"])
 def test_the_remaining_budget_shown_is_the_ledgers(tmp_path: Path, currency: str) -> None:
     """The answer's remaining budget (kept from the reservation's transaction) equals what a
@@ -533,6 +543,7 @@ def test_sources_csv_parquet_arrow_polars(tmp_path: Path) -> None:
         Curator(tmp_path / "bad2.duckdb").register_dataset("t", frame[["x"]], schema)
 
 
+@pytest.mark.slow
 def test_filter_and_distinct_counts_end_to_end(tmp_path: Path) -> None:
     """COUNT(DISTINCT person_id) and COUNT(*) FILTER through Curator.query on a seeded source:
     every one of the 200 units keeps rows under the 2-row limit (so 200 distinct ids, 400

@@ -39,6 +39,7 @@ def _left(db: str) -> tuple[Any, Any]:
         cur.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epsilon", ["1", "2", "0.3"])
 def test_the_whole_budget_is_spent_in_one_query_through_the_library(
     tmp_path: Path, epsilon: str
@@ -53,6 +54,7 @@ def test_the_whole_budget_is_spent_in_one_query_through_the_library(
     assert _left(db) == (0, 0)
 
 
+@pytest.mark.slow
 def test_the_whole_budget_is_spent_in_one_query_through_the_cli(
     tmp_path: Path, capsys: Any
 ) -> None:
@@ -66,6 +68,7 @@ def test_the_whole_budget_is_spent_in_one_query_through_the_cli(
     assert main([*args, SQL]) == 3
 
 
+@pytest.mark.slow
 def test_the_whole_budget_is_spent_in_one_query_through_the_service(tmp_path: Path) -> None:
     db, key = _store(tmp_path, "1")
     app = create_app(ServerSettings(db))

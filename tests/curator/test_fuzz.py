@@ -260,6 +260,7 @@ def _spent(cur: Curator) -> tuple[Fraction, Fraction, int]:
     return b.spent_epsilon, b.spent_delta, len(cur.ledger.entries())
 
 
+@pytest.mark.slow
 @given(sql=queries(), eps=privacy, delta=privacy)
 def test_library_answers_or_refuses_without_spending(
     curator: Curator, sql: str, eps: str, delta: str
@@ -328,6 +329,7 @@ def test_library_confidence_is_validated_before_anything_is_spent(
         assert 0 < result.confidence < 1
 
 
+@pytest.mark.slow
 @settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sql=queries(), conf=confidence)
 @example(sql="SELECT COUNT(*) FROM people", conf=1e-17)  # 1 - conf rounds to 1.0
@@ -374,6 +376,7 @@ def test_http_confidence_never_answers_5xx_nor_charges_a_refusal(
                 assert _spent(curator) == before
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(sql=queries(), eps=spaced, field=st.sampled_from(["epsilon", "delta"]))
 def test_http_refuses_number_strings_with_spaces_without_charging(
@@ -389,6 +392,7 @@ def test_http_refuses_number_strings_with_spaces_without_charging(
     assert _spent(curator) == before
 
 
+@pytest.mark.slow
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=names)
 def test_analyst_names_are_accepted_exactly_in_the_safe_charset(
@@ -411,6 +415,7 @@ def test_analyst_names_are_accepted_exactly_in_the_safe_charset(
         cur.close()
 
 
+@pytest.mark.slow
 @settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=names)
 def test_cli_analyst_add_refuses_unsafe_names_in_one_line(

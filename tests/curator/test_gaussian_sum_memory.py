@@ -20,8 +20,8 @@ from scipy import stats
 
 from _stores import cats, floats, one_table
 from infodp.accounting import profile as profile_module
-from infodp.curator import cost as cost_module
 from infodp.curator.engine import Curator
+from infodp.curator.price import cost as cost_module
 from infodp.mechanisms.gaussian import analytic_gaussian_sigma
 from infodp.mechanisms.sampling import InsecureSeededSource
 

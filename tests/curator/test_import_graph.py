@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = "infodp.curator"
 
@@ -98,6 +100,7 @@ def test_the_scan_sees_a_circle_when_there_is_one(tmp_path: Path) -> None:
     assert circles(graph) == [["infodp.curator.a", "infodp.curator.b"]]
 
 
+@pytest.mark.slow
 def test_the_curator_has_no_import_circle() -> None:
     mods = _modules(SRC, PACKAGE)
     assert len(mods) > 40  # the scan reads the real package

@@ -70,6 +70,7 @@ def store(tmp_path: Path) -> Iterator[Curator]:
     cur.close()
 
 
+@pytest.mark.slow
 def test_declared_keys_are_released_whole_and_for_free(store: Curator) -> None:
     r = store.query("a", "SELECT g, age FROM t GROUP BY g, age", epsilon=1)
     # Every declared tuple, present in the data or not ('never' is in no row).
@@ -79,6 +80,7 @@ def test_declared_keys_are_released_whole_and_for_free(store: Curator) -> None:
     assert store.ledger.budget("a", "t").spent_epsilon == 0
 
 
+@pytest.mark.slow
 def test_undeclared_keys_are_chosen_as_a_grouped_count_chooses_them(store: Curator) -> None:
     r = store.query("a", "SELECT educ FROM t GROUP BY educ", epsilon=1, delta=1e-5)
     counted = store.query("a", "SELECT educ, COUNT(*) FROM t GROUP BY educ", epsilon=1, delta=1e-5)
@@ -90,6 +92,7 @@ def test_undeclared_keys_are_chosen_as_a_grouped_count_chooses_them(store: Curat
     assert any("DP partition selection" in note for note in r.notes)
 
 
+@pytest.mark.slow
 def test_renamed_keys_are_released_in_order(store: Curator) -> None:
     r = store.query(
         "a",
@@ -102,16 +105,19 @@ def test_renamed_keys_are_released_in_order(store: Curator) -> None:
     assert [row[0] for row in r.rows] == sorted(row[0] for row in r.rows)
 
 
+@pytest.mark.slow
 def test_undeclared_keys_without_delta_are_refused(store: Curator) -> None:
     with pytest.raises(ParameterError, match="DP partition selection costs δ"):
         store.query("a", "SELECT educ FROM t GROUP BY educ", epsilon=1)
 
 
+@pytest.mark.slow
 def test_a_select_of_a_column_without_group_by_is_still_refused(store: Curator) -> None:
     with pytest.raises(ParameterError, match="raw column selection"):
         store.query("a", "SELECT educ FROM t", epsilon=1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "sql",
     ["SELECT g, age FROM {} GROUP BY g, age", "SELECT sex, educ FROM {} GROUP BY sex, educ"],
@@ -134,6 +140,7 @@ def test_neighbouring_datasets_give_the_same_shape_at_the_same_cost(
     cur.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("distinct", "grouped", "delta"),
     [
@@ -155,6 +162,7 @@ def test_select_distinct_is_the_group_by_key_set(
     assert sorted(a.rows) == sorted(b.rows)  # every group is far above the threshold
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "sql",
     [

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from _stores import ints, one_table
+from infodp.curator.declaration.source import load_schema
 from infodp.curator.engine import Curator
-from infodp.curator.schema_source import load_schema
 from infodp.errors import ParameterError
 
 REFUSED = (
@@ -94,6 +94,7 @@ def test_replacing_an_id_is_refused() -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_populations_tables_drop_their_own_null_ids(tmp_path: Path) -> None:
     a, b = _frame(draw=1), _frame(missing=4, draw=2)
     member = {k: v for k, v in _schema("drop").items() if k not in ("table", "privacy_unit")}

@@ -174,6 +174,7 @@ def _spent(db: str) -> tuple[Fraction, Fraction, int]:
     return spent(db, "clinic")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "sql", "eps", "delta"), CASES, ids=IDS)
 def test_outcome_cost_and_ledger_are_identical_across_neighbouring_populations(
     pair: tuple[Store, Store], capsys: Any, name: str, sql: str, eps: str, delta: str
@@ -318,6 +319,7 @@ def _explained(cur: Curator) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("first", "second"),
     [((1000, 1000), (1001, 1000)), ((10, 10), (11, 10)), ((10, 11), (11, 11))],

@@ -12,10 +12,10 @@ import pytest
 
 import infodp
 from infodp.cli import main
+from infodp.curator.declaration.schema import DatasetSchema, stored_name
+from infodp.curator.declaration.source import load_schema
 from infodp.curator.engine import Curator
 from infodp.curator.request import NoBudget
-from infodp.curator.schema import DatasetSchema, stored_name
-from infodp.curator.schema_source import load_schema
 from infodp.errors import ParameterError
 
 CLINIC = """
@@ -87,6 +87,7 @@ def test_a_bad_population_is_refused_naming_the_key(tables: object, named: str) 
 # -- registration -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_each_table_is_stored_and_the_public_facts_are_measured_on_the_public_rows(
     clinic: Curator,
 ) -> None:
@@ -117,6 +118,7 @@ def test_sources_must_name_each_table_once(tmp_path: Path) -> None:
     assert cur.ledger.datasets() == []
 
 
+@pytest.mark.slow
 def test_a_failed_registration_leaves_no_table_behind(tmp_path: Path) -> None:
     cur = Curator(tmp_path / "s.duckdb")
     frames = clinic_frames()
@@ -134,6 +136,7 @@ def test_a_failed_registration_leaves_no_table_behind(tmp_path: Path) -> None:
     cur.register_dataset("clinic", clinic_frames(), CLINIC)  # the name is free again
 
 
+@pytest.mark.slow
 def test_the_same_private_tables_are_refused_as_a_copy(clinic: Curator) -> None:
     frames = clinic_frames()
     frames["regions"] = frames["regions"].iloc[:2]  # another public table: the same people
@@ -144,12 +147,14 @@ def test_the_same_private_tables_are_refused_as_a_copy(clinic: Curator) -> None:
 # -- which dataset a query reads -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_population_is_read_by_its_tables_names_or_qualified(clinic: Curator) -> None:
     bare = clinic.exact_aggregates("SELECT COUNT(*) FROM visits")
     qualified = clinic.exact_aggregates("SELECT COUNT(*) FROM clinic.visits")
     assert bare.values == qualified.values == {(): (len(clinic_frames()["visits"]),)}
 
 
+@pytest.mark.slow
 def test_a_table_in_two_populations_must_be_qualified(clinic: Curator) -> None:
     # The clinic's ids p0...: another population, declared so.
     clinic.register_dataset("trial", clinic_frames(seed=1), CLINIC, independent=True)
@@ -159,6 +164,7 @@ def test_a_table_in_two_populations_must_be_qualified(clinic: Curator) -> None:
     assert n == len(clinic_frames(seed=1)["visits"])
 
 
+@pytest.mark.slow
 def test_unknown_tables_are_refused(clinic: Curator) -> None:
     with pytest.raises(ParameterError, match="unknown dataset 'nothing'"):
         clinic.exact_aggregates("SELECT COUNT(*) FROM nothing")
@@ -168,6 +174,7 @@ def test_unknown_tables_are_refused(clinic: Curator) -> None:
         clinic.exact_aggregates("SELECT COUNT(*) FROM clinic")
 
 
+@pytest.mark.slow
 def test_an_analyst_without_a_budget_there_is_told_the_same_whether_it_exists(
     clinic: Curator,
 ) -> None:
@@ -188,6 +195,7 @@ def test_an_analyst_without_a_budget_there_is_told_the_same_whether_it_exists(
 # -- the CLI and a Session ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_cli_registers_a_population_from_one_source_per_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -206,6 +214,7 @@ def test_the_cli_registers_a_population_from_one_source_per_table(
     assert bad != 0 and "TABLE=PATH" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_session_over_a_population_resumes_only_with_the_same_tables(tmp_path: Path) -> None:
     ledger = tmp_path / "l.sqlite"
     frames = clinic_frames()
@@ -223,6 +232,7 @@ def test_a_session_over_a_population_resumes_only_with_the_same_tables(tmp_path:
         infodp.Session(other_public, CLINIC, epsilon=2, ledger=ledger, name="clinic")
 
 
+@pytest.mark.slow
 def test_a_synopsis_of_a_population_is_refused_for_free_naming_its_tables(
     clinic: Curator,
 ) -> None:

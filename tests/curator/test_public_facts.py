@@ -20,8 +20,8 @@ import pytest
 
 from _asgi import call
 from infodp.cli import main
-from infodp.curator.budget_info import discrete_laplace_information
 from infodp.curator.engine import Curator
+from infodp.curator.rules.budget_info import discrete_laplace_information
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import InsecureSeededSource
 from infodp.server.app import ServerSettings, create_app
@@ -134,6 +134,7 @@ def test_information_uses_the_declared_bound_only(tmp_path: Path) -> None:
     assert "expected_exposed_individuals" not in leak
 
 
+@pytest.mark.slow
 def test_declared_facts_must_be_true(tmp_path: Path) -> None:
     data = frame(10)  # 15 rows
     cur = Curator(tmp_path / "s.duckdb")

@@ -59,6 +59,7 @@ def _plain(sql: str) -> float:
     return float(value[0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sql", QUERIES, ids=range(len(QUERIES)))
 def test_unused_public_nulls_change_no_exact_answer(curator: Curator, sql: str) -> None:
     (got,) = curator.exact_aggregates(sql).values[()]

@@ -1,5 +1,5 @@
 """A query is planned in time linear in its size, and refused by its declared caps
-(:mod:`infodp.curator.limits`) fast, for free and the same whatever the data.
+(:mod:`infodp.curator.sql.limits`) fast, for free and the same whatever the data.
 
 Regression: a 1,000-value IN list took ~55 s to plan on a population (its text rendered once
 per value), a refused 300-value list 17 s; CASE branches and AND/OR chains the same.
@@ -21,7 +21,7 @@ import pytest
 
 from _stores import TEXT, ints, population, private
 from infodp.curator.engine import Curator
-from infodp.curator.limits import MAX_CASE_BRANCHES, MAX_EXPRESSION_DEPTH, MAX_IN_LIST
+from infodp.curator.sql.limits import MAX_CASE_BRANCHES, MAX_EXPRESSION_DEPTH, MAX_IN_LIST
 from infodp.errors import ParameterError
 
 POPULATION = population(
@@ -115,6 +115,7 @@ def test_long_queries_are_estimated_and_answered_within_a_second(
         assert _timed(lambda: cur.query("a", released, epsilon=1)) < 1.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", sorted(FROMS))
 def test_a_long_refused_list_is_refused_within_a_second(cur: Curator, where: str) -> None:
     def refused(shift: int) -> None:
@@ -187,6 +188,7 @@ DEEP = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(DEEP))
 def test_queries_beyond_the_caps_are_refused_fast_and_free(cur: Curator, name: str) -> None:
     spent = cur.ledger.budget("a", "t").spent_epsilon

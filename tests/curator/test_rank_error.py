@@ -86,6 +86,7 @@ def test_the_stated_rank_error_covers_every_shape(
     assert tail(law, epsilon, delta, r) <= beta
 
 
+@pytest.mark.slow
 def test_draws_keep_the_stated_rank_error() -> None:
     src = InsecureSeededSource(5, i_understand_this_is_not_private=True)
     q, epsilon, beta = Fraction(1, 2), Fraction(1), 0.05

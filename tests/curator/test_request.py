@@ -90,6 +90,7 @@ BUDGETS: list[Any] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("currency", "budget"), BUDGETS, ids=[b[0] for b in BUDGETS])
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])
 def test_fits_is_what_the_charge_then_does(currency: str, budget: Any, noise: str) -> None:

@@ -21,9 +21,9 @@ import pytest
 from _asgi import call
 from _server_harness import build_store
 from _stores import ints, one_table
-from infodp.curator import cost as cost_module
 from infodp.curator.engine import Curator
-from infodp.curator.pricing import PriceBook
+from infodp.curator.price import cost as cost_module
+from infodp.curator.price.book import PriceBook
 from infodp.curator.request import Request
 from infodp.curator.session import Session
 
@@ -75,6 +75,7 @@ def _each_query(calls: Counter[str], run: Callable[[], object]) -> list[tuple[in
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sql", [AVG, GROUPED], ids=["avg", "grouped"])
 def test_a_library_query_is_parsed_once_and_resolved_once(
     tmp_path: Path, counted: Counter[str], sql: str
@@ -107,6 +108,7 @@ def test_a_session_query_is_parsed_once_and_resolved_once(counted: Counter[str])
         s.close()
 
 
+@pytest.mark.slow
 def test_an_http_query_is_parsed_once_and_resolved_once(
     tmp_path: Path, counted: Counter[str]
 ) -> None:
@@ -130,6 +132,7 @@ def test_an_http_query_is_parsed_once_and_resolved_once(
         app.state.service.close()
 
 
+@pytest.mark.slow
 def test_the_mechanisms_are_built_when_the_query_is_priced_only(
     tmp_path: Path, counted: Counter[str]
 ) -> None:
@@ -148,6 +151,7 @@ def test_the_mechanisms_are_built_when_the_query_is_priced_only(
         cur.close()
 
 
+@pytest.mark.slow
 def test_the_privacy_summary_is_frozen_and_reads_as_its_json(tmp_path: Path) -> None:
     """The summary an answer carries is one frozen record shared by the answers of a priced
     query; it reads as the JSON object the answer shows, from explain's own summary."""
@@ -171,6 +175,7 @@ def test_the_privacy_summary_is_frozen_and_reads_as_its_json(tmp_path: Path) -> 
         cur.close()
 
 
+@pytest.mark.slow
 def test_plan_and_price_are_named_records(tmp_path: Path) -> None:
     db, _ = build_store(tmp_path, [("alice", "people", 100)])
     cur = Curator(db)

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from _stores import TEXT, cats, ints, one_table
+from infodp.curator.declaration.source import load_schema
 from infodp.curator.engine import Curator
-from infodp.curator.schema_source import load_schema
-from infodp.curator.sql import parse_query
+from infodp.curator.sql.parse import parse_query
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import InsecureSeededSource
 
@@ -47,6 +47,7 @@ def test_synopsis_sums_use_unclamped_cells_so_intervals_cover(tmp_path: Path) ->
     assert misses <= 2  # nominal 5% of 10; every one of them missed before the fix
 
 
+@pytest.mark.slow
 def test_partition_selection_with_quantiles_is_refused_before_spending(tmp_path: Path) -> None:
     # Each quantile histogram bounded contributions separately, so one unit could add more
     # candidate keys than the selection threshold's δ assumes.
@@ -70,6 +71,7 @@ def test_mixed_group_by_never_releases_undeclared_categories(tmp_path: Path) -> 
     assert all(row[0] in ("north", "south") for row in r.rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("sql", "match"),
     [

@@ -47,9 +47,9 @@ from _stores import (
 )
 from infodp.cli import main
 from infodp.curator.backends.duckdb import DuckDBBackend
+from infodp.curator.declaration.source import load_schema
 from infodp.curator.engine import Curator
-from infodp.curator.limits import MAX_IN_LIST
-from infodp.curator.schema_source import load_schema
+from infodp.curator.sql.limits import MAX_IN_LIST
 from infodp.errors import ParameterError, QueryFailed
 
 # Every test on both ledger storages (SQLite, PostgreSQL: tests/conftest.py).
@@ -287,6 +287,7 @@ def _expected(name: str) -> str:
     return "budget" if name == "over-budget" else "refused"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "sql", "eps", "delta"), CASES, ids=IDS)
 def test_library_outcome_is_identical_across_neighbours(
     pair: tuple[Store, Store], name: str, sql: str, eps: str, delta: str
@@ -309,6 +310,7 @@ def test_library_outcome_is_identical_across_neighbours(
         assert elapsed < 30, name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "sql", "eps", "delta"), CASES, ids=IDS)
 def test_cli_outcome_is_identical_across_neighbours(
     pair: tuple[Store, Store], capsys: Any, name: str, sql: str, eps: str, delta: str
@@ -411,6 +413,7 @@ def test_wide_float_bounds_are_refused_at_schema_load() -> None:
         load_schema(spec)
 
 
+@pytest.mark.slow
 def test_median_with_dropped_nulls_ignores_them(tmp_path: Path) -> None:
     # 40 values in [85, 95) and 60 NULLs (nulls: drop): the dropped values used to be counted
     # in the lowest bin (greatest(0, NULL) is 0 in DuckDB), putting the median near 0.
@@ -449,6 +452,7 @@ FAILURES = [
 ]
 
 
+@pytest.mark.slow
 def test_failures_after_the_reservation_look_the_same_and_stay_charged(
     pair: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
@@ -468,6 +472,7 @@ def test_failures_after_the_reservation_look_the_same_and_stay_charged(
     assert len(lib) + len(cli) == 2 and len(seen) == 2 * len(FAILURES)
 
 
+@pytest.mark.slow
 def test_http_failure_after_the_reservation_is_one_constant_response(
     pair: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -507,6 +512,7 @@ def test_http_failure_after_the_reservation_is_one_constant_response(
         thread.join(timeout=30)
 
 
+@pytest.mark.slow
 def test_deadline_interrupts_duckdb_and_fails_constantly(tmp_path: Path) -> None:
     n = 300_000
     frame = pd.DataFrame({"u": [f"p{i}" for i in range(n)], "c": [f"c{i}" for i in range(n)]})
@@ -613,6 +619,7 @@ def _plans(cur: Curator) -> list[tuple[list[str], list[str]]]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("first", "second", "max_rows"),
     [
@@ -638,6 +645,7 @@ def test_sql_and_duckdb_plan_are_identical_across_neighbours(
         assert pa == pb, sql
 
 
+@pytest.mark.slow
 def test_registration_keeps_no_data_dependent_row_limit_flag(tmp_path: Path) -> None:
     """The fast path is gone: a unit over ``max_rows_per_unit`` is cut at registration, the
     declaration the ledger keeps is the same for both neighbours, and the stored table holds
@@ -663,6 +671,7 @@ def test_registration_keeps_no_data_dependent_row_limit_flag(tmp_path: Path) -> 
         within.close()
 
 
+@pytest.mark.slow
 def test_registration_keeps_the_same_rows_for_the_same_data(tmp_path: Path) -> None:
     """The rows a unit keeps are chosen by a hash of the row, not by chance: the same data
     registered twice give the same bounded table (and fingerprint)."""

@@ -70,6 +70,7 @@ def _cli(store: Store, sql: str, capsys: Any) -> tuple[int, str]:
 CASES = [(a, k) for a in AMPLIFIERS for k in NEIGHBOURS]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("amplifier", "kind"), CASES, ids=[f"{a}-{k}" for a, k in CASES])
 def test_library_and_cli_refuse_each_amplifier_alike_and_for_free(
     stores: dict[str, Store], capsys: Any, amplifier: str, kind: str
@@ -111,6 +112,7 @@ def test_the_service_refuses_each_amplifier_alike_and_for_free(
     assert [_spent(stores[s].db) for s in sides] == before
 
 
+@pytest.mark.slow
 def test_dataset_show_and_the_service_state_the_limit(
     stores: dict[str, Store], capsys: Any, tmp_path: Path
 ) -> None:

@@ -91,6 +91,7 @@ def test_min_distortion_against_cvxpy(seed: int) -> None:
     assert abs(achieved - ref) < 1e-6
 
 
+@pytest.mark.slow
 def test_epsilon_curve_is_non_increasing() -> None:
     prior = np.random.default_rng(5).dirichlet(np.ones(5))
     uppers = [min_epsilon(prior, "squared", D).upper for D in (0.2, 0.5, 1.0, 2.0)]

@@ -52,6 +52,7 @@ def test_against_cvxpy(seed: int) -> None:
     assert r.gap <= 1e-9
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None)
 @given(st.integers(min_value=0, max_value=10_000))
 def test_curve_non_increasing_and_convex(seed: int) -> None:

@@ -34,6 +34,7 @@ def reports() -> dict[str, Explanation]:
     return {name: make() for name, make in CASES.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_html_is_self_contained(reports: dict[str, Explanation], name: str) -> None:
     page = render_html(reports[name])
@@ -47,6 +48,7 @@ def test_html_is_self_contained(reports: dict[str, Explanation], name: str) -> N
         assert title in page
 
 
+@pytest.mark.slow
 def test_html_says_what_delta_means(reports: dict[str, Explanation]) -> None:
     page = render_html(reports["epsilon-delta"])
     assert "What δ = 0.01 means." in page  # the probability of unbounded leakage
@@ -54,6 +56,7 @@ def test_html_says_what_delta_means(reports: dict[str, Explanation]) -> None:
     assert "unbounded" in page
 
 
+@pytest.mark.slow
 def test_delta_report_opens_with_what_holds_with_probability_one_minus_delta() -> None:
     # (ε, δ) = (1, 1e-6): nothing is bounded once the δ event is counted, so the report leads
     # with what (ε, δ) bounds: the odds e^ε and the trade-off region (Kairouz, Oh & Viswanath
@@ -113,6 +116,7 @@ def test_plots_render_in_headless_chromium(
     assert seen.screenshot_png.startswith(b"\x89PNG") and len(seen.screenshot_png) > 50_000
 
 
+@pytest.mark.slow
 def test_browser_helper_reports_errors(tmp_path: Path) -> None:
     # The check above can fail: a broken page produces errors and an undecoded image.
     bad = tmp_path / "bad.html"
@@ -126,6 +130,7 @@ def test_browser_helper_reports_errors(tmp_path: Path) -> None:
     assert any("ERR_FILE_NOT_FOUND" in e for e in seen.errors)
 
 
+@pytest.mark.slow
 def test_report_of_an_epsilon_delta_profile_read_at_a_smaller_delta() -> None:
     # explain() reads an (ε, δ) = (1, 0.01) profile at its default δ target 1e-5 < 0.01, where
     # ε is unbounded; the trade-off region must still come from the profile's finite pairs

@@ -109,6 +109,7 @@ def test_gaussian_equal_variance_is_alpha_delta2_over_2sigma2(alpha: float) -> N
     assert renyi_divergence_gaussian(0, 2, 3, 2, alpha=alpha) == pytest.approx(alpha * 9 / 8)
 
 
+@pytest.mark.slow
 def test_infinite_order_is_supremum_of_log_ratio() -> None:
     x = np.linspace(-60, 60, 2_000_001)
     for p, q, closed in [
@@ -150,6 +151,7 @@ def test_quadrature_agrees_with_closed_form_and_reports_small_error(alpha: float
     assert r.error < 1e-8
 
 
+@pytest.mark.slow
 def test_quadrature_on_a_family_without_closed_form_here() -> None:
     # Student-t vs Gaussian: D_α is finite for α < 1 and the α → 1 limit is KL; check KL
     # against scipy's own expectation machinery (a second integration routine).

@@ -23,6 +23,7 @@ from infodp.local import (
     project_to_simplex,
     randomizer,
 )
+from infodp.local.base import CAPACITY_TOL
 from infodp.mechanisms.sampling import InsecureSeededSource
 
 SMALL = [
@@ -48,6 +49,16 @@ def test_capacities_match_channel(mech) -> None:  # type: ignore[no-untyped-def]
     assert caps["1"] == pytest.approx(ch.shannon_capacity().upper, abs=1e-9)
     assert caps["inf"] == pytest.approx(mech.epsilon, abs=1e-9)  # C_∞ = pure ε
     assert caps["1"] <= caps["2"] <= caps["inf"] + 1e-12
+    # α = 2: the upper end of a bracket at most CAPACITY_TOL wide, so never below the Rényi
+    # information of any input; at the uniform one, D_2(P_XY ‖ P_X P_Y) =
+    # log Σ_x Σ_y P(x) W(y|x)² / P_Y(y) (Rényi 1961, order 2), computed here from the matrix.
+    W = np.asarray(ch.matrix, dtype=np.float64)
+    px = np.full(W.shape[0], 1.0 / W.shape[0])
+    py = px @ W
+    seen = py > 0
+    uniform = math.log(float(np.sum(px[:, None] * W[:, seen] ** 2 / py[seen])))
+    assert caps["2"] >= uniform - 1e-12
+    assert caps["2"] <= ch.renyi_capacity(2.0, tol=CAPACITY_TOL).lower + CAPACITY_TOL + 1e-12
 
 
 def test_krr_capacity_closed_form() -> None:

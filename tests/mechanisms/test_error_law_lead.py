@@ -1,7 +1,7 @@
 """The first term's law and spectrum are remembered, and change no bound.
 
 An interval's search convolves one lead noise (coefficient 1) with many coefficients of the
-others (:mod:`infodp.curator.intervals`); the lead's law on its grid and its FFT are computed
+others (:mod:`infodp.curator.rules.intervals`); the lead's law on its grid and its FFT are computed
 once. The oracle for every bound is the same computation with nothing remembered.
 """
 

@@ -67,6 +67,7 @@ def test_law_is_the_exponential_mechanism_over_every_grid_point(
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "data", "lo", "hi"), TIED_AND_UNIFORM, ids=[d[0] for d in TIED_AND_UNIFORM]
 )
@@ -266,8 +267,8 @@ def test_the_p90_grid_is_as_accurate_as_the_continuous_mechanism(eps: float) -> 
     # expected error, in closed form, is within 1% of Smith's gridless mechanism at infodp's
     # Δ = 0.9 and no more than that of diffprivlib's law (Smith's with Δ = 1, which its
     # quantile passes to its exponential mechanism).
-    from infodp.curator.grid import quantile_grid
-    from infodp.curator.schema import ColumnSpec
+    from infodp.curator.declaration.schema import ColumnSpec
+    from infodp.curator.plan.grid import quantile_grid
 
     x = np.clip(np.random.default_rng(2026).lognormal(10.5, 0.8, 20_000), 0, 300_000)
     grid = quantile_grid(ColumnSpec("v", "float", bounds=(0.0, 300_000.0)), Fraction(9, 10))

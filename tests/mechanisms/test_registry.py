@@ -188,6 +188,7 @@ def test_pure_calibrations_never_overshoot(eps: float, sens: float, k: int) -> N
     assert math.log(rr["keep_probability"] / other) <= eps * (1 + 1e-12)
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None)
 @given(EPS, DELTA, SENS)
 def test_gaussian_calibration_never_overshoots(eps: float, delta: float, sens: float) -> None:

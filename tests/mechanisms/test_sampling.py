@@ -696,6 +696,7 @@ def _enumerate_words(
     return outcomes, open_mass
 
 
+@pytest.mark.slow
 def test_bernoulli_ratio_is_exact_by_enumeration() -> None:
     # Bernoulli(num/den) from 8-bit digit comparisons: enumerating every word sequence, the
     # mass of True is num/den up to the mass still undecided after 3 words (< 256^-2).

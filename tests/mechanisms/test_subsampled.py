@@ -154,6 +154,7 @@ def test_reviewer_reproduction_profile_delta_is_not_optimistic() -> None:
     assert m.ideal_profile().delta(6.0) < channel_delta  # the idealisation stays labelled as such
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("z", "q", "grid", "eps"),
     [

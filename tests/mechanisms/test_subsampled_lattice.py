@@ -71,6 +71,7 @@ def _pair_2d(v: tuple[int, int], s: float, q: float) -> tuple[np.ndarray, np.nda
     return (1 - q) * Q + q * moved, Q
 
 
+@pytest.mark.slow
 def test_the_shift_3_4_leaks_more_than_the_shift_5_and_the_profile_covers_it() -> None:
     # s = zC/grid = 0.4·1.25/0.25 = 2 units, clip norm 5 units, q = 0.3.
     m = SubsampledGaussian(0.4, 0.3, clip_norm=1.25, grid=0.25)

@@ -131,6 +131,7 @@ def test_the_cap_must_be_positive() -> None:
 # -- heavy slots shared by an analyst's keys (in process) -----------------------------------------
 
 
+@pytest.mark.slow
 def test_heavy_slots_are_shared_by_an_analysts_keys(tmp_path: Any) -> None:
     """Alice's second key waits for the slot her first key's estimate holds (one heavy
     request per analyst), while Bob's estimate runs at once."""

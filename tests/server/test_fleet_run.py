@@ -84,7 +84,7 @@ class Fleet:
 def test_a_fleet_keeps_every_guarantee_through_kills_and_a_database_restart(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import infodp.curator.store as store
+    import infodp.curator.store.database as store
 
     with cluster() as pg:
         url = pg.new_schema()

@@ -198,6 +198,7 @@ def test_refused_bodies_never_reach_the_app() -> None:
     assert status == 401 and len(reached) == 1
 
 
+@pytest.mark.slow
 def test_in_flight_requests_are_limited_per_key_and_other_keys_pass() -> None:
     """One key's requests beyond ``in_flight`` wait (bounded), then 429; another key is
     admitted at once."""

@@ -30,6 +30,7 @@ def test_garbage_cycles_are_collected_before_the_heap_is_frozen() -> None:
         gc.unfreeze()
 
 
+@pytest.mark.slow
 def test_the_named_modules_are_imported_before_freezing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -44,6 +45,7 @@ def test_the_named_modules_are_imported_before_freezing(
         del sys.modules["heap_probe_module"]
 
 
+@pytest.mark.slow
 def test_a_full_pass_after_freezing_scans_only_what_came_later() -> None:
     freeze_heap()
     try:

@@ -183,6 +183,7 @@ def test_declared_length_over_the_limit_is_refused_before_the_body(
 # -- 500: generic message and error id, details only in the log --------------------------------
 
 
+@pytest.mark.slow
 def test_unexpected_errors_do_not_leak(tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
     import asyncio
 
@@ -260,6 +261,7 @@ def test_api_error_payload_shape() -> None:
     assert e.payload() == {"error": {"code": "budget_exceeded", "message": "m", "gap": "epsilon=1"}}
 
 
+@pytest.mark.slow
 def test_failed_entries_do_not_leak_engine_messages(tmp_path: Any) -> None:
     # A failure after the data was touched: the cost stays spent (docs/architecture.md), the
     # ledger keeps

@@ -52,7 +52,7 @@ def test_the_documented_nginx_config_fronts_a_fleet(
         if os.environ.get("CI"):
             pytest.fail("nginx is missing: scripts/test.sh installs it")
         pytest.skip("nginx is not installed")
-    import infodp.curator.store as store
+    import infodp.curator.store.database as store
 
     url = pg_cluster.new_schema()
     monkeypatch.setattr(store, "default_ledger", lambda db: url)

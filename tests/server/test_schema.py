@@ -40,7 +40,7 @@ def fuzzed(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[Fuzzed]:
     """A served store, its ledger on SQLite or on PostgreSQL (tests/conftest.py)."""
-    import infodp.curator.store as store
+    import infodp.curator.store.database as store
 
     d = tmp_path_factory.mktemp("fuzz")
     with pytest.MonkeyPatch.context() as mp:

@@ -29,7 +29,7 @@ from _stores import TEXT, ints, one_table
 from infodp.cli import main
 from infodp.curator.engine import Curator
 from infodp.curator.request import Request
-from infodp.curator.unit_overlap import UnitSketch
+from infodp.curator.store.unit_overlap import UnitSketch
 from infodp.errors import InfodpError
 
 SCHEMA = one_table("t", {"pid": TEXT, "x": ints(0, 9)}, unit="pid")

@@ -22,8 +22,8 @@ import pytest
 from _amplifiers import NEIGHBOURS, Store, chain, heavy, make_store, self_join
 from _server_harness import ServerProcess, get_json
 from _stores import cats, ints, one_table, serving
+from infodp.curator.answer.result import StoreNotOpened
 from infodp.curator.engine import Curator
-from infodp.curator.result import StoreNotOpened
 from infodp.server.timing import answer_seconds, check_answer_time, released_on_time
 
 # -- the release clock, alone -----------------------------------------------------------------
@@ -46,6 +46,7 @@ def _released(
     return asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_a_fast_answer_waits_for_its_budget() -> None:
     text, cause, took = _released(0.01, 0.3)
     assert (text, cause) == ("real", None)
@@ -253,6 +254,7 @@ def test_a_synopsis_release_is_padded_and_an_overrun_still_releases_every_cell(
         assert took >= per_table
 
 
+@pytest.mark.slow
 def test_planning_counts_against_the_budget(tmp_path: Path) -> None:
     """Validation, planning and the reservation run inside the answer's time budget: a
     reservation that takes 1 s of a 1.2 s budget leaves the answer at 1.2 s, not 2.2 s."""

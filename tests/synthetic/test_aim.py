@@ -61,6 +61,7 @@ def test_a_count_at_or_below_zero_plans_the_fewest_rounds(rows: float) -> None:
     assert planned_rounds(5, Fraction(1), rows, 20.0) == 10
 
 
+@pytest.mark.slow
 def test_the_planning_count_is_a_charged_step_and_the_total_stays_within_rho() -> None:
     rng = np.random.default_rng(2)
     codes = rng.integers(0, 4, size=(2000, 3)).astype(np.int64)
@@ -80,6 +81,7 @@ def test_the_planning_count_is_a_charged_step_and_the_total_stays_within_rho() -
     assert given_rounds.spent <= rho
 
 
+@pytest.mark.slow
 def test_a_small_budget_plans_fewer_rounds_than_a_large_one() -> None:
     """On 20 000 rows, ε ≈ 0.1 (ρ = 1/3000) plans the floor 2·d; ρ = 1 plans 16·d: the rounds
     named in the steps (one line per round after the one-way marginals) follow."""

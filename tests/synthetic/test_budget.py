@@ -28,6 +28,7 @@ def _source(k: int) -> InsecureSeededSource:
     return InsecureSeededSource(k, i_understand_this_is_not_private=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epsilon", [0.1, 1.0, 10.0])
 @pytest.mark.parametrize("delta", [1e-6, 1e-9])
 def test_rho_converts_back_within_epsilon_and_is_nearly_tight(epsilon: float, delta: float) -> None:
@@ -70,6 +71,7 @@ def test_gaussian_and_selection_shares_never_exceed_their_rho(
     assert float(eps) == pytest.approx(math.sqrt(8 * float(share)), rel=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", ["aim", "mst"])
 @pytest.mark.parametrize("rho", [Fraction(1, 1000), Fraction(1, 3), Fraction(20)])
 def test_a_release_spends_at_most_rho_and_almost_all_of_it(run: str, rho: Fraction) -> None:

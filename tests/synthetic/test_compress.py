@@ -70,6 +70,7 @@ def test_merged_values_are_those_below_three_sigma_when_two_or_more() -> None:
     assert one.values.tolist() == [int(y[v]) for v in kept] + [int(y[oracle].sum())]
 
 
+@pytest.mark.slow
 def test_mapping_depends_only_on_the_noisy_counts() -> None:
     # Two tables with the same one-way marginals but different pairs: the same source gives the
     # same noisy one-way counts, hence the same mapping, whatever the joint data.
@@ -114,6 +115,7 @@ def test_decompression_follows_the_noisy_proportions(positive: bool) -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["mst", "aim"])
 def test_nothing_merged_at_a_huge_epsilon_equals_the_uncompressed_path(method: str) -> None:
     rng = np.random.default_rng(5)
@@ -133,6 +135,7 @@ def test_nothing_merged_at_a_huge_epsilon_equals_the_uncompressed_path(method: s
     assert s_on.tolist() == s_off.tolist()
 
 
+@pytest.mark.slow
 def test_compression_lowers_mst_error_at_small_epsilon() -> None:
     # 27 rare values per column, ~110 rows each: all below 3σ₁ ≈ 600 at ε = 0.1, so the
     # uncompressed fit projects most of them to zero; merged, their mass survives.

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from _stores import TEXT, cats, floats, one_table
-from infodp.curator.schema_source import load_schema
+from infodp.curator.declaration.source import load_schema
 from infodp.errors import ParameterError
 from infodp.synthetic.domain import MAX_BINS, Domain
 

@@ -154,6 +154,7 @@ def test_rows_follow_the_model() -> None:
         assert 0.5 * np.abs(drawn - model.joint(clique).ravel()).sum() < 0.01
 
 
+@pytest.mark.slow
 def test_aim_measures_past_a_forest_when_the_data_has_a_cycle() -> None:
     """Pairwise dependence around a cycle: with a large budget AIM measures pairs that a forest
     could not hold, and the model reproduces every pair."""

@@ -69,6 +69,7 @@ def _measured(sigma: Fraction, clique: tuple[int, ...] = (0,)) -> VectorisedMech
     return VectorisedMechanism(sample, "measured marginal cell")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("clique", [(0,), ()], ids=["one-way cell", "row count"])
 def test_audit_of_one_measurement_stays_below_its_charge(clique: tuple[int, ...]) -> None:
     rho = Fraction(1, 2)
@@ -90,6 +91,7 @@ def test_audit_of_one_measurement_stays_below_its_charge(clique: tuple[int, ...]
     assert 0.3 < result.epsilon_lower <= charged
 
 
+@pytest.mark.slow
 def test_audit_catches_a_measurement_with_too_little_noise() -> None:
     # The same charge claimed for tables six people apart (a sensitivity of 6, not 1): the
     # audit must see more loss than charged, so the test above can fail.

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from _stores import cats, ints, one_table
-from infodp.curator.schema_source import load_schema
+from infodp.curator.declaration.source import load_schema
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import InsecureSeededSource
 from infodp.synthetic import synthesize
@@ -64,6 +64,7 @@ def _people(n: int) -> pd.DataFrame:
     return pd.DataFrame({"age": age, "edu": edu, "region": region})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["aim", "mst"])
 def test_with_a_huge_epsilon_the_synthetic_marginals_are_the_true_ones(method: str) -> None:
     frame = _people(4000)
@@ -78,6 +79,7 @@ def test_with_a_huge_epsilon_the_synthetic_marginals_are_the_true_ones(method: s
     assert abs(len(out.frame) - len(frame)) < 10
 
 
+@pytest.mark.slow
 def test_fidelity_report_reads_released_values_only() -> None:
     out = synthesize(_people(2000), SCHEMA, epsilon=1.0, delta=1e-6, source=_source(6))
     report = out.fidelity

@@ -42,7 +42,7 @@ def _use_ledger(ctx: click.Context, param: click.Parameter, value: str | None) -
     if value:
         import os
 
-        from infodp.curator.ledger_location import LEDGER_ENV, use_ledger
+        from infodp.curator.store.ledger_location import LEDGER_ENV, use_ledger
 
         before = os.environ.get(LEDGER_ENV)
         use_ledger(value)
@@ -95,7 +95,7 @@ def _store_files(db: str) -> list[Any]:
     """The files a new store ``db`` consists of (the store first, then its ledger's)."""
     from pathlib import Path
 
-    from infodp.curator.store import ledger_path
+    from infodp.curator.store.database import ledger_path
 
     led = str(ledger_path(db))
     return [Path(db), Path(db + ".wal"), *(Path(led + s) for s in ("", "-wal", "-shm", "-journal"))]
@@ -333,7 +333,7 @@ def _dropped_line(dropped: int, unit: str) -> str:
 
 def _dataset_entry(cur: Any, r: Any) -> dict[str, Any]:
     """What the owner's commands show of one registered dataset."""
-    from infodp.curator.schema import DatasetSchema
+    from infodp.curator.declaration.schema import DatasetSchema
 
     schema = json.loads(r.schema_json)
     return {
@@ -478,7 +478,7 @@ def analyst_add(
         elif currency == "zcdp":
             if rho is None:
                 raise ParameterError("--rho", None, "given for the zcdp currency")
-            from infodp.curator.cost import as_budget_fraction
+            from infodp.curator.price.cost import as_budget_fraction
 
             budget = AccountantBudget.zcdp(as_budget_fraction("--rho", rho))
         elif currency == "rdp":
@@ -658,7 +658,7 @@ def query(
     if as_json:
         import sys
 
-        from infodp.curator.render import answer_text
+        from infodp.curator.answer.render import answer_text
 
         # The one rendering of an answer: the service's and the ledger's copy are this text.
         sys.stdout.write(answer_text(payload) + "\n")
@@ -759,12 +759,12 @@ def ledger(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from infodp.curator.shown_times import coarse_entry
+    from infodp.curator.ledger.shown_times import coarse_entry
 
     led = _curator(db).ledger
     payload = {
         "budgets": [b.to_dict() for b in led.budgets()],
-        # Times to the second, as analysts see them (infodp.curator.shown_times).
+        # Times to the second, as analysts see them (infodp.curator.ledger.shown_times).
         "entries": [coarse_entry(e.to_dict()) for e in led.entries(analyst_name, dataset_name)],
         "datasets": [
             {
@@ -824,7 +824,7 @@ def ledger_verify(db: str, as_json: bool) -> None:
 @json_option
 def ledger_reinit(db: str, yes: bool, as_json: bool) -> None:
     """Start a new, empty ledger bound to the store (forgets all budgets; data owner only)."""
-    from infodp.curator.store import reinit_ledger
+    from infodp.curator.store.database import reinit_ledger
 
     if not yes:
         raise ParameterError(

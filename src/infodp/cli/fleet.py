@@ -21,7 +21,7 @@ __all__ = ["migrate"]
 def migrate(db: str, url: str, as_json: bool) -> None:
     """Move the store's SQLite ledger into PostgreSQL, its hash chain intact, and verify it."""
     from infodp.curator.ledger.postgres import redact
-    from infodp.curator.ledger_move import move_ledger
+    from infodp.curator.store.ledger_move import move_ledger
 
     moved = move_ledger(db, url)
     payload = {"db": db, "ledger": redact(url), "entries": moved, "verified": True}

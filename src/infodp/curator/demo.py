@@ -31,7 +31,7 @@ from infodp.units import nats_to_bits
 
 if TYPE_CHECKING:
     from infodp._jsonable import JsonObject, JsonValue
-    from infodp.curator.schema import SchemaDict
+    from infodp.curator.declaration.schema import SchemaDict
     from infodp.curator.session import ArrowFrame
 
 __all__ = [
@@ -238,10 +238,10 @@ def _make_store(db: Path, rows: int, say: Callable[[str], None]) -> bool:
     (``infodp ledger``, ``query``, ``serve``) works on it. Returns whether the table was made.
 
     A store left by an older demo (the census without a ledger) gets its ledger now, from the
-    store's own record of the census (:func:`~infodp.curator.store.reinit_ledger`).
+    store's own record of the census (:func:`~infodp.curator.store.database.reinit_ledger`).
     """
     from infodp.curator.engine import Curator
-    from infodp.curator.store import ledger_path, reinit_ledger
+    from infodp.curator.store.database import ledger_path, reinit_ledger
 
     if _cached_rows(db) is None:
         t0 = time.perf_counter()
@@ -283,8 +283,8 @@ def run_demo(
     analyst (ε = 2, δ = 1e-6), so every run spends and reports the same totals and the
     store's ledger is never charged by the demo.
     """
+    from infodp.curator.declaration.source import load_schema
     from infodp.curator.engine import Curator
-    from infodp.curator.schema_source import load_schema
 
     say = (lambda _text: None) if as_json else _say(console)
     started = time.perf_counter()

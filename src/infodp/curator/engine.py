@@ -3,7 +3,7 @@
 :class:`Curator` ties the pieces of docs/architecture.md's picture together over one store (a
 DuckDB file plus its ledger ``<file>.ledger``):
 
-1. :func:`~infodp.curator.sql.parse_query` turns the SQL into an immutable plan (refusals and
+1. :func:`~infodp.curator.sql.parse.parse_query` turns the SQL into an immutable plan (refusals and
    bad input cost nothing);
 2. :func:`plan_cost` splits the query's ε evenly over its distinct measurements (sequential
    composition, Dwork & Roth 2014, Thm 3.16); GROUP BY cells are disjoint, so a histogram costs
@@ -45,11 +45,15 @@ from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from infodp._jsonable import JsonObject
 from infodp._lazy import lazy_module
+from infodp.curator.answer.render import answer_text
+from infodp.curator.answer.result import QueryResult, Released, Reservation, StoreNotOpened
+from infodp.curator.answer.settlement import Settlement
 from infodp.curator.backends.base import ExactAggregates
 from infodp.curator.backends.duckdb import DuckDBBackend
-from infodp.curator.column_accuracy import Accuracy
-from infodp.curator.connections import Connections, SparkOptions
-from infodp.curator.cost import (
+from infodp.curator.declaration.schema import DatasetSchema
+from infodp.curator.ledger import Budget, DeclarationChanged, Ledger
+from infodp.curator.price.book import PriceBook
+from infodp.curator.price.cost import (
     MAX_CELLS,
     MAX_QUANTILE_CELLS,
     PRIVACY_PARAMETER_RANGE,
@@ -60,17 +64,15 @@ from infodp.curator.cost import (
     leakage_of,
     plan_cost,
 )
-from infodp.curator.ledger import Budget, DeclarationChanged, Ledger
-from infodp.curator.planning import column_accuracy, estimate_of, least_epsilon
-from infodp.curator.post import inner_sql
-from infodp.curator.pricing import PriceBook
-from infodp.curator.registration import DataOwner
+from infodp.curator.price.estimate import column_accuracy, estimate_of, least_epsilon
+from infodp.curator.publish.synopsis_release import release_synopsis
+from infodp.curator.publish.synthetic import load_synthetic, release_synthetic
 from infodp.curator.relations import resolve
-from infodp.curator.release import (
+from infodp.curator.release.noise import (
     BufferedCryptoSource,
     require_release_source,
 )
-from infodp.curator.render import answer_text
+from infodp.curator.release.runner import Runner
 from infodp.curator.request import (
     Estimate,
     NoBudget,
@@ -81,18 +83,16 @@ from infodp.curator.request import (
     Resolved,
     check_confidence,
 )
-from infodp.curator.result import QueryResult, Released, Reservation, StoreNotOpened
 from infodp.curator.rules import measurements
 from infodp.curator.rules.base import ColumnAccuracy
-from infodp.curator.runner import Runner
-from infodp.curator.schema import DatasetSchema
-from infodp.curator.settlement import Settlement
-from infodp.curator.sql import parse_query
-from infodp.curator.store import (
+from infodp.curator.rules.column_accuracy import Accuracy
+from infodp.curator.sql.parse import parse_query
+from infodp.curator.sql.post import inner_sql
+from infodp.curator.store.connections import Connections, SparkOptions
+from infodp.curator.store.database import (
     open_store,
 )
-from infodp.curator.synopsis_release import release_synopsis
-from infodp.curator.synthetic_release import load_synthetic, release_synthetic
+from infodp.curator.store.registration import DataOwner
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import RandomSource
 
@@ -107,8 +107,8 @@ if TYPE_CHECKING:
     from infodp.curator.backends.spark import SparkBackend
 
     # Synopses are loaded on first use: a query process never builds one.
-    from infodp.curator.synopsis import Synopsis
-    from infodp.curator.synthetic_release import SyntheticOptions
+    from infodp.curator.publish.synopsis import Synopsis
+    from infodp.curator.publish.synthetic import SyntheticOptions
     from infodp.synthetic.table import SyntheticTable
 
 __all__ = [
@@ -202,11 +202,11 @@ class Curator(DataOwner):
         ):
             raise ParameterError("query_timeout", query_timeout, "a positive number of seconds")
         self.query_timeout = query_timeout
-        # Priced queries, remembered (infodp.curator.pricing).
+        # Priced queries, remembered (infodp.curator.price.book).
         self._book = PriceBook(self.ledger)
-        # Outcomes recorded in the ledger (infodp.curator.settlement).
+        # Outcomes recorded in the ledger (infodp.curator.answer.settlement).
         self._settlement = Settlement(self.ledger)
-        # The step that reads the data (infodp.curator.runner).
+        # The step that reads the data (infodp.curator.release.runner).
         self._runner = Runner(
             self._connections, self.ledger, self._source, query_timeout=query_timeout, hook=_hook
         )
@@ -284,7 +284,7 @@ class Curator(DataOwner):
     ) -> Resolved:
         """The dataset ``request`` reads, its declaration and (``analyst``) the analyst's
         budget there, found once; :class:`NoBudget` first when the analyst holds none on it
-        (:meth:`PriceBook.resolve <infodp.curator.pricing.PriceBook.resolve>`)."""
+        (:meth:`PriceBook.resolve <infodp.curator.price.book.PriceBook.resolve>`)."""
         budgets = None if analyst is None else self._budgets(analyst)
         return self._book.resolve(request, budgets, remembered=remembered)
 
@@ -416,7 +416,8 @@ class Curator(DataOwner):
     def run_reserved(self, reserved: Reservation, deadline: float | None = None) -> Released:
         """Draw the noise, aggregate the store and release the answer of a reservation.
 
-        The only step that reads the data (:class:`~infodp.curator.runner.Runner`). It writes
+        The only step that reads the data (:class:`~infodp.curator.release.runner.Runner`). It
+        writes
         nothing to the ledger, so it may run in another process over the same store
         (:mod:`infodp.server.pool`). Raises :class:`StoreNotOpened` when the store could not be
         opened (nothing was touched). ``deadline``: seconds after which the aggregate is
@@ -510,7 +511,7 @@ class Curator(DataOwner):
 
         COUNT and SUM: the mechanism's half-width. AVG, VARIANCE and STDDEV: the widest
         half-width of the released interval (this engine's own) over groups of ``rows`` rows
-        whose values lie within the declared bounds (:mod:`infodp.curator.column_accuracy`).
+        whose values lie within the declared bounds (:mod:`infodp.curator.rules.column_accuracy`).
         Nothing is spent and no data is read.
         """
         check_confidence(confidence)
@@ -571,7 +572,7 @@ class Curator(DataOwner):
 
     def synopsis(self, name: str, dataset: str | None = None) -> Synopsis:
         """A stored synopsis (of ``dataset`` when given; names are unique per dataset)."""
-        from infodp.curator.synopsis import Synopsis
+        from infodp.curator.publish.synopsis import Synopsis
 
         _, _, spec, data = self.ledger.synopsis(name, dataset)
         if spec.get("kind") == "synthetic":
@@ -604,7 +605,7 @@ class Curator(DataOwner):
         as synopsis ``name`` (SQL over it is then free: :meth:`query_synopsis`). ``options``:
         ``table`` (a population's private table), ``method`` (``"aim"``, default, or
         ``"mst"``), ``columns``, ``workload``, ``bins``, ``rows``
-        (:func:`~infodp.curator.synthetic_release.release_synthetic`)."""
+        (:func:`~infodp.curator.publish.synthetic.release_synthetic`)."""
         return release_synthetic(
             self, analyst, name, dataset, epsilon=epsilon, delta=delta, **options
         )

@@ -1,6 +1,6 @@
 """The released table: what a release returns before it is paired with its cost and the
-remaining budget (:class:`infodp.curator.result.QueryResult` is made from it), and what
-post-processing (:mod:`infodp.curator.post`) rewrites. It sits below both, so neither imports
+remaining budget (:class:`infodp.curator.answer.result.QueryResult` is made from it), and what
+post-processing (:mod:`infodp.curator.sql.post`) rewrites. It sits below both, so neither imports
 the other for it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
-    from infodp.curator.post.enclosure import Interval
+    from infodp.curator.sql.post.enclosure import Interval
 
 __all__ = ["Cell", "Released"]
 
@@ -20,7 +20,7 @@ Cell: TypeAlias = str | int | float | None
 @dataclass(frozen=True, slots=True)
 class Released:
     """What :meth:`Curator.run_reserved` returns: the released table before it is paired with
-    its cost and the remaining budget (a :class:`~infodp.curator.result.QueryResult` is made
+    its cost and the remaining budget (a :class:`~infodp.curator.answer.result.QueryResult` is made
     from it)."""
 
     #: Output column names, in SELECT order.

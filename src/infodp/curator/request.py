@@ -4,8 +4,9 @@ One query is one chain of frozen records, each made by one step and read by the 
 :class:`Request` (parsed once, at the edge) → :class:`Resolved` (the dataset it reads, that
 dataset's declaration and the analyst's budget there, found once) → :class:`Priced` (plan,
 cost with its mechanisms built once, frozen privacy summary) →
-:class:`~infodp.curator.result.Reservation` → :class:`~infodp.curator.result.Released` →
-:class:`~infodp.curator.result.QueryResult`.
+:class:`~infodp.curator.answer.result.Reservation` →
+:class:`~infodp.curator.answer.result.Released` →
+:class:`~infodp.curator.answer.result.QueryResult`.
 
 :meth:`Request.parse` is the one place where a query's privacy parameters, confidence level
 and noise are read from user input (numbers as exact fractions, :func:`as_budget_fraction`);
@@ -33,17 +34,17 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, NamedTuple, TypeAlias
 
-from infodp.curator.cost import Noise, as_budget_fraction, as_noise
-from infodp.curator.limits import check_sql_text
+from infodp.curator.price.cost import Noise, as_budget_fraction, as_noise
+from infodp.curator.sql.limits import check_sql_text
 from infodp.errors import ParameterError
 
 if TYPE_CHECKING:
     from infodp._jsonable import JsonObject
-    from infodp.curator.cost import Leakage, QueryCost
+    from infodp.curator.declaration.schema import DatasetSchema
     from infodp.curator.ledger import Budget
-    from infodp.curator.plan import QueryPlan
-    from infodp.curator.post import PostProcess
-    from infodp.curator.schema import DatasetSchema
+    from infodp.curator.plan.nodes import QueryPlan
+    from infodp.curator.price.cost import Leakage, QueryCost
+    from infodp.curator.sql.post import PostProcess
 
 __all__ = [
     "Estimate",
@@ -154,7 +155,7 @@ class Planned(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class Resolved:
     """A request with the dataset it reads found once (:meth:`PriceBook.resolve
-    <infodp.curator.pricing.PriceBook.resolve>`): the dataset's registered name, its
+    <infodp.curator.price.book.PriceBook.resolve>`): the dataset's registered name, its
     declaration as the ledger stores it (schema text, whether a unit's rows are bounded) and,
     for an analyst, their budget there (None: no analyst named)."""
 

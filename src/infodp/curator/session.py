@@ -42,22 +42,22 @@ from typing import TYPE_CHECKING, Protocol, Unpack
 
 from infodp._engines import DEFAULT, engine
 from infodp._exact import float_down
+from infodp.curator.declaration.schema import DatasetSchema
+from infodp.curator.declaration.source import SchemaSource, load_schema
 from infodp.curator.engine import Curator, QueryResult, as_budget_fraction
-from infodp.curator.registration import content_fingerprint, copy_population
 from infodp.curator.request import Estimate, NoBudget, NumberInput, Request
-from infodp.curator.schema import DatasetSchema
-from infodp.curator.schema_source import SchemaSource, load_schema
-from infodp.curator.store import fingerprint
+from infodp.curator.store.database import fingerprint
+from infodp.curator.store.registration import content_fingerprint, copy_population
 from infodp.errors import ParameterError
 
 if TYPE_CHECKING:
     from infodp._jsonable import JsonValue
     from infodp.accounting.accountant import Budget
-    from infodp.curator.cost import Noise
     from infodp.curator.ledger import Budget as BudgetRecord
     from infodp.curator.ledger import DatasetRecord
-    from infodp.curator.synopsis import Synopsis
-    from infodp.curator.synthetic_release import SyntheticOptions
+    from infodp.curator.price.cost import Noise
+    from infodp.curator.publish.synopsis import Synopsis
+    from infodp.curator.publish.synthetic import SyntheticOptions
     from infodp.mechanisms.sampling import RandomSource
     from infodp.synthetic.table import SyntheticTable
 

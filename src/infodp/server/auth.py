@@ -126,7 +126,8 @@ class KeyStore:
 
     ``source`` is a :class:`~infodp.curator.ledger.Ledger`, a store's ledger path
     (``<db>.ledger``, see :func:`key_store_path`) or the store path; a path is opened with
-    :func:`infodp.curator.store.open_store`, so a missing, foreign or corrupt ledger stops here.
+    :func:`infodp.curator.store.database.open_store`, so a missing, foreign or corrupt ledger stops
+    here.
     Issued keys and revocations are ledger rows: restoring an old copy of some other file can
     never revive a revoked key.
 
@@ -147,7 +148,7 @@ class KeyStore:
             self.ledger = source
         else:
             from infodp.curator.backends.duckdb import DuckDBBackend
-            from infodp.curator.store import open_store
+            from infodp.curator.store.database import open_store
 
             text = str(source)
             db = text[: -len(".ledger")] if text.endswith(".ledger") else text

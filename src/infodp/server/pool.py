@@ -402,7 +402,7 @@ class Lease:
 
 
 #: Modules the release path imports lazily; a new worker imports them before it is ready.
-_WARM = ("infodp.mechanisms.gaussian", "infodp.mechanisms.quantile", "infodp.curator.release")
+_WARM = ("infodp.mechanisms.gaussian", "infodp.mechanisms.quantile", "infodp.curator.release.noise")
 
 
 #: What a worker process runs (``python -c ... FD``).

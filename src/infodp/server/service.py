@@ -19,10 +19,10 @@ from fastapi import Request
 from fastapi.responses import Response
 from starlette.background import BackgroundTask
 
-from infodp.curator.availability import unopenable
+from infodp.curator.answer.render import answer_text
 from infodp.curator.ledger.leases import lease_for
-from infodp.curator.post import inner_sql
-from infodp.curator.render import answer_text
+from infodp.curator.sql.post import inner_sql
+from infodp.curator.store.availability import unopenable
 from infodp.errors import ParameterError
 from infodp.server.auth import Identity, KeyStore, key_store_path, parse_bearer
 from infodp.server.errors import ApiError
@@ -30,9 +30,9 @@ from infodp.server.fleet import fleet_parts
 from infodp.server.limits import KeySlots, RateLimiter, retry_after_seconds
 
 if TYPE_CHECKING:
+    from infodp.curator.answer.result import Reservation
     from infodp.curator.request import Estimate
     from infodp.curator.request import Request as CuratorRequest
-    from infodp.curator.result import Reservation
 
 __all__ = ["API_VERSION", "UNKNOWN_KEY", "ServerSettings", "Service"]
 
@@ -135,7 +135,7 @@ class Service:
         self._curators_lock = threading.Lock()
         self.curator  # noqa: B018 - open the store now, so a bad store fails at start-up
         #: Registered datasets this server cannot open, and why (a fleet's shared data not
-        #: all here: infodp.curator.availability); said in the log and by /v1/health.
+        #: all here: infodp.curator.store.availability); said in the log and by /v1/health.
         self.unopenable: dict[str, str] = unopenable(settings.db)
         for name, why in self.unopenable.items():
             log.warning("dataset %s cannot be opened on this server: %s", name, why)
@@ -269,8 +269,8 @@ class Service:
         """
         from starlette.concurrency import run_in_threadpool
 
+        from infodp.curator.answer.result import StoreNotOpened
         from infodp.curator.relations import tables_read
-        from infodp.curator.result import StoreNotOpened
         from infodp.server.timing import answer_seconds, released_on_time
 
         if self.settings.answer_time <= 0:
@@ -335,7 +335,7 @@ class Service:
         ``started`` (one table read), and a release that overruns it or fails after the
         reservation yields the default outcome (the histogram of the empty dataset, noisy).
         """
-        from infodp.curator.result import StoreNotOpened
+        from infodp.curator.answer.result import StoreNotOpened
         from infodp.server.timing import answer_seconds
 
         cur, pool = self.curator, self.pool

@@ -57,7 +57,7 @@ from collections.abc import Callable
 from typing import Any
 
 from infodp._engines import engine
-from infodp.curator.result import StoreNotOpened
+from infodp.curator.answer.result import StoreNotOpened
 from infodp.errors import ParameterError
 
 __all__ = ["answer_seconds", "check_answer_time", "released_on_time"]

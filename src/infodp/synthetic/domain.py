@@ -5,7 +5,8 @@ Only declared, public facts shape the domain (never the data):
 * a ``category`` column has one code per declared category;
 * a ``bool`` column has the two codes ``false`` and ``true``;
 * a bounded ``int`` or ``float`` column is snapped to the curator's release grid
-  (:func:`infodp.curator.grid.column_grid`: clamp to the declared bounds, divide by a power-of-two
+  (:func:`infodp.curator.plan.grid.column_grid`: clamp to the declared bounds, divide by a
+  power-of-two
   step, round), and the grid points ``lo … hi`` are cut into at most ``bins`` runs of equal
   width (the last may be shorter): an int column with few values keeps one code per value.
 
@@ -14,7 +15,7 @@ in a released column is left out, as the curator's queries leave it out of a dec
 a filter applied row by row, so one unit still adds or removes at most its own rows (the
 sensitivity is unchanged), and no undeclared value is ever published.
 
->>> from infodp.curator.schema_source import load_schema
+>>> from infodp.curator.declaration.source import load_schema
 >>> s = load_schema({"table": "t", "privacy_unit": "row", "columns": {
 ...     "age": {"type": "int", "bounds": [0, 99]},
 ...     "region": {"type": "category", "categories": ["n", "s"]}}})
@@ -33,8 +34,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd  # type: ignore[import-untyped]
 
-from infodp.curator.grid import column_grid
-from infodp.curator.schema import ColumnSpec, DatasetSchema
+from infodp.curator.declaration.schema import ColumnSpec, DatasetSchema
+from infodp.curator.plan.grid import column_grid
 from infodp.errors import ParameterError
 
 __all__ = ["MAX_BINS", "Attribute", "Domain"]
@@ -102,7 +103,7 @@ class Attribute:
             return np.where(finite, (x != 0).astype(np.int64), null)
         low, high = self.lo * self.step, self.hi * self.step
         snapped = np.clip(np.where(finite, x, low), low, high) / self.step
-        # DuckDB's round() rounds half away from zero (infodp.curator.grid); mirror it.
+        # DuckDB's round() rounds half away from zero (infodp.curator.plan.grid); mirror it.
         units = (np.sign(snapped) * np.floor(np.abs(snapped) + 0.5)).astype(np.int64)
         codes = (np.clip(units, self.lo, self.hi) - self.lo) // self.width
         return np.where(finite, codes, null)

@@ -7,7 +7,7 @@ rows and the fidelity report are post-processing (Dwork & Roth 2014, Prop. 2.1).
 drawn with a generator keyed from the curator's random source, so a test source reproduces them.
 
 >>> import pandas as pd
->>> from infodp.curator.schema_source import load_schema
+>>> from infodp.curator.declaration.source import load_schema
 >>> from infodp.mechanisms.sampling import InsecureSeededSource
 >>> s = load_schema({"table": "t", "privacy_unit": "row", "columns": {
 ...     "g": {"type": "category", "categories": ["a", "b"]},
@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd  # type: ignore[import-untyped]
 
-from infodp.curator.schema import DatasetSchema
+from infodp.curator.declaration.schema import DatasetSchema
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import RandomSource
 from infodp.synthetic.aim import aim, all_pairs

@@ -12,6 +12,7 @@ from infodp.audit import audit
 from infodp.audit.attacks import catastrophe_mechanism, epsilon_delta_attack
 
 
+@pytest.mark.slow
 def test_catastrophe_passes_the_delta_audit_but_leaks_unboundedly() -> None:
     r = epsilon_delta_attack(
         epsilon=1.0, delta=0.01, bits=4096, samples=100_000, trials=100_000, rng=61

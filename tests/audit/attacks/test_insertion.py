@@ -58,6 +58,7 @@ def test_profile_shift_is_safe_and_close(noise: str) -> None:
     assert guaranteed >= 0.99 * exact
 
 
+@pytest.mark.slow
 def test_pure_dp_view_for_laplace() -> None:
     # a shift Δ is pure (Δ/λ)-DP: power ≤ min(e^{Δ/λ} a, 1 − e^{−Δ/λ}(1 − a)) (KOV 2015)
     a, b = 0.05, 0.3
@@ -96,6 +97,7 @@ def test_bad_levels() -> None:
     assert max_undetected_shift("gaussian", 1.0, 0.5, 0.2) == 0.0  # b ≤ a: nothing passes
 
 
+@pytest.mark.slow
 def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["attack", "insertion", "--noise", "laplace", "--epsilon", "1",
                  "--trials", "20000", "--seed", "0", "--json"])  # fmt: skip

@@ -1,7 +1,7 @@
 """The compiler's statements, checked against a brute-force oracle and across dialects.
 
 The oracle is plain Python over the same rows: the null policy, clamping to the declared
-bounds, the release grid (step 1 for small int bounds, :func:`infodp.curator.grid.grid_step`),
+bounds, the release grid (step 1 for small int bounds, :func:`infodp.curator.plan.grid.grid_step`),
 then the count, sum, centred sum and centred sum of squares of each declared group (the
 measurements of a SUM / AVG / VARIANCE, Wilson et al. 2020, "Differentially private SQL with
 bounded user contribution", section 3: clamp, then sum). DuckDB runs the compiled SQL on a
@@ -14,6 +14,7 @@ import math
 import re
 
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,9 +22,9 @@ from _stores import cats, ints, one_table
 from infodp.curator.backends.compile import compiled_statements
 from infodp.curator.backends.dialects import DUCKDB, SPARK
 from infodp.curator.backends.duckdb import DuckDBBackend
+from infodp.curator.declaration.source import load_schema
 from infodp.curator.rules import measurements
-from infodp.curator.schema_source import load_schema
-from infodp.curator.sql import parse_query
+from infodp.curator.sql.parse import parse_query
 
 LOW, HIGH = -5, 20
 
@@ -77,6 +78,7 @@ def _oracle(
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(ROWS)
 def test_compiled_aggregates_equal_a_brute_force_oracle(

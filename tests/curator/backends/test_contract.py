@@ -3,7 +3,7 @@
 Every dataset is registered twice in one store from the same Parquet file, once per backend;
 each query is then asked of both. The independent check is the other engine: the DuckDB
 backend's bounded aggregates (clamp, null policy, grid snapping of
-:mod:`infodp.curator.grid`, per-unit limits) must equal Spark's cell for cell, so one backend
+:mod:`infodp.curator.plan.grid`, per-unit limits) must equal Spark's cell for cell, so one backend
 cannot drift from the other's contribution bounding. Where a per-unit limit keeps a random
 subset of a unit's rows, the data are built so that every admissible subset gives the same
 aggregate (all rows of a unit carry the same values), or the test checks the law the limit
@@ -166,7 +166,7 @@ def test_both_backends_implement_the_contract(store: Curator) -> None:
 
 
 def test_the_catalogue_records_the_spark_dataset(store: Curator) -> None:
-    from infodp.curator.store import catalogue
+    from infodp.curator.store.database import catalogue
 
     meta = catalogue(store.backend)
     assert meta["exact_spark"]["backend"] == "spark"
@@ -265,8 +265,8 @@ def test_derived_keys_equal_plain_sql_on_the_bounded_rows(
 ) -> None:
     import duckdb
 
-    from infodp.curator.schema_source import load_schema
-    from infodp.curator.sql import parse_query
+    from infodp.curator.declaration.source import load_schema
+    from infodp.curator.sql.parse import parse_query
 
     duck, spark = _both(store, sql, "exact")
     con = duckdb.connect()
@@ -473,7 +473,7 @@ def test_the_same_data_registered_twice_on_spark_is_refused(store: Curator) -> N
     """The fingerprint is taken before the per-unit row limit (the rows a unit keeps are a
     secret random choice), so a second copy of the same data is recognised, and its bounded
     copy is removed again."""
-    from infodp.curator.store import catalogue
+    from infodp.curator.store.database import catalogue
 
     source = catalogue(store.backend)["limits_spark"]["source"]
     with pytest.raises(ParameterError, match="limits_spark"):

@@ -196,7 +196,7 @@ def test_released_answers_agree_with_the_exact_ones_statistically(store: Curator
 def test_spark_keeps_one_bounded_copy_per_table_and_a_reopened_store_reads_them(
     store: Curator,
 ) -> None:
-    from infodp.curator.store import catalogue
+    from infodp.curator.store.database import catalogue
 
     where = Path(catalogue(store.backend)["ps"]["bounded_path"])
     assert sorted(p.name for p in where.iterdir()) == ["people", "regions", "visits"]

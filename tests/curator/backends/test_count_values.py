@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 from _stores import TEXT, cats, one_table
-from infodp.curator.cost import plan_cost
 from infodp.curator.engine import Curator
+from infodp.curator.price.cost import plan_cost
 from infodp.mechanisms.sampling import InsecureSeededSource
 
 M = 3
@@ -76,6 +76,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curator]:
     cur.close()
 
 
+@pytest.mark.slow
 def test_the_exact_counts_are_plain_sql_counts(store: Curator) -> None:
     got = store.exact_aggregates(f"SELECT {COUNTS} FROM t").values
     (want,) = plain(frame(), f"SELECT {COUNTS} FROM t")
@@ -101,6 +102,7 @@ def test_a_count_of_a_text_column_is_answered_with_the_count_star_interval(
     assert abs(r.rows[0][0] - want[0]) <= (nt_ci[1] - nt_ci[0]) * 3
 
 
+@pytest.mark.slow
 def test_neighbouring_datasets_move_each_count_by_at_most_m(tmp_path: Path) -> None:
     cur = Curator(tmp_path / "s.duckdb")
     full, less = frame(), frame(drop="u0")

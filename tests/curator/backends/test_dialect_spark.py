@@ -1,6 +1,6 @@
 """Queries as analysts write them (TOP, other engines' variance spellings, dataset.table) are
 answered on Spark as plain DuckDB SQL answers them on the same bounded frame
-(infodp.curator.dialect)."""
+(infodp.curator.sql.dialect)."""
 
 from __future__ import annotations
 

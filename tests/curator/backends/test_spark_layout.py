@@ -1,7 +1,7 @@
 """The bounded Parquet copy a Spark dataset reads: compact types, only bounded values.
 
 Bounded columns are stored as 32-bit integers when every grid value fits (half the bytes a
-query scans; the grid of ``infodp.curator.grid.grid_step`` keeps snapped values below 2^24 in
+query scans; the grid of ``infodp.curator.plan.grid.grid_step`` keeps snapped values below 2^24 in
 magnitude, so they always do), and queries see them as BIGINT, so sums and products are
 computed in 64 bits exactly as on DuckDB.
 """

@@ -47,6 +47,7 @@ def _spent(db: Path) -> str:
     return str(spent)
 
 
+@pytest.mark.slow
 def test_a_budget_raised_by_sql_fails_verify_and_is_never_charged(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -67,6 +68,7 @@ def test_a_budget_raised_by_sql_fails_verify_and_is_never_charged(
     live.close()
 
 
+@pytest.mark.slow
 def test_an_accountant_budget_edited_consistently_is_still_refused(tmp_path: Path) -> None:
     """Both copies of an approx budget raised together (the state and its budget text)."""
     db = _store(tmp_path, budget=Budget.approx(1, "1e-6"))
@@ -86,6 +88,7 @@ def test_an_accountant_budget_edited_consistently_is_still_refused(tmp_path: Pat
     live.close()
 
 
+@pytest.mark.slow
 def test_an_accountant_state_whose_budget_differs_from_the_grant_is_refused(
     tmp_path: Path,
 ) -> None:
@@ -132,6 +135,7 @@ def _as_format_2(db: Path) -> None:
     _sql(db, "UPDATE meta SET value = '2' WHERE key = 'format'")
 
 
+@pytest.mark.slow
 def test_a_ledger_before_seals_is_sealed_at_its_first_open(tmp_path: Path) -> None:
     db = _store(tmp_path, epsilon=1)
     _as_format_2(db)
@@ -153,6 +157,7 @@ def test_a_ledger_of_a_newer_format_is_refused(tmp_path: Path) -> None:
         store_ledger(db)
 
 
+@pytest.mark.slow
 def test_a_sealed_budget_is_charged_as_before(tmp_path: Path) -> None:
     db = _store(tmp_path, epsilon=1)
     cur = Curator(db)

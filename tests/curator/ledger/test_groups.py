@@ -26,7 +26,7 @@ from _stores import TEXT, ints, one_table
 from infodp.accounting.accountant import Budget
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import integrity
-from infodp.curator.store import reinit_ledger
+from infodp.curator.store.database import reinit_ledger
 from infodp.errors import LedgerError, ParameterError
 
 SCHEMA = one_table("t", {"pid": TEXT, "x": ints(0, 9)}, unit="pid")
@@ -59,6 +59,7 @@ def _sql(db: Path, *statements: str) -> None:
     edit(ledger_of(db), *statements)
 
 
+@pytest.mark.slow
 def test_a_membership_edited_by_hand_fails_verify_and_is_never_charged(tmp_path: Path) -> None:
     """The copy moved out of its group (or into another) by SQL: the member's seal covers it."""
     db = _grouped_store(tmp_path)
@@ -70,6 +71,7 @@ def test_a_membership_edited_by_hand_fails_verify_and_is_never_charged(tmp_path:
     live.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("edit", "error"),
     [
@@ -90,6 +92,7 @@ def test_a_membership_edit_is_refused_by_a_curator_opened_before_it(
     live.close()
 
 
+@pytest.mark.slow
 def test_a_cancelled_charge_on_a_member_is_refunded_to_its_group(tmp_path: Path) -> None:
     db = _grouped_store(tmp_path)
     led = store_ledger(db)
@@ -106,6 +109,7 @@ def test_a_cancelled_charge_on_a_member_is_refunded_to_its_group(tmp_path: Path)
     assert store_ledger(db).check() == []  # opens from the moved checkpoint
 
 
+@pytest.mark.slow
 def test_an_accountant_budget_of_a_group_replays_from_both_datasets(tmp_path: Path) -> None:
     db = _grouped_store(tmp_path, budget=Budget.zcdp("0.5"))
     cur = Curator(db)
@@ -163,6 +167,7 @@ def _as_format_3(db: Path) -> None:
     )
 
 
+@pytest.mark.slow
 @sqlite_only("older formats exist only as SQLite files")
 def test_a_store_of_the_previous_format_opens_keeps_working_and_is_sketched(
     tmp_path: Path,
@@ -217,6 +222,7 @@ def _as_format_4(db: Path) -> None:
     conn.close()
 
 
+@pytest.mark.slow
 @sqlite_only("older formats exist only as SQLite files")
 def test_a_format_4_store_keeps_its_groups_as_recorded_and_grants_as_named(
     tmp_path: Path,
@@ -247,6 +253,7 @@ def test_a_format_4_store_keeps_its_groups_as_recorded_and_grants_as_named(
     cur.close()
 
 
+@pytest.mark.slow
 def test_an_access_list_edited_by_hand_fails_verify_and_is_never_charged(tmp_path: Path) -> None:
     """b granted on the copy only; its row edited to cover orig too: the seal covers it."""
     db = _grouped_store(tmp_path)
@@ -260,6 +267,7 @@ def test_an_access_list_edited_by_hand_fails_verify_and_is_never_charged(tmp_pat
     cur.close()
 
 
+@pytest.mark.slow
 @sqlite_only("older formats exist only as SQLite files")
 def test_an_edit_of_a_previous_format_ledger_is_still_caught(
     tmp_path: Path, ledger_kind: str
@@ -276,6 +284,7 @@ def test_an_edit_of_a_previous_format_ledger_is_still_caught(
         store_ledger(db)
 
 
+@pytest.mark.slow
 @sqlite_only("it deletes the ledger file")
 def test_a_reinitialised_ledger_restores_the_groups(tmp_path: Path, ledger_kind: str) -> None:
     db = _grouped_store(tmp_path)

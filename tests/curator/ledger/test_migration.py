@@ -120,7 +120,7 @@ def test_migrate_refuses_a_database_that_holds_a_ledger_and_a_url_that_is_not_on
     url = pg_cluster.new_schema()
     Curator(tmp_path / "other.duckdb", ledger=url).close()  # another store's ledger is there
     from infodp.curator.backends.duckdb import DuckDBBackend
-    from infodp.curator.store import read_store_id
+    from infodp.curator.store.database import read_store_id
 
     store_id = read_store_id(DuckDBBackend(db)) or ""
     with pytest.raises(LedgerError, match="already holds a ledger; nothing was copied"):

@@ -8,9 +8,9 @@ import duckdb
 import pytest
 import sqlglot
 
+from infodp.curator.declaration.schema import ColumnSpec, NullPolicy
 from infodp.curator.relations.expressions import value
 from infodp.curator.relations.values import as_number, stored_value
-from infodp.curator.schema import ColumnSpec, NullPolicy
 from infodp.errors import ParameterError
 
 _CON = duckdb.connect()

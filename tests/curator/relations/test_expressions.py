@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _clinic import answers, frames, plain, schema, store
+from infodp.curator.declaration.schema import ColumnSpec
 from infodp.curator.relations import resolve
 from infodp.curator.relations.expressions import value
 from infodp.curator.relations.values import stored_value
-from infodp.curator.schema import ColumnSpec
-from infodp.curator.sql import parse_query
+from infodp.curator.sql.parse import parse_query
 from infodp.errors import ParameterError
 
 

@@ -184,7 +184,7 @@ def test_refused_joins_say_why_and_what_is_allowed(sql, construct, allowed):
 
 
 def test_private_join_when_each_row_is_a_unit_is_refused():
-    from infodp.curator.schema_source import load_schema
+    from infodp.curator.declaration.source import load_schema
 
     tables = {"a": private(None, k=TEXT), "b": private(None, k=TEXT)}
     rows = load_schema(population("row", tables, table="d"))

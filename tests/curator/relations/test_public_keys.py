@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 
 from _stores import TEXT, cats, ints, population, private, public
-from infodp.curator.cost import plan_cost
 from infodp.curator.engine import Curator
+from infodp.curator.price.cost import plan_cost
 from infodp.mechanisms.sampling import InsecureSeededSource
 
 M = 3
@@ -87,6 +87,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curator]:
     cur.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "sql",
     [
@@ -133,6 +134,7 @@ def test_a_declared_private_key_keeps_the_keys_that_are_public_values(store: Cur
     assert key.categories == ("crime", "poetry")  # declared ∩ public, declared order
 
 
+@pytest.mark.slow
 def test_neighbouring_datasets_give_the_same_keys_at_the_same_cost(tmp_path: Path) -> None:
     sql = "SELECT b.isbn, COUNT(*) FROM {d}.loans l JOIN {d}.books b USING (isbn) GROUP BY b.isbn"
     cur = Curator(tmp_path / "s.duckdb", source=source())

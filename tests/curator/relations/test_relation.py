@@ -9,8 +9,8 @@ import pytest
 
 from _clinic import answers, plain, schema
 from _stores import TEXT, floats, ints, population, private
+from infodp.curator.declaration.source import load_schema
 from infodp.curator.relations import resolve
-from infodp.curator.schema_source import load_schema
 from infodp.errors import ParameterError
 
 PER_UNIT = "SELECT pid, SUM(cost) AS total, COUNT(*) AS n FROM visits GROUP BY pid"

@@ -12,10 +12,10 @@ from _clinic import clinic_store, measure, schema
 from _stores import cats, ints, one_table
 from infodp.curator.backends.compile import compiled_statements
 from infodp.curator.backends.dialects import SPARK
+from infodp.curator.declaration.source import load_schema
 from infodp.curator.relations import resolve
 from infodp.curator.rules import measure_for, measurements
-from infodp.curator.schema_source import load_schema
-from infodp.curator.sql import parse_query
+from infodp.curator.sql.parse import parse_query
 
 SINGLE = load_schema(
     one_table(
@@ -103,6 +103,7 @@ def _exact(backend, sql):
     return r.schema, ms, got.values
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sql", NEIGHBOUR_QUERIES)
 @pytest.mark.parametrize("removed", ["p1", "p3", "p5"])
 def test_removing_one_person_moves_each_measurement_within_its_sensitivity(sql, removed):

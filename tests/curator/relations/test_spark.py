@@ -15,7 +15,7 @@ from infodp.curator.backends.compile import compiled_statements, relation_text
 from infodp.curator.backends.dialects import SPARK
 from infodp.curator.relations import resolve
 from infodp.curator.rules import measurements
-from infodp.curator.sql import parse_query
+from infodp.curator.sql.parse import parse_query
 
 # Every test here starts a local Spark session: the quick tier leaves them out (-m "not spark").
 pytestmark = pytest.mark.spark

@@ -52,6 +52,7 @@ def _cut(t: int, order: str = "") -> str:
     return f"(SELECT * FROM visits QUALIFY ROW_NUMBER() OVER ({over}) <= {t}) AS v"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("t", [1, 3, 12, 40])
 def test_the_row_bound_is_min_of_the_declared_limit_and_t(clinic: Curator, t: int) -> None:
     _, schema, _, _ = clinic.plan(f"SELECT COUNT(*) FROM {_cut(t)}")

@@ -11,9 +11,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from sqlglot import exp
 
-from infodp.curator.grid import column_grid
+from infodp.curator.declaration.schema import ColumnSpec, NullPolicy
+from infodp.curator.plan.grid import column_grid
 from infodp.curator.relations.values import snap_over
-from infodp.curator.schema import ColumnSpec, NullPolicy
 
 _CON = duckdb.connect()
 

@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 
 from _amplifiers import chain, declaration, heavy, self_join, tables
 from _stores import TEXT, one_table
+from infodp.curator.declaration.schema import DEFAULT_MAX_DERIVED_ROWS_PER_UNIT, DatasetSchema
+from infodp.curator.declaration.source import load_schema
 from infodp.curator.engine import Curator
 from infodp.curator.relations import resolve
-from infodp.curator.schema import DEFAULT_MAX_DERIVED_ROWS_PER_UNIT, DatasetSchema
-from infodp.curator.schema_source import load_schema
 from infodp.errors import ParameterError
 
 
@@ -151,6 +151,7 @@ FILTERED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sql", FILTERED, ids=range(len(FILTERED)))
 def test_filters_move_before_the_joins_and_the_rows_stay_those_of_plain_sql(
     sql: str, tmp_path_factory: pytest.TempPathFactory

@@ -11,12 +11,12 @@ import pytest
 
 from _rules_oracle import coverage_floor, dlap_information, simulated_cells
 from _stores import TEXT, cats, one_table
-from infodp.curator.cost import plan_cost
-from infodp.curator.plan import Measurement, MeasurementKind
+from infodp.curator.declaration.schema import DatasetSchema
+from infodp.curator.declaration.source import load_schema
+from infodp.curator.plan.nodes import Measurement, MeasurementKind
+from infodp.curator.price.cost import plan_cost
 from infodp.curator.rules import measure_for, rule_for
-from infodp.curator.schema import DatasetSchema
-from infodp.curator.schema_source import load_schema
-from infodp.curator.sql import parse_query
+from infodp.curator.sql.parse import parse_query
 from infodp.errors import ParameterError
 
 #: A row: (cell, value, unit id); the unit added or removed has id 0.

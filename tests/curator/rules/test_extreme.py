@@ -24,12 +24,12 @@ from _quantile_reference import chi_square_pvalue, reference_law
 from _rules_oracle import coverage_floor
 from _rules_oracle import table_schema as schema
 from _stores import TEXT, cats, ints, one_table
-from infodp.curator.answer import Layout
-from infodp.curator.cost import plan_cost
 from infodp.curator.engine import Curator
-from infodp.curator.plan import Measurement, MeasurementKind
+from infodp.curator.plan.nodes import Measurement, MeasurementKind
+from infodp.curator.price.cost import plan_cost
+from infodp.curator.price.layout import Layout
 from infodp.curator.rules import measurements, rule_for
-from infodp.curator.sql import parse_query
+from infodp.curator.sql.parse import parse_query
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import InsecureSeededSource
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from infodp.curator.plan import MeasurementKind
+from infodp.curator.plan.nodes import MeasurementKind
 from infodp.curator.rules import MEASURES
 
 SRC = Path(__file__).resolve().parents[3] / "src" / "infodp"

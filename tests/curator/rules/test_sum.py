@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from _rules_oracle import brute_l1, coverage_floor, dlap_information, simulated_cells
 from _rules_oracle import table_schema as schema
-from infodp.curator.cost import plan_cost
-from infodp.curator.plan import Measurement, MeasurementKind
+from infodp.curator.plan.nodes import Measurement, MeasurementKind
+from infodp.curator.price.cost import plan_cost
 from infodp.curator.rules import measure_for, rule_for
-from infodp.curator.sql import parse_query
+from infodp.curator.sql.parse import parse_query
 from infodp.errors import ParameterError
 
 SUM_X = Measurement(MeasurementKind.SUM, "x")

@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 
 from _rules_oracle import brute_l1, coverage_floor, dlap_information, simulated_cells
 from _rules_oracle import table_schema as schema
-from infodp.curator.cost import plan_cost
-from infodp.curator.grid import column_grid
-from infodp.curator.plan import Measurement, MeasurementKind
+from infodp.curator.plan.grid import column_grid
+from infodp.curator.plan.nodes import Measurement, MeasurementKind
+from infodp.curator.price.cost import plan_cost
 from infodp.curator.rules import measure_for, rule_for
-from infodp.curator.sql import parse_query
+from infodp.curator.sql.parse import parse_query
 from infodp.errors import ParameterError
 
 CSUMSQ_X = Measurement(MeasurementKind.CSUMSQ, "x")
@@ -50,6 +50,7 @@ def test_sum_of_squares_sensitivity_grows_with_m_and_the_bounds(
     assert base <= rule.sensitivity(CSUMSQ_X, schema(m, lo - extra, hi + extra))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rows", [1, 2, 3])
 def test_information_is_the_discrete_laplace_bound_over_the_squares_range(rows: int) -> None:
     lo, hi = -7, 5
@@ -67,6 +68,7 @@ def test_information_is_the_discrete_laplace_bound_over_the_squares_range(rows: 
     assert got == pytest.approx(dlap_information(max(sums) - min(sums), part.scale), rel=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("sql", "truth"),
     [

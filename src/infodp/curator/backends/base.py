@@ -4,7 +4,7 @@ A backend is the only part of the curator that touches the sensitive rows. It
 
 1. **registers** a source: copies the declared columns into a *bounded copy* (values cleaned
    by their null policy, clamped to their bounds and snapped to the release grid of
-   :mod:`infodp.curator.grid`) and returns the row count (the data owner's to see, never an
+   :mod:`infodp.curator.plan.grid`) and returns the row count (the data owner's to see, never an
    analyst's) and whether every privacy unit is within ``max_rows_per_unit``;
 2. **checks** a plan before the budget is reserved: whatever the engine refuses for the query's
    shape alone (not its data) is refused then, with a data-free message, at no cost;
@@ -13,8 +13,8 @@ A backend is the only part of the curator that touches the sensitive rows. It
    (:class:`ExactAggregates`) to the driver, interrupting the engine at the deadline
    (:class:`QueryDeadline`).
 
-Noise, prices and the ledger are the curator's (:mod:`infodp.curator.release`,
-:mod:`infodp.curator.cost`, :mod:`infodp.curator.ledger`) and never depend on the backend.
+Noise, prices and the ledger are the curator's (:mod:`infodp.curator.release.noise`,
+:mod:`infodp.curator.price.cost`, :mod:`infodp.curator.ledger`) and never depend on the backend.
 
 >>> from infodp.curator.backends.duckdb import DuckDBBackend
 >>> isinstance(DuckDBBackend(":memory:"), Backend)
@@ -30,8 +30,8 @@ from typing import Any, NamedTuple, Protocol, TypeAlias, cast, runtime_checkable
 
 from infodp._engines import names
 from infodp._np import np, npt
-from infodp.curator.plan import Measurement, QueryPlan
-from infodp.curator.schema import DatasetSchema
+from infodp.curator.declaration.schema import DatasetSchema
+from infodp.curator.plan.nodes import Measurement, QueryPlan
 from infodp.errors import InfodpError
 
 __all__ = [

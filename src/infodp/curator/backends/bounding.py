@@ -8,7 +8,7 @@ cuts each privacy unit to ``max_rows_per_unit`` rows (:func:`unit_cut`). Queries
 copy and bound it once more in the very statement that aggregates (:func:`snapped`), so a
 store edited after registration still cannot contribute beyond the declared bounds.
 
->>> from infodp.curator.schema import ColumnSpec
+>>> from infodp.curator.declaration.schema import ColumnSpec
 >>> print(snap_expression(ColumnSpec("x", "int", bounds=(0.0, 10.0))).sql())
 CAST(ROUND(CASE WHEN "x" IS NULL THEN NULL ELSE LEAST(GREATEST("x", 0), 10) END) AS BIGINT)
 """
@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from sqlglot import exp
 
 from infodp.curator.backends.dialects import DUCKDB, SqlDialect
-from infodp.curator.grid import ColumnGrid, column_grid
-from infodp.curator.schema import ColumnSpec, DatasetSchema
+from infodp.curator.declaration.schema import ColumnSpec, DatasetSchema
+from infodp.curator.plan.grid import ColumnGrid, column_grid
 from infodp.errors import InternalError, ParameterError
 
 __all__ = [
@@ -236,7 +236,7 @@ def counts_stored(schema: DatasetSchema, name: str) -> bool:
     """True when COUNT(``name``) reads the stored column, not a bounded copy: any column but a
     bounded numeric one (the privacy unit's column, declared or not, included).
 
-    >>> from infodp.curator.schema_source import load_schema
+    >>> from infodp.curator.declaration.source import load_schema
     >>> s = load_schema({"table": "t", "privacy_unit": "pid", "columns": {
     ...     "x": {"type": "int", "bounds": [0, 9]}, "y": {"type": "int"}, "z": {"type": "text"}}})
     >>> [counts_stored(s, c) for c in ("x", "y", "z", "pid")]
@@ -256,7 +256,7 @@ def counted_value(
     value itself; a ``replace`` policy's constant for a NULL (so every row counts); a float's
     NaN and ±inf as NULL (its null policy's "no value", as for the bounded copy).
 
-    >>> from infodp.curator.schema_source import load_schema
+    >>> from infodp.curator.declaration.source import load_schema
     >>> s = load_schema({"table": "t", "privacy_unit": "row", "columns": {
     ...     "f": {"type": "float", "nulls": "drop"}, "z": {"type": "text"}}})
     >>> print(counted_value(s, "z", exp.column("z"), DUCKDB).sql())
@@ -334,7 +334,7 @@ def empty_relation(schema: DatasetSchema) -> str:
     privacy unit when it is not declared, and the bounded copy of each bounded numeric column;
     aliased as the table. A constant: no stored data or statistics behind it.
 
-    >>> from infodp.curator.schema_source import load_schema
+    >>> from infodp.curator.declaration.source import load_schema
     >>> s = load_schema({"table": "t", "privacy_unit": "row",
     ...                  "columns": {"x": {"type": "int", "bounds": [0, 10]}}})
     >>> empty_relation(s)

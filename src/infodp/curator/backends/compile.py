@@ -1,6 +1,6 @@
 """The query compiler: a plan and its schema in, sqlglot trees out, rendered per dialect.
 
-One visitor over the plan (:class:`~infodp.curator.plan.PlanVisitor`) builds every statement
+One visitor over the plan (:class:`~infodp.curator.plan.nodes.PlanVisitor`) builds every statement
 a backend runs for a query, as a sqlglot tree:
 
 - the **bounded source rows** (``WITH __base ... __src``): the WHERE filter, the bounded copy
@@ -27,8 +27,8 @@ memoised per (plan, schema, measurements, unit_rows_ok, dialect, source): plans 
 are frozen values. The per-query salt is filled into the memoised text afresh on every call.
 The compiled text depends on the query and the schema only.
 
->>> from infodp.curator.schema_source import load_schema
->>> from infodp.curator.sql import parse_query
+>>> from infodp.curator.declaration.source import load_schema
+>>> from infodp.curator.sql.parse import parse_query
 >>> from infodp.curator.rules import measurements
 >>> from infodp.curator.backends.dialects import SPARK
 >>> s = load_schema({"table": "t", "privacy_unit": "row",
@@ -68,8 +68,9 @@ from infodp.curator.backends.reductions import (
     stored_columns_read,
     value_columns,
 )
-from infodp.curator.grid import ColumnGrid, column_grid, quantile_grid
-from infodp.curator.plan import (
+from infodp.curator.declaration.schema import DatasetSchema
+from infodp.curator.plan.grid import ColumnGrid, column_grid, quantile_grid
+from infodp.curator.plan.nodes import (
     Aggregate,
     GroupKey,
     Measurement,
@@ -77,7 +78,6 @@ from infodp.curator.plan import (
     Predicate,
     QueryPlan,
 )
-from infodp.curator.schema import DatasetSchema
 from infodp.errors import InternalError
 
 __all__ = [
@@ -418,7 +418,7 @@ def relation_text(
     ``broadcast`` (public tables, whose sizes are public) hinted to be broadcast where it is
     joined (Spark: the only broadcast joins its pinned settings make).
 
-    >>> from infodp.curator.schema import DatasetSchema
+    >>> from infodp.curator.declaration.schema import DatasetSchema
     >>> from infodp.curator.backends.dialects import SPARK
     >>> s = DatasetSchema("c", "pid", (), source_sql='SELECT "v"."pid" AS "pid" FROM "c__v" AS "v"')
     >>> relation_text(s, SPARK, {"c__v": "view_1"})
@@ -523,7 +523,7 @@ def _histogram_tree(
 ) -> exp.Select:
     """The per-group counts of each snapped value of ``m``'s column (for quantiles).
 
-    The values are on the quantile's grid (:func:`~infodp.curator.grid.quantile_grid`): the
+    The values are on the quantile's grid (:func:`~infodp.curator.plan.grid.quantile_grid`): the
     bounded copy on the column's grid (:func:`snapped`, as every other aggregate reads it),
     or, for a finer quantile grid, the stored value snapped to it in the same rows. One row
     per (group, distinct grid value) with its count, so the quantile can be answered at the

@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from infodp.curator.grid import column_grid
-from infodp.curator.schema import ColumnSpec
+from infodp.curator.declaration.schema import ColumnSpec
+from infodp.curator.plan.grid import column_grid
 
 __all__ = ["DIALECTS", "DUCKDB", "SPARK", "SqlDialect"]
 

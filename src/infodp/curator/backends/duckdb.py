@@ -11,8 +11,8 @@ Concurrency: the store is opened read-only by queries (many processes may read a
 read-write only, briefly, to register a dataset; a connection that meets another process's lock
 waits and retries with jittered exponential backoff instead of failing.
 
->>> from infodp.curator.schema_source import load_schema
->>> from infodp.curator.sql import parse_query
+>>> from infodp.curator.declaration.source import load_schema
+>>> from infodp.curator.sql.parse import parse_query
 >>> from infodp.curator.rules import measurements
 >>> s = load_schema({"table": "t", "privacy_unit": "row",
 ...                  "columns": {"x": {"type": "int", "bounds": [0, 10]}}})
@@ -56,9 +56,9 @@ from infodp.curator.backends.compile import (
 )
 from infodp.curator.backends.duckdb_copy import copy_table
 from infodp.curator.backends.public import copy_public
-from infodp.curator.grid import ColumnGrid, column_grid
-from infodp.curator.plan import Measurement, QueryPlan
-from infodp.curator.schema import DatasetSchema
+from infodp.curator.declaration.schema import DatasetSchema
+from infodp.curator.plan.grid import ColumnGrid, column_grid
+from infodp.curator.plan.nodes import Measurement, QueryPlan
 from infodp.errors import ParameterError
 
 __all__ = [

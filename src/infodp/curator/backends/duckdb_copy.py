@@ -6,7 +6,7 @@ The refusals name the column and the rule, never a value (the owner's own data s
 messages, which may be logged).
 
 >>> import duckdb
->>> from infodp.curator.schema_source import load_schema
+>>> from infodp.curator.declaration.source import load_schema
 >>> con = duckdb.connect()
 >>> _ = con.execute("CREATE VIEW __source AS SELECT * FROM (VALUES ('a', 1), (NULL, 0), "
 ...                 "('b', 1)) AS v(pid, flag)")
@@ -37,7 +37,7 @@ from infodp.curator.backends.bounding import (
     unit_cut,
 )
 from infodp.curator.backends.dialects import DUCKDB
-from infodp.curator.schema import DatasetSchema
+from infodp.curator.declaration.schema import DatasetSchema
 from infodp.errors import ParameterError
 
 __all__ = ["copy_table"]

@@ -1,4 +1,4 @@
-"""Derived GROUP BY keys as sqlglot expressions (:mod:`infodp.curator.derived`).
+"""Derived GROUP BY keys as sqlglot expressions (:mod:`infodp.curator.sql.derived`).
 
 Bins read the column's bounded copy, clamped to its grid's range again by the statement (so a
 value outside the declared bounds falls in the edge bin, and a dropped value stays NULL), as
@@ -8,8 +8,8 @@ DOUBLE division on every engine, and exact enough that FLOOR agrees with the exa
 Bands are a CASE over the WHERE compiler's conditions, every result a text literal. The
 expression depends on the query and the schema only.
 
->>> from infodp.curator.schema_source import load_schema
->>> from infodp.curator.plan import Bins, GroupKey
+>>> from infodp.curator.declaration.source import load_schema
+>>> from infodp.curator.plan.nodes import Bins, GroupKey
 >>> from infodp.curator.backends.dialects import SPARK
 >>> s = load_schema({"table": "t", "privacy_unit": "row",
 ...                  "columns": {"age": {"type": "int", "bounds": [0, 120]}}})
@@ -26,9 +26,9 @@ from sqlglot import exp
 
 from infodp.curator.backends.bounding import bounded_column, clamped, column, literal
 from infodp.curator.backends.dialects import SqlDialect
-from infodp.curator.grid import column_grid
-from infodp.curator.plan import Bins, GroupKey, Predicate
-from infodp.curator.schema import DatasetSchema
+from infodp.curator.declaration.schema import DatasetSchema
+from infodp.curator.plan.grid import column_grid
+from infodp.curator.plan.nodes import Bins, GroupKey, Predicate
 from infodp.errors import InternalError
 
 __all__ = ["key_expression"]

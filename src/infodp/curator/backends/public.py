@@ -16,7 +16,7 @@ declared) and measures, once, what bounds a join with it (:mod:`infodp.curator.r
 None of these reads a private table, so nothing here is charged.
 
 >>> import duckdb, pandas as pd
->>> from infodp.curator.schema import ColumnSpec, DatasetSchema
+>>> from infodp.curator.declaration.schema import ColumnSpec, DatasetSchema
 >>> con = duckdb.connect()
 >>> _ = con.register("__source", pd.DataFrame({"region": ["n", "s", "s"], "w": [1, 2, 5]}))
 >>> m = DatasetSchema("regions", "pid", (ColumnSpec("region", "text"), ColumnSpec("w", "int")),
@@ -34,7 +34,7 @@ import dataclasses
 
 import duckdb
 
-from infodp.curator.schema import DatasetSchema
+from infodp.curator.declaration.schema import DatasetSchema
 from infodp.errors import ParameterError
 
 __all__ = ["MAX_PUBLIC_CATEGORIES", "copy_public", "public_facts"]

@@ -18,8 +18,8 @@ from sqlglot import exp
 
 from infodp.curator.backends.bounding import counts_stored, literal
 from infodp.curator.backends.dialects import SqlDialect
-from infodp.curator.plan import Measurement, MeasurementKind
-from infodp.curator.schema import DatasetSchema
+from infodp.curator.declaration.schema import DatasetSchema
+from infodp.curator.plan.nodes import Measurement, MeasurementKind
 
 __all__ = [
     "READS",
@@ -77,7 +77,7 @@ REDUCTIONS: dict[MeasurementKind, Callable[[exp.Expr | None, int, SqlDialect], e
 #: What each measurement kind reads besides its reduction: ``bounded`` its column's bounded
 #: copy, ``stored`` the column as stored (a distinct count), ``counted`` the bounded copy, or
 #: the stored column where it has none (:func:`counts_stored`), ``rows`` no column. A
-#: histogram kind (:attr:`~infodp.curator.plan.MeasurementKind.histogram`) is read by its own
+#: histogram kind (:attr:`~infodp.curator.plan.nodes.MeasurementKind.histogram`) is read by its own
 #: statement. The backends' one table by kind, beside :data:`REDUCTIONS`: a new kind is one
 #: entry in each.
 READS: dict[MeasurementKind, str] = {

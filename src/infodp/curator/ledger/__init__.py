@@ -37,7 +37,7 @@ API keys are 256-bit secrets of which only a salted SHA-256 is stored (a key thi
 cannot be brute-forced, so a slow password hash would add nothing).
 
 The ledger belongs to its store: both carry one store id (``meta.store_id`` here, a table in
-the DuckDB file, see :mod:`infodp.curator.store`). Opening checks the store id, a SHA-256
+the DuckDB file, see :mod:`infodp.curator.store.database`). Opening checks the store id, a SHA-256
 hash chain over the entries (each entry's ``chain`` hashes the previous one and its own
 immutable fields, so an edited, dropped or corrupted entry breaks it), the head of the
 chain, the seals of every granted budget and cap (a budget raised by hand stops every charge

@@ -84,7 +84,7 @@ class Catalog:
         return [to_dataset(r) for r in rows]
 
     def save_unit_sketch(self, dataset: str, sketch: bytes) -> None:
-        """Keep ``dataset``'s unit sketch (:mod:`infodp.curator.unit_overlap`)."""
+        """Keep ``dataset``'s unit sketch (:mod:`infodp.curator.store.unit_overlap`)."""
         with self.db.transaction() as conn:
             groups.save_sketch(conn, dataset, sketch)
 

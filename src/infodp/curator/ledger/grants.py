@@ -45,7 +45,7 @@ class Joined:
 
 
 #: Finds the group (root → its datasets' sketches) a dataset with this sketch looks like a
-#: copy of, or None (:func:`infodp.curator.unit_overlap.closest_group` over decoded
+#: copy of, or None (:func:`infodp.curator.store.unit_overlap.closest_group` over decoded
 #: sketches). Advice to the owner only: it never makes a membership.
 Chooser = Callable[[bytes, dict[str, list[bytes]]], Joined | None]
 

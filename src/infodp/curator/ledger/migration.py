@@ -5,7 +5,7 @@ seals first) and verified in full; every row of every table is then copied as st
 entry ids, hash links, the head, the checkpoint, seals, keys, spends, accountant states,
 budget groups and SQLite's ``sqlite_sequence`` — into an empty PostgreSQL ledger in one
 transaction, which is then opened and verified in full from the start of its chain. Only
-then does the store record the URL as its ledger (:mod:`infodp.curator.ledger_location`):
+then does the store record the URL as its ledger (:mod:`infodp.curator.store.ledger_location`):
 a copy that does not verify leaves the store on its SQLite file. The file itself is left in
 place (the data owner archives it); the store no longer reads it.
 

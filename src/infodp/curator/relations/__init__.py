@@ -1,9 +1,9 @@
 """Queries over several tables, derived columns and subqueries, read as one derived relation.
 
 :func:`resolve` turns a query over a population (several tables of one privacy unit, public
-tables among them; :class:`~infodp.curator.schema.DatasetSchema` with ``members``), or over a
+tables among them; :class:`~infodp.curator.declaration.schema.DatasetSchema` with ``members``), or over a
 single table with derived values, into a query over ONE relation and that relation's
-declaration: a :class:`~infodp.curator.schema.DatasetSchema` whose ``source_sql`` is a SELECT
+declaration: a :class:`~infodp.curator.declaration.schema.DatasetSchema` whose ``source_sql`` is a SELECT
 over the stored tables, whose ``max_rows_per_unit`` is the derived bound m' on a unit's rows
 in it and whose columns carry derived types, bounds and categories. The parser, the rules,
 pricing, the compiler and the answer then work on it unchanged: sensitivities and information
@@ -17,7 +17,7 @@ follow from the derived bounds, never from the data.
 
 The relation's SQL is a function of the query and the declaration alone.
 
->>> from infodp.curator.schema_source import load_schema
+>>> from infodp.curator.declaration.source import load_schema
 >>> s = load_schema({"privacy_unit": "pid", "table": "clinic", "tables": {
 ...     "people": {"columns": {"pid": {"type": "text"}, "age": {"type": "int", "bounds": [0, 120]}}},
 ...     "visits": {"max_rows_per_unit": 20, "columns": {
@@ -36,13 +36,13 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from infodp.curator.declaration.schema import DatasetSchema
 from infodp.curator.relations.joins import Scope, scope_of
 from infodp.curator.relations.query import outer_query
 from infodp.curator.relations.relation import subquery_source
 from infodp.curator.relations.sources import Source, table_source
 from infodp.curator.relations.tables import check_subqueries, from_items, tables_read
-from infodp.curator.schema import DatasetSchema
-from infodp.curator.sql import parse_query, parse_statement
+from infodp.curator.sql.parse import parse_query, parse_statement
 from infodp.errors import ParameterError
 
 __all__ = ["Resolved", "check_work", "resolve", "tables_read"]

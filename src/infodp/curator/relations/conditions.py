@@ -8,7 +8,7 @@ text, as the SQL parser does), anything else is refused before it reaches an eng
 >>> import sqlglot
 >>> from infodp.curator.relations.expressions import value
 >>> from infodp.curator.relations.values import stored_value
->>> from infodp.curator.schema import ColumnSpec
+>>> from infodp.curator.declaration.schema import ColumnSpec
 >>> k = stored_value("t", ColumnSpec("k", "text"), grid=False)
 >>> print(value(sqlglot.parse_one("k IN (1, 'b')"), lambda c: k).raw.sql())
 "t"."k" IN ('1', 'b')
@@ -21,9 +21,9 @@ from typing import Protocol
 from sqlglot import exp
 
 from infodp.curator.backends.bounding import literal
-from infodp.curator.dialect import boolean_on_text
-from infodp.curator.limits import chained
 from infodp.curator.relations.values import NUMERIC, Said, Value, as_number, refuse, said
+from infodp.curator.sql.dialect import boolean_on_text
+from infodp.curator.sql.limits import chained
 
 __all__ = [
     "Reader",

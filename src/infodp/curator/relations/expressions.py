@@ -3,7 +3,8 @@
 :func:`value` reads an expression the analyst wrote (in SELECT, WHERE, an aggregate's
 argument, GROUP BY or a join's ON) into a :class:`~infodp.curator.relations.values.Value`: its
 stored value, its bounded value and the bounds of the latter by interval arithmetic (Moore
-1966; :mod:`infodp.curator.boxes`) from the declared bounds, never from the data. Accepted:
+1966; :mod:`infodp.curator.relations.boxes`) from the declared bounds, never from the data.
+Accepted:
 ``+ - * /``, unary minus, CASE (searched and simple), COALESCE, FLOOR, CEIL, ROUND, ABS, LEAST,
 GREATEST, CAST to int, float or text, comparisons, IN lists, BETWEEN, IS [NOT] NULL and
 AND/OR/NOT (a condition inside an aggregate or arithmetic counts as 1 or 0).
@@ -15,7 +16,7 @@ A quotient has bounds only when its denominator's bounds exclude 0: dividing by 
 may be 0 is refused when it is aggregated; write ``x / GREATEST(y, c)`` with c > 0 (or
 declare bounds that exclude 0).
 
->>> from infodp.curator.schema import ColumnSpec
+>>> from infodp.curator.declaration.schema import ColumnSpec
 >>> from infodp.curator.relations.values import stored_value
 >>> cols = {"income": stored_value("p", ColumnSpec("income", "float", bounds=(0.0, 1e5)),
 ...                                grid=True)}
@@ -39,9 +40,8 @@ from fractions import Fraction
 from sqlglot import exp
 
 from infodp._exact import parse_exact
-from infodp.curator import boxes
 from infodp.curator.backends.bounding import literal
-from infodp.curator.relations import conditions
+from infodp.curator.relations import boxes, conditions
 from infodp.curator.relations.values import (
     STRING,
     Said,
@@ -87,7 +87,7 @@ def condition(node: exp.Expr, columns: Columns, where: str) -> Value:
     """A condition (WHERE, ON, a FILTER): refused unless ``node`` is true or false per row.
 
     >>> import sqlglot
-    >>> from infodp.curator.schema import ColumnSpec
+    >>> from infodp.curator.declaration.schema import ColumnSpec
     >>> from infodp.curator.relations.values import stored_value
     >>> age = stored_value("p", ColumnSpec("age", "int", bounds=(0.0, 99.0)), grid=True)
     >>> condition(sqlglot.parse_one("age + 1 > 30"), lambda c: age, "WHERE").raw.sql()

@@ -191,7 +191,7 @@ def scope_of(select: exp.Select, read: Reader) -> Scope:
     """The FROM clause of ``select``, every join checked (see the module docstring).
 
     >>> import sqlglot
-    >>> from infodp.curator.schema_source import load_schema
+    >>> from infodp.curator.declaration.source import load_schema
     >>> from infodp.curator.relations.sources import table_source
     >>> s = load_schema({"privacy_unit": "pid", "table": "c", "tables": {
     ...     "a": {"max_rows_per_unit": 2, "columns": {"pid": {"type": "text"}}},

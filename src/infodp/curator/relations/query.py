@@ -3,7 +3,7 @@
 The relation offers every column of the tables the query joins (named as
 :mod:`~infodp.curator.relations.joins` names them) and each derived value the query computes:
 an aggregate's argument (``SUM(cost * 1.1)``, ``AVG(CASE WHEN income > 50000 THEN 1 ELSE 0
-END)``), a GROUP BY key that :mod:`infodp.curator.derived` does not take (its domain derived
+END)``), a GROUP BY key that :mod:`infodp.curator.sql.derived` does not take (its domain derived
 when finite: an int with bounds spanning at most 10,000 values, the branch values of a
 CASE; otherwise partition selection), a FILTER condition beyond the WHERE grammar. The
 query's WHERE filters the relation's rows. The rewritten query names those columns and keeps
@@ -21,12 +21,12 @@ from collections.abc import Callable, Mapping
 from sqlglot import exp
 
 from infodp.curator.backends.bounding import ident
-from infodp.curator.limits import chained
 from infodp.curator.relations.expressions import condition, value
 from infodp.curator.relations.joins import Scope
 from infodp.curator.relations.relation import Relation, project
 from infodp.curator.relations.tables import check_clauses
 from infodp.curator.relations.values import Value, as_number, refuse
+from infodp.curator.sql.limits import chained
 
 __all__ = ["outer_query"]
 
@@ -38,7 +38,7 @@ def outer_query(select: exp.Select, scope: Scope, table: str) -> tuple[exp.Selec
     """The query rewritten over the relation named ``table``, and that relation.
 
     >>> import sqlglot
-    >>> from infodp.curator.schema_source import load_schema
+    >>> from infodp.curator.declaration.source import load_schema
     >>> from infodp.curator.relations.joins import scope_of
     >>> from infodp.curator.relations.sources import table_source
     >>> s = load_schema({"table": "t", "privacy_unit": "row",
@@ -262,7 +262,7 @@ def _is_column(node: exp.Expr) -> bool:
 
 
 def _derived_form(node: exp.Expr) -> bool:
-    """A GROUP BY key :mod:`infodp.curator.derived` takes as written: ``FLOOR(col / w)
+    """A GROUP BY key :mod:`infodp.curator.sql.derived` takes as written: ``FLOOR(col / w)
     [* m]`` bins or a ``CASE WHEN`` band of literals over WHERE-grammar conditions."""
     node = _unparen(node)
     if isinstance(node, exp.Mul):

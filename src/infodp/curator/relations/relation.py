@@ -20,15 +20,15 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from infodp.curator import boxes
 from infodp.curator.backends.bounding import ident
+from infodp.curator.declaration.schema import ColumnSpec
+from infodp.curator.relations import boxes
 from infodp.curator.relations.expressions import condition, value
 from infodp.curator.relations.joins import Scope, scope_of
 from infodp.curator.relations.pushdown import push_filters
 from infodp.curator.relations.sources import Source
 from infodp.curator.relations.tables import check_clauses
 from infodp.curator.relations.values import Value, as_number, column_items, refuse
-from infodp.curator.schema import ColumnSpec
 from infodp.errors import ParameterError
 
 __all__ = ["Relation", "project", "subquery_source"]
@@ -58,7 +58,7 @@ def project(
     unit first, each item as :func:`~.values.column_items` stores it).
 
     >>> import sqlglot
-    >>> from infodp.curator.schema_source import load_schema
+    >>> from infodp.curator.declaration.source import load_schema
     >>> from infodp.curator.relations.sources import table_source
     >>> s = load_schema({"table": "t", "privacy_unit": "pid",
     ...     "columns": {"x": {"type": "int", "bounds": [0, 9]}}})
@@ -117,7 +117,7 @@ def subquery_source(node: exp.Subquery, read: Callable[[exp.Expr], Source]) -> S
     """A subquery in FROM as a source: row-level, or a per-unit aggregation.
 
     >>> import sqlglot
-    >>> from infodp.curator.schema_source import load_schema
+    >>> from infodp.curator.declaration.source import load_schema
     >>> from infodp.curator.relations.sources import table_source
     >>> s = load_schema({"table": "v", "privacy_unit": "pid", "max_rows_per_unit": 20,
     ...     "columns": {"cost": {"type": "float", "bounds": [0, 5000]}}})
@@ -185,7 +185,7 @@ def truncated(relation: Relation, condition: exp.Expr, scope: Scope) -> Relation
     contribution bound, as Tumult Analytics' truncation of a private join is.
 
     >>> import sqlglot
-    >>> from infodp.curator.schema_source import load_schema
+    >>> from infodp.curator.declaration.source import load_schema
     >>> from infodp.curator.relations.sources import table_source
     >>> s = load_schema({"table": "v", "privacy_unit": "pid", "max_rows_per_unit": 20,
     ...     "columns": {"cost": {"type": "float", "bounds": [0, 5000]}}})

@@ -5,7 +5,7 @@ for a public table), its declared columns and, beside each bounded numeric colum
 table or a derived relation, the bounded copy ``__bnd_c``. How many rows one unit has in it
 (``rows``) and in how many groups it may fall (``groups``) are declared or derived bounds.
 
->>> from infodp.curator.schema_source import load_schema
+>>> from infodp.curator.declaration.source import load_schema
 >>> s = load_schema({"privacy_unit": "pid", "table": "clinic", "tables": {
 ...     "visits": {"max_rows_per_unit": 20, "columns": {
 ...         "pid": {"type": "text"}, "cost": {"type": "float", "bounds": [0, 5000]}}},
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from infodp.curator.backends.bounding import ident
+from infodp.curator.declaration.schema import ColumnSpec, DatasetSchema, stored_name
 from infodp.curator.relations.values import Value, refuse, stored_value
-from infodp.curator.schema import ColumnSpec, DatasetSchema, stored_name
 from infodp.errors import ParameterError
 
 __all__ = ["Source", "table_source"]

@@ -5,12 +5,13 @@ reads: ``raw`` is the value computed from the stored values (what filters, join 
 group keys read), ``bounded`` the value computed from the bounded copies (what aggregates
 read: each stored column's ``__bnd_c`` times its grid step, NULL where its null policy drops
 it), ``box`` the bounds of the bounded value (interval arithmetic from the declared bounds,
-:mod:`infodp.curator.boxes`). A relation column is then stored as a registered table's would
+:mod:`infodp.curator.relations.boxes`). A relation column is then stored as a registered table's
+would
 be: the raw value under its name and, beside a bounded numeric one, ``__bnd_<name>``: the
 bounded value clamped to its bounds and snapped to its grid (:func:`snap_over`), exactly as
 registration's :func:`~infodp.curator.backends.bounding.snap_expression` stores a column.
 
->>> from infodp.curator.schema import ColumnSpec
+>>> from infodp.curator.declaration.schema import ColumnSpec
 >>> v = stored_value("p", ColumnSpec("age", "int", bounds=(0.0, 120.0)), grid=True)
 >>> (v.raw.sql(), v.bounded.sql(), v.box)
 ('"p"."age"', 'CAST("p"."__bnd_age" AS DOUBLE)', (0.0, 120.0))
@@ -25,9 +26,9 @@ from sqlglot import exp
 
 from infodp.curator.backends.bounding import bounded_column, ident, literal, snap_expression
 from infodp.curator.backends.dialects import SPARK
-from infodp.curator.boxes import Box
-from infodp.curator.grid import column_grid
-from infodp.curator.schema import MAX_BOUND, ColumnSpec, NullPolicy
+from infodp.curator.declaration.schema import MAX_BOUND, ColumnSpec, NullPolicy
+from infodp.curator.plan.grid import column_grid
+from infodp.curator.relations.boxes import Box
 from infodp.errors import ParameterError
 
 __all__ = [

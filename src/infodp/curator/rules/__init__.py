@@ -3,25 +3,31 @@
 No module outside this package compares a kind with a particular kind
 (``tests/curator/rules/test_one_dispatch.py`` parses them all): the rest of the curator reads
 what a kind's rule says (``measure_for(m).additive``), the backends read the one shape each
-:class:`~infodp.curator.plan.MeasurementKind` declares (``histogram``: a histogram per group,
+:class:`~infodp.curator.plan.nodes.MeasurementKind` declares (``histogram``: a histogram per group,
 not one value; they may not know the rules) and their reductions table, one entry per kind.
 
 :data:`RULES` lists the aggregates of the safe SQL subset in the order the parser tries
 them; :func:`rule_for` finds an aggregate's rule and :func:`measure_for` a measurement's
 kind (its sensitivity, grid step, information and estimate accuracy). Adding an aggregate
 is one module here (its rule), its entry in :data:`RULES` and its name in
-:class:`~infodp.curator.plan.AggregateFunc`, and its test module (``tests/curator/rules/``):
+:class:`~infodp.curator.plan.nodes.AggregateFunc`, and its test module (``tests/curator/rules/``):
 parsing, pricing, answering, planning and the backends need no change when it is answered
 from the existing measurement kinds (as MIN and MAX are, from the quantile histogram).
 
->>> from infodp.curator.plan import Aggregate
+>>> from infodp.curator.plan.nodes import Aggregate
 >>> rule_for(Aggregate("min", "x")).sql_names, allowed_names()
 (('MIN',), 'COUNT, COUNT(DISTINCT column), SUM, AVG, VARIANCE, STDDEV, MEDIAN, QUANTILE, MIN, MAX')
 """
 
 from __future__ import annotations
 
-from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind, QueryPlan
+from infodp.curator.plan.nodes import (
+    Aggregate,
+    AggregateFunc,
+    Measurement,
+    MeasurementKind,
+    QueryPlan,
+)
 from infodp.curator.rules.avg import AVG, CSUM_MEASURE
 from infodp.curator.rules.base import Cells, Measure, Rule
 from infodp.curator.rules.count import COUNT, COUNT_MEASURES
@@ -71,7 +77,7 @@ def measurements(plan: QueryPlan) -> tuple[Measurement, ...]:
     Under partition selection (a GROUP BY key without declared categories) the first
     measurement is always COUNT(*): its noisy value decides which groups are released.
 
-    >>> from infodp.curator.plan import Aggregate, Output, QueryPlan
+    >>> from infodp.curator.plan.nodes import Aggregate, Output, QueryPlan
     >>> p = QueryPlan("t", "", outputs=(Output("s", Aggregate("sum", "x")),
     ...                                  Output("a", Aggregate("avg", "x"))))
     >>> [m.key for m in measurements(p)]

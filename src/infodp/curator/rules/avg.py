@@ -5,10 +5,10 @@ centred sum has sensitivity m·r (r = the largest |v − centre|, in grid units)
 m·max|v| (Li et al. 2016, "Differential Privacy: From Theory to Practice", §2.5: centring
 halves a sum's sensitivity on a symmetric range). AVG = S̃/C̃ is post-processing of the two
 measurements; its interval inverts the exact error law of S̃ − μ·C̃ (Fieller 1954;
-:mod:`~infodp.curator.intervals`), and its planned half-width is the widest over groups of
-the public planning size (:func:`~infodp.curator.column_accuracy.widest_mean`).
+:mod:`~infodp.curator.rules.intervals`), and its planned half-width is the widest over groups of
+the public planning size (:func:`~infodp.curator.rules.column_accuracy.widest_mean`).
 
->>> from infodp.curator.plan import Aggregate
+>>> from infodp.curator.plan.nodes import Aggregate
 >>> [m.key for m in AVG.needs(Aggregate("avg", "x"))]
 ['csum(x)', 'count(x)']
 """
@@ -21,9 +21,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from sqlglot import exp
 
-from infodp.curator.column_accuracy import Width, planned_rows, widest_mean
-from infodp.curator.intervals import avg_answer
-from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
+from infodp.curator.plan.nodes import Aggregate, AggregateFunc, Measurement, MeasurementKind
 from infodp.curator.rules.base import (
     BoundedRule,
     Cells,
@@ -35,6 +33,8 @@ from infodp.curator.rules.base import (
     column_of,
     measured,
 )
+from infodp.curator.rules.column_accuracy import Width, planned_rows, widest_mean
+from infodp.curator.rules.intervals import avg_answer
 from infodp.errors import InternalError
 
 if TYPE_CHECKING:

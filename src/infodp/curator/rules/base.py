@@ -6,8 +6,9 @@ needs, and the answer of one released cell from the noisy measurements with its 
 rank error) and the accuracy planned for it. A :class:`Measure` is one kind of measurement:
 its sensitivity under the declared bounds and ``max_rows_per_unit``, its grid step, the
 information one of its cells releases, and the accuracy an estimate shows for it. Pricing
-(:func:`~infodp.curator.cost.plan_cost`), parsing (:mod:`~infodp.curator.sql`), answering
-(:mod:`~infodp.curator.answer`) and planning (:mod:`~infodp.curator.planning`) ask the
+(:func:`~infodp.curator.price.cost.plan_cost`), parsing (:mod:`~infodp.curator.sql.parse`),
+answering
+(:mod:`~infodp.curator.release.cells`) and planning (:mod:`~infodp.curator.price.estimate`) ask the
 registry (:mod:`infodp.curator.rules`) and never test an aggregate's name themselves.
 """
 
@@ -22,11 +23,20 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, TypedDict, cast
 
 from sqlglot import exp
 
-from infodp.curator.budget_info import discrete_gaussian_information, discrete_laplace_information
-from infodp.curator.grid import ColumnGrid, column_grid
-from infodp.curator.intervals import BoxMemo
-from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind, Predicate
-from infodp.curator.schema import ColumnSpec, DatasetSchema
+from infodp.curator.declaration.schema import ColumnSpec, DatasetSchema
+from infodp.curator.plan.grid import ColumnGrid, column_grid
+from infodp.curator.plan.nodes import (
+    Aggregate,
+    AggregateFunc,
+    Measurement,
+    MeasurementKind,
+    Predicate,
+)
+from infodp.curator.rules.budget_info import (
+    discrete_gaussian_information,
+    discrete_laplace_information,
+)
+from infodp.curator.rules.intervals import BoxMemo
 from infodp.errors import InternalError, ParameterError
 
 if TYPE_CHECKING:
@@ -50,7 +60,7 @@ __all__ = [
 
 
 class Priced(Protocol):
-    """A priced measurement as the rules read it. :class:`infodp.curator.cost.MeasurementCost`
+    """A priced measurement as the rules read it. :class:`infodp.curator.price.cost.MeasurementCost`
     is the one the curator makes; it is named here as a protocol because pricing calls the
     rules, so the rules must not import pricing (the import graph stays one-way)."""
 
@@ -154,7 +164,7 @@ class Cells:
     """The released cells of one query, as an output column's rule reads them.
 
     ``parts`` are the priced measurements and ``index`` their positions (looked up by the
-    :class:`~infodp.curator.plan.Measurement` object); ``rows`` holds each released cell's
+    :class:`~infodp.curator.plan.nodes.Measurement` object); ``rows`` holds each released cell's
     noisy values (grid units, measurement order), ``cols`` the same by measurement, ``draws``
     the exponential mechanism's grid point per (cell key, quantile position). ``halfwidths``,
     ``grids`` and ``box`` depend on the query only and are kept across releases.
@@ -234,7 +244,7 @@ class Measure(ABC):
         return rows
 
     def information(self, p: Priced, schema: DatasetSchema, rows: int | None) -> float:
-        """Nats about the whole table one cell releases (:mod:`~infodp.curator.budget_info`):
+        """Nats about the whole table one cell releases (:mod:`~infodp.curator.rules.budget_info`):
         the mutual information of the noise channel over the cell's range of ``width``."""
         if p.sensitivity == 0:
             return 0.0
@@ -263,7 +273,7 @@ class GridSum(Measure):
     2009, Thm 4 for the disjoint cells), a cell of at most ``rows`` rows ranges over
     ``rows``·``spread``, and one grid unit is the column's step to the power ``power``.
 
-    >>> from infodp.curator.schema_source import load_schema
+    >>> from infodp.curator.declaration.source import load_schema
     >>> cols = {"pid": {"type": "int"}, "x": {"type": "int", "bounds": [-7, 5]}}
     >>> s = load_schema(
     ...     {"table": "t", "privacy_unit": "pid", "max_rows_per_unit": 3, "columns": cols}

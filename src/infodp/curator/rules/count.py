@@ -10,7 +10,7 @@ column's values are those of its bounded copy (the values AVG divides by: its nu
 applied); any other column's are the stored values, a ``replace`` policy's constant filled in
 and, for a float, NaN and ±inf left out (its null policy's "no value").
 
->>> from infodp.curator.plan import Aggregate
+>>> from infodp.curator.plan.nodes import Aggregate
 >>> [m.key for m in COUNT.needs(Aggregate("count")) + COUNT.needs(Aggregate("count", "x"))]
 ['count(*)', 'count(x)']
 """
@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 from sqlglot import exp
 
-from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
+from infodp.curator.declaration.schema import DatasetSchema
+from infodp.curator.plan.nodes import Aggregate, AggregateFunc, Measurement, MeasurementKind
 from infodp.curator.rules.base import (
     Cells,
     ColumnAccuracy,
@@ -31,7 +32,6 @@ from infodp.curator.rules.base import (
     Value,
     measured,
 )
-from infodp.curator.schema import DatasetSchema
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

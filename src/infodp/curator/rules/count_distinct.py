@@ -23,7 +23,7 @@ many distinct values). Tumult Analytics releases the same aggregate as ``count_d
 Float columns are refused (engines may disagree on which doubles are distinct: −0.0 and 0.0,
 NaN); a numeric column's distinct values are those of the stored column, not its grid.
 
->>> from infodp.curator.schema_source import load_schema
+>>> from infodp.curator.declaration.source import load_schema
 >>> s = load_schema({"table": "t", "privacy_unit": "pid", "max_rows_per_unit": 5,
 ...                  "max_groups_per_unit": 2,
 ...                  "columns": {"pid": {"type": "text"}, "x": {"type": "int"}}})
@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, ClassVar
 
 from sqlglot import exp
 
-from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
+from infodp.curator.declaration.schema import DatasetSchema
+from infodp.curator.plan.nodes import Aggregate, AggregateFunc, Measurement, MeasurementKind
 from infodp.curator.rules.base import Measure
 from infodp.curator.rules.count import CountRule
-from infodp.curator.schema import DatasetSchema
 
 if TYPE_CHECKING:
     from infodp.curator.rules.base import Parsing

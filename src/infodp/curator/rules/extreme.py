@@ -24,7 +24,7 @@ true minimum (about t rows in), and may, with small probability, lie below it do
 declared bound. MAX is symmetric (at most t + r rows above it). An explicit
 ``QUANTILE(x, 0)`` / ``QUANTILE(x, 1)`` is the same measurement and the same draw.
 
->>> from infodp.curator.plan import Aggregate
+>>> from infodp.curator.plan.nodes import Aggregate
 >>> [m.key for m in MIN.needs(Aggregate("min", "x")) + MAX.needs(Aggregate("max", "x"))]
 ['quantile(x,0)', 'quantile(x,1)']
 """
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from sqlglot import exp
 
-from infodp.curator.plan import Aggregate, AggregateFunc
+from infodp.curator.plan.nodes import Aggregate, AggregateFunc
 from infodp.curator.rules.quantile import QuantileRule
 
 if TYPE_CHECKING:

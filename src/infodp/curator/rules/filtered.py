@@ -1,7 +1,7 @@
 """``AGG(...) FILTER (WHERE condition)``: an aggregate over the rows of its cell that satisfy
 its own condition (SQL:2003's aggregate filter clause).
 
-The condition has the WHERE grammar and its literal range checks (:mod:`~infodp.curator.sql`)
+The condition has the WHERE grammar and its literal range checks (:mod:`~infodp.curator.sql.parse`)
 and is applied to the bounded rows, after the per-unit row and group limits, inside the
 aggregate (``COUNT(*) FILTER (WHERE …)`` in the compiled statement). It only drops rows: a
 unit's rows that satisfy it are a subset of its at most m rows in at most k groups, so every
@@ -14,8 +14,8 @@ FILTERs one.
 Quantiles (MEDIAN, QUANTILE, MIN, MAX) refuse a FILTER: their histogram statements read the
 query's rows only; the condition belongs in WHERE.
 
->>> from infodp.curator.schema_source import load_schema
->>> from infodp.curator.sql import parse_query
+>>> from infodp.curator.declaration.source import load_schema
+>>> from infodp.curator.sql.parse import parse_query
 >>> from infodp.curator.rules import measurements
 >>> s = load_schema({"table": "t", "privacy_unit": "row",
 ...                  "columns": {"x": {"type": "int", "bounds": [0, 10]}}})
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from infodp.curator.plan import Aggregate
+from infodp.curator.plan.nodes import Aggregate
 
 if TYPE_CHECKING:
     from infodp.curator.rules.base import Parsing, Rule

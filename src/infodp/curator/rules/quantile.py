@@ -11,7 +11,7 @@ Talwar 2007; Dwork & Roth 2014, Thm 3.10). The histogram measurement's sensitivi
 information one cell releases at most ln(#candidates) (its output is one of them), and the
 accuracy is the rank error of :func:`rank_error` (Dwork & Roth 2014, Thm 3.11).
 
->>> from infodp.curator.plan import Aggregate
+>>> from infodp.curator.plan.nodes import Aggregate
 >>> [m.key for m in QUANTILE.needs(Aggregate("quantile", "x", q=Fraction(1, 2)))]
 ['quantile(x,1/2)']
 """
@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, ClassVar
 from sqlglot import exp
 
 from infodp._exact import parse_exact
-from infodp.curator.grid import quantile_candidates, quantile_grid
-from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
+from infodp.curator.declaration.schema import DatasetSchema
+from infodp.curator.plan.grid import quantile_candidates, quantile_grid
+from infodp.curator.plan.nodes import Aggregate, AggregateFunc, Measurement, MeasurementKind
 from infodp.curator.rules.base import (
     Cells,
     ColumnAccuracy,
@@ -40,7 +41,6 @@ from infodp.curator.rules.base import (
     Value,
     column_of,
 )
-from infodp.curator.schema import DatasetSchema
 from infodp.errors import InternalError, ParameterError
 
 if TYPE_CHECKING:

@@ -1,11 +1,11 @@
 """SUM(column): a noisy sum of the clamped, grid-snapped values per cell.
 
 Values are clamped to the declared bounds and snapped to a power-of-two grid
-(:mod:`~infodp.curator.grid`), so the sum is an integer in grid units with sensitivity
+(:mod:`~infodp.curator.plan.grid`), so the sum is an integer in grid units with sensitivity
 m·max|v| (one unit's m rows at the bound of larger magnitude; McSherry 2009, Thm 4 for the
 disjoint cells). The interval is the mechanism's one-cell tail times the grid step.
 
->>> from infodp.curator.schema_source import load_schema
+>>> from infodp.curator.declaration.source import load_schema
 >>> s = load_schema({"table": "t", "privacy_unit": "pid", "max_rows_per_unit": 3,
 ...                  "columns": {"pid": {"type": "int"}, "x": {"type": "int", "bounds": [-7, 5]}}})
 >>> SUM_MEASURE.sensitivity(Measurement(MeasurementKind.SUM, "x"), s)
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from sqlglot import exp
 
-from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
+from infodp.curator.plan.nodes import Aggregate, AggregateFunc, Measurement, MeasurementKind
 from infodp.curator.rules.base import (
     BoundedRule,
     Cells,

@@ -4,9 +4,9 @@ The centred sum of squares has sensitivity m·r² (grid² units; r the largest |
 the centred sum m·r and the count m (Li et al. 2016, §2.5 for centring). The released
 variance Q̃/C̃ − (S̃/C̃)² (times C̃/(C̃ − 1) for the sample variance) is post-processing; its
 interval inverts the exact pivot N_q − 2μN_s + (μ² − v)N_c (Fieller 1954;
-:func:`~infodp.curator.intervals.variance_interval`), STDDEV the square roots of both.
+:func:`~infodp.curator.rules.intervals.variance_interval`), STDDEV the square roots of both.
 
->>> from infodp.curator.plan import Aggregate
+>>> from infodp.curator.plan.nodes import Aggregate
 >>> [m.key for m in VARIANCE.needs(Aggregate("variance", "x"))]
 ['csum(x)', 'csumsq(x)', 'count(x)']
 """
@@ -18,11 +18,11 @@ from typing import ClassVar
 
 from sqlglot import exp
 
-from infodp.curator.column_accuracy import Width, widest_moments
-from infodp.curator.intervals import variance_answer
-from infodp.curator.plan import Aggregate, AggregateFunc, Measurement, MeasurementKind
+from infodp.curator.plan.nodes import Aggregate, AggregateFunc, Measurement, MeasurementKind
 from infodp.curator.rules.avg import MomentRule
 from infodp.curator.rules.base import Cells, GridSum, Interval, Value, column_of, measured
+from infodp.curator.rules.column_accuracy import Width, widest_moments
+from infodp.curator.rules.intervals import variance_answer
 
 __all__ = ["CSUMSQ_MEASURE", "STDDEV", "VARIANCE"]
 

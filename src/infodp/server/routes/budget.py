@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from infodp.curator.shown_times import coarse_entry
+from infodp.curator.ledger.shown_times import coarse_entry
 from infodp.server.deps import AUTH, Analyst, guard, json_response, service_of
 from infodp.server.errors import error_responses
 

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from infodp.curator.schema import DatasetSchema
+from infodp.curator.declaration.schema import DatasetSchema
 from infodp.server.deps import AUTH, Analyst, guard, json_response, service_of
 from infodp.server.errors import ApiError, error_responses
 from infodp.server.service import Service

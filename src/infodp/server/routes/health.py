@@ -30,6 +30,6 @@ def health(request: Request) -> dict[str, Any]:
     if not svc.ledger_answers():
         raise ApiError(503, "unavailable", "the ledger cannot be reached; retry", retry_after=1)
     out: dict[str, Any] = {"status": "ok", "api_version": API_VERSION}
-    if svc.unopenable:  # registered, but not readable here (infodp.curator.availability)
+    if svc.unopenable:  # registered, but not readable here (infodp.curator.store.availability)
         out["unavailable_datasets"] = svc.unopenable
     return out

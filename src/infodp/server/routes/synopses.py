@@ -7,7 +7,7 @@ import time
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from infodp.curator.shown_times import coarse_entry
+from infodp.curator.ledger.shown_times import coarse_entry
 from infodp.server.deps import AUTH, Analyst, Heavy, guard, json_response, service_of
 from infodp.server.errors import ApiError, error_responses
 from infodp.server.models import SynopsisQueryRequest, SynopsisRequest, SyntheticRequest
@@ -23,7 +23,7 @@ def synopses(request: Request, who: Analyst) -> JSONResponse:
     svc = service_of(request)
     led = svc.curator.ledger
     mine = {b.dataset for b in guard("synopses", led.budgets) if b.analyst == who.analyst}
-    # Times to the second (infodp.curator.shown_times): no release time to read.
+    # Times to the second (infodp.curator.ledger.shown_times): no release time to read.
     listed = [coarse_entry(s) for s in guard("synopses", led.synopses) if s["dataset"] in mine]
     return json_response({"synopses": listed})
 

@@ -34,8 +34,8 @@ from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.backends.spark.progress import StageProgress, quiet_query_context_loggers
 from infodp.curator.backends.spark.settings import PINNED, require_spark, spark_settings
 from infodp.curator.backends.spark.writer import Written, is_uri, source_frame, write_copy
-from infodp.curator.plan import Measurement, QueryPlan
-from infodp.curator.schema import DatasetSchema
+from infodp.curator.declaration.schema import DatasetSchema
+from infodp.curator.plan.nodes import Measurement, QueryPlan
 from infodp.errors import InternalError, ParameterError
 
 if TYPE_CHECKING:
@@ -256,7 +256,8 @@ class SparkBackend:
         """SHA-256 of the content of dataset ``name`` as registered by this backend (row
         order ignored), computed in the registration's validating pass.
 
-        The same idea as :func:`infodp.curator.store.fingerprint` (a sum of per-row hashes of
+        The same idea as :func:`infodp.curator.store.database.fingerprint` (a sum of per-row hashes
+        of
         the unit and the bounded columns, before any per-unit row limit) with Spark's 64-bit
         hash, so fingerprints compare between Spark datasets, not with DuckDB ones.
         """

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from infodp.curator.backends.spark.writer import is_uri
-from infodp.curator.schema import DatasetSchema, stored_name
+from infodp.curator.declaration.schema import DatasetSchema, stored_name
 from infodp.errors import ParameterError
 
 if TYPE_CHECKING:

@@ -36,7 +36,7 @@ from infodp.curator.backends.bounding import (
     unit_cut,
 )
 from infodp.curator.backends.dialects import SPARK
-from infodp.curator.schema import ColumnSpec, DatasetSchema
+from infodp.curator.declaration.schema import ColumnSpec, DatasetSchema
 from infodp.errors import ParameterError
 
 if TYPE_CHECKING:

@@ -1,0 +1,2 @@
+"""Non-interactive releases: a histogram synopsis or a synthetic table, published once and
+answered from for free."""
