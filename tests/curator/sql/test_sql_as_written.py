@@ -67,7 +67,10 @@ def oracle(sql: str) -> pd.DataFrame:
 
 
 def released(session: Session, sql: str) -> pd.DataFrame:
-    table = session.query(sql, epsilon=100).to_pandas()
+    # These tests compare SQL semantics with DuckDB's, not accuracy: at ε = 10⁴ an AVG over a
+    # group of nine people moves by about half a unit of income, far inside the tolerance (at
+    # ε = 100 it moved by hundreds, and one such cell in 2% strayed past it).
+    table = session.query(sql, epsilon=10_000).to_pandas()
     shown = [c for c in table.columns if not str(c).endswith(("_low", "_high"))]
     return table[shown]
 
