@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, NamedTuple, Protocol, TypeAlias, cast, runtime_checkable
+from typing import NamedTuple, Protocol, TypeAlias, cast, runtime_checkable
 
 from infodp._engines import names
 from infodp._np import np, npt
@@ -39,6 +39,7 @@ __all__ = [
     "Backend",
     "ExactAggregates",
     "QueryDeadline",
+    "ReadConnection",
     "Registered",
     "SqlValue",
     "StoreInUse",
@@ -105,11 +106,19 @@ class StoreInUse(InfodpError):
         self.seconds = seconds
 
 
+class ReadConnection(Protocol):
+    """A backend's read handle as the curator holds it: opaque (only the backend that made it
+    runs statements on it, in :meth:`Backend.aggregate`); the curator closes it once its query
+    is over."""
+
+    def close(self) -> None: ...
+
+
 @runtime_checkable
 class Backend(Protocol):
     """What the curator needs from an engine (see the module docstring)."""
 
-    def connect(self, *, read_only: bool) -> Any:
+    def connect(self, *, read_only: bool) -> ReadConnection:
         """A handle for :meth:`aggregate` (it has ``close()``)."""
         ...
 
@@ -134,7 +143,7 @@ class Backend(Protocol):
 
     def aggregate(
         self,
-        con: Any,
+        con: ReadConnection,
         plan: QueryPlan,
         schema: DatasetSchema,
         ms: Sequence[Measurement],

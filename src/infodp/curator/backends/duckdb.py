@@ -40,6 +40,7 @@ from infodp._retry import retry
 from infodp.curator.backends.base import (
     ExactAggregates,
     QueryDeadline,
+    ReadConnection,
     Registered,
     StoreInUse,
     add_histograms,
@@ -59,7 +60,7 @@ from infodp.curator.backends.public import copy_public
 from infodp.curator.declaration.schema import DatasetSchema
 from infodp.curator.plan.grid import ColumnGrid, column_grid
 from infodp.curator.plan.nodes import Measurement, QueryPlan
-from infodp.errors import ParameterError
+from infodp.errors import InternalError, ParameterError
 
 __all__ = [
     "ColumnGrid",
@@ -295,7 +296,7 @@ class DuckDBBackend:
 
     def aggregate(
         self,
-        con: duckdb.DuckDBPyConnection,
+        con: ReadConnection,
         plan: QueryPlan,
         schema: DatasetSchema,
         ms: Sequence[Measurement],
@@ -308,6 +309,8 @@ class DuckDBBackend:
         ``deadline``: seconds after which the running statement is interrupted
         (``con.interrupt()``) and :class:`QueryDeadline` is raised.
         """
+        if not isinstance(con, duckdb.DuckDBPyConnection):  # a handle of another backend
+            raise InternalError(f"DuckDBBackend.aggregate got a {type(con).__name__} handle")
         with _Deadline(con, deadline) as watch:
             try:
                 statements = compiled_statements(plan, schema, ms, unit_rows_ok=unit_rows_ok)

@@ -42,7 +42,7 @@ import urllib.parse
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from infodp._retry import retry
 from infodp.curator.ledger.storage import Database
@@ -163,15 +163,15 @@ class Row:
 
     __slots__ = ("_index", "_names", "_values")
 
-    def __init__(self, names: tuple[str, ...], index: dict[str, int], values: Sequence[Any]):
+    def __init__(self, names: tuple[str, ...], index: dict[str, int], values: Sequence[object]):
         self._names, self._index, self._values = names, index, tuple(values)
 
-    def __getitem__(self, key: int | str) -> Any:
+    def __getitem__(self, key: int | str) -> object:
         if isinstance(key, str):
             return self._values[self._index[key]]
         return self._values[key]
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[object]:
         return iter(self._values)
 
     def __len__(self) -> int:
@@ -182,7 +182,19 @@ class Row:
         return list(self._names)
 
 
-def _rows(cursor: Any) -> Callable[[Sequence[Any]], Row]:
+class _Column(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class _Described(Protocol):
+    """What the row factory reads of a psycopg cursor: its result's column names."""
+
+    @property
+    def description(self) -> Sequence[_Column] | None: ...
+
+
+def _rows(cursor: _Described) -> Callable[[Sequence[object]], Row]:
     names = tuple(c.name for c in cursor.description or ())
     index = {n: i for i, n in enumerate(names)}
     return lambda values: Row(names, index, values)
@@ -254,16 +266,19 @@ class PgConnection:
         idle = self.raw.info.transaction_status == TransactionStatus.IDLE
         try:
             try:
-                cur = self.raw.execute(cast(Any, text), args)
+                cur = self.raw.execute(text, args)
             except psycopg.OperationalError:
                 if not (idle and self.broken and self._reopen is not None):
                     raise
                 self.raw = self._reopen()
-                cur = self.raw.execute(cast(Any, text), args)
+                cur = self.raw.execute(text, args)
             lastrowid = None
             if entries:
                 row = cur.fetchone()
-                lastrowid = None if row is None else int(row[0])
+                if row is not None:
+                    if not isinstance(row[0], int):  # RETURNING id of a BIGINT column
+                        raise InternalError("INSERT INTO entries returned a non-integer id")
+                    lastrowid = row[0]
             return PgCursor(cur, lastrowid)
         except psycopg.errors.IntegrityError as err:
             raise sqlite3.IntegrityError(_first_line(err)) from None

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from infodp._jsonable import JsonObject
+from infodp._jsonable import JsonObject, JsonValue
 from infodp.curator.declaration.schema import DatasetSchema
 from infodp.curator.plan.nodes import (
     Aggregate,
@@ -105,6 +105,19 @@ def _conditions(p: Predicate | None) -> int:
     return n
 
 
+def _items(value: JsonValue) -> list[JsonValue]:
+    if not isinstance(value, list):
+        raise InternalError("a stored synopsis: a list was expected")
+    return value
+
+
+def _strings(value: JsonValue) -> tuple[str, ...]:
+    items = _items(value)
+    if not all(isinstance(v, str) for v in items):
+        raise InternalError("a stored synopsis: a list of strings was expected")
+    return tuple(str(v) for v in items)
+
+
 def synopsis_keys(schema: DatasetSchema, columns: Sequence[str]) -> tuple[tuple[str, ...], ...]:
     """The declared keys of each synopsis column (categories, or every int in the bounds)."""
     out: list[tuple[str, ...]] = []
@@ -152,16 +165,31 @@ class Synopsis:
         }
 
     @classmethod
-    def from_stored(cls, name: str, spec: dict[str, Any], data: dict[str, Any]) -> Synopsis:
-        """Rebuild from the ledger's stored spec and data."""
+    def from_stored(cls, name: str, spec: JsonObject, data: JsonObject) -> Synopsis:
+        """Rebuild from the ledger's stored spec and data (as :meth:`to_spec` wrote them).
+
+        >>> s = Synopsis("h", "t", ("g",), (("a", "b"),), (3, 4), 2.0, 0.5)
+        >>> Synopsis.from_stored("h", s.to_spec(), {"counts": [3, 4]}) == s
+        True
+        """
+        scale, epsilon = spec.get("scale"), spec.get("epsilon")
+        dataset, counts = spec.get("dataset"), data.get("counts")
+        if not (
+            isinstance(dataset, str)
+            and isinstance(scale, (int, float))
+            and isinstance(epsilon, (int, float))
+            and isinstance(counts, list)
+            and all(isinstance(c, int) for c in counts)
+        ):
+            raise InternalError(f"synopsis {name!r}: its stored record is not a histogram's")
         return cls(
             name,
-            spec["dataset"],
-            tuple(spec["columns"]),
-            tuple(tuple(k) for k in spec["keys"]),
-            tuple(int(c) for c in data["counts"]),
-            float(spec["scale"]),
-            float(spec["epsilon"]),
+            dataset,
+            _strings(spec.get("columns")),
+            tuple(_strings(k) for k in _items(spec.get("keys"))),
+            tuple(int(c) for c in counts if isinstance(c, int)),
+            float(scale),
+            float(epsilon),
         )
 
     def _cells(self) -> list[tuple[str, ...]]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypedDict, TypeVar, cast, runtime_checkable
 
 from infodp._engines import DEFAULT, SPARK, engine
-from infodp.curator.backends.base import Backend, Registered
+from infodp.curator.backends.base import Backend, ReadConnection, Registered
 from infodp.curator.backends.duckdb import DuckDBBackend
 from infodp.curator.declaration.schema import DatasetSchema
 from infodp.curator.price.book import REMEMBERED
@@ -37,13 +37,6 @@ if TYPE_CHECKING:
 __all__ = ["Connections", "ExternalBackend", "ReadConnection", "SparkOptions"]
 
 _T = TypeVar("_T")
-
-
-class ReadConnection(Protocol):
-    """What the curator itself does with a backend's read connection (the backend runs the
-    statements on it): close it once its query is over."""
-
-    def close(self) -> None: ...
 
 
 @runtime_checkable

@@ -23,6 +23,7 @@ from infodp._np import np
 from infodp.curator.backends.base import (
     ExactAggregates,
     QueryDeadline,
+    ReadConnection,
     Registered,
     add_histograms,
     values_by_key,
@@ -386,7 +387,7 @@ class SparkBackend:
 
     def aggregate(
         self,
-        con: SparkHandle,
+        con: ReadConnection,
         plan: QueryPlan,
         schema: DatasetSchema,
         ms: Sequence[Measurement],
