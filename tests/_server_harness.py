@@ -92,6 +92,7 @@ class ServerProcess:
         workers: int | None = None,
         query_timeout: float | None = None,
         answer_time: float = 0.0,
+        duckdb_threads: int | None = None,
     ) -> None:
         self.db = str(db)
         self.args = ["--rate", str(rate), "--burst", str(burst), "--max-body", str(max_body)]
@@ -105,6 +106,8 @@ class ServerProcess:
         self.args += ["--answer-time", str(answer_time)]
         if admin_token_file is not None:
             self.args += ["--admin-token-file", admin_token_file]
+        if duckdb_threads is not None:  # default: the CLI's (one DuckDB thread per query)
+            self.args += ["--duckdb-threads", str(duckdb_threads)]
         self.log_path = Path(log_path) if log_path is not None else Path(self.db + ".server.log")
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None

@@ -12,6 +12,7 @@ import pytest
 
 from _server_harness import build_store
 from infodp.cli import main
+from infodp.errors import ParameterError
 from infodp.server.auth import KeyStore, key_store_path
 
 
@@ -35,6 +36,7 @@ def test_serve_refuses_a_missing_store(tmp_path: Path, capsys: pytest.CaptureFix
         (["--max-body", "-5"], "--max-body"),
         (["--port", "70000"], "--port"),
         (["--workers", "-1"], "--workers"),
+        (["--duckdb-threads", "-1"], "--duckdb-threads"),
         (["--admin-token-file", "/nonexistent/token"], "--admin-token-file"),
     ],
 )
@@ -45,6 +47,29 @@ def test_serve_refuses_bad_limits(
     assert main(["serve", "--db", db, *args]) == 2
     err = capsys.readouterr().err
     assert _one_line(err) and fragment in err
+
+
+@pytest.mark.parametrize(("given", "setting"), [([], 1), (["--duckdb-threads", "0"], None)])
+def test_serve_gives_each_query_the_duckdb_threads_asked_for(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    given: list[str],
+    setting: int | None,
+) -> None:
+    import infodp.server.app as app
+
+    seen: list[object] = []
+
+    def stop_before_serving(settings: object) -> None:
+        seen.append(settings)
+        raise ParameterError("stopped by the test before serving")
+
+    monkeypatch.setattr(app, "create_app", stop_before_serving)
+    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=10)
+    assert main(["serve", "--db", db, "--port", "0", "--workers", "0", *given]) == 2
+    (settings,) = seen
+    assert isinstance(settings, app.ServerSettings)
+    assert settings.duckdb_threads == setting  # None: DuckDB's default, every core
 
 
 @pytest.mark.slow

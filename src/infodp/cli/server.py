@@ -39,6 +39,15 @@ def _workers(n: int) -> int:
     return n
 
 
+def _duckdb_threads(n: int) -> int | None:
+    """``--duckdb-threads``: None (DuckDB's default, every core) for 0."""
+    if n < 0 or n > 1024:
+        raise ParameterError(
+            "--duckdb-threads", n, "a number of threads in [0, 1024] (0: all cores)"
+        )
+    return n or None
+
+
 def _listen(host: str, port: int) -> socket.socket:
     """A TCP socket bound to ``host``:``port`` (as uvicorn binds it); a port in use or an
     address not of this machine is a :class:`ParameterError` naming the option."""
@@ -148,6 +157,15 @@ def _known_analyst(db: str, name: str) -> None:
     "core, at least 2; 0: everything in the server process).",
 )
 @click.option(
+    "--duckdb-threads",
+    type=int,
+    default=1,
+    show_default=True,
+    help="DuckDB threads per query: 1 keeps a query on one core, so analysts running at once "
+    "do not slow each other down; 0: all of the machine's cores for every query (faster for "
+    "one analyst at a time, e.g. a heavy join).",
+)
+@click.option(
     "--reservation-lease",
     type=float,
     default=None,
@@ -178,6 +196,7 @@ def serve(
     answer_time: float,
     spark_answer_time: float,
     workers: int | None,
+    duckdb_threads: int,
     reservation_lease: float | None,
     log_level: str,
     spark_master: str | None,
@@ -221,6 +240,7 @@ def serve(
         answer_time=check_answer_time("--answer-time", answer_time),
         spark_answer_time=check_answer_time("--spark-answer-time", spark_answer_time),
         workers=default_workers() if workers is None else _workers(workers),
+        duckdb_threads=_duckdb_threads(duckdb_threads),
         spark_master=spark_master,
         spark_conf=tuple(spark_conf),
         reservation_lease=None
