@@ -6,7 +6,6 @@ best value found inside a cell."""
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
 
 def renyi_information(P: np.ndarray, W: np.ndarray, alpha: float) -> np.ndarray:
@@ -16,7 +15,17 @@ def renyi_information(P: np.ndarray, W: np.ndarray, alpha: float) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         logs = np.where(joint > 0, alpha * np.log(joint) + (1 - alpha) * np.log(prod), -np.inf)
     flat = logs.reshape(len(P), -1)
-    return np.asarray(logsumexp(flat, axis=1)) / (alpha - 1)
+    return _logsumexp_rows(flat) / (alpha - 1)
+
+
+def _logsumexp_rows(x: np.ndarray) -> np.ndarray:
+    """log Σ exp over each row, shifted by the row's maximum (scipy's logsumexp, without its
+    per-call overhead, which was half the time of the ascents): −inf for a row of −inf, +inf
+    for a row holding +inf, NaN for a row holding NaN."""
+    top = x.max(axis=1)
+    shift = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.log(np.exp(x - shift[:, None]).sum(axis=1)) + shift
 
 
 def multistart_ascent(W: np.ndarray, alpha: float, starts: int, seed: int) -> float:
