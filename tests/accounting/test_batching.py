@@ -38,8 +38,14 @@ def _epsilon(p: Callable[[float], float], q: Callable[[float], float], delta: fl
 
 
 def _mixture(weights: list[float], means: list[float], sigma: float) -> Callable[[float], float]:
-    return lambda y: sum(
-        w * stats.norm.pdf(y, m, sigma) for w, m in zip(weights, means, strict=True)
+    # The normal density written out: quad evaluates the mixture tens of thousands of times,
+    # and a scalar call of scipy's stats.norm.pdf costs a fifth of a millisecond.
+    scale = sigma * math.sqrt(2 * math.pi)
+    return lambda y: (
+        sum(
+            w * math.exp(-0.5 * ((y - m) / sigma) ** 2) for w, m in zip(weights, means, strict=True)
+        )
+        / scale
     )
 
 

@@ -455,7 +455,15 @@ def _renyi_capacity(
         if value > search.value:
             search.value, search.p = value, p
     cells = 0
-    if refine_budget > 0 and n > 1 and upper - search.value > tol:
+    # For α > 2 an output y that some input cannot produce makes C_α infinite: with mass t on
+    # the inputs S_y that can, and the rest on one that cannot, G ≥ c·t·t^{1−α} = c·t^{2−α} → ∞
+    # as t → 0 (for α ≤ 2 each term P_x W_xy^α q_y^{1−α} ≤ W_xy stays bounded). No cell bound
+    # can then close the bracket, and every certified upper end is ∞: the diameter (∞ here,
+    # as W_xy > 0 = W_x′y) is the answer, without refining cells to the budget.
+    unbounded = alpha > 2.0 and bool((W == 0).any())
+    if unbounded:
+        upper, upper_method = _INF, "diameter (C_alpha is infinite: a zero in W and alpha > 2)"
+    if refine_budget > 0 and n > 1 and upper - search.value > tol and not unbounded:
         # At α = 2 the ratio-expansion cell bound leaves the regions nothing to prune, and
         # their caps cost time (8 inputs, four random channels with 5–64 outputs: the same
         # cells to width 1e-3, 1.3–2.2× faster without them)

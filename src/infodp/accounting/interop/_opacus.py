@@ -58,8 +58,9 @@ _COMPATIBLE = ("infodp", "rdp", "prv", "gdp")
 
 def _interval(profile: PrivacyProfile, delta: float) -> float:
     # A grid proportionate to the answer: fine for tiny ε (0.01), coarse enough for ε = 100
-    # to fit in memory. Every grid gives a certified upper bound.
-    guess = _conv.rdp_to_epsilon(profile.rdp(_rdp.DEFAULT_ORDERS), _rdp.DEFAULT_ORDERS, delta)
+    # to fit in memory. Every grid gives a certified upper bound. The RDP curve on the default
+    # orders is the one profile.epsilon tabulates next: its cached copy is computed once.
+    guess = _conv.rdp_to_epsilon(profile._rdp_grid(), _rdp.DEFAULT_ORDERS, delta)
     scale = min(max(guess / 10.0, 0.05), 10.0) if math.isfinite(guess) else 10.0
     return DEFAULT_INTERVAL * scale
 
