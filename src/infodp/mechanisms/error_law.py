@@ -57,8 +57,11 @@ RESOLUTION = 2048
 _MAX_BLOCKS = 1 << 16
 #: Absolute margin for the floating-point evaluation of the pmfs, their sums and the FFT.
 _FLOAT_MARGIN = 1e-9
-#: How many combinations' answers one process remembers (a few floats each).
-REMEMBERED = 8192
+#: How many combinations' answers one process remembers (about half a kB each, key
+#: included): planning an AVG's ε by accuracy (``Curator.epsilon_for``) asks some 13 000
+#: combinations, so the same plan asked again convolves nothing (at 8192 the LRU order
+#: evicted each one before its second use).
+REMEMBERED = 1 << 15
 #: How many first terms' laws and spectra one process remembers (at most ~200 kB each).
 LEADS = 16
 

@@ -67,7 +67,8 @@ def cur(tmp_path_factory: pytest.TempPathFactory) -> Curator:
         {"g": rng.choice(CATS, 2000), "v": rng.uniform(0, 5, 2000), "n": rng.integers(0, 10, 2000)}
     )
     source = InsecureSeededSource(3, i_understand_this_is_not_private=True)
-    cur = Curator(tmp_path_factory.mktemp("answers") / "a.duckdb", source=source)
+    # keep_open: one read connection for the module's releases (all registered first).
+    cur = Curator(tmp_path_factory.mktemp("answers") / "a.duckdb", source=source, keep_open=True)
     cur.register_dataset("t", frame, SCHEMA)
     cur.add_analyst("a", "t", epsilon=10_000, delta="1e-2")
     return cur

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 
@@ -43,15 +45,31 @@ def _census(n: int) -> pd.DataFrame:
     return pd.DataFrame({"age": age, "edu": edu, "region": region, "income": income})
 
 
-@pytest.fixture
-def curator(tmp_path: Path) -> Curator:
-    cur = Curator(
-        tmp_path / "store.duckdb",
-        source=InsecureSeededSource(3, i_understand_this_is_not_private=True),
-    )
+def _copy(db: str | Path, directory: Path, file: str) -> Path:
+    """A copy of a closed store (its DuckDB file and the ledger next to it): each test charges
+    and writes its own copy, made far more cheaply than by registering the data again."""
+    target = directory / file
+    shutil.copyfile(db, target)
+    shutil.copyfile(f"{db}.ledger", f"{target}.ledger")
+    return target
+
+
+@pytest.fixture(scope="module")
+def census_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("census") / "store.duckdb"
+    cur = Curator(db)
     cur.register_dataset("census", _census(3000), DECLARATION)
     cur.add_analyst("alice", "census", epsilon=5, delta=Fraction(1, 10**4))
-    return cur
+    cur.close()
+    return db
+
+
+@pytest.fixture
+def curator(census_store: Path, tmp_path: Path) -> Curator:
+    return Curator(
+        _copy(census_store, tmp_path, "store.duckdb"),
+        source=InsecureSeededSource(3, i_understand_this_is_not_private=True),
+    )
 
 
 def _left(cur: Curator) -> tuple[Fraction, Fraction]:
@@ -277,23 +295,39 @@ def test_a_zcdp_budget_is_charged_rho_and_an_approx_budget_epsilon_delta(tmp_pat
     assert remaining["epsilon_spent"] == pytest.approx(1.0, rel=1e-6)
 
 
-def _clinic(tmp_path: Path, people: int, extra: int = 0) -> Curator:
-    """A clinic population (tests/_stores.visits_population): ``people`` units with 5 visits
-    each (over the cap of 3), ``extra`` more units (a neighbour store when 1)."""
-    frames, declaration = visits_population(people, 5, 3, extra=extra)
-    store = make_store(
-        tmp_path,
-        "clinic",
-        frames,
-        declaration,
-        budget={"epsilon": 5, "delta": "1e-4"},
-        file=f"clinic{extra}.duckdb",
-    )
-    return Curator(store.db, source=InsecureSeededSource(6, i_understand_this_is_not_private=True))
+Clinic = Callable[[Path, int, int], Curator]
 
 
-def test_a_population_table_is_released_with_its_own_row_cap(tmp_path: Path) -> None:
-    cur = _clinic(tmp_path, 300)
+@pytest.fixture(scope="module")
+def clinic(tmp_path_factory: pytest.TempPathFactory) -> Clinic:
+    """``clinic(tmp_path, people, extra)``: a clinic population (tests/_stores.
+    visits_population): ``people`` units with 5 visits each (over the cap of 3), ``extra``
+    more units (a neighbour store when 1); a copy in ``tmp_path`` of a store of that shape
+    built once per module."""
+    built: dict[tuple[int, int], str] = {}
+
+    def make(tmp_path: Path, people: int, extra: int = 0) -> Curator:
+        db = built.get((people, extra))
+        if db is None:
+            frames, declaration = visits_population(people, 5, 3, extra=extra)
+            db = built[people, extra] = make_store(
+                tmp_path_factory.mktemp("clinic"),
+                "clinic",
+                frames,
+                declaration,
+                budget={"epsilon": 5, "delta": "1e-4"},
+                file=f"clinic{extra}.duckdb",
+            ).db
+        copy = _copy(db, tmp_path, f"clinic{extra}.duckdb")
+        return Curator(copy, source=InsecureSeededSource(6, i_understand_this_is_not_private=True))
+
+    return make
+
+
+def test_a_population_table_is_released_with_its_own_row_cap(
+    tmp_path: Path, clinic: Clinic
+) -> None:
+    cur = clinic(tmp_path, 300, 0)
     before = cur.ledger.budget("a", "clinic").remaining_epsilon
     t = cur.release_synthetic(
         "a", "fake_visits", "clinic", table="visits", epsilon=1, delta="1e-6", method="mst"
@@ -319,14 +353,16 @@ def test_a_population_table_is_released_with_its_own_row_cap(tmp_path: Path) -> 
         assert got["cost"]["epsilon"] == 0.0
 
 
-def test_neighbouring_populations_move_the_read_table_by_at_most_its_cap(tmp_path: Path) -> None:
+def test_neighbouring_populations_move_the_read_table_by_at_most_its_cap(
+    tmp_path: Path, clinic: Clinic
+) -> None:
     """One more unit (its person row and 5 visits): every cell of the rows the release reads
     moves by at most the cap, 3 (the sensitivity the noise is scaled to)."""
     from infodp.curator.publish.synthetic import _source_table, synthetic_sql
 
     counts = []
     for extra in (0, 1):
-        cur = _clinic(tmp_path, 50, extra)
+        cur = clinic(tmp_path, 50, extra)
         source = _source_table(cur.schema("clinic"), "visits")
         sql = synthetic_sql(source, ["kind"])
         con = duckdb.connect(str(tmp_path / f"clinic{extra}.duckdb"), read_only=True)
@@ -347,9 +383,9 @@ def test_neighbouring_populations_move_the_read_table_by_at_most_its_cap(tmp_pat
     ],
 )
 def test_a_population_release_names_its_table_or_is_refused_for_free(
-    tmp_path: Path, table: str | None, message: str
+    tmp_path: Path, clinic: Clinic, table: str | None, message: str
 ) -> None:
-    cur = _clinic(tmp_path, 20)
+    cur = clinic(tmp_path, 20, 0)
     before = cur.ledger.budget("a", "clinic").remaining_epsilon
     with pytest.raises(ParameterError, match=re.escape(message)):
         cur.release_synthetic("a", "x", "clinic", table=table, epsilon=1, delta="1e-6")

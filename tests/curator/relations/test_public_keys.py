@@ -80,7 +80,10 @@ def source() -> InsecureSeededSource:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curator]:
-    cur = Curator(tmp_path_factory.mktemp("public-keys") / "s.duckdb", source=source())
+    # keep_open: one read connection for the module's releases (all registered first).
+    cur = Curator(
+        tmp_path_factory.mktemp("public-keys") / "s.duckdb", source=source(), keep_open=True
+    )
     cur.register_dataset("lib", frames(), SCHEMA)
     cur.add_analyst("a", "lib", epsilon=1000)
     yield cur

@@ -151,10 +151,22 @@ FILTERED = [
 ]
 
 
+@pytest.fixture(scope="module")
+def pushdown_store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The clinic of 5 000 visits registered once: the tests below only read it."""
+    db = str(tmp_path_factory.mktemp("pushdown") / "store.duckdb")
+    cur = Curator(db)
+    try:
+        cur.register_dataset("clinic", tables("with", 5000), declaration(None))
+    finally:
+        cur.close()
+    return db
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sql", FILTERED, ids=range(len(FILTERED)))
 def test_filters_move_before_the_joins_and_the_rows_stay_those_of_plain_sql(
-    sql: str, tmp_path_factory: pytest.TempPathFactory
+    sql: str, pushdown_store: str
 ) -> None:
     resolved = resolve(sql, _schema())
     source = resolved.schema.source_sql or ""
@@ -164,10 +176,8 @@ def test_filters_move_before_the_joins_and_the_rows_stay_those_of_plain_sql(
     if "p.age > 30" in sql:  # a LEFT JOIN's ON test of its left side filters nothing
         assert 'FROM "clinic__people" AS "p" WHERE' not in source
     # The answer's exact value equals plain SQL on the same tables.
-    d = tmp_path_factory.mktemp("pushdown")
-    cur = Curator(str(d / "store.duckdb"))
+    cur = Curator(pushdown_store)
     try:
-        cur.register_dataset("clinic", tables("with", 5000), declaration(None))
         got = cur.exact_aggregates(sql).values[()][0]
     finally:
         cur.close()

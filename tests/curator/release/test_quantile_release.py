@@ -52,7 +52,9 @@ def rows_of(units: list[int]) -> list[int]:
 
 @pytest.fixture(scope="module")
 def curator(tmp_path_factory: pytest.TempPathFactory) -> Curator:
-    cur = Curator(tmp_path_factory.mktemp("q") / "q.duckdb", source=seeded(11))
+    # keep_open: one read connection (all registered before the first query), not a DuckDB
+    # open per release.
+    cur = Curator(tmp_path_factory.mktemp("q") / "q.duckdb", source=seeded(11), keep_open=True)
     for i, units in enumerate(UNITS.values()):
         cur.register_dataset(f"d{i}", frame(units), SCHEMA, independent=True)
         cur.add_analyst(f"a{i}", f"d{i}", epsilon=10**6)

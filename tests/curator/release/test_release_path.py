@@ -41,7 +41,9 @@ def frame() -> pd.DataFrame:
 
 
 def curator(path: Path, seed: int = 0) -> Curator:
-    cur = Curator(path, source=seeded(seed))
+    # keep_open: one read connection (nothing is registered after the first query), not a
+    # DuckDB open per release: the budget tests release until refused.
+    cur = Curator(path, source=seeded(seed), keep_open=True)
     cur.register_dataset("t", frame(), SCHEMA)
     return cur
 

@@ -75,7 +75,9 @@ def test_rank_error_holds_under_the_exact_law(func: str, epsilon: Fraction) -> N
 @pytest.fixture(scope="module")
 def curator(tmp_path_factory: pytest.TempPathFactory) -> Curator:
     src = InsecureSeededSource(2026, i_understand_this_is_not_private=True)
-    cur = Curator(Path(tmp_path_factory.mktemp("extreme")) / "s.duckdb", source=src)
+    # keep_open: one read connection (nothing is registered after the first query), not a
+    # DuckDB open per release.
+    cur = Curator(Path(tmp_path_factory.mktemp("extreme")) / "s.duckdb", source=src, keep_open=True)
     g = ["a" if i % 3 else "b" for i in range(len(DATA))]
     cur.register_dataset("t", pd.DataFrame({"x": DATA, "g": g, "c": "z", "u": 0.5}), SCHEMA)
     cur.add_analyst("ann", "t", epsilon=10**6)
@@ -122,7 +124,7 @@ def test_min_max_error_falls_with_epsilon_to_a_third_of_the_plain_extreme_quanti
     tmp_path: Path, func: str
 ) -> None:
     src = InsecureSeededSource(7, i_understand_this_is_not_private=True)
-    cur = Curator(tmp_path / "h.duckdb", source=src)
+    cur = Curator(tmp_path / "h.duckdb", source=src, keep_open=True)  # 300 releases, one open
     declared = one_table("h", {"x": ints(0, H_HI)})
     cur.register_dataset("h", pd.DataFrame({"x": HEIGHTS}), declared)
     cur.add_analyst("ann", "h", epsilon=10**6)

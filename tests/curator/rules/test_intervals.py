@@ -173,3 +173,12 @@ def test_an_empty_confidence_set_gives_the_whole_range_not_a_point() -> None:
     for s in (-10_000, 10_000):
         lo, hi = mean_interval(s, 1, m, m, -1.0, 1.0, 0.05)
         assert hi > lo
+    # A noisy mean far above the range with noise far wider than it: the box does not shrink,
+    # and trimming rules out every piece of it (the lower end once walked past the upper one,
+    # releasing AVG [12.7, 10] for a column bounded by [0, 10]).
+    s_mech = DiscreteLaplaceMechanism(131072000.00000003, 655360)
+    c_mech = DiscreteLaplaceMechanism(200.00000000000006, 1)
+    assert mean_interval(769736166, 55, s_mech, c_mech, -655360, 655360, 0.05) == (
+        -655360,
+        655360,
+    )

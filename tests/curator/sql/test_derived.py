@@ -9,6 +9,7 @@ against plain DuckDB SQL on the clamped data.
 from __future__ import annotations
 
 import math
+import shutil
 from fractions import Fraction
 from pathlib import Path
 
@@ -138,12 +139,10 @@ LIFTED = [
 @pytest.mark.slow
 @pytest.mark.parametrize(("sql", "domain"), LIFTED)
 def test_other_derived_keys_get_a_declared_domain_and_no_partition_selection(
-    tmp_path: Path, sql: str, domain: object
+    people_store: Path, tmp_path: Path, sql: str, domain: object
 ) -> None:
-    cur = Curator(tmp_path / "s.duckdb")
+    cur = _people(people_store, tmp_path)
     try:
-        cur.register_dataset("people", _frame(), SCHEMA)
-        cur.add_analyst("a", "people", epsilon=10)
         result = cur.query("a", sql, epsilon=1)  # δ = 0: no partition selection is needed
         keys = {str(k) for k in result.to_pandas()["b"]}
         assert keys <= {str(v) for v in domain}  # type: ignore[attr-defined]
@@ -154,11 +153,11 @@ def test_other_derived_keys_get_a_declared_domain_and_no_partition_selection(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sql", REFUSED)
-def test_unsupported_derived_keys_are_refused_for_free(tmp_path: Path, sql: str) -> None:
-    cur = Curator(tmp_path / "s.duckdb")
+def test_unsupported_derived_keys_are_refused_for_free(
+    people_store: Path, tmp_path: Path, sql: str
+) -> None:
+    cur = _people(people_store, tmp_path)
     try:
-        cur.register_dataset("people", _frame(), SCHEMA)
-        cur.add_analyst("a", "people", epsilon=10)
         with pytest.raises(ParameterError):
             cur.query("a", sql, epsilon=1)
         budget = cur.ledger.budget("a", "people")
@@ -184,6 +183,28 @@ def _frame(units: int = 60, seed: int = 3) -> pd.DataFrame:
             region = str(rng.choice(["north", "south"]))
             rows.append((f"p{u}", age, income, region, "c", 1))
     return pd.DataFrame(rows, columns=["pid", "age", "income", "region", "city", "n"])
+
+
+@pytest.fixture(scope="module")
+def people_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The store of ``_frame()`` under SCHEMA with analyst ``a`` (ε 10), built once; each
+    test charges its own copy (``_people``)."""
+    db = tmp_path_factory.mktemp("people") / "s.duckdb"
+    cur = Curator(db)
+    try:
+        cur.register_dataset("people", _frame(), SCHEMA)
+        cur.add_analyst("a", "people", epsilon=10)
+    finally:
+        cur.close()
+    return db
+
+
+def _people(store: Path, directory: Path) -> Curator:
+    """A curator over a copy of ``store`` (its DuckDB file and the ledger next to it)."""
+    db = directory / "s.duckdb"
+    shutil.copyfile(store, db)
+    shutil.copyfile(f"{store}.ledger", f"{db}.ledger")
+    return Curator(db)
 
 
 ROW_SCHEMA = dict(SCHEMA, privacy_unit="row", max_rows_per_unit=1, max_groups_per_unit=1)
@@ -246,11 +267,9 @@ def test_exact_answers_equal_plain_sql_on_the_clamped_rows(
 
 
 @pytest.mark.slow
-def test_a_session_releases_the_declared_bins(tmp_path: Path) -> None:
-    cur = Curator(tmp_path / "s.duckdb")
+def test_a_session_releases_the_declared_bins(people_store: Path, tmp_path: Path) -> None:
+    cur = _people(people_store, tmp_path)
     try:
-        cur.register_dataset("people", _frame(), SCHEMA)
-        cur.add_analyst("a", "people", epsilon=10)
         r = cur.query("a", DECADE, epsilon=1)
         band = cur.query("a", BAND, epsilon=1)
         ordered = cur.query("a", f"{BAND} ORDER BY band DESC LIMIT 2", epsilon=1)

@@ -164,6 +164,10 @@ def mean_interval(
         # no μ passes the test (each piece judged with its own, narrower bound).
         hi = _trim(hi, lambda t, e: (t - centre) * c > bound(t, e), centre, lo)
         lo = _trim(lo, lambda t, e: (centre - t) * c > bound(e, t), centre, hi)
+        if lo >= hi:
+            # Every piece of the box was ruled out (only when μ̂ lies outside it): no μ
+            # passes the test, so the whole declared range, as above.
+            return low, high
     return lo, hi
 
 
@@ -171,7 +175,8 @@ def _trim(
     end: float, outside: Callable[[float, float], bool], centre: float, other: float
 ) -> float:
     """Move ``end`` towards ``centre`` over pieces [t, end] that ``outside(t, end)`` rules
-    out (halving the piece when one cannot be); ``other`` is the box's far end."""
+    out (halving the piece when one cannot be); ``other`` is the box's far end. The end never
+    moves past ``centre`` or ``other``."""
     toward = max(other, min(centre, end)) if end > centre else min(other, max(centre, end))
     step = (end - toward) / 2
     for _ in range(_TRIM_STEPS):
@@ -180,6 +185,8 @@ def _trim(
         t = end - step
         if outside(t, end):
             end = t
+            if abs(step) > abs(end - toward):  # the next piece stops at ``toward``
+                step = end - toward
         else:
             step /= 2
     return end

@@ -239,8 +239,12 @@ def test_curator_answer_is_the_inner_release_post_processed(
     post = split_query(sql)
     assert post is not None
     for seed in range(5):
-        with_post = Curator(tmp_path / "s.duckdb", source=_seeded(seed))
-        plain = Curator(tmp_path / "s.duckdb", source=_seeded(seed))
+        # One query each (as `infodp query`): one read connection serves the store's id and
+        # the answer (keep_open with one_shot), not a DuckDB open for each.
+        with_post = Curator(
+            tmp_path / "s.duckdb", source=_seeded(seed), keep_open=True, one_shot=True
+        )
+        plain = Curator(tmp_path / "s.duckdb", source=_seeded(seed), keep_open=True, one_shot=True)
         got = with_post.query("a", sql, epsilon=1)
         inner = plain.query("b", post.inner_sql, epsilon=1)
         # The same measurements, the same cost: post-processing is free.
