@@ -6,30 +6,21 @@ Bad input gives one line on stderr and exit status 2 (the CLI contract of docs/a
 from __future__ import annotations
 
 import json
-import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from _server_harness import build_store
 from infodp.cli import main
 from infodp.server.auth import KeyStore, key_store_path
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """A store (alice on people, 10 rows), built once for the module."""
-    d = tmp_path_factory.mktemp("server-cli")
-    db, keys = build_store(d, [("alice", "people", 1)], rows=10)
-    return Path(db), keys
-
-
 @pytest.fixture
-def store(built: tuple[Path, dict[str, str]], tmp_path: Path) -> tuple[str, dict[str, str]]:
-    """This test's own copy of the module's store (a copy is far cheaper than a build)."""
-    db, keys = built
-    shutil.copytree(db.parent, tmp_path / "store")
-    return str(tmp_path / "store" / db.name), keys
+def store(
+    copied_store: Callable[..., tuple[str, dict[str, str]]], tmp_path: Path
+) -> tuple[str, dict[str, str]]:
+    """This test's own copy of a store (alice on people, 10 rows) built once per process."""
+    return copied_store(tmp_path / "store", [("alice", "people", 1)], rows=10)
 
 
 def _one_line(err: str) -> bool:

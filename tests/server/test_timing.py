@@ -304,14 +304,15 @@ def test_a_synopsis_release_is_padded_and_an_overrun_still_releases_every_cell(
 
 
 @pytest.mark.slow
-def test_planning_counts_against_the_budget(tmp_path: Path) -> None:
+def test_planning_counts_against_the_budget(
+    copied_store: Callable[..., tuple[str, dict[str, str]]], tmp_path: Path
+) -> None:
     """Validation, planning and the reservation run inside the answer's time budget: a
     reservation that takes 1 s of a 1.2 s budget leaves the answer at 1.2 s, not 2.2 s."""
     from _asgi import call
-    from _server_harness import build_store
     from infodp.server.app import ServerSettings, create_app
 
-    db, keys = build_store(tmp_path, [("alice", "people", 10)])
+    db, keys = copied_store(tmp_path, [("alice", "people", 10)])
     app = create_app(ServerSettings(db, answer_time=1.2))
     curator = Curator(db)
     reserve = curator.reserve_for
