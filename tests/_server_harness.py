@@ -18,6 +18,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +175,19 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def start_all(servers: Iterable[ServerProcess], timeout: float = 90.0) -> None:
+    """Start ``servers`` side by side (each start is mostly its interpreter's imports and the
+    wait for /v1/health); if one fails, those started are stopped and its error raised."""
+    group = list(servers)
+    with ThreadPoolExecutor(max_workers=max(1, len(group))) as pool:
+        futures = [pool.submit(s.start, timeout) for s in group]
+    failed = [e for f in futures if (e := f.exception()) is not None]
+    if failed:
+        for s in group:
+            s.stop()
+        raise failed[0]
 
 
 def build_store(

@@ -17,7 +17,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from _server_harness import ServerProcess, get_json
+from _server_harness import ServerProcess, get_json, start_all
 from infodp.cli import main
 from infodp.curator.engine import Curator
 from infodp.errors import BudgetExceeded, InfodpError
@@ -246,7 +246,8 @@ def estimates(servers: Sequence[ServerProcess], pair: Sequence[Store], body: Any
 def serving(stores: Mapping[Any, Any], **options: Any) -> Iterator[dict[Any, ServerProcess]]:
     """A running service per store (anything with a ``db`` path), stopped on exit; ``options``
     go to each :class:`ServerProcess`."""
-    started = {name: ServerProcess(s.db, **options).start() for name, s in stores.items()}
+    started = {name: ServerProcess(s.db, **options) for name, s in stores.items()}
+    start_all(started.values())
     try:
         yield started
     finally:

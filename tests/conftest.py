@@ -148,3 +148,31 @@ def ledger_at(ledger_kind: str, request: pytest.FixtureRequest) -> Callable[[Pat
     pg = request.getfixturevalue("pg_cluster")
     urls: dict[str, str] = {}  # one schema per path: the same path, the same ledger
     return lambda path: urls.setdefault(str(path), urls.get(str(path)) or pg.new_schema())
+
+
+@pytest.fixture(scope="session")
+def copied_store(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[..., tuple[str, dict[str, str]]]:
+    """``build_store(directory, analysts, rows=...)`` (tests/_server_harness.py) for stores
+    whose ledger is the file beside them: each (analysts, rows) is built once per process and
+    its files copied into ``directory`` (the same paths, keys and contents; a copy takes
+    milliseconds, a build about half a second)."""
+    import shutil
+
+    from _server_harness import build_store
+
+    built: dict[tuple[object, ...], tuple[Path, dict[str, str]]] = {}
+
+    def copy(
+        directory: Path, analysts: list[tuple[str, str, object]], *, rows: int = 200
+    ) -> tuple[str, dict[str, str]]:
+        spec = (tuple(analysts), rows)
+        if spec not in built:
+            where = tmp_path_factory.mktemp("built-store")
+            built[spec] = (where, build_store(where, analysts, rows=rows)[1])
+        where, keys = built[spec]
+        shutil.copytree(where, directory, dirs_exist_ok=True)
+        return str(Path(directory) / "store.duckdb"), dict(keys)
+
+    return copy

@@ -12,12 +12,12 @@ import json
 import multiprocessing
 import pickle
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from _server_harness import build_store
 from infodp.cli import main
 from infodp.curator.backends.spark import MASTER_ENV, config_path, spark_settings
 from infodp.errors import ParameterError
@@ -25,8 +25,12 @@ from infodp.server import pool as pool_module
 
 
 @pytest.fixture
-def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=10)
+def store(
+    copied_store: Callable[..., tuple[str, dict[str, str]]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> str:
+    db, _ = copied_store(tmp_path, [("alice", "people", 1)], rows=10)
     config_path(db).write_text(
         'master = "spark://from-file:7077"\n'
         'spark.executor.memory = "2g"\n'

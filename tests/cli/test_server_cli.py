@@ -6,14 +6,22 @@ Bad input gives one line on stderr and exit status 2 (the CLI contract of docs/a
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from _server_harness import build_store
 from infodp.cli import main
 from infodp.errors import ParameterError
 from infodp.server.auth import KeyStore, key_store_path
+
+
+@pytest.fixture
+def store(
+    copied_store: Callable[..., tuple[str, dict[str, str]]], tmp_path: Path
+) -> tuple[str, dict[str, str]]:
+    """This test's own copy of a store (alice on people, 10 rows) built once per process."""
+    return copied_store(tmp_path / "store", [("alice", "people", 1)], rows=10)
 
 
 def _one_line(err: str) -> bool:
@@ -41,9 +49,13 @@ def test_serve_refuses_a_missing_store(tmp_path: Path, capsys: pytest.CaptureFix
     ],
 )
 def test_serve_refuses_bad_limits(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], fragment: str
+    store: tuple[str, dict[str, str]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    fragment: str,
 ) -> None:
-    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=10)
+    db, _ = store
     assert main(["serve", "--db", db, *args]) == 2
     err = capsys.readouterr().err
     assert _one_line(err) and fragment in err
@@ -51,7 +63,7 @@ def test_serve_refuses_bad_limits(
 
 @pytest.mark.parametrize(("given", "setting"), [([], 1), (["--duckdb-threads", "0"], None)])
 def test_serve_gives_each_query_the_duckdb_threads_asked_for(
-    tmp_path: Path,
+    store: tuple[str, dict[str, str]],
     monkeypatch: pytest.MonkeyPatch,
     given: list[str],
     setting: int | None,
@@ -65,7 +77,7 @@ def test_serve_gives_each_query_the_duckdb_threads_asked_for(
         raise ParameterError("stopped by the test before serving")
 
     monkeypatch.setattr(app, "create_app", stop_before_serving)
-    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=10)
+    db, _ = store
     assert main(["serve", "--db", db, "--port", "0", "--workers", "0", *given]) == 2
     (settings,) = seen
     assert isinstance(settings, app.ServerSettings)
@@ -74,9 +86,9 @@ def test_serve_gives_each_query_the_duckdb_threads_asked_for(
 
 @pytest.mark.slow
 def test_serve_refuses_a_short_admin_token(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    store: tuple[str, dict[str, str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=10)
+    db, _ = store
     token = tmp_path / "t"
     token.write_text("short")
     assert main(["serve", "--db", db, "--admin-token-file", str(token)]) == 2
@@ -84,8 +96,10 @@ def test_serve_refuses_a_short_admin_token(
 
 
 @pytest.mark.slow
-def test_key_issue_list_and_revoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=10)
+def test_key_issue_list_and_revoke(
+    store: tuple[str, dict[str, str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, _ = store
     assert main(["analyst", "key", "--db", db, "--name", "alice", "--json"]) == 0
     issued = json.loads(capsys.readouterr().out)
     assert issued["api_key"].startswith("idp_" + issued["key_id"] + ".")
@@ -106,9 +120,9 @@ def test_key_issue_list_and_revoke(tmp_path: Path, capsys: pytest.CaptureFixture
 
 @pytest.mark.slow
 def test_key_for_unknown_analyst_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    store: tuple[str, dict[str, str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=10)
+    db, _ = store
     assert main(["analyst", "key", "--db", db, "--name", "mallory"]) == 2
     err = capsys.readouterr().err
     assert _one_line(err) and "--name" in err
@@ -116,14 +130,16 @@ def test_key_for_unknown_analyst_is_refused(
 
 
 @pytest.mark.slow  # ~2.7 CPU-s (measured)
-def test_serve_json_prints_one_object_then_serves(tmp_path: Path) -> None:
+def test_serve_json_prints_one_object_then_serves(
+    store: tuple[str, dict[str, str]], tmp_path: Path
+) -> None:
     import subprocess
     import sys
     import time
 
     from _server_harness import free_port, get_json
 
-    db, keys = build_store(tmp_path, [("alice", "people", 1)], rows=10)
+    db, keys = store
     port = free_port()
     cmd = [sys.executable, "-m", "infodp.cli", "serve", "--db", db, "--port", str(port), "--json"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -155,12 +171,12 @@ def test_serve_json_prints_one_object_then_serves(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_serve_on_a_port_in_use_exits_2_with_a_clear_message(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    store: tuple[str, dict[str, str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Regression: uvicorn's start-up failure exited 3, the over-budget status."""
     import socket
 
-    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=10)
+    db, _ = store
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
         holder.bind(("127.0.0.1", 0))
         holder.listen(1)
@@ -186,11 +202,15 @@ def test_serve_on_a_port_in_use_exits_2_with_a_clear_message(
     ],
 )
 def test_serve_refuses_a_low_entropy_admin_token(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, token: str
+    store: tuple[str, dict[str, str]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    token: str,
 ) -> None:
     from infodp.server.app import ADMIN_TOKEN_ENV
 
-    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=10)
+    db, _ = store
     path = tmp_path / "t"
     path.write_text(token + "\n")
     path.chmod(0o600)

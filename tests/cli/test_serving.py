@@ -10,11 +10,12 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from _server_harness import ServerProcess, build_store
+from _server_harness import ServerProcess
 from _stores import ints, one_table
 from infodp.cli._serving import marker_path
 from infodp.curator.backends.base import StoreInUse
@@ -36,8 +37,10 @@ def _register(db: str, directory: Path, *extra: str) -> subprocess.CompletedProc
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
 
 
-def test_register_while_serving_says_the_store_is_in_use(tmp_path: Path) -> None:
-    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=8)
+def test_register_while_serving_says_the_store_is_in_use(
+    copied_store: Callable[..., tuple[str, dict[str, str]]], tmp_path: Path
+) -> None:
+    db, _ = copied_store(tmp_path, [("alice", "people", 1)], rows=8)
     with ServerProcess(db, log_path=tmp_path / "server.log") as server:
         assert server.proc is not None
         started = time.monotonic()
@@ -60,8 +63,10 @@ def test_register_while_serving_says_the_store_is_in_use(tmp_path: Path) -> None
     assert "registered more: 3 rows" in done.stdout
 
 
-def test_a_dead_servers_marker_is_ignored(tmp_path: Path) -> None:
-    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=8)
+def test_a_dead_servers_marker_is_ignored(
+    copied_store: Callable[..., tuple[str, dict[str, str]]], tmp_path: Path
+) -> None:
+    db, _ = copied_store(tmp_path, [("alice", "people", 1)], rows=8)
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait(timeout=60)
     marker_path(db).write_text(f"{gone.pid}\n")
@@ -69,10 +74,12 @@ def test_a_dead_servers_marker_is_ignored(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
-def test_the_library_says_the_store_is_in_use_after_its_wait(tmp_path: Path) -> None:
+def test_the_library_says_the_store_is_in_use_after_its_wait(
+    copied_store: Callable[..., tuple[str, dict[str, str]]], tmp_path: Path
+) -> None:
     # Without the CLI's marker check, a writer waits for the lock until its deadline and
     # then says why in one line (not DuckDB's text, which holds the path).
-    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=8)
+    db, _ = copied_store(tmp_path, [("alice", "people", 1)], rows=8)
     csv = tmp_path / "more.csv"
     csv.write_text("age\n1\n2\n3\n")
     with ServerProcess(db, log_path=tmp_path / "server.log"):

@@ -10,7 +10,7 @@ budget is smaller than its cost.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
 
@@ -105,10 +105,12 @@ def test_fifty_clients_never_overspend(served: tuple[ServerProcess, str]) -> Non
 
 @pytest.mark.slow  # real server processes
 @pytest.mark.parametrize("keep_open", [True, False])
-def test_equal_costs_fill_the_budget_exactly(tmp_path: Path, keep_open: bool) -> None:
+def test_equal_costs_fill_the_budget_exactly(
+    copied_store: Callable[..., tuple[str, dict[str, str]]], tmp_path: Path, keep_open: bool
+) -> None:
     # With one cost that divides the budget, exactly budget / cost requests pass — whether the
     # workers keep their store connection open or open it per query.
-    db, keys = build_store(tmp_path, [("bob", "visits", "0.1")], rows=40)
+    db, keys = copied_store(tmp_path, [("bob", "visits", "0.1")], rows=40)
     with ServerProcess(db, keep_open=keep_open) as server:
         outcomes = _race(server.url, keys["bob"], [["0.01"] * 2 for _ in range(20)], "visits")
     accepted = [o for o in outcomes if o[0] == "accepted"]

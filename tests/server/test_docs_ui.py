@@ -6,7 +6,7 @@ import asyncio
 import json
 import re
 import urllib.request
-from pathlib import Path
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -67,49 +67,54 @@ def test_no_description_has_an_html_tag_outside_code() -> None:
     assert "43-character key `infodp analyst add` prints" in info
 
 
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One service for the module's tests, which only read its pages."""
+    d = tmp_path_factory.mktemp("docs-ui")
+    db, _ = build_store(d, [("alice", "people", 1)], rows=8)
+    with ServerProcess(db, log_path=d / "server.log") as server:
+        yield server
+
+
 @pytest.mark.slow  # real server processes
-def test_root_and_unknown_paths_name_the_docs(tmp_path: Path) -> None:
-    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=8)
-    with ServerProcess(db, log_path=tmp_path / "server.log") as server:
-        status, root, _ = get_json(server.port, "GET", "/")
-        assert status == 200
-        assert root["docs"] == "/v1/docs" and root["openapi"] == "/v1/openapi.json"
-        assert root["message"] == (
-            "the HTTP API is under /v1: documentation at /v1/docs, "
-            "OpenAPI document at /v1/openapi.json"
+def test_root_and_unknown_paths_name_the_docs(served: ServerProcess) -> None:
+    server = served
+    status, root, _ = get_json(server.port, "GET", "/")
+    assert status == 200
+    assert root["docs"] == "/v1/docs" and root["openapi"] == "/v1/openapi.json"
+    assert root["message"] == (
+        "the HTTP API is under /v1: documentation at /v1/docs, OpenAPI document at /v1/openapi.json"
+    )
+    # The paths it names answer without a key.
+    for path in (root["docs"], root["openapi"], root["health"]):
+        with urllib.request.urlopen(server.url + path) as r:
+            assert r.status == 200, path
+    for path in ("/docs", "/v1", "/v1/nothing", "/index.html"):
+        status, payload, _ = get_json(server.port, "GET", path)
+        assert status == 404 and payload["error"]["code"] == "not_found", path
+        assert payload["error"]["message"] == (
+            "no such route; the API is described at /v1/docs (OpenAPI document: /v1/openapi.json)"
         )
-        # The paths it names answer without a key.
-        for path in (root["docs"], root["openapi"], root["health"]):
-            with urllib.request.urlopen(server.url + path) as r:
-                assert r.status == 200, path
-        for path in ("/docs", "/v1", "/v1/nothing", "/index.html"):
-            status, payload, _ = get_json(server.port, "GET", path)
-            assert status == 404 and payload["error"]["code"] == "not_found", path
-            assert payload["error"]["message"] == (
-                "no such route; the API is described at /v1/docs "
-                "(OpenAPI document: /v1/openapi.json)"
-            )
 
 
 @pytest.mark.slow  # a real server and a browser
-def test_docs_page_renders_every_route_and_schema_in_chromium(tmp_path: Path) -> None:
+def test_docs_page_renders_every_route_and_schema_in_chromium(served: ServerProcess) -> None:
     # What a person sees: Swagger UI must parse the server's OpenAPI document (3.1) and list
     # every operation with its schemas. A viewer that cannot read the document shows
     # "Unable to render this definition" (Swagger UI 4 did for 3.1), which fails here.
-    db, _ = build_store(tmp_path, [("alice", "people", 1)], rows=8)
-    with ServerProcess(db, log_path=tmp_path / "server.log") as server:
-        document = json.loads(urllib.request.urlopen(f"{server.url}/v1/openapi.json").read())
-        n = sum(len(ops) for ops in document["paths"].values())
-        # Wait until every operation is rendered expanded (its Responses heading shown), not
-        # only the first block: Swagger UI renders the expanded blocks one after another.
-        page = open_page(
-            f"{server.url}/v1/docs",
-            wait_for=(
-                f"(document.querySelectorAll('.opblock').length >= {n} && "
-                f"document.body.innerText.split('Responses').length - 1 >= {n}) || "
-                "/Unable to render|Failed to load/.test(document.body.innerText)"
-            ),
-        )
+    server = served
+    document = json.loads(urllib.request.urlopen(f"{server.url}/v1/openapi.json").read())
+    n = sum(len(ops) for ops in document["paths"].values())
+    # Wait until every operation is rendered expanded (its Responses heading shown), not
+    # only the first block: Swagger UI renders the expanded blocks one after another.
+    page = open_page(
+        f"{server.url}/v1/docs",
+        wait_for=(
+            f"(document.querySelectorAll('.opblock').length >= {n} && "
+            f"document.body.innerText.split('Responses').length - 1 >= {n}) || "
+            "/Unable to render|Failed to load/.test(document.body.innerText)"
+        ),
+    )
     assert "Unable to render this definition" not in page.text
     assert "Failed to load API definition" not in page.text
     assert page.errors == []

@@ -10,7 +10,7 @@ from __future__ import annotations
 import http.client
 import json
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import Any
 
@@ -184,14 +184,18 @@ def test_declared_length_over_the_limit_is_refused_before_the_body(
 
 
 @pytest.mark.slow
-def test_unexpected_errors_do_not_leak(tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
+def test_unexpected_errors_do_not_leak(
+    copied_store: Callable[..., tuple[str, dict[str, str]]],
+    tmp_path: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     import asyncio
 
     import httpx
 
     from infodp.server.app import ServerSettings, create_app
 
-    db, keys = build_store(tmp_path, [("alice", "people", 10)])
+    db, keys = copied_store(tmp_path, [("alice", "people", 10)])
     app = create_app(ServerSettings(db))
     secret = "row 17: alice, 42, HIV positive"
 
@@ -262,7 +266,9 @@ def test_api_error_payload_shape() -> None:
 
 
 @pytest.mark.slow
-def test_failed_entries_do_not_leak_engine_messages(tmp_path: Any) -> None:
+def test_failed_entries_do_not_leak_engine_messages(
+    copied_store: Callable[..., tuple[str, dict[str, str]]], tmp_path: Any
+) -> None:
     # A failure after the data was touched: the cost stays spent (docs/architecture.md), the
     # ledger keeps
     # the engine's message for the admin, and the analyst sees neither it nor the data.
@@ -273,7 +279,7 @@ def test_failed_entries_do_not_leak_engine_messages(tmp_path: Any) -> None:
     from infodp.curator.ledger import Ledger
     from infodp.server.app import ServerSettings, create_app
 
-    db, keys = build_store(tmp_path, [("alice", "people", 10)])
+    db, keys = copied_store(tmp_path, [("alice", "people", 10)])
     app = create_app(ServerSettings(db))
     secret = "Conversion Error: could not cast 'alice,42,HIV+' to BIGINT"
 

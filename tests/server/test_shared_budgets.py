@@ -16,7 +16,9 @@ the dataset it names: ``a`` is refused on ``other`` with the same refusal whethe
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from _server_harness import ServerProcess, get_json
+from _server_harness import ServerProcess, get_json, start_all
 from _stores import TEXT, ints, one_table
 from infodp.cli import main
 from infodp.curator.engine import Curator
@@ -45,6 +47,25 @@ def _frames(first: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     orig = pd.DataFrame({"pid": ids, "x": [i % 10 for i in range(len(ids))]})
     other = pd.DataFrame({"pid": ids + more, "x": [i % 10 for i in range(len(ids + more))]})
     return orig, other
+
+
+@pytest.fixture(scope="module")
+def stores(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[[Path, int, str], tuple[Path, dict[str, str], bool]]:
+    """``_store``, each (first, declaration) built once per module and copied for every test
+    (each test charges its own copy)."""
+    root = tmp_path_factory.mktemp("shared-budgets")
+    built: dict[tuple[int, str], tuple[Path, dict[str, str], bool]] = {}
+
+    def copy(directory: Path, first: int, declaration: str) -> tuple[Path, dict[str, str], bool]:
+        if (first, declaration) not in built:
+            built[first, declaration] = _store(root / f"{first}-{declaration}", first, declaration)
+        db, keys, advised = built[first, declaration]
+        shutil.copytree(db.parent, directory)
+        return directory / db.name, keys, advised
+
+    return copy
 
 
 def _store(directory: Path, first: int, declaration: str) -> tuple[Path, dict[str, str], bool]:
@@ -133,25 +154,35 @@ def _cli(db: Path, capsys: pytest.CaptureFixture[str]) -> list[Any]:
     return seen
 
 
-def _http(db: Path, keys: dict[str, str]) -> list[tuple[int, dict[str, Any]]]:
-    """What each analyst receives from the service, in order (noisy values left out)."""
+def _http(*stores: tuple[Path, dict[str, str]]) -> list[list[tuple[int, dict[str, Any]]]]:
+    """Per store, what each analyst receives from its service, in order (noisy values left
+    out); the services started side by side."""
+    servers = [ServerProcess(db, workers=1) for db, _ in stores]
+    start_all(servers)
+    try:
+        return [_http_seen(server, keys) for server, (_, keys) in zip(servers, stores, strict=True)]
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def _http_seen(server: ServerProcess, keys: dict[str, str]) -> list[tuple[int, dict[str, Any]]]:
     seen = []
-    with ServerProcess(db, workers=1) as server:
-        for analyst in ("a", "b"):
-            calls: list[tuple[str, str, Any]] = [
-                ("GET", "/v1/budget", None),
-                ("GET", "/v1/datasets", None),
-                ("GET", "/v1/datasets/orig", None),
-                ("GET", "/v1/datasets/other", None),
-                ("POST", "/v1/query", {"sql": COUNT.format("orig"), "epsilon": "0.25"}),
-                ("POST", "/v1/query", {"sql": COUNT.format("other"), "epsilon": "0.25"}),
-                ("GET", "/v1/budget", None),
-            ]
-            for method, path, body in calls:
-                status, payload, _ = get_json(server.port, method, path, body, key=keys[analyst])
-                for noisy in NOISY:
-                    payload.pop(noisy, None)
-                seen.append((status, payload))
+    for analyst in ("a", "b"):
+        calls: list[tuple[str, str, Any]] = [
+            ("GET", "/v1/budget", None),
+            ("GET", "/v1/datasets", None),
+            ("GET", "/v1/datasets/orig", None),
+            ("GET", "/v1/datasets/other", None),
+            ("POST", "/v1/query", {"sql": COUNT.format("orig"), "epsilon": "0.25"}),
+            ("POST", "/v1/query", {"sql": COUNT.format("other"), "epsilon": "0.25"}),
+            ("GET", "/v1/budget", None),
+        ]
+        for method, path, body in calls:
+            status, payload, _ = get_json(server.port, method, path, body, key=keys[analyst])
+            for noisy in NOISY:
+                payload.pop(noisy, None)
+            seen.append((status, payload))
     return seen
 
 
@@ -166,10 +197,13 @@ def _no_secret(seen: object, *stores: Path) -> None:
 @pytest.mark.slow  # four stores built, two sketched as copies: seconds each
 @pytest.mark.parametrize("declaration", sorted(DECLARATIONS))
 def test_library_and_cli_outcomes_are_the_same_on_neighbouring_stores(
-    tmp_path: Path, declaration: str, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    declaration: str,
+    capsys: pytest.CaptureFixture[str],
+    stores: Callable[[Path, int, str], tuple[Path, dict[str, str], bool]],
 ) -> None:
-    db_a, _, advised_a = _store(tmp_path / "a", 0, declaration)
-    db_b, _, advised_b = _store(tmp_path / "b", 1, declaration)
+    db_a, _, advised_a = stores(tmp_path / "a", 0, declaration)
+    db_b, _, advised_b = stores(tmp_path / "b", 1, declaration)
     assert (advised_a, advised_b) == (True, False)  # the stores straddle the threshold
     seen_a, seen_b = _library(db_a), _library(db_b)
     assert seen_a == seen_b
@@ -193,11 +227,13 @@ def test_library_and_cli_outcomes_are_the_same_on_neighbouring_stores(
 @pytest.mark.slow  # two servers per declaration
 @pytest.mark.parametrize("declaration", sorted(DECLARATIONS))
 def test_http_outcomes_are_the_same_on_neighbouring_stores(
-    tmp_path: Path, declaration: str
+    tmp_path: Path,
+    declaration: str,
+    stores: Callable[[Path, int, str], tuple[Path, dict[str, str], bool]],
 ) -> None:
-    db_a, keys_a, _ = _store(tmp_path / "a", 0, declaration)
-    db_b, keys_b, _ = _store(tmp_path / "b", 1, declaration)
-    seen_a, seen_b = _http(db_a, keys_a), _http(db_b, keys_b)
+    db_a, keys_a, _ = stores(tmp_path / "a", 0, declaration)
+    db_b, keys_b, _ = stores(tmp_path / "b", 1, declaration)
+    seen_a, seen_b = _http((db_a, keys_a), (db_b, keys_b))
     assert seen_a == seen_b
     # a: its budget lists orig alone, other is unknown to it like any dataset not granted.
     statuses = [s for s, _ in seen_a]

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from _amplifiers import NEIGHBOURS, Store, chain, heavy, make_store, self_join
-from _server_harness import ServerProcess, get_json
-from _stores import cats, ints, one_table, serving
+from _server_harness import ServerProcess, get_json, start_all
+from _stores import cats, ints, one_table
 from infodp.curator.answer.result import StoreNotOpened
 from infodp.curator.engine import Curator
 from infodp.server.timing import answer_seconds, check_answer_time, released_on_time
@@ -97,26 +98,61 @@ AMPLIFIERS = {
 CASES = [(a, k) for a in AMPLIFIERS for k in NEIGHBOURS]
 
 
+@pytest.fixture(scope="session")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Path], Store]:
+    """A copy of one side's store, as built and never served: each side is built once per
+    process (about 2 s each) and copied for every user."""
+    root = tmp_path_factory.mktemp("timing-pristine")
+    built: dict[str, Store] = {}
+
+    def copy(side: str, directory: Path) -> Store:
+        if side not in built:
+            built[side] = make_store(root / side, side, limit=LIMIT, heavy_rows=HEAVY_ROWS)
+        shutil.copytree(root / side, directory)
+        return Store(str(directory / Path(built[side].db).name), built[side].key)
+
+    return copy
+
+
 @pytest.fixture(scope="module")
-def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Store]:
+def stores(
+    tmp_path_factory: pytest.TempPathFactory, pristine: Callable[[str, Path], Store]
+) -> dict[str, Store]:
     root = tmp_path_factory.mktemp("timing")
     sides = {s for pair in NEIGHBOURS.values() for s in pair}
-    return {s: make_store(root / s, s, limit=LIMIT, heavy_rows=HEAVY_ROWS) for s in sides}
+    return {s: pristine(s, root / s) for s in sides}
 
 
 @pytest.fixture(scope="module")
-def padded(stores: dict[str, Store]) -> Iterator[dict[str, ServerProcess]]:
-    yield from _servers(stores, PER_TABLE)
+def services(
+    stores: dict[str, Store],
+) -> Iterator[tuple[dict[str, ServerProcess], dict[str, ServerProcess]]]:
+    """(padded, unpadded): a service per side and answer time, all started side by side."""
+    started = tuple(
+        {s: ServerProcess(st.db, workers=1, answer_time=t) for s, st in stores.items()}
+        for t in (PER_TABLE, 0.0)
+    )
+    start_all(srv for group in started for srv in group.values())
+    try:
+        yield started[0], started[1]
+    finally:
+        for group in started:
+            for srv in group.values():
+                srv.stop()
 
 
 @pytest.fixture(scope="module")
-def unpadded(stores: dict[str, Store]) -> Iterator[dict[str, ServerProcess]]:
-    yield from _servers(stores, 0.0)
+def padded(
+    services: tuple[dict[str, ServerProcess], dict[str, ServerProcess]],
+) -> dict[str, ServerProcess]:
+    return services[0]
 
 
-def _servers(stores: dict[str, Store], per_table: float) -> Iterator[dict[str, ServerProcess]]:
-    with serving(stores, workers=1, answer_time=per_table) as started:
-        yield started
+@pytest.fixture(scope="module")
+def unpadded(
+    services: tuple[dict[str, ServerProcess], dict[str, ServerProcess]],
+) -> dict[str, ServerProcess]:
+    return services[1]
 
 
 def _observe(
@@ -209,8 +245,10 @@ def test_padded_answer_times_and_statuses_do_not_separate_neighbours(
 
 
 @pytest.mark.slow
-def test_an_overrun_is_charged_recorded_and_shaped_like_an_answer(tmp_path: Path) -> None:
-    store = make_store(tmp_path, "with", limit=LIMIT, heavy_rows=HEAVY_ROWS)
+def test_an_overrun_is_charged_recorded_and_shaped_like_an_answer(
+    tmp_path: Path, pristine: Callable[[str, Path], Store]
+) -> None:
+    store = pristine("with", tmp_path / "with")
     sql = chain(8)
     with ServerProcess(store.db, workers=1, answer_time=0.001) as srv:  # far too short
         body = {"sql": sql, "epsilon": "0.01"}
@@ -235,7 +273,8 @@ def test_an_overrun_is_charged_recorded_and_shaped_like_an_answer(tmp_path: Path
 def test_a_synopsis_release_is_padded_and_an_overrun_still_releases_every_cell(
     tmp_path: Path,
 ) -> None:
-    db = str(tmp_path / "store.duckdb")
+    (tmp_path / "store").mkdir()
+    db = str(tmp_path / "store" / "store.duckdb")
     cur = Curator(db)
     try:
         frame = {"age": [i % 90 for i in range(2000)], "sex": ["f", "m"] * 1000}
@@ -244,25 +283,36 @@ def test_a_synopsis_release_is_padded_and_an_overrun_still_releases_every_cell(
         key = cur.add_analyst("a", "people", epsilon=10)
     finally:
         cur.close()
-    for per_table, name in ((0.4, "on_time"), (0.0001, "overrun")):
-        with ServerProcess(db, workers=1, answer_time=per_table) as srv:
+    # Each answer time its own copy of the store, the two services started side by side.
+    shutil.copytree(tmp_path / "store", tmp_path / "copy")
+    cases = {0.4: ("on_time", db), 0.0001: ("overrun", str(tmp_path / "copy" / "store.duckdb"))}
+    servers = {t: ServerProcess(path, workers=1, answer_time=t) for t, (_, path) in cases.items()}
+    start_all(servers.values())
+    try:
+        for per_table, (name, _) in cases.items():
             body = {"name": name, "dataset": "people", "columns": ["sex"], "epsilon": 0.5}
             start = time.monotonic()
-            status, payload, _ = get_json(srv.port, "POST", "/v1/synopses", body, key=key)
+            status, payload, _ = get_json(
+                servers[per_table].port, "POST", "/v1/synopses", body, key=key
+            )
             took = time.monotonic() - start
-        assert status == 200 and payload["cells"] == 2, payload
-        assert took >= per_table
+            assert status == 200 and payload["cells"] == 2, payload
+            assert took >= per_table
+    finally:
+        for srv in servers.values():
+            srv.stop()
 
 
 @pytest.mark.slow
-def test_planning_counts_against_the_budget(tmp_path: Path) -> None:
+def test_planning_counts_against_the_budget(
+    copied_store: Callable[..., tuple[str, dict[str, str]]], tmp_path: Path
+) -> None:
     """Validation, planning and the reservation run inside the answer's time budget: a
     reservation that takes 1 s of a 1.2 s budget leaves the answer at 1.2 s, not 2.2 s."""
     from _asgi import call
-    from _server_harness import build_store
     from infodp.server.app import ServerSettings, create_app
 
-    db, keys = build_store(tmp_path, [("alice", "people", 10)])
+    db, keys = copied_store(tmp_path, [("alice", "people", 10)])
     app = create_app(ServerSettings(db, answer_time=1.2))
     curator = Curator(db)
     reserve = curator.reserve_for
