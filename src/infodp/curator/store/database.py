@@ -423,7 +423,13 @@ def catalogue(
     return {str(name): json.loads(meta) for name, meta in rows}
 
 
-def fingerprint(backend: DuckDBBackend, table: str, schema: DatasetSchema) -> str:
+def fingerprint(
+    backend: DuckDBBackend,
+    table: str,
+    schema: DatasetSchema,
+    *,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> str:
     """SHA-256 fingerprint of a bounded table's content (row order and names ignored).
 
     The privacy unit and every declared column (numeric ones as clamped and snapped to their
@@ -450,10 +456,12 @@ def fingerprint(backend: DuckDBBackend, table: str, schema: DatasetSchema) -> st
         )
     quoted = ", ".join('"' + c.replace('"', '""') + '"' for c in cols)
     tq = '"' + table.replace('"', '""') + '"'
-    with private_files(), contextlib.closing(backend.connect(read_only=False)) as con:
-        row = con.execute(
-            f"SELECT count(*), coalesce(sum(hash({quoted})::HUGEINT), 0) FROM {tq}"
-        ).fetchone()
+    sql = f"SELECT count(*), coalesce(sum(hash({quoted})::HUGEINT), 0) FROM {tq}"
+    if con is not None:  # the caller's open writable connection (left open)
+        row = con.execute(sql).fetchone()
+    else:
+        with private_files(), contextlib.closing(backend.connect(read_only=False)) as own:
+            row = own.execute(sql).fetchone()
     types = [c.type for c in schema.columns]
     text = json.dumps([row[0] if row else 0, str(row[1] if row else 0), types])
     return hashlib.sha256(text.encode()).hexdigest()

@@ -25,6 +25,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import cast
 
+import duckdb
+
 from infodp._engines import DEFAULT, external
 from infodp._engines import engine as engine_entry
 from infodp._exact import float_up
@@ -191,12 +193,15 @@ def register_dataset(
         )
         commit_tables(store, name, renames, where)
         committed = True
-        fp = content_fingerprint(store, engine, name, schema)
         shown_source = _shown_source(source)
         copy = None if outside is None else outside.bounded_path(name)
-        sharing = registration_sharing(
-            ledger, store, schema, copy, caps.independent, caps.same_population_as
-        )
+        # The fingerprint and the sketches on one connection (each DuckDB open costs about as
+        # much as a small aggregate), closed before the ledger records the dataset.
+        with private_files(), contextlib.closing(store.connect(read_only=False)) as con:
+            fp = content_fingerprint(store, engine, name, schema, con=con)
+            sharing = registration_sharing(
+                ledger, store, schema, copy, caps.independent, caps.same_population_as, con=con
+            )
         joined = ledger.register_dataset(
             name,
             schema.to_json(),
@@ -408,14 +413,20 @@ def copy_population(
 
 
 def content_fingerprint(
-    store: DuckDBBackend, engine: Backend, name: str, schema: DatasetSchema
+    store: DuckDBBackend,
+    engine: Backend,
+    name: str,
+    schema: DatasetSchema,
+    *,
+    con: duckdb.DuckDBPyConnection | None = None,
 ) -> str:
-    """The content fingerprint: of the table, or of a population's tables together."""
+    """The content fingerprint: of the table, or of a population's tables together
+    (``con``: an open writable connection to the store to read them with, left open)."""
     outside = _outside(store, engine)
     if not schema.is_population:
         if outside is not None:
             return str(outside.fingerprint(name, schema))
-        return fingerprint(store, name, schema)
+        return fingerprint(store, name, schema, con=con)
     parts = []
     for member in schema.members:
         if member.public:
@@ -424,7 +435,7 @@ def content_fingerprint(
         if outside is not None:
             parts.append(f"{member.table}:{outside.fingerprint(table, member)}")
         else:
-            parts.append(f"{member.table}:{fingerprint(store, table, member)}")
+            parts.append(f"{member.table}:{fingerprint(store, table, member, con=con)}")
     return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest()
 
 
