@@ -69,6 +69,7 @@ __all__ = [
     "record_dataset",
     "reinit_ledger",
     "store_tables",
+    "sweep_and_list",
     "sweep_registrations",
 ]
 
@@ -352,11 +353,18 @@ def sweep_registrations(backend: DuckDBBackend, ledger: Ledger) -> list[str]:
     the dataset (the registration's commit point), or else undone: its tables are dropped
     with it. A registration still running in another process is left alone.
     """
+    return sweep_and_list(backend, ledger)[0]
+
+
+def sweep_and_list(backend: DuckDBBackend, ledger: Ledger) -> tuple[list[str], list[str] | None]:
+    """:func:`sweep_registrations`, and the store's tables when the sweep changed nothing
+    (read on the same connection; None when it changed something or there is no store yet)."""
     if str(backend.path) != ":memory:" and not backend.path.exists():
-        return []
+        return [], None
     undone: list[str] = []
     with contextlib.closing(backend.connect(read_only=True)) as con:
-        orphans = [t for t in store_tables(con) if (p := _pid_of(t)) is not None and not _alive(p)]
+        present = store_tables(con)
+        orphans = [t for t in present if (p := _pid_of(t)) is not None and not _alive(p)]
         records = catalogue(backend, con)
     pending: dict[str, tuple[JsonObject, list[str]]] = {}
     for n, meta in records.items():
@@ -368,7 +376,7 @@ def sweep_registrations(backend: DuckDBBackend, ledger: Ledger) -> list[str]:
     if orphans:
         forget_tables(backend, None, orphans)
     if not pending:
-        return undone
+        return undone, None if orphans else present
     known = {d.name: d for d in ledger.datasets()}
     for name, (where, made) in pending.items():
         record = known.get(name)
@@ -393,7 +401,7 @@ def sweep_registrations(backend: DuckDBBackend, ledger: Ledger) -> list[str]:
                 "independent": record.independent,
             },
         )
-    return undone
+    return undone, None
 
 
 def catalogue(

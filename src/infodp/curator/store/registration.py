@@ -47,7 +47,7 @@ from infodp.curator.store.database import (
     forget_tables,
     record_dataset,
     store_tables,
-    sweep_registrations,
+    sweep_and_list,
 )
 from infodp.curator.store.private_files import private_files
 from infodp.curator.store.shared_budgets import owner_note, registration_sharing
@@ -153,8 +153,8 @@ def register_dataset(
     tables to that table's source (:func:`copy_population`).
     """
     outside = _outside(store, engine)  # an external engine's copy (infodp._engines)
-    sweep_registrations(store, ledger)
-    refuse_taken_names(ledger, store, name, schema)
+    _, tables = sweep_and_list(store, ledger)  # the tables too, when the sweep changed none
+    refuse_taken_names(ledger, store, name, schema, tables=tables)
     where: JsonObject = {}
     # The DuckDB copies are made under names no one else uses (never a name that existed
     # before), so that a failure removes only what this registration made; they take their
@@ -290,11 +290,17 @@ def stored_tables(name: str, schema: DatasetSchema) -> list[str]:
 
 
 def refuse_taken_names(
-    ledger: Ledger, store: DuckDBBackend, name: str, schema: DatasetSchema
+    ledger: Ledger,
+    store: DuckDBBackend,
+    name: str,
+    schema: DatasetSchema,
+    *,
+    tables: list[str] | None = None,
 ) -> None:
     """Refuse, before anything is made, a dataset one of whose stored tables would take the
     name of a table already in the store or of another dataset's table (a dataset named
-    ``clinic__visits`` and population ``clinic``'s table ``visits``), naming it.
+    ``clinic__visits`` and population ``clinic``'s table ``visits``), naming it. ``tables``:
+    the store's tables as just read (by default they are read here).
 
     >>> import tempfile, os
     >>> from infodp.curator.engine import Curator
@@ -307,9 +313,10 @@ def refuse_taken_names(
     infodp.errors.ParameterError: name must be a dataset name whose stored table _infodp_store is not taken (a table already in the store); got '_infodp_store'.
     """  # noqa: E501
     taken: dict[str, str] = {}
-    if str(store.path) == ":memory:" or store.path.exists():
+    if tables is None and (str(store.path) == ":memory:" or store.path.exists()):
         with contextlib.closing(store.connect(read_only=True)) as con:
-            taken.update({t.lower(): "a table already in the store" for t in store_tables(con)})
+            tables = store_tables(con)
+    taken.update({t.lower(): "a table already in the store" for t in tables or ()})
     for record in ledger.datasets():
         declared = DatasetSchema.from_dict(json.loads(record.schema_json))
         for table in stored_tables(record.name, declared):
