@@ -220,9 +220,12 @@ def test_noisy_answers_fall_inside_stated_intervals_at_the_stated_rate(tmp_path:
     hits = {"count": 0, "sum": 0}
     trials = 0
     for seed in range(6):
-        cur = Curator(tmp_path / f"c{seed}.duckdb", source=seeded(seed))
-        cur.register_dataset("t", frame, schema)
-        cur.add_analyst("a", "t", epsilon=10)
+        # One store registered once; each run draws its noise from its own seed, so the runs
+        # are independent trials as with one store per run.
+        cur = Curator(tmp_path / "c.duckdb", source=seeded(seed))
+        if seed == 0:
+            cur.register_dataset("t", frame, schema)
+            cur.add_analyst("a", "t", epsilon=10)
         exact = cur.exact_aggregates(sql).values
         result = cur.query("a", sql, epsilon=1)
         for row, ci in zip(result.rows, result.confidence_intervals, strict=True):
@@ -230,6 +233,7 @@ def test_noisy_answers_fall_inside_stated_intervals_at_the_stated_rate(tmp_path:
             hits["count"] += ci[1][0] <= truth[0] <= ci[1][1]
             hits["sum"] += ci[2][0] <= truth[1] <= ci[2][1]
             trials += 1
+        cur.close()
     # Nominal 95%; discrete Laplace intervals cover with prob. in [0.95, 0.96] here.
     # 600 trials: 3.5 sigma band is about ±0.03.
     for rate in (hits["count"] / trials, hits["sum"] / trials):

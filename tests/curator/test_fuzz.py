@@ -240,7 +240,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def server(store: tuple[str, str]) -> Iterator[ServerProcess]:
-    with ServerProcess(store[0]) as srv:
+    # One worker: the examples check outcomes, not the pool (tests/server/ has it).
+    with ServerProcess(store[0], workers=1) as srv:
         yield srv
 
 

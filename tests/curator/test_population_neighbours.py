@@ -195,7 +195,8 @@ def test_outcome_cost_and_ledger_are_identical_across_neighbouring_populations(
 
 @pytest.fixture(scope="module")
 def servers(pair: tuple[Store, Store]) -> Iterator[tuple[ServerProcess, ServerProcess]]:
-    with serving(dict(enumerate(pair))) as started:
+    # One worker each: these tests compare outcomes, not the pool (tests/server/ has it).
+    with serving(dict(enumerate(pair)), workers=1) as started:
         yield started[0], started[1]
 
 

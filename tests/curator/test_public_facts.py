@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -61,16 +62,51 @@ def frame(units: int, seed: int = 5) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: Each pair built so far, by its declared facts: (the directory holding its four files, the
+#: analysts' keys). Tests write to their stores, so each gets a copy (tests/_stores.py).
+_BUILT: dict[tuple[tuple[str, int], ...], tuple[Path, dict[str, str]]] = {}
+_ROOT: list[Path] = []
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _pairs_root(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    _ROOT[:] = [tmp_path_factory.mktemp("pairs")]
+    yield
+    _BUILT.clear()
+
+
 def neighbours(tmp_path: Path, **public: int) -> tuple[Curator, Curator, dict[str, str]]:
-    """Two stores: ``people`` with 40 units, and the same without the last unit (2 rows)."""
+    """Two stores: ``people`` with 40 units, and the same without the last unit (2 rows).
+
+    Built once per module for each ``public``; each call opens a fresh copy in ``tmp_path``
+    (copying the files costs far less than registering the four datasets again)."""
+    facts = tuple(sorted(public.items()))
+    if facts not in _BUILT:
+        built = _ROOT[0] / f"pair{len(_BUILT)}"
+        _BUILT[facts] = (built, _build(built, **public))
+    built, keys = _BUILT[facts]
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    for path in built.iterdir():
+        shutil.copy2(path, tmp_path / path.name)
+    a, b = (
+        Curator(
+            tmp_path / f"{name}.duckdb",
+            source=InsecureSeededSource(11, i_understand_this_is_not_private=True),
+        )
+        for name in ("full", "less")
+    )
+    return a, b, dict(keys)
+
+
+def _build(directory: Path, **public: int) -> dict[str, str]:
+    """The two stores of :func:`neighbours` in ``directory`` (closed); the analysts' keys."""
     full = frame(40)
     less = full[full["person_id"] != 39]
     assert len(full) - len(less) == 2
-    curs = []
     keys: dict[str, str] = {}
     for name, data in (("full", full), ("less", less)):
         cur = Curator(
-            tmp_path / f"{name}.duckdb",
+            directory / f"{name}.duckdb",
             source=InsecureSeededSource(11, i_understand_this_is_not_private=True),
         )
         cur.register_dataset("people", data, schema(**public))
@@ -84,8 +120,8 @@ def neighbours(tmp_path: Path, **public: int) -> tuple[Curator, Curator, dict[st
         )
         keys[name] = cur.add_analyst("alice", "people", epsilon=100, delta="0.01")
         cur.add_analyst("bob", "visits", epsilon=100)
-        curs.append(cur)
-    return curs[0], curs[1], keys
+        cur.close()
+    return keys
 
 
 QUERIES: list[tuple[str, str, str]] = [

@@ -90,7 +90,8 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, Store]:
 
 @pytest.fixture(scope="module")
 def servers(pair: tuple[Store, Store]) -> Iterator[tuple[ServerProcess, ServerProcess]]:
-    with serving(dict(enumerate(pair))) as started:
+    # One worker each: these tests compare outcomes, not the pool (tests/server/ has it).
+    with serving(dict(enumerate(pair)), workers=1) as started:
         yield started[0], started[1]
 
 

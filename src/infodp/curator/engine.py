@@ -90,6 +90,8 @@ from infodp.curator.sql.parse import parse_query
 from infodp.curator.sql.post import inner_sql
 from infodp.curator.store.connections import Connections, SparkOptions
 from infodp.curator.store.database import (
+    catalogue,
+    connect_to_read,
     open_store,
 )
 from infodp.curator.store.registration import DataOwner
@@ -181,19 +183,36 @@ class Curator(DataOwner):
             # much as a small aggregate; see benchmarks/cli_startup.py). Not by default: a
             # read connection held from the start would conflict with this process's writes.
             con = self.backend.connect(read_only=True)
+        # Otherwise one short read connection to an existing store reads its id, where its
+        # ledger is and its catalogue (which engine holds each dataset), instead of one each:
+        # every DuckDB open costs about as much as a small aggregate.
+        brief = None
+        if con is None and ledger is None and str(db) != ":memory:" and self.db.is_file():
+            brief = connect_to_read(self.backend)
+        known: dict[str, JsonObject] | None = None
         try:
             self.ledger: Ledger = open_store(
-                self.db, self.backend, timeout=timeout, ledger=ledger, con=con
+                self.db, self.backend, timeout=timeout, ledger=ledger, con=con or brief
             )
+            if brief is not None:
+                try:
+                    known = catalogue(self.backend, brief)
+                except Exception:  # read again (and refused there) at the first query
+                    known = None
         except BaseException:
             if con is not None:
                 con.close()
             raise
+        finally:
+            if brief is not None:
+                brief.close()
         spark_options = SparkOptions(master=spark_master, conf=spark_conf, progress=progress)
         self._connections = Connections(
             self.db, self.backend, keep_open=keep_open, spark_options=spark_options
         )
         self._connections.kept = con
+        if known is not None:
+            self._connections.remember(known)
         # A one-shot process checks its statements on the connection it answers with (they
         # read no stored data, see DuckDBBackend.check) rather than starting a second DuckDB.
         self._one_shot = con is not None

@@ -9,34 +9,37 @@ Run it with ``infodp serve --db FILE``; talk to it with :class:`infodp.client.Cl
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING
+import typing as _typing
 
-if TYPE_CHECKING:
+from infodp._lazy import lazy_exports as _lazy_exports
+
+if _typing.TYPE_CHECKING:
     from infodp.server.app import API_VERSION, ServerSettings, admin_token_hash, create_app
     from infodp.server.auth import Identity, KeyStore, key_store_path, parse_bearer
     from infodp.server.errors import ApiError
     from infodp.server.limits import BodySizeLimit, RateLimiter
     from infodp.server.openapi import openapi_document, write_openapi
 
-#: Where each public name lives. They are imported when first asked for: a worker process
-#: (``infodp.server.pool``) runs only the curator and never needs FastAPI, whose import is
-#: about a third of a worker's start-up.
-_HOMES = {
-    "API_VERSION": "infodp.server.app",
-    "ServerSettings": "infodp.server.app",
-    "admin_token_hash": "infodp.server.app",
-    "create_app": "infodp.server.app",
-    "Identity": "infodp.server.auth",
-    "KeyStore": "infodp.server.auth",
-    "key_store_path": "infodp.server.auth",
-    "parse_bearer": "infodp.server.auth",
-    "ApiError": "infodp.server.errors",
-    "BodySizeLimit": "infodp.server.limits",
-    "RateLimiter": "infodp.server.limits",
-    "openapi_document": "infodp.server.openapi",
-    "write_openapi": "infodp.server.openapi",
-}
+# Imported on first use (infodp._lazy): a service's worker process imports
+# infodp.server.pool, which needs none of the web stack (FastAPI costs ~0.5 s per start).
+__getattr__, __dir__ = _lazy_exports(
+    __name__,
+    {
+        "API_VERSION": "infodp.server.app",
+        "ServerSettings": "infodp.server.app",
+        "admin_token_hash": "infodp.server.app",
+        "create_app": "infodp.server.app",
+        "Identity": "infodp.server.auth",
+        "KeyStore": "infodp.server.auth",
+        "key_store_path": "infodp.server.auth",
+        "parse_bearer": "infodp.server.auth",
+        "ApiError": "infodp.server.errors",
+        "BodySizeLimit": "infodp.server.limits",
+        "RateLimiter": "infodp.server.limits",
+        "openapi_document": "infodp.server.openapi",
+        "write_openapi": "infodp.server.openapi",
+    },
+)
 
 __all__ = [
     "API_VERSION",
@@ -53,20 +56,3 @@ __all__ = [
     "parse_bearer",
     "write_openapi",
 ]
-
-
-if not TYPE_CHECKING:
-
-    def __getattr__(name: str) -> object:
-        home = _HOMES.get(name)
-        if home is None:
-            try:  # a submodule, as an eager import of it used to leave it
-                return importlib.import_module(f"{__name__}.{name}")
-            except ModuleNotFoundError:
-                raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-        value = getattr(importlib.import_module(home), name)
-        globals()[name] = value
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *__all__})

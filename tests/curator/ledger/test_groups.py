@@ -12,10 +12,12 @@ sketches at the next registration.
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import textwrap
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -26,6 +28,7 @@ from _stores import TEXT, ints, one_table
 from infodp.accounting.accountant import Budget
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import integrity
+from infodp.curator.store import database, ledger_location
 from infodp.curator.store.database import reinit_ledger
 from infodp.errors import LedgerError, ParameterError
 
@@ -41,9 +44,42 @@ def _frame(n: int, extra: int = 0) -> pd.DataFrame:
     return pd.DataFrame({"pid": ids, "x": [i % 10 for i in range(len(ids))]})
 
 
+#: The default grouped store, built once per module with a SQLite ledger (its directory);
+#: each test writes to a copy of its two files. A PostgreSQL ledger is a schema of the
+#: cluster, not a file to copy: those stores are built each time.
+_BUILT: list[Path] = []
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _built_root(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    _ROOT[:] = [tmp_path_factory.mktemp("grouped")]
+    yield
+    _BUILT.clear()
+
+
+_ROOT: list[Path] = []
+
+
+def _sqlite_ledgers() -> bool:
+    """Whether new stores get their ledger file beside them (not the PostgreSQL kind)."""
+    return database.default_ledger is ledger_location.default_ledger
+
+
 def _grouped_store(tmp_path: Path, **budget: object) -> Path:
     """orig and its copy with one dummy row (declared one group), analyst a granted on both
     (one budget)."""
+    if budget or not _sqlite_ledgers():
+        return _build_grouped(tmp_path, **budget)
+    if not _BUILT:
+        _BUILT.append(_build_grouped(_ROOT[0]).parent)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    for path in _BUILT[0].iterdir():
+        shutil.copy2(path, tmp_path / path.name)
+    return tmp_path / "s.duckdb"
+
+
+def _build_grouped(tmp_path: Path, **budget: object) -> Path:
+    """:func:`_grouped_store`, built anew in ``tmp_path``."""
     db = tmp_path / "s.duckdb"
     cur = Curator(db)
     cur.register_dataset("orig", _frame(500), SCHEMA, max_epsilon=2)

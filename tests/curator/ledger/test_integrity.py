@@ -17,6 +17,7 @@ import sqlite3
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -41,8 +42,37 @@ from infodp.server.auth import KeyStore, key_store_path
 SCHEMA = one_table("t", {"x": ints(0, 9)})
 
 
+#: Each store built so far, by its number of answers: (its directory, analyst a's key). The
+#: tests damage their stores, so each gets a copy of the files (tests/_stores.py); stores with
+#: different numbers of answers are different stores (their own store ids).
+_BUILT: dict[int, tuple[Path, str]] = {}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _built_root(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    _ROOT[:] = [tmp_path_factory.mktemp("built")]
+    yield
+    _BUILT.clear()
+
+
+_ROOT: list[Path] = []
+
+
 def make_store(directory: Path, *, queries: int = 6) -> tuple[Path, str]:
-    """A store with dataset t, analyst a (ε = 10) and ``queries`` released answers."""
+    """A store with dataset t, analyst a (ε = 10) and ``queries`` released answers: a copy of
+    the one built for ``queries`` in this module (copying costs far less than building)."""
+    if queries not in _BUILT:
+        built = _ROOT[0] / f"q{queries}"
+        _BUILT[queries] = (built, build_store(built, queries=queries)[1])
+    built, key = _BUILT[queries]
+    directory.mkdir(parents=True, exist_ok=True)
+    for path in built.iterdir():
+        shutil.copy2(path, directory / path.name)
+    return directory / "store.duckdb", key
+
+
+def build_store(directory: Path, *, queries: int) -> tuple[Path, str]:
+    """:func:`make_store`, built anew in ``directory``."""
     frame = pd.DataFrame({"x": list(range(10)) * 5})
     store = _stores.make_store(directory, "t", frame, SCHEMA, budget={"epsilon": 10})
     db, key = Path(store.db), store.key
@@ -257,7 +287,7 @@ def _modes(paths: list[Path]) -> dict[str, int]:
 def test_every_file_is_created_private(tmp_path: Path) -> None:
     old = os.umask(0o022)  # a typical permissive umask
     try:
-        db, _ = make_store(tmp_path, queries=2)
+        db, _ = build_store(tmp_path, queries=2)  # made under this umask, not copied
         KeyStore(key_store_path(db)).issue("a")
         cur = Curator(db)
         cur.register_dataset("u", pd.DataFrame({"x": [1, 2, 3]}), {**SCHEMA, "table": "u"})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -185,10 +186,20 @@ def test_a_registration_killed_at_any_moment_leaves_the_store_agreeing(tmp_path:
         {"pid": [f"p{i}" for i in rng.integers(0, n // 2, n)], "x": rng.uniform(0, 100, n)}
     ).to_parquet(source)
     small = pd.DataFrame({"cost": [1.0, 2.0, 3.0]})
+    # Every case starts from a copy of one store holding "small" (copying both files costs
+    # far less than registering it again: the store and its ledger keep their one store id).
+    prepared = tmp_path / "prepared" / "s.duckdb"
+    prepared.parent.mkdir()
+    cur = Curator(prepared)
+    cur.register_dataset("small", small, VISITS)
+    cur.close()
+
+    def _store(name: str) -> Path:
+        shutil.copytree(prepared.parent, tmp_path / name)
+        return tmp_path / name / "s.duckdb"
+
     # How long a whole registration takes in a child (start-up included): the kills fall in it.
-    timed = tmp_path / "timed" / "s.duckdb"
-    timed.parent.mkdir()
-    Curator(timed).register_dataset("small", small, VISITS)
+    timed = _store("timed")
     start = time.monotonic()
     child = _register_in_child(timed, source)
     out, err = child.communicate(timeout=300)
@@ -197,9 +208,7 @@ def test_a_registration_killed_at_any_moment_leaves_the_store_agreeing(tmp_path:
     delays = sorted(random.Random(1).uniform(0.3 * took, 1.05 * took) for _ in range(10))
     outcomes = []
     for i, delay in enumerate(delays):
-        db = tmp_path / f"k{i}" / "s.duckdb"
-        db.parent.mkdir()
-        Curator(db).register_dataset("small", small, VISITS)
+        db = _store(f"k{i}")
         child = _register_in_child(db, source)
         time.sleep(delay)
         child.send_signal(signal.SIGKILL)

@@ -142,6 +142,12 @@ class Connections:
             self._external[name] = made
         return made
 
+    def remember(self, records: dict[str, JsonObject]) -> None:
+        """Take the store's catalogue as read when the store was opened (a dataset missing
+        from it is looked up again, as before the first read)."""
+        if not self._catalogue:
+            self._catalogue = dict(records)
+
     def record(self, dataset: str, where: JsonObject) -> None:
         """Remember where a dataset just registered lives (its catalogue entry)."""
         self._catalogue[dataset] = where

@@ -60,6 +60,7 @@ __all__ = [
     "Reinitialised",
     "catalogue",
     "commit_tables",
+    "connect_to_read",
     "fingerprint",
     "forget_tables",
     "ledger_path",
@@ -68,6 +69,7 @@ __all__ = [
     "record_dataset",
     "reinit_ledger",
     "store_tables",
+    "sweep_and_list",
     "sweep_registrations",
 ]
 
@@ -107,13 +109,7 @@ def read_store_id(
     """
     own = con is None
     if con is None:
-        try:
-            con = backend.connect(read_only=True)
-        except duckdb.Error as err:
-            raise LedgerError(
-                f"the store {backend.path.name} cannot be opened as a DuckDB file "
-                f"({type(err).__name__})"
-            ) from None
+        con = connect_to_read(backend)
     try:
         # One lookup, no catalog scan: a missing table is a catalog error at bind time.
         row = con.execute(f"SELECT store_id FROM {_STORE_TABLE} LIMIT 1").fetchone()
@@ -125,20 +121,38 @@ def read_store_id(
     return None if row is None else str(row[0])
 
 
+def connect_to_read(backend: DuckDBBackend) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to the store (:class:`~infodp.errors.LedgerError` when the file
+    is not a DuckDB database)."""
+    try:
+        return backend.connect(read_only=True)
+    except duckdb.Error as err:
+        raise LedgerError(
+            f"the store {backend.path.name} cannot be opened as a DuckDB file "
+            f"({type(err).__name__})"
+        ) from None
+
+
 def _write_store_id(backend: DuckDBBackend, store_id: str | None = None) -> str:
     """Give the store an id (kept if it has one already); returns it."""
     with private_files(), contextlib.closing(backend.connect(read_only=False)) as con:
-        con.execute(f"CREATE TABLE IF NOT EXISTS {_STORE_TABLE} (store_id VARCHAR NOT NULL)")
-        row = con.execute(f"SELECT store_id FROM {_STORE_TABLE}").fetchone()
-        if row is None:
-            row = (store_id or secrets.token_hex(16),)
-            con.execute(f"INSERT INTO {_STORE_TABLE} VALUES (?)", [row[0]])
-        con.execute(
-            f"CREATE TABLE IF NOT EXISTS {_DATASETS_TABLE} "
-            "(name VARCHAR PRIMARY KEY, meta_json VARCHAR NOT NULL)"
-        )
+        kept = _ensure_store_id(con, store_id)
         con.execute("CHECKPOINT")
     _chmod_private(backend.path)
+    return kept
+
+
+def _ensure_store_id(con: duckdb.DuckDBPyConnection, store_id: str | None = None) -> str:
+    """:func:`_write_store_id` on an open writable connection (its caller checkpoints)."""
+    con.execute(f"CREATE TABLE IF NOT EXISTS {_STORE_TABLE} (store_id VARCHAR NOT NULL)")
+    row = con.execute(f"SELECT store_id FROM {_STORE_TABLE}").fetchone()
+    if row is None:
+        row = (store_id or secrets.token_hex(16),)
+        con.execute(f"INSERT INTO {_STORE_TABLE} VALUES (?)", [row[0]])
+    con.execute(
+        f"CREATE TABLE IF NOT EXISTS {_DATASETS_TABLE} "
+        "(name VARCHAR PRIMARY KEY, meta_json VARCHAR NOT NULL)"
+    )
     return str(row[0])
 
 
@@ -165,19 +179,29 @@ def open_store(
         return _open_transient(db, backend, timeout=timeout, ledger=ledger)
     path = Path(db)
     if path.exists():
-        store_id = read_store_id(backend, con)
-        if store_id is None:
-            raise LedgerError(
-                f"the store {path.name} carries no store id (made by an older infodp, or not an "
-                "infodp store); (data owner) run 'infodp ledger reinit --db STORE --yes' to bind "
-                "a new ledger to it, which forgets all budgets."
-            )
         # The ledger named, else the one the store records (a URL), else the file beside it.
-        target = (
-            ledger
-            if ledger is not None
-            else chosen_ledger() or stored_ledger(backend, con) or ledger_path(path)
-        )
+        named = ledger if ledger is not None else chosen_ledger()
+        own = con is None and not named
+        if own:
+            # The id and the recorded ledger read on one connection: each DuckDB open costs
+            # about as much as a small aggregate, and every Curator opens its store.
+            con = connect_to_read(backend)
+        try:
+            store_id = read_store_id(backend, con)
+            if store_id is None:
+                raise LedgerError(
+                    f"the store {path.name} carries no store id (made by an older infodp, or not "
+                    "an infodp store); (data owner) run 'infodp ledger reinit --db STORE --yes' "
+                    "to bind a new ledger to it, which forgets all budgets."
+                )
+            target = (
+                ledger
+                if ledger is not None
+                else named or stored_ledger(backend, con) or ledger_path(path)
+            )
+        finally:
+            if own and con is not None:
+                con.close()
         return Ledger(target, timeout=timeout, store_id=store_id, create=False)
     target = (chosen_ledger() or default_ledger(path)) if ledger is None else ledger
     if is_url(target):
@@ -225,8 +249,10 @@ def record_dataset(backend: DuckDBBackend, name: str, meta: JsonObject) -> None:
     >>> read_store_id(DuckDBBackend(db)) is not None
     True
     """
-    _write_store_id(backend)
+    # The id (kept if there) and the record on one connection: each open costs about as much
+    # as a small aggregate.
     with private_files(), contextlib.closing(backend.connect(read_only=False)) as con:
+        _ensure_store_id(con)
         con.execute(
             f"INSERT OR REPLACE INTO {_DATASETS_TABLE} VALUES (?, ?)",
             [name, json.dumps(meta, sort_keys=True)],
@@ -260,10 +286,10 @@ def commit_tables(
     :func:`sweep_registrations` completes or undoes it after a kill. A stored name already
     taken (another process registered it meanwhile) fails the whole transaction.
     """
-    _write_store_id(backend)
     mark: JsonObject = {"pid": os.getpid(), "tables": [new for _, new in renames]}
     pending = {**where, "pending": mark}
     with private_files(), contextlib.closing(backend.connect(read_only=False)) as con:
+        _ensure_store_id(con)  # committed on its own, before the transaction, as it was
         con.execute("BEGIN TRANSACTION")
         try:
             for old, new in renames:
@@ -327,11 +353,18 @@ def sweep_registrations(backend: DuckDBBackend, ledger: Ledger) -> list[str]:
     the dataset (the registration's commit point), or else undone: its tables are dropped
     with it. A registration still running in another process is left alone.
     """
+    return sweep_and_list(backend, ledger)[0]
+
+
+def sweep_and_list(backend: DuckDBBackend, ledger: Ledger) -> tuple[list[str], list[str] | None]:
+    """:func:`sweep_registrations`, and the store's tables when the sweep changed nothing
+    (read on the same connection; None when it changed something or there is no store yet)."""
     if str(backend.path) != ":memory:" and not backend.path.exists():
-        return []
+        return [], None
     undone: list[str] = []
     with contextlib.closing(backend.connect(read_only=True)) as con:
-        orphans = [t for t in store_tables(con) if (p := _pid_of(t)) is not None and not _alive(p)]
+        present = store_tables(con)
+        orphans = [t for t in present if (p := _pid_of(t)) is not None and not _alive(p)]
         records = catalogue(backend, con)
     pending: dict[str, tuple[JsonObject, list[str]]] = {}
     for n, meta in records.items():
@@ -343,7 +376,7 @@ def sweep_registrations(backend: DuckDBBackend, ledger: Ledger) -> list[str]:
     if orphans:
         forget_tables(backend, None, orphans)
     if not pending:
-        return undone
+        return undone, None if orphans else present
     known = {d.name: d for d in ledger.datasets()}
     for name, (where, made) in pending.items():
         record = known.get(name)
@@ -368,7 +401,7 @@ def sweep_registrations(backend: DuckDBBackend, ledger: Ledger) -> list[str]:
                 "independent": record.independent,
             },
         )
-    return undone
+    return undone, None
 
 
 def catalogue(
@@ -398,7 +431,13 @@ def catalogue(
     return {str(name): json.loads(meta) for name, meta in rows}
 
 
-def fingerprint(backend: DuckDBBackend, table: str, schema: DatasetSchema) -> str:
+def fingerprint(
+    backend: DuckDBBackend,
+    table: str,
+    schema: DatasetSchema,
+    *,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> str:
     """SHA-256 fingerprint of a bounded table's content (row order and names ignored).
 
     The privacy unit and every declared column (numeric ones as clamped and snapped to their
@@ -425,10 +464,12 @@ def fingerprint(backend: DuckDBBackend, table: str, schema: DatasetSchema) -> st
         )
     quoted = ", ".join('"' + c.replace('"', '""') + '"' for c in cols)
     tq = '"' + table.replace('"', '""') + '"'
-    with private_files(), contextlib.closing(backend.connect(read_only=False)) as con:
-        row = con.execute(
-            f"SELECT count(*), coalesce(sum(hash({quoted})::HUGEINT), 0) FROM {tq}"
-        ).fetchone()
+    sql = f"SELECT count(*), coalesce(sum(hash({quoted})::HUGEINT), 0) FROM {tq}"
+    if con is not None:  # the caller's open writable connection (left open)
+        row = con.execute(sql).fetchone()
+    else:
+        with private_files(), contextlib.closing(backend.connect(read_only=False)) as own:
+            row = own.execute(sql).fetchone()
     types = [c.type for c in schema.columns]
     text = json.dumps([row[0] if row else 0, str(row[1] if row else 0), types])
     return hashlib.sha256(text.encode()).hexdigest()

@@ -25,6 +25,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import cast
 
+import duckdb
+
 from infodp._engines import DEFAULT, external
 from infodp._engines import engine as engine_entry
 from infodp._exact import float_up
@@ -45,7 +47,7 @@ from infodp.curator.store.database import (
     forget_tables,
     record_dataset,
     store_tables,
-    sweep_registrations,
+    sweep_and_list,
 )
 from infodp.curator.store.private_files import private_files
 from infodp.curator.store.shared_budgets import owner_note, registration_sharing
@@ -151,8 +153,8 @@ def register_dataset(
     tables to that table's source (:func:`copy_population`).
     """
     outside = _outside(store, engine)  # an external engine's copy (infodp._engines)
-    sweep_registrations(store, ledger)
-    refuse_taken_names(ledger, store, name, schema)
+    _, tables = sweep_and_list(store, ledger)  # the tables too, when the sweep changed none
+    refuse_taken_names(ledger, store, name, schema, tables=tables)
     where: JsonObject = {}
     # The DuckDB copies are made under names no one else uses (never a name that existed
     # before), so that a failure removes only what this registration made; they take their
@@ -191,12 +193,15 @@ def register_dataset(
         )
         commit_tables(store, name, renames, where)
         committed = True
-        fp = content_fingerprint(store, engine, name, schema)
         shown_source = _shown_source(source)
         copy = None if outside is None else outside.bounded_path(name)
-        sharing = registration_sharing(
-            ledger, store, schema, copy, caps.independent, caps.same_population_as
-        )
+        # The fingerprint and the sketches on one connection (each DuckDB open costs about as
+        # much as a small aggregate), closed before the ledger records the dataset.
+        with private_files(), contextlib.closing(store.connect(read_only=False)) as con:
+            fp = content_fingerprint(store, engine, name, schema, con=con)
+            sharing = registration_sharing(
+                ledger, store, schema, copy, caps.independent, caps.same_population_as, con=con
+            )
         joined = ledger.register_dataset(
             name,
             schema.to_json(),
@@ -285,11 +290,17 @@ def stored_tables(name: str, schema: DatasetSchema) -> list[str]:
 
 
 def refuse_taken_names(
-    ledger: Ledger, store: DuckDBBackend, name: str, schema: DatasetSchema
+    ledger: Ledger,
+    store: DuckDBBackend,
+    name: str,
+    schema: DatasetSchema,
+    *,
+    tables: list[str] | None = None,
 ) -> None:
     """Refuse, before anything is made, a dataset one of whose stored tables would take the
     name of a table already in the store or of another dataset's table (a dataset named
-    ``clinic__visits`` and population ``clinic``'s table ``visits``), naming it.
+    ``clinic__visits`` and population ``clinic``'s table ``visits``), naming it. ``tables``:
+    the store's tables as just read (by default they are read here).
 
     >>> import tempfile, os
     >>> from infodp.curator.engine import Curator
@@ -302,9 +313,10 @@ def refuse_taken_names(
     infodp.errors.ParameterError: name must be a dataset name whose stored table _infodp_store is not taken (a table already in the store); got '_infodp_store'.
     """  # noqa: E501
     taken: dict[str, str] = {}
-    if str(store.path) == ":memory:" or store.path.exists():
+    if tables is None and (str(store.path) == ":memory:" or store.path.exists()):
         with contextlib.closing(store.connect(read_only=True)) as con:
-            taken.update({t.lower(): "a table already in the store" for t in store_tables(con)})
+            tables = store_tables(con)
+    taken.update({t.lower(): "a table already in the store" for t in tables or ()})
     for record in ledger.datasets():
         declared = DatasetSchema.from_dict(json.loads(record.schema_json))
         for table in stored_tables(record.name, declared):
@@ -408,14 +420,20 @@ def copy_population(
 
 
 def content_fingerprint(
-    store: DuckDBBackend, engine: Backend, name: str, schema: DatasetSchema
+    store: DuckDBBackend,
+    engine: Backend,
+    name: str,
+    schema: DatasetSchema,
+    *,
+    con: duckdb.DuckDBPyConnection | None = None,
 ) -> str:
-    """The content fingerprint: of the table, or of a population's tables together."""
+    """The content fingerprint: of the table, or of a population's tables together
+    (``con``: an open writable connection to the store to read them with, left open)."""
     outside = _outside(store, engine)
     if not schema.is_population:
         if outside is not None:
             return str(outside.fingerprint(name, schema))
-        return fingerprint(store, name, schema)
+        return fingerprint(store, name, schema, con=con)
     parts = []
     for member in schema.members:
         if member.public:
@@ -424,7 +442,7 @@ def content_fingerprint(
         if outside is not None:
             parts.append(f"{member.table}:{outside.fingerprint(table, member)}")
         else:
-            parts.append(f"{member.table}:{fingerprint(store, table, member)}")
+            parts.append(f"{member.table}:{fingerprint(store, table, member, con=con)}")
     return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest()
 
 

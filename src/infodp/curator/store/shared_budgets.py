@@ -105,15 +105,22 @@ def registration_sharing(
     copy: str | None,
     alone: bool,
     same_as: str | None = None,
+    *,
+    con: duckdb.DuckDBPyConnection | None = None,
 ) -> Sharing:
     """The owner's declaration (``same_as``: the registered dataset whose budgets it
     shares; ``alone``: independent) with the new dataset's sketch and adviser, after giving
     a sketch to every registered dataset that has none yet (registered before sketches were
-    kept, or before a ledger re-initialisation, which makes a new salt)."""
+    kept, or before a ledger re-initialisation, which makes a new salt). ``con``: an open
+    writable connection to the store to read the tables with (left open)."""
     salt = ledger.unit_salt()
-    with private_files(), contextlib.closing(store.connect(read_only=False)) as con:
+    if con is not None:  # the caller's open writable connection (left open)
         _backfill(ledger, store, con, salt)
         mine = _sketch(con, unit_relations(schema.table, schema, copy), salt)
+    else:
+        with private_files(), contextlib.closing(store.connect(read_only=False)) as own:
+            _backfill(ledger, store, own, salt)
+            mine = _sketch(own, unit_relations(schema.table, schema, copy), salt)
     return Sharing(sketch=mine, choose=choose, independent=alone, group=same_as)
 
 

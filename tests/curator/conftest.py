@@ -1,0 +1,58 @@
+"""One local Spark session for every Spark test of a pytest process (starting a JVM costs
+seconds): local[2], two shuffle partitions, no web UI.
+
+Every Spark test of tests/curator asks for the ``spark`` fixture (directly, or through a
+fixture that does), so the first one starts the session and the others find it running: a
+store registered with ``backend="spark"`` runs on the active session too
+(:meth:`infodp.curator.backends.spark.SparkBackend.session`). Were a module to stop that
+session, the next fixture that asks starts it again instead of handing out a stopped one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+_RUNNING: list[Any] = []
+
+
+def _session() -> Any:
+    """The process's test session, started when none runs (or when it was stopped)."""
+    from pyspark.sql import SparkSession
+
+    from infodp.curator.backends.spark import spark_settings
+
+    if _RUNNING and _RUNNING[0].sparkContext._jsc is not None:
+        return _RUNNING[0]
+    _, settings = spark_settings(
+        conf={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.ui.enabled": "false",
+            "spark.driver.memory": "1g",
+        }
+    )
+    builder = SparkSession.builder.master("local[2]").appName("infodp-tests")
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    _RUNNING[:] = [session]
+    return session
+
+
+@pytest.fixture(scope="session")
+def _spark_process() -> Iterator[None]:
+    """Stops the process's session (if one was started) when the test session ends."""
+    yield
+    if _RUNNING and _RUNNING[0].sparkContext._jsc is not None:
+        _RUNNING[0].stop()
+    _RUNNING.clear()
+
+
+@pytest.fixture(scope="module")
+def spark(_spark_process: None) -> Any:
+    """The running local Spark session (started by the first test that asks)."""
+    return _session()
