@@ -10,12 +10,15 @@ outcome helpers ask both the same question through the library, the CLI and the 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+import shutil
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+import pytest
 
 from _server_harness import ServerProcess, get_json, start_all
 from infodp.cli import main
@@ -253,3 +256,48 @@ def serving(stores: Mapping[Any, Any], **options: Any) -> Iterator[dict[Any, Ser
     finally:
         for srv in started.values():
             srv.stop()
+
+
+_Made = TypeVar("_Made")
+
+
+class BuiltOnce(Generic[_Made]):
+    """Stores a test module builds once and copies for each test that writes to its own.
+
+    :meth:`copy` builds ``build(folder)`` the first time ``key`` is asked for, in a folder of
+    the module's own, and copies that folder's files into the test's ``directory`` (a copy
+    takes milliseconds, a registration far longer); it returns what ``build`` returned (keys,
+    ...). The module binds :meth:`fixture` to a name: it makes the folder and forgets the stores
+    after the module.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._root: Path | None = None
+        self._built: dict[Hashable, tuple[Path, _Made]] = {}
+
+    def fixture(self) -> Any:
+        """The module's autouse fixture (module scope)."""
+
+        @pytest.fixture(autouse=True, scope="module")
+        def _module_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+            self._root = tmp_path_factory.mktemp(self.name)
+            yield
+            self._built.clear()
+            self._root = None
+
+        return _module_folder
+
+    def copy(self, key: Hashable, build: Callable[[Path], _Made], directory: Path) -> _Made:
+        """A copy of the store built for ``key`` in ``directory``; what its build returned."""
+        if key not in self._built:
+            if self._root is None:
+                raise RuntimeError(f"{self.name}: bind BuiltOnce.fixture() in the module")
+            folder = self._root / f"built{len(self._built)}"
+            folder.mkdir()
+            self._built[key] = (folder, build(folder))
+        folder, made = self._built[key]
+        directory.mkdir(parents=True, exist_ok=True)
+        for path in folder.iterdir():
+            shutil.copy2(path, directory / path.name)
+        return made

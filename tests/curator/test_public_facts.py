@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import pandas as pd
 import pytest
 
 from _asgi import call
+from _stores import BuiltOnce
 from infodp.cli import main
 from infodp.curator.engine import Curator
 from infodp.curator.rules.budget_info import discrete_laplace_information
@@ -62,17 +62,10 @@ def frame(units: int, seed: int = 5) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-#: Each pair built so far, by its declared facts: (the directory holding its four files, the
-#: analysts' keys). Tests write to their stores, so each gets a copy (tests/_stores.py).
-_BUILT: dict[tuple[tuple[str, int], ...], tuple[Path, dict[str, str]]] = {}
-_ROOT: list[Path] = []
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _pairs_root(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    _ROOT[:] = [tmp_path_factory.mktemp("pairs")]
-    yield
-    _BUILT.clear()
+#: Each pair built so far, by its declared facts (the folder holds its four files; the
+#: analysts' keys). Tests write to their stores, so each gets a copy.
+_PAIRS = BuiltOnce[dict[str, str]]("pairs")
+_pairs_folder = _PAIRS.fixture()
 
 
 def neighbours(tmp_path: Path, **public: int) -> tuple[Curator, Curator, dict[str, str]]:
@@ -81,13 +74,7 @@ def neighbours(tmp_path: Path, **public: int) -> tuple[Curator, Curator, dict[st
     Built once per module for each ``public``; each call opens a fresh copy in ``tmp_path``
     (copying the files costs far less than registering the four datasets again)."""
     facts = tuple(sorted(public.items()))
-    if facts not in _BUILT:
-        built = _ROOT[0] / f"pair{len(_BUILT)}"
-        _BUILT[facts] = (built, _build(built, **public))
-    built, keys = _BUILT[facts]
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    for path in built.iterdir():
-        shutil.copy2(path, tmp_path / path.name)
+    keys = _PAIRS.copy(facts, lambda folder: _build(folder, **public), tmp_path)
     a, b = (
         Curator(
             tmp_path / f"{name}.duckdb",

@@ -12,19 +12,17 @@ sketches at the next registration.
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import textwrap
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pytest
 
 from _kill import kill_when_marked
 from _ledgers import edit, ledger_of, sqlite_only, store_ledger
-from _stores import TEXT, ints, one_table
+from _stores import TEXT, BuiltOnce, ints, one_table
 from infodp.accounting.accountant import Budget
 from infodp.curator.engine import Curator
 from infodp.curator.ledger import integrity
@@ -47,17 +45,8 @@ def _frame(n: int, extra: int = 0) -> pd.DataFrame:
 #: The default grouped store, built once per module with a SQLite ledger (its directory);
 #: each test writes to a copy of its two files. A PostgreSQL ledger is a schema of the
 #: cluster, not a file to copy: those stores are built each time.
-_BUILT: list[Path] = []
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _built_root(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    _ROOT[:] = [tmp_path_factory.mktemp("grouped")]
-    yield
-    _BUILT.clear()
-
-
-_ROOT: list[Path] = []
+_GROUPED = BuiltOnce[Path]("grouped")
+_grouped_folder = _GROUPED.fixture()
 
 
 def _sqlite_ledgers() -> bool:
@@ -70,11 +59,7 @@ def _grouped_store(tmp_path: Path, **budget: object) -> Path:
     (one budget)."""
     if budget or not _sqlite_ledgers():
         return _build_grouped(tmp_path, **budget)
-    if not _BUILT:
-        _BUILT.append(_build_grouped(_ROOT[0]).parent)
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    for path in _BUILT[0].iterdir():
-        shutil.copy2(path, tmp_path / path.name)
+    _GROUPED.copy("default", _build_grouped, tmp_path)
     return tmp_path / "s.duckdb"
 
 

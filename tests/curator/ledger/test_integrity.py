@@ -17,7 +17,6 @@ import sqlite3
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pytest
@@ -25,7 +24,7 @@ import pytest
 import _stores
 from _asgi import call
 from _cli_errors import json_error
-from _stores import ints, one_table
+from _stores import BuiltOnce, ints, one_table
 from infodp.cli import main
 from infodp.curator.engine import Curator
 from infodp.curator.store.database import ledger_path
@@ -42,32 +41,17 @@ from infodp.server.auth import KeyStore, key_store_path
 SCHEMA = one_table("t", {"x": ints(0, 9)})
 
 
-#: Each store built so far, by its number of answers: (its directory, analyst a's key). The
-#: tests damage their stores, so each gets a copy of the files (tests/_stores.py); stores with
-#: different numbers of answers are different stores (their own store ids).
-_BUILT: dict[int, tuple[Path, str]] = {}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _built_root(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    _ROOT[:] = [tmp_path_factory.mktemp("built")]
-    yield
-    _BUILT.clear()
-
-
-_ROOT: list[Path] = []
+#: Each store built so far, by its number of answers (analyst a's key). The tests damage
+#: their stores, so each gets a copy of the files; stores with different numbers of answers
+#: are different stores (their own store ids).
+_BUILT = BuiltOnce[str]("built")
+_built_folder = _BUILT.fixture()
 
 
 def make_store(directory: Path, *, queries: int = 6) -> tuple[Path, str]:
     """A store with dataset t, analyst a (ε = 10) and ``queries`` released answers: a copy of
     the one built for ``queries`` in this module (copying costs far less than building)."""
-    if queries not in _BUILT:
-        built = _ROOT[0] / f"q{queries}"
-        _BUILT[queries] = (built, build_store(built, queries=queries)[1])
-    built, key = _BUILT[queries]
-    directory.mkdir(parents=True, exist_ok=True)
-    for path in built.iterdir():
-        shutil.copy2(path, directory / path.name)
+    key = _BUILT.copy(queries, lambda folder: build_store(folder, queries=queries)[1], directory)
     return directory / "store.duckdb", key
 
 

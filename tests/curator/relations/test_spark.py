@@ -34,25 +34,17 @@ QUERIES = [
 
 
 @pytest.fixture(scope="module")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from pyspark.sql import SparkSession
-
-    warehouse = tmp_path_factory.mktemp("warehouse")
-    session = (
-        SparkSession.builder.master("local[1]")
-        .appName("infodp-relations")
-        .config("spark.sql.shuffle.partitions", "1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.ansi.enabled", "true")
-        .config("spark.sql.warehouse.dir", str(warehouse))
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+def ansi_spark(spark: Any) -> Iterator[Any]:
+    """The process's shared session (tests/curator/conftest.py; stopping a session of its own
+    here stopped the shared one's context under the next Spark module), ANSI SQL on."""
+    before = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", "true")
+    yield spark
+    spark.conf.set("spark.sql.ansi.enabled", before)
 
 
-def test_spark_and_duckdb_agree_on_derived_relations(spark: Any) -> None:
+def test_spark_and_duckdb_agree_on_derived_relations(ansi_spark: Any) -> None:
+    spark = ansi_spark
     backend = clinic_store()
     con = backend.connect(read_only=True)
     for table in ("clinic__people", "clinic__visits", "clinic__regions"):
