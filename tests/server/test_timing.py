@@ -87,7 +87,11 @@ def test_the_budget_is_the_declared_time_per_table_read() -> None:
 #: 531 441 (self-join) and 786 432 (heavy key) rows, about 5-15 ms more work per query here.
 LIMIT = 800_000
 HEAVY_ROWS = 2**18
-PER_TABLE = 0.02  # seconds per table read: a budget of 0.04-0.24 s per query
+# Seconds per table read: a budget of 0.08-0.48 s per query. At 0.02 (0.24 s for the
+# self-join) a CI run with Spark's JVM beside this test let the larger side's self-join outlast
+# its budget: its still-running work then delayed its own release (58 of 80 told apart), the
+# overrun an operator avoids by sizing --answer-time above the slowest query.
+PER_TABLE = 0.04
 RUNS = 40  # interleaved runs per side and case
 
 AMPLIFIERS = {
@@ -205,7 +209,7 @@ def test_the_classifier_tells_apart_what_differs_and_not_what_does_not() -> None
     assert total == 40 and correct <= 28
 
 
-@pytest.mark.slow  # real servers; about a minute and a half of padded answers
+@pytest.mark.slow  # real servers; about two and a half minutes of padded answers
 def test_padded_answer_times_and_statuses_do_not_separate_neighbours(
     stores: dict[str, Store],
     padded: dict[str, ServerProcess],
