@@ -89,11 +89,7 @@ from infodp.curator.rules.column_accuracy import Accuracy
 from infodp.curator.sql.parse import parse_query
 from infodp.curator.sql.post import inner_sql
 from infodp.curator.store.connections import Connections, SparkOptions
-from infodp.curator.store.database import (
-    catalogue,
-    connect_to_read,
-    open_store,
-)
+from infodp.curator.store.database import open_for_queries
 from infodp.curator.store.registration import DataOwner
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import RandomSource
@@ -104,8 +100,6 @@ else:
     np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
 if TYPE_CHECKING:
-    from duckdb import DuckDBPyConnection
-
     from infodp.curator.backends.spark import SparkBackend
 
     # Synopses are loaded on first use: a query process never builds one.
@@ -174,38 +168,10 @@ class Curator(DataOwner):
         self.db = Path(db)
         self.backend = DuckDBBackend(self.db, timeout=timeout, threads=duckdb_threads)
         # The ledger must be this store's own (one store id in both), sound and present.
-        # ``db=":memory:"`` keeps the store and (unless ``ledger`` names a file) the ledger in
-        # memory; ``ledger`` overrides the default ``<db>.ledger`` next to the store.
-        con: DuckDBPyConnection | None = None
-        if one_shot and keep_open and ledger is None and self.db.is_file():
-            # A one-shot process (``infodp query``) that only reads: one connection for the
-            # life of this object also reads the store id (each DuckDB open costs about as
-            # much as a small aggregate; see benchmarks/cli_startup.py). Not by default: a
-            # read connection held from the start would conflict with this process's writes.
-            con = self.backend.connect(read_only=True)
-        # Otherwise one short read connection to an existing store reads its id, where its
-        # ledger is and its catalogue (which engine holds each dataset), instead of one each:
-        # every DuckDB open costs about as much as a small aggregate.
-        brief = None
-        if con is None and ledger is None and str(db) != ":memory:" and self.db.is_file():
-            brief = connect_to_read(self.backend)
-        known: dict[str, JsonObject] | None = None
-        try:
-            self.ledger: Ledger = open_store(
-                self.db, self.backend, timeout=timeout, ledger=ledger, con=con or brief
-            )
-            if brief is not None:
-                try:
-                    known = catalogue(self.backend, brief)
-                except Exception:  # read again (and refused there) at the first query
-                    known = None
-        except BaseException:
-            if con is not None:
-                con.close()
-            raise
-        finally:
-            if brief is not None:
-                brief.close()
+        self.ledger: Ledger
+        self.ledger, con, known = open_for_queries(
+            self.db, self.backend, timeout=timeout, ledger=ledger, one_shot=one_shot and keep_open
+        )
         spark_options = SparkOptions(master=spark_master, conf=spark_conf, progress=progress)
         self._connections = Connections(
             self.db, self.backend, keep_open=keep_open, spark_options=spark_options

@@ -68,6 +68,36 @@ from infodp.curator.backends.reductions import (
     stored_columns_read,
     value_columns,
 )
+from infodp.curator.backends.trees import (
+    COMPARISONS as _COMPARISONS,
+)
+from infodp.curator.backends.trees import (
+    at_most as _at_most,
+)
+from infodp.curator.backends.trees import (
+    chain as _chain,
+)
+from infodp.curator.backends.trees import (
+    last_table as _table,
+)
+from infodp.curator.backends.trees import (
+    name as _name,
+)
+from infodp.curator.backends.trees import (
+    named as _named,
+)
+from infodp.curator.backends.trees import (
+    number as _number,
+)
+from infodp.curator.backends.trees import (
+    paren as _paren,
+)
+from infodp.curator.backends.trees import (
+    select as _select,
+)
+from infodp.curator.backends.trees import (
+    where as _where,
+)
 from infodp.curator.declaration.schema import DatasetSchema
 from infodp.curator.plan.grid import ColumnGrid, column_grid, quantile_grid
 from infodp.curator.plan.nodes import (
@@ -91,82 +121,6 @@ __all__ = [
 _SALT = "__infodp_salt_" + secrets.token_hex(8)
 #: Stands for the relation read (the table, a view, the empty relation) in the memoised text.
 _SOURCE = "__infodp_source_" + secrets.token_hex(8)
-
-
-def _name(text: str) -> exp.Column:
-    """A column the compiler itself names (``__g0``, ``__v0``, ...), unquoted."""
-    return exp.column(text)
-
-
-def _named(prefix: str, n: int) -> list[exp.Expr]:
-    """``prefix0``, ``prefix1``, ...: the columns the compiler names."""
-    return [_name(f"{prefix}{i}") for i in range(n)]
-
-
-def _number(text: str) -> exp.Expr:
-    """A declared int key, as the number it spells."""
-    return exp.Literal.number(text)
-
-
-def _paren(e: exp.Expr) -> exp.Expr:
-    return exp.Paren(this=e)
-
-
-_COMPARISONS: dict[str, type[exp.Binary]] = {
-    "=": exp.EQ,
-    "<>": exp.NEQ,
-    "<": exp.LT,
-    "<=": exp.LTE,
-    ">": exp.GT,
-    ">=": exp.GTE,
-}
-
-
-def _where(select: exp.Select, conditions: Sequence[exp.Expr]) -> exp.Select:
-    if conditions:
-        select.set("where", exp.Where(this=exp.and_(*conditions, copy=False)))
-    return select
-
-
-def _select(items: Sequence[exp.Expr], source: exp.Expr) -> exp.Select:
-    return exp.Select(expressions=list(items)).from_(source, copy=False)
-
-
-def _chain(ctes: list[tuple[str, exp.Select]]) -> exp.Select:
-    """``WITH ctes..., __src AS (SELECT * FROM last) SELECT FROM __src``."""
-    ctes.append(("__src", _select([exp.Star()], _table(ctes))))
-    out = _select([], _named_table("__src"))
-    for name, cte in ctes:
-        out = out.with_(name, as_=cte, copy=False)
-    return out
-
-
-def _table(ctes: Sequence[tuple[str, exp.Select]]) -> exp.Table:
-    """The last common table expression so far."""
-    return _named_table(ctes[-1][0])
-
-
-def _named_table(name: str) -> exp.Table:
-    """The table ``name`` (a plain identifier): the tree ``exp.to_table`` parses it into,
-    built without the parser.
-
-    >>> _named_table("__src") == exp.to_table("__src")
-    True
-    """
-    return exp.Table(this=exp.to_identifier(name))
-
-
-def _at_most(source: exp.Table, rank: str, order: exp.Expr, limit: int) -> exp.Select:
-    """``SELECT * FROM source QUALIFY rank() OVER (PARTITION BY __u ORDER BY order) <= limit``
-    (rendered as a subquery where the dialect has no QUALIFY)."""
-    window = exp.Window(
-        this=exp.Anonymous(this=rank),
-        partition_by=[_name("__u")],
-        order=exp.Order(expressions=[exp.Ordered(this=order)]),
-    )
-    select = _select([exp.Star()], source)
-    select.set("qualify", exp.Qualify(this=exp.LTE(this=window, expression=literal(limit))))
-    return select
 
 
 class _Rows:

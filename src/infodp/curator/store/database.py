@@ -64,6 +64,7 @@ __all__ = [
     "fingerprint",
     "forget_tables",
     "ledger_path",
+    "open_for_queries",
     "open_store",
     "read_store_id",
     "record_dataset",
@@ -154,6 +155,47 @@ def _ensure_store_id(con: duckdb.DuckDBPyConnection, store_id: str | None = None
         "(name VARCHAR PRIMARY KEY, meta_json VARCHAR NOT NULL)"
     )
     return str(row[0])
+
+
+def open_for_queries(
+    db: str | os.PathLike[str],
+    backend: DuckDBBackend,
+    *,
+    timeout: float,
+    ledger: str | os.PathLike[str] | None,
+    one_shot: bool,
+) -> tuple[Ledger, duckdb.DuckDBPyConnection | None, dict[str, JsonObject] | None]:
+    """:func:`open_store` for a curator: (the ledger, the read connection a one-shot process
+    keeps, the catalogue when it was read on the way).
+
+    ``db=":memory:"`` keeps the store and (unless ``ledger`` names a file) the ledger in
+    memory; ``ledger`` overrides the default ``<db>.ledger`` next to the store. Every DuckDB
+    open costs about as much as a small aggregate (benchmarks/cli_startup.py), so an existing
+    store is opened once here: a one-shot process (``infodp query``, ``one_shot``) that only
+    reads keeps that connection for its answer; otherwise one short read connection reads the
+    store's id, where its ledger is and its catalogue. Not kept by default: a read connection
+    held from the start would conflict with this process's writes.
+    """
+    path = Path(db)
+    existing = ledger is None and str(db) != ":memory:" and path.is_file()
+    kept = backend.connect(read_only=True) if one_shot and existing else None
+    brief = connect_to_read(backend) if existing and kept is None else None
+    known: dict[str, JsonObject] | None = None
+    try:
+        opened = open_store(db, backend, timeout=timeout, ledger=ledger, con=kept or brief)
+        if brief is not None:
+            try:
+                known = catalogue(backend, brief)
+            except Exception:  # read again (and refused there) at the first query
+                known = None
+    except BaseException:
+        if kept is not None:
+            kept.close()
+        raise
+    finally:
+        if brief is not None:
+            brief.close()
+    return opened, kept, known
 
 
 def open_store(
