@@ -125,12 +125,25 @@ def _spanning_tree(cliques: list[Clique]) -> list[int]:
 
 
 def _logsumexp(x: Array, axes: tuple[int, ...]) -> Array:
+    """log Σ exp(x) over ``axes`` (those axes dropped), shifted by the maximum for range.
+
+    The reductions are the ufuncs' own (``np.max``/``np.sum`` call the same ones through
+    several Python layers; a fit calls this some 10⁵ times on small arrays).
+    """
     if not axes:
         return x
-    top = np.max(x, axis=axes, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    out = np.log(np.sum(np.exp(x - top), axis=axes, keepdims=True)) + top
-    return np.asarray(np.squeeze(out, axis=axes), dtype=np.float64)
+    top = np.maximum.reduce(x, axis=axes, keepdims=True)
+    if not math.isfinite(np.add.reduce(top, axis=None)):  # finite sum: every entry finite
+        top = np.where(np.isfinite(top), top, 0.0)
+    out = np.log(np.add.reduce(np.exp(x - top), axis=axes, keepdims=True)) + top
+    kept = [n for i, n in enumerate(x.shape) if i not in axes]
+    return np.asarray(out.reshape(kept), dtype=np.float64)
+
+
+#: One tree edge of the sum-product schedule: (clique, parent, the clique's axes summed out
+#: for their separator, the separator message's shape on the parent's axes, its shape on the
+#: clique's axes, the parent's axes summed out for the separator).
+_Edge = tuple[int, int, tuple[int, ...], list[int], list[int], tuple[int, ...]]
 
 
 @dataclass
@@ -169,24 +182,32 @@ class JunctionModel:
         return tuple(i for i, a in enumerate(clique) if a not in sub)
 
     # -- inference --------------------------------------------------------------------------
-    def _calibrate(self, theta: list[Array]) -> list[Array]:
-        """Clique marginals (probabilities) of exp(Σθ), by sum-product on the tree."""
-        order = self._order()
-        cl = self.cliques
-        up: dict[int, Array] = {}
-        inner = [t.copy() for t in theta]
-        for c in reversed(order):
-            p = self.parent[c]
-            if p >= 0:
-                sep = self._sep(c)
-                up[c] = _logsumexp(inner[c], self._out(cl[c], sep))
-                inner[p] = inner[p] + self._expand(up[c], sep, cl[p])
-        belief = [np.empty(0)] * len(cl)
-        belief[0] = inner[0]
-        for c in order[1:]:
+    def _schedule(self) -> list[_Edge]:
+        """The tree's edges from the root down (:data:`_Edge`): fixed while a fit runs, so
+        computed once per fit instead of once per message."""
+        cl, out = self.cliques, []
+        for c in self._order()[1:]:
             p, sep = self.parent[c], self._sep(c)
-            down = _logsumexp(belief[p] - self._expand(up[c], sep, cl[p]), self._out(cl[p], sep))
-            belief[c] = inner[c] + self._expand(down, sep, cl[c])
+            on_p = [self.sizes[a] if a in sep else 1 for a in cl[p]]
+            on_c = [self.sizes[a] if a in sep else 1 for a in cl[c]]
+            out.append((c, p, self._out(cl[c], sep), on_p, on_c, self._out(cl[p], sep)))
+        return out
+
+    def _calibrate(self, theta: list[Array], schedule: list[_Edge] | None = None) -> list[Array]:
+        """Clique marginals (probabilities) of exp(Σθ), by sum-product on the tree
+        (``schedule``: :meth:`_schedule`, when the caller keeps it)."""
+        edges = self._schedule() if schedule is None else schedule
+        up: dict[int, Array] = {}
+        inner = list(theta)  # every update below makes a new array: θ is never written
+        for c, p, out_c, on_p, _, _ in reversed(edges):
+            up[c] = _logsumexp(inner[c], out_c)
+            inner[p] = inner[p] + up[c].reshape(on_p)
+        root = edges[0][1] if edges else 0
+        belief = [np.empty(0)] * len(self.cliques)
+        belief[root] = inner[root]
+        for c, p, _, on_p, on_c, out_p in edges:
+            down = _logsumexp(belief[p] - up[c].reshape(on_p), out_p)
+            belief[c] = inner[c] + down.reshape(on_c)
         out = []
         for b in belief:
             z = _logsumexp(b, tuple(range(b.ndim)))
@@ -245,25 +266,29 @@ class JunctionModel:
             if m.clique
         ]
 
+        # Each measurement's gradient, shaped on its home clique's axes (np.expand_dims).
+        spread = [[1 if i in axes else n for i, n in enumerate(shapes[h])] for h, axes, *_ in data]
+
         def loss_and_grad(beliefs: list[Array]) -> tuple[float, list[Array]]:
             loss = 0.0
             grad = [np.zeros(s) for s in shapes]
-            for h, axes, y, var in data:
-                mu = total * (beliefs[h].sum(axis=axes) if axes else beliefs[h])
+            for (h, axes, y, var), on_h in zip(data, spread, strict=True):
+                mu = total * (np.add.reduce(beliefs[h], axis=axes) if axes else beliefs[h])
                 diff = mu - y
-                loss += float(np.sum(diff * diff / var))
+                loss += float(np.add.reduce(diff * diff / var, axis=None))
                 g = 2.0 * total * diff / var
-                grad[h] = grad[h] + (np.expand_dims(g, axes) if axes else g)
+                grad[h] = grad[h] + (g.reshape(on_h) if axes else g)
             return loss, grad
 
-        beliefs = model._calibrate(model.theta)
+        schedule = model._schedule()
+        beliefs = model._calibrate(model.theta, schedule)
         loss, grad = loss_and_grad(beliefs)
         var_min = min((float(np.min(v)) for *_, v in data), default=1.0)
         step = var_min / (2.0 * total * total)
         for _ in range(iterations):
             for _try in range(30):
                 theta = [t - step * g for t, g in zip(model.theta, grad, strict=True)]
-                new = model._calibrate(theta)
+                new = model._calibrate(theta, schedule)
                 new_loss, new_grad = loss_and_grad(new)
                 if new_loss <= loss:
                     break
