@@ -49,6 +49,8 @@ fi
 # The site build also executes the notebooks in examples/ (mkdocs-jupyter, allow_errors: false:
 # a failing cell fails the build), so pytest does not run them a second time.
 echo "== docs"; NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict
+# tests/test_docs_site.py checks this build instead of making its own.
+export INFODP_BUILT_SITE="$PWD/build/site"
 # In parallel on every core (-n auto, work stealing so the long hypothesis tests do not leave
 # a core idle; tests that use files or ports use tmp_path and free ports). For a quick local
 # loop: bash scripts/test.sh --quick.
