@@ -90,5 +90,5 @@ def avg_ratios(sql: str, nonnull: Callable[[str], bool]) -> str | None:
             item = exp.alias_(item, item.sql(), quoted=True)
         items.append(item)
     out.set("expressions", items)
-    out = out.transform(rewrite, copy=False)  # ``out`` is this function's own copy
-    return out.sql() if found else None
+    rewritten = out.transform(rewrite, copy=False)  # ``out`` is this function's own copy
+    return rewritten.sql() if found else None
