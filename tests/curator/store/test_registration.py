@@ -171,7 +171,7 @@ def _agreement(db: Path) -> set[str]:
         assert not [n for n, m in records.items() if "pending" in m]
         assert set(records) == in_ledger
         assert not [t for t in tables if t.startswith(NEW_TABLE_PREFIX)]
-        assert tables - {"_infodp_store", "_infodp_datasets"} == in_ledger
+        assert tables - {"_infodp_store", "_infodp_datasets", "_infodp_settings"} == in_ledger
         return in_ledger
     finally:
         cur.close()

@@ -119,14 +119,20 @@ def stored_value(alias: str, spec: ColumnSpec, *, grid: bool, nullable: bool = F
     if grid:
         g = column_grid(spec)
         copy = _qualified(alias, bounded_column(spec.name))
-        bounded: exp.Expr = exp.cast(copy.copy(), "DOUBLE")
+        bounded: exp.Expr = _double(copy.copy())
         if g.step != 1.0:
             bounded = exp.Mul(this=bounded, expression=literal(g.step))
         # A snapped value may sit half a grid step beyond a bound that is off the grid.
         box = (min(box[0], g.lo * g.step), max(box[1], g.hi * g.step))
         return Value(raw, bounded, spec.type, box, None, dropped, spec, copy)
-    bounded = exp.cast(raw.copy(), "DOUBLE")
+    bounded = _double(raw.copy())
     return Value(raw, bounded, spec.type, box, None, True, spec, None)
+
+
+def _double(e: exp.Expr) -> exp.Cast:
+    """``CAST(e AS DOUBLE)`` over ``e`` itself (a column read once per mention: a long
+    query's every mention built its type from the text "DOUBLE" again)."""
+    return exp.Cast(this=e, to=exp.DataType(this=exp.DataType.Type.DOUBLE, nested=False))
 
 
 def as_number(v: Value, text: Said) -> Value:

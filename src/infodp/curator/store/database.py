@@ -46,6 +46,7 @@ from infodp.curator.ledger.postgres import is_url
 from infodp.curator.store.ledger_location import (
     chosen_ledger,
     default_ledger,
+    ensure_settings,
     remember_ledger,
     stored_ledger,
 )
@@ -154,6 +155,7 @@ def _ensure_store_id(con: duckdb.DuckDBPyConnection, store_id: str | None = None
         f"CREATE TABLE IF NOT EXISTS {_DATASETS_TABLE} "
         "(name VARCHAR PRIMARY KEY, meta_json VARCHAR NOT NULL)"
     )
+    ensure_settings(con)
     return str(row[0])
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "LEDGER_ENV",
     "chosen_ledger",
     "default_ledger",
+    "ensure_settings",
     "remember_ledger",
     "stored_ledger",
     "use_ledger",
@@ -84,15 +85,23 @@ def stored_ledger(
     return None if row is None else str(row[0])
 
 
+def ensure_settings(con: duckdb.DuckDBPyConnection) -> None:
+    """Make the store's settings table (empty: the ledger is the file next to the store) on a
+    writable connection. Every new store has one: reading a table that is missing costs a
+    freshly opened DuckDB about as much again as the read itself, and every curator reads
+    the settings when it opens its store."""
+    con.execute(
+        f"CREATE TABLE IF NOT EXISTS {_SETTINGS_TABLE} "
+        "(key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)"
+    )
+
+
 def remember_ledger(backend: DuckDBBackend, url: str | None) -> None:
     """Record ``url`` as the store's ledger (None: back to the file next to it)."""
     from infodp.curator.store.private_files import private_files
 
     with private_files(), contextlib.closing(backend.connect(read_only=False)) as con:
-        con.execute(
-            f"CREATE TABLE IF NOT EXISTS {_SETTINGS_TABLE} "
-            "(key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)"
-        )
+        ensure_settings(con)
         con.execute(f"DELETE FROM {_SETTINGS_TABLE} WHERE key = 'ledger'")
         if url is not None:
             con.execute(f"INSERT INTO {_SETTINGS_TABLE} VALUES ('ledger', ?)", [url])

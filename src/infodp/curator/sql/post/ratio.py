@@ -68,8 +68,8 @@ def avg_ratios(sql: str, nonnull: Callable[[str], bool]) -> str | None:
         select = parse_statement(sql)
     except ParameterError:
         return None
-    if not isinstance(select, exp.Select):
-        return None
+    if not isinstance(select, exp.Select) or select.find(exp.Div) is None:
+        return None  # no ratio to read (no copy of a long query made for nothing)
     found = False
 
     def rewrite(node: exp.Expr) -> exp.Expr:
@@ -90,5 +90,5 @@ def avg_ratios(sql: str, nonnull: Callable[[str], bool]) -> str | None:
             item = exp.alias_(item, item.sql(), quoted=True)
         items.append(item)
     out.set("expressions", items)
-    text = out.transform(rewrite).sql()
-    return text if found else None
+    rewritten = out.transform(rewrite, copy=False)  # ``out`` is this function's own copy
+    return rewritten.sql() if found else None
