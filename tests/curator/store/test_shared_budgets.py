@@ -425,3 +425,30 @@ def test_a_population_is_sketched_over_the_union_of_its_private_tables(tmp_path:
     other = _population(range(1000), range(1000, 2000), prefix="q")
     assert cur.register_dataset("other", other, POPULATION)["shares_budgets_of"] is None
     assert cur.ledger.verify() == []
+
+
+@pytest.mark.slow
+def test_two_copies_of_a_store_in_one_process_keep_their_own_budget_groups(
+    cur: Curator, tmp_path: Path
+) -> None:
+    # Copies of one store carry one store id; in each, "copy" is registered differently (in
+    # the group of "orig" in A, on its own in B). A process holding both must read each
+    # copy's own membership, not the one it met first.
+    cur.close()
+    for side in ("a", "b"):
+        (tmp_path / side).mkdir()
+        for f in tmp_path.glob("s.duckdb*"):
+            (tmp_path / side / f.name).write_bytes(f.read_bytes())
+    a = Curator(tmp_path / "a" / "s.duckdb")
+    b = Curator(tmp_path / "b" / "s.duckdb")
+    a.register_dataset("copy", with_dummy(people(range(3000))), SCHEMA, same_population_as="orig")
+    b.register_dataset("copy", with_dummy(people(range(3000))), SCHEMA, independent=True)
+    for c in (a, b):
+        c.add_analyst("x", "copy", epsilon=1)
+    a.query("x", COUNT.format("copy"), epsilon="0.25")
+    b.query("x", COUNT.format("copy"), epsilon="0.25")
+    assert a.ledger.dataset("copy").budget_group == "orig"
+    assert b.ledger.dataset("copy").budget_group is None
+    assert [e.dataset for e in b.ledger.entries()] == ["copy"]
+    a.close()
+    b.close()

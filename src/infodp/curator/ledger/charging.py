@@ -109,14 +109,19 @@ _READ = (
 _SEALED = 26
 
 
-def charge(conn: sqlite3.Connection, store_id: str, c: Charge) -> tuple[int, Budget]:
+def charge(
+    conn: sqlite3.Connection, store_id: str, c: Charge, *, ledger: str
+) -> tuple[int, Budget]:
     """Reserve ``c`` inside an open write transaction: (entry id, the budget it leaves).
+
+    ``ledger`` names the ledger ``conn`` is on (its path or URL): copies of one store share
+    its id, and each keeps its own registrations.
 
     Raises :class:`~infodp.errors.BudgetExceeded` when the analyst's budget or a dataset cap
     would be exceeded, :class:`DeclarationChanged` when the dataset's declaration is not
     the priced one, :class:`~infodp.errors.LedgerError` when a grant was edited.
     """
-    group = _group_of(conn, store_id, c.dataset)
+    group = _group_of(conn, (store_id, ledger, c.dataset))
     row = conn.execute(
         _READ, (*_seal_keys(c.analyst, group, c.dataset), c.dataset, c.analyst, group)
     ).fetchone()
@@ -202,13 +207,15 @@ def _check_seals(row: sqlite3.Row, store_id: str, c: Charge, group: str) -> None
     _SOUND.add(key)
 
 
-#: The group root of each registered dataset, by (store id, dataset): a membership is fixed
-#: at registration, and the charge checks that the row read still names this root.
-_GROUPS: dict[tuple[str, str], str] = {}
+#: The group root of each registered dataset, by (store id, ledger, dataset): a membership is
+#: fixed at registration, and the charge checks that the row read still names this root. The
+#: ledger is part of the key: copies of one store carry its id and may register a dataset
+#: differently.
+_GROUPS: dict[tuple[str, str, str], str] = {}
 
 
-def _group_of(conn: sqlite3.Connection, store_id: str, dataset: str) -> str:
-    key = (store_id, dataset)
+def _group_of(conn: sqlite3.Connection, key: tuple[str, str, str]) -> str:
+    dataset = key[2]
     group = _GROUPS.get(key)
     if group is None:
         row = conn.execute(

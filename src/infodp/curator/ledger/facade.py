@@ -415,7 +415,7 @@ class Ledger(Catalog):
         return entry_id
 
     def _reserve_in(self, conn: sqlite3.Connection, request: Charge) -> int:
-        entry_id, left = charge(conn, self.store_id, request)
+        entry_id, left = charge(conn, self.store_id, request, ledger=str(self.path))
         if len(self._left) >= 1024:
             self._left.clear()
         self._left[entry_id] = left
