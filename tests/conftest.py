@@ -98,9 +98,31 @@ def pytest_collection_modifyitems(config: object, items: list[object]) -> None:
             )
 
 
+from collections.abc import Callable, Iterator  # noqa: E402
+from typing import Any  # noqa: E402
+
+# -- Spark (tests/_spark.py) ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def _spark_process() -> Iterator[None]:
+    """Stops the process's Spark session (if one was started) when the test session ends."""
+    import _spark
+
+    yield
+    _spark.stop()
+
+
+@pytest.fixture(scope="module")
+def spark(_spark_process: None) -> Any:
+    """The running local Spark session (started by the first test that asks)."""
+    import _spark
+
+    return _spark.session()
+
+
 # -- PostgreSQL ledgers (tests/_postgres.py) ---------------------------------------------------
 
-from collections.abc import Callable, Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 

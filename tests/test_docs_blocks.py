@@ -60,7 +60,11 @@ def _starts_spark(path: Path) -> bool:
     [pytest.param(f, marks=pytest.mark.spark) if _starts_spark(f) else f for f in FILES],
     ids=lambda p: str(p.relative_to(ROOT)),
 )
-def test_code_blocks_run(path: Path, sandbox: Path) -> None:
+def test_code_blocks_run(path: Path, sandbox: Path, request: pytest.FixtureRequest) -> None:
+    if _starts_spark(path):
+        # The process's one Spark session (tests/_spark.py): a documented registration on
+        # Spark finds it running, as in a notebook, instead of starting a JVM of its own.
+        request.getfixturevalue("spark")
     namespace: dict[str, object] = {"__name__": "__docs__"}
     ran = 0
     for lang, code in _blocks(path):

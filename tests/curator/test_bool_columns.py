@@ -299,7 +299,7 @@ def test_a_populations_bool_column_equals_plain_duckdb(tmp_path: Path) -> None:
 
 
 @pytest.mark.spark
-@pytest.mark.usefixtures("spark")  # the process's one session (tests/curator/conftest.py)
+@pytest.mark.usefixtures("spark")  # the process's one session (tests/_spark.py)
 def test_spark_reads_bool_columns_as_duckdb_does(tmp_path: Path) -> None:
     frame = _frame()
     words = tmp_path / "t.parquet"  # a Parquet source holding 0/1 integers

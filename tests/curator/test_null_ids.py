@@ -109,7 +109,7 @@ def test_a_populations_tables_drop_their_own_null_ids(tmp_path: Path) -> None:
 
 
 @pytest.mark.spark
-@pytest.mark.usefixtures("spark")  # the process's one session (tests/curator/conftest.py)
+@pytest.mark.usefixtures("spark")  # the process's one session (tests/_spark.py)
 def test_spark_drops_and_refuses_null_ids_as_duckdb_does(tmp_path: Path) -> None:
     frame = _frame()
     frame.to_parquet(tmp_path / "t.parquet")

@@ -35,7 +35,7 @@ QUERIES = [
 
 @pytest.fixture(scope="module")
 def ansi_spark(spark: Any) -> Iterator[Any]:
-    """The process's shared session (tests/curator/conftest.py; stopping a session of its own
+    """The process's shared session (tests/_spark.py; stopping a session of its own
     here stopped the shared one's context under the next Spark module), ANSI SQL on."""
     before = spark.conf.get("spark.sql.ansi.enabled")
     spark.conf.set("spark.sql.ansi.enabled", "true")

@@ -1,24 +1,25 @@
 """One local Spark session for every Spark test of a pytest process (starting a JVM costs
 seconds): local[2], two shuffle partitions, no web UI, a JVM tuned for starting fast.
 
-Every Spark test of tests/curator asks for the ``spark`` fixture (directly, or through a
-fixture that does), so the first one starts the session and the others find it running: a
-store registered with ``backend="spark"`` runs on the active session too
-(:meth:`infodp.curator.backends.spark.SparkBackend.session`). Were a module to stop that
-session, the next fixture that asks starts it again instead of handing out a stopped one.
+Every test that runs Spark in its own process asks for the ``spark`` fixture (tests/conftest.py;
+directly, or through a fixture that does), so the first one starts the session and the others
+find it running: a store registered with ``backend="spark"`` runs on the active session too
+(:meth:`infodp.curator.backends.spark.SparkBackend.session`), and so does a documented
+``infodp dataset register --backend spark`` run in-process (tests/test_docs_blocks.py). Were a
+module to stop that session, the next fixture that asks starts it again instead of handing out a
+stopped one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
+__all__ = ["session", "stop"]
 
 _RUNNING: list[Any] = []
 
 
-def _session() -> Any:
+def session() -> Any:
     """The process's test session, started when none runs (or when it was stopped)."""
     from pyspark.sql import SparkSession
 
@@ -48,16 +49,8 @@ def _session() -> Any:
     return session
 
 
-@pytest.fixture(scope="session")
-def _spark_process() -> Iterator[None]:
-    """Stops the process's session (if one was started) when the test session ends."""
-    yield
+def stop() -> None:
+    """Stop the process's session, if one was started and still runs."""
     if _RUNNING and _RUNNING[0].sparkContext._jsc is not None:
         _RUNNING[0].stop()
     _RUNNING.clear()
-
-
-@pytest.fixture(scope="module")
-def spark(_spark_process: None) -> Any:
-    """The running local Spark session (started by the first test that asks)."""
-    return _session()
