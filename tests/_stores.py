@@ -296,18 +296,19 @@ _Made = TypeVar("_Made")
 
 
 class BuiltOnce(Generic[_Made]):
-    """Stores a test module builds once and copies for each test that writes to its own.
+    """Stores built once and copied for each test that writes to its own.
 
     :meth:`copy` builds ``build(folder)`` the first time ``key`` is asked for, in a folder of
-    the module's own, and copies that folder's files into the test's ``directory`` (a copy
-    takes milliseconds, a registration far longer); it returns what ``build`` returned (keys,
-    ...). The module binds :meth:`fixture` to a name: it makes the folder and forgets the stores
-    after the module.
+    its own, and copies that folder (files and sub-folders) into the test's ``directory`` (a
+    copy takes milliseconds, a registration far longer); it returns what ``build`` returned
+    (keys, ...). A module binds :meth:`fixture` to a name: it makes the folder and forgets the
+    stores after the module. A session fixture makes one with ``root`` given instead
+    (``copied_store`` in tests/conftest.py, the timing test's stores).
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, root: Path | None = None) -> None:
         self.name = name
-        self._root: Path | None = None
+        self._root = root
         self._built: dict[Hashable, tuple[Path, _Made]] = {}
 
     def fixture(self) -> Any:
@@ -331,7 +332,5 @@ class BuiltOnce(Generic[_Made]):
             folder.mkdir()
             self._built[key] = (folder, build(folder))
         folder, made = self._built[key]
-        directory.mkdir(parents=True, exist_ok=True)
-        for path in folder.iterdir():
-            shutil.copy2(path, directory / path.name)
+        shutil.copytree(folder, directory, dirs_exist_ok=True)
         return made

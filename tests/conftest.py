@@ -180,21 +180,19 @@ def copied_store(
     whose ledger is the file beside them: each (analysts, rows) is built once per process and
     its files copied into ``directory`` (the same paths, keys and contents; a copy takes
     milliseconds, a build about half a second)."""
-    import shutil
-
     from _server_harness import build_store
+    from _stores import BuiltOnce
 
-    built: dict[tuple[object, ...], tuple[Path, dict[str, str]]] = {}
+    once: BuiltOnce[dict[str, str]] = BuiltOnce("built-store", tmp_path_factory.mktemp("built"))
 
     def copy(
         directory: Path, analysts: list[tuple[str, str, object]], *, rows: int = 200
     ) -> tuple[str, dict[str, str]]:
-        spec = (tuple(analysts), rows)
-        if spec not in built:
-            where = tmp_path_factory.mktemp("built-store")
-            built[spec] = (where, build_store(where, analysts, rows=rows)[1])
-        where, keys = built[spec]
-        shutil.copytree(where, directory, dirs_exist_ok=True)
+        keys = once.copy(
+            (tuple(analysts), rows),
+            lambda folder: build_store(folder, analysts, rows=rows)[1],
+            Path(directory),
+        )
         return str(Path(directory) / "store.duckdb"), dict(keys)
 
     return copy

@@ -23,7 +23,7 @@ import pytest
 
 from _amplifiers import NEIGHBOURS, Store, chain, heavy, make_store, self_join
 from _server_harness import ServerProcess, get_json, start_all
-from _stores import cats, ints, one_table
+from _stores import BuiltOnce, cats, ints, one_table
 from infodp.curator.answer.result import StoreNotOpened
 from infodp.curator.engine import Curator
 from infodp.server.timing import answer_seconds, check_answer_time, released_on_time
@@ -106,14 +106,14 @@ AMPLIFIERS = {
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Path], Store]:
     """A copy of one side's store, as built and never served: each side is built once per
     process (about 2 s each) and copied for every user."""
-    root = tmp_path_factory.mktemp("timing-pristine")
-    built: dict[str, Store] = {}
+    once: BuiltOnce[Store] = BuiltOnce("timing-pristine", tmp_path_factory.mktemp("timing"))
 
     def copy(side: str, directory: Path) -> Store:
-        if side not in built:
-            built[side] = make_store(root / side, side, limit=LIMIT, heavy_rows=HEAVY_ROWS)
-        shutil.copytree(root / side, directory)
-        return Store(str(directory / Path(built[side].db).name), built[side].key)
+        def build(folder: Path) -> Store:
+            return make_store(folder, side, limit=LIMIT, heavy_rows=HEAVY_ROWS)
+
+        built = once.copy(side, build, directory)
+        return Store(str(directory / Path(built.db).name), built.key)
 
     return copy
 
