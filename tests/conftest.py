@@ -78,6 +78,33 @@ SLOW_DOCTESTS = frozenset(
 )
 
 
+#: The longest tests of a full run (``--durations``: 17-95 s of one worker each), started
+#: first: with two workers, one of them met late would leave the other idle while it runs
+#: alone at the end (longest-processing-time-first scheduling, Graham 1969).
+LONGEST_FIRST = (
+    "tests/server/test_timing.py::test_padded_answer_times_and_statuses_do_not_separate_",
+    "tests/accounting/test_schedule.py::test_vectorised_schedule_is_an_upper_bound_within_",
+    "tests/server/test_fleet_run.py::test_a_fleet_keeps_every_guarantee_through_kills_and_",
+    "tests/test_docs_blocks.py::test_code_blocks_run[README.md]",
+    "tests/curator/test_bool_columns.py::test_spark_reads_bool_columns_as_duckdb_does",
+    "tests/channel/test_renyi_adversarial.py::test_memory_stays_bounded_for_thousands_of_",
+    "tests/curator/store/test_registration.py::test_a_registration_killed_at_any_moment_",
+)
+
+
+def _longest_first(items: list[object]) -> None:
+    """Move the :data:`LONGEST_FIRST` tests to the front, in that order (the rest keep theirs;
+    every worker collects the same order, as xdist requires)."""
+
+    def rank(item: object) -> int:
+        node = str(getattr(item, "nodeid", ""))
+        return next(
+            (i for i, p in enumerate(LONGEST_FIRST) if node.startswith(p)), len(LONGEST_FIRST)
+        )
+
+    items.sort(key=rank)  # stable: the order within each rank is kept
+
+
 # First, so that the marks added here count when -m deselects.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: object, items: list[object]) -> None:
@@ -85,6 +112,7 @@ def pytest_collection_modifyitems(config: object, items: list[object]) -> None:
     for item in items:
         if getattr(item, "dtest", None) is not None and getattr(item, "name", "") in SLOW_DOCTESTS:
             item.add_marker(pytest.mark.slow)  # type: ignore[attr-defined]
+    _longest_first(items)
     if os.environ.get("HYPOTHESIS_PROFILE") != "quick":
         return
     for item in items:
