@@ -940,12 +940,17 @@ def _term_extrema(alpha: float, Qv: FloatArray, Sv: FloatArray) -> FloatArray:
         inside = (t > 0) & (t < 1)
         t = np.where(inside, t, 0.0)
         q_t, s_t = qi + t * dq, si + t * ds
-        at_root = np.where(inside & (q_t > 0), s_t * _power(q_t, 1.0 - alpha), np.nan)
-        values = np.concatenate([ends, at_root], axis=1)
+        at_root = s_t * _power(q_t, 1.0 - alpha)
+        # NaNs (0·inf) and roots outside the segment take the neutral value, and the largest
+        # (α > 1) or smallest (α < 1) is taken over the ends and the roots separately: the same
+        # extremum as over all of them at once, without joining the arrays.
+        neutral = -np.inf if alpha > 1 else np.inf
+        at_root = np.where(inside & (q_t > 0) & ~np.isnan(at_root), at_root, neutral)
+        ends = np.where(np.isnan(ends), neutral, ends)
         if alpha > 1:
-            extremum = np.nanmax(np.where(np.isnan(values), -np.inf, values), axis=1)
+            extremum = np.maximum(ends.max(axis=1), at_root.max(axis=1))
         else:
-            extremum = np.nanmin(np.where(np.isnan(values), np.inf, values), axis=1)
+            extremum = np.minimum(ends.min(axis=1), at_root.min(axis=1))
         if alpha > 2:
             blow_up = (~positive).any(axis=1) & positive.any(axis=1)
             extremum = np.where(blow_up, np.inf, extremum)
