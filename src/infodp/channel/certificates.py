@@ -127,12 +127,15 @@ class CellBounds:
 
 def _power(x: FloatArray, exponent: float) -> FloatArray:
     """x**exponent with 0**negative = +inf and no warnings."""
+    if exponent == 0:
+        return np.ones_like(x)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore", under="ignore"):
-        out: FloatArray = np.where(x > 0, np.power(np.where(x > 0, x, 1.0), exponent), 0.0)
-        if exponent < 0:
-            out = np.where(x > 0, out, np.inf)
-        elif exponent == 0:
-            out = np.ones_like(x)
+        positive = x > 0  # one mask and one pass for the value at x ≤ 0 (or NaN)
+        out: FloatArray = np.where(
+            positive,
+            np.power(np.where(positive, x, 1.0), exponent),
+            np.inf if exponent < 0 else 0.0,
+        )
     return out
 
 
