@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PageReport", "open_page"]
+__all__ = ["Browser", "PageReport", "open_page"]
 
 _FLAGS = (
     "--headless",
@@ -94,14 +94,21 @@ class _Pipe:
                 return result
             self.events.append(reply)
 
-    def wait_event(self, method: str) -> dict[str, Any]:
+    def wait_event(self, method: str, session: str | None = None) -> dict[str, Any]:
+        """The first event ``method`` (of the tab ``session``, when given) seen so far or next."""
+
+        def wanted(event: dict[str, Any]) -> bool:
+            return event.get("method") == method and (
+                session is None or event.get("sessionId") == session
+            )
+
         for event in self.events:
-            if event.get("method") == method:
+            if wanted(event):
                 return event
         while True:
             event = self._read_message()
             self.events.append(event)
-            if event.get("method") == method:
+            if wanted(event):
                 return event
 
 
@@ -130,28 +137,55 @@ def open_page(
     """Load ``path`` (a file, or a URL given as a string) in headless Chromium and return what
     happened. ``wait_for`` is a JavaScript expression polled after the load event until it is
     true (pages that render after fetching, e.g. Swagger UI); the deadline still applies."""
-    exe = shutil.which("chromium")
-    if exe is None:
-        raise RuntimeError(
-            "chromium is not installed; run scripts/test.sh (apt-get install -y chromium)"
+    with Browser(width=width, timeout=timeout) as browser:
+        return browser.open(path, width=width, timeout=timeout, wait_for=wait_for)
+
+
+class Browser:
+    """One headless Chromium for several pages (each in its own tab, closed after use): what
+    :func:`open_page` does, without a browser start per page. A page's report holds only its
+    own tab's events."""
+
+    def __init__(self, *, width: int = 1200, timeout: float = 60.0) -> None:
+        self._width, self._timeout = width, timeout
+        self._stack = contextlib.ExitStack()
+        self._pipe: _Pipe | None = None
+
+    def __enter__(self) -> Browser:
+        exe = shutil.which("chromium")
+        if exe is None:
+            raise RuntimeError(
+                "chromium is not installed; run scripts/test.sh (apt-get install -y chromium)"
+            )
+        try:
+            self._start(exe)
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def _start(self, exe: str) -> None:
+        # The child's ends are moved above fd 9 first so that bash can put them on 3 and 4
+        # without clobbering one with the other (dash only takes fds 0-9).
+        low_r, cmd_w = os.pipe()
+        res_r, low_w = os.pipe()
+        cmd_r = fcntl.fcntl(low_r, fcntl.F_DUPFD, 10)
+        res_w = fcntl.fcntl(low_w, fcntl.F_DUPFD, 10)
+        os.close(low_r)
+        os.close(low_w)
+        profile_dir = self._stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="infodp-chromium-")
         )
-    # The child's ends are moved above fd 9 first so that bash can put them on 3 and 4
-    # without clobbering one with the other (dash only takes fds 0-9).
-    low_r, cmd_w = os.pipe()
-    res_r, low_w = os.pipe()
-    cmd_r = fcntl.fcntl(low_r, fcntl.F_DUPFD, 10)
-    res_w = fcntl.fcntl(low_w, fcntl.F_DUPFD, 10)
-    os.close(low_r)
-    os.close(low_w)
-    with (
-        tempfile.TemporaryDirectory(prefix="infodp-chromium-") as profile_dir,
-        tempfile.TemporaryFile() as log,
-    ):
+        # Closed by the exit stack, with the browser.
+        self._log = log = self._stack.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
         flags = " ".join(_FLAGS)
         script = (
             f"exec 3<&{cmd_r} 4>&{res_w} {cmd_r}<&- {res_w}>&-; "
             f'exec "{exe}" {flags} --user-data-dir="{profile_dir}" '
-            f"--window-size={width},900 about:blank"
+            f"--window-size={self._width},900 about:blank"
         )
         proc = subprocess.Popen(
             ["bash", "-c", script],
@@ -162,68 +196,12 @@ def open_page(
         )
         os.close(cmd_r)
         os.close(res_w)
-        pipe = _Pipe(cmd_w, res_r, time.monotonic() + timeout)
-        try:
-            target = pipe.call("Target.createTarget", url="about:blank")
-            session = pipe.call("Target.attachToTarget", targetId=target["targetId"], flatten=True)[
-                "sessionId"
-            ]
-            for domain in ("Runtime", "Log", "Page", "Network"):
-                pipe.call(f"{domain}.enable", session)
-            pipe.call(
-                "Emulation.setDeviceMetricsOverride",
-                session,
-                width=width,
-                height=900,
-                deviceScaleFactor=1,
-                mobile=False,
-            )
-            url = path if isinstance(path, str) else path.resolve().as_uri()
-            pipe.call("Page.navigate", session, url=url)
-            pipe.wait_event("Page.loadEventFired")
-            while wait_for is not None:
-                done = pipe.call(
-                    "Runtime.evaluate", session, expression=f"!!({wait_for})", returnByValue=True
-                )
-                if done["result"].get("value") is True:
-                    break
-                if time.monotonic() > pipe.deadline:
-                    raise TimeoutError(f"the page never satisfied {wait_for!r}")
-                time.sleep(0.2)
-            probe = pipe.call(
-                "Runtime.evaluate",
-                session,
-                expression=(
-                    "JSON.stringify({title: document.title, images: Array.from(document.images)"
-                    ".map(i => [i.complete, i.naturalWidth, i.naturalHeight, i.alt]),"
-                    " text: document.body ? document.body.innerText : ''})"
-                ),
-                returnByValue=True,
-            )
-            seen = json.loads(probe["result"]["value"])
-            shot = pipe.call(
-                "Page.captureScreenshot", session, format="png", captureBeyondViewport=True
-            )
-            requested = [
-                str(e["params"]["request"]["url"])[:80]
-                for e in pipe.events
-                if e.get("method") == "Network.requestWillBeSent"
-            ]
-            report = PageReport(
-                images=[(bool(c), int(w), int(h), str(a)) for c, w, h, a in seen["images"]],
-                errors=_errors(pipe.events),
-                title=str(seen["title"]),
-                screenshot_png=base64.b64decode(shot["data"]),
-                requested_urls=requested,
-                text=str(seen.get("text", "")),
-            )
-            with contextlib.suppress(RuntimeError, TimeoutError):
+        pipe = _Pipe(cmd_w, res_r, time.monotonic() + self._timeout)
+
+        def stop() -> None:
+            with contextlib.suppress(RuntimeError, TimeoutError, OSError):
+                pipe.deadline = time.monotonic() + 15
                 pipe.call("Browser.close")
-        except (RuntimeError, TimeoutError) as err:
-            log.seek(0)
-            tail = log.read()[-2000:].decode(errors="replace")
-            raise RuntimeError(f"{err}; chromium said:\n{tail}") from err
-        finally:
             os.close(cmd_w)
             os.close(res_r)
             try:
@@ -231,4 +209,87 @@ def open_page(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-    return report
+
+        self._stack.callback(stop)
+        self._pipe = pipe
+
+    def open(
+        self,
+        path: Path | str,
+        *,
+        width: int | None = None,
+        timeout: float | None = None,
+        wait_for: str | None = None,
+    ) -> PageReport:
+        """Load ``path`` in a new tab (as :func:`open_page`) and close the tab."""
+        pipe = self._pipe
+        if pipe is None:
+            raise RuntimeError("the browser is not started: use it in a with block")
+        width = self._width if width is None else width
+        pipe.deadline = time.monotonic() + (self._timeout if timeout is None else timeout)
+        try:
+            target = pipe.call("Target.createTarget", url="about:blank")["targetId"]
+            session = pipe.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+            try:
+                return _report(pipe, session, path, width, wait_for)
+            finally:
+                with contextlib.suppress(RuntimeError, TimeoutError):
+                    pipe.call("Target.closeTarget", targetId=target)
+        except (RuntimeError, TimeoutError) as err:
+            self._log.seek(0)
+            tail = self._log.read()[-2000:].decode(errors="replace")
+            raise RuntimeError(f"{err}; chromium said:\n{tail}") from err
+
+
+def _report(
+    pipe: _Pipe, session: str, path: Path | str, width: int, wait_for: str | None
+) -> PageReport:
+    """Load ``path`` in the attached tab ``session`` and read what it shows."""
+    for domain in ("Runtime", "Log", "Page", "Network"):
+        pipe.call(f"{domain}.enable", session)
+    pipe.call(
+        "Emulation.setDeviceMetricsOverride",
+        session,
+        width=width,
+        height=900,
+        deviceScaleFactor=1,
+        mobile=False,
+    )
+    url = path if isinstance(path, str) else path.resolve().as_uri()
+    pipe.call("Page.navigate", session, url=url)
+    pipe.wait_event("Page.loadEventFired", session)
+    while wait_for is not None:
+        done = pipe.call(
+            "Runtime.evaluate", session, expression=f"!!({wait_for})", returnByValue=True
+        )
+        if done["result"].get("value") is True:
+            break
+        if time.monotonic() > pipe.deadline:
+            raise TimeoutError(f"the page never satisfied {wait_for!r}")
+        time.sleep(0.2)
+    probe = pipe.call(
+        "Runtime.evaluate",
+        session,
+        expression=(
+            "JSON.stringify({title: document.title, images: Array.from(document.images)"
+            ".map(i => [i.complete, i.naturalWidth, i.naturalHeight, i.alt]),"
+            " text: document.body ? document.body.innerText : ''})"
+        ),
+        returnByValue=True,
+    )
+    seen = json.loads(probe["result"]["value"])
+    shot = pipe.call("Page.captureScreenshot", session, format="png", captureBeyondViewport=True)
+    events = [e for e in pipe.events if e.get("sessionId") == session]
+    requested = [
+        str(e["params"]["request"]["url"])[:80]
+        for e in events
+        if e.get("method") == "Network.requestWillBeSent"
+    ]
+    return PageReport(
+        images=[(bool(c), int(w), int(h), str(a)) for c, w, h, a in seen["images"]],
+        errors=_errors(events),
+        title=str(seen["title"]),
+        screenshot_png=base64.b64decode(shot["data"]),
+        requested_urls=requested,
+        text=str(seen.get("text", "")),
+    )

@@ -188,11 +188,15 @@ def _is_decimal(d: int) -> bool:
 
 
 def _decimal(x: Fraction) -> str:
-    # Exact decimal expansion of a fraction whose denominator is 2^a 5^b.
+    # Exact decimal expansion of a fraction whose denominator is 2^a 5^b. In lowest terms,
+    # x·10^k is an integer exactly when 2^a and 5^b divide 10^k: k = max(a, b) digits.
     d = x.denominator
-    digits = 0
-    while (x * 10**digits).denominator != 1:
-        digits += 1
+    twos = (d & -d).bit_length() - 1
+    fives, rest = 0, d >> twos
+    while rest % 5 == 0:
+        rest //= 5
+        fives += 1
+    digits = max(twos, fives)
     if digits == 0:
         return str(x.numerator)
     scaled = abs(x.numerator) * 10**digits // d
@@ -257,7 +261,22 @@ def _sums_within(values: list[float], whole: Fraction) -> bool:
     for v in values:
         running += v
     return (
-        sum(map(Fraction, values), Fraction(0)) <= whole
+        _exact_sum(values) <= whole
         and Fraction(running) <= whole
         and Fraction(math.fsum(values)) <= whole
     )
+
+
+def _exact_sum(values: list[float]) -> Fraction:
+    """The exact rational sum of floats, on integers: each float is n/2^e (its integer ratio has
+    a power-of-two denominator), so over the largest denominator the sum is one integer sum —
+    the same Fraction as adding Fraction(v) one by one, without a gcd per term.
+
+    >>> _exact_sum([0.1, 0.2]) == Fraction(0.1) + Fraction(0.2), _exact_sum([])
+    (True, Fraction(0, 1))
+    """
+    ratios = [v.as_integer_ratio() for v in values]
+    if not ratios:
+        return Fraction(0)
+    den = max(d for _, d in ratios)
+    return Fraction(sum(n * (den // d) for n, d in ratios), den)

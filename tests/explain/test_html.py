@@ -7,11 +7,12 @@ missing these tests fail rather than skip.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from _chromium import open_page
+from _chromium import Browser
 from infodp.accounting import (
     approximate_dp_profile,
     gaussian_profile,
@@ -32,6 +33,14 @@ CASES = {
 @pytest.fixture(scope="module")
 def reports() -> dict[str, Explanation]:
     return {name: make() for name, make in CASES.items()}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    # One Chromium for the module's pages (each opened in its own tab and judged on that tab's
+    # events alone) instead of a browser start, most of a page's time, per page.
+    with Browser() as b:
+        yield b
 
 
 @pytest.mark.slow
@@ -98,13 +107,13 @@ def test_delta_report_opens_with_what_holds_with_probability_one_minus_delta() -
     assert "What δ = 1e-06 means." in opening and "1 − δ = 0.999999" in opening
 
 
-@pytest.mark.slow  # a browser per case
+@pytest.mark.slow  # a browser page per case
 @pytest.mark.parametrize("name", ["pure", "epsilon-delta", "gaussian"])
 def test_plots_render_in_headless_chromium(
-    reports: dict[str, Explanation], name: str, tmp_path: Path
+    reports: dict[str, Explanation], name: str, tmp_path: Path, browser: Browser
 ) -> None:
     path = write_html(reports[name], tmp_path / f"{name}.html")
-    seen = open_page(path)
+    seen = browser.open(path)
     assert seen.errors == []
     assert seen.title == "What does this ε mean?"
     assert len(seen.images) == 4
@@ -117,14 +126,14 @@ def test_plots_render_in_headless_chromium(
 
 
 @pytest.mark.slow
-def test_browser_helper_reports_errors(tmp_path: Path) -> None:
+def test_browser_helper_reports_errors(tmp_path: Path, browser: Browser) -> None:
     # The check above can fail: a broken page produces errors and an undecoded image.
     bad = tmp_path / "bad.html"
     bad.write_text(
         '<!DOCTYPE html><html><head><title>x</title></head><body><img alt="a" '
         'src="missing.png"><script>console.error("boom")</script></body></html>'
     )
-    seen = open_page(bad)
+    seen = browser.open(bad)
     assert seen.images == [(True, 0, 0, "a")] or seen.images[0][1] == 0
     assert any("boom" in e for e in seen.errors)
     assert any("ERR_FILE_NOT_FOUND" in e for e in seen.errors)
@@ -152,7 +161,9 @@ def test_report_of_an_epsilon_delta_profile_read_at_a_smaller_delta() -> None:
 
 
 @pytest.mark.slow  # a browser
-def test_report_leads_with_finite_numbers_and_ends_with_provenance(tmp_path: Path) -> None:
+def test_report_leads_with_finite_numbers_and_ends_with_provenance(
+    tmp_path: Path, browser: Browser
+) -> None:
     # ε = 1, δ = 0.01 on a million rows: every α-level guarantee is unbounded (with prob. δ the
     # mechanism may publish everything), so the headline shows the numbers that are finite:
     # the information on the 1 − δ event, ε·tanh(ε/2) nats at α = 1 (Cuff & Yu 2016) and
@@ -166,7 +177,7 @@ def test_report_leads_with_finite_numbers_and_ends_with_provenance(tmp_path: Pat
 
     ex = explain_epsilon_delta(1.0, 0.01, rows=1_000_000)
     path = write_html(ex, tmp_path / "r.html", inputs={"command": "infodp explain -e 1"})
-    seen = open_page(path)
+    seen = browser.open(path)
     assert seen.errors == []
     head = seen.text.split("One individual")[0]
     bits1 = math.tanh(0.5) / math.log(2)

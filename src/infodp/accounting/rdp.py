@@ -264,12 +264,14 @@ _ATOMS_MAX = 2048
 _CLOSED_RTOL = 1e-9
 
 
+@functools.lru_cache(maxsize=2**16)
 def _discrete_laplace_rdp_at(lam: float, d: int, alpha: float) -> tuple[float, bool]:
     """The RDP at one order α ∈ [1, ∞] on Python floats, and whether it is precise.
 
     α = 1 and ∞ are exact (the KL's closed form; Δλ); in between the closed form of
     :func:`_discrete_laplace_rdp_closed` is precise when its rounding allowance is at most
-    :data:`_CLOSED_RTOL` of the value.
+    :data:`_CLOSED_RTOL` of the value. Kept per (λ, Δ, α): a function of these floats alone,
+    asked again at the same orders by every composition holding the same mechanism.
     """
     if alpha == 1.0:
         return _discrete_laplace_kl(1.0 / lam, d), True

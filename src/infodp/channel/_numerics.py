@@ -41,11 +41,14 @@ def _log(x: FloatArray) -> FloatArray:
 
 def _lse(v: FloatArray, axis: int | None = None) -> Any:
     """log Σ exp(v) along ``axis``; all -inf gives -inf (no warning)."""
-    mx = np.max(v, axis=axis, keepdims=True)
+    # The array methods and `== inf` are np.max, np.sum and np.isposinf without their Python
+    # wrappers: this runs hundreds of thousands of times on small arrays in the capacity searches.
+    v = np.asarray(v)
+    mx = v.max(axis=axis, keepdims=True)
     safe = np.where(np.isfinite(mx), mx, 0.0)
-    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
-        s = np.sum(np.exp(v - safe), axis=axis, keepdims=True)
-    out = np.where(np.isposinf(mx), np.inf, _log(s) + safe)
+    with np.errstate(under="ignore", over="ignore", invalid="ignore", divide="ignore"):
+        s = np.exp(v - safe).sum(axis=axis, keepdims=True)
+        out = np.where(mx == np.inf, np.inf, np.log(s) + safe)
     return out.item() if axis is None else np.squeeze(out, axis=axis)
 
 

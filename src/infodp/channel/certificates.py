@@ -127,12 +127,15 @@ class CellBounds:
 
 def _power(x: FloatArray, exponent: float) -> FloatArray:
     """x**exponent with 0**negative = +inf and no warnings."""
+    if exponent == 0:
+        return np.ones_like(x)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore", under="ignore"):
-        out: FloatArray = np.where(x > 0, np.power(np.where(x > 0, x, 1.0), exponent), 0.0)
-        if exponent < 0:
-            out = np.where(x > 0, out, np.inf)
-        elif exponent == 0:
-            out = np.ones_like(x)
+        positive = x > 0  # one mask and one pass for the value at x ≤ 0 (or NaN)
+        out: FloatArray = np.where(
+            positive,
+            np.power(np.where(positive, x, 1.0), exponent),
+            np.inf if exponent < 0 else 0.0,
+        )
     return out
 
 
@@ -857,15 +860,18 @@ def _split_quadratic_argmax(
     lam_b = np.zeros_like(b)
     lam_b[np.arange(len(b)), np.argmax(b, axis=1)] = 1.0
     best = np.full(len(b), np.inf)
+    eye = np.eye(n)
+    # ndarray.sum is np.sum without its Python wrapper (the same reduction): 24 small
+    # iterations per batch, run thousands of times by the branch and bound.
     for _ in range(24):
         grad = b + (K @ lam_b[:, :, None])[:, :, 0]
-        phi = np.sum(b * lam_b, axis=1) + 0.5 * np.sum(lam_b * (grad - b), axis=1)
-        gap = grad.max(axis=1) - np.sum(grad * lam_b, axis=1)
+        phi = (b * lam_b).sum(axis=1) + 0.5 * (lam_b * (grad - b)).sum(axis=1)
+        gap = grad.max(axis=1) - (grad * lam_b).sum(axis=1)
         best = np.minimum(best, phi + gap)
-        target = np.eye(n)[np.argmax(grad, axis=1)]
+        target = eye[np.argmax(grad, axis=1)]
         d = target - lam_b
-        slope = np.sum(grad * d, axis=1)
-        curv = -np.sum(d * (K @ d[:, :, None])[:, :, 0], axis=1)
+        slope = (grad * d).sum(axis=1)
+        curv = -(d * (K @ d[:, :, None])[:, :, 0]).sum(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             t = np.where(curv > 0, slope / np.where(curv > 0, curv, 1.0), 1.0)
         t = np.clip(t, 0.0, 1.0)
@@ -940,12 +946,17 @@ def _term_extrema(alpha: float, Qv: FloatArray, Sv: FloatArray) -> FloatArray:
         inside = (t > 0) & (t < 1)
         t = np.where(inside, t, 0.0)
         q_t, s_t = qi + t * dq, si + t * ds
-        at_root = np.where(inside & (q_t > 0), s_t * _power(q_t, 1.0 - alpha), np.nan)
-        values = np.concatenate([ends, at_root], axis=1)
+        at_root = s_t * _power(q_t, 1.0 - alpha)
+        # NaNs (0·inf) and roots outside the segment take the neutral value, and the largest
+        # (α > 1) or smallest (α < 1) is taken over the ends and the roots separately: the same
+        # extremum as over all of them at once, without joining the arrays.
+        neutral = -np.inf if alpha > 1 else np.inf
+        at_root = np.where(inside & (q_t > 0) & ~np.isnan(at_root), at_root, neutral)
+        ends = np.where(np.isnan(ends), neutral, ends)
         if alpha > 1:
-            extremum = np.nanmax(np.where(np.isnan(values), -np.inf, values), axis=1)
+            extremum = np.maximum(ends.max(axis=1), at_root.max(axis=1))
         else:
-            extremum = np.nanmin(np.where(np.isnan(values), np.inf, values), axis=1)
+            extremum = np.minimum(ends.min(axis=1), at_root.min(axis=1))
         if alpha > 2:
             blow_up = (~positive).any(axis=1) & positive.any(axis=1)
             extremum = np.where(blow_up, np.inf, extremum)

@@ -98,7 +98,10 @@ def _stop_loss_holds(s: float, sp: float) -> bool:
     k_max = a_max + math.ceil(20.0 * s) + 2
     k = np.arange(0, k_max + 1, dtype=np.float64)
     log_w = -(k * k) / (2 * s * s)
-    log_z = math.log(2.0 * math.fsum(np.exp(log_w).tolist()) - 1.0)  # ≤ log Z
+    # The far tail's weights underflow to 0.0; fsum up to the last nonzero one is the same
+    # correctly rounded sum (exact zeros change no partial) at a fraction of the cost.
+    w = np.exp(log_w)
+    log_z = math.log(2.0 * math.fsum(w[: np.flatnonzero(w)[-1] + 1].tolist()) - 1.0)  # ≤ log Z
     log_p = log_w - log_z  # over-stated masses
     # Log domain throughout (the far tail underflows): log S0[j] = log P(K ≥ j) and
     # m[j] = E[K | K ≥ j] by reverse log-cumulative sums, so π_K(a) = S0[j+1]·(m[j+1] − a)
@@ -116,9 +119,10 @@ def _stop_loss_holds(s: float, sp: float) -> bool:
         crit = -sp * special.ndtri(np.exp(log_s0[j + 1]))  # Φ̄⁻¹(P(K > a))
     inside = (crit > j) & (crit < j + 1)
     points = np.concatenate([j.astype(np.float64), j + 1.0, np.where(inside, crit, j + 0.5)])
-    idx = np.concatenate([j, j, j]) + 1
+    # log_s0 and mean_above at j + 1 for the three copies of j (slices tiled, not gathered).
+    above = slice(1, a_max + 1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        log_pi_k = log_s0[idx] + np.log(mean_above[idx] - points)
+        log_pi_k = np.tile(log_s0[above], 3) + np.log(np.tile(mean_above[above], 3) - points)
         log_pi_k = np.logaddexp(log_pi_k, log_beyond) + 1e-9  # rounding of the sums
         log_y = _log_stop_loss_gauss(points, sp) - 1e-9
         return bool(np.all(log_pi_k <= log_y))  # NaN (lost precision) fails
@@ -195,9 +199,19 @@ def _envelope_holds(r: float, zeta: float, rp: float, kappa: float) -> bool:
     if linear.size + count > 4_000_000:
         return False
     grid = np.concatenate([linear, np.exp(np.arange(1, count + 1) * math.log1p(kappa / 8.0))])
-    upper = zeta + _log_delta_gauss(r, grid[:-1] - zeta) + 1e-9
-    lower = _log_delta_gauss(rp, grid[1:]) - 1e-9
-    return bool(np.all(lower >= upper))
+    # A ratio r′ too small for the envelope fails at the start of the grid (near ε = 0) in
+    # practice: its first nodes are checked alone first, the same elementwise values as in
+    # the whole grid's check, which then runs only for an r′ that passes them.
+    for stop in (min(_FIRST_NODES, grid.size), grid.size):
+        upper = zeta + _log_delta_gauss(r, grid[: stop - 1] - zeta) + 1e-9
+        lower = _log_delta_gauss(rp, grid[1:stop]) - 1e-9
+        if not np.all(lower >= upper):
+            return False
+    return True
+
+
+# Nodes checked before the whole grid by :func:`_envelope_holds`.
+_FIRST_NODES = 64
 
 
 @functools.lru_cache(maxsize=256)
