@@ -204,23 +204,16 @@ _LEDGER_OF: dict[tuple[str, int, int, str | None], tuple[str, str]] = {}
 
 
 def _ledger_of(db: str) -> tuple[str, str]:
-    """(where the ledger of store ``db`` is, the store's id), as :class:`Curator` finds them."""
+    """(where the ledger of store ``db`` is, the store's id), found as a curator finds them."""
     from infodp.curator.backends.duckdb import DuckDBBackend
-    from infodp.curator.store.database import ledger_path, read_store_id
-    from infodp.curator.store.ledger_location import chosen_ledger, stored_ledger
+    from infodp.curator.store.database import ledger_of
+    from infodp.curator.store.ledger_location import chosen_ledger
 
     stat = os.stat(db)
     key = (str(db), stat.st_mtime_ns, stat.st_size, chosen_ledger())
     if key not in _LEDGER_OF:
-        backend = DuckDBBackend(db)
-        con = backend.connect(read_only=True)
-        try:
-            store_id = read_store_id(backend, con)
-            target = chosen_ledger() or stored_ledger(backend, con) or str(ledger_path(db))
-        finally:
-            con.close()
-        assert store_id is not None, db
-        _LEDGER_OF[key] = (target, store_id)
+        target, store_id = ledger_of(Path(db), DuckDBBackend(db))
+        _LEDGER_OF[key] = (str(target), store_id)
     return _LEDGER_OF[key]
 
 

@@ -64,6 +64,7 @@ __all__ = [
     "connect_to_read",
     "fingerprint",
     "forget_tables",
+    "ledger_of",
     "ledger_path",
     "open_for_queries",
     "open_store",
@@ -223,29 +224,7 @@ def open_store(
         return _open_transient(db, backend, timeout=timeout, ledger=ledger)
     path = Path(db)
     if path.exists():
-        # The ledger named, else the one the store records (a URL), else the file beside it.
-        named = ledger if ledger is not None else chosen_ledger()
-        own = con is None and not named
-        if own:
-            # The id and the recorded ledger read on one connection: each DuckDB open costs
-            # about as much as a small aggregate, and every Curator opens its store.
-            con = connect_to_read(backend)
-        try:
-            store_id = read_store_id(backend, con)
-            if store_id is None:
-                raise LedgerError(
-                    f"the store {path.name} carries no store id (made by an older infodp, or not "
-                    "an infodp store); (data owner) run 'infodp ledger reinit --db STORE --yes' "
-                    "to bind a new ledger to it, which forgets all budgets."
-                )
-            target = (
-                ledger
-                if ledger is not None
-                else named or stored_ledger(backend, con) or ledger_path(path)
-            )
-        finally:
-            if own and con is not None:
-                con.close()
+        target, store_id = ledger_of(path, backend, ledger=ledger, con=con)
         return Ledger(target, timeout=timeout, store_id=store_id, create=False)
     target = (chosen_ledger() or default_ledger(path)) if ledger is None else ledger
     if is_url(target):
@@ -262,6 +241,36 @@ def open_store(
     path.parent.mkdir(parents=True, exist_ok=True)
     store_id = _write_store_id(backend)
     return Ledger(lp, timeout=timeout, store_id=store_id, create=True)
+
+
+def ledger_of(
+    path: Path,
+    backend: DuckDBBackend,
+    *,
+    ledger: str | os.PathLike[str] | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> tuple[str | os.PathLike[str], str]:
+    """(where the ledger of the existing store ``path`` is, the store's id): the ledger named,
+    else the one the store records (a URL), else the file beside it (:func:`open_store`)."""
+    named = ledger if ledger is not None else chosen_ledger()
+    own = con is None and not named
+    if own:
+        # The id and the recorded ledger read on one connection: each DuckDB open costs
+        # about as much as a small aggregate, and every Curator opens its store.
+        con = connect_to_read(backend)
+    try:
+        store_id = read_store_id(backend, con)
+        if store_id is None:
+            raise LedgerError(
+                f"the store {path.name} carries no store id (made by an older infodp, or not "
+                "an infodp store); (data owner) run 'infodp ledger reinit --db STORE --yes' "
+                "to bind a new ledger to it, which forgets all budgets."
+            )
+        chosen = named or stored_ledger(backend, con) or ledger_path(path)
+        return (ledger if ledger is not None else chosen), store_id
+    finally:
+        if own and con is not None:
+            con.close()
 
 
 def _open_transient(
