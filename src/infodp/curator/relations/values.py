@@ -238,7 +238,7 @@ def _typed(v: Value, spec: ColumnSpec) -> exp.Expr:
     if spec.type == "int":
         return exp.TryCast(this=raw, to=exp.DataType.build("BIGINT"))
     if spec.type == "float":
-        return exp.cast(raw, "DOUBLE")
+        return _double(raw)
     return exp.cast(raw, "VARCHAR")
 
 
