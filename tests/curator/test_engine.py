@@ -113,19 +113,30 @@ def test_exact_aggregates_equal_plain_duckdb_on_bounded_data(
 
 @pytest.mark.slow
 def test_bounds_are_enforced_by_the_aggregating_sql_itself(tmp_path: Path) -> None:
-    # Contribution bounding runs inside the statement that aggregates: even if the bounded copy
-    # made at registration is edited afterwards, no row contributes beyond the declared bounds.
-    # A NULL-free column (policy error) is bounded by a row filter: an edited row is left out
-    # of the query entirely; a column whose dropped values are NULL (policy drop) is clamped
-    # (and a dropped NULL stays dropped).
+    # The bounded copy made at registration cannot be edited out of its bounds: the table's
+    # constraints refuse it (infodp.curator.backends.bound_checks). A table replaced without
+    # them (as an older store holds) is bounded inside the statement that aggregates: no row
+    # contributes beyond the declared bounds. A NULL-free column (policy error) is bounded by
+    # a row filter: an edited row is left out of the query entirely; a column whose dropped
+    # values are NULL (policy drop) is clamped (and a dropped NULL stays dropped).
     db = tmp_path / "t.duckdb"
     cur = Curator(db, source=seeded(3))
     frame = people_frame(60)
     schema = {**SCHEMA, "privacy_unit": "row", "max_rows_per_unit": 1}
     cur.register_dataset("people", frame.drop(columns=["person_id"]), schema)
     con = duckdb.connect(str(db))
-    con.execute("UPDATE people SET __bnd_age = 10 * __bnd_age + 1000000 WHERE region = 'north'")
-    con.execute("UPDATE people SET __bnd_income = -5000000")
+    edits = [
+        "UPDATE people SET __bnd_age = 10 * __bnd_age + 1000000 WHERE region = 'north'",
+        "UPDATE people SET __bnd_income = -5000000",
+    ]
+    for edit in edits:
+        with pytest.raises(duckdb.ConstraintException):
+            con.execute(edit)
+    con.execute("CREATE TABLE unchecked AS SELECT * FROM people")
+    con.execute("DROP TABLE people")
+    con.execute("ALTER TABLE unchecked RENAME TO people")
+    for edit in edits:
+        con.execute(edit)
     con.close()
     sql = "SELECT COUNT(*), COUNT(income), SUM(age), AVG(income) FROM people"
     exact = cur.exact_aggregates(sql)

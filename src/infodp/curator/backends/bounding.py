@@ -6,7 +6,9 @@ Registration stores, beside each bounded numeric column, its *bounded copy*
 bounds and snapped to its power-of-two grid, as an integer (:func:`snap_expression`), and
 cuts each privacy unit to ``max_rows_per_unit`` rows (:func:`unit_cut`). Queries read the
 copy and bound it once more in the very statement that aggregates (:func:`snapped`), so a
-store edited after registration still cannot contribute beyond the declared bounds.
+store edited after registration still cannot contribute beyond the declared bounds, unless
+the table's own constraints keep the copy in its range
+(:mod:`~infodp.curator.backends.bound_checks`: DuckDB refuses any write that leaves it).
 
 >>> from infodp.curator.declaration.schema import ColumnSpec
 >>> print(snap_expression(ColumnSpec("x", "int", bounds=(0.0, 10.0))).sql())
@@ -174,9 +176,13 @@ def snap_expression(
     return exp.cast(exp.Round(this=inner), "BIGINT")
 
 
-def snapped(col: ColumnSpec) -> tuple[exp.Expr, exp.Expr | None]:
+def snapped(col: ColumnSpec, enforced: bool = False) -> tuple[exp.Expr, exp.Expr | None]:
     """The bounded copy made at registration, bounded again by the aggregating statement:
     (value expression, row filter or None).
+
+    ``enforced``: the store's own constraints keep the copy in its grid range (and free of
+    NULL where the filter would drop NULL: :mod:`~infodp.curator.backends.bound_checks`), so
+    the copy is read as stored, with no filter.
 
     A column that registration guarantees to hold no NULL (null policy ``error`` or
     ``replace``) is bounded by a row filter, ``v BETWEEN lo AND hi``: a row whose stored value
@@ -185,8 +191,10 @@ def snapped(col: ColumnSpec) -> tuple[exp.Expr, exp.Expr | None]:
     statistics, so the filter is evaluated on every row, like a clamping CASE. A column whose
     dropped values are NULL keeps the CASE, which keeps NULL NULL.
     """
-    grid = column_grid(col)
     v = column(bounded_column(col.name))
+    if enforced:
+        return v, None
+    grid = column_grid(col)
     lo, hi = literal(grid.lo), literal(grid.hi)
     if col.nulls.action in ("error", "replace"):
         return v, exp.Paren(this=exp.Between(this=v.copy(), low=lo, high=hi))

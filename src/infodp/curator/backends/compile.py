@@ -143,8 +143,10 @@ class _Rows:
         raw_columns: Sequence[str] = (),
         filters: Sequence[Predicate] = (),
         finer: Mapping[str, ColumnGrid] | None = None,
+        enforced: frozenset[str] = frozenset(),
     ) -> None:
         self.schema = schema
+        self.enforced = enforced
         self.value_columns = value_columns
         self.finer = finer or {}
         self.raw_columns = raw_columns
@@ -197,7 +199,7 @@ class _Rows:
     def visit_query_plan(self, node: QueryPlan) -> exp.Select:
         """``SELECT FROM source WHERE ...`` (flat) or ``WITH ... __src SELECT FROM __src``."""
         window_rows, group_limit = self._limits(node)
-        bounded = [snapped(self.schema.column(c)) for c in self.value_columns]
+        bounded = [snapped(self.schema.column(c), c in self.enforced) for c in self.value_columns]
         values = [self._value(c, v) for c, (v, _) in zip(self.value_columns, bounded, strict=True)]
         filters = self._row_filters(node, bounded)
         key_filters = self._key_filters(node, window_rows or group_limit)
@@ -241,8 +243,9 @@ class _Rows:
         return unit and not self.unit_rows_ok, group_limit
 
     def _flat(self, bounded: Sequence[tuple[exp.Expr, exp.Expr | None]], steps: bool) -> bool:
-        """One flat statement: no step after the row filter, every value bounded by it."""
-        return self.allow_flat and not steps and all(keep is not None for _, keep in bounded)
+        """One flat statement: no step after the row filter, every value read as stored
+        (bounded by the filter or by the store's constraints, not by a CASE)."""
+        return self.allow_flat and not steps and all(isinstance(v, exp.Column) for v, _ in bounded)
 
     def _limit_steps(
         self, ctes: list[tuple[str, exp.Select]], ng: int, window_rows: bool, group_limit: bool
@@ -436,6 +439,7 @@ def _aggregate_tree(
     unit_rows_ok: bool,
     dialect: SqlDialect,
     source: exp.Expr,
+    enforced: frozenset[str] = frozenset(),
 ) -> exp.Select:
     """The one statement computing every non-quantile measurement per group.
 
@@ -454,6 +458,7 @@ def _aggregate_tree(
         allow_flat=True,
         raw_columns=stored_columns_read(schema, ms),
         filters=_filters(ms),
+        enforced=enforced,
     )
     select = _rows_of(plan, rows)
     exprs = _reductions(schema, ms, rows, dialect)
@@ -474,6 +479,7 @@ def _histogram_tree(
     unit_rows_ok: bool,
     dialect: SqlDialect,
     source: exp.Expr,
+    enforced: frozenset[str] = frozenset(),
 ) -> exp.Select:
     """The per-group counts of each snapped value of ``m``'s column (for quantiles).
 
@@ -497,6 +503,7 @@ def _histogram_tree(
         source=source,
         allow_flat=False,
         finer=finer,
+        enforced=enforced,
     )
     select = _rows_of(plan, rows)
     keys = rows.keys
@@ -536,17 +543,18 @@ def _templates(
     ms: tuple[Measurement, ...],
     unit_rows_ok: bool,
     dialect: SqlDialect,
+    enforced: frozenset[str],
 ) -> tuple[str, ...]:
     """The rendered statements, the relation they read and the salt not yet filled in (a
     check and the aggregation share one rendering)."""
     source = exp.Table(this=exp.to_identifier(_SOURCE))
     out: list[str] = []
     if any(not m.kind.histogram for m in ms):
-        tree = _aggregate_tree(plan, schema, ms, unit_rows_ok, dialect, source.copy())
+        tree = _aggregate_tree(plan, schema, ms, unit_rows_ok, dialect, source.copy(), enforced)
         out.append(_render(tree, dialect))
     for m in ms:
         if m.kind.histogram and m.column is not None:
-            tree = _histogram_tree(plan, schema, m, unit_rows_ok, dialect, source.copy())
+            tree = _histogram_tree(plan, schema, m, unit_rows_ok, dialect, source.copy(), enforced)
             out.append(_render(tree, dialect))
     return tuple(out)
 
@@ -573,6 +581,7 @@ def compiled_statements(
     relation: str | None = None,
     empty: bool = False,
     salted: bool = True,
+    enforced: frozenset[str] = frozenset(),
 ) -> list[str]:
     """Every statement a backend runs for ``plan``, in order: the aggregate statement (when
     a measurement is not a quantile), then one histogram per quantile measurement.
@@ -581,9 +590,10 @@ def compiled_statements(
     read :func:`~infodp.curator.backends.bounding.empty_relation` (a check). Each call draws
     a fresh group-limit salt; ``salted=False`` gives the templates before it is filled in
     (:func:`with_salt`): equal templates bind the same way, whatever the salt (a check can
-    remember them).
+    remember them). ``enforced``: the value columns whose bounds the table's own constraints
+    keep (:mod:`~infodp.curator.backends.bound_checks`), read without a per-row bound.
     """
     source = _source_text(plan, schema, dialect, relation, empty)
-    templates = _templates(plan, schema, tuple(ms), unit_rows_ok, dialect)
+    templates = _templates(plan, schema, tuple(ms), unit_rows_ok, dialect, enforced)
     texts = [t.replace(_SOURCE, source) for t in templates]
     return [with_salt(t) for t in texts] if salted else texts

@@ -47,6 +47,7 @@ from infodp.curator.backends.base import (
     sorted_histograms,
     values_by_key,
 )
+from infodp.curator.backends.bound_checks import enforced_bounds, registered_bounds
 from infodp.curator.backends.bounding import (
     bounded_column,
     empty_relation,
@@ -269,9 +270,18 @@ class DuckDBBackend:
         in-memory DuckDB); by default an in-memory DuckDB from a shared free list,
         which remembers the statements that passed on it.
         """
+        # The statements as a query on a table registered by this version runs them (its
+        # bounds kept by the table's constraints); one on an older table adds only the
+        # per-row bounds, which bind on the same BIGINT columns.
         templates = tuple(
             compiled_statements(
-                plan, schema, ms, unit_rows_ok=unit_rows_ok, empty=True, salted=False
+                plan,
+                schema,
+                ms,
+                unit_rows_ok=unit_rows_ok,
+                empty=True,
+                salted=False,
+                enforced=registered_bounds(schema),
             )
         )
         statements = tuple(with_salt(t) for t in templates)
@@ -313,7 +323,10 @@ class DuckDBBackend:
             raise InternalError(f"DuckDBBackend.aggregate got a {type(con).__name__} handle")
         with _Deadline(con, deadline) as watch:
             try:
-                statements = compiled_statements(plan, schema, ms, unit_rows_ok=unit_rows_ok)
+                enforced = enforced_bounds(con, plan.table, schema)
+                statements = compiled_statements(
+                    plan, schema, ms, unit_rows_ok=unit_rows_ok, enforced=enforced
+                )
                 result = _collect(con, statements, ms, len(plan.group_by))
             except duckdb.Error:
                 if watch.fired:

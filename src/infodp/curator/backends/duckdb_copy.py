@@ -26,6 +26,7 @@ import duckdb
 from sqlglot import exp
 
 from infodp.curator.backends.base import Registered
+from infodp.curator.backends.bound_checks import column_constraints
 from infodp.curator.backends.bounding import (
     bool_typing,
     bounded_column,
@@ -67,19 +68,38 @@ def copy_table(
     con.execute(f"CREATE TEMP TABLE __typed AS SELECT {select} FROM __source")
     try:
         dropped = _drop_null_units(con, schema)
-        con.execute(f"CREATE TABLE {_ident(name)} AS {_bounded_body(schema, wanted)}")
-        try:
-            _refuse_forbidden_nulls(con, schema)
-            # The rows kept (what a declared public_rows is checked against).
-            count = con.execute("SELECT count(*) FROM __typed").fetchone()
-            rows = 0 if count is None else int(count[0])
-        except BaseException:
-            con.execute(f"DROP TABLE {_ident(name)}")
-            raise
+        # Refused before the table exists (its NOT NULL constraints would refuse the rows
+        # with DuckDB's message instead of the declaration's).
+        _refuse_forbidden_nulls(con, schema)
+        # The rows kept (what a declared public_rows is checked against).
+        count = con.execute("SELECT count(*) FROM __typed").fetchone()
+        rows = 0 if count is None else int(count[0])
+        _create(con, name, _bounded_body(schema, wanted), schema)
     finally:
         con.execute("DROP TABLE IF EXISTS __typed")
     # The stored table is bounded by construction: every unit within its row limit.
     return Registered(rows, True, dropped)
+
+
+def _create(con: duckdb.DuckDBPyConnection, name: str, body: str, schema: DatasetSchema) -> None:
+    """Table ``name`` holding the rows of ``body``, each bounded copy declared with its
+    constraints (:mod:`~infodp.curator.backends.bound_checks`): DuckDB then refuses any later
+    write that leaves the declared range, and queries need not bound those rows again."""
+    constraints = column_constraints(schema)
+    described = con.execute(f"DESCRIBE {body}").fetchall()
+    columns = ", ".join(
+        " ".join([_ident(col), str(kind), constraints.get(col, "")]).rstrip()
+        for col, kind, *_ in described
+    )
+    # One transaction, as the CREATE TABLE AS it replaces: the table exists filled or not at all.
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(f"CREATE TABLE {_ident(name)} ({columns})")
+        con.execute(f"INSERT INTO {_ident(name)} {body}")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
 
 
 def _unit_column(
