@@ -615,10 +615,12 @@ def query(
         "spark_conf": spark_conf,
         "progress": not as_json,
     }
+    from infodp.cli._collector import start_up
     from infodp.cli._prefetch import prefetch_numpy
 
-    prefetch_numpy(sql)  # while the store opens and DuckDB aggregates (cli._prefetch)
-    cur = _curator(db, keep_open=True, **spark)
+    with start_up():  # imports and opening the store: no collector passes (cli._collector)
+        prefetch_numpy(sql)  # while the store opens and DuckDB aggregates (cli._prefetch)
+        cur = _curator(db, keep_open=True, **spark)
     try:
         if accuracy:
             if epsilon is not None:
