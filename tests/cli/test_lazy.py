@@ -93,8 +93,10 @@ def test_a_laplace_query_loads_no_numpy_scipy_pandas_or_plotting(
     heavy += () if arrays else ("numpy",)
     assert not {m for m in loaded if m.split(".")[0] in heavy}
     # Nor the modules a one-shot COUNT/SUM/AVG never uses: synopses (published histograms),
-    # the Spark backend, the HTTP service, the HTML report and the information measures
-    # (the δ of a mutual-information bound is not part of a query's price).
+    # the Spark backend, the HTTP service, the HTML report, the information measures (the δ
+    # of a mutual-information bound is not part of a query's price), the data owner's budget
+    # sharing (unit sketches, grants) and the relations of joins and subqueries (a plain
+    # single-table query reads one stored table).
     unused = {
         "infodp.curator.publish.synopsis",
         "infodp.curator.backends.spark",
@@ -102,6 +104,13 @@ def test_a_laplace_query_loads_no_numpy_scipy_pandas_or_plotting(
         "infodp.explain.html",
         "infodp.information.entropy",
         "infodp.information.divergence",
+        "infodp.curator.store.shared_budgets",
+        "infodp.curator.store.unit_overlap",
+        "infodp.curator.ledger.grants",
+        "infodp.curator.relations.joins",
+        "infodp.curator.relations.sources",
+        "infodp.curator.relations.relation",
+        "infodp.curator.relations.query",
     }
     assert not unused & loaded
     assert not {m for m in loaded if m.startswith("infodp.server.")}

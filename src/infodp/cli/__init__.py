@@ -87,8 +87,20 @@ def cli() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``infodp`` script; returns the exit status."""
-    args = list(argv) if argv is not None else sys.argv[1:]
+    """Entry point of the ``infodp`` script; returns the exit status.
+
+    Without ``argv`` it runs the process's own command line, and the process exits when it
+    returns: the garbage collector is set for that (:mod:`infodp.cli._collector`).
+    """
+    if argv is not None:
+        return _main(list(argv))
+    from infodp.cli._collector import one_command
+
+    with one_command():
+        return _main(sys.argv[1:])
+
+
+def _main(args: list[str]) -> int:
     # Options come before a "--" separator; after it, "--json" would be an argument's value.
     as_json = "--json" in (args[: args.index("--")] if "--" in args else args)
     try:

@@ -80,15 +80,19 @@ def _curator(db: str, *, keep_open: bool = False, create: bool = False, **spark:
     """
     from pathlib import Path
 
-    from infodp.curator.engine import Curator
+    from infodp.cli._collector import start_up
 
     if not create and not Path(db).is_file():
         raise ParameterError(
             "--db", db, "an existing infodp store (a store is made by 'infodp dataset register')"
         )
-    # keep_open: a one-shot process that answers a query opens the store once (for its id
-    # and for the answer) instead of twice.
-    return Curator(db, keep_open=keep_open, one_shot=keep_open, **spark)
+    # The curator's imports and opening the store: no collector passes (cli._collector).
+    with start_up():
+        from infodp.curator.engine import Curator
+
+        # keep_open: a one-shot process that answers a query opens the store once (for its
+        # id and for the answer) instead of twice.
+        return Curator(db, keep_open=keep_open, one_shot=keep_open, **spark)
 
 
 def _store_files(db: str) -> list[Any]:

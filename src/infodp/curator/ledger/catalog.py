@@ -11,7 +11,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from infodp.curator.ledger import grants, groups
+from infodp.curator.ledger import groups
 from infodp.curator.ledger.records import DATASET_COLUMNS, DatasetRecord, to_dataset
 from infodp.curator.ledger.storage import Database
 from infodp.errors import InternalError, ParameterError
@@ -65,6 +65,8 @@ class Catalog:
             "max_delta": None if max_delta is None else str(max_delta),
             "fingerprint": fingerprint,
         }
+        from infodp.curator.ledger import grants  # owner side: a query process never registers
+
         return grants.register_dataset(self.db, self.store_id, row, sharing)
 
     # -- budget groups (owner side; nothing here is ever shown to an analyst) ------------------

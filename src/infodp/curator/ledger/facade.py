@@ -11,7 +11,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from infodp.curator.ledger import grants, integrity, keys, leases, synopses
+from infodp.curator.ledger import integrity, keys, leases, synopses
 from infodp.curator.ledger.catalog import Catalog
 from infodp.curator.ledger.charging import Charge, charge, missing_budget, now, refund
 from infodp.curator.ledger.completions import Completions
@@ -309,6 +309,8 @@ class Ledger(Catalog):
         if not 0 <= delta <= 1:
             raise ParameterError("delta", float(delta), "a probability in [0, 1]")
         self.dataset(dataset)
+        from infodp.curator.ledger import grants  # owner side: a query process never grants
+
         return grants.add_analyst(
             self.db, self.store_id, name, dataset, (epsilon, delta), accountant_json
         )

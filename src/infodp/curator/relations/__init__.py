@@ -33,17 +33,18 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
 from infodp.curator.declaration.schema import DatasetSchema
-from infodp.curator.relations.joins import Scope, scope_of
-from infodp.curator.relations.query import outer_query
-from infodp.curator.relations.relation import subquery_source
-from infodp.curator.relations.sources import Source, table_source
 from infodp.curator.relations.tables import check_subqueries, from_items, tables_read
 from infodp.curator.sql.parse import parse_query, parse_statement
 from infodp.errors import ParameterError
+
+if TYPE_CHECKING:
+    from infodp.curator.relations.joins import Scope
+    from infodp.curator.relations.sources import Source
 
 __all__ = ["Resolved", "check_work", "resolve", "tables_read"]
 
@@ -120,6 +121,13 @@ def _derives(stmt: exp.Select) -> bool:
 
 
 def _relation(stmt: exp.Select, schema: DatasetSchema) -> Resolved:
+    # Imported here: a plain single-table query (every one-query process's usual case) is
+    # answered without reading joins, subqueries or derived values.
+    from infodp.curator.relations.joins import scope_of
+    from infodp.curator.relations.query import outer_query
+    from infodp.curator.relations.relation import subquery_source
+    from infodp.curator.relations.sources import table_source
+
     def read(node: exp.Expr) -> Source:
         if isinstance(node, exp.Subquery):
             return subquery_source(node, read)

@@ -41,7 +41,6 @@ import duckdb
 from infodp.curator.backends.duckdb import DuckDBBackend, bounded_column
 from infodp.curator.declaration.schema import DatasetSchema
 from infodp.curator.ledger import Ledger
-from infodp.curator.ledger.grants import Sharing
 from infodp.curator.ledger.postgres import is_url
 from infodp.curator.store.ledger_location import (
     chosen_ledger,
@@ -580,6 +579,8 @@ def reinit_ledger(db: str | os.PathLike[str], *, timeout: float = 120.0) -> Rein
         ((n, m) for n, m in found if "pending" not in m),
         key=lambda r: r[1].get("budget_group") is not None,
     )
+    from infodp.curator.ledger.grants import Sharing  # owner side: not on the query path
+
     for name, meta in records:
         group = meta.get("budget_group")
         led.register_dataset(

@@ -50,7 +50,6 @@ from infodp.curator.store.database import (
     sweep_and_list,
 )
 from infodp.curator.store.private_files import private_files
-from infodp.curator.store.shared_budgets import owner_note, registration_sharing
 from infodp.errors import ParameterError
 
 __all__ = [
@@ -152,6 +151,9 @@ def register_dataset(
     population (``schema.is_population``) takes ``source`` as a mapping from each of its
     tables to that table's source (:func:`copy_population`).
     """
+    # Imported here: budget sharing (unit sketches, grants) is the owner's, not a query's.
+    from infodp.curator.store.shared_budgets import owner_note, registration_sharing
+
     outside = _outside(store, engine)  # an external engine's copy (infodp._engines)
     _, tables = sweep_and_list(store, ledger)  # the tables too, when the sweep changed none
     refuse_taken_names(ledger, store, name, schema, tables=tables)
