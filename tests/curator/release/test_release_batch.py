@@ -189,3 +189,33 @@ def test_query_noise_reads_the_os_csprng_a_bounded_number_of_times(tmp_path: Pat
         assert [len(col or ()) for col in noise] == [100, 100]
         worst = max(worst, Counting.reads)
     assert 1 <= worst <= 3 and Counting.integers == 0
+
+
+def test_each_declared_cell_gets_its_own_draw_of_the_one_batch(tmp_path: Path) -> None:
+    # The noise of a query with declared keys is one batch per measurement, drawn before the
+    # aggregate: cell j (in declared order) gets the j-th draw of every measurement's batch,
+    # exactly what draw_noise gives for the same source.
+    groups = [f"c{i:02d}" for i in range(100)]
+    frame = pd.DataFrame({"g": groups * 3, "v": [i % 6 for i in range(300)]})
+    schema = one_table("t", {"g": cats(*groups), "v": ints(0, 5)})
+    sql = "SELECT g, COUNT(*), SUM(v) FROM t GROUP BY g"
+    cur = Curator(tmp_path / "s.duckdb", source=seeded(11))
+    cur.register_dataset("t", frame, schema)
+    cur.add_analyst("a", "t", epsilon=10)
+    exact = cur.exact_aggregates(sql).values
+    result = cur.query("a", sql, epsilon=1)
+    cur.close()
+    drawn = draw_noise(result.cost.parts, 100, seeded(11))
+    assert [row[0] for row in result.rows] == groups
+    for j, (row, noisy) in enumerate(zip(result.rows, result.noisy, strict=True)):
+        count, total = exact[(str(row[0]),)]  # grid units, as the noisy values
+        assert noisy == (count + drawn[0][j], total + drawn[1][j])  # type: ignore[index,operator]
+
+
+def test_noise_drawn_for_some_cells_follows_each_key() -> None:
+    from infodp.curator.release.cells import CellNoise
+
+    noise = CellNoise([("a",), ("b",), ("c",)], [[1, 2, 3], None, [4, 5, 6]])
+    assert noise.for_keys(noise.keys) is noise.columns
+    assert noise.for_keys([("a",), ("b",), ("c",)]) is noise.columns  # equal keys: no copy
+    assert noise.for_keys([("c",), ("a",)]) == [[3, 1], None, [6, 4]]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from infodp.curator.answer.result import Released
 from infodp.curator.backends.base import ExactAggregates
@@ -41,8 +42,6 @@ from infodp.mechanisms.sampling import RandomSource
 
 __all__ = ["CellNoise", "Key", "Layout", "draw_cell_noise", "release"]
 
-#: Per cell, the noise of every measurement (None for a quantile's, drawn later).
-CellNoise = dict[Key, list[int | None]]
 #: One output column: its values (group keys or aggregates) and intervals over the cells.
 Column = tuple[Sequence[Value | str], Sequence[Interval]]
 
@@ -57,6 +56,26 @@ _NOTES = (
 _FREE_KEYS = (
     "only declared (public) keys were released: nothing was measured and nothing was charged"
 )
+
+
+@dataclass(frozen=True, slots=True)
+class CellNoise:
+    """The noise drawn for the cells ``keys``: per measurement, its noise in each of them
+    (in the order of ``keys``), or None for a quantile's (drawn per released group later).
+
+    Kept by measurement, as it is drawn and as the release adds it to the exact values.
+    """
+
+    keys: Sequence[Key]
+    columns: list[list[int] | None]
+
+    def for_keys(self, keys: Sequence[Key]) -> list[list[int] | None]:
+        """The columns over ``keys`` (those drawn for, in any order)."""
+        if keys is self.keys or keys == self.keys:
+            return self.columns
+        at = {key: j for j, key in enumerate(self.keys)}
+        pos = [at[key] for key in keys]
+        return [None if c is None else [c[j] for j in pos] for c in self.columns]
 
 
 class _Answering(PlanVisitor[list[Column]]):
@@ -97,12 +116,7 @@ def draw_cell_noise(
     measurement, from the measurement's mechanism: one exact batch per measurement."""
     if keys is None:
         keys = declared_keys(plan) or [()]
-    columns = draw_noise(cost.parts, len(keys), source)
-    if all(c is None for c in columns):  # quantiles only (or nothing): no noise here
-        return {key: [None] * len(columns) for key in keys}
-    # Cell j's noise is the j-th entry of every column (None for a quantile's column).
-    per_cell = zip(*(itertools.repeat(None) if c is None else c for c in columns), strict=False)
-    return dict(zip(keys, map(list, per_cell), strict=True))
+    return CellNoise(keys, draw_noise(cost.parts, len(keys), source))
 
 
 def _noisy_columns(
@@ -113,11 +127,11 @@ def _noisy_columns(
         return [[] for _ in parts]
     zero: tuple[int | None, ...] = tuple(0 for _ in parts)
     found = list(zip(*map(exact.values.get, keys, itertools.repeat(zero, len(keys))), strict=True))
-    drawn = list(zip(*map(noise.__getitem__, keys), strict=True))
+    drawn = noise.for_keys(keys)
     cols: list[list[int | None]] = []
     for i in range(len(parts)):
         ns = drawn[i]
-        if ns[0] is None:  # a quantile: drawn per released group later
+        if ns is None:  # a quantile: drawn per released group later
             cols.append([None] * len(keys))
             continue
         fs = found[i]

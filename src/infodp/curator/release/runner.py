@@ -90,9 +90,12 @@ class Runner:
     def _noise(self, reserved: Reservation) -> CellNoise | None:
         # With declared keys the released cells are known in advance and the noise does not
         # depend on the data: one exact batch per measurement, drawn before the aggregate.
-        if reserved.plan.needs_partition_selection:
+        plan, cost = reserved.plan, reserved.cost
+        if plan.needs_partition_selection:
             return None  # the cells are known only after the selection
-        return self.draw_noise(reserved.plan, reserved.cost)
+        # The declared cells as the release reads them (the layout's list: no copy to match).
+        layout = self.layout(plan, reserved.schema, cost, 1 - reserved.confidence)
+        return self.draw_noise(plan, cost, layout.keys)
 
     def _released(
         self, reserved: Reservation, exact: ExactAggregates, drawn: CellNoise | None
