@@ -30,11 +30,15 @@ _T = TypeVar("_T")
 class Job(Generic[_T]):
     """A call running on a helper thread; :meth:`result` waits for it."""
 
-    __slots__ = ("_callbacks", "_done", "_error", "_fn", "_lock", "_value")
+    __slots__ = ("_callbacks", "_error", "_fn", "_lock", "_over", "_value", "_waiting")
 
     def __init__(self, fn: Callable[[], _T]) -> None:
         self._fn: Callable[[], _T | None] = fn
-        self._done = threading.Event()
+        # Held until the call is over; result() waits by acquiring it (a bare lock: the
+        # hand-back costs one wake-up, without an Event's Python-level condition).
+        self._waiting = threading.Lock()
+        self._waiting.acquire()
+        self._over = False
         self._lock = threading.Lock()
         self._value: _T | None = None
         self._error: BaseException | None = None
@@ -48,8 +52,9 @@ class Job(Generic[_T]):
         finally:
             self._fn = _finished  # what it referenced (a connection) is not kept alive
             with self._lock:
-                self._done.set()
+                self._over = True
                 callbacks, self._callbacks = self._callbacks, []
+            self._waiting.release()
             for callback in callbacks:
                 with contextlib.suppress(Exception):  # a cleanup's failure stays here
                     callback()
@@ -57,18 +62,19 @@ class Job(Generic[_T]):
     def add_done_callback(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` once the call is over (now, if it already is)."""
         with self._lock:
-            if not self._done.is_set():
+            if not self._over:
                 self._callbacks.append(callback)
                 return
         callback()
 
     def done(self) -> bool:
         """True once the call has returned or raised."""
-        return self._done.is_set()
+        return self._over
 
     def result(self) -> _T:
         """The call's value (its exception is raised here, in the caller's thread)."""
-        self._done.wait()
+        with self._waiting:  # released when the call is over (and by each waiter in turn)
+            pass
         if self._error is not None:
             raise self._error
         # Set by _run before done (a call that raised has no value and raised above).
