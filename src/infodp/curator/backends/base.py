@@ -177,10 +177,9 @@ def rows_by_key(
         if not rows:
             return {}
         columns = list(zip(*rows, strict=True))
-    keys_in = columns[:ng]
-    keys: list[tuple[str, ...]] = (
-        list(zip(*(map(str, col) for col in keys_in), strict=True)) if ng else [()] * len(rows)
-    )
+    # A column of text (DuckDB's VARCHAR keys) is its own str(): not converted again.
+    keys_in = [col if set(map(type, col)) == {str} else map(str, col) for col in columns[:ng]]
+    keys: list[tuple[str, ...]] = list(zip(*keys_in, strict=True)) if ng else [()] * len(rows)
     measured = [_ints(col) for col in columns[ng:]]
     return dict(zip(keys, zip(*measured, strict=True), strict=True))
 
@@ -202,7 +201,8 @@ def values_by_key(
     """
     plain = rows_by_key(rows, ng)
     if not any(m.kind.histogram for m in ms):
-        return dict(plain)
+        # A dict of its own (rows_by_key makes a new one): handed over, not copied.
+        return cast("dict[tuple[str, ...], tuple[int | None, ...]]", plain)
     out: dict[tuple[str, ...], tuple[int | None, ...]] = {}
     for key, measured in plain.items():
         it = iter(measured)
