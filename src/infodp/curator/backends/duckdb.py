@@ -26,6 +26,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import heapq
+import math
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -374,6 +375,12 @@ class _Deadline:
         self.fired = False
         self._lock = threading.Lock()
 
+    @property
+    def over(self) -> bool:
+        """True once the query is over: the deadline can no longer fire (it never becomes
+        False again, so it may be read without the lock)."""
+        return self.con is None
+
     def fire(self) -> None:
         with self._lock:
             if self.con is None:  # the query is over
@@ -394,29 +401,52 @@ class _Deadline:
 class _Watchdog:
     """One daemon thread firing every query's deadline (a timer thread per query costs more).
 
-    Deadlines wait in a heap; a finished query's entry stays until its time comes and is then
-    dropped (its ``fire`` does nothing once done).
+    Deadlines wait in a heap. Those of finished queries at its top are dropped by the next
+    :meth:`watch` (and by the thread before it waits), so the heap holds about the running
+    queries, and the thread wakes when a running query's deadline comes, not once per
+    finished query (all queries have the same timeout, so the oldest deadline is the first
+    to be due and its query is usually long over). The thread is woken early only for a
+    deadline before the time it sleeps until.
     """
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._heap: list[tuple[float, int, _Deadline]] = []
         self._seq = 0
+        #: When the thread wakes next (None: only when notified; -inf: it is awake).
+        self._armed: float | None = -math.inf
         threading.Thread(target=self._run, name="infodp-deadlines", daemon=True).start()
+
+    def _drop_over(self) -> None:
+        heap = self._heap
+        while heap and heap[0][2].over:
+            heapq.heappop(heap)
 
     def watch(self, when: float, deadline: _Deadline) -> None:
         with self._cond:
+            self._drop_over()
             self._seq += 1
             heapq.heappush(self._heap, (when, self._seq, deadline))
-            if self._heap[0][2] is deadline:
+            if self._armed is None or when < self._armed:
                 self._cond.notify()
+
+    def pending(self) -> int:
+        """How many deadlines the heap holds (running queries, and finished ones not yet
+        dropped)."""
+        with self._cond:
+            return len(self._heap)
 
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._heap or self._heap[0][0] > time.monotonic():
-                    wait = None if not self._heap else self._heap[0][0] - time.monotonic()
-                    self._cond.wait(wait)
+                while True:
+                    self._drop_over()
+                    now = time.monotonic()
+                    if self._heap and self._heap[0][0] <= now:
+                        break
+                    self._armed = self._heap[0][0] if self._heap else None
+                    self._cond.wait(None if self._armed is None else self._armed - now)
+                self._armed = -math.inf  # awake: the heap is read again before the next wait
                 _, _, due = heapq.heappop(self._heap)
             due.fire()
 
