@@ -70,7 +70,11 @@ class CellNoise:
     columns: list[list[int] | None]
 
     def for_keys(self, keys: Sequence[Key]) -> list[list[int] | None]:
-        """The columns over ``keys`` (those drawn for, in any order)."""
+        """The columns over ``keys`` (those drawn for, in any order).
+
+        >>> CellNoise([("a",), ("b",)], [[1, 2], None]).for_keys([("b",), ("a",)])
+        [[2, 1], None]
+        """
         if keys is self.keys or keys == self.keys:
             return self.columns
         at = {key: j for j, key in enumerate(self.keys)}
