@@ -35,7 +35,7 @@ SQL = "SELECT g, COUNT(*), SUM(x), COUNT(y), AVG(y) FROM t GROUP BY g"
 
 
 def _store(where: Path | str, frame: pd.DataFrame) -> Curator:
-    cur = Curator(where)
+    cur = Curator(where, keep_open=True)  # a service's kept connection reads the constraints
     cur.register_dataset("t", frame, SCHEMA)
     return cur
 
@@ -132,7 +132,7 @@ def test_a_table_without_the_exact_constraints_is_bounded_per_row(
     finally:
         con.close()
     assert _enforced(db) == still_enforced
-    cur = Curator(db)
+    cur = Curator(db, keep_open=True)
     try:
         assert cur.exact_aggregates(SQL).values == want  # the same rows, the same bounds
     finally:
@@ -151,7 +151,7 @@ def test_a_replaced_table_with_out_of_range_rows_is_bounded_again(tmp_path: Path
         con.execute("UPDATE t SET __bnd_y = -1099511627776 WHERE x = 1")  # clamped to the lower end
     finally:
         con.close()
-    cur = Curator(db)
+    cur = Curator(db, keep_open=True)
     try:
         values = cur.exact_aggregates(SQL).values
     finally:
@@ -215,3 +215,30 @@ def test_the_form_of_a_query_is_the_same_on_neighbouring_stores(
         cur.close()
     assert len(texts) == 2 and texts[0] == texts[1]
     assert "BETWEEN" not in texts[0][0] and "CASE" not in texts[0][0]
+
+
+def test_a_connection_opened_for_one_query_keeps_the_per_row_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Reading the catalogue on a fresh connection costs more than the bound saves on one query
+    # (below ~10M rows): only a kept connection reads it. The choice is the curator's
+    # configuration, the same on every store.
+    texts: list[str] = []
+    compile_ = duckdb_backend.compiled_statements
+
+    def spy(*args: Any, **kwargs: Any) -> list[str]:
+        out = compile_(*args, **kwargs)
+        if not kwargs.get("empty"):
+            texts.extend(out)
+        return out
+
+    monkeypatch.setattr(duckdb_backend, "compiled_statements", spy)
+    db = tmp_path / "s.duckdb"
+    _store(db, _frame()).close()
+    for keep_open in (False, True):
+        cur = Curator(db, keep_open=keep_open)
+        cur.exact_aggregates(SQL)
+        cur.close()
+    per_query, kept = texts
+    assert "BETWEEN" in per_query and "CASE" in per_query
+    assert "BETWEEN" not in kept and "CASE" not in kept

@@ -7,10 +7,12 @@ or a clamping CASE, evaluated on every row, so that a store edited after registr
 cannot contribute beyond the declared bounds. DuckDB can keep that promise instead:
 registration creates the table with, on each bounded copy, the constraint
 ``CHECK (__bnd_v BETWEEN lo AND hi)`` (and ``NOT NULL`` when the column's null policy leaves no
-NULL), and DuckDB then refuses any INSERT or UPDATE that would break it. A query reads the
-constraints of the table it aggregates from the catalogue (once per connection: a DuckDB file
-cannot change under an open read-only connection) and drops the per-row bound only for the
-copies whose constraints are exactly the declared ones: same column, same grid range, NOT NULL
+NULL), and DuckDB then refuses any INSERT or UPDATE that would break it. A query on a
+connection kept for many queries (a service's) reads the constraints of the table it
+aggregates from the catalogue (once per connection: a DuckDB file cannot change under an open
+read-only connection; a fresh connection's first catalogue read costs more than the per-row
+bound saves on one query) and drops the per-row bound only for the copies whose constraints
+are exactly the declared ones: same column, same grid range, NOT NULL
 where the filter would also leave NULL out. A store registered before, a table replaced
 without them, a looser range or a dropped NOT NULL: the query bounds the rows as before. Which
 form runs depends on the declaration and the catalogue, never on the data.

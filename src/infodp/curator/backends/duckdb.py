@@ -29,6 +29,7 @@ import heapq
 import math
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -124,6 +125,16 @@ class DuckDBBackend:
         self._memory: duckdb.DuckDBPyConnection | None = (
             duckdb.connect(":memory:", config=dict(_CONFIG)) if str(path) == ":memory:" else None
         )
+        #: Read connections kept for many queries (:meth:`keep`).
+        self._kept: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+
+    def keep(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Mark ``con`` as a read connection kept for many queries (a service's): its queries
+        read the table's constraints from the catalogue once and, where they keep the declared
+        bounds, leave out the per-row bound (:mod:`~infodp.curator.backends.bound_checks`).
+        A connection opened for one query keeps the per-row bound: the catalogue's first read
+        on a fresh connection (~5 ms) costs more than the bound on tables below ~10M rows."""
+        self._kept.add(con)
 
     def connect(self, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         """A connection, waiting (with backoff) while another process holds a conflicting lock."""
@@ -324,7 +335,8 @@ class DuckDBBackend:
             raise InternalError(f"DuckDBBackend.aggregate got a {type(con).__name__} handle")
         with _Deadline(con, deadline) as watch:
             try:
-                enforced = enforced_bounds(con, plan.table, schema)
+                kept = con in self._kept
+                enforced = enforced_bounds(con, plan.table, schema) if kept else frozenset()
                 statements = compiled_statements(
                     plan, schema, ms, unit_rows_ok=unit_rows_ok, enforced=enforced
                 )

@@ -181,6 +181,7 @@ class Connections:
             return self.backend.connect(read_only=True)
         if self.kept is None:
             self.kept = self.backend.connect(read_only=True)
+            self.backend.keep(self.kept)
         return self.kept
 
     def done(self, con: ReadConnection) -> None:
