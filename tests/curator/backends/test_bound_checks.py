@@ -46,6 +46,25 @@ def _frame() -> pd.DataFrame:
     )
 
 
+def _exact(db: Path) -> dict[tuple[str, ...], tuple[int, ...]]:
+    """The bounded aggregates of :data:`SQL` read on a kept connection (a service's)."""
+    cur = Curator(db, keep_open=True)
+    try:
+        return cur.exact_aggregates(SQL).values
+    finally:
+        cur.close()
+
+
+def _edit(db: Path, *statements: str) -> None:
+    """Run ``statements`` on the store with DuckDB itself (as an owner editing it would)."""
+    con = duckdb.connect(str(db))
+    try:
+        for statement in statements:
+            con.execute(statement)
+    finally:
+        con.close()
+
+
 def _enforced(db: Path) -> frozenset[str]:
     cur = Curator(db)
     con = duckdb.connect(str(db), read_only=True)
@@ -112,50 +131,34 @@ def test_a_table_without_the_exact_constraints_is_bounded_per_row(
     tmp_path: Path, replaced: str, still_enforced: set[str]
 ) -> None:
     db = tmp_path / "s.duckdb"
-    registered = _store(db, _frame())
-    want = registered.exact_aggregates(SQL).values
-    registered.close()
-    con = duckdb.connect(str(db))
-    try:
-        # y's copy range as registration declared it, read back from the catalogue.
+    _store(db, _frame()).close()
+    want = _exact(db)
+    # y's copy range as registration declared it, read back from the catalogue.
+    with duckdb.connect(str(db), read_only=True) as con:
         row = con.execute(
             "SELECT expression FROM duckdb_constraints() WHERE table_name = 't' "
             "AND constraint_column_names = ['__bnd_y']"
         ).fetchone()
-        assert row is not None
-        y_range = str(row[0]).strip("()").split("BETWEEN")[1]
-        con.execute("ALTER TABLE t RENAME TO old")
-        con.execute(replaced.format(y=y_range))
-        if "AS SELECT" not in replaced:
-            con.execute("INSERT INTO t SELECT * FROM old")
-        con.execute("DROP TABLE old")
-    finally:
-        con.close()
+    assert row is not None
+    y_range = str(row[0]).strip("()").split("BETWEEN")[1]
+    refill = [] if "AS SELECT" in replaced else ["INSERT INTO t SELECT * FROM old"]
+    _edit(db, "ALTER TABLE t RENAME TO old", replaced.format(y=y_range), *refill, "DROP TABLE old")
     assert _enforced(db) == still_enforced
-    cur = Curator(db, keep_open=True)
-    try:
-        assert cur.exact_aggregates(SQL).values == want  # the same rows, the same bounds
-    finally:
-        cur.close()
+    assert _exact(db) == want  # the same rows, the same bounds
 
 
 def test_a_replaced_table_with_out_of_range_rows_is_bounded_again(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     _store(db, _frame()).close()
-    con = duckdb.connect(str(db))
-    try:
-        con.execute("CREATE TABLE unchecked AS SELECT * FROM t")
-        con.execute("DROP TABLE t")
-        con.execute("ALTER TABLE unchecked RENAME TO t")
-        con.execute("UPDATE t SET __bnd_x = 1000 WHERE x = 2")  # left out: its row goes
-        con.execute("UPDATE t SET __bnd_y = -1099511627776 WHERE x = 1")  # clamped to the lower end
-    finally:
-        con.close()
-    cur = Curator(db, keep_open=True)
-    try:
-        values = cur.exact_aggregates(SQL).values
-    finally:
-        cur.close()
+    _edit(
+        db,
+        "CREATE TABLE unchecked AS SELECT * FROM t",
+        "DROP TABLE t",
+        "ALTER TABLE unchecked RENAME TO t",
+        "UPDATE t SET __bnd_x = 1000 WHERE x = 2",  # left out: its row goes
+        "UPDATE t SET __bnd_y = -1099511627776 WHERE x = 1",  # clamped to the lower end
+    )
+    values = _exact(db)
     # Rows of g='a': x = 1, 30 -> 9, 9 (y: 0.5 -> clamped to -2, 7.0 -> 2, 2.0); of 'b': only
     # x = -4 -> 0 (the row x = 2 is left out), y = -1.
     count_a, sum_a = values[("a",)][:2]
