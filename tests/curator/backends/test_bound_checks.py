@@ -177,6 +177,7 @@ ROWS = st.lists(
 )
 
 
+@pytest.mark.slow  # ~3 CPU-s (40 stores in memory)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ROWS)
 def test_both_forms_give_the_same_aggregates(rows: list[tuple[int, float | None, str]]) -> None:
