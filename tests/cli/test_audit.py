@@ -62,9 +62,13 @@ def test_audit_user_callable(
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
+    # The user's callable draws from the unseeded global random: the lower bound holds with
+    # the audit's confidence only. At the default 95% it exceeded the true ε in about one run
+    # in a few dozen (1.106 > log 3 was seen); at 1 - 1e-6 a false failure is that rare.
     p = _json(
         capsys, "audit", "--callable", "user_rr:release", "--dataset", "[0]", "--neighbour",
-        "[1]", "--claimed-epsilon", "0.5", "--samples", "20000", "--json", status=4,
+        "[1]", "--claimed-epsilon", "0.5", "--samples", "20000", "--confidence", "0.999999",
+        "--json", status=4,
     )  # fmt: skip
     # The true ε is log 3 ≈ 1.0986 > 0.5: with 20000 samples the audit refutes the claim.
     assert p["verdict"] == "violation" and 0.5 < p["epsilon_lower"] <= math.log(3)
