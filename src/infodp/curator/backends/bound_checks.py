@@ -43,7 +43,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from infodp.curator.backends.bounding import bounded_column, column, literal
+from infodp.curator.backends.bounding import bounded_column, copy_range
 from infodp.curator.declaration.schema import ColumnSpec, DatasetSchema
 from infodp.curator.plan.grid import column_grid
 
@@ -61,28 +61,15 @@ def _bounded(schema: DatasetSchema) -> list[ColumnSpec]:
     """The columns with a bounded copy in a stored table (none in a derived relation)."""
     if schema.source_sql is not None:
         return []
-    return [c for c in schema.columns if c.is_numeric and c.bounds is not None]
-
-
-def _no_null(col: ColumnSpec) -> bool:
-    """The bounded copy holds no NULL (its null policy refuses or replaces them)."""
-    return col.nulls.action in ("error", "replace")
-
-
-def _range(col: ColumnSpec) -> exp.Expr:
-    """``"__bnd_x" BETWEEN lo AND hi``: the grid range the bounded copy stays in."""
-    grid = column_grid(col)
-    return exp.Between(
-        this=column(bounded_column(col.name)), low=literal(grid.lo), high=literal(grid.hi)
-    )
+    return [c for c in schema.columns if c.has_bounded_copy]
 
 
 def column_constraints(schema: DatasetSchema) -> dict[str, str]:
     """Each bounded copy's column constraint (DuckDB SQL), for the CREATE TABLE of registration."""
     out: dict[str, str] = {}
     for col in _bounded(schema):
-        check = f"CHECK ({_range(col).sql()})"
-        out[bounded_column(col.name)] = f"NOT NULL {check}" if _no_null(col) else check
+        check = f"CHECK ({copy_range(col).sql()})"
+        out[bounded_column(col.name)] = f"NOT NULL {check}" if col.nulls.leaves_no_null else check
     return out
 
 
@@ -139,7 +126,7 @@ def _enforced(
     for col in _bounded(schema):
         name = bounded_column(col.name)
         if any(_is_range(t, col) for t in checked.get(name, ())) and (
-            name in not_null or not _no_null(col)
+            name in not_null or not col.nulls.leaves_no_null
         ):
             out.add(col.name)
     return frozenset(out)

@@ -34,6 +34,7 @@ __all__ = [
     "category",
     "clamped",
     "column",
+    "copy_range",
     "counted_value",
     "counts_stored",
     "empty_relation",
@@ -194,11 +195,23 @@ def snapped(col: ColumnSpec, enforced: bool = False) -> tuple[exp.Expr, exp.Expr
     v = column(bounded_column(col.name))
     if enforced:
         return v, None
+    if col.nulls.leaves_no_null:
+        return v, exp.Paren(this=copy_range(col))
     grid = column_grid(col)
-    lo, hi = literal(grid.lo), literal(grid.hi)
-    if col.nulls.action in ("error", "replace"):
-        return v, exp.Paren(this=exp.Between(this=v.copy(), low=lo, high=hi))
-    return clamped(v, lo, hi), None
+    return clamped(v, literal(grid.lo), literal(grid.hi)), None
+
+
+def copy_range(col: ColumnSpec) -> exp.Between:
+    """``"__bnd_x" BETWEEN lo AND hi``: the grid range the bounded copy stays in (the row
+    filter of :func:`snapped`, the CHECK of :mod:`~infodp.curator.backends.bound_checks`).
+
+    >>> print(copy_range(ColumnSpec("x", "int", bounds=(0.0, 10.0))).sql())
+    "__bnd_x" BETWEEN 0 AND 10
+    """
+    grid = column_grid(col)
+    return exp.Between(
+        this=column(bounded_column(col.name)), low=literal(grid.lo), high=literal(grid.hi)
+    )
 
 
 def clamped(v: exp.Expr, lo: exp.Expr, hi: exp.Expr) -> exp.Expr:
@@ -253,8 +266,7 @@ def counts_stored(schema: DatasetSchema, name: str) -> bool:
     names = {c.name.lower() for c in schema.columns}
     if name.lower() not in names:
         return True  # the undeclared privacy unit's column
-    col = schema.column(name)
-    return not (col.is_numeric and col.bounds is not None)
+    return not schema.column(name).has_bounded_copy
 
 
 def counted_value(
@@ -291,9 +303,7 @@ def stored_columns(schema: DatasetSchema) -> list[tuple[str, str]]:
         cols.append((schema.privacy_unit, "VARCHAR"))
     cols.extend((col.name, _TYPES.get(col.type, "VARCHAR")) for col in schema.columns)
     cols.extend(
-        (bounded_column(col.name), "BIGINT")
-        for col in schema.columns
-        if col.is_numeric and col.bounds is not None
+        (bounded_column(col.name), "BIGINT") for col in schema.columns if col.has_bounded_copy
     )
     return cols
 

@@ -183,7 +183,7 @@ def _bounded_body(schema: DatasetSchema, wanted: Sequence[tuple[str, str]]) -> s
     bounded = [
         exp.alias_(snap_expression(col), ident(bounded_column(col.name)), copy=False)
         for col in schema.columns
-        if col.is_numeric and col.bounds is not None
+        if col.has_bounded_copy
     ]
     body = exp.Select(expressions=[exp.Star(), *bounded]).from_("__typed", copy=False)
     if not schema.unit_is_row:

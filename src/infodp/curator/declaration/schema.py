@@ -136,6 +136,16 @@ class NullPolicy:
             else (f"replace by {self.value!r}" if self.action == "replace" else self.action)
         )
 
+    @property
+    def leaves_no_null(self) -> bool:
+        """Registration leaves no NULL in the column (refused under ``error``, filled in under
+        ``replace``; ``drop`` keeps a dropped value as NULL).
+
+        >>> NullPolicy("error").leaves_no_null, NullPolicy("drop").leaves_no_null
+        (True, False)
+        """
+        return self.action in ("error", "replace")
+
 
 @dataclass(frozen=True, slots=True)
 class ColumnSpec:
@@ -167,6 +177,15 @@ class ColumnSpec:
     def is_numeric(self) -> bool:
         """True for ``int``, ``float`` and ``bool`` (0 or 1) columns."""
         return self.type in ("int", "float", "bool")
+
+    @property
+    def has_bounded_copy(self) -> bool:
+        """A numeric column with bounds: registration stores its bounded copy beside it.
+
+        >>> ColumnSpec("age", "int", bounds=(0.0, 120.0)).has_bounded_copy
+        True
+        """
+        return self.is_numeric and self.bounds is not None
 
     @property
     def is_integer(self) -> bool:

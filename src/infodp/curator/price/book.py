@@ -225,7 +225,7 @@ class PriceBook:
 
         def nonnull(name: str) -> bool:
             col = next((c for c in read.columns if c.name.lower() == name.lower()), None)
-            return col is not None and col.nulls.action in ("error", "replace")
+            return col is not None and col.nulls.leaves_no_null
 
         text = avg_ratios(sql, nonnull)
         if text is None:

@@ -511,9 +511,7 @@ def fingerprint(
     for col in schema.columns:
         if col.name.lower() == schema.privacy_unit.lower():
             continue
-        cols.append(
-            bounded_column(col.name) if col.is_numeric and col.bounds is not None else col.name
-        )
+        cols.append(bounded_column(col.name) if col.has_bounded_copy else col.name)
     quoted = ", ".join('"' + c.replace('"', '""') + '"' for c in cols)
     tq = '"' + table.replace('"', '""') + '"'
     sql = f"SELECT count(*), coalesce(sum(hash({quoted})::HUGEINT), 0) FROM {tq}"

@@ -206,7 +206,7 @@ def _fingerprint_items(schema: DatasetSchema) -> str:
     for col in schema.columns:
         if col.name.lower() == schema.privacy_unit.lower():
             continue
-        if col.is_numeric and col.bounds is not None:
+        if col.has_bounded_copy:
             items.append(_spark(snap_expression(col, SPARK)))
         else:
             items.append(spark_ident(col.name))
@@ -225,7 +225,7 @@ def _bounded_sql(columns: Sequence[str], view: str, schema: DatasetSchema, unit_
     bounded = [
         (bounded_column(col.name), exp.cast(snap_expression(col, SPARK), SPARK.stored_type(col)))
         for col in schema.columns
-        if col.is_numeric and col.bounds is not None
+        if col.has_bounded_copy
     ]
     items = [exp.alias_(e, ident(n), copy=False) for n, e in bounded]
     body = exp.Select(expressions=[exp.Star(), *items]).from_(view, copy=False)
