@@ -199,3 +199,18 @@ def test_state_with_a_discrete_subsampled_gaussian_round_trips() -> None:
     a.spend(step.repeat(10))
     b = Accountant.from_json(a.to_json())
     assert b.remaining() == a.remaining()
+
+
+def test_an_approx_budget_without_delta_is_a_pure_one() -> None:
+    # (ε, 0)-DP is pure ε-DP (Dwork & Roth 2014, Definition 2.4 with δ = 0): the spends' pure
+    # ε add up exactly (their Theorem 3.16), a Gaussian (δ(ε) > 0 at every ε) never fits, and
+    # a pure ε far below one ulp of the budget is refused once the budget is full.
+    account = Accountant(Budget.approx(1, 0))
+    assert not account.can_spend(acc.gaussian_profile(100.0))
+    for _ in range(4):
+        account.spend(acc.laplace_profile(4.0))  # ε = 1/4 each, exactly
+    assert not account.can_spend(acc.pure_dp_profile(1e-300))
+    with pytest.raises(BudgetExceeded) as refused:
+        account.spend(acc.laplace_profile(1e6))
+    assert (refused.value.requested, refused.value.remaining) == ("ε=1e-06 at δ=0", "ε=0 at δ=0")
+    assert len(account.spent()) == 4

@@ -36,7 +36,10 @@ tight PLD of the whole multiset. PLD verdicts are remembered per budget as certi
 multiset whose PLD δ(ε) fits certifies every sub-multiset (dropping mechanisms is
 post-processing, Dwork & Roth 2014, Proposition 2.1), and the check looks ahead along the
 direction of the new spend (doubling, then bisection at the edge), so a run of identical
-spends costs O(log n) PLD compositions in all, not one per spend.
+spends costs O(log n) PLD compositions in all, not one per spend. An approx budget with δ = 0
+is pure ε-DP: after the declared sum it is decided on the exact sum of the spends' pure ε (the
+largest loss of the composed dominating pairs), never on a float δ(ε) = 0, which rounding
+returns for a loss within a few ulps above ε.
 
 >>> from infodp.accounting import laplace_profile
 >>> acc = Accountant(Budget.pure(1.0))
@@ -476,6 +479,8 @@ class Accountant:
         basic = _add(self._declared, _times(declared, count))
         if basic is not None and basic[0] <= b.epsilon and basic[1] <= b.delta:
             return None  # basic composition of the declared (ε, δ) (Thm 3.16)
+        if b.delta == 0:
+            return self._check_approx_pure(profile, count)
         if self._rdp_delta((profile, count)) <= b.delta:
             return None  # the RDP bound already fits (Mironov 2017, Proposition 1)
         counts = self._counts()
@@ -491,6 +496,30 @@ class Accountant:
             f"δ+{max(after - before, 0.0):.6g} {eps}",
             f"δ={max(float(b.delta) - before, 0.0):.6g} {eps}",
             f"δ={max(after - float(b.delta), 0.0):.6g}",
+        )
+
+    def _check_approx_pure(
+        self, profile: PrivacyProfile, count: int
+    ) -> tuple[str, str, str] | None:
+        """:meth:`_check_approx` for δ = 0, decided on exact sums.
+
+        (ε, 0)-DP is pure ε-DP: δ(ε) = 0 exactly when the composed privacy loss never exceeds
+        ε, and the largest loss of the composed dominating pairs is the sum of the parts' pure
+        ε (Dwork & Roth 2014, Theorem 3.16, tight for them). The PLD's float δ is not used
+        here: for a loss within a few ulps above ε its sum A − e^ε·B cancels to exactly 0, so
+        a spend one ulp over ε would read as fitting.
+        """
+        b = self.budget
+        spent = _sum_pure(self._spent.values())
+        cost = _pure_upper(profile)
+        total = None if spent is None or cost is None else spent + count * cost
+        if total is not None and total <= b.epsilon:
+            return None
+        left = None if spent is None else max(Fraction(0), b.epsilon - spent)
+        return (
+            f"ε={'inf' if cost is None else f'{float(cost * count):.6g}'} at δ=0",
+            f"ε={'0' if left is None else f'{float(left):.6g}'} at δ=0",
+            f"ε={'inf' if total is None else f'{float(total - b.epsilon):.6g}'} at δ=0",
         )
 
     def _counts(self) -> Counts:
@@ -841,6 +870,29 @@ def _key(profile: PrivacyProfile, declared: Declared) -> Key:
 def _sort_key(key: Key) -> tuple[str, str]:
     spec, declared = key
     return (spec, "" if declared is None else f"{declared[0]}|{declared[1]}")
+
+
+def _pure_upper(profile: PrivacyProfile) -> Fraction | None:
+    """An exact upper bound on a profile's pure ε (None: it is not pure-DP): the smaller of
+    its exact guarantee's ε (when that guarantee has δ = 0) and its pure ε rounded up."""
+    pure = profile.pure_epsilon()
+    if math.isinf(pure):
+        return None
+    best = Fraction(pure)
+    exact = profile.exact_guarantee()
+    if exact is not None and exact[1] == 0:
+        best = min(best, exact[0])
+    return best
+
+
+def _sum_pure(items: Any) -> Fraction | None:
+    total = Fraction(0)
+    for p, k, _ in items:
+        pure = _pure_upper(p)
+        if pure is None:
+            return None
+        total += k * pure
+    return total
 
 
 def _sum_declared(items: Any) -> tuple[Fraction, Fraction] | None:
