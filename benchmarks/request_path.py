@@ -3,24 +3,25 @@
 ``python3 -m benchmarks.request_path [--rows 10000] [--warm 5] [--before SRC]``
 
 The FastAPI app of :func:`infodp.server.app.create_app` (no worker processes) is called
-in-process through httpx's ASGI transport with ``POST /v1/query`` of
-``SELECT region, COUNT(*), AVG(income) FROM census GROUP BY region`` on the demo census
+in-process through httpx's ASGI transport with ``POST /v1/query`` of ``SELECT region,
+COUNT(*), AVG(income) FROM census GROUP BY region`` on the demo census
 (:func:`infodp.curator.demo.census_frame`). Every module the service imports before its first
 request (the lifespan's warm-up of :data:`infodp.server.pool._WARM`) and the ASGI/HTTP
-libraries are imported first, and one query of another shape (``SELECT COUNT(*) FROM
-census``) is answered before the measured ones, so "first" is the first query of its shape on
-a running service: its parse, plan and price, not module imports.
+libraries are imported first, and one query of another shape (``SELECT COUNT(*) FROM census``)
+is answered before the measured ones, so "first" is the first query of its shape on a running
+service: its parse, plan and price, not module imports.
 
-A profile hook on every thread (the event loop's and the thread pool's) counts, while the
-app handles the request, each Python function called (``call`` events) and each builtin
-(``c_call`` events): the figures are the distinct functions and the calls, for the first
-query, for the median of ``--warm`` repetitions of it, and for the median of ``--warm``
-repetitions at a new ε each (priced again, never planned again). The client's own work (building
-the request, reading the response) is not counted. The number of calls varies a little from
-run to run: the AVG interval's search takes as many steps as the noisy answer needs. With
-``--before SRC`` (an older ``src`` tree) the same figures are measured with that tree's
-infodp; each tree is measured in a process of its own (this checkout's ``src`` first on the
-path). The section "request path" of BENCHMARKS.md is rewritten with the results.
+A profile hook on every thread (the event loop's and the thread pool's) counts, while the app
+handles the request, each Python function called (``call`` events) and each builtin (``c_call``
+events): the figures are the distinct functions and the calls, for the first query, for the
+median of ``--warm`` repetitions of it, and for the median of ``--warm`` repetitions at a new ε
+each (priced again, never planned again); beside them the same two figures for infodp's own
+functions alone (the rest is the web framework, sqlglot, numpy and builtins). The client's own
+work (building the request, reading the response) is not counted. The number of calls varies a
+little from run to run: the AVG interval's search takes as many steps as the noisy answer
+needs. With ``--before SRC`` (an older ``src`` tree) the same figures are measured with that
+tree's infodp; each tree is measured in a process of its own (this checkout's ``src`` first on
+the path). The section "request path" of BENCHMARKS.md is rewritten with the results.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ from typing import Any
 from benchmarks._report import ROOT, markdown_table, write_section
 
 SQL = "SELECT region, COUNT(*), AVG(income) FROM census GROUP BY region"
+#: A file of infodp's own (in src/infodp or an installed copy).
+_OWN = f"{os.sep}infodp{os.sep}"
 OTHER = "SELECT COUNT(*) FROM census"
 
 
@@ -80,9 +83,18 @@ def _build_store(directory: Path, rows: int) -> tuple[str, str]:
     return db, KeyStore(db).issue("alice")
 
 
-def measure(rows: int, warm: int) -> dict[str, tuple[int, int]]:
-    """{"first": (functions, calls), "warm": (median functions, median calls), "warm, new
-    ε": the same for the query asked again at another ε each time}."""
+Figures = tuple[int, int, int, int]
+
+
+def _figures(calls: Counter[object]) -> Figures:
+    """(distinct functions, calls, of them infodp's distinct functions, infodp's calls)."""
+    own = {k: n for k, n in calls.items() if isinstance(k, tuple) and _OWN in str(k[0])}
+    return len(calls), sum(calls.values()), len(own), sum(own.values())
+
+
+def measure(rows: int, warm: int) -> dict[str, Figures]:
+    """{"first": :func:`_figures`, "warm": their medians, "warm, new ε": the same for the
+    query asked again at another ε each time}."""
     import httpx
 
     from infodp.server.app import ServerSettings, create_app
@@ -102,7 +114,7 @@ def measure(rows: int, warm: int) -> dict[str, tuple[int, int]]:
             finally:
                 counting.on = False
 
-        async def run() -> list[tuple[int, int]]:
+        async def run() -> list[Figures]:
             transport = httpx.ASGITransport(app=counted)
             headers = {"Authorization": f"Bearer {key}"}
             out = []
@@ -116,7 +128,7 @@ def measure(rows: int, warm: int) -> dict[str, tuple[int, int]]:
                     r = await client.post("/v1/query", json=body, headers=headers)
                     if r.status_code != 200:
                         raise SystemExit(f"query failed: {r.status_code} {r.text}")
-                    out.append((len(counting.calls), sum(counting.calls.values())))
+                    out.append(_figures(counting.calls))
             return out
 
         counting.install()
@@ -127,11 +139,9 @@ def measure(rows: int, warm: int) -> dict[str, tuple[int, int]]:
             threading.setprofile(None)
             app.state.service.close()
 
-    def median(runs: list[tuple[int, int]]) -> tuple[int, int]:
-        return (
-            int(statistics.median(f for f, _ in runs)),
-            int(statistics.median(c for _, c in runs)),
-        )
+    def median(runs: list[Figures]) -> Figures:
+        a, b, c, d = (int(statistics.median(r[i] for r in runs)) for i in range(4))
+        return a, b, c, d
 
     return {
         "first": got[1],
@@ -140,7 +150,7 @@ def measure(rows: int, warm: int) -> dict[str, tuple[int, int]]:
     }
 
 
-def _in_tree(src: Path, rows: int, warm: int) -> dict[str, tuple[int, int]]:
+def _in_tree(src: Path, rows: int, warm: int) -> dict[str, Figures]:
     """:func:`measure` with the infodp of the tree ``src``, in a process of its own."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(src.resolve()), str(ROOT)])
@@ -153,7 +163,7 @@ def _in_tree(src: Path, rows: int, warm: int) -> dict[str, tuple[int, int]]:
         capture_output=True,
         text=True,
     ).stdout
-    return {k: (int(f), int(c)) for k, (f, c) in json.loads(out).items()}
+    return {k: (int(a), int(b), int(c), int(d)) for k, (a, b, c, d) in json.loads(out).items()}
 
 
 def main() -> None:
@@ -170,9 +180,9 @@ def main() -> None:
     if args.before is not None:
         versions.append((f"before ({args.before})", _in_tree(args.before, args.rows, args.warm)))
     rows = [
-        [version, kind, str(f), str(c)]
-        for version, figures in versions
-        for kind, (f, c) in figures.items()
+        [version, kind, *map(str, figures)]
+        for version, by_kind in versions
+        for kind, figures in by_kind.items()
     ]
     body = (
         f"`POST /v1/query` of `{SQL}` at ε = 0.1 through the FastAPI app in-process (httpx "
@@ -180,8 +190,20 @@ def main() -> None:
         "functions and builtins the service runs for the request, on all its threads "
         f'(event loop and thread pool). "first": the first query of its shape (another '
         f'shape answered before it, every module imported); "warm": median of {args.warm} '
-        'repetitions; "warm, new ε": median of as many at a new ε each.\n\n'
-        + markdown_table(["version", "query", "distinct functions", "calls"], rows)
+        'repetitions; "warm, new ε": median of as many at a new ε each. The last two columns '
+        "count infodp's own functions alone (the rest is FastAPI, Starlette, AnyIO, sqlglot, "
+        "numpy and builtins).\n\n"
+        + markdown_table(
+            [
+                "version",
+                "query",
+                "distinct functions",
+                "calls",
+                "infodp's functions",
+                "infodp's calls",
+            ],
+            rows,
+        )
         + "\n"
     )
     command = f"python3 -m benchmarks.request_path --rows {args.rows} --warm {args.warm}"
