@@ -16,18 +16,20 @@ from infodp.curator.ledger import Budget
 from infodp.curator.plan.nodes import QueryPlan
 from infodp.curator.price.cost import Leakage, QueryCost
 from infodp.curator.released import Cell, Released
-from infodp.curator.sql.post import PostProcess
-from infodp.curator.sql.post.enclosure import Interval
 from infodp.errors import InfodpError
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
     import polars as pl
 
-__all__ = ["QueryResult", "Released", "Reservation", "StoreNotOpened"]
+    # Annotations only: a query without post-processing never imports its module.
+    from infodp.curator.sql.post import PostProcess
+    from infodp.curator.sql.post.enclosure import Interval
 
-#: A released cell's interval: [low, high], a quantile's rank error (a mapping), or None.
-CellInterval: TypeAlias = Interval
+    #: A released cell's interval: [low, high], a quantile's rank error (a mapping), or None.
+    CellInterval: TypeAlias = Interval
+
+__all__ = ["QueryResult", "Released", "Reservation", "StoreNotOpened"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING
 
 from infodp.curator.declaration.schema import DatasetSchema
 from infodp.curator.ledger import Budget, Ledger
@@ -37,8 +38,14 @@ from infodp.curator.relations import resolve, tables_read
 from infodp.curator.relations.datasets import find_dataset
 from infodp.curator.request import NoBudget, Priced, Request, Resolved
 from infodp.curator.sql.parse import parse_query
-from infodp.curator.sql.post import PostProcess, inner_sql, split_query
+from infodp.curator.sql.post import inner_sql, split_query
 from infodp.errors import ParameterError
+
+if TYPE_CHECKING:
+    from infodp.curator.sql.post import PostProcess
+
+    #: A query's shape: post-processing, plan, the schema it reads, unit rows bounded there.
+    _Shape = tuple[PostProcess | None, QueryPlan, DatasetSchema, bool]
 
 __all__ = ["REMEMBERED", "PriceBook", "require_finite"]
 
@@ -46,8 +53,6 @@ __all__ = ["REMEMBERED", "PriceBook", "require_finite"]
 REMEMBERED = 256
 #: A dataset's declaration as the ledger stores it: (name, schema JSON, unit_rows_ok).
 _Declaration = tuple[str, str, bool]
-#: A query's shape: post-processing, plan, the schema it reads, unit rows bounded there.
-_Shape = tuple[PostProcess | None, QueryPlan, DatasetSchema, bool]
 
 
 class PriceBook:

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from infodp.curator.relations.values import refuse
-from infodp.curator.sql.parse import parse_statement
+from infodp.curator.sql.parse import parse_statement, refuse
 from infodp.errors import ParameterError
 
 __all__ = ["OUTSIDE_FROM", "check_clauses", "check_subqueries", "from_items", "tables_read"]

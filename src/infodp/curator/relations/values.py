@@ -29,7 +29,7 @@ from infodp.curator.backends.dialects import SPARK
 from infodp.curator.declaration.schema import MAX_BOUND, ColumnSpec, NullPolicy
 from infodp.curator.plan.grid import column_grid
 from infodp.curator.relations.boxes import Box
-from infodp.errors import ParameterError
+from infodp.curator.sql.parse import refuse
 
 __all__ = [
     "NUMERIC",
@@ -63,12 +63,6 @@ def said(text: Said) -> str:
     'age'
     """
     return text if isinstance(text, str) else str(text.sql())[:80]
-
-
-def refuse(construct: str, detail: str = "") -> ParameterError:
-    """A refusal of an SQL construct, worded as the SQL parser words its own."""
-    tail = f" ({detail})" if detail else ""
-    return ParameterError(f"refused SQL construct: {construct}{tail}.")
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,6 +70,7 @@ __all__ = [
     "parse_query",
     "parse_statement",
     "referenced_table",
+    "refuse",
 ]
 
 #: An int column with bounds spanning at most this many values is grouped as declared keys.
@@ -94,7 +95,12 @@ COMPARISONS: dict[type[exp.Expr], str] = {
 _FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
-def _refuse(construct: str, detail: str = "") -> ParameterError:
+def refuse(construct: str, detail: str = "") -> ParameterError:
+    """A refusal of an SQL construct (every step that reads the SQL words its own so).
+
+    >>> str(refuse("WITH", "write the subquery in FROM"))
+    'refused SQL construct: WITH (write the subquery in FROM).'
+    """
     tail = f" ({detail})" if detail else ""
     return ParameterError(f"refused SQL construct: {construct}{tail}.")
 
@@ -141,7 +147,7 @@ def _statements(sql: str) -> list[exp.Expr]:
         raise ParameterError("sql could not be parsed.") from None
     stmts = [s for s in parsed if s is not None]
     if len(stmts) != 1:
-        raise _refuse("multiple statements", f"{len(stmts)} found; send one SELECT")
+        raise refuse("multiple statements", f"{len(stmts)} found; send one SELECT")
     check_tree(stmts[0])
     if top is None and not needs_rewrite(text):
         return stmts
@@ -165,22 +171,22 @@ def referenced_table(sql: str) -> str:
 
 def _select(stmt: exp.Expr) -> exp.Select:
     if isinstance(stmt, (exp.Union, exp.Intersect, exp.Except)):
-        raise _refuse(f"set operation {stmt.key.upper()}")
+        raise refuse(f"set operation {stmt.key.upper()}")
     if not isinstance(stmt, exp.Select):
-        raise _refuse(f"{stmt.key.upper()} statement", "only SELECT is allowed")
+        raise refuse(f"{stmt.key.upper()} statement", "only SELECT is allowed")
     if stmt.args.get("with") or stmt.args.get("with_"):
-        raise _refuse("WITH (common table expression)")
+        raise refuse("WITH (common table expression)")
     for node in stmt.walk():
         if node is stmt:
             continue
         if isinstance(node, (exp.Select, exp.Subquery)):
-            raise _refuse("subquery")
+            raise refuse("subquery")
         if isinstance(node, (exp.Union, exp.Intersect, exp.Except)):
-            raise _refuse(f"set operation {node.key.upper()}")
+            raise refuse(f"set operation {node.key.upper()}")
         if isinstance(node, exp.Window):
-            raise _refuse("window function (OVER)")
+            raise refuse("window function (OVER)")
         if isinstance(node, exp.Join):
-            raise _refuse("JOIN", "queries read one registered table")
+            raise refuse("JOIN", "queries read one registered table")
     for key, name in (
         ("joins", "JOIN"),
         ("having", "HAVING"),
@@ -193,14 +199,14 @@ def _select(stmt: exp.Expr) -> exp.Select:
         ("pivots", "PIVOT"),
     ):
         if stmt.args.get(key):
-            raise _refuse(name)
+            raise refuse(name)
     for _node in stmt.find_all(exp.TableSample):
-        raise _refuse("TABLESAMPLE / USING SAMPLE", "sampling is not part of the released query")
+        raise refuse("TABLESAMPLE / USING SAMPLE", "sampling is not part of the released query")
     _only_args(stmt, {"expressions", "from", "from_", "where", "group"}, "SELECT")
     group = stmt.args.get("group")
     if group is not None:
         if group.args.get("all"):
-            raise _refuse("GROUP BY ALL", "name the GROUP BY columns")
+            raise refuse("GROUP BY ALL", "name the GROUP BY columns")
         _only_args(group, {"expressions"}, "GROUP BY")
     return stmt
 
@@ -211,22 +217,22 @@ def _only_args(node: exp.Expr, allowed: set[str], where: str) -> None:
         if key in allowed or value is None or value is False or value == [] or value == "":
             continue
         name = key.rstrip("_").upper()
-        raise _refuse(f"{name} in {where}", "not part of the safe SQL subset")
+        raise refuse(f"{name} in {where}", "not part of the safe SQL subset")
 
 
 def _table(select: exp.Select) -> tuple[str, set[str]]:
     src = select.args.get("from") or select.args.get("from_")
     if src is None:
-        raise _refuse("SELECT without FROM", "name the registered table")
+        raise refuse("SELECT without FROM", "name the registered table")
     tables = list(src.find_all(exp.Table))
     if len(tables) != 1 or not isinstance(src.this, exp.Table):
-        raise _refuse("FROM clause with more than one table or a table function")
+        raise refuse("FROM clause with more than one table or a table function")
     table = tables[0]
     if table.args.get("sample"):
-        raise _refuse("TABLESAMPLE / USING SAMPLE", "sampling is not part of the released query")
+        raise refuse("TABLESAMPLE / USING SAMPLE", "sampling is not part of the released query")
     db = table.args.get("db")
     if table.args.get("catalog") or (db is not None and db.name.lower() != table.name.lower()):
-        raise _refuse("qualified table name", f"use the registered name {table.name!r}")
+        raise refuse("qualified table name", f"use the registered name {table.name!r}")
     names = {table.name.lower()}
     if table.alias:
         names.add(table.alias.lower())
@@ -235,7 +241,7 @@ def _table(select: exp.Select) -> tuple[str, set[str]]:
 
 def _column(node: exp.Expr, schema: DatasetSchema, qualifiers: set[str]) -> ColumnSpec:
     if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
-        raise _refuse(f"expression {node.sql(dialect='duckdb')!r}", "only plain column names")
+        raise refuse(f"expression {node.sql(dialect='duckdb')!r}", "only plain column names")
     if node.table and node.table.lower() not in qualifiers:
         raise ParameterError(f"unknown table qualifier {node.table!r} in column {node.sql()!r}.")
     return schema.column(node.name)
@@ -260,7 +266,7 @@ def _literal(node: exp.Expr, col: ColumnSpec) -> float | int | str:
             return 1 if node.this else 0
         raise boolean_on_text(bool(node.this), str(node.parent.sql()) if node.parent else "")
     if not isinstance(node, exp.Literal):
-        raise _refuse(
+        raise refuse(
             f"expression {node.sql(dialect='duckdb')!r} in WHERE",
             "compare a column with a literal",
         )
@@ -335,7 +341,7 @@ def _predicate(node: exp.Expr, schema: DatasetSchema, q: set[str]) -> Predicate:
         return Predicate(op, col.name, (_literal(right, col),))
     if isinstance(node, exp.In):
         if node.args.get("query") or node.args.get("unnest"):
-            raise _refuse("subquery")
+            raise refuse("subquery")
         col = _column(node.this, schema, q)
         return Predicate("in", col.name, tuple(_literal(v, col) for v in node.expressions))
     if isinstance(node, exp.Between):
@@ -345,12 +351,12 @@ def _predicate(node: exp.Expr, schema: DatasetSchema, q: set[str]) -> Predicate:
         )
     if isinstance(node, exp.Is):
         if not isinstance(node.expression, exp.Null):
-            raise _refuse(f"IS {node.expression.sql()}", "only IS [NOT] NULL")
+            raise refuse(f"IS {node.expression.sql()}", "only IS [NOT] NULL")
         col = _column(node.this, schema, q)
         return Predicate("is null", col.name)
     if isinstance(node, exp.Column) and schema.column(node.name).type == "bool":
         return Predicate("=", _column(node, schema, q).name, (True,))  # WHERE flag
-    raise _refuse(f"{node.key.upper()} in WHERE ({node.sql(dialect='duckdb')!r})")
+    raise refuse(f"{node.key.upper()} in WHERE ({node.sql(dialect='duckdb')!r})")
 
 
 def _needs_bounds(func: str, col: ColumnSpec, table: str) -> None:
@@ -387,7 +393,7 @@ class _Parsing:
         return col
 
     def refuse(self, construct: str, detail: str = "") -> ParameterError:
-        return _refuse(construct, detail)
+        return refuse(construct, detail)
 
     def predicate(self, node: exp.Expr) -> Predicate:
         return _predicate(node, self.schema, self.qualifiers)
@@ -421,7 +427,7 @@ def _called(node: exp.Expr, parsing: _Parsing) -> tuple[Aggregate, str, Rule] | 
         if agg is not None:
             return agg, rule.output_name(node), rule
     if isinstance(node, exp.AggFunc):
-        raise _refuse(f"aggregate function {node.key.upper()}", f"allowed: {allowed_names()}")
+        raise refuse(f"aggregate function {node.key.upper()}", f"allowed: {allowed_names()}")
     return None
 
 
@@ -490,10 +496,10 @@ def _groups(select: exp.Select, parsing: _Parsing) -> tuple[GroupKey, ...]:
             and not schema.unit_is_row
             and g.name.lower() == schema.privacy_unit.lower()
         ):
-            raise _refuse("GROUP BY the privacy unit", "it would release per-individual values")
+            raise refuse("GROUP BY the privacy unit", "it would release per-individual values")
         groups.append(_group(g, select, parsing, aliases))
     if len({g.column for g in groups}) != len(groups):
-        raise _refuse("repeated GROUP BY column")
+        raise refuse("repeated GROUP BY column")
     return tuple(groups)
 
 
@@ -521,7 +527,7 @@ def _outputs(
     if not groups and not any(o.aggregate is not None for o in outputs):
         # With GROUP BY and no aggregate the key set is released (answer.py: declared keys
         # for free, else partition selection); without either, nothing would be measured.
-        raise _refuse("SELECT without an aggregate", "only aggregates are released")
+        raise refuse("SELECT without an aggregate", "only aggregates are released")
     names = [o.name for o in outputs]
     if len(set(names)) != len(names):
         raise ParameterError("SELECT items must have distinct names; use AS to rename.")
@@ -541,7 +547,7 @@ def _output(item: exp.Expr, parsing: _Parsing, grouped: set[str]) -> Output:
     alias = item.alias if isinstance(item, exp.Alias) else None
     node = item.this if isinstance(item, exp.Alias) else item
     if isinstance(node, exp.Star):
-        raise _refuse(
+        raise refuse(
             "raw column selection (*)",
             "only aggregates are released: count rows (SELECT COUNT(*) FROM t) or a column's "
             "values (SELECT col, COUNT(*) FROM t GROUP BY col)",
@@ -549,7 +555,7 @@ def _output(item: exp.Expr, parsing: _Parsing, grouped: set[str]) -> Output:
     if isinstance(node, exp.Column):
         col = parsing.column(node)
         if col.name.lower() not in grouped:
-            raise _refuse(
+            raise refuse(
                 f"raw column selection (column {col.name!r} is neither aggregated nor in "
                 "GROUP BY); only aggregates are released",
                 f"aggregate it, as in AVG({col.name}), or release its distribution, as in "
@@ -558,7 +564,7 @@ def _output(item: exp.Expr, parsing: _Parsing, grouped: set[str]) -> Output:
         return Output(alias or col.name, group_column=col.name)
     found = _aggregate(node, parsing)
     if found is None:
-        raise _refuse(
+        raise refuse(
             f"expression {node.sql(dialect='duckdb')!r} in SELECT",
             "select aggregates and GROUP BY columns only",
         )
@@ -575,7 +581,7 @@ def _group_key(col: ColumnSpec) -> GroupKey:
         if high - low + 1 <= INT_GROUP_MAX_KEYS:
             return GroupKey(col.name, tuple(str(v) for v in range(low, high + 1)))
     if col.type == "float":
-        raise _refuse(
+        raise refuse(
             f"GROUP BY float column {col.name}",
             "declare it as a category or an int column with bounds",
         )

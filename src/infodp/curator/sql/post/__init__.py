@@ -27,8 +27,24 @@ say so; none is given rather than a wrong one.
 
 from __future__ import annotations
 
-from infodp.curator.sql.post.process import Item, Ordering, PostProcess
+import typing as _typing
+
+from infodp._lazy import lazy_exports as _lazy_exports
 from infodp.curator.sql.post.split import MAX_LIMIT, inner_sql, split_query
-from infodp.curator.sql.post.terms import Term
+
+if _typing.TYPE_CHECKING:
+    from infodp.curator.sql.post.process import Item, Ordering, PostProcess
+    from infodp.curator.sql.post.terms import Term
+
+# Imported on first use (infodp._lazy): every query is split, few have a part to post-process.
+__getattr__, __dir__ = _lazy_exports(
+    __name__,
+    {
+        "Item": "infodp.curator.sql.post.process",
+        "Ordering": "infodp.curator.sql.post.process",
+        "PostProcess": "infodp.curator.sql.post.process",
+        "Term": "infodp.curator.sql.post.terms",
+    },
+)
 
 __all__ = ["MAX_LIMIT", "Item", "Ordering", "PostProcess", "Term", "inner_sql", "split_query"]

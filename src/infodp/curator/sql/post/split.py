@@ -19,14 +19,25 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from infodp._lazy import lazy_module
 from infodp.curator.sql.limits import check_sql_text
 from infodp.curator.sql.parse import COMPARISONS, parse_statement
-from infodp.curator.sql.post.process import Item, Ordering, PostProcess
-from infodp.curator.sql.post.terms import FUNCTIONS, Term
 from infodp.errors import ParameterError
+
+if TYPE_CHECKING:
+    from infodp.curator.sql.post import process as _process
+    from infodp.curator.sql.post import terms as _terms
+    from infodp.curator.sql.post.process import Item, Ordering, PostProcess
+    from infodp.curator.sql.post.terms import Term
+else:
+    # Imported on first use (infodp._lazy): a query without HAVING, ORDER BY, LIMIT or
+    # computed items stops at _needs_post and never builds a term.
+    _process = lazy_module("infodp.curator.sql.post.process")
+    _terms = lazy_module("infodp.curator.sql.post.terms")
 
 __all__ = ["MAX_LIMIT", "inner_sql", "split_query"]
 
@@ -75,10 +86,13 @@ RANDOM_REFUSED = (
     "a random number is not a released value and is never drawn by the curator beside the "
     "charged noise; draw it yourself from the answer"
 )
-_ALLOWED = (
-    "on released values: + - * /, comparisons, AND/OR/NOT, BETWEEN, IN, IS NULL, "
-    + ", ".join([*FUNCTIONS, "COALESCE", "PI", "CAST AS INTEGER/DOUBLE/VARCHAR"])
-)
+
+
+def _allowed() -> str:
+    """What a clause on released values may use (the refusals' last words)."""
+    return "on released values: + - * /, comparisons, AND/OR/NOT, BETWEEN, IN, IS NULL, " + (
+        ", ".join([*_terms.FUNCTIONS, "COALESCE", "PI", "CAST AS INTEGER/DOUBLE/VARCHAR"])
+    )
 
 
 def _refuse(construct: str, detail: str) -> ParameterError:
@@ -124,17 +138,17 @@ class _Splitter:
             exp.Paren: lambda n, c: self.term(n.this, c),
             exp.Column: self._column,
             exp.Literal: self._literal,
-            exp.Null: lambda n, c: Term("const"),
-            exp.Boolean: lambda n, c: Term("const", value=int(bool(n.this))),
-            exp.Neg: lambda n, c: Term("neg", (self.term(n.this, c),)),
-            exp.Not: lambda n, c: Term("not", (self.term(n.this, c),)),
+            exp.Null: lambda n, c: _terms.Term("const"),
+            exp.Boolean: lambda n, c: _terms.Term("const", value=int(bool(n.this))),
+            exp.Neg: lambda n, c: _terms.Term("neg", (self.term(n.this, c),)),
+            exp.Not: lambda n, c: _terms.Term("not", (self.term(n.this, c),)),
             exp.Is: self._is,
             exp.Between: self._between,
             exp.In: self._in,
             **{kind: self._binary for kind in _BINARY},
             **{kind: self._function for kind in _FUNCTION_NODES},
             exp.Log: self._log,
-            exp.Pi: lambda n, c: Term("const", value=math.pi),
+            exp.Pi: lambda n, c: _terms.Term("const", value=math.pi),
             exp.Cast: self._cast,
             exp.TryCast: self._cast,
             exp.Rand: self._random,
@@ -155,11 +169,11 @@ class _Splitter:
     def reference(self, node: exp.Expr) -> Term:
         """A reference to an aggregate or group column, measured once in the inner query."""
         known = self.by_text.get(node.sql())
-        return Term("ref", value=self._add(node, hidden=True) if known is None else known)
+        return _terms.Term("ref", value=self._add(node, hidden=True) if known is None else known)
 
     def visible(self, item: exp.Expr) -> Term:
         """A bare aggregate or column kept as the inner query has it (the same output name)."""
-        return Term("ref", value=self._add(item, hidden=False))
+        return _terms.Term("ref", value=self._add(item, hidden=False))
 
     def term(self, node: exp.Expr, clause: str) -> Term:
         """The term of an expression over released values (refusing anything else)."""
@@ -167,7 +181,7 @@ class _Splitter:
             return self.reference(node)
         handler = self.handlers.get(type(node))
         if handler is None:
-            raise _refuse(f"{node.sql()!r} in {clause}", _ALLOWED)
+            raise _refuse(f"{node.sql()!r} in {clause}", _allowed())
         return handler(node, clause)
 
     def _column(self, node: exp.Expr, clause: str) -> Term:
@@ -187,46 +201,46 @@ class _Splitter:
 
     def _literal(self, node: exp.Expr, clause: str) -> Term:
         if node.is_string:
-            return Term("const", value=str(node.this))
+            return _terms.Term("const", value=str(node.this))
         number = float(node.this)
-        return Term("const", value=int(number) if number.is_integer() else number)
+        return _terms.Term("const", value=int(number) if number.is_integer() else number)
 
     def _binary(self, node: exp.Expr, clause: str) -> Term:
         pair = (self.term(node.this, clause), self.term(node.expression, clause))
-        return Term(_BINARY[type(node)], pair)
+        return _terms.Term(_BINARY[type(node)], pair)
 
     def _is(self, node: exp.Expr, clause: str) -> Term:
         if not isinstance(node.expression, exp.Null):
             raise _refuse(f"IS {node.expression.sql()}", "only IS [NOT] NULL")
-        return Term("is null", (self.term(node.this, clause),))
+        return _terms.Term("is null", (self.term(node.this, clause),))
 
     def _between(self, node: exp.Expr, clause: str) -> Term:
         parts = (node.this, node.args["low"], node.args["high"])
-        return Term("between", tuple(self.term(n, clause) for n in parts))
+        return _terms.Term("between", tuple(self.term(n, clause) for n in parts))
 
     def _in(self, node: exp.Expr, clause: str) -> Term:
         if node.args.get("query"):
             raise _refuse("subquery", "IN takes a list of values")
         listed = (self.term(v, clause) for v in node.expressions)
-        return Term("in", (self.term(node.this, clause), *listed))
+        return _terms.Term("in", (self.term(node.this, clause), *listed))
 
     def _log(self, node: exp.Expr, clause: str) -> Term:
         # LOG(x) and LOG10(x) (read as LOG(10, x)) are the base-10 logarithm, as in DuckDB;
         # another base is refused (write LN(x) / LN(b)).
         value = node.args.get("expression")
         if value is None:
-            return Term("LOG10", (self.term(node.this, clause),))
+            return _terms.Term("LOG10", (self.term(node.this, clause),))
         base = node.this
         if not (isinstance(base, exp.Literal) and base.this == "10"):
-            raise _refuse(f"{node.sql()!r} in {clause}", _ALLOWED)
-        return Term("LOG10", (self.term(value, clause),))
+            raise _refuse(f"{node.sql()!r} in {clause}", _allowed())
+        return _terms.Term("LOG10", (self.term(value, clause),))
 
     def _cast(self, node: exp.Expr, clause: str) -> Term:
         to = node.args["to"]
         kind = _CAST_TYPES.get(str(to.this.name))
         if kind is None or to.expressions:
-            raise _refuse(f"{node.sql()!r} in {clause}", _ALLOWED)
-        return Term("cast", (self.term(node.this, clause),), value=kind)
+            raise _refuse(f"{node.sql()!r} in {clause}", _allowed())
+        return _terms.Term("cast", (self.term(node.this, clause),), value=kind)
 
     def _random(self, node: exp.Expr, clause: str) -> Term:
         raise _refuse(f"{node.sql()!r} in {clause}", RANDOM_REFUSED)
@@ -245,8 +259,8 @@ class _Splitter:
         if unread or len(terms) != _ARITY.get(name, len(terms)):
             arity = _ARITY.get(name)
             said = "" if arity is None else f"{arity} value{'s' if arity > 1 else ''}: "
-            raise _refuse(f"{node.sql()!r} in {clause}", f"{name} takes {said}{_ALLOWED}")
-        return Term(name, terms)
+            raise _refuse(f"{node.sql()!r} in {clause}", f"{name} takes {said}{_allowed()}")
+        return _terms.Term(name, terms)
 
 
 def _distinct_as_group(select: exp.Select) -> exp.Select | None:
@@ -314,14 +328,14 @@ def _items(select: exp.Select, split: _Splitter) -> tuple[Item, ...]:
         node = item.this if isinstance(item, exp.Alias) else item
         if _bare(node) and node.sql() in split.by_text:
             # Repeated: measured (and charged) once, shown again under its own name.
-            items.append(Item(alias, split.reference(node)))
+            items.append(_process.Item(alias, split.reference(node)))
         elif _constant(node):
-            items.append(Item(alias or node.sql(), split.term(node, "SELECT")))
+            items.append(_process.Item(alias or node.sql(), split.term(node, "SELECT")))
         elif _bare(node) or not _contains_aggregate(node):
             # A column or an aggregate, or what the SQL parser judges (and may refuse).
-            items.append(Item(None, split.visible(item)))
+            items.append(_process.Item(None, split.visible(item)))
         else:
-            items.append(Item(alias or node.sql(), split.term(node, "SELECT")))
+            items.append(_process.Item(alias or node.sql(), split.term(node, "SELECT")))
         if alias:
             split.aliases[alias] = items[-1].term
     return tuple(items)
@@ -342,7 +356,7 @@ def _ordering(
         else:
             term = split.term(key, "ORDER BY")
         desc, nulls_first = bool(ordered.args.get("desc")), bool(ordered.args.get("nulls_first"))
-        out.append(Ordering(term, desc, nulls_first))
+        out.append(_process.Ordering(term, desc, nulls_first))
     return tuple(out)
 
 
@@ -384,7 +398,7 @@ def split_query(sql: str) -> PostProcess | None:
     for key in ("having", "order", "limit", "offset"):
         inner.set(key, None)
     inner.set("expressions", split.inner)
-    return PostProcess(
+    return _process.PostProcess(
         inner.sql(),
         items,
         having_term,
