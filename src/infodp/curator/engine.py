@@ -64,9 +64,6 @@ from infodp.curator.price.cost import (
     leakage_of,
     plan_cost,
 )
-from infodp.curator.price.estimate import column_accuracy, estimate_of, least_epsilon
-from infodp.curator.publish.synopsis_release import release_synopsis
-from infodp.curator.publish.synthetic import load_synthetic, release_synthetic
 from infodp.curator.relations import resolve
 from infodp.curator.release.noise import (
     BufferedCryptoSource,
@@ -85,27 +82,30 @@ from infodp.curator.request import (
 )
 from infodp.curator.rules import measurements
 from infodp.curator.rules.base import ColumnAccuracy
-from infodp.curator.rules.column_accuracy import Accuracy
 from infodp.curator.sql.parse import parse_query
 from infodp.curator.sql.post import inner_sql
 from infodp.curator.store.connections import Connections, SparkOptions
 from infodp.curator.store.database import open_for_queries
-from infodp.curator.store.registration import DataOwner
+from infodp.curator.store.owner import DataOwner
 from infodp.errors import ParameterError
 from infodp.mechanisms.sampling import RandomSource
 
 if TYPE_CHECKING:
     import numpy as np
-else:
-    np = lazy_module("numpy")  # imported on first use: a Laplace query never needs it
 
-if TYPE_CHECKING:
     from infodp.curator.backends.spark import SparkBackend
-
-    # Synopses are loaded on first use: a query process never builds one.
+    from infodp.curator.price import estimate as _estimate
+    from infodp.curator.publish import synopsis_release as _synopses
+    from infodp.curator.publish import synthetic as _synthetic
     from infodp.curator.publish.synopsis import Synopsis
     from infodp.curator.publish.synthetic import SyntheticOptions
+    from infodp.curator.rules.column_accuracy import Accuracy
     from infodp.synthetic.table import SyntheticTable
+else:  # imported on first use: a query needs no numpy, synopsis, synthetic table or estimate
+    np = lazy_module("numpy")
+    _estimate = lazy_module("infodp.curator.price.estimate")
+    _synopses = lazy_module("infodp.curator.publish.synopsis_release")
+    _synthetic = lazy_module("infodp.curator.publish.synthetic")
 
 __all__ = [
     "MAX_CELLS",
@@ -281,8 +281,8 @@ class Curator(DataOwner):
         """:meth:`estimate` for ``analyst``: with their budget and whether the query fits it
         (:meth:`infodp.accounting.Accountant.can_spend`, every currency); :class:`NoBudget`
         first when they hold none on its dataset. Nothing is spent."""
-        resolved = self._resolve(request, analyst)
-        return estimate_of(self._book.priced(resolved), request.confidence, resolved.budget)
+        found = self._resolve(request, analyst)
+        return _estimate.estimate_of(self._book.priced(found), request.confidence, found.budget)
 
     def answer(self, analyst: str, request: Request) -> QueryResult:
         """:meth:`query` of a parsed request, :class:`NoBudget` first (before the query is
@@ -479,7 +479,7 @@ class Curator(DataOwner):
         error of the exponential mechanism (Dwork & Roth 2014, Thm 3.11).
         """
         req = Request.parse(sql, epsilon=epsilon, delta=delta, confidence=confidence, noise=noise)
-        return estimate_of(self._book.price(req), req.confidence).to_dict()
+        return _estimate.estimate_of(self._book.price(req), req.confidence).to_dict()
 
     def column_accuracy(
         self,
@@ -502,7 +502,7 @@ class Curator(DataOwner):
         check_confidence(confidence)
         p = self._priced(sql, epsilon, delta, noise, confidence)
         beta = 1.0 - float(confidence)
-        return [a.copy() for a in column_accuracy(p.plan, p.schema, p.cost, beta, rows)]
+        return [a.copy() for a in _estimate.column_accuracy(p.plan, p.schema, p.cost, beta, rows)]
 
     def epsilon_for(
         self,
@@ -531,9 +531,9 @@ class Curator(DataOwner):
 
         def accuracy_at(eps: Fraction) -> list[ColumnAccuracy]:
             p = self._priced(sql, eps, delta, noise, confidence)
-            return column_accuracy(plan, p.schema, p.cost, 1.0 - float(confidence), rows)
+            return _estimate.column_accuracy(plan, p.schema, p.cost, 1.0 - float(confidence), rows)
 
-        return least_epsilon(plan.outputs, accuracy, accuracy_at)
+        return _estimate.least_epsilon(plan.outputs, accuracy, accuracy_at)
 
     # -- non-interactive release ---------------------------------------------------------------
 
@@ -553,7 +553,7 @@ class Curator(DataOwner):
         ``run``: what releases the reserved histogram (default :meth:`run_reserved` here; the
         service passes one that runs it in a worker process).
         """
-        return release_synopsis(self, analyst, name, dataset, columns, epsilon, run)
+        return _synopses.release_synopsis(self, analyst, name, dataset, columns, epsilon, run)
 
     def synopsis(self, name: str, dataset: str | None = None) -> Synopsis:
         """A stored synopsis (of ``dataset`` when given; names are unique per dataset)."""
@@ -572,7 +572,7 @@ class Curator(DataOwner):
         """Answer ``sql`` from synopsis ``name``: no data access, no cost (post-processing)."""
         check_confidence(confidence)
         if self.ledger.synopsis(name, dataset)[2].get("kind") == "synthetic":
-            return load_synthetic(self, name, dataset).answer(sql)
+            return _synthetic.load_synthetic(self, name, dataset).answer(sql)
         syn = self.synopsis(name, dataset)
         return syn.answer(sql, self.schema(syn.dataset), confidence)
 
@@ -591,10 +591,10 @@ class Curator(DataOwner):
         ``table`` (a population's private table), ``method`` (``"aim"``, default, or
         ``"mst"``), ``columns``, ``workload``, ``bins``, ``rows``
         (:func:`~infodp.curator.publish.synthetic.release_synthetic`)."""
-        return release_synthetic(
+        return _synthetic.release_synthetic(
             self, analyst, name, dataset, epsilon=epsilon, delta=delta, **options
         )
 
     def synthetic(self, name: str, dataset: str | None = None) -> SyntheticTable:
         """A stored synthetic table (of ``dataset`` when given)."""
-        return load_synthetic(self, name, dataset)
+        return _synthetic.load_synthetic(self, name, dataset)
