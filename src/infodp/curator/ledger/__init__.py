@@ -63,11 +63,19 @@ True
 
 from __future__ import annotations
 
+import typing as _typing
+
 from infodp._exact import format_fraction
+from infodp._lazy import lazy_exports as _lazy_exports
 from infodp.curator.ledger.charging import DeclarationChanged
 from infodp.curator.ledger.facade import Ledger
-from infodp.curator.ledger.keys import KEY_PREFIX
 from infodp.curator.ledger.records import Budget, DatasetRecord, Entry, KeyRecord
+
+if _typing.TYPE_CHECKING:
+    from infodp.curator.ledger.keys import KEY_PREFIX
+
+# Imported on first use (infodp._lazy): a query process makes and checks no API key.
+__getattr__, __dir__ = _lazy_exports(__name__, {"KEY_PREFIX": "infodp.curator.ledger.keys"})
 
 __all__ = [
     "KEY_PREFIX",

@@ -11,11 +11,11 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from infodp.curator.ledger import integrity, keys, leases, synopses
+from infodp._lazy import lazy_module
+from infodp.curator.ledger import integrity
 from infodp.curator.ledger.catalog import Catalog
 from infodp.curator.ledger.charging import Charge, charge, missing_budget, now, refund
 from infodp.curator.ledger.completions import Completions
-from infodp.curator.ledger.postgres import PgDatabase, is_url
 from infodp.curator.ledger.records import (
     ENTRY_COLUMNS,
     GROUP_BUDGETS,
@@ -26,11 +26,16 @@ from infodp.curator.ledger.records import (
     to_budget,
     to_entry,
 )
-from infodp.curator.ledger.storage import Database
-from infodp.curator.ledger.synopses import SynopsisListing
+from infodp.curator.ledger.storage import Database, is_url
 
 if TYPE_CHECKING:
     from infodp._jsonable import JsonObject
+    from infodp.curator.ledger import keys, leases, synopses
+    from infodp.curator.ledger.synopses import SynopsisListing
+else:  # imported on first use: a query makes no key, settles no lease, stores no synopsis
+    keys = lazy_module("infodp.curator.ledger.keys")
+    leases = lazy_module("infodp.curator.ledger.leases")
+    synopses = lazy_module("infodp.curator.ledger.synopses")
 from infodp.errors import InternalError, LedgerError, ParameterError
 
 __all__ = ["Ledger"]
@@ -66,11 +71,13 @@ class Ledger(Catalog):
         Raises :class:`~infodp.errors.LedgerError` for a missing, empty, foreign or corrupt
         ledger.
         """
-        self.db: Database = (
-            PgDatabase(str(path), timeout=timeout)
-            if is_url(path)
-            else Database(path, timeout=timeout)
-        )
+        self.db: Database
+        if is_url(path):
+            from infodp.curator.ledger.postgres import PgDatabase  # a file ledger never needs it
+
+            self.db = PgDatabase(str(path), timeout=timeout)
+        else:
+            self.db = Database(path, timeout=timeout)
         #: ``":memory:"``: a private in-memory ledger (one connection, nothing written to disk;
         #: the budget lives as long as this object — :class:`infodp.Session` uses it).
         self.in_memory = self.db.in_memory

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
 from infodp._retry import retry
-from infodp.curator.ledger.storage import Database
+from infodp.curator.ledger.storage import Database, is_url
 from infodp.errors import InternalError, LedgerError, ParameterError
 
 if TYPE_CHECKING:
@@ -61,8 +61,6 @@ __all__ = [
     "redact",
     "translate",
 ]
-
-_SCHEMES = ("postgresql://", "postgres://")
 
 #: The primary key of each table an ``INSERT OR REPLACE`` writes (its conflict target).
 _KEYS = {
@@ -84,11 +82,6 @@ SEQUENCE_DDL = (
     "CREATE TRIGGER infodp_entry_seq AFTER INSERT ON entries "
     "FOR EACH ROW EXECUTE FUNCTION infodp_entry_seq()",
 )
-
-
-def is_url(target: object) -> bool:
-    """Whether ``target`` names a PostgreSQL ledger (a ``postgresql://`` URL)."""
-    return isinstance(target, str) and target.startswith(_SCHEMES)
 
 
 def redact(url: str) -> str:

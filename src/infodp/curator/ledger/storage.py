@@ -50,11 +50,14 @@ __all__ = [
     "Writers",
     "create_private",
     "group_of",
+    "is_url",
     "writers_of",
 ]
 
 #: At most this many writes share one transaction (bounds how long the lock is held).
 MAX_GROUP = 64
+
+_SCHEMES = ("postgresql://", "postgres://")
 
 Work = Callable[[sqlite3.Connection], int | None]
 
@@ -363,6 +366,16 @@ def _in_savepoint(conn: sqlite3.Connection, work: Work) -> tuple[int | None, Bas
         return None, err
     finally:
         conn.execute("RELEASE write_one")
+
+
+def is_url(target: object) -> bool:
+    """Whether ``target`` names a PostgreSQL ledger (a ``postgresql://`` URL), served by
+    :mod:`infodp.curator.ledger.postgres` (imported only then), rather than a file.
+
+    >>> is_url("postgresql://ledger@db.internal/infodp"), is_url("store.duckdb.ledger")
+    (True, False)
+    """
+    return isinstance(target, str) and target.startswith(_SCHEMES)
 
 
 def create_private(path: Path) -> None:

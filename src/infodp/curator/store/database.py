@@ -41,7 +41,7 @@ import duckdb
 from infodp.curator.backends.duckdb import DuckDBBackend, bounded_column
 from infodp.curator.declaration.schema import DatasetSchema
 from infodp.curator.ledger import Ledger
-from infodp.curator.ledger.postgres import is_url
+from infodp.curator.ledger.storage import is_url
 from infodp.curator.store.ledger_location import (
     chosen_ledger,
     default_ledger,
