@@ -58,8 +58,6 @@ from infodp.curator.backends.compile import (
     compiled_statements,
     with_salt,
 )
-from infodp.curator.backends.duckdb_copy import copy_table
-from infodp.curator.backends.public import copy_public
 from infodp.curator.declaration.schema import DatasetSchema
 from infodp.curator.plan.grid import ColumnGrid, column_grid
 from infodp.curator.plan.nodes import Measurement, QueryPlan
@@ -187,6 +185,8 @@ class DuckDBBackend:
         self, con: duckdb.DuckDBPyConnection, name: str, source: object, schema: DatasetSchema
     ) -> Registered:
         """:meth:`register` on connection ``con``."""
+        from infodp.curator.backends.duckdb_copy import copy_table  # the owner's step only
+
         relation = self._relation(con, source)
         copied = copy_table(con, name, relation.columns, schema)
         con.execute("CHECKPOINT")
@@ -206,6 +206,8 @@ class DuckDBBackend:
         self, con: duckdb.DuckDBPyConnection, name: str, source: object, member: DatasetSchema
     ) -> DatasetSchema:
         """:meth:`register_public` on connection ``con``."""
+        from infodp.curator.backends.public import copy_public  # the owner's step only
+
         self._relation(con, source)
         if con.execute(
             "SELECT count(*) FROM information_schema.tables WHERE lower(table_name) = lower(?)",
