@@ -75,7 +75,6 @@ from infodp._lazy import lazy_module
 from infodp._np import np
 from infodp._validate import as_alpha
 from infodp.accounting import rdp as _rdp
-from infodp.accounting.conversions import rdp_to_delta, rdp_to_epsilon
 from infodp.accounting.profile import (
     _PLD_ROUNDING,
     DEFAULT_INTERVAL,
@@ -88,9 +87,11 @@ from infodp.accounting.spec import profile_from_spec, profile_to_spec
 from infodp.errors import BudgetExceeded, InternalError, ParameterError
 
 if TYPE_CHECKING:
+    from infodp.accounting import conversions as _conv
     from infodp.accounting import pld as _pldlib
 else:
     _pldlib = lazy_module("infodp.accounting.pld")
+    _conv = lazy_module("infodp.accounting.conversions")  # the RDP and zCDP currencies only
 
 __all__ = ["CURRENCIES", "Accountant", "Budget", "exact_amount"]
 
@@ -546,7 +547,7 @@ class Accountant:
         ok = np.isfinite(total)
         if not ok.any():
             return Fraction(1)
-        value = rdp_to_delta(total[ok], _rdp.DEFAULT_ORDERS[ok], _down(self.budget.epsilon))
+        value = _conv.rdp_to_delta(total[ok], _rdp.DEFAULT_ORDERS[ok], _down(self.budget.epsilon))
         return Fraction(min(1.0, value * (1 + _SLACK)))
 
     def _repr_html_(self) -> str:
@@ -617,7 +618,7 @@ class Accountant:
         ok = np.isfinite(total)
         eps_spent = math.inf
         if ok.any():
-            eps_spent = rdp_to_epsilon(total[ok], _rdp.DEFAULT_ORDERS[ok], _down(b.delta)) * (
+            eps_spent = _conv.rdp_to_epsilon(total[ok], _rdp.DEFAULT_ORDERS[ok], _down(b.delta)) * (
                 1 + _SLACK
             )
         if d is not None and d[1] <= b.delta:

@@ -54,12 +54,12 @@ from infodp._validate import (
     as_probability,
     as_real,
 )
-from infodp.accounting import conversions as _conv
 from infodp.accounting import hockey as _hockey
 from infodp.accounting import rdp as _rdp
 from infodp.errors import ParameterError
 
 if TYPE_CHECKING:
+    from infodp.accounting import conversions as _conv
     from infodp.accounting import discrete_gaussian as _dg
     from infodp.accounting import pld as _pldlib
     from infodp.accounting.pld import PrivacyLossDistribution
@@ -68,6 +68,7 @@ else:
     # form, so a Laplace query's leakage summary builds no PLD and no numpy array.
     _pldlib = lazy_module("infodp.accounting.pld")
     _dg = lazy_module("infodp.accounting.discrete_gaussian")
+    _conv = lazy_module("infodp.accounting.conversions")  # RDP → (ε, δ): numeric profiles only
 
 
 __all__ = [
