@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from sqlglot import exp
 
+from infodp._lazy import lazy_module
 from infodp.curator.plan.nodes import Aggregate, AggregateFunc, Measurement, MeasurementKind
 from infodp.curator.rules.base import (
     BoundedRule,
@@ -34,11 +35,12 @@ from infodp.curator.rules.base import (
     measured,
 )
 from infodp.curator.rules.column_accuracy import Width, planned_rows, widest_mean
-from infodp.curator.rules.intervals import avg_answer
 from infodp.errors import InternalError
 
 if TYPE_CHECKING:
-    pass
+    from infodp.curator.rules import intervals as _intervals
+else:  # on first use: only a query with AVG, VARIANCE or STDDEV inverts an interval
+    _intervals = lazy_module("infodp.curator.rules.intervals")
 
 __all__ = ["AVG", "CSUM_MEASURE", "MomentRule", "planned_halfwidth"]
 
@@ -118,7 +120,9 @@ class AvgRule(MomentRule):
         s, c = cells.noisy(row, sm), cells.noisy(row, cm)
         ps, pc = cells.part(sm)[1], cells.part(cm)[1]
         grid = cells.grid(column_of(agg))
-        return avg_answer(s, c, ps.noise_mechanism, pc.noise_mechanism, grid, cells.beta, cells.box)
+        return _intervals.avg_answer(
+            s, c, ps.noise_mechanism, pc.noise_mechanism, grid, cells.beta, cells.box
+        )
 
     def widest(self, width: Width, n: int, radius: int) -> float:
         """Over the groups' means (column_accuracy.widest_mean)."""

@@ -32,11 +32,6 @@ from infodp.curator.plan.nodes import (
     MeasurementKind,
     Predicate,
 )
-from infodp.curator.rules.budget_info import (
-    discrete_gaussian_information,
-    discrete_laplace_information,
-)
-from infodp.curator.rules.intervals import BoxMemo
 from infodp.errors import InternalError, ParameterError
 
 if TYPE_CHECKING:
@@ -57,6 +52,10 @@ __all__ = [
     "Rule",
     "Value",
 ]
+
+#: Quantiles of noise combinations kept across the cells of one release (and of one query's
+#: releases): (lead mechanism, snapped terms, β) → quantile (rules.intervals fills it).
+BoxMemo = dict[tuple[object, ...], float]
 
 
 class Priced(Protocol):
@@ -250,10 +249,12 @@ class Measure(ABC):
             return 0.0
         if rows is None:
             return math.inf  # no declared bound on the count: the width is not public
+        from infodp.curator.rules import budget_info  # only with a declared bound on the rows
+
         width = float(self.width(p.measurement, schema, rows))
         if p.noise == "gaussian":
-            return discrete_gaussian_information(width, p.scale)
-        return discrete_laplace_information(width, p.scale)
+            return budget_info.discrete_gaussian_information(width, p.scale)
+        return budget_info.discrete_laplace_information(width, p.scale)
 
     def accuracy(self, p: Priced, schema: DatasetSchema, beta: float) -> MeasurementAccuracy:
         """What an estimate shows: the one-cell half-width at level β, in column units."""

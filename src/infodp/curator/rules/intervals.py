@@ -45,6 +45,7 @@ from infodp.curator.plan.grid import ColumnGrid
 from infodp.mechanisms.error_law import combination_halfwidth
 
 if TYPE_CHECKING:
+    from infodp.curator.rules.base import BoxMemo
     from infodp.mechanisms import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
 
     #: The noise of one released sum or count (None: none was added).
@@ -55,11 +56,7 @@ if TYPE_CHECKING:
     #: the range of |c| (for the grid) and the tail K_i at its share.
     Term: TypeAlias = tuple[Mech, float, float, float, float]
 
-#: Quantiles of noise combinations kept across the cells of one release (and of one query's
-#: releases): (lead mechanism, snapped terms, β) → quantile.
-BoxMemo = dict[tuple[object, ...], float]
-
-__all__ = ["BoxMemo", "avg_answer", "mean_interval", "variance_answer", "variance_interval"]
+__all__ = ["avg_answer", "mean_interval", "variance_answer", "variance_interval"]
 
 #: Share of a test's β spent on the tails K that widen a quantile over a box.
 _SLACK_SHARE = 1e-3

@@ -14,15 +14,20 @@ interval inverts the exact pivot N_q − 2μN_s + (μ² − v)N_c (Fieller 1954;
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from sqlglot import exp
 
+from infodp._lazy import lazy_module
 from infodp.curator.plan.nodes import Aggregate, AggregateFunc, Measurement, MeasurementKind
 from infodp.curator.rules.avg import MomentRule
 from infodp.curator.rules.base import Cells, GridSum, Interval, Value, column_of, measured
 from infodp.curator.rules.column_accuracy import Width, widest_moments
-from infodp.curator.rules.intervals import variance_answer
+
+if TYPE_CHECKING:
+    from infodp.curator.rules import intervals as _intervals
+else:  # on first use (see rules.avg)
+    _intervals = lazy_module("infodp.curator.rules.intervals")
 
 __all__ = ["CSUMSQ_MEASURE", "STDDEV", "VARIANCE"]
 
@@ -62,7 +67,7 @@ class VarianceRule(MomentRule):
         ms = self.needs(agg)
         s, q, c = (cells.noisy(row, m) for m in ms)
         mechs = tuple(cells.part(m)[1].noise_mechanism for m in ms)
-        return variance_answer(
+        return _intervals.variance_answer(
             s,
             q,
             c,
