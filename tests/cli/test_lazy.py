@@ -111,7 +111,35 @@ def test_a_laplace_query_loads_no_numpy_scipy_pandas_or_plotting(
         "infodp.curator.relations.sources",
         "infodp.curator.relations.relation",
         "infodp.curator.relations.query",
+        # Nor what only some queries, the data owner or another ledger need: the free
+        # post-processing (HAVING, ORDER BY, LIMIT, computed items) and a relation's values,
+        # registration and the copies it makes, estimates and non-interactive releases, a
+        # PostgreSQL ledger, API keys, leases, stored synopses, the profiles of other
+        # mechanisms, a declaration file and an information price (no public row bound is
+        # declared here).
+        "infodp.curator.sql.post.process",
+        "infodp.curator.sql.post.terms",
+        "infodp.curator.sql.post.enclosure",
+        "infodp.curator.relations.values",
+        "infodp.curator.relations.boxes",
+        "infodp.curator.store.registration",
+        "infodp.curator.backends.duckdb_copy",
+        "infodp.curator.backends.public",
+        "infodp.curator.price.estimate",
+        "infodp.curator.publish.synthetic",
+        "infodp.curator.publish.synopsis_release",
+        "infodp.curator.ledger.postgres",
+        "infodp.curator.ledger.keys",
+        "infodp.curator.ledger.leases",
+        "infodp.curator.ledger.synopses",
+        "infodp.accounting.profile_kinds",
+        "infodp.curator.declaration.source",
+        "infodp.curator.rules.budget_info",
     }
+    if "AVG" not in sql:  # only an AVG's interval inverts a combination of noises
+        unused |= {"infodp.curator.rules.intervals", "infodp.mechanisms.error_law"}
+    if not arrays:  # δ(0) from the RDP curve (accounting.conversions) is computed on arrays
+        unused.add("infodp.accounting.conversions")
     assert not unused & loaded
     assert not {m for m in loaded if m.startswith("infodp.server.")}
 
