@@ -116,7 +116,8 @@ def test_a_laplace_query_loads_no_numpy_scipy_pandas_or_plotting(
         # registration and the copies it makes, estimates and non-interactive releases, a
         # PostgreSQL ledger, API keys, leases, stored synopses, the profiles of other
         # mechanisms, a declaration file and an information price (no public row bound is
-        # declared here).
+        # declared here). Nor the other curator commands' module (their click options).
+        "infodp.cli.curator",
         "infodp.curator.sql.post.process",
         "infodp.curator.sql.post.terms",
         "infodp.curator.sql.post.enclosure",

@@ -45,6 +45,7 @@ MODULES = [
     "infodp.curator.backends.compile",
     "infodp.curator.backends.dialects",
     "infodp.cli.curator",
+    "infodp.cli.query",
 ]
 
 

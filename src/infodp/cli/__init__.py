@@ -46,7 +46,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "explain": ("explain", "explain_command", "Explain what ε, δ or a mechanism leaks."),
     "local": ("local", "local", "Local DP: on-device randomizers and frequency estimates."),
     "ledger": ("curator", "ledger", "Show the privacy ledger: budgets and every query."),
-    "query": ("curator", "query", "Answer an aggregate SQL query with differential privacy."),
+    "query": ("query", "query", "Answer an aggregate SQL query with differential privacy."),
     "release": ("curator", "release", "Publish a DP histogram once; query it later for free."),
     "serve": ("server", "serve", "Serve the curator over HTTP (FastAPI on uvicorn)."),
     "synth": ("synthetic", "synth", "Release a DP synthetic table once; query it later for free."),

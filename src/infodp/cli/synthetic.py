@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from infodp.cli._common import emit, json_option
-from infodp.cli.curator import _curator, db_option
+from infodp.cli.query import _curator, db_option
 from infodp.errors import ParameterError
 
 __all__ = ["synth"]
