@@ -114,9 +114,9 @@ def test_a_laplace_query_loads_no_numpy_scipy_pandas_or_plotting(
         # Nor what only some queries, the data owner or another ledger need: the free
         # post-processing (HAVING, ORDER BY, LIMIT, computed items) and a relation's values,
         # registration and the copies it makes, estimates and non-interactive releases, a
-        # PostgreSQL ledger, API keys, leases, stored synopses, the profiles of other
-        # mechanisms, a declaration file and an information price (no public row bound is
-        # declared here). Nor the other curator commands' module (their click options).
+        # PostgreSQL ledger, API keys, leases, stored synopses, a declaration file and an
+        # information price (no public row bound is declared here). Nor the other curator
+        # commands' module (their click options).
         "infodp.cli.curator",
         "infodp.curator.sql.post.process",
         "infodp.curator.sql.post.terms",
@@ -133,7 +133,6 @@ def test_a_laplace_query_loads_no_numpy_scipy_pandas_or_plotting(
         "infodp.curator.ledger.keys",
         "infodp.curator.ledger.leases",
         "infodp.curator.ledger.synopses",
-        "infodp.accounting.profile_kinds",
         "infodp.curator.declaration.source",
         "infodp.curator.rules.budget_info",
     }
