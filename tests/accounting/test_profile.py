@@ -435,3 +435,16 @@ def test_the_curators_partition_selection_meets_its_charge() -> None:
     plan = parse_query("SELECT h, AVG(n) FROM t GROUP BY h", schema)
     cost = plan_cost(plan, schema, Fraction(7, 10), Fraction(1, 10**6), None)
     assert cost.profile().delta(0.7) <= 1e-6 * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
+def test_delta_just_below_the_largest_loss_is_positive(eps: float) -> None:
+    # A loss one ulp above ε' makes δ(ε') = E_P[(1 − e^{ε' − L})₊] > 0 (the hockey-stick
+    # divergence through the privacy loss L, Sommer, Meiser & Mohammadi 2019), but the float
+    # sum cancels to exactly the mass at +∞: the rounding allowance must still be added there
+    # (at ε = 0.1 it was not, and δ = 0 came back).
+    p = acc.compose(acc.discrete_laplace_profile(1 / eps, 1), acc.pure_dp_profile(math.ulp(eps)))
+    below = math.nextafter(eps, 0.0)
+    assert p.pure_epsilon() > eps > below
+    assert p.delta(below) > 0.0
+    assert p.delta(p.pure_epsilon()) == 0.0

@@ -119,8 +119,15 @@ if TYPE_CHECKING:
 _PLD_ROUNDING = 2e-15
 
 
-def _round_up_delta(value: float, infinity_mass: float) -> float:
-    return min(1.0, value + _PLD_ROUNDING) if value > infinity_mass else value
+def _round_up_delta(pld: PrivacyLossDistribution, eps: float) -> float:
+    """``pld.delta(eps)`` plus the rounding allowance wherever δ(ε) may exceed the mass at
+    +∞ loss: where the computed value does, and also where a finite loss lies above ε. There
+    δ(ε) = mass at +∞ + Σ_{l > ε} p_l (1 − e^{ε − l}) is strictly above that mass, but for a
+    loss within a few ulps of ε the float sum cancels to exactly the mass."""
+    value = pld.delta(eps)
+    if value > pld.infinity_mass or eps < pld.support()[1]:
+        return min(1.0, value + _PLD_ROUNDING)
+    return value
 
 
 def _div_up(numerator: float, denominator: float) -> float:
@@ -320,9 +327,7 @@ class PrivacyProfile(abc.ABC):
             return closed  # the tight value (rounded up by ~1e-12): the PLD and RDP add nothing
         # The PLD's δ is a difference of sums of floats (≤ 1): allow its rounding error.
         # Only the part above the (exact) mass at +∞ loss carries rounding error.
-        pld_delta = self._pld_query(
-            lambda pld: _round_up_delta(pld.delta(eps), pld.infinity_mass), 1.0, h
-        )
+        pld_delta = self._pld_query(lambda pld: _round_up_delta(pld, eps), 1.0, h)
         candidates = [1.0, pld_delta]
         if 0 <= eps < math.inf:
             candidates.append(_conv.rdp_to_delta(self._rdp_grid(), _rdp.DEFAULT_ORDERS, eps))
