@@ -876,14 +876,11 @@ def _sort_key(key: Key) -> tuple[str, str]:
 def _pure_upper(profile: PrivacyProfile) -> Fraction | None:
     """An exact upper bound on a profile's pure ε (None: it is not pure-DP): the smaller of
     its exact guarantee's ε (when that guarantee has δ = 0) and its pure ε rounded up."""
-    pure = profile.pure_epsilon()
-    if math.isinf(pure):
-        return None
-    best = Fraction(pure)
+    pure = _finite(profile.pure_epsilon())
     exact = profile.exact_guarantee()
-    if exact is not None and exact[1] == 0:
-        best = min(best, exact[0])
-    return best
+    if pure is None or exact is None or exact[1] != 0:
+        return pure
+    return min(pure, exact[0])
 
 
 def _sum_pure(items: Any) -> Fraction | None:

@@ -556,8 +556,11 @@ class PrivacyLossDistribution:
 
     def support(self) -> tuple[float, float]:
         """Smallest and largest finite loss on the grid, over the directions."""
-        lows = [p.losses[0] for p in self._pmfs if p.probs.size]
-        highs = [p.losses[-1] for p in self._pmfs if p.probs.size]
+        # The ends of each grid, as ``losses`` computes them, without building the grid.
+        lows = [float(p.offset) * p.interval for p in self._pmfs if p.probs.size]
+        highs = [
+            float(p.offset + p.probs.size - 1) * p.interval for p in self._pmfs if p.probs.size
+        ]
         if not lows:
             return (math.inf, math.inf)
         return float(min(lows)), float(max(highs))
