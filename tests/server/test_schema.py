@@ -69,6 +69,9 @@ def test_document_declares_bearer_auth_and_the_error_format() -> None:
         for op in ops.values():
             if path != "/v1/health":
                 assert "401" in op["responses"], path
+            # Every route can meet a PostgreSQL ledger that cannot be reached (the keys and the
+            # health check read it): 503 with Retry-After (tests/server/test_fleet.py).
+            assert "503" in op["responses"], path
 
 
 @pytest.mark.slow  # real server processes

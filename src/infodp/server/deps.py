@@ -5,7 +5,7 @@ for CPU-heavy work) and ``Admin`` (the admin token) are FastAPI dependencies; :f
 curator errors onto the one JSON error format.
 
 >>> AUTH
-(401, 429)
+(401, 429, 503)
 """
 
 from __future__ import annotations
@@ -100,8 +100,9 @@ async def _heavy_dep(request: Request, who: Analyst) -> AsyncIterator[Identity]:
 Heavy = Annotated[Identity, Depends(_heavy_dep)]
 Admin = Annotated[None, Depends(_admin_dep)]
 
-#: The errors every authenticated route may answer with.
-AUTH = (401, 429)
+#: The errors every authenticated route may answer with (503: a PostgreSQL ledger that cannot
+#: be reached, e.g. while its database restarts; the keys are checked against it).
+AUTH = (401, 429, 503)
 
 
 def json_response(payload: Any) -> JSONResponse:

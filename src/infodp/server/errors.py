@@ -147,5 +147,6 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         413: "Request body too large",
         429: "Rate limit exceeded (see Retry-After)",
         500: "Unexpected server error (generic message and an error id)",
+        503: "The ledger cannot be reached (its database restarting): retry after Retry-After",
     }
     return {s: {"model": ErrorBody, "description": text[s]} for s in statuses}

@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from infodp.server.deps import service_of
-from infodp.server.errors import ApiError
+from infodp.server.errors import ApiError, error_responses
 from infodp.server.service import API_VERSION
 
 __all__ = ["health", "router"]
@@ -22,7 +22,7 @@ __all__ = ["health", "router"]
 router = APIRouter()
 
 
-@router.get("/v1/health", tags=["service"])
+@router.get("/v1/health", tags=["service"], responses=error_responses(503))
 def health(request: Request) -> dict[str, Any]:
     """Readiness: the service is up and its store is open."""
     # ... and its ledger answers: 503 while it cannot be reached (the module doc).
