@@ -176,6 +176,10 @@ ANSWERED = [
         True,
     ),
     ("SELECT ROUND(AVG(income), 0) AS r, sex FROM census GROUP BY sex", None, False),
+    # Positions and a renamed column in GROUP BY (infodp.curator.sql.dialect;
+    # DuckDB reads the same text).
+    ("SELECT educ, sex, COUNT(*) FROM census GROUP BY 1, 2", None, False),
+    ("SELECT educ AS e, COUNT(*) AS n FROM census GROUP BY e ORDER BY n DESC", None, True),
 ]
 
 
@@ -238,6 +242,18 @@ REFUSED = [
         "SELECT TOP 2 COUNT(*) FROM census UNION SELECT COUNT(*) FROM census",
         ["TOP (write SELECT ... LIMIT n"],
     ),
+    (
+        "SELECT educ, COUNT(*) FROM census GROUP BY 2",
+        ["GROUP BY 2 names the aggregate COUNT(*)", "or its position in the SELECT list"],
+    ),
+    (
+        "SELECT educ, COUNT(*) FROM census GROUP BY educ, 3",
+        ["GROUP BY 3 is past the SELECT list's 2 items", "GROUP BY a column"],
+    ),
+    ("SELECT 3 AS k, educ, COUNT(*) FROM census GROUP BY 1", ["GROUP BY 1 names 3, which reads"]),
+    (f"SELECT educ, COUNT(*) FROM census GROUP BY {'9' * 20}", ["GROUP BY 999999999999 is"]),
+    # A declared column comes before a SELECT alias of the same name, as in DuckDB.
+    ("SELECT educ AS sex, COUNT(*) FROM census GROUP BY sex", ["column 'educ' is neither"]),
 ]
 
 
@@ -263,6 +279,35 @@ def test_a_repeated_item_is_measured_and_charged_once(session: Session) -> None:
     assert list(plain.columns)[:2] == ["sum(age)", "sum(age)_1"]
     assert table.iloc[0, 0] == table.iloc[0, 1]  # one measurement, shown twice
     _same(table, plain, False)
+
+
+@pytest.mark.parametrize(
+    ("written", "named"),
+    [
+        (
+            "SELECT educ, sex, COUNT(*) FROM census GROUP BY 2, 1",
+            "SELECT educ, sex, COUNT(*) FROM census GROUP BY sex, educ",
+        ),
+        (
+            "SELECT sex AS s, AVG(age) FROM census GROUP BY s",
+            "SELECT sex AS s, AVG(age) FROM census GROUP BY sex",
+        ),
+        (
+            "SELECT FLOOR(age / 10) * 10 AS d, COUNT(*) FROM census GROUP BY 1",
+            "SELECT FLOOR(age / 10) * 10 AS d, COUNT(*) FROM census GROUP BY d",
+        ),
+    ],
+    ids=["positions", "renamed", "bins"],
+)
+def test_a_key_written_by_position_or_alias_is_priced_and_released_as_named(
+    session: Session, written: str, named: str
+) -> None:
+    """The same plan: the same cost and the same cells (the rewrite is syntax only)."""
+    a, b = session.estimate(written, epsilon=1), session.estimate(named, epsilon=1)
+    assert a.cost == b.cost
+    ra, rb = session.query(written, epsilon=1), session.query(named, epsilon=1)
+    assert ra.columns == rb.columns
+    assert sorted(r[:-1] for r in ra.rows) == sorted(r[:-1] for r in rb.rows)
 
 
 def test_constants_are_exact_and_carry_no_interval(session: Session) -> None:

@@ -198,6 +198,29 @@ def select_aliases(select: exp.Select, schema: DatasetSchema) -> dict[str, tuple
     }
 
 
+def renamed_column(select: exp.Select, name: str, schema: DatasetSchema) -> exp.Column | None:
+    """The column a SELECT item ``col AS name`` renames, when no declared column is ``name``
+    (in GROUP BY a table's column comes first, then a SELECT alias, as in DuckDB).
+
+    >>> import sqlglot
+    >>> from infodp.curator.declaration.source import load_schema
+    >>> s = load_schema({"table": "t", "privacy_unit": "row", "columns": {"a": {"type": "int"}}})
+    >>> q = sqlglot.parse_one("SELECT a AS r, a AS a FROM t")
+    >>> renamed_column(q, "r", s).sql(), renamed_column(q, "a", s)
+    ('a', None)
+    """
+    if name.lower() in {c.name.lower() for c in schema.columns}:
+        return None
+    for item in select.expressions:
+        if (
+            isinstance(item, exp.Alias)
+            and isinstance(item.this, exp.Column)
+            and item.alias.lower() == name.lower()
+        ):
+            return item.this
+    return None
+
+
 def select_alias(select: exp.Select, node: exp.Expr) -> str | None:
     """The alias of the SELECT item that is ``node`` (a GROUP BY expression) itself.
 

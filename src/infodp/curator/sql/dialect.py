@@ -15,12 +15,17 @@ ledger or the data), and a form it cannot read the same way is left for the pars
   ``(a JOIN b USING (k))`` is the join itself when it is all of FROM, and otherwise (or when
   it has an alias) the subquery ``(SELECT * FROM a JOIN b USING (k)) AS q``;
 - a subquery in FROM or JOIN without an alias gets one (``subquery1``, ``subquery2``, ...):
-  SQL names every relation of FROM, and nothing outside it can refer to the new name.
+  SQL names every relation of FROM, and nothing outside it can refer to the new name;
+- ``GROUP BY 2`` names the second SELECT item, as DuckDB and Spark read it
+  (:func:`group_positions`); a position past the SELECT list, or one naming an aggregate or a
+  constant, is refused with the form to write.
 
 >>> rewrite_text("SELECT TOP 5 educ, VAR(age) FROM (pums) GROUP BY educ")
 'SELECT educ, VARIANCE(age) AS "VAR(age)" FROM pums GROUP BY educ LIMIT 5'
 >>> rewrite_text("SELECT COUNT(*) FROM (SELECT * FROM (SELECT a FROM t))")
 'SELECT COUNT(*) FROM (SELECT * FROM (SELECT a FROM t) AS subquery2) AS subquery1'
+>>> rewrite_text("SELECT a AS x, FLOOR(b / 10) AS d, COUNT(*) FROM t GROUP BY 1, 2")
+'SELECT a AS x, FLOOR(b / 10) AS d, COUNT(*) FROM t GROUP BY a, FLOOR(b / 10)'
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from infodp.errors import ParameterError
 __all__ = [
     "SPELLINGS",
     "boolean_on_text",
+    "group_positions",
     "needs_rewrite",
     "rewrite",
     "rewrite_text",
@@ -150,7 +156,10 @@ def needs_rewrite(sql: str) -> bool:
 
 
 _REWRITTEN = re.compile(
-    r"\b(?:" + "|".join(SPELLINGS) + r")\s*\(|\b(?:FROM|JOIN)\s*\(", re.IGNORECASE
+    r"\b(?:" + "|".join(SPELLINGS) + r")\s*\(|\b(?:FROM|JOIN)\s*\("
+    # a number anywhere after GROUP BY (a position; a bin width only costs one more walk)
+    r"|\bGROUP\s+BY\b[^;]*?(?<![\w.'\"])\d+(?![\w.'\"])",
+    re.IGNORECASE,
 )
 
 
@@ -161,6 +170,7 @@ def rewrite(stmt: exp.Expr) -> exp.Expr:
     counter = [0]
     for select in list(stmt.find_all(exp.Select)):
         _from_forms(select, _names, counter)
+        group_positions(select)
     return stmt
 
 
@@ -224,3 +234,52 @@ def _from_forms(select: exp.Select, names: set[str], counter: list[int]) -> None
             node.set("this", wrapped)
         if node.args.get("alias") is None:
             node.set("alias", exp.TableAlias(this=exp.to_identifier(_fresh(names, counter))))
+
+
+def group_positions(select: exp.Select) -> None:
+    """``GROUP BY n`` as the n-th SELECT item's expression, in place (``GROUP BY ALL`` is
+    left for the parser to refuse).
+
+    >>> import sqlglot
+    >>> q = sqlglot.parse_one("SELECT 1 AS one, a, b AS c, SUM(d) FROM t GROUP BY 3, 2")
+    >>> group_positions(q)
+    >>> q.sql()
+    'SELECT 1 AS one, a, b AS c, SUM(d) FROM t GROUP BY b, a'
+    >>> group_positions(sqlglot.parse_one("SELECT a, COUNT(*) FROM t GROUP BY 2"))
+    Traceback (most recent call last):
+    ...
+    infodp.errors.ParameterError: refused SQL construct: GROUP BY 2 names the aggregate COUNT(*) (GROUP BY names the columns the rows are grouped by: GROUP BY a column, or its position in the SELECT list).
+    """  # noqa: E501
+    group = select.args.get("group")
+    if group is None:
+        return
+    items = [i.this if isinstance(i, exp.Alias) else i for i in select.expressions]
+    for g in list(group.expressions):
+        if not (isinstance(g, exp.Literal) and not g.is_string and str(g.this).isdigit()):
+            continue
+        digits = str(g.this)
+        form = "GROUP BY a column, or its position in the SELECT list"
+        # (no int() of a long digit string: Python refuses more than 4300 digits)
+        n = int(digits) if len(digits) <= 9 else 0
+        if not 1 <= n <= len(items):
+            raise ParameterError(
+                f"refused SQL construct: GROUP BY {digits[:12]} is past the SELECT list's "
+                f"{len(items)} items ({form})."
+            )
+        item = items[n - 1]
+        if _aggregated(item):
+            what = f"the aggregate {item.sql()[:60]}"
+        elif isinstance(item, exp.Star) or item.find(exp.Column) is None:
+            what = f"{item.sql()[:60]}, which reads no column"
+        else:
+            g.replace(item.copy())
+            continue
+        raise ParameterError(
+            f"refused SQL construct: GROUP BY {n} names {what} (GROUP BY names the "
+            f"columns the rows are grouped by: {form})."
+        )
+
+
+def _aggregated(node: exp.Expr) -> bool:
+    """Whether ``node`` holds an aggregate call (so no GROUP BY key can be it)."""
+    return node.find(exp.AggFunc) is not None

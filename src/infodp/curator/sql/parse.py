@@ -45,7 +45,13 @@ from infodp.curator.declaration.schema import BOOL_KEYS, ColumnSpec, DatasetSche
 from infodp.curator.plan.nodes import Aggregate, GroupKey, Output, Predicate, QueryPlan
 from infodp.curator.rules import RULES, Rule, allowed_names
 from infodp.curator.rules.filtered import parse_filtered
-from infodp.curator.sql.derived import derived_items, derived_key, select_alias, select_aliases
+from infodp.curator.sql.derived import (
+    derived_items,
+    derived_key,
+    renamed_column,
+    select_alias,
+    select_aliases,
+)
 from infodp.curator.sql.dialect import boolean_on_text, needs_rewrite, rewrite, untop, with_top
 from infodp.curator.sql.limits import (
     MAX_CONDITIONS,
@@ -510,7 +516,8 @@ def _group(
     if isinstance(g, exp.Column) and g.name.lower() in aliases:
         return derived_key(aliases[g.name.lower()][1], parsing, aliases[g.name.lower()][0])
     if isinstance(g, exp.Column):
-        return _group_key(parsing.column(g))
+        renamed = None if g.table else renamed_column(select, g.name, parsing.schema)
+        return _group_key(parsing.column(g if renamed is None else renamed))
     return derived_key(g, parsing, select_alias(select, g) or g.sql())
 
 
