@@ -13,10 +13,13 @@ from infodp.curator.relations import resolve
 from infodp.errors import ParameterError
 
 
-def test_private_join_public_counts_equal_plain_sql(clinic):
+# The key by its column, its position and its SELECT alias (infodp.curator.sql.dialect rewrites
+# a position before the join is resolved).
+@pytest.mark.parametrize("group_by", ["r.country", "1", "c"])
+def test_private_join_public_counts_equal_plain_sql(clinic, group_by):
     sql = (
-        "SELECT r.country, COUNT(*) AS n, SUM(income) FROM people p "
-        "JOIN regions r ON p.region = r.region GROUP BY r.country"
+        "SELECT r.country AS c, COUNT(*) AS n, SUM(income) FROM people p "
+        f"JOIN regions r ON p.region = r.region GROUP BY {group_by}"
     )
     got = answers(clinic, sql)
     want = plain(
@@ -46,24 +49,6 @@ def test_private_join_private_on_the_unit_equals_plain_sql(clinic):
     for kind, total, n in want:
         assert got[(kind,)]["count(*)"] == n
         assert got[(kind,)]["sum(cost)"] == pytest.approx(total)
-
-
-@pytest.mark.parametrize("group_by", ["1", "c"], ids=["position", "renamed column"])
-def test_a_joined_key_named_by_position_or_alias_equals_plain_sql(clinic, group_by):
-    # infodp.curator.sql.dialect rewrites a position before the join is resolved.
-    sql = (
-        "SELECT r.country AS c, COUNT(*) AS n FROM people p "
-        f"JOIN regions r ON p.region = r.region GROUP BY {group_by}"
-    )
-    got = answers(clinic, sql)
-    want = plain(
-        clinic,
-        "SELECT r.country, COUNT(*) FROM clinic__people p "
-        "JOIN clinic__regions r ON p.region = r.region GROUP BY r.country",
-    )
-    assert set(got) == {("x",), ("y",), ("z",)}
-    for country, n in want:
-        assert got[(country,)]["count(*)"] == n
 
 
 def test_left_join_keeps_unmatched_private_rows(clinic):
