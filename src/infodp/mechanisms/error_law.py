@@ -131,10 +131,10 @@ def _convolved(live: Sequence[tuple[_AdditiveLattice, float]], beta: float) -> f
         law, offset = _convolve(law, pmf), offset + low
     budget = beta - len(live) * tau - _FLOAT_MARGIN
     # mass strictly beyond j grid steps on either side, for every j ≥ 0
-    positions = np.arange(law.size) + offset
-    top = int(np.abs(positions).max())
-    outside = np.zeros(top + 2)
-    np.add.at(outside, np.abs(positions), law)
+    distance = np.abs(np.arange(law.size) + offset)
+    top = int(distance.max())
+    # (the same sums as np.add.at on zeros, in the same order, in a third of the time)
+    outside = np.bincount(distance, weights=law, minlength=top + 2)
     # beyond[j] = Σ_{i > j} outside[i]
     beyond = np.cumsum(outside[::-1])[::-1][1:]
     ok = np.nonzero(beyond <= budget)[0]
