@@ -1,5 +1,5 @@
 """Queries as analysts write them (TOP, other engines' variance spellings, dataset.table, GROUP BY
-positions) are answered on Spark as plain DuckDB SQL answers them on the same bounded
+positions, COUNT(1)) are answered on Spark as plain DuckDB SQL answers them on the same bounded
 frame (infodp.curator.sql.dialect)."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ QUERIES = [
         "SELECT COUNT(*), POWER(SUM(age), 2) FROM census WHERE flag = 1",
     ),
     (
-        "SELECT educ AS e, SUM(age), COUNT(*) FROM census GROUP BY 1 ORDER BY e",
+        "SELECT educ AS e, SUM(age), COUNT(1) FROM census GROUP BY 1 ORDER BY e",
         "SELECT educ, SUM(age), COUNT(*) FROM census GROUP BY educ ORDER BY educ",
     ),
 ]

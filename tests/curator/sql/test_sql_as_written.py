@@ -179,6 +179,13 @@ ANSWERED = [
     # Positions and a renamed column in GROUP BY (infodp.curator.sql.dialect;
     # DuckDB reads the same text).
     ("SELECT educ, sex, COUNT(*) FROM census GROUP BY 1, 2", None, False),
+    ("SELECT COUNT(1), COUNT('x') FROM census WHERE age > 40", None, False),
+    (
+        "SELECT educ, COUNT(1) AS n FROM census GROUP BY educ HAVING COUNT(1) > 100 "
+        "ORDER BY n DESC, educ",
+        None,
+        True,
+    ),
     ("SELECT educ AS e, COUNT(*) AS n FROM census GROUP BY e ORDER BY n DESC", None, True),
 ]
 
@@ -251,6 +258,8 @@ REFUSED = [
         ["GROUP BY 3 is past the SELECT list's 2 items", "GROUP BY a column"],
     ),
     ("SELECT 3 AS k, educ, COUNT(*) FROM census GROUP BY 1", ["GROUP BY 1 names 3, which reads"]),
+    # COUNT(NULL) is 0 and COUNT(DISTINCT 1) at most 1: no row counts, still refused.
+    ("SELECT COUNT(NULL) FROM census", ["expression 'NULL'"]),
     (f"SELECT educ, COUNT(*) FROM census GROUP BY {'9' * 20}", ["GROUP BY 999999999999 is"]),
     # A declared column comes before a SELECT alias of the same name, as in DuckDB.
     ("SELECT educ AS sex, COUNT(*) FROM census GROUP BY sex", ["column 'educ' is neither"]),
@@ -296,10 +305,14 @@ def test_a_repeated_item_is_measured_and_charged_once(session: Session) -> None:
             "SELECT FLOOR(age / 10) * 10 AS d, COUNT(*) FROM census GROUP BY 1",
             "SELECT FLOOR(age / 10) * 10 AS d, COUNT(*) FROM census GROUP BY d",
         ),
+        (
+            "SELECT sex, COUNT(1) FROM census GROUP BY sex",
+            'SELECT sex, COUNT(*) AS "COUNT(1)" FROM census GROUP BY sex',
+        ),
     ],
-    ids=["positions", "renamed", "bins"],
+    ids=["positions", "renamed", "bins", "count of a constant"],
 )
-def test_a_key_written_by_position_or_alias_is_priced_and_released_as_named(
+def test_a_form_written_otherwise_is_priced_and_released_as_its_named_form(
     session: Session, written: str, named: str
 ) -> None:
     """The same plan: the same cost and the same cells (the rewrite is syntax only)."""

@@ -6,6 +6,8 @@ ledger or the data), and a form it cannot read the same way is left for the pars
 
 - ``SELECT TOP n ...`` (T-SQL) is ``SELECT ... LIMIT n``, a post-processing step on the
   released rows (:func:`untop`);
+- ``COUNT(1)`` (any non-NULL constant) counts the rows, as ``COUNT(*)`` does; a SELECT item
+  so rewritten keeps its text as its name;
 - the spellings of variance and standard deviation other engines use name the same two rules
   (:data:`SPELLINGS`): ``VAR`` and ``STDEV`` (T-SQL) are the sample statistics, like
   ``VARIANCE``/``VAR_SAMP`` and ``STDDEV``/``STDDEV_SAMP``; ``VARP``, ``STDEVP`` (T-SQL)
@@ -157,6 +159,7 @@ def needs_rewrite(sql: str) -> bool:
 
 _REWRITTEN = re.compile(
     r"\b(?:" + "|".join(SPELLINGS) + r")\s*\(|\b(?:FROM|JOIN)\s*\("
+    r"|\bCOUNT\s*\(\s*(?:[\d.'+-]|TRUE\b|FALSE\b)"
     # a number anywhere after GROUP BY (a position; a bin width only costs one more walk)
     r"|\bGROUP\s+BY\b[^;]*?(?<![\w.'\"])\d+(?![\w.'\"])",
     re.IGNORECASE,
@@ -166,6 +169,7 @@ _REWRITTEN = re.compile(
 def rewrite(stmt: exp.Expr) -> exp.Expr:
     """``stmt`` with the rewrites of the module docstring applied (in place; returned)."""
     _spellings(stmt)
+    _constant_counts(stmt)
     _names = {a.name.lower() for a in stmt.find_all(exp.TableAlias)}
     counter = [0]
     for select in list(stmt.find_all(exp.Select)):
@@ -191,6 +195,29 @@ def _spellings(stmt: exp.Expr) -> None:
         node.replace(replacement)
         if top_level:
             replacement.replace(exp.alias_(replacement.copy(), original, quoted=True))
+
+
+def _constant_counts(stmt: exp.Expr) -> None:
+    """``COUNT(c)`` of a constant that is never NULL as ``COUNT(*)``: each row counts once.
+
+    >>> rewrite_text("SELECT COUNT(1), COUNT('x') AS n FROM t HAVING COUNT(1) > 2")
+    'SELECT COUNT(*) AS "COUNT(1)", COUNT(*) AS n FROM t HAVING COUNT(*) > 2'
+    >>> rewrite_text("SELECT COUNT(1) FILTER(WHERE a > 1) FROM t")
+    'SELECT COUNT(*) FILTER(WHERE a > 1) AS "COUNT(1) FILTER(WHERE a > 1)" FROM t'
+    """
+    # COUNT(NULL) (always 0) and COUNT(DISTINCT 1) are no row counts: left as written.
+    counts = [c for c in stmt.find_all(exp.Count) if isinstance(c.this, (exp.Literal, exp.Boolean))]
+    if not counts:
+        return
+    for select in list(stmt.find_all(exp.Select)):
+        for item in list(select.expressions):
+            if not isinstance(item, exp.Alias) and any(
+                c in counts for c in item.find_all(exp.Count)
+            ):
+                item.replace(exp.alias_(item.copy(), item.sql(), quoted=True))
+    for node in list(stmt.find_all(exp.Count)):
+        if isinstance(node.this, (exp.Literal, exp.Boolean)):
+            node.replace(exp.Count(this=exp.Star()))
 
 
 def _fresh(names: set[str], counter: list[int]) -> str:
