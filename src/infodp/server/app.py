@@ -166,16 +166,16 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
 @contextlib.asynccontextmanager
 async def _serving(app: FastAPI) -> AsyncIterator[None]:
     """Before the first request: keep the start-up heap out of the collector's full passes
-    (:mod:`infodp.server._heap`), with the release path imported first when this process
-    runs releases itself (no worker processes), and the access log's key redaction
-    (:mod:`infodp.server.access_log`) installed. At shutdown (SIGTERM, SIGINT), the worker
-    processes are told to stop and are reaped."""
+    (:mod:`infodp.server._heap`), with what queries import lazily imported first (this
+    process prices every query, and releases them too when it has no worker processes), and
+    the access log's key redaction (:mod:`infodp.server.access_log`) installed. At shutdown
+    (SIGTERM, SIGINT), the worker processes are told to stop and are reaped."""
     from infodp.server import access_log
     from infodp.server.pool import _WARM
 
     access_log.install()  # no key or query string in the access log
     service = getattr(app.state, "service", None)
-    freeze_heap(*(_WARM if service is not None and service.pool is None else ()))
+    freeze_heap(*(_WARM if service is not None else ()))
     try:
         yield
     finally:

@@ -401,8 +401,27 @@ class Lease:
 # -- the worker process ------------------------------------------------------------------------
 
 
-#: Modules the release path imports lazily; a new worker imports them before it is ready.
-_WARM = ("infodp.mechanisms.gaussian", "infodp.mechanisms.quantile", "infodp.curator.release.noise")
+#: Modules a query imports lazily (a one-query CLI process loads only what its query needs):
+#: the release path's noise, the pricing's accountant and leakage summary, the AVG/VARIANCE
+#: intervals' exact law, the free post-processing (HAVING, ORDER BY, computed items) and the
+#: estimates. A new worker, and the server process itself, import them before they are
+#: ready, so no analyst's first query of a kind pays an import.
+_WARM = (
+    "infodp.mechanisms.gaussian",
+    "infodp.mechanisms.laplace",
+    "infodp.mechanisms.quantile",
+    "infodp.mechanisms.error_law",
+    "infodp.curator.release.noise",
+    "infodp.curator.rules.intervals",
+    "infodp.curator.sql.post.process",
+    "infodp.curator.sql.post.ratio",
+    "infodp.curator.price.estimate",
+    "infodp.accounting.accountant",
+    "infodp.accounting.conversions",
+    "infodp.accounting.pld",
+    "infodp.explain.report",
+    "infodp.server.timing",
+)
 
 
 #: What a worker process runs (``python -c ... FD``).
