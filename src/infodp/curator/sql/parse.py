@@ -562,10 +562,12 @@ def _output(item: exp.Expr, parsing: _Parsing, grouped: set[str]) -> Output:
     if isinstance(node, exp.Column):
         col = parsing.column(node)
         if col.name.lower() not in grouped:
+            # (an average of a text or category column is no aggregate to suggest)
+            how = f"AVG({col.name})" if col.is_numeric else f"COUNT(DISTINCT {col.name})"
             raise refuse(
                 f"raw column selection (column {col.name!r} is neither aggregated nor in "
                 "GROUP BY); only aggregates are released",
-                f"aggregate it, as in AVG({col.name}), or release its distribution, as in "
+                f"aggregate it, as in {how}, or release its distribution, as in "
                 f"SELECT {col.name}, COUNT(*) FROM t GROUP BY {col.name}",
             )
         return Output(alias or col.name, group_column=col.name)
