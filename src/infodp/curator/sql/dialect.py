@@ -205,19 +205,24 @@ def _constant_counts(stmt: exp.Expr) -> None:
     >>> rewrite_text("SELECT COUNT(1) FILTER(WHERE a > 1) FROM t")
     'SELECT COUNT(*) FILTER(WHERE a > 1) AS "COUNT(1) FILTER(WHERE a > 1)" FROM t'
     """
-    # COUNT(NULL) (always 0) and COUNT(DISTINCT 1) are no row counts: left as written.
-    counts = [c for c in stmt.find_all(exp.Count) if isinstance(c.this, (exp.Literal, exp.Boolean))]
-    if not counts:
+    if not any(_of_a_constant(c) for c in stmt.find_all(exp.Count)):
         return
+    # A SELECT item holding one is named by its text first; then each is replaced (the
+    # item's own node may be the count itself, so the items are found before).
     for select in list(stmt.find_all(exp.Select)):
         for item in list(select.expressions):
             if not isinstance(item, exp.Alias) and any(
-                c in counts for c in item.find_all(exp.Count)
+                map(_of_a_constant, item.find_all(exp.Count))
             ):
                 item.replace(exp.alias_(item.copy(), item.sql(), quoted=True))
-    for node in list(stmt.find_all(exp.Count)):
-        if isinstance(node.this, (exp.Literal, exp.Boolean)):
-            node.replace(exp.Count(this=exp.Star()))
+    for node in [c for c in stmt.find_all(exp.Count) if _of_a_constant(c)]:
+        node.replace(exp.Count(this=exp.Star()))
+
+
+def _of_a_constant(count: exp.Count) -> bool:
+    """``COUNT(1)``, ``COUNT('x')``, ``COUNT(TRUE)``: a row count (``COUNT(NULL)``, always 0,
+    and ``COUNT(DISTINCT 1)`` are not)."""
+    return isinstance(count.this, (exp.Literal, exp.Boolean))
 
 
 def _fresh(names: set[str], counter: list[int]) -> str:
